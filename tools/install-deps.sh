@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs every Debian package cptrace's build, tests, benchmarks and demo need.
+# Idempotent: packages already present are not fetched again, and apt's lists are
+# refreshed only when something is missing.
+set -euo pipefail
+
+PKGS=(
+  build-essential make pkg-config git      # toolchain
+  clang llvm libclang-rt-14-dev            # BPF target, libFuzzer + ASan runtime
+  libbpf-dev bpftool libelf-dev zlib1g-dev # BPF loader, skeleton generator, its deps
+  libzstd-dev                              # frame compression
+  libboost-dev                             # Boost.Lockfree queues
+  libcli11-dev                             # command line
+  nlohmann-json3-dev libfmt-dev            # trace metadata (JSON), formatting
+  libgtest-dev                             # unit and integration tests
+  iproute2 nftables                        # network-namespace testbed
+)
+
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  if [[ $(id -u) -ne 0 ]]; then
+    echo "install-deps: missing packages: ${missing[*]} (run as root to install them)" >&2
+    exit 1
+  fi
+  echo "install-deps: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi

@@ -1,0 +1,110 @@
+// The on-disk trace: a directory per node per recording.
+//
+//   DIR/meta.json    self-description (node, host, kernel, CPU, TSC flags and
+//                    frequency, boot id, start/stop, command, channel table,
+//                    counters). Written at start, rewritten (atomically) at stop.
+//   DIR/events.cpt   file header + a sequence of independently decodable,
+//                    CRC-checked frames. Everything needed to read the events
+//                    (correlation stream, channel names, counters) is also in
+//                    frames, so a killed recorder's file is readable up to its
+//                    last complete frame even when meta.json was never rewritten.
+//
+// This header is the contract between the collector (writer side) and every
+// later command (reader side).
+#pragma once
+#include <cstdint>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace cptrace {
+
+constexpr char kFileMagic[8] = {'C', 'P', 'T', 'R', 'A', 'C', 'E', '1'};
+constexpr uint32_t kFormatVersion = 1;
+constexpr uint32_t kFrameMagic = 0x52465043;  // "CPFR" little-endian
+
+enum class FrameType : uint16_t {
+  Events = 1,    // columnar delta/varint-encoded TraceEvents, zstd-compressed
+  Clock = 2,     // ClockPoints (TSC <-> CLOCK_MONOTONIC correlation stream)
+  Channels = 3,  // JSON: [{"id":..,"name":..,"pid":..}]
+  Counters = 4,  // JSON: {"seen":[per cpu], "dropped":[per cpu], ...} snapshot, last wins
+};
+
+// Fixed 24-byte frame header, little-endian, followed by payload_len bytes.
+struct FrameHeader {
+  uint32_t magic;        // kFrameMagic
+  uint16_t type;         // FrameType
+  uint16_t flags;        // bit 0: payload is zstd-compressed
+  uint32_t payload_len;  // bytes following this header
+  uint32_t raw_len;      // decoded payload size in bytes
+  uint32_t count;        // records in the frame
+  uint32_t crc32;        // zlib crc32 over the first 20 header bytes and the payload
+};
+static_assert(sizeof(FrameHeader) == 24);
+
+// Timebase of a raw timestamp as recorded.
+enum class Timebase : uint8_t {
+  Tsc = 0,        // already in the node's TSC ticks (batch path, rdtsc in user space)
+  MonoNs = 1,     // CLOCK_MONOTONIC ns (bpf_ktime_get_ns); the reader converts to TSC
+};
+
+enum class EventKind : uint8_t {
+  User = 1,          // cp_logTS / batch entry
+  ChannelClose = 2,  // cp_close_channel
+};
+
+// One decoded event. In events.cpt `ts` is stored in its recorded timebase;
+// TraceReader hands events out with ts converted to TSC and timebase == Tsc.
+struct TraceEvent {
+  uint64_t ts = 0;
+  uint64_t channel = 0;
+  uint64_t tuple = 0;
+  uint32_t pid = 0;
+  uint32_t tid = 0;
+  uint16_t cpu = 0;
+  uint8_t kind = 0;      // EventKind
+  uint8_t timebase = 0;  // Timebase
+  bool operator==(const TraceEvent&) const = default;
+};
+
+// One TSC <-> CLOCK_MONOTONIC correlation: the tightest of several
+// rdtsc / clock_gettime / rdtsc brackets. tsc is the bracket midpoint,
+// width_ticks the bracket width (the error of this point).
+struct ClockPoint {
+  uint64_t tsc = 0;
+  uint64_t mono_ns = 0;
+  uint32_t width_ticks = 0;
+  uint32_t reserved = 0;
+  bool operator==(const ClockPoint&) const = default;
+};
+static_assert(sizeof(ClockPoint) == 24);
+
+struct ChannelInfo {
+  uint64_t id = 0;
+  std::string name;
+  uint32_t pid = 0;
+};
+
+// Per-CPU counters, in events. recorded + dropped == seen.
+struct Counters {
+  std::vector<uint64_t> seen;
+  std::vector<uint64_t> dropped;
+  uint64_t total_seen() const;
+  uint64_t total_dropped() const;
+};
+
+// Error with the file and byte offset of what was wrong.
+class TraceError : public std::runtime_error {
+ public:
+  TraceError(std::string file, uint64_t offset, const std::string& what)
+      : std::runtime_error(file + " at byte " + std::to_string(offset) + ": " + what),
+        file_(std::move(file)), offset_(offset) {}
+  const std::string& file() const { return file_; }
+  uint64_t offset() const { return offset_; }
+ private:
+  std::string file_;
+  uint64_t offset_;
+};
+
+}  // namespace cptrace
