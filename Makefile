@@ -28,11 +28,13 @@ WORKLOADS  := $(patsubst tests/workloads/%.c,$(BUILD)/tests/%,$(wildcard tests/w
 BENCHES    := $(patsubst bench/%.cpp,$(BUILD)/bench/%,$(wildcard bench/*.cpp)) \
               $(patsubst bench/%.c,$(BUILD)/bench/%,$(wildcard bench/*.c))
 # The reader and what it needs, built with libFuzzer + ASan.
+# Helper programs under tools/ (testbed forwarding element, ...).
+TOOLS      := $(patsubst tools/%.cpp,$(BUILD)/%,$(wildcard tools/*.cpp))
 FUZZ_SRCS  ?= user/trace_reader.cpp user/block_codec.cpp user/clock_map.cpp user/trace_format.cpp
 FUZZ_TIME  ?= 30
 
 .PHONY: all deps test unit-test demo bench fuzz fuzz-run install clean
-all: $(BUILD)/cptrace $(BUILD)/libcptrace.so $(BUILD)/libcptrace.a $(WORKLOADS)
+all: $(BUILD)/cptrace $(BUILD)/libcptrace.so $(BUILD)/libcptrace.a $(WORKLOADS) $(TOOLS)
 
 deps:
 	@bash tools/install-deps.sh
@@ -117,6 +119,10 @@ fuzz-run: $(BUILD)/fuzz_trace_reader
 	$(BUILD)/fuzz_trace_reader -runs=0 tests/fuzz/regressions tests/fuzz/corpus
 	mkdir -p $(BUILD)/fuzz-corpus
 	$(BUILD)/fuzz_trace_reader $(BUILD)/fuzz-corpus tests/fuzz/corpus -max_total_time=$(FUZZ_TIME) -print_final_stats=0 2>&1 | tail -3
+
+$(BUILD)/%: tools/%.cpp
+	@mkdir -p $(@D)
+	$(CXX) -std=c++20 $(CXXFLAGS) $(WARN) $(CPPFLAGS) $< -o $@ -lpthread
 
 # ---- demo, benchmarks, install --------------------------------------------------
 demo: deps
