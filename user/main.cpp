@@ -1,0 +1,55 @@
+// cptrace: the command line. Each subcommand lives in its own file; this only
+// parses arguments (CLI11) and turns exceptions into one clear line + exit 1.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <exception>
+
+#include "commands.h"
+#include "recorder.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"cptrace: cross-machine durations with strict error bounds"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "cptrace 0.1 (trace format 1)");
+
+  cptrace::RecordOptions rec;
+  auto* record = app.add_subcommand("record", "record cp_logTS events into a trace directory (root)");
+  record->add_option("-o,--output", rec.out_dir, "trace directory to create")->required();
+  record->add_option("--lib", rec.libs, "ELF file holding the probe stubs (libcptrace.so or a static executable); repeatable");
+  record->add_option("--duration", rec.duration_s, "stop after SEC seconds")->check(CLI::NonNegativeNumber);
+  record->add_option("-p,--pid", rec.pid, "record only this running process (late attach)")->check(CLI::PositiveNumber);
+  record->add_option("--node", rec.node, "node name written into the trace (default: host name)");
+  record->add_flag("-f,--force", rec.overwrite, "overwrite an existing trace in the directory");
+  record->add_flag("!--no-progress", rec.progress, "no progress line on the terminal");
+  record->add_option("--compressors", rec.compressors, "compression threads")->check(CLI::Range(1, 64));
+  record->add_option("--ring-mb", rec.ring_mb, "ring buffer size per CPU, MiB (power of two)")
+      ->check(CLI::Range(1, 1024) & CLI::Validator([](std::string& s) {
+        unsigned v = std::stoul(s);
+        return (v & (v - 1)) == 0 ? std::string() : "must be a power of two";
+      }, "POW2"));
+  record->add_option("--zstd-level", rec.zstd_level, "zstd level of event frames")->check(CLI::Range(-5, 19));
+  record->add_option("cmd", rec.cmd, "command to run and record (after --)");
+
+  std::string dir;
+  bool csv = false, json = false;
+  auto* dump = app.add_subcommand("dump", "print every event of a trace");
+  dump->add_option("dir", dir, "trace directory")->required();
+  dump->add_flag("--csv", csv, "CSV: node,kind,ts,channel,tuple,pid,tid,cpu (ts in the node's TSC ticks)");
+  auto* info = app.add_subcommand("info", "summarize a trace");
+  info->add_option("dir", dir, "trace directory")->required();
+  info->add_flag("--json", json, "machine-readable summary");
+  auto* check = app.add_subcommand("check", "can this machine record? (root, BTF, uprobes, nop5 path, TSC, ring buffer)");
+
+  CLI11_PARSE(app, argc, argv);
+  try {
+    if (*record) return cptrace::run_record(rec);
+    if (*dump) return cptrace::cmd_dump(dir, csv);
+    if (*info) return cptrace::cmd_info(dir, json);
+    if (*check) return cptrace::cmd_check();
+  } catch (const std::exception& e) {
+    fprintf(stderr, "cptrace %s: %s\n", app.get_subcommands().front()->get_name().c_str(), e.what());
+    return 1;
+  }
+  return 0;
+}
