@@ -196,6 +196,9 @@ int run_record(const RecordOptions& opt) {
     close(release_fd);
   }
 
+  fprintf(stderr, "cptrace record: attached %zu probes in %zu file(s)%s, writing %s\n",
+          probes.attached().size(), targets.size(),
+          filter ? fmt::format(", pid {}", filter).c_str() : ", all processes", opt.out_dir.c_str());
   bool tty = opt.progress && isatty(2);
   auto t0 = std::chrono::steady_clock::now(), last_flush = t0;
   size_t clock_written = 0;
@@ -234,6 +237,7 @@ int run_record(const RecordOptions& opt) {
       child_done = true;
       break;
     }
+    if (opt.pid && kill(opt.pid, 0) != 0) break;  // the recorded process is gone
   }
   if (tty) fprintf(stderr, "\n");
 
@@ -255,7 +259,8 @@ int run_record(const RecordOptions& opt) {
                   {"mono_ns", clock.back().mono_ns},
                   {"tsc", clock.back().tsc},
                   {"reason", g_stop_signal ? strsignal(g_stop_signal) :
-                             child_done ? "command exited" : "duration"}};
+                             child_done ? "command exited" :
+                             (opt.pid && kill(opt.pid, 0) != 0) ? "process exited" : "duration"}};
   meta["tsc_hz"] = cmap.tsc_hz();
   meta["channels"] = channels.all_json();
   meta["counters"] = counters_json(final_counts);
@@ -267,7 +272,9 @@ int run_record(const RecordOptions& opt) {
   fprintf(stderr, "cptrace record: %llu events recorded, %llu dropped, %llu seen -> %s\n",
           (unsigned long long)pipe.stats().events.load(), (unsigned long long)dropped,
           (unsigned long long)seen, opt.out_dir.c_str());
+  // Like a shell: the command's exit code, or 128 + the signal that ended it.
   if (child && WIFEXITED(child_status)) return WEXITSTATUS(child_status);
+  if (child && WIFSIGNALED(child_status)) return 128 + WTERMSIG(child_status);
   return 0;
 }
 

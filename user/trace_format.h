@@ -12,6 +12,7 @@
 // This header is the contract between the collector (writer side) and every
 // later command (reader side).
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <stdexcept>
@@ -93,6 +94,37 @@ struct Counters {
   uint64_t total_seen() const;
   uint64_t total_dropped() const;
 };
+
+// ---- Frame and file-header helpers (trace_format.cpp) ----------------------------
+// The format is little-endian and the structs above are written as they lie in
+// memory, so only little-endian hosts can read or write it directly.
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "cptrace trace files are little-endian");
+
+// events.cpt starts with kFileMagic, u32 kFormatVersion, u32 reserved (0).
+constexpr size_t kFileHeaderSize = 16;
+// FrameHeader::flags bit 0.
+constexpr uint16_t kFrameZstd = 1;
+// Hard limits a reader enforces before allocating anything, so a hostile or
+// corrupt header cannot make it allocate gigabytes. Writers stay well below.
+constexpr uint32_t kMaxPayloadBytes = 64u << 20;
+constexpr uint32_t kMaxRawBytes = 64u << 20;
+constexpr uint32_t kMaxFrameEvents = 1u << 20;  // encode_events() refuses more
+
+// The 16-byte file header of events.cpt.
+std::string file_header_bytes();
+// Throws TraceError(file, 0, ...) unless `data` (len bytes) starts with a valid
+// file header of a version this library reads.
+void check_file_header(const std::string& file, const void* data, size_t len);
+
+// zlib crc32 over the first 20 header bytes (everything but crc32) and the payload.
+uint32_t frame_crc(const FrameHeader& h, const void* payload, size_t len);
+// Sets magic, payload_len and crc32 for `payload`; type, flags, raw_len and
+// count must already be filled in.
+void seal_frame(FrameHeader& h, const void* payload, size_t len);
+// nullptr if the header is plausible (magic, limits), else what is wrong with it.
+// Says nothing about the CRC, which needs the payload.
+const char* frame_header_problem(const FrameHeader& h);
+bool frame_crc_ok(const FrameHeader& h, const void* payload, size_t len);
 
 // Error with the file and byte offset of what was wrong.
 class TraceError : public std::runtime_error {

@@ -1,0 +1,174 @@
+// End to end on the real kernel: a workload calls cp_logTS, `cptrace record`
+// captures it through uprobes, and the trace holds exactly what was emitted.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+
+#include "test_util.h"
+#include "trace_reader.h"
+
+using namespace cptrace;
+using namespace testutil;
+
+namespace {
+
+constexpr uint64_t kThreadStride = 1000000000ull;  // workload: tuple = thread * 1e9 + i
+
+std::string workload() { return (build_dir() / "tests" / "workload").string(); }
+
+// What the workload emits, recomputed from its parameters: for thread t and
+// event i, tuple t*1e9+i on channel "chan{i % channels}".
+struct Expect {
+  int threads, events, channels;
+};
+
+// Asserts the trace's user events are exactly the emitted set, that per-thread
+// timestamps follow emission order, and that every channel name resolves.
+void check_exact_set(const TraceReader& r, const Expect& x) {
+  ASSERT_FALSE(r.error()) << r.error()->what();
+  std::map<uint64_t, std::pair<uint64_t, uint32_t>> by_tuple;  // tuple -> (ts, tid)
+  std::map<uint32_t, int> thread_of_tid;
+  uint64_t dup = 0, wrong_channel = 0, closes = 0;
+  r.for_each_event([&](const TraceEvent& e) {
+    if (e.kind == uint8_t(EventKind::ChannelClose)) {
+      closes++;
+      return;
+    }
+    int t = int(e.tuple / kThreadStride);
+    int i = int(e.tuple % kThreadStride);
+    if (r.channel_name(e.channel) != "chan" + std::to_string(i % x.channels)) wrong_channel++;
+    if (!by_tuple.emplace(e.tuple, std::make_pair(e.ts, e.tid)).second) dup++;
+    auto [it, fresh] = thread_of_tid.emplace(e.tid, t);
+    if (!fresh) EXPECT_EQ(it->second, t) << "one tid carries tuples of two threads";
+  });
+  EXPECT_EQ(dup, 0u);
+  EXPECT_EQ(wrong_channel, 0u);
+  EXPECT_EQ(r.counters().total_dropped(), 0u) << "drops at this rate";
+  ASSERT_EQ(by_tuple.size(), size_t(x.threads) * x.events);
+  // Exact set: every (thread, i) present (size equal + all in range => equal).
+  for (int t = 0; t < x.threads; ++t) {
+    uint64_t prev_ts = 0;
+    for (int i = 0; i < x.events; ++i) {
+      auto it = by_tuple.find(uint64_t(t) * kThreadStride + i);
+      ASSERT_NE(it, by_tuple.end()) << "missing thread " << t << " event " << i;
+      ASSERT_GE(it->second.first, prev_ts) << "thread " << t << " event " << i << " earlier than its predecessor";
+      prev_ts = it->second.first;
+    }
+  }
+  // Nothing lost, everything counted: recorded + dropped == seen, exactly.
+  EXPECT_EQ(by_tuple.size() + closes + r.counters().total_dropped(), r.counters().total_seen());
+  EXPECT_EQ(int(thread_of_tid.size()), x.threads);
+}
+
+std::string record_cmd(const TempDir& tmp, const std::string& extra) {
+  return cptrace_bin() + " record --no-progress -o " + (tmp / "trace") + " " + extra;
+}
+
+}  // namespace
+
+TEST(Record, MillionEventsFromFourThreadsExactSet) {
+  REQUIRE_BPF();
+  TempDir tmp;
+  Expect x{4, 250000, 3};
+  auto r = run(record_cmd(tmp, "-- " + workload() + " --threads 4 --events 250000 --channels 3 --mode single"), tmp);
+  ASSERT_EQ(r.status, 0) << r.err;
+  TraceReader tr(tmp / "trace");
+  EXPECT_TRUE(tr.meta().value("complete", false));
+  check_exact_set(tr, x);
+}
+
+TEST(Record, BatchPathExactSet) {
+  REQUIRE_BPF();
+  TempDir tmp;
+  Expect x{4, 250000, 3};
+  auto r = run(record_cmd(tmp, "-- " + workload() + " --threads 4 --events 250000 --channels 3 --mode batch"), tmp);
+  ASSERT_EQ(r.status, 0) << r.err;
+  TraceReader tr(tmp / "trace");
+  check_exact_set(tr, x);
+}
+
+TEST(Record, LateAttachToRunningProcessResolvesNames) {
+  REQUIRE_BPF();
+  TempDir tmp;
+  Proc w(workload() + " --threads 2 --events 50000 --channels 3 --mode single --wait-signal",
+         tmp / "w.out", tmp / "w.err");
+  ASSERT_TRUE(w.wait_for("READY", 20)) << read_file(tmp / "w.err");
+  // Channels were opened before the recorder existed: names must come from the
+  // process registry.
+  Proc rec(record_cmd(tmp, "-p " + std::to_string(w.pid)), tmp / "r.out", tmp / "r.err");
+  ASSERT_TRUE(rec.wait_for("attached", 30, true)) << read_file(tmp / "r.err");
+  kill(w.pid, SIGUSR1);
+  EXPECT_EQ(w.wait(), 0);
+  EXPECT_EQ(rec.wait(), 0) << read_file(tmp / "r.err");  // stops when the process is gone
+  TraceReader tr(tmp / "trace");
+  check_exact_set(tr, Expect{2, 50000, 3});
+}
+
+TEST(Record, SigtermMidRunLeavesCompleteTrace) {
+  REQUIRE_BPF();
+  TempDir tmp;
+  Proc rec(record_cmd(tmp, "-- " + workload() + " --threads 2 --events 50000000 --channels 2 --mode single"),
+           tmp / "r.out", tmp / "r.err");
+  ASSERT_TRUE(rec.wait_for("attached", 30, true)) << read_file(tmp / "r.err");
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  kill(rec.pid, SIGTERM);
+  EXPECT_EQ(rec.wait(60), 128 + SIGTERM) << "exit status is the workload's (killed by the forwarded SIGTERM)\n"
+                                          << read_file(tmp / "r.err");
+  TraceReader tr(tmp / "trace");
+  EXPECT_FALSE(tr.error());
+  EXPECT_TRUE(tr.meta().value("complete", false));
+  EXPECT_GT(tr.event_count(), 1000u);
+  // Flushed on the way out: everything the probes saw is in the file or counted.
+  EXPECT_EQ(tr.event_count() + tr.counters().total_dropped(), tr.counters().total_seen());
+}
+
+TEST(Record, SigkillLeavesTraceReadableUpToLastFrame) {
+  REQUIRE_BPF();
+  TempDir tmp;
+  Proc wl(workload() + " --threads 1 --events 50000000 --channels 2 --mode single --wait-signal",
+          tmp / "w.out", tmp / "w.err");
+  ASSERT_TRUE(wl.wait_for("READY", 20));
+  Proc rec(record_cmd(tmp, "-p " + std::to_string(wl.pid)), tmp / "r.out", tmp / "r.err");
+  ASSERT_TRUE(rec.wait_for("attached", 30, true)) << read_file(tmp / "r.err");
+  kill(wl.pid, SIGUSR1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(2000));
+  kill(rec.pid, SIGKILL);
+  rec.wait();
+  TraceReader tr(tmp / "trace");
+  EXPECT_FALSE(tr.meta().value("complete", false)) << "meta.json says complete after a SIGKILL";
+  // Readable: everything up to the last complete frame decodes, names resolve.
+  uint64_t n = 0, named = 0, backwards = 0;
+  std::map<uint64_t, uint64_t> ts_of_tuple;
+  tr.for_each_event([&](const TraceEvent& e) {
+    n++;
+    named += tr.channel_name(e.channel).rfind("chan", 0) == 0;
+    ts_of_tuple[e.tuple] = e.ts;
+  });
+  uint64_t prev = 0;
+  for (auto& [tuple, ts] : ts_of_tuple) {  // one thread: emission order == tuple order
+    backwards += ts < prev;
+    prev = ts;
+  }
+  EXPECT_GT(n, 10000u);
+  EXPECT_EQ(ts_of_tuple.size(), n) << "duplicate tuples";
+  EXPECT_EQ(named, n);
+  EXPECT_EQ(backwards, 0u);
+  if (tr.error()) EXPECT_GE(tr.error()->offset(), 16u);
+}
+
+TEST(RecordErrors, ClearMessagesAndNonZeroExit) {
+  TempDir tmp;
+  auto r = run(cptrace_bin() + " dump " + (tmp / "nonexistent"), tmp);
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.err.find("nonexistent"), std::string::npos) << r.err;
+  r = run(cptrace_bin() + " record -o " + (tmp / "t") + " --ring-mb 3 --lib /bin/true", tmp);
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.err.find("ring-mb"), std::string::npos) << r.err;
+  r = run(cptrace_bin() + " record -o " + (tmp / "t") + " --lib /bin/true", tmp);
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.err.find("/bin/true"), std::string::npos) << r.err;
+  r = run(cptrace_bin() + " record -o " + (tmp / "t") + " -p 999999999", tmp);
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.err.find("999999999"), std::string::npos) << r.err;
+}
