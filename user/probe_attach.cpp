@@ -30,7 +30,8 @@ Probes::Probes(const ProbeOptions& opt) {
   int ncpu = libbpf_num_possible_cpus();
   if (ncpu <= 0) throw std::runtime_error(explain_bpf_error(ncpu, "counting CPUs"));
   bpf_map__set_max_entries(skel_->maps.rings, ncpu);
-  bpf_map__set_max_entries(bpf_map__inner_map(skel_->maps.rings), opt.ring_bytes);
+  // The inner-map template keeps its compiled size: the kernel does not compare
+  // ring sizes when we install our own rings (create_rings) into the array.
   if (int err = cptrace_bpf::load(skel_))
     throw std::runtime_error(explain_bpf_error(err, "loading the BPF programs"));
   create_rings(opt.ring_bytes);

@@ -11,7 +11,8 @@
 #include "cptrace.skel.h"
 
 // Two probe sites in this binary: `nop5; ret` like lib/cp_stubs.S, and one that
-// starts with an instruction the kernel must single-step.
+// starts with an instruction the kernel cannot emulate and must single-step
+// (push, jmp, call and nop are emulated, so they would hide the trap cost).
 asm(R"(
   .text
   .globl cp_selftest_nop5
@@ -23,8 +24,7 @@ cp_selftest_nop5:
   .globl cp_selftest_plain
   .type cp_selftest_plain,@function
 cp_selftest_plain:
-  push %rbp
-  pop %rbp
+  lea (%rdi), %rax
   ret
   .size cp_selftest_plain, .-cp_selftest_plain
 )");

@@ -241,15 +241,14 @@ int run_record(const RecordOptions& opt) {
   }
   if (tty) fprintf(stderr, "\n");
 
-  // Stop: probes first, so nothing new arrives; then drain, then flush.
+  // Stop: the command first (it gets our signal, as under a shell's Ctrl-C),
+  // then the probes, so nothing new arrives; then drain, then flush.
+  if (child && !child_done) kill(child, g_stop_signal ? g_stop_signal.load() : SIGTERM);
   probes.detach();
   Counters final_counts = probes.read_counters();
   drain.stop_and_flush();
   for (uint32_t pid : drain.pids()) add_registry(channels, pid);
-  if (child && !child_done) {
-    kill(child, g_stop_signal ? g_stop_signal.load() : SIGTERM);
-    waitpid(child, &child_status, 0);
-  }
+  if (child && !child_done) waitpid(child, &child_status, 0);
   clock.push_back(sample_clock_point());
   flush_side_frames();  // after detach: these counters are final
   pipe.finish();
