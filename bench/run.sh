@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# `make bench`: figures for the record path, all measured in this run.
+# Prints numbers only; nothing here passes or fails on a time.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+B=build
+tmp=$(mktemp -d /tmp/cptrace-bench.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+N=${BENCH_EVENTS:-5000000}
+
+echo "== 1. uprobe floor: empty nop5 uprobe vs cp_logTS recording program (same process)"
+$B/bench/bench_uprobe 200000
+
+echo
+echo "== 2. nothing attached (no-call baseline, local nop5, cp_logTS, batch)"
+$B/bench/bench_logts --n 50000000
+
+echo
+echo "== 3. recorded by cptrace record (single path, $N events)"
+$B/cptrace record --no-progress -o "$tmp/single" -- $B/bench/bench_logts --only single --n "$N" 2>"$tmp/err" || cat "$tmp/err"
+grep -E "recorded|dropped" "$tmp/err" || true
+$B/cptrace info "$tmp/single" | sed -n 2,4p
+
+echo
+echo "== 4. recorded by cptrace record (batch path, $((N * 20)) events)"
+$B/cptrace record --no-progress -o "$tmp/batch" -- $B/bench/bench_logts --only batch --n $((N * 20)) 2>"$tmp/err" || cat "$tmp/err"
+grep -E "recorded|dropped" "$tmp/err" || true
+$B/cptrace info "$tmp/batch" | sed -n 2,4p
+
+echo
+echo "== 5. sustained: batch path flat out for ${SUSTAIN_S:-30} s under the recorder"
+$B/cptrace record --no-progress --duration "${SUSTAIN_S:-30}" -o "$tmp/sustain" -- \
+  $B/bench/bench_logts --only batch --n 100000000000 2>"$tmp/err" >/dev/null || true
+$B/cptrace info --json "$tmp/sustain" | python3 -c '
+import json,sys; j=json.load(sys.stdin)
+print("  %d events in %.2f s = %.1f M events/s, %d dropped, file %.1f MB, %.1fx compression" % (
+  j["events"], j["span_s"], j["events"]/max(j["span_s"],1e-9)/1e6, j["dropped"],
+  j["file_bytes"]/1e6, j["compression_ratio"]))'
+
+echo
+echo "== 6. codec: plain zstd vs delta/varint + zstd"
+$B/bench/bench_codec
