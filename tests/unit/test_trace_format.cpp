@@ -1,0 +1,522 @@
+// Trace format: codec round trips, hostile frames, writer -> reader, truncation
+// and corruption of every byte of a small file.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <random>
+
+#include "block_codec.h"
+#include "trace_reader.h"
+#include "trace_writer.h"
+
+namespace cptrace {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+constexpr uint64_t kMax64 = std::numeric_limits<uint64_t>::max();
+
+std::vector<TraceEvent> random_events(size_t n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<TraceEvent> ev(n);
+  for (auto& e : ev) {
+    e.ts = rng();
+    e.channel = rng();
+    e.tuple = rng();
+    e.pid = static_cast<uint32_t>(rng());
+    e.tid = static_cast<uint32_t>(rng());
+    e.cpu = static_cast<uint16_t>(rng());
+    e.kind = static_cast<uint8_t>(rng());
+    e.timebase = static_cast<uint8_t>(rng() & 1);
+  }
+  return ev;
+}
+
+// Shaped like a recording: a few threads, each with its own pid/tid/cpu, logging
+// alternately on a few hashed channels with increasing tuple ids, in per-CPU runs.
+std::vector<TraceEvent> recording_like(size_t n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  const uint64_t chan[3] = {0x9e3779b97f4a7c15ull, 0xc2b2ae3d27d4eb4full, 0x165667b19e3779f9ull};
+  uint64_t ts[4] = {1000000000000ull, 1000000000100ull, 1000000000200ull, 1000000000300ull};
+  uint64_t tuple[4] = {0, 1000000, 2000000, 3000000};
+  std::vector<TraceEvent> ev;
+  while (ev.size() < n) {
+    int t = static_cast<int>(rng() % 4);
+    for (int k = 0; k < 64 && ev.size() < n; ++k) {
+      TraceEvent e;
+      ts[t] += 870 + rng() % 64;
+      e.ts = ts[t];
+      e.channel = chan[k % 3];
+      e.tuple = tuple[t] += (k % 3 == 0);
+      e.pid = 4242;
+      e.tid = 4243 + t;
+      e.cpu = static_cast<uint16_t>(t);
+      e.kind = 1;
+      ev.push_back(e);
+    }
+  }
+  return ev;
+}
+
+std::vector<TraceEvent> round_trip(const std::vector<TraceEvent>& ev, int level = 1) {
+  EncodedFrame f = encode_events(ev.data(), ev.size(), level);
+  EXPECT_TRUE(frame_crc_ok(f.hdr, f.payload.data(), f.payload.size()));
+  EXPECT_EQ(frame_header_problem(f.hdr), nullptr);
+  return decode_events(f.hdr, f.payload.data(), f.payload.size());
+}
+
+// Re-seals a frame after a test changed its header or payload, so that only the
+// decoder (not the CRC) can object.
+void reseal(EncodedFrame& f) {
+  f.hdr.payload_len = static_cast<uint32_t>(f.payload.size());
+  f.hdr.crc32 = frame_crc(f.hdr, f.payload.data(), f.payload.size());
+}
+
+// ---- codec --------------------------------------------------------------------------------
+
+TEST(BlockCodec, RoundTripRandom) {
+  for (size_t n : {0, 1, 2, 17, 1000, 20000}) {
+    auto ev = random_events(n, n);
+    EXPECT_EQ(round_trip(ev), ev) << n;
+    EXPECT_EQ(round_trip(ev, 0), ev) << n;
+    EXPECT_EQ(round_trip(ev, 19), ev) << n;
+  }
+}
+
+TEST(BlockCodec, EdgeValues) {
+  std::vector<TraceEvent> ev;
+  const uint64_t vals[] = {0, 1, kMax64, kMax64 - 1, 0, uint64_t{1} << 63, 5, 4, 3, 0, kMax64};
+  for (uint64_t v : vals) {
+    TraceEvent e;
+    e.ts = v;  // includes decreasing runs and full-range jumps both ways
+    e.channel = v;
+    e.tuple = kMax64 - v;
+    e.pid = static_cast<uint32_t>(v);
+    e.tid = static_cast<uint32_t>(~v);
+    e.cpu = static_cast<uint16_t>(v);
+    e.kind = static_cast<uint8_t>(v);
+    e.timebase = static_cast<uint8_t>(v & 1);
+    ev.push_back(e);
+  }
+  EXPECT_EQ(round_trip(ev), ev);
+  EXPECT_EQ(round_trip(ev, 0), ev);
+}
+
+TEST(BlockCodec, ManyChannels) {
+  auto ev = random_events(5000, 7);
+  for (size_t i = 0; i < ev.size(); ++i) ev[i].channel = (i * 7919) % 300;  // beyond the linear table
+  EXPECT_EQ(round_trip(ev), ev);
+}
+
+TEST(BlockCodec, LevelZeroStoresUncompressed) {
+  auto ev = recording_like(1000, 1);
+  EXPECT_EQ(encode_events(ev.data(), ev.size(), 0).hdr.flags, 0);
+  EXPECT_EQ(encode_events(ev.data(), ev.size(), 1).hdr.flags, kFrameZstd);
+}
+
+TEST(BlockCodec, RecordingLikeDataCompressesTenfold) {
+  auto ev = recording_like(16384, 2);
+  EncodedFrame f = encode_events(ev.data(), ev.size());
+  double ratio = double(ev.size() * sizeof(TraceEvent)) / double(f.payload.size() + sizeof f.hdr);
+  EXPECT_GE(ratio, 10.0);
+  EXPECT_EQ(decode_events(f.hdr, f.payload.data(), f.payload.size()), ev);
+}
+
+TEST(BlockCodec, RefusesTooManyEvents) {
+  TraceEvent e;
+  EXPECT_THROW(encode_events(&e, kMaxFrameEvents + 1), std::invalid_argument);
+}
+
+TEST(BlockCodec, ClockAndJsonRoundTrip) {
+  std::vector<ClockPoint> pts = {{1, 2, 3, 0}, {kMax64, kMax64, 0xffffffff, 0}};
+  EncodedFrame c = encode_clock(pts);
+  EXPECT_EQ(decode_clock(c.hdr, c.payload.data(), c.payload.size()), pts);
+  EncodedFrame e = encode_clock({});
+  EXPECT_TRUE(decode_clock(e.hdr, e.payload.data(), e.payload.size()).empty());
+  std::string j = json::array({{{"id", 1}, {"name", std::string(500, 'x')}}}).dump();
+  EncodedFrame f = encode_json(FrameType::Channels, j, 1);
+  EXPECT_EQ(f.hdr.flags, kFrameZstd);  // repetitive enough to compress
+  EXPECT_EQ(decode_json(f.hdr, f.payload.data(), f.payload.size()), j);
+  EXPECT_THROW(encode_json(FrameType::Events, j, 1), std::invalid_argument);
+}
+
+void expect_rejected(const EncodedFrame& f) {
+  EXPECT_THROW(decode_events(f.hdr, f.payload.data(), f.payload.size()), std::runtime_error);
+}
+
+TEST(BlockCodec, HostileHeaders) {
+  auto ev = recording_like(100, 3);
+  const EncodedFrame good = encode_events(ev.data(), ev.size());
+  auto with = [&](auto change) {
+    EncodedFrame f = good;
+    change(f);
+    reseal(f);
+    return f;
+  };
+  expect_rejected(with([](EncodedFrame& f) { f.hdr.count = 0xffffffff; }));
+  expect_rejected(with([](EncodedFrame& f) { f.hdr.count = kMaxFrameEvents; }));
+  expect_rejected(with([](EncodedFrame& f) { f.hdr.count += 1; }));
+  expect_rejected(with([](EncodedFrame& f) { f.hdr.count -= 1; }));
+  expect_rejected(with([](EncodedFrame& f) { f.hdr.raw_len = 0xffffffff; }));
+  expect_rejected(with([](EncodedFrame& f) { f.hdr.raw_len = kMaxRawBytes; }));
+  expect_rejected(with([](EncodedFrame& f) { f.hdr.raw_len -= 1; }));
+  expect_rejected(with([](EncodedFrame& f) { f.hdr.flags = 0; }));
+  expect_rejected(with([](EncodedFrame& f) { f.hdr.flags = 3; }));
+  expect_rejected(with([](EncodedFrame& f) { f.hdr.type = static_cast<uint16_t>(FrameType::Clock); }));
+  expect_rejected(with([](EncodedFrame& f) { f.payload.pop_back(); }));
+  expect_rejected(with([](EncodedFrame& f) { f.payload.push_back(0); }));
+  // payload length disagreeing with the header
+  EXPECT_THROW(decode_events(good.hdr, good.payload.data(), good.payload.size() - 1), std::runtime_error);
+  // clock frame whose count does not match its bytes
+  EncodedFrame c = encode_clock({{1, 2, 3, 0}});
+  c.hdr.count = 0x10000000;
+  EXPECT_THROW(decode_clock(c.hdr, c.payload.data(), c.payload.size()), std::runtime_error);
+}
+
+// Uncompressed column bytes given by hand, for decoder edge cases.
+EncodedFrame raw_events_frame(std::vector<uint8_t> raw, uint32_t count) {
+  EncodedFrame f;
+  f.hdr.type = static_cast<uint16_t>(FrameType::Events);
+  f.hdr.raw_len = static_cast<uint32_t>(raw.size());
+  f.hdr.count = count;
+  f.payload = std::move(raw);
+  seal_frame(f.hdr, f.payload.data(), f.payload.size());
+  return f;
+}
+
+TEST(BlockCodec, HostileColumns) {
+  // nchan, one channel id, then ts chan tuple pid tid cpu kind timebase
+  const std::vector<uint8_t> one_event = {1, 1, 0, 0, 0, 0, 0, 0, 0,  //
+                                          0, 0, 0, 0, 0, 0, 1, 0};
+  EncodedFrame ok = raw_events_frame(one_event, 1);
+  ASSERT_EQ(decode_events(ok.hdr, ok.payload.data(), ok.payload.size()).size(), 1u);
+  auto bad = [&](size_t i, uint8_t v) {
+    auto raw = one_event;
+    raw[i] = v;
+    expect_rejected(raw_events_frame(raw, 1));
+  };
+  bad(0, 2);       // more channels than events
+  bad(10, 1);      // channel index out of range
+  bad(10, 0x80);   // varint running into the next column... and off the end
+  bad(16, 2);      // unknown timebase
+  bad(12, 0xff);   // pid continuing into the tid column... and off the end
+  // a varint longer than 10 bytes, and one overflowing 64 bits
+  std::vector<uint8_t> overlong = {0};
+  overlong.insert(overlong.end(), 11, 0x80);
+  overlong.insert(overlong.end(), {0, 0, 0, 0, 0, 0, 0, 0});
+  expect_rejected(raw_events_frame(overlong, 1));
+  std::vector<uint8_t> wide = {0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02, 0, 0, 0, 0, 0, 0, 0};
+  expect_rejected(raw_events_frame(wide, 1));
+  // pid beyond 32 bits
+  std::vector<uint8_t> big_pid = {1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x80, 0x80, 0x80, 0x80, 0x20, 0, 0, 1, 0};
+  expect_rejected(raw_events_frame(big_pid, 1));
+}
+
+TEST(BlockCodec, ZstdBombIsBounded) {
+  // A payload that decompresses to more than raw_len must be rejected, not grown into.
+  std::vector<TraceEvent> ev(100000);
+  EncodedFrame f = encode_events(ev.data(), ev.size());
+  f.hdr.raw_len = 8 * 1000 + 1;
+  f.hdr.count = 1000;
+  reseal(f);
+  expect_rejected(f);
+}
+
+TEST(FrameHeader, SealAndProblems) {
+  EncodedFrame f = encode_json(FrameType::Counters, "{}", 1);
+  EXPECT_EQ(f.hdr.magic, kFrameMagic);
+  EXPECT_TRUE(frame_crc_ok(f.hdr, f.payload.data(), f.payload.size()));
+  for (size_t byte = 0; byte < 20; ++byte) {
+    FrameHeader h = f.hdr;
+    reinterpret_cast<uint8_t*>(&h)[byte] ^= 0x10;
+    EXPECT_FALSE(frame_crc_ok(h, f.payload.data(), f.payload.size())) << byte;
+  }
+  FrameHeader h = f.hdr;
+  h.payload_len = kMaxPayloadBytes + 1;
+  EXPECT_NE(frame_header_problem(h), nullptr);
+  h = f.hdr;
+  h.magic = 0;
+  EXPECT_NE(frame_header_problem(h), nullptr);
+  Counters c{{1, 2, 3}, {0, 4}};
+  EXPECT_EQ(c.total_seen(), 6u);
+  EXPECT_EQ(c.total_dropped(), 4u);
+}
+
+// ---- a small multi-frame file in memory -----------------------------------------------
+
+struct SmallFile {
+  std::string bytes;
+  std::vector<uint64_t> frame_starts;   // plus the end of the file as the last entry
+  std::vector<uint64_t> events_before;  // events in complete frames before frame i
+};
+
+SmallFile small_file() {
+  SmallFile s;
+  s.bytes = file_header_bytes();
+  auto ev = recording_like(40, 4);
+  for (size_t i = 0; i < 10; ++i) ev[i].timebase = static_cast<uint8_t>(Timebase::MonoNs);
+  std::vector<EncodedFrame> frames;
+  frames.push_back(encode_clock({{1000, 500, 20, 0}, {3000, 1500, 20, 0}}));
+  frames.push_back(encode_json(FrameType::Channels, R"([{"id":1,"name":"in","pid":7}])", 1));
+  frames.push_back(encode_events(ev.data(), 10, 0));
+  frames.push_back(encode_events(ev.data() + 10, 30, 1));
+  frames.push_back(encode_json(FrameType::Counters, R"({"seen":[40],"dropped":[0]})", 1));
+  uint64_t events = 0;
+  for (const EncodedFrame& f : frames) {
+    s.frame_starts.push_back(s.bytes.size());
+    s.events_before.push_back(events);
+    s.bytes.append(reinterpret_cast<const char*>(&f.hdr), sizeof f.hdr);
+    s.bytes.append(reinterpret_cast<const char*>(f.payload.data()), f.payload.size());
+    if (f.hdr.type == static_cast<uint16_t>(FrameType::Events)) events += f.hdr.count;
+  }
+  s.frame_starts.push_back(s.bytes.size());
+  s.events_before.push_back(events);
+  return s;
+}
+
+TEST(TraceReader, SmallFileReadsCompletely) {
+  SmallFile s = small_file();
+  TraceReader r = TraceReader::from_bytes(s.bytes);
+  EXPECT_FALSE(r.error());
+  EXPECT_EQ(r.frame_count(), 5u);
+  EXPECT_EQ(r.event_count(), 40u);
+  EXPECT_EQ(r.valid_bytes(), s.bytes.size());
+  EXPECT_EQ(r.channel_name(1), "in");
+  EXPECT_EQ(r.channel_name(0xabc), "0x0000000000000abc");
+  EXPECT_EQ(r.counters().total_seen(), 40u);
+  auto ev = r.events();
+  ASSERT_EQ(ev.size(), 40u);
+  for (const TraceEvent& e : ev) EXPECT_EQ(e.timebase, static_cast<uint8_t>(Timebase::Tsc));
+}
+
+TEST(TraceReader, TruncationAtEveryByte) {
+  SmallFile s = small_file();
+  for (size_t cut = 0; cut <= s.bytes.size(); ++cut) {
+    std::string part = s.bytes.substr(0, cut);
+    if (cut < kFileHeaderSize) {
+      EXPECT_THROW(TraceReader::from_bytes(part), TraceError) << cut;
+      continue;
+    }
+    TraceReader r = TraceReader::from_bytes(part);
+    // complete frames: those ending at or before the cut
+    size_t k = 0;
+    while (k + 1 < s.frame_starts.size() && s.frame_starts[k + 1] <= cut) ++k;
+    EXPECT_EQ(r.frame_count(), k) << cut;
+    EXPECT_EQ(r.valid_bytes(), s.frame_starts[k]) << cut;
+    EXPECT_EQ(r.event_count(), s.events_before[k]) << cut;
+    EXPECT_EQ(r.events().size(), s.events_before[k]) << cut;
+    if (cut == s.frame_starts[k]) {
+      EXPECT_FALSE(r.error()) << cut;
+    } else {
+      ASSERT_TRUE(r.error()) << cut;
+      EXPECT_EQ(r.error()->offset(), s.frame_starts[k]) << cut;
+    }
+  }
+}
+
+TEST(TraceReader, SingleByteCorruptionIsCaughtAtItsFrame) {
+  SmallFile s = small_file();
+  for (size_t pos = 0; pos < s.bytes.size(); ++pos) {
+    std::string bad = s.bytes;
+    bad[pos] = static_cast<char>(bad[pos] ^ 0x41);
+    if (pos < 12) {  // magic and version; bytes 12..15 are reserved and ignored
+      EXPECT_THROW(TraceReader::from_bytes(bad), TraceError) << pos;
+      continue;
+    }
+    if (pos < kFileHeaderSize) continue;
+    TraceReader r = TraceReader::from_bytes(bad);
+    size_t k = 0;
+    while (s.frame_starts[k + 1] <= pos) ++k;
+    ASSERT_TRUE(r.error()) << pos;
+    EXPECT_EQ(r.error()->offset(), s.frame_starts[k]) << pos;
+    EXPECT_EQ(r.frame_count(), k) << pos;
+    EXPECT_EQ(r.event_count(), s.events_before[k]) << pos;
+  }
+}
+
+TEST(TraceReader, GarbledOrMissingFileHeaderThrows) {
+  EXPECT_THROW(TraceReader::from_bytes(""), TraceError);
+  EXPECT_THROW(TraceReader::from_bytes(std::string(100, 'x')), TraceError);
+  std::string v2 = file_header_bytes();
+  v2[8] = 2;
+  try {
+    TraceReader::from_bytes(v2);
+    FAIL();
+  } catch (const TraceError& e) {
+    EXPECT_EQ(e.offset(), 8u);
+    EXPECT_NE(std::string(e.what()).find("version"), std::string::npos);
+  }
+}
+
+TEST(TraceReader, HostileFrameHeaders) {
+  std::string head = file_header_bytes();
+  FrameHeader h{kFrameMagic, 1, 0, 0xffffffff, 0xffffffff, 0xffffffff, 0};
+  std::string bytes = head + std::string(reinterpret_cast<const char*>(&h), sizeof h) + "abc";
+  TraceReader r = TraceReader::from_bytes(bytes);
+  ASSERT_TRUE(r.error());
+  EXPECT_EQ(r.error()->offset(), kFileHeaderSize);
+  h = {kFrameMagic, 1, 0, 3, 3, 0xffffffff, 0};  // count far beyond what 3 bytes can hold
+  h.crc32 = frame_crc(h, "abc", 3);
+  bytes = head + std::string(reinterpret_cast<const char*>(&h), sizeof h) + "abc";
+  r = TraceReader::from_bytes(bytes);
+  ASSERT_TRUE(r.error());
+  EXPECT_NE(std::string(r.error()->what()).find("undecodable events frame"), std::string::npos);
+}
+
+TEST(TraceReader, UnknownFrameTypesAreSkipped) {
+  EncodedFrame f = encode_json(FrameType::Counters, "{}", 1);
+  f.hdr.type = 99;
+  reseal(f);
+  std::string bytes = file_header_bytes() + std::string(reinterpret_cast<const char*>(&f.hdr), sizeof f.hdr) +
+                      std::string(f.payload.begin(), f.payload.end());
+  TraceReader r = TraceReader::from_bytes(bytes);
+  EXPECT_FALSE(r.error());
+  EXPECT_EQ(r.frame_count(), 1u);
+}
+
+TEST(TraceReader, KernelEventsNeedTwoClockPoints) {
+  TraceEvent e;
+  e.timebase = static_cast<uint8_t>(Timebase::MonoNs);
+  auto file = [&](std::vector<ClockPoint> pts) {
+    std::string b = file_header_bytes();
+    for (const EncodedFrame& f : {encode_clock(pts), encode_events(&e, 1)}) {
+      b.append(reinterpret_cast<const char*>(&f.hdr), sizeof f.hdr);
+      b.append(f.payload.begin(), f.payload.end());
+    }
+    return TraceReader::from_bytes(b);
+  };
+  try {
+    file({}).events();
+    FAIL();
+  } catch (const TraceError& err) {
+    EXPECT_NE(std::string(err.what()).find("no clock-correlation points"), std::string::npos);
+  }
+  EXPECT_THROW(file({{1, 1, 0, 0}}).events(), TraceError);
+  EXPECT_EQ(file({{1000, 1000, 0, 0}, {2000, 1500, 0, 0}}).events().at(0).ts, 0u);  // 1000 - 2*1000, saturated
+}
+
+// ---- writer -> reader on disk -------------------------------------------------------------
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    std::string t = (fs::temp_directory_path() / "cptrace-test-XXXXXX").string();
+    path = mkdtemp(t.data());
+  }
+  ~TempDir() { fs::remove_all(path); }
+};
+
+TEST(TraceWriter, RoundTripThroughDirectory) {
+  TempDir tmp;
+  std::string dir = (tmp.path / "node-a").string();
+  auto ev = recording_like(5000, 5);
+  for (size_t i = 0; i < ev.size(); i += 3) {
+    ev[i].timebase = static_cast<uint8_t>(Timebase::MonoNs);
+    ev[i].ts = 1000000 + i * 300;
+  }
+  std::vector<ClockPoint> pts = {{3000000000ull, 1000000, 5, 0}, {6000000000ull, 2000000000, 5, 0}};
+  {
+    TraceWriter w(dir, {{"node", "a"}});
+    w.write(encode_clock(pts));
+    w.write(encode_json(FrameType::Channels, json::array({{{"id", ev[0].channel}, {"name", "in"}}}).dump(), 1));
+    w.write(encode_events(ev.data(), 2000));
+    w.write(encode_events(ev.data() + 2000, 3000));
+    w.write(encode_json(FrameType::Channels, json::array({{{"id", ev[0].channel}, {"name", "in2"}}}).dump(), 1));
+    w.write(encode_json(FrameType::Counters, R"({"seen":[3000,2000],"dropped":[1,2],"read_fail":[0,0]})", 1));
+    EXPECT_EQ(w.bytes_written(), fs::file_size(fs::path(dir) / "events.cpt"));
+    w.finish({{"node", "a"}, {"stop", 42}});
+  }
+  TraceReader r(dir);
+  EXPECT_FALSE(r.error());
+  EXPECT_EQ(r.meta_problem(), "");
+  EXPECT_EQ(r.meta()["stop"], 42);
+  EXPECT_EQ(r.meta()["format_version"], kFormatVersion);
+  EXPECT_EQ(r.clock(), pts);
+  EXPECT_EQ(r.channel_name(ev[0].channel), "in2");  // later frames win
+  EXPECT_EQ(r.counters().total_dropped(), 3u);
+  EXPECT_EQ(r.counters_json()["read_fail"].size(), 2u);
+  EXPECT_EQ(r.event_count(), 5000u);
+  EXPECT_EQ(r.raw_event_bytes(), 5000u * sizeof(TraceEvent));
+  EXPECT_EQ(r.frame_count(), 6u);
+  EXPECT_EQ(r.valid_bytes(), r.file_bytes());
+  size_t i = 0;
+  r.for_each_event([&](const TraceEvent& e) {
+    TraceEvent want = ev[i++];
+    if (want.timebase == static_cast<uint8_t>(Timebase::MonoNs)) {
+      want.ts = r.clock_map().mono_to_tsc(want.ts);
+      want.timebase = static_cast<uint8_t>(Timebase::Tsc);
+    }
+    EXPECT_EQ(e, want);
+  });
+  EXPECT_EQ(i, ev.size());
+  EXPECT_EQ(TraceReader((fs::path(dir) / "events.cpt").string()).event_count(), 5000u);
+}
+
+TEST(TraceWriter, RefusesExistingTraceUnlessOverwrite) {
+  TempDir tmp;
+  std::string dir = tmp.path.string();
+  { TraceWriter w(dir, json::object()); }
+  try {
+    TraceWriter w(dir, json::object());
+    FAIL();
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find(dir), std::string::npos);
+  }
+  TraceWriter w(dir, json::object(), true);
+  EXPECT_EQ(w.bytes_written(), kFileHeaderSize);
+}
+
+TEST(TraceWriter, UnfinishedTraceStillReads) {
+  TempDir tmp;
+  auto ev = recording_like(100, 6);
+  {
+    TraceWriter w(tmp.path.string(), {{"node", "b"}});
+    w.write(encode_events(ev.data(), ev.size()));
+  }  // no finish(): what a killed recorder leaves
+  TraceReader r(tmp.path.string());
+  EXPECT_EQ(r.meta()["node"], "b");
+  EXPECT_EQ(r.events(), ev);
+}
+
+TEST(TraceReader, MissingFilesAndMeta) {
+  TempDir tmp;
+  EXPECT_THROW(TraceReader(tmp.path.string()), TraceError);
+  {
+    TraceWriter w(tmp.path.string(), json::object());
+    w.finish(json::object());
+  }
+  fs::remove(tmp.path / "meta.json");
+  TraceReader r(tmp.path.string());
+  EXPECT_NE(r.meta_problem(), "");
+  EXPECT_TRUE(r.meta().empty());
+  EXPECT_EQ(r.event_count(), 0u);
+}
+
+// Writes the fuzzing seed corpus when CPTRACE_FUZZ_SEED_DIR is set (kept in the
+// repository under tests/fuzz/corpus; regenerate after format changes).
+TEST(FuzzSeeds, Write) {
+  const char* dir = std::getenv("CPTRACE_FUZZ_SEED_DIR");
+  if (!dir) GTEST_SKIP() << "set CPTRACE_FUZZ_SEED_DIR to write the fuzzing seeds";
+  auto put = [&](const std::string& name, const std::string& bytes) {
+    std::ofstream(fs::path(dir) / name, std::ios::binary) << bytes;
+  };
+  SmallFile s = small_file();
+  put("small-multi-frame.cpt", s.bytes);
+  put("header-only.cpt", file_header_bytes());
+  auto ev = recording_like(300, 8);
+  EncodedFrame raw = encode_events(ev.data(), 12, 0), z = encode_events(ev.data(), ev.size(), 1);
+  auto frame = [](const EncodedFrame& f) {
+    return std::string(reinterpret_cast<const char*>(&f.hdr), sizeof f.hdr) +
+           std::string(f.payload.begin(), f.payload.end());
+  };
+  put("events-raw.cpt", file_header_bytes() + frame(raw));
+  put("events-zstd.cpt", file_header_bytes() + frame(z));
+  put("truncated.cpt", s.bytes.substr(0, s.bytes.size() - 7));
+}
+
+}  // namespace
+}  // namespace cptrace
