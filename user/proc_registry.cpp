@@ -35,8 +35,8 @@ void init_libelf() {
 // An open ELF file, closed on scope exit.
 class ElfFile {
  public:
-  // nullopt-like state (valid() false) when the file is readable but not ELF;
-  // throws when it cannot be opened at all.
+  // valid() is false when the file opens but is not ELF; throws when it
+  // cannot be opened at all.
   explicit ElfFile(const std::string& path) {
     init_libelf();
     fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);

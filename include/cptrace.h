@@ -1,0 +1,101 @@
+/* cptrace application API.
+ *
+ * An application names its probe points ("channels") once and then logs events
+ * on them: an event is (channel, tuple id) plus a timestamp. Nothing is recorded
+ * by the library itself. The functions marked PROBE SITE below are empty
+ * (`nop5; ret`); `cptrace record` attaches uprobes to them by symbol name and
+ * its BPF programs read the arguments. With no recorder attached an event costs
+ * a call and a return.
+ *
+ *   uint64_t ch = cp_open_channel("parser.in");
+ *   for (...) cp_logTS(ch, item_id);          // ~1 ns, or ~0.4 us when recorded
+ *   for (...) cp_logTS_batch(ch, item_id);    // hot loops: buffered, rdtsc-stamped
+ *   cp_close_channel(ch);
+ *
+ * Thread safety: every function may be called from any thread. None is
+ * async-signal-safe (cp_logTS itself is, being empty).
+ *
+ * Usable from C and C++; link with -lcptrace (or libcptrace.a) and -lpthread. */
+#ifndef CPTRACE_H
+#define CPTRACE_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#define CP_NOEXCEPT noexcept
+#else
+#define CP_NOEXCEPT
+#endif
+
+/* Longest channel name kept, including the terminating NUL (same value as in
+ * cptrace_records.h, which the BPF side uses). */
+#ifndef CP_CHANNEL_NAME_MAX
+#define CP_CHANNEL_NAME_MAX 64
+#endif
+
+/* The channel id of `name`: the 64-bit FNV-1a hash of its bytes (without the
+ * NUL), with 0 mapped to 1 so that 0 never names a channel. The same name gives
+ * the same id in every process on every node, which is how channels are matched
+ * across a distributed trace. Inline so tools can compute ids without linking
+ * the library. */
+static inline uint64_t cp_channel_id(const char *name) CP_NOEXCEPT
+{
+	uint64_t h = 0xcbf29ce484222325ull;           /* FNV-1a 64 offset basis */
+	for (const unsigned char *p = (const unsigned char *)name; p && *p; p++) {
+		h ^= *p;
+		h *= 0x100000001b3ull;                     /* FNV-1a 64 prime */
+	}
+	return h ? h : 1;
+}
+
+/* Opens (names) a channel and returns its id, cp_channel_id(name). Registers the
+ * name in the process's channel registry (so a recorder attached later still
+ * learns it) and announces it through the cp_channel_announce probe site (so an
+ * attached recorder learns it at once). Opening a name again returns the same id
+ * and is registered once. Names longer than CP_CHANNEL_NAME_MAX-1 bytes are
+ * truncated in the registry and the announcement; the id is always the hash of
+ * the full name. NULL is treated as "". */
+uint64_t cp_open_channel(const char *name) CP_NOEXCEPT;
+
+/* PROBE SITE. Logs one event: the recorder timestamps it in the kernel
+ * (CLOCK_MONOTONIC) when the probe fires. Never inlined; its first instruction
+ * is a 5-byte NOP so the uprobe on it is the cheap, optimized kind. */
+void cp_logTS(uint64_t channel, uint64_t tuple_id) CP_NOEXCEPT;
+
+/* Logs one event into the calling thread's buffer, stamped with rdtsc. Every
+ * CP_BATCH_MAX (256) events the buffer is handed to the cp_batch_submit probe
+ * site in one go, which makes a recorded event cost a few ns instead of one
+ * probe hit each. The buffer is also handed over by cp_flush(),
+ * cp_close_channel(), at thread exit and (for the thread calling exit()) at
+ * process exit. Events still buffered in threads that are running when the
+ * process exits, or when it dies by a signal or _exit(), are lost: call
+ * cp_flush() from such threads when it matters. */
+void cp_logTS_batch(uint64_t channel, uint64_t tuple_id) CP_NOEXCEPT;
+
+/* Hands the calling thread's buffered events over now (no-op when empty). */
+void cp_flush(void) CP_NOEXCEPT;
+
+/* Flushes the calling thread's buffer, reports the close through the
+ * cp_channel_closed probe site and marks the channel closed in the registry.
+ * Events may still be logged on the id afterwards; reopening clears the mark. */
+void cp_close_channel(uint64_t channel) CP_NOEXCEPT;
+
+/* ---- Probe sites used by the library itself. Not for applications to call;
+ * declared so their signatures (what the BPF programs read) are written down. */
+struct cp_batch_entry; /* {u64 tsc, channel, tuple}, see cptrace_records.h */
+
+/* PROBE SITE. `e` points to `n` (1..CP_BATCH_MAX) entries in the calling
+ * thread's buffer, valid and resident only during the call. */
+void cp_batch_submit(const struct cp_batch_entry *e, uint32_t n) CP_NOEXCEPT;
+/* PROBE SITE. `name` is NUL-terminated, at most CP_CHANNEL_NAME_MAX bytes. */
+void cp_channel_announce(uint64_t id, const char *name) CP_NOEXCEPT;
+/* PROBE SITE. */
+void cp_channel_closed(uint64_t id) CP_NOEXCEPT;
+
+#ifdef __cplusplus
+}
+#endif
+#undef CP_NOEXCEPT
+
+#endif /* CPTRACE_H */

@@ -1,0 +1,732 @@
+// libcptrace: probe-site bytes, channel ids, the process registry (in process
+// and read from another process), and that batches reach cp_batch_submit.
+//
+// Whether a probe site is *called* is checked the way the recorder sees it: a
+// real uprobe (perf_event_open on the uprobe PMU, sampling rdi/rsi at every
+// hit), not a counter inside the library or an interposed symbol. Those tests
+// skip where perf uprobes are not permitted (they need root/CAP_PERFMON).
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <linux/perf_event.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <asm/perf_regs.h>
+#include <gtest/gtest.h>
+
+#include <array>
+#include <atomic>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cptrace.h"
+#include "cptrace_registry.h"
+#include "proc_registry.h"
+
+extern "C" char** environ;
+
+namespace {
+
+using cptrace::ChannelEntry;
+using Bytes = std::vector<uint8_t>;
+
+const Bytes kNop5Ret = {0x0f, 0x1f, 0x44, 0x00, 0x00, 0xc3};
+const char* const kProbeSites[] = {"cp_logTS", "cp_batch_submit", "cp_channel_announce",
+                                   "cp_channel_closed"};
+
+// ---- where things are ---------------------------------------------------------
+
+std::string exe_dir() {
+  char buf[4096];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n <= 0) return ".";
+  std::string p(buf, static_cast<size_t>(n));
+  return p.substr(0, p.rfind('/'));
+}
+
+// The libcptrace.so this process runs (the build links it from its own dir).
+std::string libcptrace_so_path() {
+  Dl_info info{};
+  void* sym = dlsym(RTLD_DEFAULT, "cp_open_channel");
+  if (!sym || !dladdr(sym, &info) || !info.dli_fname) return {};
+  return info.dli_fname;
+}
+
+void* libcptrace_handle() {
+  static void* h = dlopen(libcptrace_so_path().c_str(), RTLD_NOW | RTLD_NOLOAD);
+  return h;
+}
+
+bool file_exists(const std::string& p) { return access(p.c_str(), R_OK) == 0; }
+
+// ---- bytes of functions ----------------------------------------------------------
+
+Bytes memory_bytes(const void* p, size_t n) {
+  auto b = static_cast<const uint8_t*>(p);
+  return Bytes(b, b + n);
+}
+
+std::optional<Bytes> file_bytes(const std::string& path, uint64_t offset, size_t n) {
+  std::ifstream in(path, std::ios::binary);
+  Bytes b(n);
+  if (!in.seekg(static_cast<std::streamoff>(offset)) ||
+      !in.read(reinterpret_cast<char*>(b.data()), static_cast<std::streamsize>(n)))
+    return std::nullopt;
+  return b;
+}
+
+// First `n` bytes of the defined symbol `name` in the relocatable object `m`.
+std::optional<Bytes> object_symbol_bytes(Elf* m, const std::string& name, size_t n) {
+  for (Elf_Scn* scn = elf_nextscn(m, nullptr); scn; scn = elf_nextscn(m, scn)) {
+    GElf_Shdr sh;
+    if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_SYMTAB || !sh.sh_entsize) continue;
+    Elf_Data* syms = elf_getdata(scn, nullptr);
+    for (size_t i = 1; syms && i < sh.sh_size / sh.sh_entsize; i++) {
+      GElf_Sym s;
+      if (!gelf_getsym(syms, static_cast<int>(i), &s) || s.st_shndx == SHN_UNDEF) continue;
+      const char* sname = elf_strptr(m, sh.sh_link, s.st_name);
+      if (!sname || name != sname) continue;
+      Elf_Data* text = elf_getdata(elf_getscn(m, s.st_shndx), nullptr);
+      if (!text || !text->d_buf || s.st_value + n > text->d_size) return std::nullopt;
+      return memory_bytes(static_cast<const uint8_t*>(text->d_buf) + s.st_value, n);
+    }
+  }
+  return std::nullopt;
+}
+
+// First `n` bytes of `name` in whichever member of the ar archive defines it.
+std::optional<Bytes> archive_symbol_bytes(const std::string& archive, const std::string& name,
+                                          size_t n) {
+  elf_version(EV_CURRENT);
+  int fd = open(archive.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  std::optional<Bytes> found;
+  Elf* ar = elf_begin(fd, ELF_C_READ, nullptr);
+  Elf_Cmd cmd = ELF_C_READ;
+  while (ar && !found) {
+    Elf* m = elf_begin(fd, cmd, ar);
+    if (!m) break;
+    if (elf_kind(m) == ELF_K_ELF) found = object_symbol_bytes(m, name, n);
+    cmd = elf_next(m);
+    elf_end(m);
+  }
+  if (ar) elf_end(ar);
+  close(fd);
+  return found;
+}
+
+// ---- child processes ------------------------------------------------------------
+
+// A spawned program whose stdout we read; killed on scope exit if still running.
+class Child {
+ public:
+  explicit Child(const std::vector<std::string>& argv) {
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0) return;
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, fds[1], STDOUT_FILENO);
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    if (posix_spawn(&pid_, args[0], &fa, nullptr, args.data(), environ) != 0) pid_ = -1;
+    posix_spawn_file_actions_destroy(&fa);
+    close(fds[1]);
+    out_ = fds[0];
+  }
+  ~Child() {
+    if (pid_ > 0 && !reaped_) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+    if (out_ >= 0) close(out_);
+  }
+  Child(const Child&) = delete;
+  Child& operator=(const Child&) = delete;
+
+  pid_t pid() const { return pid_; }
+
+  // The next line of the child's stdout, or nullopt after `timeout_ms`/EOF.
+  std::optional<std::string> read_line(int timeout_ms = 10000) {
+    for (;;) {
+      size_t nl = buf_.find('\n');
+      if (nl != std::string::npos) {
+        std::string line = buf_.substr(0, nl);
+        buf_.erase(0, nl + 1);
+        return line;
+      }
+      pollfd p{out_, POLLIN, 0};
+      if (poll(&p, 1, timeout_ms) <= 0) return std::nullopt;
+      char tmp[4096];
+      ssize_t n = read(out_, tmp, sizeof(tmp));
+      if (n <= 0) return std::nullopt;
+      buf_.append(tmp, static_cast<size_t>(n));
+    }
+  }
+
+  // Exit status as from waitpid.
+  int wait() {
+    int status = -1;
+    waitpid(pid_, &status, 0);
+    reaped_ = true;
+    return status;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  int out_ = -1;
+  bool reaped_ = false;
+  std::string buf_;
+};
+
+// ---- a real uprobe on a probe site -----------------------------------------------
+
+struct Hit {
+  uint32_t pid = 0, tid = 0;
+  uint64_t rdi = 0, rsi = 0;  // first two arguments of the probe site
+};
+
+// Samples rdi/rsi at every execution of `symbol` in `elf`, as the recorder's
+// BPF program would see it: by one thread (`tid`) or, with kAllProcesses, by
+// every process (the caller filters). Never inherited into new threads or
+// children: the kernel copies config1 (a pointer into *our* memory) again in
+// the forking process, so clone() in another process fails with EFAULT, and an
+// inherited event closing at a child's exit can take the probe away from the
+// parent too. Tests instead start a thread or child that waits, attach to it,
+// then let it run.
+class UprobeSampler {
+ public:
+  static constexpr pid_t kAllProcesses = -1;
+
+  UprobeSampler(const std::string& elf, const std::string& symbol, pid_t tid) : path_(elf) {
+    auto off = cptrace::elf_symbol_file_offset(elf, symbol);
+    int type = uprobe_pmu_type();
+    if (!off || type < 0) {
+      error_ = !off ? "no symbol " + symbol : "no uprobe PMU";
+      return;
+    }
+    if (tid != kAllProcesses) {
+      open_one(type, *off, tid, -1);
+      return;
+    }
+    long ncpu = sysconf(_SC_NPROCESSORS_CONF);
+    for (int cpu = 0; cpu < ncpu; cpu++) open_one(type, *off, -1, cpu);
+    if (rings_.empty() && error_.empty()) error_ = "no CPU";
+  }
+  ~UprobeSampler() {
+    for (auto& r : rings_) {
+      munmap(r.base, r.len);
+      close(r.fd);
+    }
+  }
+  UprobeSampler(const UprobeSampler&) = delete;
+  UprobeSampler& operator=(const UprobeSampler&) = delete;
+
+  bool ok() const { return error_.empty(); }
+  const std::string& error() const { return error_; }
+  // Samples the kernel could not store (ring full) so far.
+  uint64_t lost() const { return lost_; }
+
+  std::vector<Hit> drain() {
+    std::vector<Hit> hits;
+    for (auto& r : rings_) drain_ring(r, hits);
+    return hits;
+  }
+
+ private:
+  static constexpr size_t kDataPages = 256;
+  struct Ring {
+    int fd;
+    void* base;
+    size_t len;
+  };
+
+  static int uprobe_pmu_type() {
+    std::ifstream in("/sys/bus/event_source/devices/uprobe/type");
+    int t = -1;
+    return in >> t ? t : -1;
+  }
+
+  void open_one(int type, uint64_t offset, pid_t pid, int cpu) {
+    perf_event_attr a{};
+    a.size = sizeof(a);
+    a.type = static_cast<uint32_t>(type);
+    a.config1 = reinterpret_cast<uint64_t>(path_.c_str());
+    a.config2 = offset;
+    a.sample_period = 1;
+    a.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_REGS_USER;
+    a.sample_regs_user = (1ull << PERF_REG_X86_SI) | (1ull << PERF_REG_X86_DI);
+    int fd = static_cast<int>(syscall(SYS_perf_event_open, &a, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC));
+    if (fd < 0) {
+      // An offline CPU is not an error.
+      if (cpu < 0 || (errno != ENODEV && errno != ENXIO))
+        error_ = std::string("perf_event_open: ") + strerror(errno);
+      return;
+    }
+    size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    size_t len = (kDataPages + 1) * page;
+    void* base = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (base == MAP_FAILED) {
+      error_ = std::string("mmap: ") + strerror(errno);
+      close(fd);
+      return;
+    }
+    rings_.push_back({fd, base, len});
+  }
+
+  void drain_ring(Ring& r, std::vector<Hit>& hits) {
+    auto* meta = static_cast<perf_event_mmap_page*>(r.base);
+    const uint8_t* data = static_cast<const uint8_t*>(r.base) + meta->data_offset;
+    const uint64_t size = meta->data_size;
+    uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
+    uint64_t tail = meta->data_tail;
+    while (tail < head) {
+      perf_event_header h;
+      copy_wrapped(data, size, tail, &h, sizeof(h));
+      std::vector<uint8_t> rec(h.size);
+      copy_wrapped(data, size, tail, rec.data(), h.size);
+      if (h.type == PERF_RECORD_SAMPLE) hits.push_back(parse_sample(rec.data() + sizeof(h)));
+      if (h.type == PERF_RECORD_LOST) lost_ += parse_lost(rec.data() + sizeof(h));
+      tail += h.size;
+    }
+    __atomic_store_n(&meta->data_tail, tail, __ATOMIC_RELEASE);
+  }
+
+  static void copy_wrapped(const uint8_t* data, uint64_t size, uint64_t pos, void* dst, size_t n) {
+    for (size_t i = 0; i < n; i++) static_cast<uint8_t*>(dst)[i] = data[(pos + i) % size];
+  }
+
+  // PERF_SAMPLE_TID: u32 pid, tid; PERF_SAMPLE_REGS_USER: u64 abi, then the
+  // requested registers in bit order (SI before DI).
+  static Hit parse_sample(const uint8_t* p) {
+    Hit hit;
+    uint64_t regs[3];
+    memcpy(&hit.pid, p, 4);
+    memcpy(&hit.tid, p + 4, 4);
+    memcpy(regs, p + 8, sizeof(regs));
+    hit.rsi = regs[1];
+    hit.rdi = regs[2];
+    return hit;
+  }
+
+  // PERF_RECORD_LOST: u64 id, u64 lost.
+  static uint64_t parse_lost(const uint8_t* p) {
+    uint64_t n;
+    memcpy(&n, p + 8, sizeof(n));
+    return n;
+  }
+
+  std::string path_;  // must outlive perf_event_open (config1 points at it)
+  std::vector<Ring> rings_;
+  std::string error_;
+  uint64_t lost_ = 0;
+};
+
+#define REQUIRE_SAMPLER(s)                                                   \
+  do {                                                                       \
+    if (!(s).ok()) GTEST_SKIP() << "perf uprobes unavailable: " << (s).error(); \
+  } while (0)
+
+std::vector<uint64_t> batch_sizes(const std::vector<Hit>& hits) {
+  std::vector<uint64_t> n;
+  for (const Hit& h : hits) n.push_back(static_cast<uint32_t>(h.rsi));
+  return n;
+}
+
+pid_t gettid_i() { return static_cast<pid_t>(syscall(SYS_gettid)); }
+
+// ---- registry helpers -----------------------------------------------------------
+
+std::vector<const cp_registry_entry*> registry_entries_named(const std::string& name) {
+  std::vector<const cp_registry_entry*> out;
+  uint32_t n = __atomic_load_n(&cptrace_registry.count, __ATOMIC_ACQUIRE);
+  for (uint32_t i = 0; i < n; i++)
+    if (name == cptrace_registry.entries[i].name) out.push_back(&cptrace_registry.entries[i]);
+  return out;
+}
+
+const ChannelEntry* find_entry(const std::vector<ChannelEntry>& v, const std::string& name) {
+  for (const auto& e : v)
+    if (e.name == name) return &e;
+  return nullptr;
+}
+
+}  // namespace
+
+// ==== probe-site bytes ==============================================================
+
+TEST(ProbeSites, ExportedSymbolsStartWithNop5Ret) {
+  void* h = libcptrace_handle();
+  ASSERT_NE(h, nullptr) << dlerror();
+  for (const char* name : kProbeSites) {
+    // dlsym on the library's handle: the definition in libcptrace.so itself,
+    // never a PLT stub of the test executable.
+    void* sym = dlsym(h, name);
+    ASSERT_NE(sym, nullptr) << name;
+    EXPECT_EQ(memory_bytes(sym, 6), kNop5Ret) << name;
+  }
+}
+
+TEST(ProbeSites, SharedLibraryFileHasNop5AtSymbolOffset) {
+  std::string so = libcptrace_so_path();
+  ASSERT_FALSE(so.empty());
+  for (const char* name : kProbeSites) {
+    auto off = cptrace::elf_symbol_file_offset(so, name);
+    ASSERT_TRUE(off.has_value()) << name;
+    EXPECT_EQ(file_bytes(so, *off, 6), std::optional<Bytes>(kNop5Ret)) << name;
+    EXPECT_EQ(*off % 16, 0u) << name << " should be 16-byte aligned (nop5 within one page)";
+  }
+}
+
+TEST(ProbeSites, StaticLibraryObjectHasNop5) {
+  std::string ar = exe_dir() + "/libcptrace.a";
+  if (!file_exists(ar)) GTEST_SKIP() << ar << " not built";
+  for (const char* name : kProbeSites)
+    EXPECT_EQ(archive_symbol_bytes(ar, name, 6), std::optional<Bytes>(kNop5Ret)) << name;
+}
+
+TEST(ElfSymbolFileOffset, MissingSymbolAndFile) {
+  EXPECT_EQ(cptrace::elf_symbol_file_offset(libcptrace_so_path(), "no_such_symbol_xyz"),
+            std::nullopt);
+  // .bss has no file bytes, so no offset.
+  EXPECT_EQ(cptrace::elf_symbol_file_offset(libcptrace_so_path(), "cptrace_registry"),
+            std::nullopt);
+  EXPECT_THROW(cptrace::elf_symbol_file_offset("/nonexistent/lib.so", "cp_logTS"),
+               cptrace::ProcRegistryError);
+}
+
+// ==== channel ids =====================================================================
+
+TEST(ChannelId, IsFnv1a64OfTheName) {
+  // Reference values of 64-bit FNV-1a.
+  EXPECT_EQ(cp_channel_id(""), 0xcbf29ce484222325ull);
+  EXPECT_EQ(cp_channel_id("a"), 0xaf63dc4c8601ec8cull);
+  EXPECT_EQ(cp_channel_id("foobar"), 0x85944171f73967e8ull);
+  EXPECT_EQ(cp_open_channel("foobar"), 0x85944171f73967e8ull);
+  EXPECT_EQ(cp_open_channel(nullptr), 0xcbf29ce484222325ull);
+}
+
+TEST(ChannelId, SameNameSameIdDifferentNamesDiffer) {
+  uint64_t a = cp_open_channel("test.id.same");
+  EXPECT_EQ(cp_open_channel("test.id.same"), a);
+  EXPECT_NE(cp_open_channel("test.id.other"), a);
+  EXPECT_NE(a, 0u);
+}
+
+// ==== the registry, in process ==========================================================
+
+TEST(Registry, HeaderAndOpenedNames) {
+  uint64_t id = cp_open_channel("test.registry.a");
+  EXPECT_EQ(memcmp(cptrace_registry.magic, CP_REGISTRY_MAGIC, 8), 0);
+  EXPECT_EQ(cptrace_registry.version, uint32_t{CP_REGISTRY_VERSION});
+  EXPECT_EQ(cptrace_registry.capacity, uint32_t{CP_REGISTRY_CAPACITY});
+  auto e = registry_entries_named("test.registry.a");
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_EQ(e[0]->id, id);
+  EXPECT_EQ(e[0]->closed, 0u);
+}
+
+TEST(Registry, OpenTwiceRegistersOnce) {
+  cp_open_channel("test.registry.twice");
+  uint32_t count = cptrace_registry.count;
+  cp_open_channel("test.registry.twice");
+  EXPECT_EQ(cptrace_registry.count, count);
+  EXPECT_EQ(registry_entries_named("test.registry.twice").size(), 1u);
+}
+
+TEST(Registry, CloseMarksAndReopenClears) {
+  uint64_t id = cp_open_channel("test.registry.close");
+  cp_close_channel(id);
+  auto e = registry_entries_named("test.registry.close");
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_EQ(e[0]->closed, 1u);
+  cp_open_channel("test.registry.close");
+  EXPECT_EQ(e[0]->closed, 0u);
+}
+
+TEST(Registry, LongNameTruncatedIdOfFullName) {
+  std::string name(100, 'x');
+  uint64_t id = cp_open_channel(name.c_str());
+  EXPECT_EQ(id, cp_channel_id(name.c_str()));
+  auto e = registry_entries_named(name.substr(0, CP_CHANNEL_NAME_MAX - 1));
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_EQ(e[0]->id, id);
+}
+
+TEST(Registry, ConcurrentOpensRegisterEachNameOnce) {
+  std::vector<std::thread> ts;
+  for (int t = 0; t < 8; t++)
+    ts.emplace_back([] {
+      for (int i = 0; i < 50; i++) cp_open_channel(("test.concurrent." + std::to_string(i)).c_str());
+    });
+  for (auto& t : ts) t.join();
+  for (int i = 0; i < 50; i++)
+    EXPECT_EQ(registry_entries_named("test.concurrent." + std::to_string(i)).size(), 1u) << i;
+}
+
+// ==== the registry, read from a process ====================================================
+
+TEST(ProcRegistry, ReadsOwnProcess) {
+  uint64_t id = cp_open_channel("test.self");
+  auto v = cptrace::read_process_registry(getpid());
+  const ChannelEntry* e = find_entry(v, "test.self");
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->id, id);
+  EXPECT_FALSE(e->closed);
+}
+
+TEST(ProcRegistry, ReadsForkedChild) {
+  int go[2], ready[2];
+  ASSERT_EQ(pipe(go), 0);
+  ASSERT_EQ(pipe(ready), 0);
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    cp_open_channel("child.x");
+    cp_close_channel(cp_open_channel("child.y"));
+    char c = 1;
+    (void)!write(ready[1], &c, 1);
+    (void)!read(go[0], &c, 1);  // until the parent is done reading
+    _exit(0);
+  }
+  char c;
+  ASSERT_EQ(read(ready[0], &c, 1), 1);
+  auto v = cptrace::read_process_registry(pid);
+  (void)!write(go[1], &c, 1);
+  waitpid(pid, nullptr, 0);
+  for (int fd : {go[0], go[1], ready[0], ready[1]}) close(fd);
+
+  const ChannelEntry* x = find_entry(v, "child.x");
+  const ChannelEntry* y = find_entry(v, "child.y");
+  ASSERT_NE(x, nullptr);
+  ASSERT_NE(y, nullptr);
+  EXPECT_EQ(x->id, cp_channel_id("child.x"));
+  EXPECT_FALSE(x->closed);
+  EXPECT_TRUE(y->closed);
+}
+
+TEST(ProcRegistry, NoSuchProcessThrows) {
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) _exit(0);
+  waitpid(pid, nullptr, 0);  // reaped: the pid names no process now
+  try {
+    cptrace::read_process_registry(pid);
+    FAIL() << "no exception";
+  } catch (const cptrace::ProcRegistryError& e) {
+    EXPECT_NE(std::string(e.what()).find("no such process"), std::string::npos) << e.what();
+  }
+}
+
+TEST(ProcRegistry, WorkloadWaitingForSignal) {
+  std::string wl = exe_dir() + "/tests/workload";
+  if (!file_exists(wl)) GTEST_SKIP() << wl << " not built";
+  Child child({wl, "--wait-signal", "--channels", "3", "--threads", "2", "--events", "1000",
+               "--mode", "batch"});
+  ASSERT_GT(child.pid(), 0);
+  auto ready = child.read_line();
+  ASSERT_EQ(ready, "READY " + std::to_string(child.pid()));
+
+  auto v = cptrace::read_process_registry(child.pid());
+  for (int c = 0; c < 3; c++) {
+    std::string name = "chan" + std::to_string(c);
+    const ChannelEntry* e = find_entry(v, name);
+    ASSERT_NE(e, nullptr) << name;
+    EXPECT_EQ(e->id, cp_channel_id(name.c_str()));
+  }
+
+  // Every event reaches cp_batch_submit, each thread's tail at its exit.
+  UprobeSampler submits(libcptrace_so_path(), "cp_batch_submit", UprobeSampler::kAllProcesses);
+  kill(child.pid(), SIGUSR1);
+  auto json = child.read_line();
+  ASSERT_TRUE(json.has_value()) << "workload status " << child.wait();
+  EXPECT_NE(json->find("\"total\":2000"), std::string::npos) << *json;
+  int status = child.wait();
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  REQUIRE_SAMPLER(submits);
+  uint64_t total = 0;
+  for (const Hit& h : submits.drain())
+    if (h.pid == static_cast<uint32_t>(child.pid())) total += static_cast<uint32_t>(h.rsi);
+  EXPECT_EQ(submits.lost(), 0u);
+  EXPECT_EQ(total, 2000u);
+}
+
+// A program with libcptrace.a linked in, built here in each link mode the
+// reader has to handle. Skipped without a C compiler.
+class StaticExe : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(StaticExe, RegistryAndProbeOffsets) {
+  std::string ar = exe_dir() + "/libcptrace.a";
+  if (!file_exists(ar)) GTEST_SKIP() << ar << " not built";
+  const char* tmp = getenv("TMPDIR");
+  std::string tmpl = std::string(tmp && *tmp ? tmp : "/tmp") + "/cptrace-static-XXXXXX";
+  std::vector<char> dir(tmpl.begin(), tmpl.end());
+  dir.push_back('\0');
+  ASSERT_NE(mkdtemp(dir.data()), nullptr);
+  std::string src = std::string(dir.data()) + "/prog.c", bin = std::string(dir.data()) + "/prog";
+  std::ofstream(src) << R"(#include <stdio.h>
+#include <stdint.h>
+#include <unistd.h>
+uint64_t cp_open_channel(const char *);
+void cp_close_channel(uint64_t);
+int main(void) {
+  cp_open_channel("static.a");
+  cp_close_channel(cp_open_channel("static.b"));
+  printf("READY %d\n", (int)getpid());
+  fflush(stdout);
+  pause();
+  return 0;
+})";
+  std::string cmd = std::string("cc -O2 ") + GetParam() + " " + src + " " + ar + " -lpthread -o " +
+                    bin + " 2>/dev/null";
+  bool built = system(cmd.c_str()) == 0;
+  if (built) {
+    Child child({bin});
+    ASSERT_EQ(child.read_line(), "READY " + std::to_string(child.pid()));
+    auto v = cptrace::read_process_registry(child.pid());
+    ASSERT_EQ(v.size(), 2u);
+    EXPECT_EQ(v[0], (ChannelEntry{cp_channel_id("static.a"), "static.a", false}));
+    EXPECT_EQ(v[1], (ChannelEntry{cp_channel_id("static.b"), "static.b", true}));
+    auto off = cptrace::elf_symbol_file_offset(bin, "cp_logTS");
+    ASSERT_TRUE(off.has_value());
+    EXPECT_EQ(file_bytes(bin, *off, 6), std::optional<Bytes>(kNop5Ret));
+  }
+  unlink(bin.c_str());
+  unlink(src.c_str());
+  rmdir(dir.data());
+  if (!built) GTEST_SKIP() << "could not build with: " << cmd;
+}
+
+INSTANTIATE_TEST_SUITE_P(LinkModes, StaticExe,
+                         ::testing::Values("-no-pie", "-pie -fPIE", "-static",
+                                           "-static-pie -fPIE"),
+                         [](const auto& info) {
+                           std::string s = info.param;
+                           std::string out;
+                           for (char c : s.substr(0, s.find(' ')))
+                             if (isalnum(static_cast<unsigned char>(c))) out += c;
+                           return out;
+                         });
+
+// ==== probe sites are called with the right arguments ========================================
+
+TEST(ProbeCalls, OpenAnnouncesRegistryName) {
+  UprobeSampler s(libcptrace_so_path(), "cp_channel_announce", gettid_i());
+  REQUIRE_SAMPLER(s);
+  uint64_t id = cp_open_channel("test.announce");
+  auto hits = s.drain();
+  ASSERT_EQ(hits.size(), 1u);
+  EXPECT_EQ(hits[0].rdi, id);
+  // The name handed over is the registry's copy (resident, NUL-terminated).
+  auto e = registry_entries_named("test.announce");
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_EQ(hits[0].rsi, reinterpret_cast<uint64_t>(e[0]->name));
+}
+
+TEST(ProbeCalls, LogTSPassesChannelAndTuple) {
+  UprobeSampler s(libcptrace_so_path(), "cp_logTS", gettid_i());
+  REQUIRE_SAMPLER(s);
+  uint64_t ch = cp_open_channel("test.logts");
+  cp_logTS(ch, 42);
+  cp_logTS(ch, 43);
+  auto hits = s.drain();
+  ASSERT_EQ(hits.size(), 2u);
+  EXPECT_EQ(hits[0].rdi, ch);
+  EXPECT_EQ(hits[0].rsi, 42u);
+  EXPECT_EQ(hits[1].rsi, 43u);
+}
+
+TEST(ProbeCalls, BatchFullAndThreadExitFlush) {
+  uint64_t ch = cp_open_channel("test.batch.thread");
+  std::atomic<pid_t> tid{0};
+  std::atomic<bool> go{false};
+  std::thread t([&] {
+    tid = gettid_i();
+    while (!go) std::this_thread::yield();
+    for (uint64_t i = 0; i < 600; i++) cp_logTS_batch(ch, i);
+  });  // no cp_flush: the tail must go out at thread exit
+  while (!tid) std::this_thread::yield();
+  UprobeSampler s(libcptrace_so_path(), "cp_batch_submit", tid);
+  go = true;
+  t.join();
+  REQUIRE_SAMPLER(s);
+  EXPECT_EQ(batch_sizes(s.drain()), (std::vector<uint64_t>{256, 256, 88}));
+}
+
+TEST(ProbeCalls, FlushAndCloseSubmitOnlyWhatIsBuffered) {
+  UprobeSampler s(libcptrace_so_path(), "cp_batch_submit", gettid_i());
+  REQUIRE_SAMPLER(s);
+  uint64_t ch = cp_open_channel("test.batch.flush");
+  cp_flush();                       // whatever earlier tests left
+  s.drain();
+  cp_flush();                       // empty: no submit
+  for (int i = 0; i < 5; i++) cp_logTS_batch(ch, i);
+  cp_flush();
+  for (int i = 0; i < 7; i++) cp_logTS_batch(ch, i);
+  cp_close_channel(ch);
+  EXPECT_EQ(batch_sizes(s.drain()), (std::vector<uint64_t>{5, 7}));
+}
+
+TEST(ProbeCalls, ProcessExitFlushesAndForkDoesNotDuplicate) {
+  uint64_t ch = cp_open_channel("test.batch.exit");
+  cp_flush();
+  for (int i = 0; i < 5; i++) cp_logTS_batch(ch, i);  // pending in the parent
+  int go[2];
+  ASSERT_EQ(pipe(go), 0);
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    char c;
+    (void)!read(go[0], &c, 1);
+    for (int i = 0; i < 3; i++) cp_logTS_batch(ch, 100 + i);
+    exit(0);  // the library's destructor flushes: 3, not the parent's 5 too
+  }
+  UprobeSampler in_child(libcptrace_so_path(), "cp_batch_submit", pid);
+  UprobeSampler in_parent(libcptrace_so_path(), "cp_batch_submit", gettid_i());
+  (void)!write(go[1], "g", 1);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  close(go[0]);
+  close(go[1]);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  cp_flush();
+  REQUIRE_SAMPLER(in_child);
+  REQUIRE_SAMPLER(in_parent);
+  EXPECT_EQ(batch_sizes(in_child.drain()), (std::vector<uint64_t>{3}));
+  EXPECT_EQ(batch_sizes(in_parent.drain()), (std::vector<uint64_t>{5}));
+}
+
+// Found on Linux 6.18: once a probe site has been hit with a uprobe attached
+// (and so optimized: its nop5 rewritten into a call to the process's
+// [uprobes-trampoline] page), a fork()ed child inherits the rewritten call but
+// not the trampoline mapping, and dies with SIGSEGV at its first hit of that
+// site. This is a kernel matter that libcptrace cannot repair; it concerns
+// recording applications that fork. Disabled so that the suite stays green on
+// such kernels; run it with --gtest_also_run_disabled_tests to check a kernel.
+TEST(ProbeCalls, DISABLED_ForkAfterOptimizedProbeChildSurvives) {
+  UprobeSampler s(libcptrace_so_path(), "cp_logTS", gettid_i());
+  REQUIRE_SAMPLER(s);
+  for (int i = 0; i < 3; i++) cp_logTS(1, i);  // the first hit optimizes
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    cp_logTS(2, 0);
+    _exit(0);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status)) << "child killed by signal " << WTERMSIG(status);
+}

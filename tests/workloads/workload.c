@@ -1,0 +1,219 @@
+/* workload: the integration tests' event source.
+ *
+ *   workload [--threads N] [--events N] [--channels N] [--mode single|batch]
+ *            [--wait-signal] [--delay-open-ms N]
+ *
+ * Sleeps --delay-open-ms (so a recorder started first sees the channels being
+ * announced live), opens channels chan0..chanK-1, then, with --wait-signal,
+ * prints "READY <pid>" and waits for SIGUSR1 (so a recorder can attach late and
+ * must learn the names from the registry). Then N threads each log --events
+ * events, round-robin over the channels, thread t using tuple ids
+ * t*1000000000 + i, through cp_logTS (single) or cp_logTS_batch (batch; the
+ * buffers are flushed by the library at thread exit). Finally the channels are
+ * closed and one JSON line tells what was emitted:
+ *
+ *   {"pid":P,"mode":"batch","threads":N,"events_per_thread":E,"total":T,
+ *    "channels":[{"name":"chan0","id":ID,"emitted":X},...],
+ *    "thread_list":[{"thread":0,"tid":TID,"emitted":E,"tuple_base":0},...]}
+ *
+ * Ids are unsigned 64-bit JSON integers. Exit status 0, or 2 on bad usage. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cptrace.h"
+
+#define TUPLE_STRIDE 1000000000ull
+
+struct options {
+	unsigned threads;
+	uint64_t events;
+	unsigned channels;
+	int batch;
+	int wait_signal;
+	unsigned delay_open_ms;
+};
+
+struct worker {
+	pthread_t thread;
+	unsigned index;
+	pid_t tid;
+	uint64_t emitted;
+	uint64_t *per_channel; /* events this thread logged on each channel */
+};
+
+static struct options opt = {2, 1000, 2, 0, 0, 0};
+static uint64_t *channel_ids;
+
+static void usage(const char *argv0)
+{
+	fprintf(stderr,
+		"usage: %s [--threads N] [--events N] [--channels N] [--mode single|batch]\n"
+		"          [--wait-signal] [--delay-open-ms N]\n",
+		argv0);
+	exit(2);
+}
+
+static uint64_t parse_count(const char *s, const char *argv0, uint64_t min)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno || *end || end == s || v < min)
+		usage(argv0);
+	return v;
+}
+
+static void parse_args(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+		if (!strcmp(a, "--wait-signal")) {
+			opt.wait_signal = 1;
+			continue;
+		}
+		if (!v)
+			usage(argv[0]);
+		if (!strcmp(a, "--threads"))
+			opt.threads = parse_count(v, argv[0], 1);
+		else if (!strcmp(a, "--events"))
+			opt.events = parse_count(v, argv[0], 0);
+		else if (!strcmp(a, "--channels"))
+			opt.channels = parse_count(v, argv[0], 1);
+		else if (!strcmp(a, "--delay-open-ms"))
+			opt.delay_open_ms = parse_count(v, argv[0], 0);
+		else if (!strcmp(a, "--mode") && (!strcmp(v, "single") || !strcmp(v, "batch")))
+			opt.batch = !strcmp(v, "batch");
+		else
+			usage(argv[0]);
+		i++;
+	}
+}
+
+static void sleep_ms(unsigned ms)
+{
+	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}
+
+static void open_channels(void)
+{
+	channel_ids = calloc(opt.channels, sizeof(*channel_ids));
+	if (!channel_ids)
+		abort();
+	for (unsigned c = 0; c < opt.channels; c++) {
+		char name[32];
+		snprintf(name, sizeof(name), "chan%u", c);
+		channel_ids[c] = cp_open_channel(name);
+	}
+}
+
+/* SIGUSR1 is blocked from the start (and so in every thread), so a signal sent
+ * as soon as READY is read stays pending instead of killing us. */
+static void block_sigusr1(sigset_t *set)
+{
+	sigemptyset(set);
+	sigaddset(set, SIGUSR1);
+	pthread_sigmask(SIG_BLOCK, set, NULL);
+}
+
+static void wait_for_go(const sigset_t *set)
+{
+	printf("READY %d\n", (int)getpid());
+	fflush(stdout);
+	int sig;
+	while (sigwait(set, &sig) != 0 || sig != SIGUSR1)
+		;
+}
+
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+	w->tid = gettid();
+	uint64_t base = (uint64_t)(w->index * TUPLE_STRIDE);
+	for (uint64_t i = 0; i < opt.events; i++) {
+		unsigned c = i % opt.channels;
+		if (opt.batch)
+			cp_logTS_batch(channel_ids[c], base + i);
+		else
+			cp_logTS(channel_ids[c], base + i);
+		w->per_channel[c]++;
+	}
+	w->emitted = opt.events;
+	return NULL;
+}
+
+static struct worker *run_workers(void)
+{
+	struct worker *ws = calloc(opt.threads, sizeof(*ws));
+	if (!ws)
+		abort();
+	for (unsigned t = 0; t < opt.threads; t++) {
+		ws[t].index = t;
+		ws[t].per_channel = calloc(opt.channels, sizeof(uint64_t));
+		if (!ws[t].per_channel)
+			abort();
+		int err = pthread_create(&ws[t].thread, NULL, worker_main, &ws[t]);
+		if (err) {
+			fprintf(stderr, "workload: pthread_create: %s\n", strerror(err));
+			exit(1);
+		}
+	}
+	/* Joining also waits for each thread's exit-time batch flush. */
+	for (unsigned t = 0; t < opt.threads; t++)
+		pthread_join(ws[t].thread, NULL);
+	return ws;
+}
+
+static uint64_t channel_total(const struct worker *ws, unsigned c)
+{
+	uint64_t sum = 0;
+	for (unsigned t = 0; t < opt.threads; t++)
+		sum += ws[t].per_channel[c];
+	return sum;
+}
+
+static void print_report(const struct worker *ws)
+{
+	uint64_t total = 0;
+	for (unsigned t = 0; t < opt.threads; t++)
+		total += ws[t].emitted;
+	printf("{\"pid\":%d,\"mode\":\"%s\",\"threads\":%u,\"events_per_thread\":%" PRIu64
+	       ",\"total\":%" PRIu64 ",\"channels\":[",
+	       (int)getpid(), opt.batch ? "batch" : "single", opt.threads, opt.events, total);
+	for (unsigned c = 0; c < opt.channels; c++)
+		printf("%s{\"name\":\"chan%u\",\"id\":%" PRIu64 ",\"emitted\":%" PRIu64 "}",
+		       c ? "," : "", c, channel_ids[c], channel_total(ws, c));
+	printf("],\"thread_list\":[");
+	for (unsigned t = 0; t < opt.threads; t++)
+		printf("%s{\"thread\":%u,\"tid\":%d,\"emitted\":%" PRIu64 ",\"tuple_base\":%" PRIu64 "}",
+		       t ? "," : "", t, (int)ws[t].tid, ws[t].emitted, (uint64_t)(t * TUPLE_STRIDE));
+	printf("]}\n");
+	fflush(stdout);
+}
+
+int main(int argc, char **argv)
+{
+	parse_args(argc, argv);
+	sigset_t usr1;
+	block_sigusr1(&usr1);
+	sleep_ms(opt.delay_open_ms);
+	open_channels();
+	if (opt.wait_signal)
+		wait_for_go(&usr1);
+	struct worker *ws = run_workers();
+	for (unsigned c = 0; c < opt.channels; c++)
+		cp_close_channel(channel_ids[c]);
+	print_report(ws);
+	return 0;
+}
