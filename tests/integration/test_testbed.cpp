@@ -1,0 +1,599 @@
+// The namespace testbed (tools/testbed.sh + tools/netdelay.cpp): does it delay, drop,
+// keep order, carry TCP/UDP/ICMP over IPv4 and IPv6, and clean up after itself?
+//
+// Needs root and network namespaces; skips (loudly) otherwise. Every test creates its own
+// testbed under a unique prefix and tears it down in a guard's destructor. Traffic stays
+// inside the namespaces the test creates. All namespaces share one CLOCK_MONOTONIC, so
+// the one-way delays measured here are exact up to the stacks' own latency.
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <netinet/icmp6.h>
+#include <netinet/in.h>
+#include <netinet/ip_icmp.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+int64_t mono_ns() {
+    timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return int64_t(ts.tv_sec) * 1000000000LL + ts.tv_nsec;
+}
+
+std::string dir_of(const std::string& p) {
+    auto s = p.rfind('/');
+    return s == std::string::npos ? "." : p.substr(0, s);
+}
+
+bool is_file(const std::string& p) {
+    struct stat st;
+    return stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+// The test binary lives in the build directory; the script in ../tools of it.
+std::string exe_dir() {
+    char buf[4096];
+    ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+    if (n <= 0) return ".";
+    buf[n] = 0;
+    return dir_of(buf);
+}
+
+std::string find_script() {
+    for (const std::string& c : {exe_dir() + "/../tools/testbed.sh", exe_dir() + "/../../tools/testbed.sh",
+                                 std::string("../tools/testbed.sh"), std::string("tools/testbed.sh")})
+        if (is_file(c)) return c;
+    return "";
+}
+
+struct CmdResult {
+    int status;
+    std::string out;
+};
+
+// Runs a shell command (bounded by `timeout`), collecting stdout+stderr.
+CmdResult run(const std::string& cmd, int timeout_s = 60) {
+    std::string full = "timeout -k 5 " + std::to_string(timeout_s) + " " + cmd + " 2>&1";
+    FILE* f = popen(full.c_str(), "r");
+    if (!f) return {-1, "popen failed"};
+    std::string out;
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
+    int st = pclose(f);
+    return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
+}
+
+std::string shq(const std::string& s) {
+    std::string r = "'";
+    for (char c : s) r += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return r + "'";
+}
+
+// Why these tests cannot run here, or "" when they can. Checked once.
+const std::string& skip_reason() {
+    static const std::string reason = [] {
+        if (geteuid() != 0) return std::string("not root: network namespaces need CAP_SYS_ADMIN");
+        if (find_script().empty()) return std::string("tools/testbed.sh not found next to the build directory");
+        std::string probe = "cpttprobe" + std::to_string(getpid()) + "x";
+        auto r = run("ip netns add " + probe);
+        if (r.status != 0) return "`ip netns add` failed: " + r.out;
+        run("ip netns del " + probe);
+        return std::string();
+    }();
+    return reason;
+}
+
+#define REQUIRE_TESTBED()                                                                   \
+    do {                                                                                    \
+        if (!skip_reason().empty()) {                                                       \
+            fprintf(stderr, "\n*** SKIPPING testbed test: %s ***\n\n", skip_reason().c_str()); \
+            GTEST_SKIP() << "testbed unavailable: " << skip_reason();                      \
+        }                                                                                   \
+    } while (0)
+
+std::string unique_prefix(const std::string& tag) {
+    // Must start with a letter and not end with a digit (see testbed.sh).
+    return "cptt" + std::to_string(getpid() % 100000) + tag;
+}
+
+// RAII: `up` in the constructor, `down` in the destructor, whatever happens in between.
+class Testbed {
+public:
+    Testbed(const std::string& tag, int nodes, const std::string& opts) : prefix_(unique_prefix(tag)) {
+        script_ = find_script();
+        std::string env;
+        std::string nd = exe_dir() + "/netdelay";
+        if (is_file(nd)) env = "env NETDELAY=" + shq(nd) + " ";
+        auto r = run(env + "bash " + shq(script_) + " up " + std::to_string(nodes) + " --prefix " + prefix_ + " " + opts,
+                     120);
+        ok_ = r.status == 0;
+        output_ = r.out;
+    }
+    ~Testbed() { down(); }
+    Testbed(const Testbed&) = delete;
+    Testbed& operator=(const Testbed&) = delete;
+
+    CmdResult down() { return run("bash " + shq(script_) + " down --prefix " + prefix_, 60); }
+    CmdResult status() { return run("bash " + shq(script_) + " status --prefix " + prefix_, 30); }
+    bool ok() const { return ok_; }
+    const std::string& output() const { return output_; }
+    const std::string& prefix() const { return prefix_; }
+    std::string ns(int k) const { return prefix_ + std::to_string(k); }
+    std::string router() const { return prefix_ + "r"; }
+
+private:
+    std::string prefix_, script_, output_;
+    bool ok_ = false;
+};
+
+// A socket created inside namespace `ns` (the calling thread switches there and back).
+int socket_in(const std::string& ns, int domain, int type, int proto = 0) {
+    int self = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+    int target = open(("/run/netns/" + ns).c_str(), O_RDONLY | O_CLOEXEC);
+    int fd = -1;
+    if (self >= 0 && target >= 0 && setns(target, CLONE_NEWNET) == 0) {
+        fd = socket(domain, type | SOCK_CLOEXEC, proto);
+        int e = errno;
+        if (setns(self, CLONE_NEWNET) != 0) abort();  // never continue in the wrong namespace
+        errno = e;
+    }
+    if (self >= 0) close(self);
+    if (target >= 0) close(target);
+    return fd;
+}
+
+struct Addr {
+    sockaddr_storage ss{};
+    socklen_t len = 0;
+    int family() const { return ss.ss_family; }
+};
+Addr make_addr(const std::string& ip, uint16_t port) {
+    Addr a;
+    if (ip.find(':') != std::string::npos) {
+        auto* s6 = reinterpret_cast<sockaddr_in6*>(&a.ss);
+        s6->sin6_family = AF_INET6;
+        s6->sin6_port = htons(port);
+        inet_pton(AF_INET6, ip.c_str(), &s6->sin6_addr);
+        a.len = sizeof *s6;
+    } else {
+        auto* s4 = reinterpret_cast<sockaddr_in*>(&a.ss);
+        s4->sin_family = AF_INET;
+        s4->sin_port = htons(port);
+        inet_pton(AF_INET, ip.c_str(), &s4->sin_addr);
+        a.len = sizeof *s4;
+    }
+    return a;
+}
+
+void set_timeout(int fd, int ms) {
+    timeval tv{ms / 1000, (ms % 1000) * 1000};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+}
+
+struct Probe {
+    uint64_t magic;
+    uint64_t seq;
+    int64_t t_send;    // client, just before sendto
+    int64_t t_server;  // server, right after recvfrom
+};
+constexpr uint64_t kMagic = 0x6370747462656421ull;
+
+// UDP server in a node namespace: echoes probes with its receive time, records sequence
+// numbers. Runs until stop() or a hard time limit.
+class UdpServer {
+public:
+    UdpServer(const std::string& ns, const std::string& ip, uint16_t port, bool echo) : echo_(echo) {
+        Addr a = make_addr(ip, port);
+        fd_ = socket_in(ns, a.family(), SOCK_DGRAM);
+        if (fd_ < 0) return;
+        int buf = 4 << 20;
+        setsockopt(fd_, SOL_SOCKET, SO_RCVBUFFORCE, &buf, sizeof buf);
+        if (bind(fd_, reinterpret_cast<sockaddr*>(&a.ss), a.len) != 0) {
+            close(fd_);
+            fd_ = -1;
+            return;
+        }
+        set_timeout(fd_, 50);
+        th_ = std::thread([this] { loop(); });
+    }
+    ~UdpServer() { stop(); }
+    bool ok() const { return fd_ >= 0; }
+    void stop() {
+        stop_ = true;
+        if (th_.joinable()) th_.join();
+        if (fd_ >= 0) close(fd_);
+        fd_ = -1;
+    }
+    // valid after stop()
+    std::vector<uint64_t> seqs;
+
+private:
+    void loop() {
+        const int64_t deadline = mono_ns() + 120LL * 1000000000LL;
+        while (!stop_ && mono_ns() < deadline) {
+            Probe p;
+            sockaddr_storage from;
+            socklen_t fl = sizeof from;
+            ssize_t n = recvfrom(fd_, &p, sizeof p, 0, reinterpret_cast<sockaddr*>(&from), &fl);
+            if (n != ssize_t(sizeof p) || p.magic != kMagic) continue;
+            p.t_server = mono_ns();
+            seqs.push_back(p.seq);
+            if (echo_) sendto(fd_, &p, sizeof p, 0, reinterpret_cast<sockaddr*>(&from), fl);
+        }
+    }
+    int fd_ = -1;
+    bool echo_;
+    std::atomic<bool> stop_{false};
+    std::thread th_;
+};
+
+struct Sample {
+    double rtt_us, fwd_us, back_us;
+};
+struct EchoResult {
+    std::vector<Sample> samples;
+    int sent = 0;
+    int out_of_order = 0;
+};
+
+double pct(std::vector<double> v, double p) {
+    if (v.empty()) return -1;
+    std::sort(v.begin(), v.end());
+    return v[size_t(p * double(v.size() - 1) + 0.5)];
+}
+template <class F>
+std::vector<double> col(const std::vector<Sample>& s, F f) {
+    std::vector<double> v;
+    for (auto& x : s) v.push_back(f(x));
+    return v;
+}
+
+// `count` echo probes from node `from_ns` to server ip:port, one at a time, `gap_us` apart.
+EchoResult echo_probes(const std::string& from_ns, const std::string& ip, uint16_t port, int count, int gap_us) {
+    EchoResult r;
+    Addr to = make_addr(ip, port);
+    int fd = socket_in(from_ns, to.family(), SOCK_DGRAM);
+    if (fd < 0) return r;
+    set_timeout(fd, 100);
+    uint64_t expect = 0;
+    const int64_t deadline = mono_ns() + 60LL * 1000000000LL;
+    for (int i = 0; i < count && mono_ns() < deadline; i++) {
+        Probe p{kMagic, uint64_t(i), mono_ns(), 0};
+        if (sendto(fd, &p, sizeof p, 0, reinterpret_cast<sockaddr*>(&to.ss), to.len) != ssize_t(sizeof p)) continue;
+        r.sent++;
+        // wait for this probe's echo (drop stale ones from earlier timeouts)
+        for (int tries = 0; tries < 4; tries++) {
+            Probe q;
+            ssize_t n = recv(fd, &q, sizeof q, 0);
+            int64_t t = mono_ns();
+            if (n != ssize_t(sizeof q)) break;
+            if (q.magic != kMagic) continue;
+            if (q.seq < expect) r.out_of_order++;
+            expect = q.seq + 1;
+            if (q.seq != uint64_t(i)) continue;
+            r.samples.push_back({double(t - q.t_send) / 1e3, double(q.t_server - q.t_send) / 1e3,
+                                 double(t - q.t_server) / 1e3});
+            break;
+        }
+        timespec gap{0, long(gap_us) * 1000};
+        nanosleep(&gap, nullptr);
+    }
+    close(fd);
+    return r;
+}
+
+void report(const char* what, const EchoResult& r) {
+    auto rtt = col(r.samples, [](const Sample& s) { return s.rtt_us; });
+    auto fwd = col(r.samples, [](const Sample& s) { return s.fwd_us; });
+    auto back = col(r.samples, [](const Sample& s) { return s.back_us; });
+    fprintf(stderr,
+            "  [%s] %zu/%d echoes; RTT us min %.1f p50 %.1f p99 %.1f | one-way fwd min %.1f p50 %.1f | back min "
+            "%.1f p50 %.1f\n",
+            what, r.samples.size(), r.sent, pct(rtt, 0), pct(rtt, .5), pct(rtt, .99), pct(fwd, 0), pct(fwd, .5),
+            pct(back, 0), pct(back, .5));
+}
+
+#define UP_OR_FAIL(tb) ASSERT_TRUE((tb).ok()) << "testbed up failed:\n" << (tb).output()
+
+}  // namespace
+
+TEST(Testbed, DelayIsHeldBothWays) {
+    REQUIRE_TESTBED();
+    Testbed tb("dly", 2, "--delay 200");
+    UP_OR_FAIL(tb);
+    UdpServer srv(tb.ns(2), "10.77.2.2", 7001, true);
+    ASSERT_TRUE(srv.ok());
+    auto r = echo_probes(tb.ns(1), "10.77.2.2", 7001, 200, 1000);
+    srv.stop();
+    report("200us each way", r);
+    ASSERT_EQ(r.sent, 200);
+    EXPECT_GE(r.samples.size(), 198u) << "no loss is configured";
+    auto rtt = col(r.samples, [](const Sample& s) { return s.rtt_us; });
+    auto fwd = col(r.samples, [](const Sample& s) { return s.fwd_us; });
+    auto back = col(r.samples, [](const Sample& s) { return s.back_us; });
+    EXPECT_GE(pct(rtt, 0), 400.0);
+    EXPECT_GE(pct(fwd, 0), 200.0);
+    EXPECT_GE(pct(back, 0), 200.0);
+    EXPECT_LT(pct(rtt, 0), 400.0 + 1000.0);
+    EXPECT_LT(pct(rtt, .5), 400.0 + 3000.0);
+    EXPECT_EQ(r.out_of_order, 0);
+}
+
+TEST(Testbed, AsymmetryAddsExactlyToOneDirection) {
+    REQUIRE_TESTBED();
+    EchoResult base, asym;
+    {
+        Testbed tb("sym", 2, "--delay 200");
+        UP_OR_FAIL(tb);
+        UdpServer srv(tb.ns(2), "10.77.2.2", 7002, true);
+        ASSERT_TRUE(srv.ok());
+        base = echo_probes(tb.ns(1), "10.77.2.2", 7002, 200, 1000);
+    }
+    {
+        // 300 us more toward node 2, 100 us more on everything leaving node 2.
+        Testbed tb("asy", 2, "--delay 200 --asym 2:300 --asym-from 2:100");
+        UP_OR_FAIL(tb);
+        UdpServer srv(tb.ns(2), "10.77.2.2", 7002, true);
+        ASSERT_TRUE(srv.ok());
+        asym = echo_probes(tb.ns(1), "10.77.2.2", 7002, 200, 1000);
+    }
+    report("symmetric 200", base);
+    report("asym to 2 +300, from 2 +100", asym);
+    ASSERT_GE(base.samples.size(), 190u);
+    ASSERT_GE(asym.samples.size(), 190u);
+    auto med = [](const EchoResult& r, double Sample::*m) {
+        return pct(col(r.samples, [m](const Sample& s) { return s.*m; }), .5);
+    };
+    auto mn = [](const EchoResult& r, double Sample::*m) {
+        return pct(col(r.samples, [m](const Sample& s) { return s.*m; }), 0);
+    };
+    EXPECT_GE(mn(asym, &Sample::fwd_us), 500.0);
+    EXPECT_GE(mn(asym, &Sample::back_us), 300.0);
+    // The growth is the configured asymmetry. Minima over 200 probes sit on the floor
+    // (delay + a few us of stack) and are immune to scheduling noise; medians are looser
+    // because other work on a 2-core machine disturbs the probing threads.
+    EXPECT_NEAR(mn(asym, &Sample::fwd_us) - mn(base, &Sample::fwd_us), 300.0, 40.0);
+    EXPECT_NEAR(mn(asym, &Sample::back_us) - mn(base, &Sample::back_us), 100.0, 40.0);
+    EXPECT_NEAR(mn(asym, &Sample::rtt_us) - mn(base, &Sample::rtt_us), 400.0, 60.0);
+    EXPECT_NEAR(med(asym, &Sample::rtt_us) - med(base, &Sample::rtt_us), 400.0, 250.0);
+}
+
+TEST(Testbed, JitterStaysInRangeAndKeepsOrder) {
+    REQUIRE_TESTBED();
+    Testbed tb("jit", 2, "--delay 200 --jitter 300 --seed 7");
+    UP_OR_FAIL(tb);
+    UdpServer srv(tb.ns(2), "10.77.2.2", 7003, false);
+    ASSERT_TRUE(srv.ok());
+    // Back-to-back burst: with 300 us of jitter and 20 us spacing, independent delays would
+    // reorder most packets; the forwarder keeps each path FIFO.
+    Addr to = make_addr("10.77.2.2", 7003);
+    int fd = socket_in(tb.ns(1), AF_INET, SOCK_DGRAM);
+    ASSERT_GE(fd, 0);
+    std::vector<double> one_way;
+    for (int i = 0; i < 500; i++) {
+        Probe p{kMagic, uint64_t(i), mono_ns(), 0};
+        sendto(fd, &p, sizeof p, 0, reinterpret_cast<sockaddr*>(&to.ss), to.len);
+        timespec gap{0, 20000};
+        nanosleep(&gap, nullptr);
+    }
+    close(fd);
+    usleep(100000);
+    srv.stop();
+    ASSERT_GE(srv.seqs.size(), 495u);
+    EXPECT_TRUE(std::is_sorted(srv.seqs.begin(), srv.seqs.end())) << "jitter reordered packets of one flow";
+    // And one-way delays spread over [200, 500] us: echo probes, spaced so FIFO does not bind.
+    UdpServer echo(tb.ns(2), "10.77.2.2", 7004, true);
+    ASSERT_TRUE(echo.ok());
+    auto r = echo_probes(tb.ns(1), "10.77.2.2", 7004, 200, 1000);
+    echo.stop();
+    report("200 + U[0,300] each way", r);
+    ASSERT_GE(r.samples.size(), 190u);
+    auto fwd = col(r.samples, [](const Sample& s) { return s.fwd_us; });
+    EXPECT_GE(pct(fwd, 0), 200.0);
+    EXPECT_LT(pct(fwd, 0), 350.0) << "some packets should see little jitter";
+    EXPECT_GT(pct(fwd, .9), 400.0) << "jitter seems not applied";
+    EXPECT_LT(pct(fwd, .5), 500.0 + 200.0);
+}
+
+TEST(Testbed, LossIsAboutTheConfiguredRate) {
+    REQUIRE_TESTBED();
+    Testbed tb("los", 2, "--delay 50 --loss 30");
+    UP_OR_FAIL(tb);
+    UdpServer srv(tb.ns(2), "10.77.2.2", 7005, false);
+    ASSERT_TRUE(srv.ok());
+    Addr to = make_addr("10.77.2.2", 7005);
+    int fd = socket_in(tb.ns(1), AF_INET, SOCK_DGRAM);
+    ASSERT_GE(fd, 0);
+    const int N = 1000;
+    int sent = 0;
+    for (int i = 0; i < N; i++) {
+        Probe p{kMagic, uint64_t(i), mono_ns(), 0};
+        if (sendto(fd, &p, sizeof p, 0, reinterpret_cast<sockaddr*>(&to.ss), to.len) == ssize_t(sizeof p)) sent++;
+        timespec gap{0, 50000};
+        nanosleep(&gap, nullptr);
+    }
+    close(fd);
+    usleep(200000);
+    srv.stop();
+    ASSERT_EQ(sent, N);
+    std::set<uint64_t> uniq(srv.seqs.begin(), srv.seqs.end());
+    EXPECT_EQ(uniq.size(), srv.seqs.size()) << "duplicated packets";
+    double loss = 1.0 - double(uniq.size()) / N;
+    fprintf(stderr, "  [30%% loss] %zu/%d received, loss %.1f%%\n", uniq.size(), N, loss * 100);
+    // Binomial(1000, 0.3): sd 1.45 %; 20..40 % is about +-7 sd.
+    EXPECT_GE(loss, 0.20);
+    EXPECT_LE(loss, 0.40);
+}
+
+TEST(Testbed, TcpTransferThroughDelay) {
+    REQUIRE_TESTBED();
+    Testbed tb("tcp", 2, "--delay 200 --jitter 50");
+    UP_OR_FAIL(tb);
+    const size_t kBytes = 4u << 20;
+    Addr a = make_addr("10.77.2.2", 7006);
+    int lfd = socket_in(tb.ns(2), AF_INET, SOCK_STREAM);
+    ASSERT_GE(lfd, 0);
+    int one = 1;
+    setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    ASSERT_EQ(bind(lfd, reinterpret_cast<sockaddr*>(&a.ss), a.len), 0) << strerror(errno);
+    ASSERT_EQ(listen(lfd, 1), 0);
+    std::atomic<size_t> got{0};
+    std::atomic<bool> pattern_ok{true};
+    std::thread server([&] {
+        pollfd pf{lfd, POLLIN, 0};
+        if (poll(&pf, 1, 20000) != 1) return;
+        int c = accept(lfd, nullptr, nullptr);
+        if (c < 0) return;
+        set_timeout(c, 20000);
+        std::vector<uint8_t> buf(1 << 16);
+        size_t total = 0;
+        const int64_t deadline = mono_ns() + 30LL * 1000000000LL;
+        while (mono_ns() < deadline) {
+            ssize_t n = recv(c, buf.data(), buf.size(), 0);
+            if (n <= 0) break;
+            for (ssize_t i = 0; i < n; i++)
+                if (buf[size_t(i)] != uint8_t((total + size_t(i)) % 251)) pattern_ok = false;
+            total += size_t(n);
+        }
+        got = total;
+        uint64_t t = total;
+        send(c, &t, sizeof t, MSG_NOSIGNAL);
+        close(c);
+    });
+    int cfd = socket_in(tb.ns(1), AF_INET, SOCK_STREAM);
+    ASSERT_GE(cfd, 0);
+    set_timeout(cfd, 20000);
+    int64_t t0 = mono_ns();
+    bool connected = connect(cfd, reinterpret_cast<sockaddr*>(&a.ss), a.len) == 0;
+    int64_t t_conn = mono_ns() - t0;
+    size_t sent = 0;
+    uint64_t ack = 0;
+    if (connected) {
+        std::vector<uint8_t> data(kBytes);
+        for (size_t i = 0; i < kBytes; i++) data[i] = uint8_t(i % 251);
+        while (sent < kBytes) {
+            ssize_t n = send(cfd, data.data() + sent, kBytes - sent, MSG_NOSIGNAL);
+            if (n <= 0) break;
+            sent += size_t(n);
+        }
+        shutdown(cfd, SHUT_WR);
+        if (recv(cfd, &ack, sizeof ack, MSG_WAITALL) != ssize_t(sizeof ack)) ack = 0;
+    }
+    int64_t t_all = mono_ns() - t0;
+    close(cfd);
+    server.join();
+    close(lfd);
+    ASSERT_TRUE(connected) << strerror(errno);
+    fprintf(stderr, "  [tcp] connect %.0f us (>= 1 RTT = 400 us), %zu bytes in %.1f ms\n", double(t_conn) / 1e3, sent,
+            double(t_all) / 1e6);
+    EXPECT_GE(t_conn, 400000) << "SYN/SYN-ACK took less than one delayed round trip";
+    EXPECT_EQ(sent, kBytes);
+    EXPECT_EQ(got.load(), kBytes);
+    EXPECT_EQ(ack, kBytes);
+    EXPECT_TRUE(pattern_ok.load()) << "payload corrupted on the way";
+}
+
+TEST(Testbed, Ipv6UdpAndPing) {
+    REQUIRE_TESTBED();
+    Testbed tb("six", 3, "--delay 200");
+    UP_OR_FAIL(tb);
+    UdpServer srv(tb.ns(3), "fd77::3:2", 7007, true);
+    ASSERT_TRUE(srv.ok());
+    auto r = echo_probes(tb.ns(1), "fd77::3:2", 7007, 100, 1000);
+    srv.stop();
+    report("IPv6 200us each way", r);
+    ASSERT_GE(r.samples.size(), 98u);
+    EXPECT_GE(pct(col(r.samples, [](const Sample& s) { return s.rtt_us; }), 0), 400.0);
+
+    // ICMP echo (ping sockets) both families, node 2 -> node 3 / node 1.
+    for (const std::string ip : {"10.77.3.2", "fd77::1:2"}) {
+        bool v6 = ip.find(':') != std::string::npos;
+        int fd = socket_in(tb.ns(2), v6 ? AF_INET6 : AF_INET, SOCK_DGRAM, v6 ? int(IPPROTO_ICMPV6) : int(IPPROTO_ICMP));
+        ASSERT_GE(fd, 0) << "ping socket: " << strerror(errno);
+        set_timeout(fd, 200);
+        Addr to = make_addr(ip, 0);
+        int replies = 0;
+        double min_rtt = 1e9;
+        for (int i = 0; i < 20; i++) {
+            uint8_t pkt[64] = {};
+            pkt[0] = v6 ? uint8_t(ICMP6_ECHO_REQUEST) : uint8_t(ICMP_ECHO);
+            pkt[7] = uint8_t(i);
+            int64_t t = mono_ns();
+            if (sendto(fd, pkt, sizeof pkt, 0, reinterpret_cast<sockaddr*>(&to.ss), to.len) != ssize_t(sizeof pkt))
+                continue;
+            uint8_t in[256];
+            for (int tries = 0; tries < 3; tries++) {
+                ssize_t n = recv(fd, in, sizeof in, 0);
+                if (n <= 0) break;
+                if (in[7] != uint8_t(i)) continue;
+                replies++;
+                min_rtt = std::min(min_rtt, double(mono_ns() - t) / 1e3);
+                break;
+            }
+            usleep(2000);
+        }
+        close(fd);
+        fprintf(stderr, "  [ping %s] %d/20 replies, min RTT %.1f us\n", ip.c_str(), replies, min_rtt);
+        EXPECT_GE(replies, 19) << ip;
+        EXPECT_GE(min_rtt, 400.0) << ip;
+    }
+}
+
+TEST(Testbed, DownRemovesEverythingAndIsIdempotent) {
+    REQUIRE_TESTBED();
+    std::string prefix;
+    int fwd_pid = 0;
+    {
+        Testbed tb("dwn", 3, "--delay 100");
+        UP_OR_FAIL(tb);
+        prefix = tb.prefix();
+        // `up` again over a live testbed replaces it cleanly.
+        Testbed again("dwn", 3, "--delay 100");
+        UP_OR_FAIL(again);
+        auto st = again.status();
+        EXPECT_EQ(st.status, 0) << st.out;
+        EXPECT_NE(st.out.find("forwarder running"), std::string::npos) << st.out;
+        auto pos = st.out.find("forwarder pid ");
+        if (pos != std::string::npos) fwd_pid = atoi(st.out.c_str() + pos + 14);
+        EXPECT_GT(fwd_pid, 0);
+        auto d1 = again.down();
+        EXPECT_EQ(d1.status, 0) << d1.out;
+        auto d2 = again.down();
+        EXPECT_EQ(d2.status, 0) << "second down must succeed too: " << d2.out;
+    }  // both guards run `down` again here
+    auto list = run("ip netns list");
+    std::istringstream in(list.out);
+    std::string line;
+    while (std::getline(in, line)) EXPECT_NE(line.rfind(prefix, 0), 0u) << "left behind: " << line;
+    if (fwd_pid > 0) {
+        std::ifstream cmd("/proc/" + std::to_string(fwd_pid) + "/cmdline");
+        std::string c((std::istreambuf_iterator<char>(cmd)), std::istreambuf_iterator<char>());
+        EXPECT_EQ(c.find("netdelay"), std::string::npos) << "forwarder still running";
+    }
+}
