@@ -9,7 +9,7 @@ trap 'rm -rf "$tmp"' EXIT
 N=${BENCH_EVENTS:-5000000}
 
 echo "== 1. uprobe floor: empty nop5 uprobe vs cp_logTS recording program (same process)"
-$B/bench/bench_uprobe 200000
+$B/bench/bench_uprobe 50000
 
 echo
 echo "== 2. nothing attached (no-call baseline, local nop5, cp_logTS, batch)"
