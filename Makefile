@@ -65,7 +65,7 @@ $(BUILD)/cptrace: $(BUILD)/obj/main.o $(BUILD)/libcptrace_core.a
 
 # ---- the application library (what applications link) -------------------------
 # -fcf-protection=none: no endbr64 before our probe sites; the stubs are assembly
-# anyway, tests/unit/test_stub_bytes.cpp checks their first bytes.
+# anyway, tests/unit/test_libcptrace.cpp checks their first bytes.
 $(BUILD)/lib/%.c.o: lib/%.c include/cptrace.h
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -fPIC -fcf-protection=none $(WARN) -Iinclude -c $< -o $@
@@ -99,7 +99,7 @@ unit-test: all $(BUILD)/cptrace_tests
 	cd $(BUILD) && ./cptrace_tests $(GTEST_ARGS)
 
 test: deps
-	$(MAKE) all $(BUILD)/cptrace_tests $(BUILD)/fuzz_trace_reader
+	$(MAKE) -j$$(nproc) all $(BUILD)/cptrace_tests $(BUILD)/fuzz_trace_reader
 	cd $(BUILD) && ./cptrace_tests $(GTEST_ARGS)
 	$(MAKE) fuzz-run
 
@@ -126,7 +126,7 @@ $(BUILD)/%: tools/%.cpp
 
 # ---- demo, benchmarks, install --------------------------------------------------
 demo: deps
-	$(MAKE) all
+	$(MAKE) -j$$(nproc) all
 	bash tools/demo.sh
 
 $(BUILD)/bench/%: bench/%.cpp $(BUILD)/libcptrace.so $(BUILD)/libcptrace_core.a

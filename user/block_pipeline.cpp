@@ -75,7 +75,8 @@ void BlockPipeline::compress_loop() {
       continue;
     }
     spins = 0;
-    if (!b->precoded) b->frame = encode_events(b->events.data(), b->events.size(), zstd_level_);
+    // Reuses the block's payload buffer: no allocation per frame.
+    if (!b->precoded) encode_events_into(b->events.data(), b->events.size(), zstd_level_, b->frame);
     while (!done_.push(b)) std::this_thread::yield();
   }
 }

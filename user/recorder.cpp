@@ -166,7 +166,11 @@ int run_record(const RecordOptions& opt) {
   Probes probes(po);
 
   NodeInfo ni = read_node_info();
+  // Two correlation points before any event frame can be written, so even a
+  // recorder killed in its first flush period leaves convertible timestamps.
   std::vector<ClockPoint> clock{sample_clock_point()};
+  usleep(20000);
+  clock.push_back(sample_clock_point());
   json meta = {{"format", "cptrace"},
                {"version", kFormatVersion},
                {"node", opt.node.empty() ? ni.host : opt.node},
@@ -181,6 +185,8 @@ int run_record(const RecordOptions& opt) {
   TraceWriter writer(opt.out_dir, meta, opt.overwrite);
   BlockPipeline pipe([&](const EncodedFrame& f) { writer.write(f); }, 16384, opt.compressors, 64,
                      opt.zstd_level);
+  pipe.submit_frame(encode_clock(clock));
+  size_t clock_written = clock.size();
   ChannelTable channels;
   if (opt.pid) add_registry(channels, opt.pid);
   RingDrain drain(probes.ring_fds(), pipe, [&](const ChannelInfo& c) { channels.add(c); });
@@ -201,7 +207,6 @@ int run_record(const RecordOptions& opt) {
           filter ? fmt::format(", pid {}", filter).c_str() : ", all processes", opt.out_dir.c_str());
   bool tty = opt.progress && isatty(2);
   auto t0 = std::chrono::steady_clock::now(), last_flush = t0;
-  size_t clock_written = 0;
   uint64_t prev_ev = 0, prev_bytes = 0;
   int child_status = 0;
   bool child_done = false;

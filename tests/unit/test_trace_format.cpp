@@ -498,8 +498,10 @@ TEST(TraceReader, MissingFilesAndMeta) {
 }
 
 // Writes the fuzzing seed corpus when CPTRACE_FUZZ_SEED_DIR is set (kept in the
-// repository under tests/fuzz/corpus; regenerate after format changes).
-TEST(FuzzSeeds, Write) {
+// repository under tests/fuzz/corpus; regenerate after format changes with
+// CPTRACE_FUZZ_SEED_DIR=DIR cptrace_tests --gtest_also_run_disabled_tests
+// --gtest_filter=FuzzSeeds.*). A generator, not a check: disabled by default.
+TEST(FuzzSeeds, DISABLED_Write) {
   const char* dir = std::getenv("CPTRACE_FUZZ_SEED_DIR");
   if (!dir) GTEST_SKIP() << "set CPTRACE_FUZZ_SEED_DIR to write the fuzzing seeds";
   auto put = [&](const std::string& name, const std::string& bytes) {
