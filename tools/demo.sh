@@ -19,5 +19,7 @@ for mode in single batch; do
     $B/tests/workload --threads 4 --events 250000 --channels 3 --mode $mode >"$out/$mode.json"
   $B/cptrace info "$out/$mode"
   echo "-- first events (CSV, ts in TSC ticks):"
-  $B/cptrace dump --csv "$out/$mode" | head -4
+  $B/cptrace dump --csv "$out/$mode" >"$out/$mode.csv"   # (no pipe into head: SIGPIPE)
+  head -4 "$out/$mode.csv"
+  echo "   ... $(($(wc -l <"$out/$mode.csv") - 1)) events in all"
 done
