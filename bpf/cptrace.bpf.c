@@ -76,10 +76,9 @@ static __always_inline __u64 wake_flag(void *rb)
 									 : BPF_RB_NO_WAKEUP;
 }
 
-SEC("uprobe")
-int BPF_KPROBE(cp_logTS, __u64 channel, __u64 tuple)
+/* One kernel-timestamped event record (cp_logTS, cp_channel_closed). */
+static __always_inline int record_event(__u16 kind, __u64 now, __u64 channel, __u64 tuple)
 {
-	__u64 now = bpf_ktime_get_ns(); /* first: closest to the call */
 	__u32 cpu, tgid, tid;
 	void *rb = my_ring(&cpu, &tgid, &tid);
 	if (!rb)
@@ -90,12 +89,19 @@ int BPF_KPROBE(cp_logTS, __u64 channel, __u64 tuple)
 		count(CP_CNT_DROPPED, 1);
 		return 0;
 	}
-	fill_hdr(&r->h, CP_REC_EVENT, cpu, tgid, tid, 0);
+	fill_hdr(&r->h, kind, cpu, tgid, tid, 0);
 	r->ktime_ns = now;
 	r->channel = channel;
 	r->tuple = tuple;
 	bpf_ringbuf_submit(r, wake_flag(rb));
 	return 0;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(cp_logTS, __u64 channel, __u64 tuple)
+{
+	return record_event(CP_REC_EVENT, bpf_ktime_get_ns() /* first: closest to the call */,
+			    channel, tuple);
 }
 
 SEC("uprobe")
@@ -158,23 +164,7 @@ int BPF_KPROBE(cp_channel_announce, __u64 channel, const char *name)
 SEC("uprobe")
 int BPF_KPROBE(cp_channel_closed, __u64 channel)
 {
-	__u64 now = bpf_ktime_get_ns();
-	__u32 cpu, tgid, tid;
-	void *rb = my_ring(&cpu, &tgid, &tid);
-	if (!rb)
-		return 0;
-	count(CP_CNT_SEEN, 1);
-	struct cp_event_rec *r = bpf_ringbuf_reserve(rb, sizeof(*r), 0);
-	if (!r) {
-		count(CP_CNT_DROPPED, 1);
-		return 0;
-	}
-	fill_hdr(&r->h, CP_REC_CLOSE, cpu, tgid, tid, 0);
-	r->ktime_ns = now;
-	r->channel = channel;
-	r->tuple = 0;
-	bpf_ringbuf_submit(r, wake_flag(rb));
-	return 0;
+	return record_event(CP_REC_CLOSE, bpf_ktime_get_ns(), channel, 0);
 }
 
 /* Does nothing: the baseline "empty optimized uprobe" that `cptrace check` and the

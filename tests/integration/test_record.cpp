@@ -186,7 +186,9 @@ TEST(Record, SigkillLeavesTraceReadableUpToLastFrame) {
   EXPECT_EQ(ts_of_tuple.size(), n) << "duplicate tuples";
   EXPECT_EQ(named, n);
   EXPECT_EQ(backwards, 0u);
-  if (tr.error()) EXPECT_GE(tr.error()->offset(), 16u);
+  if (tr.error()) {
+    EXPECT_GE(tr.error()->offset(), 16u);
+  }
 }
 
 TEST(RecordErrors, ClearMessagesAndNonZeroExit) {
