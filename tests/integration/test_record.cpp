@@ -40,7 +40,9 @@ void check_exact_set(const TraceReader& r, const Expect& x) {
     if (r.channel_name(e.channel) != "chan" + std::to_string(i % x.channels)) wrong_channel++;
     if (!by_tuple.emplace(e.tuple, std::make_pair(e.ts, e.tid)).second) dup++;
     auto [it, fresh] = thread_of_tid.emplace(e.tid, t);
-    if (!fresh) EXPECT_EQ(it->second, t) << "one tid carries tuples of two threads";
+    if (!fresh) {
+      EXPECT_EQ(it->second, t) << "one tid carries tuples of two threads";
+    }
   });
   EXPECT_EQ(dup, 0u);
   EXPECT_EQ(wrong_channel, 0u);
