@@ -323,6 +323,23 @@ void report(const char* what, const EchoResult& r) {
 
 }  // namespace
 
+// Sends n numbered UDP probes from namespace ns to `to`, gap_ns apart; returns
+// how many were sent whole (-1 if no socket could be made).
+int send_probes(const std::string& ns, const Addr& to, int n, long gap_ns) {
+    int fd = socket_in(ns, AF_INET, SOCK_DGRAM);
+    if (fd < 0) return -1;
+    int sent = 0;
+    for (int i = 0; i < n; i++) {
+        Probe p{kMagic, uint64_t(i), mono_ns(), 0};
+        if (sendto(fd, &p, sizeof p, 0, reinterpret_cast<const sockaddr*>(&to.ss), to.len) == ssize_t(sizeof p))
+            sent++;
+        timespec gap{0, gap_ns};
+        nanosleep(&gap, nullptr);
+    }
+    close(fd);
+    return sent;
+}
+
 TEST(Testbed, DelayIsHeldBothWays) {
     REQUIRE_TESTBED();
     Testbed tb("dly", 2, "--delay 200");
@@ -393,16 +410,7 @@ TEST(Testbed, JitterStaysInRangeAndKeepsOrder) {
     // Back-to-back burst: with 300 us of jitter and 20 us spacing, independent delays would
     // reorder most packets; the forwarder keeps each path FIFO.
     Addr to = make_addr("10.77.2.2", 7003);
-    int fd = socket_in(tb.ns(1), AF_INET, SOCK_DGRAM);
-    ASSERT_GE(fd, 0);
-    std::vector<double> one_way;
-    for (int i = 0; i < 500; i++) {
-        Probe p{kMagic, uint64_t(i), mono_ns(), 0};
-        sendto(fd, &p, sizeof p, 0, reinterpret_cast<sockaddr*>(&to.ss), to.len);
-        timespec gap{0, 20000};
-        nanosleep(&gap, nullptr);
-    }
-    close(fd);
+    ASSERT_EQ(send_probes(tb.ns(1), to, 500, 20000), 500);
     usleep(100000);
     srv.stop();
     ASSERT_GE(srv.seqs.size(), 495u);
@@ -428,17 +436,8 @@ TEST(Testbed, LossIsAboutTheConfiguredRate) {
     UdpServer srv(tb.ns(2), "10.77.2.2", 7005, false);
     ASSERT_TRUE(srv.ok());
     Addr to = make_addr("10.77.2.2", 7005);
-    int fd = socket_in(tb.ns(1), AF_INET, SOCK_DGRAM);
-    ASSERT_GE(fd, 0);
     const int N = 1000;
-    int sent = 0;
-    for (int i = 0; i < N; i++) {
-        Probe p{kMagic, uint64_t(i), mono_ns(), 0};
-        if (sendto(fd, &p, sizeof p, 0, reinterpret_cast<sockaddr*>(&to.ss), to.len) == ssize_t(sizeof p)) sent++;
-        timespec gap{0, 50000};
-        nanosleep(&gap, nullptr);
-    }
-    close(fd);
+    int sent = send_probes(tb.ns(1), to, N, 50000);
     usleep(200000);
     srv.stop();
     ASSERT_EQ(sent, N);
