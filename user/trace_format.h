@@ -30,6 +30,9 @@ enum class FrameType : uint16_t {
   Clock = 2,     // ClockPoints (TSC <-> CLOCK_MONOTONIC correlation stream)
   Channels = 3,  // JSON: [{"id":..,"name":..,"pid":..}]
   Counters = 4,  // JSON: {"seen":[per cpu], "dropped":[per cpu], ...} snapshot, last wins
+  Net = 5,       // network events (socket and packet level), see include/cptrace_net.h
+  Sync = 6,      // JSON: MinRTT probe rounds with a peer, see sync_round.h
+  Handlers = 7,  // JSON: channel handler changes, each with the instant it took effect
 };
 
 // Fixed 24-byte frame header, little-endian, followed by payload_len bytes.

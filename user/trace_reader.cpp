@@ -89,6 +89,9 @@ std::string type_name(uint16_t type) {
     case FrameType::Clock: return "clock";
     case FrameType::Channels: return "channels";
     case FrameType::Counters: return "counters";
+    case FrameType::Net: return "net";
+    case FrameType::Sync: return "sync";
+    case FrameType::Handlers: return "handlers";
   }
   return "type-" + std::to_string(type);
 }
@@ -208,6 +211,16 @@ void TraceReader::take_frame(uint64_t off, const FrameHeader& h, const std::vect
       return take_channels(json::parse(decode_json(h, payload.data(), payload.size())));
     case FrameType::Counters:
       return take_counters(json::parse(decode_json(h, payload.data(), payload.size())));
+    case FrameType::Sync: {
+      // All or nothing: a frame with one malformed round adds none of its rounds.
+      std::vector<SyncRound> rounds;
+      for (const auto& j : json::parse(decode_json(h, payload.data(), payload.size())))
+        rounds.push_back(sync_round_from_json(j));
+      sync_.insert(sync_.end(), rounds.begin(), rounds.end());
+      return;
+    }
+    default:
+      break;  // Net, Handlers: read by the stages that own them
   }
   // Unknown frame types with a good CRC come from a newer writer: skipped.
 }

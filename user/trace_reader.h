@@ -24,6 +24,7 @@
 #include <nlohmann/json.hpp>
 
 #include "clock_map.h"
+#include "sync_round.h"
 #include "trace_format.h"
 
 namespace cptrace {
@@ -59,6 +60,9 @@ class TraceReader {
   // Same, one decoded Events frame at a time (cheaper per event).
   void for_each_batch(const std::function<void(const std::vector<TraceEvent>&)>& fn) const;
   std::vector<TraceEvent> events() const;
+
+  // MinRTT rounds this node initiated (Sync frames), in file order.
+  const std::vector<SyncRound>& sync_rounds() const { return sync_; }
 
   // The first bad frame, if any.
   const std::optional<TraceError>& error() const { return error_; }
@@ -96,6 +100,7 @@ class TraceReader {
   std::vector<ClockPoint> clock_;
   ClockMap clock_map_;
   std::map<uint64_t, ChannelInfo> channels_;
+  std::vector<SyncRound> sync_;
   Counters counters_;
   nlohmann::json counters_json_ = nlohmann::json::object();
   std::vector<EventFrame> event_frames_;

@@ -379,6 +379,41 @@ TEST(TraceReader, UnknownFrameTypesAreSkipped) {
   EXPECT_EQ(r.frame_count(), 1u);
 }
 
+std::string frame_bytes(const EncodedFrame& f) {
+  return std::string(reinterpret_cast<const char*>(&f.hdr), sizeof f.hdr) +
+         std::string(f.payload.begin(), f.payload.end());
+}
+
+TEST(TraceReader, SyncRoundsRoundTrip) {
+  SyncRound a{"B", "10.77.2.2:7700", "start", 3, 100, 5000, 5010, 130, 90, 4990, 5030, 170, true, true};
+  SyncRound b = a;
+  b.phase = "stop";
+  b.seq = 4;
+  b.t4 = ~0ull;  // full 64-bit range survives JSON
+  b.kernel_ok = false;
+  std::string bytes = file_header_bytes() +
+                      frame_bytes(encode_json(FrameType::Sync, sync_frame_json({a, b}), 2));
+  TraceReader r = TraceReader::from_bytes(bytes);
+  EXPECT_FALSE(r.error());
+  ASSERT_EQ(r.sync_rounds().size(), 2u);
+  EXPECT_EQ(r.sync_rounds()[0], a);
+  EXPECT_EQ(r.sync_rounds()[1], b);
+  EXPECT_EQ(a.kernel_rtt(), 30 - 10);
+  EXPECT_EQ(a.user_rtt(), 80 - 40);
+}
+
+TEST(TraceReader, MalformedSyncFrameStopsTheScanAndAddsNothing) {
+  std::string good = sync_frame_json({SyncRound{"B", "", "start", 1, 1, 2, 3, 4, 0, 0, 0, 0, true, false}});
+  std::string bad = R"([{"peer":"B","phase":"start","seq":1,"t":[1,2,3,4],"u":[0,0,0,0],"kernel_ok":true,"user_ok":true},)"
+                    R"({"peer":"B","phase":"start","seq":2,"t":[1,2,3],"u":[0,0,0,0],"kernel_ok":true,"user_ok":true}])";
+  std::string first = file_header_bytes() + frame_bytes(encode_json(FrameType::Sync, good, 1));
+  TraceReader r = TraceReader::from_bytes(first + frame_bytes(encode_json(FrameType::Sync, bad, 2)));
+  ASSERT_TRUE(r.error());
+  EXPECT_EQ(r.error()->offset(), first.size());
+  EXPECT_NE(std::string(r.error()->what()).find("sync"), std::string::npos) << r.error()->what();
+  EXPECT_EQ(r.sync_rounds().size(), 1u);
+}
+
 TEST(TraceReader, KernelEventsNeedTwoClockPoints) {
   TraceEvent e;
   e.timebase = static_cast<uint8_t>(Timebase::MonoNs);
