@@ -33,8 +33,21 @@ TOOLS      := $(patsubst tools/%.cpp,$(BUILD)/%,$(wildcard tools/*.cpp))
 FUZZ_SRCS  ?= user/trace_reader.cpp user/block_codec.cpp user/clock_map.cpp user/trace_format.cpp
 FUZZ_TIME  ?= 30
 
+# Java (jni/): the JDK is the one `javac` on PATH resolves to (Debian's
+# /usr/bin/javac is an alternatives symlink into it); its include/ has jni.h.
+JAVAC      ?= javac
+JAR        ?= jar
+JDK_HOME   ?= $(patsubst %/bin/javac,%,$(realpath $(shell command -v $(JAVAC) 2>/dev/null)))
+JNI_CFLAGS := -I$(JDK_HOME)/include -I$(JDK_HOME)/include/linux
+JNI_OBJS   := $(patsubst jni/%,$(BUILD)/jni/%.o,$(wildcard jni/*.c jni/*.S))
+JAVA_SRCS  := $(wildcard jni/cp/*.java)
+JAVA_TESTS := $(wildcard tests/java/*.java)
+JAVA_BENCH := $(wildcard bench/java/*.java)
+JAVA_ALL   := $(if $(wildcard $(JDK_HOME)/include/jni.h),$(BUILD)/cptrace.jar $(BUILD)/libcptrace_jni.so \
+              $(BUILD)/tests/java/.built,$(warning no JDK (javac with include/jni.h) found: skipping cptrace.jar and libcptrace_jni.so))
+
 .PHONY: all deps test unit-test demo bench fuzz fuzz-run install clean
-all: $(BUILD)/cptrace $(BUILD)/libcptrace.so $(BUILD)/libcptrace.a $(WORKLOADS) $(TOOLS)
+all: $(BUILD)/cptrace $(BUILD)/libcptrace.so $(BUILD)/libcptrace.a $(WORKLOADS) $(TOOLS) $(JAVA_ALL)
 
 deps:
 	@bash tools/install-deps.sh
@@ -78,6 +91,31 @@ $(BUILD)/libcptrace.so: $(LIB_OBJS)
 $(BUILD)/libcptrace.a: $(LIB_OBJS)
 	@rm -f $@
 	ar rcs $@ $^
+
+# ---- Java API and the JNI stub library (jni/) -------------------------------------
+# libcptrace's objects are linked in: channel announce, registry (late attach)
+# and close work as in C. --release 8: the jar runs on every JVM still in use.
+$(BUILD)/cptrace.jar: $(JAVA_SRCS)
+	@rm -rf $(BUILD)/java-classes && mkdir -p $(BUILD)/java-classes
+	$(JAVAC) --release 8 -Xlint:-options -d $(BUILD)/java-classes $^
+	$(JAR) cf $@ -C $(BUILD)/java-classes .
+$(BUILD)/jni/%.c.o: jni/%.c include/cptrace.h include/cptrace_records.h jni/jni_stubs.h
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -fPIC -fcf-protection=none $(WARN) -Iinclude $(JNI_CFLAGS) -c $< -o $@
+$(BUILD)/jni/%.S.o: jni/%.S
+	@mkdir -p $(@D)
+	$(CC) -fPIC -c $< -o $@
+$(BUILD)/libcptrace_jni.so: $(JNI_OBJS) $(LIB_OBJS)
+	$(CC) -shared -o $@ $^ -lpthread
+# Java programs of the tests and benchmarks, compiled against the jar.
+$(BUILD)/tests/java/.built: $(JAVA_TESTS) $(BUILD)/cptrace.jar
+	@mkdir -p $(@D)
+	$(JAVAC) -cp $(BUILD)/cptrace.jar -d $(@D) $(JAVA_TESTS)
+	@touch $@
+$(BUILD)/bench/java/.built: $(JAVA_BENCH) $(BUILD)/cptrace.jar
+	@mkdir -p $(@D)
+	$(JAVAC) -cp $(BUILD)/cptrace.jar -d $(@D) $(JAVA_BENCH)
+	@touch $@
 
 # ---- tests ----------------------------------------------------------------------
 $(BUILD)/tests/%: tests/workloads/%.c $(BUILD)/libcptrace.so
@@ -138,7 +176,7 @@ $(BUILD)/bench/%: bench/%.c $(BUILD)/libcptrace.so
 	$(CC) $(CFLAGS) -Iinclude $< -o $@ -L$(BUILD) -lcptrace -Wl,-rpath,'$$ORIGIN/..' -lpthread
 
 bench: deps
-	$(MAKE) all $(BENCHES)
+	$(MAKE) all $(BENCHES) $(if $(JAVA_ALL),$(BUILD)/bench/java/.built)
 	bash bench/run.sh
 
 install: all

@@ -134,10 +134,21 @@ int BPF_KPROBE(cp_batch_submit, const struct cp_batch_entry *entries, __u32 n)
 		count(CP_CNT_DROPPED, n);
 		return 0;
 	}
-	fill_hdr(&r->h, CP_REC_BATCH, cpu, tgid, tid, n);
+	/* The same program serves cp_batch_submit_mono (Java); the cookie says so. */
+	__u16 kind = bpf_get_attach_cookie(ctx) == CP_COOKIE_BATCH_MONO ? CP_REC_BATCH_MONO
+									   : CP_REC_BATCH;
+	fill_hdr(&r->h, kind, cpu, tgid, tid, n);
 	r->ktime_ns = now;
 	bpf_ringbuf_submit(r, wake_flag(rb));
 	return 0;
+}
+
+/* cp.Cloudprofiler.logTS from Java: the JNI entry point in libcptrace_jni.so is
+ * a nop5 stub called as (JNIEnv *, jclass, jlong channel, jlong tuple). */
+SEC("uprobe")
+int BPF_KPROBE(cp_jni_logTS, void *env, void *cls, __u64 channel, __u64 tuple)
+{
+	return record_event(CP_REC_EVENT, bpf_ktime_get_ns(), channel, tuple);
 }
 
 /* Channel names: rare, so they are not counted as events. A lost one is still

@@ -24,6 +24,8 @@ enum cp_rec_kind {
 	CP_REC_BATCH = 2,   /* n user-timestamped (TSC) events from cp_batch_submit() */
 	CP_REC_CHANNEL = 3, /* a channel id -> name announcement from cp_open_channel() */
 	CP_REC_CLOSE = 4,   /* cp_close_channel() */
+	CP_REC_BATCH_MONO = 5, /* as CP_REC_BATCH, entries stamped CLOCK_MONOTONIC ns
+	                        * (Java's System.nanoTime(), cp_batch_submit_mono) */
 };
 
 /* Every ring record starts with this header. */
@@ -50,7 +52,11 @@ struct cp_batch_entry {
 	__u64 tuple;
 };
 
-struct cp_batch_rec {
+/* Attach cookie of the batch program: which timebase the entries carry. */
+#define CP_COOKIE_BATCH_TSC 0
+#define CP_COOKIE_BATCH_MONO 1
+
+struct cp_batch_rec {  /* CP_REC_BATCH and CP_REC_BATCH_MONO */
 	struct cp_rec_hdr h;
 	__u64 ktime_ns;     /* when the batch was handed over */
 	struct cp_batch_entry e[CP_BATCH_MAX];

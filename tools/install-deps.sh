@@ -14,6 +14,7 @@ PKGS=(
   nlohmann-json3-dev libfmt-dev            # trace metadata (JSON), formatting
   libgtest-dev                             # unit and integration tests
   iproute2 nftables                        # network-namespace testbed
+  openjdk-17-jdk-headless                  # jni/: cptrace.jar, JNI headers, JVM tests
 )
 
 missing=()

@@ -16,7 +16,8 @@ int main(int argc, char** argv) {
   cptrace::RecordOptions rec;
   auto* record = app.add_subcommand("record", "record cp_logTS events into a trace directory (root)");
   record->add_option("-o,--output", rec.out_dir, "trace directory to create")->required();
-  record->add_option("--lib", rec.libs, "ELF file holding the probe stubs (libcptrace.so or a static executable); repeatable");
+  record->add_option("--lib", rec.libs, "ELF file holding the probe stubs (libcptrace.so, libcptrace_jni.so or a static executable); repeatable")
+      ->allow_extra_args(false);  // one path per --lib, so `--lib X -- CMD` still ends at --
   record->add_option("--duration", rec.duration_s, "stop after SEC seconds")->check(CLI::NonNegativeNumber);
   record->add_option("-p,--pid", rec.pid, "record only this running process (late attach)")->check(CLI::PositiveNumber);
   record->add_option("--node", rec.node, "node name written into the trace (default: host name)");

@@ -10,6 +10,7 @@
 
 #include "cptrace.skel.h"
 #include "cptrace_records.h"
+#include "proc_registry.h"
 
 namespace cptrace {
 
@@ -57,22 +58,37 @@ void Probes::create_rings(uint32_t ring_bytes) {
   }
 }
 
+// Checked before attaching an optional site, so that libbpf does not print a
+// "symbol not found" warning for every file without it.
+static bool defines_symbol(const std::string& path, const char* symbol) {
+  try {
+    return elf_symbol_file_offset(path, symbol).has_value();
+  } catch (const std::exception&) {
+    return false;  // unreadable or not ELF: the required sites report it
+  }
+}
+
 void Probes::attach_target(const std::string& path) {
   struct Site {
     bpf_program* prog;
     const char* symbol;
     bool required;
+    uint64_t cookie = 0;
   };
   const Site sites[] = {
       {skel_->progs.cp_logTS, "cp_logTS", true},
-      {skel_->progs.cp_batch_submit, "cp_batch_submit", true},
+      {skel_->progs.cp_batch_submit, "cp_batch_submit", true, CP_COOKIE_BATCH_TSC},
       {skel_->progs.cp_channel_announce, "cp_channel_announce", true},
       {skel_->progs.cp_channel_closed, "cp_channel_closed", true},
+      // libcptrace_jni.so (jni/) only: attached where the file defines them.
+      {skel_->progs.cp_jni_logTS, "Java_cp_Cloudprofiler_logTS", false},
+      {skel_->progs.cp_batch_submit, "cp_batch_submit_mono", false, CP_COOKIE_BATCH_MONO},
   };
   if (access(path.c_str(), R_OK) != 0)
     throw std::runtime_error("--lib " + path + ": " + strerror(errno));
   for (const auto& s : sites) {
-    LIBBPF_OPTS(bpf_uprobe_opts, uo, .func_name = s.symbol);
+    if (!s.required && !defines_symbol(path, s.symbol)) continue;
+    LIBBPF_OPTS(bpf_uprobe_opts, uo, .bpf_cookie = s.cookie, .func_name = s.symbol);
     // pid -1: every process mapping the file; the BPF side filters by tgid, which
     // also covers a process that has not exec'd yet (record -- CMD).
     bpf_link* l = bpf_program__attach_uprobe_opts(s.prog, -1, path.c_str(), 0, &uo);

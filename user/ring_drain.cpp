@@ -57,10 +57,11 @@ int RingDrain::decode(const void* data, size_t size, std::vector<TraceEvent>& ou
       out.push_back(e);
       return 1;
     }
-    case CP_REC_BATCH: {
+    case CP_REC_BATCH:
+    case CP_REC_BATCH_MONO: {  // Java batches carry System.nanoTime() stamps
       const auto* r = static_cast<const cp_batch_rec*>(data);
       if (size < sizeof(cp_batch_rec) || h->n > CP_BATCH_MAX) return -1;
-      e.timebase = uint8_t(Timebase::Tsc);
+      e.timebase = uint8_t(h->kind == CP_REC_BATCH ? Timebase::Tsc : Timebase::MonoNs);
       e.kind = uint8_t(EventKind::User);
       for (uint32_t i = 0; i < h->n; ++i) {
         e.ts = r->e[i].tsc;

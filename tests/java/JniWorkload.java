@@ -1,0 +1,65 @@
+import cp.Cloudprofiler;
+import java.io.File;
+
+/**
+ * Test workload for tests/integration/test_jni.cpp: THREADS threads each log EVENTS events
+ * with tuple ids thread * 1e9 + i on channel "java.chan" + (i % CHANNELS), through
+ * Cloudprofiler.logTS (--mode single) or a Cloudprofiler.Batch (--mode batch).
+ *
+ * Prints "CHANNEL name id" for every channel it opened, "READY pid", then waits for
+ * --wait-file (if given) to exist before logging, so a recorder can attach to the running
+ * JVM; prints "DONE emitted" at the end. Closes its channels before exiting.
+ */
+public final class JniWorkload {
+  static final long THREAD_STRIDE = 1_000_000_000L;
+
+  public static void main(String[] args) throws Exception {
+    int threads = 3, events = 1000, channels = 2;
+    String mode = "single", waitFile = null;
+    for (int a = 0; a < args.length; a++) {
+      switch (args[a]) {
+        case "--threads": threads = Integer.parseInt(args[++a]); break;
+        case "--events": events = Integer.parseInt(args[++a]); break;
+        case "--channels": channels = Integer.parseInt(args[++a]); break;
+        case "--mode": mode = args[++a]; break;
+        case "--wait-file": waitFile = args[++a]; break;
+        default: throw new IllegalArgumentException("unknown argument " + args[a]);
+      }
+    }
+    if (!mode.equals("single") && !mode.equals("batch"))
+      throw new IllegalArgumentException("--mode must be single or batch, not " + mode);
+
+    long[] ch = new long[channels];
+    for (int c = 0; c < channels; c++) {
+      String name = "java.chan" + c;
+      ch[c] = Cloudprofiler.openChannel(name);
+      System.out.println("CHANNEL " + name + " " + Long.toUnsignedString(ch[c]));
+    }
+    System.out.println("READY " + ProcessHandle.current().pid());
+    System.out.flush();
+    if (waitFile != null) {
+      File f = new File(waitFile);
+      while (!f.exists()) Thread.sleep(10);
+    }
+
+    final int n = events;
+    final boolean batch = mode.equals("batch");
+    Thread[] ts = new Thread[threads];
+    for (int t = 0; t < threads; t++) {
+      final long base = t * THREAD_STRIDE;
+      ts[t] = new Thread(() -> {
+        if (batch) {
+          try (Cloudprofiler.Batch b = new Cloudprofiler.Batch()) {
+            for (int i = 0; i < n; i++) b.log(ch[i % ch.length], base + i);
+          }
+        } else {
+          for (int i = 0; i < n; i++) Cloudprofiler.logTS(ch[i % ch.length], base + i);
+        }
+      }, "cp-worker-" + t);
+      ts[t].start();
+    }
+    for (Thread t : ts) t.join();
+    for (long c : ch) Cloudprofiler.closeChannel(c);
+    System.out.println("DONE " + (long) threads * n);
+  }
+}
