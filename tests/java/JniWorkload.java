@@ -8,14 +8,16 @@ import java.io.File;
  *
  * Prints "CHANNEL name id" for every channel it opened, "READY pid", then waits for
  * --wait-file (if given) to exist before logging, so a recorder can attach to the running
- * JVM; prints "DONE emitted" at the end. Closes its channels before exiting.
+ * JVM; prints "DONE emitted" when the workers are done and, with --hold-file, keeps the JVM
+ * and its idle worker threads alive until that file exists (so a test can look them up
+ * under /proc). Closes its channels before exiting.
  */
 public final class JniWorkload {
   static final long THREAD_STRIDE = 1_000_000_000L;
 
   public static void main(String[] args) throws Exception {
     int threads = 3, events = 1000, channels = 2;
-    String mode = "single", waitFile = null;
+    String mode = "single", waitFile = null, holdFile = null;
     for (int a = 0; a < args.length; a++) {
       switch (args[a]) {
         case "--threads": threads = Integer.parseInt(args[++a]); break;
@@ -23,6 +25,7 @@ public final class JniWorkload {
         case "--channels": channels = Integer.parseInt(args[++a]); break;
         case "--mode": mode = args[++a]; break;
         case "--wait-file": waitFile = args[++a]; break;
+        case "--hold-file": holdFile = args[++a]; break;
         default: throw new IllegalArgumentException("unknown argument " + args[a]);
       }
     }
@@ -37,12 +40,11 @@ public final class JniWorkload {
     }
     System.out.println("READY " + ProcessHandle.current().pid());
     System.out.flush();
-    if (waitFile != null) {
-      File f = new File(waitFile);
-      while (!f.exists()) Thread.sleep(10);
-    }
+    waitFor(waitFile);
 
     final int n = events;
+    final String hold = holdFile;
+    final java.util.concurrent.CountDownLatch done = new java.util.concurrent.CountDownLatch(threads);
     final boolean batch = mode.equals("batch");
     Thread[] ts = new Thread[threads];
     for (int t = 0; t < threads; t++) {
@@ -55,11 +57,25 @@ public final class JniWorkload {
         } else {
           for (int i = 0; i < n; i++) Cloudprofiler.logTS(ch[i % ch.length], base + i);
         }
+        done.countDown();
+        try {
+          waitFor(hold);
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+        }
       }, "cp-worker-" + t);
       ts[t].start();
     }
+    done.await();
+    System.out.println("DONE " + (long) threads * n);
+    System.out.flush();
     for (Thread t : ts) t.join();
     for (long c : ch) Cloudprofiler.closeChannel(c);
-    System.out.println("DONE " + (long) threads * n);
+  }
+
+  static void waitFor(String path) throws InterruptedException {
+    if (path == null) return;
+    File f = new File(path);
+    while (!f.exists()) Thread.sleep(10);
   }
 }

@@ -1,0 +1,223 @@
+// Java on the real kernel and a real JVM: cp.Cloudprofiler (jni/) logs through the
+// nop5 JNI entry point of libcptrace_jni.so, `cptrace record` attaches to it by
+// path (--lib) or to the running JVM (-p), and the trace holds exactly what the
+// Java program emitted.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+
+#include "attach_targets.h"
+#include "cptrace.h"
+#include "proc_registry.h"
+#include "test_util.h"
+#include "trace_reader.h"
+
+using namespace cptrace;
+using namespace testutil;
+
+namespace {
+
+constexpr uint64_t kThreadStride = 1000000000ull;  // JniWorkload: tuple = thread * 1e9 + i
+constexpr int kThreads = 3, kEvents = 200000, kChannels = 2;
+
+std::string jni_lib() { return (build_dir() / "libcptrace_jni.so").string(); }
+std::string jar() { return (build_dir() / "cptrace.jar").string(); }
+
+// Skips loudly when there is no JVM or the Java parts were not built.
+#define REQUIRE_JVM()                                                                         \
+  do {                                                                                        \
+    if (resolve_in_path("java").empty())                                                      \
+      GTEST_SKIP() << "SKIPPED: no `java` on PATH (install openjdk-17-jdk-headless: "         \
+                      "tools/install-deps.sh)";                                               \
+    for (const std::string& f : {jar(), jni_lib(), (build_dir() / "tests/java/JniWorkload.class").string()}) \
+      if (!fs::exists(f)) GTEST_SKIP() << "SKIPPED: " << f << " not built (no JDK at build time?)"; \
+  } while (0)
+
+std::string java_cmd(const std::string& args, const std::string& jvm_opts = "") {
+  return "java -Xshare:auto " + jvm_opts + " -cp " + jar() + ":" +
+         (build_dir() / "tests" / "java").string() + " JniWorkload " + args;
+}
+
+std::string workload_args(const std::string& mode) {
+  return "--threads " + std::to_string(kThreads) + " --events " + std::to_string(kEvents) +
+         " --channels " + std::to_string(kChannels) + " --mode " + mode;
+}
+
+std::string record_cmd(const TempDir& tmp, const std::string& extra) {
+  return cptrace_bin() + " record --no-progress -o " + (tmp / "trace") + " " + extra;
+}
+
+// Per Java thread index: the tid that carried its tuples.
+using ThreadTids = std::map<int, uint32_t>;
+
+// The trace's user events are exactly the emitted set: every (thread, i) once, on
+// channel "java.chan{i % 2}" by name, one native tid per Java thread (not the
+// JVM's main thread), timestamps in emission order per thread and inside the
+// recording. recorded + dropped == seen == emitted (+ `closes_expected` closes).
+ThreadTids check_exact_set(const TraceReader& r, uint64_t closes_expected = kChannels) {
+  ThreadTids tid_of_thread;
+  EXPECT_FALSE(r.error()) << r.error()->what();
+  const uint64_t t_start = r.meta()["start"]["tsc"].get<uint64_t>();
+  const uint64_t t_stop = r.meta()["stop"]["tsc"].get<uint64_t>();
+  std::map<uint64_t, std::pair<uint64_t, uint32_t>> by_tuple;  // tuple -> (ts, tid)
+  uint64_t dup = 0, wrong_channel = 0, outside = 0, closes = 0, jvm_pid = 0;
+  r.for_each_event([&](const TraceEvent& e) {
+    jvm_pid = e.pid;
+    if (e.ts < t_start || e.ts > t_stop) outside++;
+    if (e.kind == uint8_t(EventKind::ChannelClose)) {
+      closes++;
+      return;
+    }
+    uint64_t i = e.tuple % kThreadStride;
+    if (r.channel_name(e.channel) != "java.chan" + std::to_string(i % kChannels)) wrong_channel++;
+    if (!by_tuple.emplace(e.tuple, std::make_pair(e.ts, e.tid)).second) dup++;
+  });
+  EXPECT_EQ(dup, 0u);
+  EXPECT_EQ(wrong_channel, 0u) << "a channel name did not resolve";
+  EXPECT_EQ(outside, 0u) << "timestamps outside [start, stop] of the recording: wrong timebase?";
+  EXPECT_EQ(closes, closes_expected);
+  const Counters& c = r.counters();
+  EXPECT_EQ(c.total_seen(), uint64_t(kThreads) * kEvents + closes_expected) << "the probes missed calls";
+  EXPECT_EQ(by_tuple.size() + closes + c.total_dropped(), c.total_seen())
+      << "recorded + dropped != emitted";
+  EXPECT_EQ(c.total_dropped(), 0u) << "drops with rings that hold the whole run";
+  EXPECT_EQ(by_tuple.size(), size_t(kThreads) * kEvents);
+  for (int t = 0; t < kThreads; ++t) {
+    uint64_t prev_ts = 0;
+    for (int i = 0; i < kEvents; ++i) {
+      auto it = by_tuple.find(uint64_t(t) * kThreadStride + i);
+      if (it == by_tuple.end()) {
+        ADD_FAILURE() << "missing thread " << t << " event " << i;
+        return tid_of_thread;
+      }
+      auto [ts, tid] = it->second;
+      auto [at, fresh] = tid_of_thread.emplace(t, tid);
+      if (!fresh && at->second != tid) {
+        ADD_FAILURE() << "Java thread " << t << " logged from tids " << at->second << " and " << tid;
+        return tid_of_thread;
+      }
+      if (ts < prev_ts) {
+        ADD_FAILURE() << "thread " << t << " event " << i << " earlier than its predecessor";
+        return tid_of_thread;
+      }
+      prev_ts = ts;
+    }
+  }
+  std::set<uint32_t> tids;
+  for (auto [t, tid] : tid_of_thread) {
+    tids.insert(tid);
+    EXPECT_NE(tid, jvm_pid) << "thread " << t << " recorded with the JVM's pid as tid";
+  }
+  EXPECT_EQ(tids.size(), size_t(kThreads)) << "three Java threads, three native tids";
+  return tid_of_thread;
+}
+
+// "CHANNEL name id" lines of the workload: the ids Java computed match cp_channel_id.
+void check_channel_ids(const std::string& out) {
+  std::istringstream in(out);
+  int seen = 0;
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream l(line);
+    std::string tag, name;
+    uint64_t id = 0;
+    if (!(l >> tag >> name >> id) || tag != "CHANNEL") continue;
+    EXPECT_EQ(id, cp_channel_id(name.c_str())) << name;
+    seen++;
+  }
+  EXPECT_EQ(seen, kChannels) << out;
+}
+
+// First bytes of `symbol` in the ELF file, as the kernel will see them.
+std::vector<uint8_t> symbol_bytes(const std::string& elf, const std::string& symbol, size_t n) {
+  auto off = elf_symbol_file_offset(elf, symbol);
+  if (!off) return {};
+  std::ifstream f(elf, std::ios::binary);
+  std::vector<uint8_t> b(n);
+  f.seekg(std::streamoff(*off));
+  f.read(reinterpret_cast<char*>(b.data()), std::streamsize(n));
+  return f ? b : std::vector<uint8_t>{};
+}
+
+}  // namespace
+
+// The probe sites of libcptrace_jni.so are `nop5; ret` (the optimized uprobe
+// path): the JNI entry point itself, the Java batch site, and libcptrace's own
+// sites linked in; the registry is exported so -p resolves names.
+TEST(JniStub, ProbeSitesAreNop5Ret) {
+  if (!fs::exists(jni_lib())) GTEST_SKIP() << "SKIPPED: " << jni_lib() << " not built (no JDK?)";
+  const std::vector<uint8_t> nop5_ret = {0x0f, 0x1f, 0x44, 0x00, 0x00, 0xc3};
+  for (const char* s : {"Java_cp_Cloudprofiler_logTS", "cp_batch_submit_mono", "cp_logTS",
+                        "cp_batch_submit", "cp_channel_announce", "cp_channel_closed"})
+    EXPECT_EQ(symbol_bytes(jni_lib(), s, 6), nop5_ret) << s;
+  EXPECT_TRUE(elf_has_probe_site(jni_lib())) << "-p would not find the JNI library";
+  // .bss symbol: no file bytes, but defined (the registry reader needs the symbol).
+  EXPECT_FALSE(elf_symbol_file_offset(jni_lib(), "cptrace_registry").has_value());
+}
+
+TEST(Jni, NoRecorderAttachedRunsAndExitsNormally) {
+  REQUIRE_JVM();
+  TempDir tmp;
+  // The library named by the system property (the other tests find it beside the jar).
+  auto r = run(java_cmd(workload_args("single"), "-Dcptrace.jni.lib=" + jni_lib()), tmp);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("DONE " + std::to_string(kThreads * kEvents)), std::string::npos) << r.out;
+  check_channel_ids(r.out);
+  auto b = run(java_cmd(workload_args("batch")), tmp);
+  ASSERT_EQ(b.status, 0) << b.err;
+  EXPECT_NE(b.out.find("DONE"), std::string::npos) << b.out;
+}
+
+TEST(Jni, RecordByLibExactSet) {
+  REQUIRE_BPF();
+  REQUIRE_JVM();
+  TempDir tmp;
+  auto r = run(record_cmd(tmp, "--lib " + jni_lib() + " -- " + java_cmd(workload_args("single"))), tmp);
+  ASSERT_EQ(r.status, 0) << r.err;
+  check_channel_ids(r.out);
+  TraceReader tr(tmp / "trace");
+  EXPECT_TRUE(tr.meta().value("complete", false));
+  check_exact_set(tr);
+}
+
+TEST(Jni, BatchExactSet) {
+  REQUIRE_BPF();
+  REQUIRE_JVM();
+  TempDir tmp;
+  auto r = run(record_cmd(tmp, "--ring-mb 64 --lib " + jni_lib() + " -- " +
+                                   java_cmd(workload_args("batch"))), tmp);
+  ASSERT_EQ(r.status, 0) << r.err;
+  TraceReader tr(tmp / "trace");
+  check_exact_set(tr);
+}
+
+// Late attach: channels were opened before the recorder existed (names come from
+// the registry inside libcptrace_jni.so, found among the JVM's mappings). The
+// recorded tids are the JVM's native threads, named after the Java threads.
+TEST(Jni, LateAttachToRunningJvm) {
+  REQUIRE_BPF();
+  REQUIRE_JVM();
+  TempDir tmp;
+  std::string go = tmp / "go", hold = tmp / "hold";
+  Proc jvm(java_cmd(workload_args("single") + " --wait-file " + go + " --hold-file " + hold),
+           tmp / "w.out", tmp / "w.err");
+  ASSERT_TRUE(jvm.wait_for("READY", 60)) << read_file(tmp / "w.err");
+  EXPECT_EQ(targets_of_process(jvm.pid), std::vector<std::string>{fs::canonical(jni_lib()).string()});
+  Proc rec(record_cmd(tmp, "-p " + std::to_string(jvm.pid)), tmp / "r.out", tmp / "r.err");
+  ASSERT_TRUE(rec.wait_for("attached", 30, true)) << read_file(tmp / "r.err");
+  std::ofstream(go).put('\n');
+  ASSERT_TRUE(jvm.wait_for("DONE", 120)) << read_file(tmp / "w.err");
+  kill(rec.pid, SIGINT);
+  EXPECT_EQ(rec.wait(), 0) << read_file(tmp / "r.err");
+  TraceReader tr(tmp / "trace");
+  // The JVM closes its channels only after the hold, i.e. after this recording.
+  ThreadTids tids = check_exact_set(tr, 0);
+  // The documented mapping from a recorded tid to the Java thread's name.
+  ASSERT_EQ(tids.size(), size_t(kThreads));
+  for (auto [t, tid] : tids) {
+    std::string comm = read_file("/proc/" + std::to_string(jvm.pid) + "/task/" + std::to_string(tid) + "/comm");
+    EXPECT_EQ(comm, "cp-worker-" + std::to_string(t) + "\n") << "tid " << tid;
+  }
+  std::ofstream(hold).put('\n');
+  EXPECT_EQ(jvm.wait(60), 0) << read_file(tmp / "w.err");
+}
