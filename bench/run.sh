@@ -40,3 +40,21 @@ print("  %d events in %.2f s = %.1f M events/s, %d dropped, file %.1f MB, %.1fx 
 echo
 echo "== 6. codec: plain zstd vs delta/varint + zstd"
 $B/bench/bench_codec
+
+echo
+echo "== 7. Java (JNI): ns per event from Java, baseline loop in the same JVM run"
+echo "   (paper, for comparison: buffered JNI handler 152-173 ns/event; Kieker ~4.6 us/event)"
+if [[ -f $B/bench/java/.built ]]; then
+  JN=${BENCH_JAVA_EVENTS:-2000000}
+  JCMD=(java -cp "$B/cptrace.jar:$B/bench/java" JniBench --reps 5)
+  echo "-- not attached ($((JN * 5)) events per loop)"
+  "${JCMD[@]}" --n $((JN * 5))
+  for mode in single batch; do
+    echo "-- attached: cptrace record --lib $B/libcptrace_jni.so, $mode path ($JN events per timed loop)"
+    $B/cptrace record --no-progress --ring-mb 64 --lib "$B/libcptrace_jni.so" -o "$tmp/java-$mode" -- \
+      "${JCMD[@]}" --only "$mode" --n "$JN" 2>"$tmp/err" || cat "$tmp/err"
+    grep -E "recorded|dropped" "$tmp/err" || true
+  done
+else
+  echo "   skipped: Java parts not built (no JDK; run tools/install-deps.sh)"
+fi
