@@ -184,6 +184,8 @@ install: all
 	install -D -m 644 $(BUILD)/libcptrace.so $(DESTDIR)$(PREFIX)/lib/libcptrace.so
 	install -D -m 644 $(BUILD)/libcptrace.a $(DESTDIR)$(PREFIX)/lib/libcptrace.a
 	install -D -m 644 include/cptrace.h $(DESTDIR)$(PREFIX)/include/cptrace.h
+	$(if $(JAVA_ALL),install -D -m 644 $(BUILD)/libcptrace_jni.so $(DESTDIR)$(PREFIX)/lib/libcptrace_jni.so)
+	$(if $(JAVA_ALL),install -D -m 644 $(BUILD)/cptrace.jar $(DESTDIR)$(PREFIX)/lib/cptrace.jar)
 
 clean:
 	rm -rf $(BUILD)
