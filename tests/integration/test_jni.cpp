@@ -221,3 +221,48 @@ TEST(Jni, LateAttachToRunningJvm) {
   std::ofstream(hold).put('\n');
   EXPECT_EQ(jvm.wait(60), 0) << read_file(tmp / "w.err");
 }
+
+// --lib without -p or a command: every JVM that loads the library is recorded,
+// each with its own pid and its own exact set.
+TEST(Jni, RecordByLibCoversEveryJvm) {
+  REQUIRE_BPF();
+  REQUIRE_JVM();
+  TempDir tmp;
+  constexpr int kPerThread = 20000;
+  Proc rec(record_cmd(tmp, "--lib " + jni_lib()), tmp / "r.out", tmp / "r.err");
+  ASSERT_TRUE(rec.wait_for("attached", 30, true)) << read_file(tmp / "r.err");
+  std::string args = "--threads " + std::to_string(kThreads) + " --events " +
+                     std::to_string(kPerThread) + " --channels 2 --mode ";
+  Proc a(java_cmd(args + "single"), tmp / "a.out", tmp / "a.err");
+  Proc b(java_cmd(args + "batch"), tmp / "b.out", tmp / "b.err");
+  const pid_t pa = a.pid, pb = b.pid;  // `exec java`: the JVM keeps the shell's pid
+  EXPECT_EQ(a.wait(), 0) << read_file(tmp / "a.err");
+  EXPECT_EQ(b.wait(), 0) << read_file(tmp / "b.err");
+  kill(rec.pid, SIGINT);
+  EXPECT_EQ(rec.wait(), 0) << read_file(tmp / "r.err");
+  TraceReader tr(tmp / "trace");
+  ASSERT_FALSE(tr.error());
+  std::map<uint32_t, std::set<uint64_t>> tuples;  // pid -> tuples
+  uint64_t user = 0, closes = 0, unnamed = 0;
+  tr.for_each_event([&](const TraceEvent& e) {
+    if (e.kind == uint8_t(EventKind::ChannelClose)) {
+      closes++;
+      return;
+    }
+    user++;
+    tuples[e.pid].insert(e.tuple);
+    unnamed += tr.channel_name(e.channel).rfind("java.chan", 0) != 0;
+  });
+  EXPECT_EQ(unnamed, 0u);
+  EXPECT_EQ(closes, 2u * kChannels);
+  const uint64_t per_jvm = uint64_t(kThreads) * kPerThread;
+  EXPECT_EQ(tr.counters().total_seen(), 2 * (per_jvm + kChannels));
+  EXPECT_EQ(tr.counters().total_dropped(), 0u);
+  EXPECT_EQ(user + closes + tr.counters().total_dropped(), tr.counters().total_seen());
+  ASSERT_EQ(tuples.size(), 2u) << "events from other than the two JVMs";
+  std::set<uint64_t> emitted;
+  for (int t = 0; t < kThreads; ++t)
+    for (int i = 0; i < kPerThread; ++i) emitted.insert(uint64_t(t) * kThreadStride + i);
+  ASSERT_EQ(emitted.size(), per_jvm);
+  for (pid_t pid : {pa, pb}) EXPECT_TRUE(tuples[uint32_t(pid)] == emitted) << "pid " << pid;
+}
