@@ -10,6 +10,7 @@
 #include "attach_targets.h"
 #include "cptrace.h"
 #include "proc_registry.h"
+#include "ring_drain.h"
 #include "test_util.h"
 #include "trace_reader.h"
 
@@ -153,6 +154,28 @@ TEST(JniStub, ProbeSitesAreNop5Ret) {
   EXPECT_TRUE(elf_has_probe_site(jni_lib())) << "-p would not find the JNI library";
   // .bss symbol: no file bytes, but defined (the registry reader needs the symbol).
   EXPECT_FALSE(elf_symbol_file_offset(jni_lib(), "cptrace_registry").has_value());
+}
+
+// A Java batch (cp_batch_submit_mono) carries System.nanoTime() stamps: decoded
+// as MonoNs so the reader converts them, where a C batch's rdtsc stamps are Tsc.
+TEST(JniStub, MonoBatchRecordDecodesAsMonoNs) {
+  auto rec = std::make_unique<cp_batch_rec>();
+  rec->h = {CP_REC_BATCH_MONO, 1, 7, 8, 2};
+  rec->e[0] = {5000, 3, 10};
+  rec->e[1] = {6000, 4, 11};
+  std::vector<TraceEvent> out;
+  ChannelInfo ch;
+  ASSERT_EQ(RingDrain::decode(rec.get(), sizeof *rec, out, &ch), 2);
+  EXPECT_EQ(out[1].ts, 6000u);
+  EXPECT_EQ(out[1].channel, 4u);
+  EXPECT_EQ(out[1].tuple, 11u);
+  EXPECT_EQ(out[1].tid, 8u);
+  EXPECT_EQ(out[0].timebase, uint8_t(Timebase::MonoNs));
+  EXPECT_EQ(out[1].timebase, uint8_t(Timebase::MonoNs));
+  rec->h.kind = CP_REC_BATCH;
+  out.clear();
+  ASSERT_EQ(RingDrain::decode(rec.get(), sizeof *rec, out, &ch), 2);
+  EXPECT_EQ(out[0].timebase, uint8_t(Timebase::Tsc));
 }
 
 TEST(Jni, NoRecorderAttachedRunsAndExitsNormally) {
