@@ -105,8 +105,10 @@ $(BUILD)/jni/%.c.o: jni/%.c include/cptrace.h include/cptrace_records.h jni/jni_
 $(BUILD)/jni/%.S.o: jni/%.S
 	@mkdir -p $(@D)
 	$(CC) -fPIC -c $< -o $@
+# -Bsymbolic: its calls bind to its own stubs and registry even when a libcptrace.so
+# is loaded too, so a recorder attached to this file sees everything Java does.
 $(BUILD)/libcptrace_jni.so: $(JNI_OBJS) $(LIB_OBJS)
-	$(CC) -shared -o $@ $^ -lpthread
+	$(CC) -shared -Wl,-Bsymbolic -o $@ $^ -lpthread
 # Java programs of the tests and benchmarks, compiled against the jar.
 $(BUILD)/tests/java/.built: $(JAVA_TESTS) $(BUILD)/cptrace.jar
 	@mkdir -p $(@D)
