@@ -47,7 +47,8 @@ struct cp_event_rec {
 /* One entry of a user-space batch, exactly as the application library lays it
  * out in its thread-local buffer (the BPF program copies it verbatim). */
 struct cp_batch_entry {
-	__u64 tsc;          /* rdtsc() at the cp_logTS_batch() call */
+	__u64 tsc;          /* rdtsc() at the cp_logTS_batch() call; System.nanoTime()
+	                     * from Java (cp_batch_submit_mono, CP_REC_BATCH_MONO) */
 	__u64 channel;
 	__u64 tuple;
 };
