@@ -217,16 +217,15 @@ TEST(Jni, BatchExactSet) {
 // Late attach: channels were opened before the recorder existed (names come from
 // the registry inside libcptrace_jni.so, found among the JVM's mappings). The
 // recorded tids are the JVM's native threads, named after the Java threads.
-TEST(Jni, LateAttachToRunningJvm) {
-  REQUIRE_BPF();
-  REQUIRE_JVM();
+static void late_attach(const std::string& mode) {
   TempDir tmp;
   std::string go = tmp / "go", hold = tmp / "hold";
-  Proc jvm(java_cmd(workload_args("single") + " --wait-file " + go + " --hold-file " + hold),
+  Proc jvm(java_cmd(workload_args(mode) + " --wait-file " + go + " --hold-file " + hold),
            tmp / "w.out", tmp / "w.err");
   ASSERT_TRUE(jvm.wait_for("READY", 60)) << read_file(tmp / "w.err");
   EXPECT_EQ(targets_of_process(jvm.pid), std::vector<std::string>{fs::canonical(jni_lib()).string()});
-  Proc rec(record_cmd(tmp, "-p " + std::to_string(jvm.pid)), tmp / "r.out", tmp / "r.err");
+  // Rings that hold the whole burst (the batch path outruns one drain thread).
+  Proc rec(record_cmd(tmp, "--ring-mb 64 -p " + std::to_string(jvm.pid)), tmp / "r.out", tmp / "r.err");
   ASSERT_TRUE(rec.wait_for("attached", 30, true)) << read_file(tmp / "r.err");
   std::ofstream(go).put('\n');
   ASSERT_TRUE(jvm.wait_for("DONE", 120)) << read_file(tmp / "w.err");
@@ -243,6 +242,18 @@ TEST(Jni, LateAttachToRunningJvm) {
   }
   std::ofstream(hold).put('\n');
   EXPECT_EQ(jvm.wait(60), 0) << read_file(tmp / "w.err");
+}
+
+TEST(Jni, LateAttachToRunningJvm) {
+  REQUIRE_BPF();
+  REQUIRE_JVM();
+  late_attach("single");
+}
+
+TEST(Jni, LateAttachToRunningJvmBatch) {
+  REQUIRE_BPF();
+  REQUIRE_JVM();
+  late_attach("batch");
 }
 
 // --lib without -p or a command: every JVM that loads the library is recorded,
