@@ -214,6 +214,7 @@ json HandlerTable::install(uint64_t id, const std::string& name, const HandlerSp
             {"params", spec.params()}, {"spec", spec.text}, {"gen", v.cur.gen},
             {"source", source},  {"rule", rule},         {"before", instant_json(before)},
             {"after", instant_json(after)}};
+  if (spec.kind == CP_H_COUNTER) c["period_ticks"] = v.cur.p2;  // the batch path's period
   history_.push_back(c);
   return c;
 }

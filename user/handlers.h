@@ -35,7 +35,8 @@
 //   {"channel": ID (0 = the default), "name": NAME|"*", "handler": "downsample",
 //    "params": [10], "spec": "downsample 10", "gen": G, "source":
 //    "config"|"pattern"|"control", "rule": PATTERN,
-//    "before": {"mono_ns":..,"tsc":..}, "after": {"mono_ns":..,"tsc":..}}
+//    "before": {"mono_ns":..,"tsc":..}, "after": {"mono_ns":..,"tsc":..},
+//    "period_ticks": P (counter only: the TSC period of the batch path)}
 // The map update happened between `before` and `after`: an event stamped before
 // `before` followed the previous handler, one after `after` the new one.
 #pragma once

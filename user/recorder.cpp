@@ -171,9 +171,9 @@ int run_record(const RecordOptions& opt) {
   if (opt.pid && kill(opt.pid, 0) != 0)
     throw std::runtime_error(fmt::format("-p {}: no such process ({})", opt.pid, strerror(errno)));
   if (opt.duration_s < 0) throw std::runtime_error("--duration must be >= 0");
-  auto targets = choose_targets(opt);
-  std::vector<ConfigRule> rules;
+  std::vector<ConfigRule> rules;  // a bad config file stops us before anything runs
   if (!opt.config_file.empty()) rules = parse_config_file(opt.config_file);
+  auto targets = choose_targets(opt);
 
   int release_fd = -1;
   pid_t child = opt.cmd.empty() ? 0 : spawn_held(opt.cmd, release_fd);
