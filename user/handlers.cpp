@@ -257,9 +257,9 @@ json HandlerTable::set(const std::string& channel, const HandlerSpec& spec) {
     auto [p, ec] = std::from_chars(channel.data() + 2, channel.data() + channel.size(), id, 16);
     if (ec == std::errc() && p == channel.data() + channel.size() && known_.count(id))
       targets.push_back({id, known_[id]});
-  } else {
-    uint64_t id = cp_channel_id(channel.c_str());
-    if (known_.count(id)) targets.push_back({id, channel});
+  } else {  // by its announced name (a name cut to CP_CHANNEL_NAME_MAX-1 bytes has the id of the full one)
+    for (auto& [id, name] : known_)
+      if (name == channel) targets.push_back({id, name});
   }
   if (targets.empty()) {
     std::string names;
