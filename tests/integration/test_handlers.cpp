@@ -343,3 +343,38 @@ TEST(Handlers, BadRuntimeChangeLeavesConfigurationUnchanged) {
   EXPECT_NE(none.status, 0);
   EXPECT_NE(none.err.find("cannot reach a recorder"), std::string::npos) << none.err;
 }
+
+// A glob rule reaches a channel when the recorder learns its name from the live
+// announcement: from the recorded install instant on, the channel follows it
+// exactly; before it, the default. An exact rule earlier in the file wins.
+TEST(Handlers, GlobRuleAppliesFromTheAnnouncement) {
+  REQUIRE_BPF();
+  TempDir tmp;
+  const uint64_t N = 5000;
+  write_file(tmp / "cfg", "chan1 id\nchan* downsample 2\n");
+  auto res = run(cptrace_bin() + " record --no-progress --config " + (tmp / "cfg") + " -o " + (tmp / "trace") +
+                     " -- " + workload() + " --threads 1 --channels 2 --all-channels --pace-us 100 " +
+                     "--delay-open-ms 300 --mode single --events " + std::to_string(N),
+                 tmp);
+  ASSERT_EQ(res.status, 0) << res.err;
+  TraceReader r(tmp / "trace");
+  const json* c0 = change_for(r, "chan0");
+  ASSERT_TRUE(c0) << r.handler_changes().dump();
+  EXPECT_EQ(c0->at("source"), "pattern");
+  EXPECT_EQ(c0->at("rule"), "chan*");
+  const json* c1 = change_for(r, "chan1");
+  ASSERT_TRUE(c1);
+  EXPECT_EQ(c1->at("source"), "config");
+  uint64_t after = c0->at("after").at("mono_ns");
+  Recorded evs = by_channel(r);
+  EXPECT_EQ(evs.user["chan1"].size(), N);
+  std::vector<uint64_t> later;
+  for (auto& e : evs.user["chan0"])
+    if (r.clock_map().tsc_to_mono(e.ts) > after) later.push_back(e.tuple);
+  ASSERT_GT(later.size(), 100u);
+  for (size_t k = 1; k < later.size(); ++k) EXPECT_EQ(later[k] - later[k - 1], 2u) << "at " << later[k];
+  printf("glob: chan0's pattern installed (switch window %llu ns), %zu of its events before that\n",
+         (unsigned long long)(after - c0->at("before").at("mono_ns").get<uint64_t>()),
+         evs.user["chan0"].size() - later.size());
+  expect_accounted(r, tmp, tmp / "trace");
+}
