@@ -7,6 +7,7 @@
 
 #include "cptrace.h"
 #include "handlers.h"
+#include "ring_drain.h"
 #include "trace_reader.h"
 
 using namespace cptrace;
@@ -161,4 +162,27 @@ TEST(HandlerHistory, FramesRoundTripThroughTheReader) {
   ASSERT_EQ(r.handler_changes().size(), 1u);
   EXPECT_EQ(r.handler_changes()[0]["spec"], "xoy 1 3");
   EXPECT_EQ(r.handler_changes()[0]["channel"], 7u);
+}
+
+TEST(HandlerRecords, CountRecordDecodesToACountEvent) {
+  for (uint32_t tb : {0u, 1u}) {
+    cp_count_rec r{};
+    r.h.kind = CP_REC_COUNT;
+    r.h.cpu = 1;
+    r.h.pid = 10;
+    r.h.tid = 11;
+    r.h.n = tb;
+    r.start = 5000000;
+    r.channel = 77;
+    r.count = 123;
+    std::vector<TraceEvent> out;
+    ASSERT_EQ(RingDrain::decode(&r, sizeof r, out, nullptr), 1);
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(out[0].kind, uint8_t(EventKind::Count));
+    EXPECT_EQ(out[0].ts, 5000000u);
+    EXPECT_EQ(out[0].tuple, 123u);
+    EXPECT_EQ(out[0].channel, 77u);
+    EXPECT_EQ(out[0].timebase, uint8_t(tb ? Timebase::Tsc : Timebase::MonoNs));
+    EXPECT_EQ(RingDrain::decode(&r, sizeof r - 1, out, nullptr), -1) << "a short record is refused";
+  }
 }
