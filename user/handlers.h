@@ -23,8 +23,8 @@
 // Config file (`cptrace record --config FILE`): one rule per line,
 //   PATTERN HANDLER [PARAMS...]      # comment
 // PATTERN is an exact channel name or an fnmatch(3) glob (* ? [..]); the FIRST
-// matching line wins. A lone `*` sets the default for every channel without a
-// rule of its own. Exact names are resolved to ids (FNV-1a, cp_channel_id) and
+// matching line wins. A lone `*` line, wherever it stands, sets the default for
+// every channel no other line matches (BPF map key 0). Exact names are resolved to ids (FNV-1a, cp_channel_id) and
 // installed before the probes see any event. Globs are resolved when the
 // recorder learns a channel's name (its announcement, or the registry of a
 // process attached with -p); until then (a few ms after cp_open_channel) that
@@ -37,8 +37,14 @@
 //    "config"|"pattern"|"control", "rule": PATTERN,
 //    "before": {"mono_ns":..,"tsc":..}, "after": {"mono_ns":..,"tsc":..},
 //    "period_ticks": P (counter only: the TSC period of the batch path)}
-// The map update happened between `before` and `after`: an event stamped before
-// `before` followed the previous handler, one after `after` the new one.
+// The map update happened between `before` and `after`: a cp_logTS event stamped
+// before `before` followed the previous handler, one after `after` the new one
+// (struct cp_handler keeps one previous rule: two changes of one channel within
+// a single probe run, microseconds apart, would blur this). Batch entries follow
+// the handler in force when the batch is handed over.
+//
+// A recorder killed with SIGKILL loses what the handlers still hold in BPF state:
+// the "last" event of a firstlast period and each CPU's current counter period.
 #pragma once
 #include <cstdint>
 #include <functional>
