@@ -219,15 +219,8 @@ static __always_inline void hold_last(const struct ev_ctx *e, struct cp_hstate_k
 }
 
 /* 1: record the event; 0: the handler keeps no per-event record of it. */
-static __always_inline int keep_event(const struct ev_ctx *e)
+static __always_inline int apply_rule(const struct ev_ctx *e, const struct cp_handler_rule *h)
 {
-	if (!handlers_in_use)
-		return 1;
-	const struct cp_handler *hv = find_handler(e->channel);
-	if (!hv)
-		return 1;
-	/* Stamped before the install: the previous rule (see struct cp_handler). */
-	const struct cp_handler_rule *h = (!e->timebase && e->ts < hv->since_ns) ? &hv->prev : &hv->cur;
 	struct cp_hstate_key k = {.channel = e->channel, .gen = h->gen};
 	__s64 seq;
 	switch (h->kind) {
@@ -251,6 +244,17 @@ static __always_inline int keep_event(const struct ev_ctx *e)
 	default: /* CP_H_NULL */
 		return 0;
 	}
+}
+
+static __always_inline int keep_event(const struct ev_ctx *e)
+{
+	if (!handlers_in_use)
+		return 1;
+	const struct cp_handler *hv = find_handler(e->channel);
+	if (!hv)
+		return 1;
+	/* Stamped before the install: the previous rule (see struct cp_handler). */
+	return apply_rule(e, (!e->timebase && e->ts < hv->since_ns) ? &hv->prev : &hv->cur);
 }
 
 /* One kernel-timestamped event record (cp_logTS, cp_channel_closed). Handlers
@@ -295,6 +299,11 @@ int BPF_KPROBE(cp_logTS, __u64 channel, __u64 tuple)
 struct batch_ctx {
 	struct batch_scratch *s;
 	__u32 n, kept, cpu, tgid, tid;
+	/* The rule of the previous entry's channel: a hot loop logs runs of one
+	 * channel, which then cost one map lookup per batch instead of per entry. */
+	__u32 cached;
+	__u64 cached_channel;
+	struct cp_handler_rule rule;
 };
 
 static long filter_entry(__u32 i, void *arg)
@@ -306,7 +315,18 @@ static long filter_entry(__u32 i, void *arg)
 	struct cp_batch_entry *src = &c->s->e[i];
 	struct ev_ctx e = {.ts = src->tsc, .channel = src->channel, .tuple = src->tuple,
 			   .cpu = c->cpu, .tgid = c->tgid, .tid = c->tid, .timebase = 1};
-	if (keep_event(&e)) {
+	if (!c->cached || c->cached_channel != e.channel) {
+		const struct cp_handler *hv = find_handler(e.channel);
+		if (hv) {
+			c->rule = hv->cur; /* batch entries: the rule in force at hand-over */
+		} else {
+			c->rule.kind = CP_H_ID;
+			c->rule.gen = 0;
+		}
+		c->cached_channel = e.channel;
+		c->cached = 1;
+	}
+	if (apply_rule(&e, &c->rule)) {
 		__u32 k = c->kept & (CP_BATCH_MAX - 1); /* kept <= i < CP_BATCH_MAX */
 		if (k != i)
 			c->s->e[k] = *src;
@@ -332,7 +352,7 @@ static __always_inline int submit_filtered(void *rb, const struct cp_batch_entry
 		count(CP_CNT_DROPPED, n);
 		return 0;
 	}
-	struct batch_ctx c = {.s = s, .n = n, .kept = 0, .cpu = cpu, .tgid = tgid, .tid = tid};
+	struct batch_ctx c = {.s = s, .n = n, .kept = 0, .cpu = cpu, .tgid = tgid, .tid = tid, .cached = 0};
 	bpf_loop(CP_BATCH_MAX, filter_entry, &c, 0);
 	__u32 kept = c.kept;
 	if (kept > n)

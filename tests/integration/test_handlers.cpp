@@ -378,3 +378,19 @@ TEST(Handlers, GlobRuleAppliesFromTheAnnouncement) {
          evs.user["chan0"].size() - later.size());
   expect_accounted(r, tmp, tmp / "trace");
 }
+
+// Batch path, one channel: every entry of a batch shares the handler looked up
+// once, and downsample still counts every entry in one global order.
+TEST(Handlers, BatchRunsOfOneChannelDownsampleExactly) {
+  REQUIRE_BPF();
+  TempDir tmp;
+  write_file(tmp / "cfg", "chan0 downsample 10\n");
+  auto res = run(cptrace_bin() + " record --no-progress --ring-mb 64 --config " + (tmp / "cfg") + " -o " +
+                     (tmp / "trace") + " -- " + workload() + " --threads 4 --channels 1 --events 25001 --mode batch",
+                 tmp);
+  ASSERT_EQ(res.status, 0) << res.err;
+  TraceReader r(tmp / "trace");
+  Recorded rec = by_channel(r);
+  EXPECT_EQ(rec.user["chan0"].size(), (4u * 25001 + 9) / 10);
+  expect_accounted(r, tmp, tmp / "trace");
+}
