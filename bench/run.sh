@@ -58,3 +58,7 @@ if [[ -f $B/bench/java/.built ]]; then
 else
   echo "   skipped: Java parts not built (no JDK; run tools/install-deps.sh)"
 fi
+
+echo
+echo "== 8. channel handlers: per-event cost with each handler attached (null = floor of the uprobe path)"
+$B/bench/bench_handlers "${HANDLER_EVENTS:-200000}"

@@ -76,7 +76,189 @@ static __always_inline __u64 wake_flag(void *rb)
 									 : BPF_RB_NO_WAKEUP;
 }
 
-/* One kernel-timestamped event record (cp_logTS, cp_channel_closed). */
+/* ---- Channel handlers --------------------------------------------------------
+ * What a handler discards never reaches a ring: it is only counted (FILTERED).
+ * Layouts and the meaning of each kind: include/cptrace_records.h. */
+
+/* Channel id -> handler; key 0 is the default. No preallocation: an update
+ * replaces the element and frees the old one after an RCU grace period, so a
+ * program that looked the old one up keeps reading a consistent value. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 16384);
+	__type(key, __u64);
+	__type(value, struct cp_handler);
+} handlers SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct cp_hstate_key);
+	__type(value, struct cp_hstate);
+} hstate SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct cp_hstate_key);
+	__type(value, struct cp_last_slot);
+} last_slots SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct cp_hstate_key);
+	__type(value, struct cp_count_slot);
+} count_slots SEC(".maps");
+
+/* Scratch for filtering a batch before it is reserved in a ring. */
+struct batch_scratch {
+	struct cp_batch_entry e[CP_BATCH_MAX];
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct batch_scratch);
+} scratch SEC(".maps");
+
+/* Set by the recorder when it installs the first handler: until then every event
+ * takes the plain path, without a map lookup. */
+__u32 handlers_in_use = 0;
+
+struct ev_ctx {
+	__u64 ts;
+	__u64 channel;
+	__u64 tuple;
+	__u32 cpu, tgid, tid, timebase; /* timebase: 0 ktime ns, 1 TSC */
+};
+
+static __always_inline const struct cp_handler *find_handler(__u64 channel)
+{
+	struct cp_handler *h = bpf_map_lookup_elem(&handlers, &channel);
+	if (!h) {
+		__u64 dflt = 0;
+		h = bpf_map_lookup_elem(&handlers, &dflt);
+	}
+	return h;
+}
+
+/* Lookup, or create (zeroed) and lookup: two CPUs creating at once both end up
+ * with the one element that won. */
+static __always_inline void *state_of(void *map, struct cp_hstate_key *k)
+{
+	void *v = bpf_map_lookup_elem(map, k);
+	if (v)
+		return v;
+	struct cp_last_slot zero = {}; /* the largest state value */
+	bpf_map_update_elem(map, k, &zero, BPF_NOEXIST);
+	return bpf_map_lookup_elem(map, k);
+}
+
+/* The event's place in the handler's global order (0 = first), or -1 when the
+ * state map is full. */
+static __always_inline __s64 next_seq(struct cp_hstate_key *k)
+{
+	struct cp_hstate *s = state_of(&hstate, k);
+	if (!s)
+		return -1;
+	return __sync_fetch_and_add(&s->seq, 1);
+}
+
+static __always_inline void emit_count(const struct ev_ctx *e, struct cp_count_slot *slot,
+				       __u64 period)
+{
+	void *rb = bpf_map_lookup_elem(&rings, &e->cpu);
+	struct cp_count_rec *r = rb ? bpf_ringbuf_reserve(rb, sizeof(*r), 0) : NULL;
+	if (!r) {
+		count(CP_CNT_SERIES_LOST, slot->count);
+		return;
+	}
+	fill_hdr(&r->h, CP_REC_COUNT, e->cpu, e->tgid, e->tid, slot->timebase);
+	r->start = slot->bucket * period;
+	r->channel = e->channel;
+	r->count = slot->count;
+	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
+}
+
+static __always_inline void count_event(const struct ev_ctx *e, const struct cp_handler_rule *h,
+					struct cp_hstate_key *k)
+{
+	__u64 period = e->timebase ? h->p2 : h->p1;
+	if (!period)
+		return;
+	struct cp_count_slot *slot = state_of(&count_slots, k);
+	if (!slot) {
+		count(CP_CNT_SERIES_LOST, 1);
+		return;
+	}
+	__u64 b = e->ts / period;
+	if (slot->count && (slot->bucket != b || slot->timebase != e->timebase)) {
+		/* A period ended on this CPU: its count goes out now. */
+		emit_count(e, slot, slot->timebase ? h->p2 : h->p1);
+		slot->count = 0;
+	}
+	slot->bucket = b;
+	slot->timebase = e->timebase;
+	slot->count++;
+}
+
+static __always_inline void hold_last(const struct ev_ctx *e, struct cp_hstate_key *k, __u64 seq)
+{
+	struct cp_last_slot *slot = state_of(&last_slots, k);
+	if (!slot)
+		return; /* state map full: the event stays filtered */
+	slot->seq = seq + 1;
+	slot->ts = e->ts;
+	slot->tuple = e->tuple;
+	slot->pid = e->tgid;
+	slot->tid = e->tid;
+	slot->cpu = e->cpu;
+	slot->timebase = e->timebase;
+}
+
+/* 1: record the event; 0: the handler keeps no per-event record of it. */
+static __always_inline int apply_rule(const struct ev_ctx *e, const struct cp_handler_rule *h)
+{
+	struct cp_hstate_key k = {.channel = e->channel, .gen = h->gen};
+	__s64 seq;
+	switch (h->kind) {
+	case CP_H_ID:
+		return 1;
+	case CP_H_DOWNSAMPLE:
+		seq = next_seq(&k);
+		return seq >= 0 && h->p1 && (__u64)seq % h->p1 == 0;
+	case CP_H_XOY:
+		return h->p2 && e->tuple % h->p2 < h->p1;
+	case CP_H_FIRSTLAST:
+		seq = next_seq(&k);
+		if (seq == 0)
+			return 1;
+		if (seq > 0)
+			hold_last(e, &k, seq);
+		return 0;
+	case CP_H_COUNTER:
+		count_event(e, h, &k);
+		return 0;
+	default: /* CP_H_NULL */
+		return 0;
+	}
+}
+
+static __always_inline int keep_event(const struct ev_ctx *e)
+{
+	if (!handlers_in_use)
+		return 1;
+	const struct cp_handler *hv = find_handler(e->channel);
+	if (!hv)
+		return 1;
+	/* Stamped before the install: the previous rule (see struct cp_handler). */
+	return apply_rule(e, (!e->timebase && e->ts < hv->since_ns) ? &hv->prev : &hv->cur);
+}
+
+/* One kernel-timestamped event record (cp_logTS, cp_channel_closed). Handlers
+ * apply to user events (CP_REC_EVENT) only: a channel close is always recorded. */
 static __always_inline int record_event(__u16 kind, __u64 now, __u64 channel, __u64 tuple)
 {
 	__u32 cpu, tgid, tid;
@@ -84,6 +266,14 @@ static __always_inline int record_event(__u16 kind, __u64 now, __u64 channel, __
 	if (!rb)
 		return 0;
 	count(CP_CNT_SEEN, 1);
+	if (kind == CP_REC_EVENT) {
+		struct ev_ctx e = {.ts = now, .channel = channel, .tuple = tuple,
+				   .cpu = cpu, .tgid = tgid, .tid = tid, .timebase = 0};
+		if (!keep_event(&e)) {
+			count(CP_CNT_FILTERED, 1);
+			return 0;
+		}
+	}
 	struct cp_event_rec *r = bpf_ringbuf_reserve(rb, sizeof(*r), 0);
 	if (!r) {
 		count(CP_CNT_DROPPED, 1);
@@ -104,6 +294,90 @@ int BPF_KPROBE(cp_logTS, __u64 channel, __u64 tuple)
 			    channel, tuple);
 }
 
+/* Batch filtering, one bpf_loop() step per entry: compacts the kept entries to
+ * the front of the scratch array. */
+struct batch_ctx {
+	struct batch_scratch *s;
+	__u32 n, kept, cpu, tgid, tid;
+	__u8 timebase; /* 1: TSC entries (cp_batch_submit), 0: CLOCK_MONOTONIC (Java) */
+	/* The rule of the previous entry's channel: a hot loop logs runs of one
+	 * channel, which then cost one map lookup per batch instead of per entry. */
+	__u32 cached;
+	__u64 cached_channel;
+	struct cp_handler_rule rule;
+};
+
+static long filter_entry(__u32 i, void *arg)
+{
+	struct batch_ctx *c = arg;
+	if (i >= c->n)
+		return 1;
+	i &= CP_BATCH_MAX - 1; /* n <= CP_BATCH_MAX: a no-op that bounds i for the verifier */
+	struct cp_batch_entry *src = &c->s->e[i];
+	struct ev_ctx e = {.ts = src->tsc, .channel = src->channel, .tuple = src->tuple,
+			   .cpu = c->cpu, .tgid = c->tgid, .tid = c->tid, .timebase = c->timebase};
+	if (!c->cached || c->cached_channel != e.channel) {
+		const struct cp_handler *hv = find_handler(e.channel);
+		if (hv) {
+			c->rule = hv->cur; /* batch entries: the rule in force at hand-over */
+		} else {
+			c->rule.kind = CP_H_ID;
+			c->rule.gen = 0;
+		}
+		c->cached_channel = e.channel;
+		c->cached = 1;
+	}
+	if (apply_rule(&e, &c->rule)) {
+		__u32 k = c->kept & (CP_BATCH_MAX - 1); /* kept <= i < CP_BATCH_MAX */
+		if (k != i)
+			c->s->e[k] = *src;
+		c->kept++;
+	}
+	return 0;
+}
+
+/* With handlers: copy into scratch, filter there, then reserve only if anything
+ * is kept (a fully filtered batch costs no ring space). */
+static __always_inline int submit_filtered(void *rb, const struct cp_batch_entry *entries,
+					   __u32 n, __u64 now, __u32 cpu, __u32 tgid, __u32 tid,
+					   __u16 kind)
+{
+	__u32 zero = 0;
+	struct batch_scratch *s = bpf_map_lookup_elem(&scratch, &zero);
+	if (!s)
+		return 0;
+	__u32 bytes = n * sizeof(struct cp_batch_entry);
+	if (bytes > sizeof(s->e))
+		bytes = sizeof(s->e); /* unreachable; bounds the size for the verifier */
+	if (bpf_probe_read_user(s->e, bytes, entries)) {
+		count(CP_CNT_READ_FAIL, 1);
+		count(CP_CNT_DROPPED, n);
+		return 0;
+	}
+	struct batch_ctx c = {.s = s, .n = n, .kept = 0, .cpu = cpu, .tgid = tgid, .tid = tid, .cached = 0,
+			      .timebase = kind == CP_REC_BATCH};
+	bpf_loop(CP_BATCH_MAX, filter_entry, &c, 0);
+	__u32 kept = c.kept;
+	if (kept > n)
+		kept = n; /* unreachable */
+	count(CP_CNT_FILTERED, n - kept);
+	if (kept == 0)
+		return 0;
+	struct cp_batch_rec *r = bpf_ringbuf_reserve(rb, sizeof(*r), 0);
+	if (!r) {
+		count(CP_CNT_DROPPED, kept);
+		return 0;
+	}
+	bytes = kept * sizeof(struct cp_batch_entry);
+	if (bytes > sizeof(r->e))
+		bytes = sizeof(r->e);
+	bpf_probe_read_kernel(r->e, bytes, s->e);
+	fill_hdr(&r->h, kind, cpu, tgid, tid, kept);
+	r->ktime_ns = now;
+	bpf_ringbuf_submit(r, wake_flag(rb));
+	return 0;
+}
+
 SEC("uprobe")
 int BPF_KPROBE(cp_batch_submit, const struct cp_batch_entry *entries, __u32 n)
 {
@@ -119,6 +393,11 @@ int BPF_KPROBE(cp_batch_submit, const struct cp_batch_entry *entries, __u32 n)
 		return 0;
 	}
 	count(CP_CNT_SEEN, n);
+	/* The same program serves cp_batch_submit_mono (Java); the cookie says so. */
+	__u16 kind = bpf_get_attach_cookie(ctx) == CP_COOKIE_BATCH_MONO ? CP_REC_BATCH_MONO
+									   : CP_REC_BATCH;
+	if (handlers_in_use)
+		return submit_filtered(rb, entries, n, now, cpu, tgid, tid, kind);
 	/* The verifier wants a constant reservation size: always reserve a full batch. */
 	struct cp_batch_rec *r = bpf_ringbuf_reserve(rb, sizeof(*r), 0);
 	if (!r) {
@@ -134,9 +413,6 @@ int BPF_KPROBE(cp_batch_submit, const struct cp_batch_entry *entries, __u32 n)
 		count(CP_CNT_DROPPED, n);
 		return 0;
 	}
-	/* The same program serves cp_batch_submit_mono (Java); the cookie says so. */
-	__u16 kind = bpf_get_attach_cookie(ctx) == CP_COOKIE_BATCH_MONO ? CP_REC_BATCH_MONO
-									   : CP_REC_BATCH;
 	fill_hdr(&r->h, kind, cpu, tgid, tid, n);
 	r->ktime_ns = now;
 	bpf_ringbuf_submit(r, wake_flag(rb));

@@ -26,6 +26,7 @@ enum cp_rec_kind {
 	CP_REC_CLOSE = 4,   /* cp_close_channel() */
 	CP_REC_BATCH_MONO = 5, /* as CP_REC_BATCH, entries stamped CLOCK_MONOTONIC ns
 	                        * (Java's System.nanoTime(), cp_batch_submit_mono) */
+	CP_REC_COUNT = 6,   /* `counter` handler: events of one channel in one period, on one CPU */
 };
 
 /* Every ring record starts with this header. */
@@ -77,7 +78,87 @@ enum cp_counter {
 	CP_CNT_SEEN = 0,     /* events the probes saw */
 	CP_CNT_DROPPED = 1,  /* events whose ring reservation failed */
 	CP_CNT_READ_FAIL = 2,/* batch copies that failed (counted as dropped too) */
+	CP_CNT_FILTERED = 3, /* events a channel handler chose not to record:
+	                      * recorded + dropped + filtered == seen */
+	CP_CNT_SERIES_LOST = 4, /* `counter` events whose CP_REC_COUNT record was lost
+	                         * (they are also in FILTERED: this says the series misses them) */
 	CP_CNT_MAX = 8,
+};
+
+/* ---- Channel handlers (user/handlers.h, evaluated in bpf/cptrace.bpf.c) ----------
+ *
+ * The `handlers` hash map holds one cp_handler per channel id; key 0 is the
+ * default for channels without an entry (no default entry: `id`). Every install
+ * gets a fresh generation `gen`, so the handler state below (keyed by channel and
+ * generation) starts from zero at the instant the handler takes effect. */
+enum cp_handler_kind {
+	CP_H_ID = 0,         /* every event */
+	CP_H_DOWNSAMPLE = 1, /* p1 = N: the 1st, N+1-th, 2N+1-th ... event (global order) */
+	CP_H_XOY = 2,        /* p1 = X, p2 = Y: tuple % Y < X */
+	CP_H_FIRSTLAST = 3,  /* first and last event of the handler's period */
+	CP_H_COUNTER = 4,    /* p1 = period ns (single path), p2 = period TSC ticks (batch) */
+	CP_H_NULL = 5,       /* nothing */
+};
+
+struct cp_handler_rule {
+	__u32 kind;          /* enum cp_handler_kind */
+	__u32 pad;
+	__u64 gen;           /* install generation, > 0 (0: never installed) */
+	__u64 p1;
+	__u64 p2;
+};
+
+/* A channel's map value: the rule installed at CLOCK_MONOTONIC `since_ns`, and the
+ * one before it. A kernel-timestamped event stamped before since_ns follows
+ * `prev` even if its program reads the map after the update, so the switch
+ * instant is exact for cp_logTS events: stamped before the recorder's "before"
+ * instant -> old rule, after its "after" instant -> new rule. */
+struct cp_handler {
+	struct cp_handler_rule cur;
+	struct cp_handler_rule prev;
+	__u64 since_ns;
+};
+
+struct cp_hstate_key {
+	__u64 channel;
+	__u64 gen;
+};
+
+/* Shared (all CPUs) state of downsample and firstlast: the number of events the
+ * handler has seen, taken with an atomic fetch-and-add, so "every N-th" and
+ * "first" are exact across CPUs and threads. Created by user space before the
+ * handler is installed. */
+struct cp_hstate {
+	__u64 seq;
+};
+
+/* Per-CPU slot of `firstlast`: the latest non-first event this CPU saw. The
+ * recorder keeps, per (channel, gen), the slot with the highest seq and writes it
+ * as the "last" event when the recording stops. */
+struct cp_last_slot {
+	__u64 seq;           /* 1 + the event's place in the handler's order; 0 = empty */
+	__u64 ts;            /* ktime ns (timebase 0) or TSC (timebase 1) */
+	__u64 tuple;
+	__u32 pid;
+	__u32 tid;
+	__u32 cpu;
+	__u32 timebase;
+};
+
+/* Per-CPU slot of `counter`: the period being counted on this CPU. */
+struct cp_count_slot {
+	__u64 bucket;        /* period index: ts / period */
+	__u64 count;
+	__u32 timebase;      /* 0: ktime ns, 1: TSC ticks */
+	__u32 pad;
+};
+
+/* A finished period of a `counter` channel on one CPU. */
+struct cp_count_rec {
+	struct cp_rec_hdr h; /* n = timebase (0 ktime ns, 1 TSC) */
+	__u64 start;         /* bucket * period, in that timebase */
+	__u64 channel;
+	__u64 count;
 };
 
 #endif

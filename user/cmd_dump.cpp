@@ -11,6 +11,7 @@ const char* kind_name(uint8_t kind) {
   switch (EventKind(kind)) {
     case EventKind::User: return "user";
     case EventKind::ChannelClose: return "close";
+    case EventKind::Count: return "count";  // tuple column: events in the period
   }
   return "unknown";
 }
@@ -19,6 +20,7 @@ int cmd_dump(const std::string& dir, bool csv) {
   TraceReader r(dir);
   std::string node = r.meta().value("node", "");
   if (csv) printf("node,kind,ts,channel,tuple,pid,tid,cpu\n");
+  if (!csv) print_handler_history(r, stdout, "# ");
   r.for_each_event([&](const TraceEvent& e) {
     const std::string ch = r.channel_name(e.channel);
     if (csv)

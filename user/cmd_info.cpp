@@ -12,7 +12,7 @@ namespace cptrace {
 
 namespace {
 struct ChannelStats {
-  uint64_t events = 0, first = UINT64_MAX, last = 0;
+  uint64_t events = 0, first = UINT64_MAX, last = 0, counted = 0;  // counted: `counter` series
 };
 }  // namespace
 
@@ -21,8 +21,14 @@ int cmd_info(const std::string& dir, bool as_json) {
   TraceReader r(dir);
   std::map<uint64_t, ChannelStats> per;
   uint64_t first = UINT64_MAX, last = 0, n = 0;
+  uint64_t series = 0;
   r.for_each_event([&](const TraceEvent& e) {
     auto& c = per[e.channel];
+    if (e.kind == uint8_t(EventKind::Count)) {  // a series point, not an event
+      c.counted += e.tuple;
+      series++;
+      return;
+    }
     if (e.kind == uint8_t(EventKind::User)) c.events++;
     c.first = std::min(c.first, e.ts);
     c.last = std::max(c.last, e.ts);
@@ -44,7 +50,10 @@ int cmd_info(const std::string& dir, bool as_json) {
                       {"seen", k.total_seen()},
                       {"dropped", k.total_dropped()},
                       {"dropped_per_cpu", k.dropped},
-                      {"accounted", n + k.total_dropped() == k.total_seen()},
+                      {"filtered", k.total_filtered()},
+                      {"counter_series_points", series},
+                      {"handler_changes", r.handler_changes()},
+                      {"accounted", n + k.total_dropped() + k.total_filtered() == k.total_seen()},
                       {"span_s", span_s},
                       {"tsc_hz", hz},
                       {"clock_points", r.clock().size()},
@@ -54,7 +63,7 @@ int cmd_info(const std::string& dir, bool as_json) {
                       {"frames", r.frame_count()}};
   for (auto& [id, c] : per)
     j["channels"].push_back({{"id", id}, {"name", r.channel_name(id)}, {"events", c.events},
-                             {"first_ts", c.first}, {"last_ts", c.last}});
+                             {"counted", c.counted}, {"first_ts", c.first}, {"last_ts", c.last}});
   if (r.error()) j["error"] = r.error()->what();
 
   if (as_json) {
@@ -62,18 +71,20 @@ int cmd_info(const std::string& dir, bool as_json) {
   } else {
     printf("trace      %s (node %s, host %s)%s\n", dir.c_str(), j["node"].get<std::string>().c_str(),
            j["host"].get<std::string>().c_str(), j["complete"].get<bool>() ? "" : "  [recorder did not finish]");
-    printf("events     %llu recorded, %llu dropped, %llu seen by the probes%s\n", (unsigned long long)n,
-           (unsigned long long)k.total_dropped(), (unsigned long long)k.total_seen(),
-           j["accounted"].get<bool>() ? "" : "  [MISMATCH: recorded + dropped != seen]");
+    printf("events     %llu recorded, %llu dropped, %llu filtered by handlers, %llu seen by the probes%s\n",
+           (unsigned long long)n, (unsigned long long)k.total_dropped(), (unsigned long long)k.total_filtered(),
+           (unsigned long long)k.total_seen(),
+           j["accounted"].get<bool>() ? "" : "  [MISMATCH: recorded + dropped + filtered != seen]");
     printf("span       %.6f s   TSC %.6f GHz (measured, %zu correlation points)\n", span_s, hz / 1e9,
            r.clock().size());
     printf("size       %llu bytes in %llu frames, %.1fx smaller than raw events (%llu bytes)\n",
            (unsigned long long)file_bytes, (unsigned long long)r.frame_count(), ratio,
            (unsigned long long)r.raw_event_bytes());
-    printf("%-18s %-28s %12s\n", "channel id", "name", "events");
+    printf("%-18s %-28s %12s %12s\n", "channel id", "name", "events", "counted");
     for (auto& [id, c] : per)
-      printf("%016llx   %-28s %12llu\n", (unsigned long long)id, r.channel_name(id).c_str(),
-             (unsigned long long)c.events);
+      printf("%016llx   %-28s %12llu %12llu\n", (unsigned long long)id, r.channel_name(id).c_str(),
+             (unsigned long long)c.events, (unsigned long long)c.counted);
+    print_handler_history(r, stdout, "handler    ");
     if (r.error()) printf("ERROR      %s\n", r.error()->what());
   }
   return r.error() ? 2 : 0;

@@ -30,6 +30,8 @@ int main(int argc, char** argv) {
         return (v & (v - 1)) == 0 ? std::string() : "must be a power of two";
       }, "POW2"));
   record->add_option("--zstd-level", rec.zstd_level, "zstd level of event frames")->check(CLI::Range(-5, 19));
+  record->add_option("--config", rec.config_file, "channel handler rules: lines `PATTERN HANDLER [PARAMS]` (README)");
+  record->add_option("--control-socket", rec.control_socket, "control socket for `cptrace config` (default: DIR/control.sock)");
   record->add_option("cmd", rec.cmd, "command to run and record (after --)");
 
   std::string dir;
@@ -40,6 +42,12 @@ int main(int argc, char** argv) {
   auto* info = app.add_subcommand("info", "summarize a trace");
   info->add_option("dir", dir, "trace directory")->required();
   info->add_flag("--json", json, "machine-readable summary");
+  std::string ctl_socket;
+  std::vector<std::string> ctl_args;
+  auto* config = app.add_subcommand("config", "change channel handlers of a running recording: "
+                                              "config DIR|--socket PATH set CHANNEL HANDLER [PARAMS] | get");
+  config->add_option("--socket", ctl_socket, "the recorder's control socket (instead of DIR)");
+  config->add_option("args", ctl_args, "[DIR] set CHANNEL HANDLER [PARAMS...] | [DIR] get")->required();
   auto* check = app.add_subcommand("check", "can this machine record? (root, BTF, uprobes, nop5 path, TSC, ring buffer)");
 
   CLI11_PARSE(app, argc, argv);
@@ -48,6 +56,7 @@ int main(int argc, char** argv) {
     if (*dump) return cptrace::cmd_dump(dir, csv);
     if (*info) return cptrace::cmd_info(dir, json);
     if (*check) return cptrace::cmd_check();
+    if (*config) return cptrace::cmd_config(ctl_socket, ctl_args);
   } catch (const std::exception& e) {
     fprintf(stderr, "cptrace %s: %s\n", app.get_subcommands().front()->get_name().c_str(), e.what());
     return 1;

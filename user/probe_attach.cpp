@@ -36,6 +36,7 @@ Probes::Probes(const ProbeOptions& opt) {
   if (int err = cptrace_bpf::load(skel_))
     throw std::runtime_error(explain_bpf_error(err, "loading the BPF programs"));
   create_rings(opt.ring_bytes);
+  if (opt.before_attach) opt.before_attach(*this);
   for (const auto& t : opt.targets) attach_target(t);
 }
 
@@ -112,16 +113,24 @@ void Probes::detach() {
 Counters Probes::read_counters() const {
   int ncpu = libbpf_num_possible_cpus();
   Counters c;
-  c.seen.assign(ncpu, 0);
-  c.dropped.assign(ncpu, 0);
   std::vector<__u64> vals(ncpu);
   int fd = bpf_map__fd(skel_->maps.counters);
-  for (__u32 idx : {__u32(CP_CNT_SEEN), __u32(CP_CNT_DROPPED)}) {
+  std::pair<__u32, std::vector<uint64_t>*> which[] = {{CP_CNT_SEEN, &c.seen},
+                                                      {CP_CNT_DROPPED, &c.dropped},
+                                                      {CP_CNT_FILTERED, &c.filtered},
+                                                      {CP_CNT_SERIES_LOST, &c.series_lost}};
+  for (auto [idx, dst] : which) {
+    dst->assign(ncpu, 0);
     if (bpf_map_lookup_elem(fd, &idx, vals.data())) continue;
-    auto& dst = idx == CP_CNT_SEEN ? c.seen : c.dropped;
-    for (int i = 0; i < ncpu; ++i) dst[i] = vals[i];
+    for (int i = 0; i < ncpu; ++i) (*dst)[i] = vals[i];
   }
   return c;
 }
+
+int Probes::handlers_fd() const { return bpf_map__fd(skel_->maps.handlers); }
+int Probes::last_slots_fd() const { return bpf_map__fd(skel_->maps.last_slots); }
+int Probes::count_slots_fd() const { return bpf_map__fd(skel_->maps.count_slots); }
+// .bss is mmapped by the skeleton: a plain store reaches the programs.
+void Probes::enable_handlers() { __atomic_store_n(&skel_->bss->handlers_in_use, 1, __ATOMIC_SEQ_CST); }
 
 }  // namespace cptrace

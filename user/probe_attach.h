@@ -3,6 +3,7 @@
 // (a libcptrace.so, or an executable linked with libcptrace.a).
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,9 @@ struct ProbeOptions {
   uint32_t filter_tgid = 0;          // 0: every process
   uint32_t ring_bytes = 16u << 20;   // per CPU, power of two
   uint64_t wakeup_bytes = 1u << 20;  // BPF wakes the drain past this fill
+  // Called after the programs are loaded, before any uprobe is attached (the
+  // recorder installs channel handlers here, so no event escapes them).
+  std::function<void(class Probes&)> before_attach;
 };
 
 class Probes {
@@ -32,6 +36,11 @@ class Probes {
   void detach();
   // Per-CPU seen/dropped counts (events).
   Counters read_counters() const;
+  // Channel handler maps (user/handlers.h) and the switch that turns them on.
+  int handlers_fd() const;
+  int last_slots_fd() const;
+  int count_slots_fd() const;
+  void enable_handlers();
   // "path:symbol" for every attached probe.
   const std::vector<std::string>& attached() const { return attached_; }
 

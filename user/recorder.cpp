@@ -6,6 +6,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -21,6 +22,8 @@
 #include "attach_targets.h"
 #include "block_pipeline.h"
 #include "clock_map.h"
+#include "control_socket.h"
+#include "handlers.h"
 #include "node_info.h"
 #include "probe_attach.h"
 #include "proc_registry.h"
@@ -47,13 +50,16 @@ uint64_t now_ns(clockid_t c) {
 // registries. New entries are written as Channels frames as they appear.
 class ChannelTable {
  public:
+  std::function<void(const ChannelInfo&)> on_new;  // a channel (or its name) became known
   void add(const ChannelInfo& c) {
-    std::lock_guard lk(mu_);
-    auto [it, fresh] = all_.try_emplace(c.id, c);
-    if (fresh || (it->second.name.empty() && !c.name.empty())) {
+    {
+      std::lock_guard lk(mu_);
+      auto [it, fresh] = all_.try_emplace(c.id, c);
+      if (!fresh && !(it->second.name.empty() && !c.name.empty())) return;
       it->second = c;
       pending_.push_back(c);
     }
+    if (on_new) on_new(c);
   }
   static json to_json(const std::vector<ChannelInfo>& v) {
     json a = json::array();
@@ -91,7 +97,20 @@ void add_registry(ChannelTable& table, pid_t pid) {
   }
 }
 
-json counters_json(const Counters& c) { return {{"seen", c.seen}, {"dropped", c.dropped}}; }
+json counters_json(const Counters& c) {
+  return {{"seen", c.seen}, {"dropped", c.dropped}, {"filtered", c.filtered}, {"series_lost", c.series_lost}};
+}
+
+// Events the handlers still held in BPF maps at stop (user/handlers.h).
+void submit_events(BlockPipeline& pipe, const std::vector<TraceEvent>& ev) {
+  for (size_t i = 0; i < ev.size();) {
+    Block* b = pipe.acquire();
+    size_t k = std::min(ev.size() - i, pipe.block_events());
+    b->events.assign(ev.begin() + i, ev.begin() + i + k);
+    pipe.submit(b);
+    i += k;
+  }
+}
 
 // A child that waits on a pipe until the probes are attached, then execs CMD.
 pid_t spawn_held(const std::vector<std::string>& cmd, int& release_fd) {
@@ -152,6 +171,8 @@ int run_record(const RecordOptions& opt) {
   if (opt.pid && kill(opt.pid, 0) != 0)
     throw std::runtime_error(fmt::format("-p {}: no such process ({})", opt.pid, strerror(errno)));
   if (opt.duration_s < 0) throw std::runtime_error("--duration must be >= 0");
+  std::vector<ConfigRule> rules;  // a bad config file stops us before anything runs
+  if (!opt.config_file.empty()) rules = parse_config_file(opt.config_file);
   auto targets = choose_targets(opt);
 
   int release_fd = -1;
@@ -163,14 +184,20 @@ int run_record(const RecordOptions& opt) {
   po.filter_tgid = filter;
   po.ring_bytes = opt.ring_mb << 20;
   po.wakeup_bytes = po.ring_bytes / 4;
-  Probes probes(po);
-
-  NodeInfo ni = read_node_info();
   // Two correlation points before any event frame can be written, so even a
-  // recorder killed in its first flush period leaves convertible timestamps.
+  // recorder killed in its first flush period leaves convertible timestamps;
+  // taken before attaching, as `counter` handlers need the TSC rate.
   std::vector<ClockPoint> clock{sample_clock_point()};
   usleep(20000);
   clock.push_back(sample_clock_point());
+  std::unique_ptr<HandlerTable> handlers;
+  po.before_attach = [&](Probes& p) {
+    handlers = make_handler_table(p, ClockMap(clock).tsc_hz());
+    handlers->set_rules(std::move(rules));
+  };
+  Probes probes(po);
+
+  NodeInfo ni = read_node_info();
   json meta = {{"format", "cptrace"},
                {"version", kFormatVersion},
                {"node", opt.node.empty() ? ni.host : opt.node},
@@ -188,7 +215,17 @@ int run_record(const RecordOptions& opt) {
   pipe.submit_frame(encode_clock(clock));
   size_t clock_written = clock.size();
   ChannelTable channels;
+  channels.on_new = [&](const ChannelInfo& c) {
+    try {
+      handlers->on_channel(c.id, c.name);
+    } catch (const std::exception& e) {
+      fprintf(stderr, "cptrace record: handler for channel %s: %s\n", c.name.c_str(), e.what());
+    }
+  };
   if (opt.pid) add_registry(channels, opt.pid);
+  auto control = std::make_unique<ControlSocket>(
+      opt.control_socket.empty() ? (fs::path(opt.out_dir) / "control.sock").string() : opt.control_socket,
+      [&](const json& req) { return handle_control(*handlers, req); });
   RingDrain drain(probes.ring_fds(), pipe, [&](const ChannelInfo& c) { channels.add(c); });
   drain.start();
 
@@ -217,6 +254,7 @@ int run_record(const RecordOptions& opt) {
     }
     EncodedFrame f;
     if (channels.take_pending(f)) pipe.submit_frame(std::move(f));
+    if (handlers->take_pending(f)) pipe.submit_frame(std::move(f));
     pipe.submit_frame(encode_json(FrameType::Counters,
                                   counters_json(probes.read_counters()).dump(), 1));
   };
@@ -249,13 +287,23 @@ int run_record(const RecordOptions& opt) {
   // Stop: the command first (it gets our signal, as under a shell's Ctrl-C),
   // then the probes, so nothing new arrives; then drain, then flush.
   if (child && !child_done) kill(child, g_stop_signal ? g_stop_signal.load() : SIGTERM);
+  control.reset();  // no handler change after this point
   probes.detach();
   Counters final_counts = probes.read_counters();
   drain.stop_and_flush();
+  HeldEvents held = collect_held_events(probes.last_slots_fd(), probes.count_slots_fd(), *handlers);
+  submit_events(pipe, held.events);
+  for (size_t cpu = 0; cpu < held.filtered_fix.size() && cpu < final_counts.filtered.size(); ++cpu)
+    final_counts.filtered[cpu] -= held.filtered_fix[cpu];  // firstlast "last": recorded after all
   for (uint32_t pid : drain.pids()) add_registry(channels, pid);
   if (child && !child_done) waitpid(child, &child_status, 0);
   clock.push_back(sample_clock_point());
-  flush_side_frames();  // after detach: these counters are final
+  // After detach: these counters are final.
+  if (clock.size() > clock_written) pipe.submit_frame(encode_clock({clock.begin() + clock_written, clock.end()}));
+  EncodedFrame side;
+  if (channels.take_pending(side)) pipe.submit_frame(std::move(side));
+  if (handlers->take_pending(side)) pipe.submit_frame(std::move(side));
+  pipe.submit_frame(encode_json(FrameType::Counters, counters_json(final_counts).dump(), 1));
   pipe.finish();
 
   ClockMap cmap(clock);
@@ -268,14 +316,19 @@ int run_record(const RecordOptions& opt) {
   meta["tsc_hz"] = cmap.tsc_hz();
   meta["channels"] = channels.all_json();
   meta["counters"] = counters_json(final_counts);
-  meta["recorded_events"] = pipe.stats().events.load();
+  meta["handlers"] = handlers->history();
+  uint64_t series_points = drain.series_points() + std::count_if(held.events.begin(), held.events.end(),
+      [](const TraceEvent& e) { return e.kind == uint8_t(EventKind::Count); });
+  uint64_t recorded = pipe.stats().events.load() - series_points;
+  meta["recorded_events"] = recorded;
+  meta["counter_series_points"] = series_points;
   meta["complete"] = true;
   writer.finish(meta);
 
   uint64_t seen = final_counts.total_seen(), dropped = final_counts.total_dropped();
-  fprintf(stderr, "cptrace record: %llu events recorded, %llu dropped, %llu seen -> %s\n",
-          (unsigned long long)pipe.stats().events.load(), (unsigned long long)dropped,
-          (unsigned long long)seen, opt.out_dir.c_str());
+  fprintf(stderr, "cptrace record: %llu events recorded, %llu dropped, %llu filtered, %llu seen -> %s\n",
+          (unsigned long long)recorded, (unsigned long long)dropped,
+          (unsigned long long)final_counts.total_filtered(), (unsigned long long)seen, opt.out_dir.c_str());
   // Like a shell: the command's exit code, or 128 + the signal that ended it.
   if (child && WIFEXITED(child_status)) return WEXITSTATUS(child_status);
   if (child && WIFSIGNALED(child_status)) return 128 + WTERMSIG(child_status);

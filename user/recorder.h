@@ -20,6 +20,8 @@ struct RecordOptions {
   uint32_t ring_mb = 16;
   int zstd_level = 1;
   double flush_s = 0.5;           // a killed recorder loses at most this much
+  std::string config_file;        // --config: channel handler rules (user/handlers.h)
+  std::string control_socket;     // --control-socket (default: OUT_DIR/control.sock)
 };
 
 // Returns the process exit status for main(). Throws on setup errors.

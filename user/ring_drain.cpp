@@ -71,6 +71,17 @@ int RingDrain::decode(const void* data, size_t size, std::vector<TraceEvent>& ou
       }
       return int(h->n);
     }
+    case CP_REC_COUNT: {  // one point of a `counter` handler's series
+      if (size < sizeof(cp_count_rec)) return -1;
+      const auto* r = static_cast<const cp_count_rec*>(data);
+      e.ts = r->start;
+      e.timebase = uint8_t(h->n ? Timebase::Tsc : Timebase::MonoNs);
+      e.kind = uint8_t(EventKind::Count);
+      e.channel = r->channel;
+      e.tuple = r->count;
+      out.push_back(e);
+      return 1;
+    }
     case CP_REC_CHANNEL: {
       if (size < sizeof(cp_channel_rec) || !channel) return -1;
       const auto* r = static_cast<const cp_channel_rec*>(data);
@@ -94,6 +105,7 @@ int RingDrain::on_record(void* ctx, void* data, size_t size) {
     if (pid != self->last_pid_) self->pids_.insert(self->last_pid_ = pid);
   }
   if (n > 0) {
+    if (static_cast<const cp_rec_hdr*>(data)->kind == CP_REC_COUNT) self->series_points_++;
     self->push_events(self->scratch_.data(), self->scratch_.size());
   } else if (n == 0 && self->on_channel_) {
     self->on_channel_(ch);

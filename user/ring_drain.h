@@ -36,6 +36,8 @@ class RingDrain {
 
   uint64_t records() const { return records_.load(); }
   uint64_t events() const { return events_.load(); }
+  // Of those, points of `counter` series (EventKind::Count): summaries, not events.
+  uint64_t series_points() const { return series_points_.load(); }
   // Processes whose records were seen (read after stop_and_flush()).
   const std::set<uint32_t>& pids() const { return pids_; }
 
@@ -59,7 +61,7 @@ class RingDrain {
   uint32_t last_pid_ = 0;
   std::atomic<bool> stop_{false};
   std::atomic<bool> flush_requested_{false};
-  std::atomic<uint64_t> records_{0}, events_{0};
+  std::atomic<uint64_t> records_{0}, events_{0}, series_points_{0};
   std::thread thread_;
 };
 

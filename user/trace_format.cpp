@@ -16,6 +16,10 @@ uint64_t Counters::total_dropped() const {
   return std::accumulate(dropped.begin(), dropped.end(), uint64_t{0});
 }
 
+uint64_t Counters::total_filtered() const {
+  return std::accumulate(filtered.begin(), filtered.end(), uint64_t{0});
+}
+
 std::string file_header_bytes() {
   std::string h(kFileHeaderSize, '\0');
   std::memcpy(h.data(), kFileMagic, sizeof kFileMagic);

@@ -56,6 +56,8 @@ enum class Timebase : uint8_t {
 enum class EventKind : uint8_t {
   User = 1,          // cp_logTS / batch entry
   ChannelClose = 2,  // cp_close_channel
+  Count = 3,         // `counter` handler: tuple = events of `channel` on one CPU in the
+                     // period starting at ts (period: the Handlers history)
 };
 
 // One decoded event. In events.cpt `ts` is stored in its recorded timebase;
@@ -90,12 +92,16 @@ struct ChannelInfo {
   uint32_t pid = 0;
 };
 
-// Per-CPU counters, in events. recorded + dropped == seen.
+// Per-CPU counters, in events. recorded + dropped + filtered == seen, where
+// filtered counts the events a channel handler kept no record of (user/handlers.h).
 struct Counters {
   std::vector<uint64_t> seen;
   std::vector<uint64_t> dropped;
+  std::vector<uint64_t> filtered;
+  std::vector<uint64_t> series_lost;  // `counter` events missing from the series (also filtered)
   uint64_t total_seen() const;
   uint64_t total_dropped() const;
+  uint64_t total_filtered() const;
 };
 
 // ---- Frame and file-header helpers (trace_format.cpp) ----------------------------

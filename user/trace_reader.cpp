@@ -219,8 +219,14 @@ void TraceReader::take_frame(uint64_t off, const FrameHeader& h, const std::vect
       sync_.insert(sync_.end(), rounds.begin(), rounds.end());
       return;
     }
+    case FrameType::Handlers: {
+      json changes = json::parse(decode_json(h, payload.data(), payload.size()));
+      if (!changes.is_array()) throw std::runtime_error("handlers frame is not a JSON array");
+      for (auto& c : changes) handler_changes_.push_back(std::move(c));
+      return;
+    }
     default:
-      break;  // Net, Handlers: read by the stages that own them
+      break;  // Net: read by the stage that owns it
   }
   // Unknown frame types with a good CRC come from a newer writer: skipped.
 }
@@ -251,6 +257,8 @@ void TraceReader::take_counters(json j) {
   Counters c;
   c.seen = j.value("seen", std::vector<uint64_t>{});
   c.dropped = j.value("dropped", std::vector<uint64_t>{});
+  c.filtered = j.value("filtered", std::vector<uint64_t>{});
+  c.series_lost = j.value("series_lost", std::vector<uint64_t>{});
   counters_ = std::move(c);
   counters_json_ = std::move(j);
 }

@@ -61,6 +61,10 @@ class TraceReader {
   void for_each_batch(const std::function<void(const std::vector<TraceEvent>&)>& fn) const;
   std::vector<TraceEvent> events() const;
 
+  // Channel handler changes (Handlers frames), in the order they took effect:
+  // JSON objects described in user/handlers.h.
+  const nlohmann::json& handler_changes() const { return handler_changes_; }
+
   // MinRTT rounds this node initiated (Sync frames), in file order.
   const std::vector<SyncRound>& sync_rounds() const { return sync_; }
 
@@ -101,6 +105,7 @@ class TraceReader {
   ClockMap clock_map_;
   std::map<uint64_t, ChannelInfo> channels_;
   std::vector<SyncRound> sync_;
+  nlohmann::json handler_changes_ = nlohmann::json::array();
   Counters counters_;
   nlohmann::json counters_json_ = nlohmann::json::object();
   std::vector<EventFrame> event_frames_;

@@ -1,7 +1,7 @@
 /* workload: the integration tests' event source.
  *
  *   workload [--threads N] [--events N] [--channels N] [--mode single|batch]
- *            [--wait-signal] [--delay-open-ms N]
+ *            [--wait-signal] [--delay-open-ms N] [--pace-us N] [--all-channels]
  *
  * Sleeps --delay-open-ms (so a recorder started first sees the channels being
  * announced live), opens channels chan0..chanK-1, then, with --wait-signal,
@@ -9,7 +9,11 @@
  * must learn the names from the registry). Then N threads each log --events
  * events, round-robin over the channels, thread t using tuple ids
  * t*1000000000 + i, through cp_logTS (single) or cp_logTS_batch (batch; the
- * buffers are flushed by the library at thread exit). Finally the channels are
+ * buffers are flushed by the library at thread exit). --all-channels: event i
+ * is logged on every channel in turn (chan0 first), so each channel sees every
+ * tuple id. --pace-us N: event i of a thread is emitted no earlier than
+ * start + i*N us (busy wait), so a run lasts long enough to be reconfigured
+ * mid-way. Finally the channels are
  * closed and one JSON line tells what was emitted:
  *
  *   {"pid":P,"mode":"batch","threads":N,"events_per_thread":E,"total":T,
@@ -40,6 +44,8 @@ struct options {
 	int batch;
 	int wait_signal;
 	unsigned delay_open_ms;
+	uint64_t pace_us;
+	int all_channels;
 };
 
 struct worker {
@@ -50,14 +56,14 @@ struct worker {
 	uint64_t *per_channel; /* events this thread logged on each channel */
 };
 
-static struct options opt = {2, 1000, 2, 0, 0, 0};
+static struct options opt = {2, 1000, 2, 0, 0, 0, 0, 0};
 static uint64_t *channel_ids;
 
 static void usage(const char *argv0)
 {
 	fprintf(stderr,
 		"usage: %s [--threads N] [--events N] [--channels N] [--mode single|batch]\n"
-		"          [--wait-signal] [--delay-open-ms N]\n",
+		"          [--wait-signal] [--delay-open-ms N] [--pace-us N] [--all-channels]\n",
 		argv0);
 	exit(2);
 }
@@ -81,6 +87,10 @@ static void parse_args(int argc, char **argv)
 			opt.wait_signal = 1;
 			continue;
 		}
+		if (!strcmp(a, "--all-channels")) {
+			opt.all_channels = 1;
+			continue;
+		}
 		if (!v)
 			usage(argv[0]);
 		if (!strcmp(a, "--threads"))
@@ -89,6 +99,8 @@ static void parse_args(int argc, char **argv)
 			opt.events = parse_count(v, argv[0], 0);
 		else if (!strcmp(a, "--channels"))
 			opt.channels = parse_count(v, argv[0], 1);
+		else if (!strcmp(a, "--pace-us"))
+			opt.pace_us = parse_count(v, argv[0], 0);
 		else if (!strcmp(a, "--delay-open-ms"))
 			opt.delay_open_ms = parse_count(v, argv[0], 0);
 		else if (!strcmp(a, "--mode") && (!strcmp(v, "single") || !strcmp(v, "batch")))
@@ -136,20 +148,39 @@ static void wait_for_go(const sigset_t *set)
 		;
 }
 
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void log_one(struct worker *w, unsigned c, uint64_t tuple)
+{
+	if (opt.batch)
+		cp_logTS_batch(channel_ids[c], tuple);
+	else
+		cp_logTS(channel_ids[c], tuple);
+	w->per_channel[c]++;
+	w->emitted++;
+}
+
 static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
 	w->tid = gettid();
 	uint64_t base = (uint64_t)(w->index * TUPLE_STRIDE);
+	uint64_t start = mono_ns();
 	for (uint64_t i = 0; i < opt.events; i++) {
-		unsigned c = i % opt.channels;
-		if (opt.batch)
-			cp_logTS_batch(channel_ids[c], base + i);
+		if (opt.pace_us)
+			while (mono_ns() < start + i * opt.pace_us * 1000)
+				;
+		if (opt.all_channels)
+			for (unsigned c = 0; c < opt.channels; c++)
+				log_one(w, c, base + i);
 		else
-			cp_logTS(channel_ids[c], base + i);
-		w->per_channel[c]++;
+			log_one(w, i % opt.channels, base + i);
 	}
-	w->emitted = opt.events;
 	return NULL;
 }
 

@@ -1,0 +1,396 @@
+// Channel handlers on the real kernel: each handler's exact semantics on both
+// paths, a switch id -> downsample 10 -> null mid-run through the control
+// socket, and bad configurations refused with the configuration unchanged.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "control_socket.h"
+#include "test_util.h"
+#include "trace_reader.h"
+
+using namespace cptrace;
+using namespace testutil;
+using nlohmann::json;
+
+namespace {
+
+std::string workload() { return (build_dir() / "tests" / "workload").string(); }
+
+struct Recorded {
+  std::map<std::string, std::vector<TraceEvent>> user;   // channel name -> user events, by tuple
+  std::map<std::string, std::vector<TraceEvent>> count;  // channel name -> Count events
+};
+
+Recorded by_channel(const TraceReader& r) {
+  Recorded out;
+  r.for_each_event([&](const TraceEvent& e) {
+    if (e.kind == uint8_t(EventKind::User)) out.user[r.channel_name(e.channel)].push_back(e);
+    if (e.kind == uint8_t(EventKind::Count)) out.count[r.channel_name(e.channel)].push_back(e);
+  });
+  for (auto& [n, v] : out.user)
+    std::sort(v.begin(), v.end(), [](auto& a, auto& b) { return a.tuple < b.tuple; });
+  return out;
+}
+
+std::vector<uint64_t> tuples(const std::vector<TraceEvent>& v) {
+  std::vector<uint64_t> t;
+  for (auto& e : v) t.push_back(e.tuple);
+  return t;
+}
+
+// recorded + dropped + filtered == seen, in the counters and as `cptrace info` says.
+void expect_accounted(const TraceReader& r, const TempDir& tmp, const std::string& dir) {
+  uint64_t recorded = 0;
+  r.for_each_event([&](const TraceEvent& e) { recorded += e.kind != uint8_t(EventKind::Count); });
+  const Counters& c = r.counters();
+  EXPECT_EQ(c.total_dropped(), 0u);
+  EXPECT_EQ(recorded + c.total_dropped() + c.total_filtered(), c.total_seen());
+  auto info = run(cptrace_bin() + " info --json " + dir, tmp);
+  ASSERT_EQ(info.status, 0) << info.err;
+  EXPECT_TRUE(json::parse(info.out).at("accounted").get<bool>()) << info.out;
+}
+
+const json* change_for(const TraceReader& r, const std::string& name, size_t nth = 0) {
+  for (const json& c : r.handler_changes())
+    if (c.at("name") == name && nth-- == 0) return &c;
+  return nullptr;
+}
+
+void write_file(const std::string& path, const std::string& text) {
+  FILE* f = fopen(path.c_str(), "w");
+  ASSERT_TRUE(f);
+  fputs(text.c_str(), f);
+  fclose(f);
+}
+
+// One thread logs tuple i on every channel in turn, paced, so the id channel's
+// timestamps are the truth for the counter channel (logged right after it).
+void check_semantics(const std::string& mode) {
+  TempDir tmp;
+  const uint64_t N = 20000;
+  write_file(tmp / "cfg",
+             "# handlers under test\n"
+             "chan1 downsample 7\n"
+             "chan2 xoy 3 10\n"
+             "chan3 firstlast\n"
+             "chan4 null\n"
+             "chan5 counter 5ms\n"
+             "*     id   # chan0\n");
+  auto res = run(cptrace_bin() + " record --no-progress --ring-mb 64 --config " + (tmp / "cfg") + " -o " +
+                     (tmp / "trace") + " -- " + workload() + " --threads 1 --channels 6 --all-channels --events " +
+                     std::to_string(N) + " --pace-us 20 --mode " + mode,
+                 tmp);
+  ASSERT_EQ(res.status, 0) << res.err;
+  TraceReader r(tmp / "trace");
+  ASSERT_FALSE(r.error());
+  Recorded rec = by_channel(r);
+
+  std::vector<uint64_t> all, ds, xoy;
+  for (uint64_t i = 0; i < N; ++i) {
+    all.push_back(i);
+    if (i % 7 == 0) ds.push_back(i);
+    if (i % 10 < 3) xoy.push_back(i);
+  }
+  EXPECT_EQ(tuples(rec.user["chan0"]), all) << "id keeps every event";
+  EXPECT_EQ(tuples(rec.user["chan1"]), ds) << "downsample 7 keeps the 1st, 8th, 15th ...";
+  EXPECT_EQ(tuples(rec.user["chan2"]), xoy) << "xoy 3 10 keeps tuple % 10 < 3";
+  EXPECT_EQ(tuples(rec.user["chan3"]), (std::vector<uint64_t>{0, N - 1})) << "firstlast";
+  EXPECT_TRUE(rec.user["chan4"].empty()) << "null";
+  EXPECT_TRUE(rec.user["chan5"].empty()) << "counter keeps no per-event record";
+
+  // counter: the series adds up to every event, and each period holds the
+  // events the id channel saw in it, within one event at each edge.
+  const json* cc = change_for(r, "chan5");
+  ASSERT_TRUE(cc);
+  const uint64_t period_ns = 5000000;
+  bool batch = mode == "batch";
+  uint64_t period_ticks = cc->at("period_ticks");
+  auto bucket = [&](uint64_t tsc, bool is_start) -> uint64_t {
+    if (batch) return tsc / period_ticks;
+    uint64_t mono = r.clock_map().tsc_to_mono(tsc);
+    // A period start converted mono -> TSC -> mono may come back a few ns off.
+    return is_start ? (mono + period_ns / 2) / period_ns : mono / period_ns;
+  };
+  std::map<uint64_t, int64_t> counted, truth;
+  uint64_t total = 0;
+  for (auto& e : rec.count["chan5"]) {
+    counted[bucket(e.ts, true)] += int64_t(e.tuple);  // per CPU: summed per period
+    total += e.tuple;
+  }
+  for (auto& e : rec.user["chan0"]) truth[bucket(e.ts, false)]++;
+  EXPECT_EQ(total, N);
+  EXPECT_GE(counted.size(), 10u) << "the run should span many periods";
+  std::set<uint64_t> keys;
+  for (auto& [b, n] : counted) keys.insert(b);
+  for (auto& [b, n] : truth) keys.insert(b);
+  int off_by_one = 0;
+  for (uint64_t b : keys) {
+    int64_t d = counted[b] - truth[b];
+    EXPECT_LE(std::abs(d), 1) << "period " << b << ": counted " << counted[b] << ", truth " << truth[b];
+    off_by_one += d != 0;
+  }
+  ::testing::Test::RecordProperty("periods", int(keys.size()));
+  ::testing::Test::RecordProperty("periods_off_by_one", off_by_one);
+  printf("counter (%s): %zu periods, %d off by one event at an edge\n", mode.c_str(), keys.size(), off_by_one);
+  expect_accounted(r, tmp, tmp / "trace");
+}
+
+}  // namespace
+
+TEST(Handlers, ExactSemanticsSinglePath) {
+  REQUIRE_BPF();
+  check_semantics("single");
+}
+
+TEST(Handlers, ExactSemanticsBatchPath) {
+  REQUIRE_BPF();
+  check_semantics("batch");
+}
+
+// Several threads: downsample counts in one global order, so exactly
+// ceil(total / N) events survive; xoy keeps exactly its tuple set.
+TEST(Handlers, DownsampleIsGlobalAcrossThreads) {
+  REQUIRE_BPF();
+  TempDir tmp;
+  write_file(tmp / "cfg", "chan0 downsample 10\nchan1 xoy 1 4\n");
+  auto res = run(cptrace_bin() + " record --no-progress --config " + (tmp / "cfg") + " -o " + (tmp / "trace") +
+                     " -- " + workload() + " --threads 4 --channels 2 --all-channels --events 25001 --mode single",
+                 tmp);
+  ASSERT_EQ(res.status, 0) << res.err;
+  TraceReader r(tmp / "trace");
+  Recorded rec = by_channel(r);
+  EXPECT_EQ(rec.user["chan0"].size(), (4u * 25001 + 9) / 10);
+  uint64_t xoy = 0;
+  for (auto& e : rec.user["chan1"]) EXPECT_LT(e.tuple % 4, 1u);
+  for (uint64_t t = 0; t < 4; ++t)
+    for (uint64_t i = 0; i < 25001; ++i) xoy += (t * 1000000000ull + i) % 4 < 1;
+  EXPECT_EQ(rec.user["chan1"].size(), xoy);
+  expect_accounted(r, tmp, tmp / "trace");
+}
+
+// id -> downsample 10 -> null on chan0 while recording; chan1 stays `id` and
+// tells when each tuple was emitted (chan0's event i lies between chan1's i-1 and i).
+TEST(Handlers, SwitchMidRunFollowsRecordedInstants) {
+  REQUIRE_BPF();
+  TempDir tmp;
+  const uint64_t N = 30000;
+  std::string dir = tmp / "trace";
+  Proc rec(cptrace_bin() + " record --no-progress -o " + dir + " -- " + workload() +
+               " --threads 1 --channels 2 --all-channels --pace-us 100 --mode single --events " + std::to_string(N),
+           tmp / "r.out", tmp / "r.err");
+  ASSERT_TRUE(rec.wait_for("attached", 30, true)) << read_file(tmp / "r.err");
+  std::this_thread::sleep_for(std::chrono::milliseconds(800));
+  auto s1 = run(cptrace_bin() + " config " + dir + " set chan0 downsample 10", tmp);
+  ASSERT_EQ(s1.status, 0) << s1.err;
+  std::this_thread::sleep_for(std::chrono::milliseconds(800));
+  auto s2 = run(cptrace_bin() + " config " + dir + " set chan0 null", tmp);
+  ASSERT_EQ(s2.status, 0) << s2.err;
+  ASSERT_EQ(rec.wait(60), 0) << read_file(tmp / "r.err");
+
+  TraceReader r(dir);
+  ASSERT_FALSE(r.error());
+  const json* c1 = change_for(r, "chan0", 0);
+  const json* c2 = change_for(r, "chan0", 1);
+  ASSERT_TRUE(c1 && c2) << r.handler_changes().dump();
+  EXPECT_EQ(c1->at("spec"), "downsample 10");
+  EXPECT_EQ(c2->at("spec"), "null");
+  uint64_t b1 = c1->at("before").at("mono_ns"), a1 = c1->at("after").at("mono_ns");
+  uint64_t b2 = c2->at("before").at("mono_ns"), a2 = c2->at("after").at("mono_ns");
+
+  Recorded evs = by_channel(r);
+  auto mono = [&](const TraceEvent& e) { return r.clock_map().tsc_to_mono(e.ts); };
+  ASSERT_EQ(evs.user["chan1"].size(), N) << "the reference channel keeps every event";
+  std::vector<uint64_t> t1(N);  // chan1's instant of tuple i
+  for (auto& e : evs.user["chan1"]) t1[e.tuple] = mono(e);
+  std::set<uint64_t> kept;
+  for (auto& e : evs.user["chan0"]) {
+    kept.insert(e.tuple);
+    // Every recorded chan0 event lies in its emission slot.
+    EXPECT_LT(mono(e), t1[e.tuple]);
+    if (e.tuple) {
+      EXPECT_GT(mono(e), t1[e.tuple - 1]);
+    }
+    EXPECT_LE(mono(e), a2) << "an event recorded after the switch to null";
+  }
+  // Before the first switch: every event.
+  uint64_t phase_a = 0;
+  for (uint64_t i = 0; i < N && t1[i] < b1; ++i, ++phase_a) EXPECT_TRUE(kept.count(i)) << "tuple " << i;
+  // Between the switches: every 10th, from the first event the new handler saw.
+  uint64_t first_b = UINT64_MAX, after_first = UINT64_MAX;
+  for (auto& e : evs.user["chan0"])
+    if (mono(e) >= b1) {
+      first_b = std::min(first_b, e.tuple);
+    }
+  for (uint64_t i = 1; i < N; ++i)
+    if (t1[i - 1] > a1) {
+      after_first = i;
+      break;
+    }
+  ASSERT_NE(first_b, UINT64_MAX) << "nothing recorded after the first switch";
+  EXPECT_LE(first_b, after_first) << "the downsample's 1st event is the first one after the switch";
+  uint64_t phase_b = 0, kept_b = 0;
+  for (uint64_t i = first_b; i < N; ++i) {
+    if (i == 0 || t1[i - 1] <= a1) continue;  // could be either side of the switch
+    if (t1[i] >= b2) break;
+    phase_b++;
+    bool want = (i - first_b) % 10 == 0;
+    kept_b += want;
+    EXPECT_EQ(kept.count(i) == 1, want) << "tuple " << i;
+  }
+  // After the second switch: nothing (checked per event above); and it happened mid-run.
+  uint64_t phase_c = 0;
+  for (uint64_t i = 1; i < N; ++i) phase_c += t1[i - 1] > a2;
+  EXPECT_GT(phase_a, 1000u);
+  EXPECT_GT(phase_b, 1000u);
+  EXPECT_GT(phase_c, 1000u);
+  RecordProperty("phase_id_events", int(phase_a));
+  RecordProperty("phase_downsample_events", int(phase_b));
+  RecordProperty("phase_null_events", int(phase_c));
+  RecordProperty("switch_window_ns", int(a1 - b1));
+  printf("switch: %llu id, %llu downsample, %llu null events; windows %llu / %llu ns\n",
+         (unsigned long long)phase_a, (unsigned long long)phase_b, (unsigned long long)phase_c,
+         (unsigned long long)(a1 - b1), (unsigned long long)(a2 - b2));
+  expect_accounted(r, tmp, dir);
+  // info and dump show the history.
+  auto info = run(cptrace_bin() + " info " + dir, tmp);
+  EXPECT_NE(info.out.find("downsample 10"), std::string::npos) << info.out;
+  auto dump = run(cptrace_bin() + " dump " + dir + " | head -3", tmp);
+  EXPECT_NE(dump.out.find("# chan0"), std::string::npos) << dump.out;
+}
+
+TEST(Handlers, BadConfigFileIsAClearError) {
+  TempDir tmp;
+  struct Case {
+    std::string text, needle;
+  } cases[] = {
+      {"chan0 id\nchan1 bogus\n", "cfg:2: unknown handler `bogus`"},
+      {"chan0 downsample 0\n", "cfg:1: downsample N: must be >= 1"},
+      {"chan0 downsample x\n", "cfg:1: downsample N: `x` is not a non-negative integer"},
+      {"\n\nchan0 xoy 5 3\n", "cfg:3: xoy X Y: X (5) must be <= Y (3)"},
+      {"chan0 counter 10\n", "cfg:1: counter PERIOD: `10` is not a period"},
+      {"chan0 null 3\n", "cfg:1: handler `null` takes 0 parameter(s)"},
+      {"chan0\n", "cfg:1: missing handler"},
+  };
+  for (auto& c : cases) {
+    write_file(tmp / "cfg", c.text);
+    auto r = run(cptrace_bin() + " record --no-progress --config " + (tmp / "cfg") + " -o " + (tmp / "t") +
+                     " -- " + workload(),
+                 tmp);
+    EXPECT_NE(r.status, 0) << c.text;
+    EXPECT_NE(r.err.find(c.needle), std::string::npos) << "want `" << c.needle << "` in: " << r.err;
+    EXPECT_EQ(r.out.find("\"pid\""), std::string::npos) << "the workload ran despite the bad config";
+  }
+  auto r = run(cptrace_bin() + " record --no-progress --config " + (tmp / "missing") + " -o " + (tmp / "t") +
+                   " -- " + workload(), tmp);
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.err.find("missing: No such file"), std::string::npos) << r.err;
+}
+
+// Refused changes (unknown channel, unknown handler, bad parameters, sent both
+// through the command and straight to the socket) leave the configuration as
+// it was: `get` says so, the history has no entry, and the events follow the
+// original handler for the whole run.
+TEST(Handlers, BadRuntimeChangeLeavesConfigurationUnchanged) {
+  REQUIRE_BPF();
+  TempDir tmp;
+  std::string dir = tmp / "trace";
+  write_file(tmp / "cfg", "chan0 xoy 1 2\n");
+  Proc rec(cptrace_bin() + " record --no-progress --config " + (tmp / "cfg") + " -o " + dir + " -- " + workload() +
+               " --threads 1 --channels 2 --all-channels --pace-us 100 --mode single --events 15000",
+           tmp / "r.out", tmp / "r.err");
+  ASSERT_TRUE(rec.wait_for("attached", 30, true)) << read_file(tmp / "r.err");
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  struct Case {
+    std::string args, needle;
+  } cases[] = {
+      {"set nosuch id", "unknown channel `nosuch`"},
+      {"set nosuch* id", "matches no known channel"},
+      {"set chan0 frobnicate", "unknown handler `frobnicate`"},
+      {"set chan0 downsample 0", "downsample N: must be >= 1"},
+      {"set chan0 xoy 1", "handler `xoy` takes 2 parameter(s)"},
+      {"set chan0", "usage: set CHANNEL HANDLER"},
+  };
+  for (auto& c : cases) {
+    auto r = run(cptrace_bin() + " config " + dir + " " + c.args, tmp);
+    EXPECT_NE(r.status, 0) << c.args;
+    EXPECT_NE(r.err.find(c.needle), std::string::npos) << c.args << ": " << r.err;
+  }
+  // The recorder's own check, without the client's.
+  json reply = control_request(dir + "/control.sock",
+                               {{"cmd", "set"}, {"channel", "chan0"}, {"handler", {"counter", "1"}}});
+  EXPECT_FALSE(reply.value("ok", true)) << reply.dump();
+  EXPECT_NE(reply.value("error", "").find("counter PERIOD"), std::string::npos) << reply.dump();
+  auto get = run(cptrace_bin() + " config " + dir + " get", tmp);
+  EXPECT_EQ(get.status, 0) << get.err;
+  EXPECT_NE(get.out.find("chan0"), std::string::npos) << get.out;
+  EXPECT_NE(get.out.find("xoy 1 2"), std::string::npos) << get.out;
+  ASSERT_EQ(rec.wait(60), 0) << read_file(tmp / "r.err");
+
+  TraceReader r(dir);
+  EXPECT_EQ(r.handler_changes().size(), 1u) << r.handler_changes().dump();
+  Recorded evs = by_channel(r);
+  EXPECT_EQ(evs.user["chan0"].size(), 7500u);
+  for (auto& e : evs.user["chan0"]) EXPECT_EQ(e.tuple % 2, 0u);
+  EXPECT_EQ(evs.user["chan1"].size(), 15000u);
+  // No recorder: a clear error naming the socket.
+  auto none = run(cptrace_bin() + " config " + (tmp / "nothere") + " set chan0 id", tmp);
+  EXPECT_NE(none.status, 0);
+  EXPECT_NE(none.err.find("cannot reach a recorder"), std::string::npos) << none.err;
+}
+
+// A glob rule reaches a channel when the recorder learns its name from the live
+// announcement: from the recorded install instant on, the channel follows it
+// exactly; before it, the default. An exact rule earlier in the file wins.
+TEST(Handlers, GlobRuleAppliesFromTheAnnouncement) {
+  REQUIRE_BPF();
+  TempDir tmp;
+  const uint64_t N = 5000;
+  write_file(tmp / "cfg", "chan1 id\nchan* downsample 2\n");
+  auto res = run(cptrace_bin() + " record --no-progress --config " + (tmp / "cfg") + " -o " + (tmp / "trace") +
+                     " -- " + workload() + " --threads 1 --channels 2 --all-channels --pace-us 100 " +
+                     "--delay-open-ms 300 --mode single --events " + std::to_string(N),
+                 tmp);
+  ASSERT_EQ(res.status, 0) << res.err;
+  TraceReader r(tmp / "trace");
+  const json* c0 = change_for(r, "chan0");
+  ASSERT_TRUE(c0) << r.handler_changes().dump();
+  EXPECT_EQ(c0->at("source"), "pattern");
+  EXPECT_EQ(c0->at("rule"), "chan*");
+  const json* c1 = change_for(r, "chan1");
+  ASSERT_TRUE(c1);
+  EXPECT_EQ(c1->at("source"), "config");
+  uint64_t after = c0->at("after").at("mono_ns");
+  Recorded evs = by_channel(r);
+  EXPECT_EQ(evs.user["chan1"].size(), N);
+  std::vector<uint64_t> later;
+  for (auto& e : evs.user["chan0"])
+    if (r.clock_map().tsc_to_mono(e.ts) > after) later.push_back(e.tuple);
+  ASSERT_GT(later.size(), 100u);
+  for (size_t k = 1; k < later.size(); ++k) EXPECT_EQ(later[k] - later[k - 1], 2u) << "at " << later[k];
+  printf("glob: chan0's pattern installed (switch window %llu ns), %zu of its events before that\n",
+         (unsigned long long)(after - c0->at("before").at("mono_ns").get<uint64_t>()),
+         evs.user["chan0"].size() - later.size());
+  expect_accounted(r, tmp, tmp / "trace");
+}
+
+// Batch path, one channel: every entry of a batch shares the handler looked up
+// once, and downsample still counts every entry in one global order.
+TEST(Handlers, BatchRunsOfOneChannelDownsampleExactly) {
+  REQUIRE_BPF();
+  TempDir tmp;
+  write_file(tmp / "cfg", "chan0 downsample 10\n");
+  auto res = run(cptrace_bin() + " record --no-progress --ring-mb 64 --config " + (tmp / "cfg") + " -o " +
+                     (tmp / "trace") + " -- " + workload() + " --threads 4 --channels 1 --events 25001 --mode batch",
+                 tmp);
+  ASSERT_EQ(res.status, 0) << res.err;
+  TraceReader r(tmp / "trace");
+  Recorded rec = by_channel(r);
+  EXPECT_EQ(rec.user["chan0"].size(), (4u * 25001 + 9) / 10);
+  expect_accounted(r, tmp, tmp / "trace");
+}
