@@ -6,6 +6,7 @@
 #include <exception>
 
 #include "commands.h"
+#include "minrtt_cli.h"
 #include "recorder.h"
 
 int main(int argc, char** argv) {
@@ -29,6 +30,7 @@ int main(int argc, char** argv) {
         return (v & (v - 1)) == 0 ? std::string() : "must be a power of two";
       }, "POW2"));
   record->add_option("--zstd-level", rec.zstd_level, "zstd level of event frames")->check(CLI::Range(-5, 19));
+  cptrace::add_minrtt_record_options(record, rec.minrtt);
   record->add_option("cmd", rec.cmd, "command to run and record (after --)");
 
   std::string dir;
@@ -41,12 +43,17 @@ int main(int argc, char** argv) {
   info->add_flag("--json", json, "machine-readable summary");
   auto* check = app.add_subcommand("check", "can this machine record? (root, BTF, uprobes, nop5 path, TSC, ring buffer)");
 
+  auto minrttd = cptrace::add_minrttd_command(app);
+  auto sync = cptrace::add_sync_command(app);
+
   CLI11_PARSE(app, argc, argv);
   try {
     if (*record) return cptrace::run_record(rec);
     if (*dump) return cptrace::cmd_dump(dir, csv);
     if (*info) return cptrace::cmd_info(dir, json);
     if (*check) return cptrace::cmd_check();
+    if (*minrttd.first) return minrttd.second();
+    if (*sync.first) return sync.second();
   } catch (const std::exception& e) {
     fprintf(stderr, "cptrace %s: %s\n", app.get_subcommands().front()->get_name().c_str(), e.what());
     return 1;
