@@ -72,7 +72,7 @@ double quick_tsc_hz(int ms) {
   usleep(ms * 1000);
   ClockPoint b = sample_clock_point();
   ClockMap m({a, b});
-  return std::round(m.tsc_hz() / 1000) * 1000;
+  return m.tsc_hz();
 }
 
 SubcommandRunner add_minrttd_command(CLI::App& app) {

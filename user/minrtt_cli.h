@@ -15,7 +15,7 @@ SubcommandRunner add_minrttd_command(CLI::App& app);  // cmd_minrttd.cpp
 SubcommandRunner add_sync_command(CLI::App& app);     // cmd_sync.cpp
 
 // TSC frequency from two correlation points `ms` apart (for the simulated clock's
-// ns -> ticks conversion), rounded to kHz.
+// ns -> ticks conversion).
 double quick_tsc_hz(int ms = 20);
 
 }  // namespace cptrace

@@ -26,7 +26,9 @@ void add_minrtt_record_options(CLI::App* record, MinrttRecordOptions& o) {
 
 ClockTransform make_simulated_clock(const std::string& spec, double tsc_hz) {
   if (spec.empty()) return {};
-  ClockTransform t = ClockTransform::parse(spec, std::round(tsc_hz / 1000) * 1000);
+  // Rounded to the MHz, so every process of the node (record, minrttd, sync) turns
+  // OFFSET_NS into the same offset_ticks although each measures the frequency.
+  ClockTransform t = ClockTransform::parse(spec, std::round(tsc_hz / 1e6) * 1e6);
   fprintf(stderr, "%s\n", t.warning().c_str());
   return t;
 }
