@@ -275,3 +275,48 @@ TEST(Minrtt, HostileProbesAreCountedIgnoredAndGoodPeersStillServed) {
   EXPECT_GT(st["rate_limited"].get<uint64_t>(), 0u);
   EXPECT_GE(st["answered"].get<uint64_t>(), 101u) << "the genuine probe once and the good peer's 100";
 }
+
+TEST(Minrtt, RecordRunsStartStreamAndStopRoundsWithARecordingPeer) {
+  REQUIRE_TESTBED();
+  REQUIRE_BPF();
+  testbed::Testbed tb("mc", 2, "--delay 30");
+  ASSERT_TRUE(tb.ok()) << tb.output();
+  testutil::TempDir tmp;
+  const double hz = raw_tsc_hz();
+  const std::vector<std::string> sims = {"-800000000,-60", "2000000000,95"};
+  std::string lib = (testutil::build_dir() / "libcptrace.so").string();
+  std::vector<std::unique_ptr<testutil::Proc>> procs;
+  // Both start together: each one's first probes may find the other not yet listening.
+  for (int k = 1; k <= 2; ++k)
+    procs.push_back(std::make_unique<testutil::Proc>(
+        in_ns(tb.ns(k), testutil::cptrace_bin() + " record --no-progress -o " + (tmp / ("n" + std::to_string(k))) +
+                            " --node n" + std::to_string(k) + " --peers 10.77." + std::to_string(3 - k) +
+                            ".2:7711 --minrtt-listen 0.0.0.0:7711 --sync-rounds 50 --sync-rate 20 --simulate-clock " +
+                            sims[k - 1] + " --lib " + lib + " -- sleep 3"),
+        tmp / ("out" + std::to_string(k)), tmp / ("err" + std::to_string(k))));
+  for (auto& p : procs) ASSERT_EQ(p->wait(120), 0) << testutil::read_file(p->err_path);
+  std::map<std::string, NodeTrace> all;
+  for (int k = 1; k <= 2; ++k) {
+    NodeTrace t = load(tmp / ("n" + std::to_string(k)));
+    ASSERT_TRUE(t.sim.enabled);
+    all[t.name] = t;
+  }
+  std::map<std::string, double> floor_us = {{"n1>n2", 30}, {"n2>n1", 30}};
+  for (auto& [name, t] : all) {
+    std::map<std::string, int> per_phase;
+    for (auto& r : t.rounds) per_phase[r.phase]++;
+    EXPECT_EQ(per_phase["start"], 50) << name;
+    EXPECT_EQ(per_phase["stop"], 50) << name << ": MinRTT2 needs the peer's responder to still answer";
+    EXPECT_GT(per_phase["stream"], 0) << name;
+    auto figs = check_rounds(t, all, floor_us, hz);
+    ASSERT_EQ(figs.size(), 1u);
+    EXPECT_GE(figs.begin()->second.kernel_ok, t.rounds.size() * 9 / 10) << name;
+    EXPECT_GE(t.meta["minrtt"]["responder"]["answered"].get<uint64_t>(), 100u) << name;
+    // The correlation stream was written through the transform: its measured
+    // frequency is the physical one times (1 + skew).
+    TraceReader r(tmp / name);
+    double sim_hz = r.clock_map().tsc_hz();
+    double want = hz * (1 + double(t.sim.skew_ppb) * 1e-9);
+    EXPECT_NEAR(sim_hz / want, 1.0, 2e-6) << name << " (2 ppm: the frequency measurement's own precision)";
+  }
+}
