@@ -40,3 +40,8 @@ print("  %d events in %.2f s = %.1f M events/s, %d dropped, file %.1f MB, %.1fx 
 echo
 echo "== 6. codec: plain zstd vs delta/varint + zstd"
 $B/bench/bench_codec
+
+echo
+echo "== 7. MinRTT: kernel vs user-space minimum RTT, rounds/s, rounds until the minimum settles"
+$B/bench/bench_minrtt --runs 5 --rounds 1000 --gap-ms 0.2 | tail -1
+$B/bench/bench_minrtt --runs 3 --rounds 1000 --gap-ms 0.2 --bridge | tail -1
