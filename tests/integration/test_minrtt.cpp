@@ -320,3 +320,23 @@ TEST(Minrtt, RecordRunsStartStreamAndStopRoundsWithARecordingPeer) {
     EXPECT_NEAR(sim_hz / want, 1.0, 2e-6) << name << " (2 ppm: the frequency measurement's own precision)";
   }
 }
+
+TEST(Minrtt, BadFlagsAreRefusedNamingFlagAndValue) {
+  testutil::TempDir tmp;
+  struct Case {
+    std::string args, needle;
+  } cases[] = {
+      {"sync --peers 10.0.0.1:99999 -o " + (tmp / "t"), "--peers '10.0.0.1:99999'"},
+      {"sync --peers 10.0.0.1:1,,10.0.0.2 -o " + (tmp / "t"), "empty entry"},
+      {"minrttd --simulate-clock 5", "--simulate-clock 5"},
+      {"minrttd --simulate-clock 1,5000", "SKEW_PPM"},
+      {"minrttd --key " + (tmp / "nonexistent"), "--key"},
+      {"minrttd --listen 192.0.2.1:7711", "cannot bind 192.0.2.1:7711"},
+      {"minrttd --node " + std::string(40, 'n') + " --listen 127.0.0.1:0", "--node"},
+  };
+  for (const auto& c : cases) {
+    auto r = testutil::run(testutil::cptrace_bin() + " " + c.args, tmp);
+    EXPECT_NE(r.status, 0) << c.args;
+    EXPECT_NE(r.err.find(c.needle), std::string::npos) << c.args << "\nstderr: " << r.err;
+  }
+}
