@@ -340,3 +340,35 @@ TEST(Minrtt, BadFlagsAreRefusedNamingFlagAndValue) {
     EXPECT_NE(r.err.find(c.needle), std::string::npos) << c.args << "\nstderr: " << r.err;
   }
 }
+
+// Every timestamp a node writes goes through its simulated transform: events of
+// both paths (kernel mono stamps converted through the transformed correlation
+// stream, and TSC-stamped batch events) fall, once undone, inside the undone span
+// of the recording — a missed transform would put them 100 s away.
+TEST(Minrtt, SimulatedClockCoversEventsOfBothPaths) {
+  REQUIRE_BPF();
+  for (const char* mode : {"single", "batch"}) {
+    testutil::TempDir tmp;
+    std::string workload = (testutil::build_dir() / "tests" / "workload").string();
+    auto r = testutil::run(testutil::cptrace_bin() + " record --no-progress -o " + (tmp / "t") +
+                               " --simulate-clock 100000000000,-150 -- " + workload +
+                               " --threads 2 --events 20000 --channels 2 --mode " + mode,
+                           tmp);
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.err.find("WARNING: SIMULATED CLOCK"), std::string::npos) << r.err;
+    TraceReader tr(tmp / "t");
+    ClockTransform sim = ClockTransform::from_json(tr.meta().at("simulated_clock"));
+    ASSERT_TRUE(sim.enabled);
+    EXPECT_EQ(sim.skew_ppb, -150000);
+    uint64_t lo = sim.undo(tr.clock().front().tsc), hi = sim.undo(tr.clock().back().tsc);
+    EXPECT_EQ(sim.undo(tr.meta()["start"]["tsc"].get<uint64_t>()), lo);
+    uint64_t n = 0, outside = 0;
+    tr.for_each_event([&](const TraceEvent& e) {
+      uint64_t x = sim.undo(e.ts);
+      n++;
+      outside += x < lo || x > hi;
+    });
+    EXPECT_EQ(n, 40000u + 2u) << mode;  // events + one close per channel
+    EXPECT_EQ(outside, 0u) << mode << ": events outside the recording once undone";
+  }
+}
