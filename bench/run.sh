@@ -62,3 +62,7 @@ fi
 echo
 echo "== 8. channel handlers: per-event cost with each handler attached (null = floor of the uprobe path)"
 $B/bench/bench_handlers "${HANDLER_EVENTS:-200000}"
+echo
+echo "== 9. MinRTT: kernel vs user-space minimum RTT, rounds/s, rounds until the minimum settles"
+$B/bench/bench_minrtt --runs 5 --rounds 1000 --gap-ms 0.2 | tail -1
+$B/bench/bench_minrtt --runs 3 --rounds 1000 --gap-ms 0.2 --bridge | tail -1

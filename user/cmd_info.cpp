@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "sync_session.h"
 #include "trace_reader.h"
 
 namespace cptrace {
@@ -64,6 +65,7 @@ int cmd_info(const std::string& dir, bool as_json) {
   for (auto& [id, c] : per)
     j["channels"].push_back({{"id", id}, {"name", r.channel_name(id)}, {"events", c.events},
                              {"counted", c.counted}, {"first_ts", c.first}, {"last_ts", c.last}});
+  if (!r.sync_rounds().empty()) j["sync"] = summarize_rounds(r.sync_rounds(), hz);
   if (r.error()) j["error"] = r.error()->what();
 
   if (as_json) {
@@ -85,6 +87,7 @@ int cmd_info(const std::string& dir, bool as_json) {
       printf("%016llx   %-28s %12llu %12llu\n", (unsigned long long)id, r.channel_name(id).c_str(),
              (unsigned long long)c.events, (unsigned long long)c.counted);
     print_handler_history(r, stdout, "handler    ");
+    if (j.contains("sync")) print_sync_summary(j["sync"]);
     if (r.error()) printf("ERROR      %s\n", r.error()->what());
   }
   return r.error() ? 2 : 0;

@@ -6,6 +6,7 @@
 #include <exception>
 
 #include "commands.h"
+#include "minrtt_cli.h"
 #include "recorder.h"
 
 int main(int argc, char** argv) {
@@ -32,6 +33,7 @@ int main(int argc, char** argv) {
   record->add_option("--zstd-level", rec.zstd_level, "zstd level of event frames")->check(CLI::Range(-5, 19));
   record->add_option("--config", rec.config_file, "channel handler rules: lines `PATTERN HANDLER [PARAMS]` (README)");
   record->add_option("--control-socket", rec.control_socket, "control socket for `cptrace config` (default: DIR/control.sock)");
+  cptrace::add_minrtt_record_options(record, rec.minrtt);
   record->add_option("cmd", rec.cmd, "command to run and record (after --)");
 
   std::string dir;
@@ -50,6 +52,9 @@ int main(int argc, char** argv) {
   config->add_option("args", ctl_args, "[DIR] set CHANNEL HANDLER [PARAMS...] | [DIR] get")->required();
   auto* check = app.add_subcommand("check", "can this machine record? (root, BTF, uprobes, nop5 path, TSC, ring buffer)");
 
+  auto minrttd = cptrace::add_minrttd_command(app);
+  auto sync = cptrace::add_sync_command(app);
+
   CLI11_PARSE(app, argc, argv);
   try {
     if (*record) return cptrace::run_record(rec);
@@ -57,6 +62,8 @@ int main(int argc, char** argv) {
     if (*info) return cptrace::cmd_info(dir, json);
     if (*check) return cptrace::cmd_check();
     if (*config) return cptrace::cmd_config(ctl_socket, ctl_args);
+    if (*minrttd.first) return minrttd.second();
+    if (*sync.first) return sync.second();
   } catch (const std::exception& e) {
     fprintf(stderr, "cptrace %s: %s\n", app.get_subcommands().front()->get_name().c_str(), e.what());
     return 1;

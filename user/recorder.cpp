@@ -24,6 +24,7 @@
 #include "clock_map.h"
 #include "control_socket.h"
 #include "handlers.h"
+#include "minrtt_record.h"
 #include "node_info.h"
 #include "probe_attach.h"
 #include "proc_registry.h"
@@ -190,6 +191,14 @@ int run_record(const RecordOptions& opt) {
   std::vector<ClockPoint> clock{sample_clock_point()};
   usleep(20000);
   clock.push_back(sample_clock_point());
+  // Test-only simulated clock: applied to every TSC value this node writes.
+  ClockTransform sim = make_simulated_clock(opt.minrtt.simulate_clock, ClockMap(clock).tsc_hz());
+  for (auto& p : clock) p.tsc = sim.apply(p.tsc);
+  auto sample_clock = [&] {
+    ClockPoint p = sample_clock_point();
+    p.tsc = sim.apply(p.tsc);
+    return p;
+  };
   std::unique_ptr<HandlerTable> handlers;
   po.before_attach = [&](Probes& p) {
     handlers = make_handler_table(p, ClockMap(clock).tsc_hz());
@@ -198,9 +207,13 @@ int run_record(const RecordOptions& opt) {
   Probes probes(po);
 
   NodeInfo ni = read_node_info();
+  std::string node = opt.node.empty() ? ni.host : opt.node;
+  std::unique_ptr<MinrttRecording> minrtt;
+  if (opt.minrtt.active()) minrtt = std::make_unique<MinrttRecording>(opt.minrtt, node, sim, ClockMap(clock).tsc_hz());
+  std::vector<SyncRound> sync_rounds;
   json meta = {{"format", "cptrace"},
                {"version", kFormatVersion},
-               {"node", opt.node.empty() ? ni.host : opt.node},
+               {"node", node},
                {"machine", ni.to_json()},
                {"start", {{"realtime_ns", now_ns(CLOCK_REALTIME)},
                           {"mono_ns", clock[0].mono_ns},
@@ -209,6 +222,7 @@ int run_record(const RecordOptions& opt) {
                {"filter_pid", filter},
                {"command", opt.cmd},
                {"complete", false}};
+  if (sim.enabled) meta["simulated_clock"] = sim.to_json();
   TraceWriter writer(opt.out_dir, meta, opt.overwrite);
   BlockPipeline pipe([&](const EncodedFrame& f) { writer.write(f); }, 16384, opt.compressors, 64,
                      opt.zstd_level);
@@ -227,6 +241,8 @@ int run_record(const RecordOptions& opt) {
       opt.control_socket.empty() ? (fs::path(opt.out_dir) / "control.sock").string() : opt.control_socket,
       [&](const json& req) { return handle_control(*handlers, req); });
   RingDrain drain(probes.ring_fds(), pipe, [&](const ChannelInfo& c) { channels.add(c); });
+  if (sim.enabled) drain.set_tsc_transform(&sim);
+  if (minrtt) minrtt->start();
   drain.start();
 
   g_stop_signal = 0;
@@ -255,13 +271,20 @@ int run_record(const RecordOptions& opt) {
     EncodedFrame f;
     if (channels.take_pending(f)) pipe.submit_frame(std::move(f));
     if (handlers->take_pending(f)) pipe.submit_frame(std::move(f));
+    if (minrtt) {
+      auto rounds = minrtt->take_rounds();
+      if (!rounds.empty()) {
+        pipe.submit_frame(encode_json(FrameType::Sync, sync_frame_json(rounds), uint32_t(rounds.size())));
+        sync_rounds.insert(sync_rounds.end(), rounds.begin(), rounds.end());
+      }
+    }
     pipe.submit_frame(encode_json(FrameType::Counters,
                                   counters_json(probes.read_counters()).dump(), 1));
   };
 
   while (!g_stop_signal.load()) {
     usleep(100000);  // correlation stream period: ~100 ms
-    clock.push_back(sample_clock_point());
+    clock.push_back(sample_clock());
     auto now = std::chrono::steady_clock::now();
     double secs = std::chrono::duration<double>(now - t0).count();
     double since_flush = std::chrono::duration<double>(now - last_flush).count();
@@ -292,17 +315,27 @@ int run_record(const RecordOptions& opt) {
   Counters final_counts = probes.read_counters();
   drain.stop_and_flush();
   HeldEvents held = collect_held_events(probes.last_slots_fd(), probes.count_slots_fd(), *handlers);
+  for (TraceEvent& e : held.events)  // held in BPF in raw TSC: the simulated clock applies too
+    if (sim.enabled && e.timebase == uint8_t(Timebase::Tsc)) e.ts = sim.apply(e.ts);
   submit_events(pipe, held.events);
   for (size_t cpu = 0; cpu < held.filtered_fix.size() && cpu < final_counts.filtered.size(); ++cpu)
     final_counts.filtered[cpu] -= held.filtered_fix[cpu];  // firstlast "last": recorded after all
   for (uint32_t pid : drain.pids()) add_registry(channels, pid);
   if (child && !child_done) waitpid(child, &child_status, 0);
-  clock.push_back(sample_clock_point());
+  if (minrtt) minrtt->stop();  // MinRTT2, after the command is gone: a quiet period
+  clock.push_back(sample_clock());
   // After detach: these counters are final.
   if (clock.size() > clock_written) pipe.submit_frame(encode_clock({clock.begin() + clock_written, clock.end()}));
   EncodedFrame side;
   if (channels.take_pending(side)) pipe.submit_frame(std::move(side));
   if (handlers->take_pending(side)) pipe.submit_frame(std::move(side));
+  if (minrtt) {
+    auto rounds = minrtt->take_rounds();
+    if (!rounds.empty()) {
+      pipe.submit_frame(encode_json(FrameType::Sync, sync_frame_json(rounds), uint32_t(rounds.size())));
+      sync_rounds.insert(sync_rounds.end(), rounds.begin(), rounds.end());
+    }
+  }
   pipe.submit_frame(encode_json(FrameType::Counters, counters_json(final_counts).dump(), 1));
   pipe.finish();
 
@@ -322,6 +355,7 @@ int run_record(const RecordOptions& opt) {
   uint64_t recorded = pipe.stats().events.load() - series_points;
   meta["recorded_events"] = recorded;
   meta["counter_series_points"] = series_points;
+  if (minrtt) meta["minrtt"] = minrtt->meta(cmap.tsc_hz(), sync_rounds);
   meta["complete"] = true;
   writer.finish(meta);
 

@@ -5,6 +5,8 @@
 #include <sys/types.h>
 #include <vector>
 
+#include "minrtt_record.h"
+
 namespace cptrace {
 
 struct RecordOptions {
@@ -22,6 +24,7 @@ struct RecordOptions {
   double flush_s = 0.5;           // a killed recorder loses at most this much
   std::string config_file;        // --config: channel handler rules (user/handlers.h)
   std::string control_socket;     // --control-socket (default: OUT_DIR/control.sock)
+  MinrttRecordOptions minrtt;     // --peers, --minrtt-listen, --sync-*, --key, --simulate-clock
 };
 
 // Returns the process exit status for main(). Throws on setup errors.
