@@ -29,6 +29,10 @@ int main(int argc, char** argv) {
         return (v & (v - 1)) == 0 ? std::string() : "must be a power of two";
       }, "POW2"));
   record->add_option("--zstd-level", rec.zstd_level, "zstd level of event frames")->check(CLI::Range(-5, 19));
+  record->add_flag("--net", rec.net.enabled, "also record network events (socket send/recv, packet tx/rx); alone: network only");
+  record->add_option("--netns", rec.net.netns, "--net: only this network namespace (PATH such as /run/netns/NAME, or self)");
+  record->add_option("--cgroup", rec.net.cgroup, "--net: only sockets/packets owned by tasks of this cgroup v2 directory");
+  record->add_option("--port", rec.net.ports, "--net: only traffic with this port at either end; repeatable")->check(CLI::Range(1, 65535));
   record->add_option("cmd", rec.cmd, "command to run and record (after --)");
 
   std::string dir;

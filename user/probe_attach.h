@@ -18,6 +18,7 @@ struct ProbeOptions {
   uint32_t filter_tgid = 0;          // 0: every process
   uint32_t ring_bytes = 16u << 20;   // per CPU, power of two
   uint64_t wakeup_bytes = 1u << 20;  // BPF wakes the drain past this fill
+  bool allow_no_targets = false;     // record --net alone: load, attach nothing
 };
 
 class Probes {

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <stdexcept>
 
@@ -21,6 +22,7 @@
 #include "attach_targets.h"
 #include "block_pipeline.h"
 #include "clock_map.h"
+#include "net_capture.h"
 #include "node_info.h"
 #include "probe_attach.h"
 #include "proc_registry.h"
@@ -119,6 +121,7 @@ std::vector<std::string> choose_targets(const RecordOptions& opt) {
   std::vector<std::string> t = opt.libs;
   if (t.empty() && opt.pid) t = targets_of_process(opt.pid);
   if (t.empty() && !opt.cmd.empty()) t = targets_of_command(opt.cmd[0]);
+  if (t.empty() && opt.net.enabled) return t;  // network only
   if (t.empty()) {
     if (opt.pid)
       throw std::runtime_error(fmt::format(
@@ -152,6 +155,8 @@ int run_record(const RecordOptions& opt) {
   if (opt.pid && kill(opt.pid, 0) != 0)
     throw std::runtime_error(fmt::format("-p {}: no such process ({})", opt.pid, strerror(errno)));
   if (opt.duration_s < 0) throw std::runtime_error("--duration must be >= 0");
+  if (!opt.net.enabled && (!opt.net.netns.empty() || !opt.net.cgroup.empty() || !opt.net.ports.empty()))
+    throw std::runtime_error("--netns, --cgroup and --port filter network capture: add --net");
   auto targets = choose_targets(opt);
 
   int release_fd = -1;
@@ -163,7 +168,17 @@ int run_record(const RecordOptions& opt) {
   po.filter_tgid = filter;
   po.ring_bytes = opt.ring_mb << 20;
   po.wakeup_bytes = po.ring_bytes / 4;
+  po.allow_no_targets = opt.net.enabled;
+  if (targets.empty()) po.ring_bytes = 64 << 10;  // network only: user rings stay empty
   Probes probes(po);
+  std::unique_ptr<NetCapture> net;
+  if (opt.net.enabled) {
+    NetOptions no = opt.net;
+    no.pid = filter;
+    no.ring_bytes = opt.ring_mb << 20;
+    no.zstd_level = opt.zstd_level;
+    net = std::make_unique<NetCapture>(no);
+  }
 
   NodeInfo ni = read_node_info();
   // Two correlation points before any event frame can be written, so even a
@@ -191,6 +206,7 @@ int run_record(const RecordOptions& opt) {
   if (opt.pid) add_registry(channels, opt.pid);
   RingDrain drain(probes.ring_fds(), pipe, [&](const ChannelInfo& c) { channels.add(c); });
   drain.start();
+  if (net) net->start(pipe);
 
   g_stop_signal = 0;
   struct sigaction sa {};
@@ -202,8 +218,8 @@ int run_record(const RecordOptions& opt) {
     close(release_fd);
   }
 
-  fprintf(stderr, "cptrace record: attached %zu probes in %zu file(s)%s, writing %s\n",
-          probes.attached().size(), targets.size(),
+  fprintf(stderr, "cptrace record: attached %zu probes in %zu file(s)%s%s, writing %s\n",
+          probes.attached().size(), targets.size(), net ? " + network capture" : "",
           filter ? fmt::format(", pid {}", filter).c_str() : ", all processes", opt.out_dir.c_str());
   bool tty = opt.progress && isatty(2);
   auto t0 = std::chrono::steady_clock::now(), last_flush = t0;
@@ -217,8 +233,9 @@ int run_record(const RecordOptions& opt) {
     }
     EncodedFrame f;
     if (channels.take_pending(f)) pipe.submit_frame(std::move(f));
-    pipe.submit_frame(encode_json(FrameType::Counters,
-                                  counters_json(probes.read_counters()).dump(), 1));
+    json cj = counters_json(probes.read_counters());
+    if (net) cj["net"] = net->counters_json();
+    pipe.submit_frame(encode_json(FrameType::Counters, cj.dump(), 1));
   };
 
   while (!g_stop_signal.load()) {
@@ -229,6 +246,7 @@ int run_record(const RecordOptions& opt) {
     double since_flush = std::chrono::duration<double>(now - last_flush).count();
     if (since_flush >= opt.flush_s) {
       drain.request_flush();
+      if (net) net->request_flush();
       flush_side_frames();
       if (tty) {
         progress_line(pipe, probes.read_counters(), secs, prev_ev, prev_bytes, since_flush);
@@ -250,6 +268,7 @@ int run_record(const RecordOptions& opt) {
   // then the probes, so nothing new arrives; then drain, then flush.
   if (child && !child_done) kill(child, g_stop_signal ? g_stop_signal.load() : SIGTERM);
   probes.detach();
+  if (net) net->stop();
   Counters final_counts = probes.read_counters();
   drain.stop_and_flush();
   for (uint32_t pid : drain.pids()) add_registry(channels, pid);
@@ -269,6 +288,11 @@ int run_record(const RecordOptions& opt) {
   meta["channels"] = channels.all_json();
   meta["counters"] = counters_json(final_counts);
   meta["recorded_events"] = pipe.stats().events.load();
+  if (net) {
+    meta["net"] = net->describe();
+    meta["counters"]["net"] = net->counters_json();
+    meta["recorded_net_events"] = net->recorded();
+  }
   meta["complete"] = true;
   writer.finish(meta);
 
@@ -276,6 +300,12 @@ int run_record(const RecordOptions& opt) {
   fprintf(stderr, "cptrace record: %llu events recorded, %llu dropped, %llu seen -> %s\n",
           (unsigned long long)pipe.stats().events.load(), (unsigned long long)dropped,
           (unsigned long long)seen, opt.out_dir.c_str());
+  if (net) {
+    Counters nc = net->read_counters();
+    fprintf(stderr, "cptrace record: %llu network events recorded, %llu dropped, %llu seen\n",
+            (unsigned long long)net->recorded(), (unsigned long long)nc.total_dropped(),
+            (unsigned long long)nc.total_seen());
+  }
   // Like a shell: the command's exit code, or 128 + the signal that ended it.
   if (child && WIFEXITED(child_status)) return WEXITSTATUS(child_status);
   if (child && WIFSIGNALED(child_status)) return 128 + WTERMSIG(child_status);

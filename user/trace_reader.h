@@ -24,6 +24,7 @@
 #include <nlohmann/json.hpp>
 
 #include "clock_map.h"
+#include "net_codec.h"
 #include "sync_round.h"
 #include "trace_format.h"
 
@@ -61,6 +62,15 @@ class TraceReader {
   void for_each_batch(const std::function<void(const std::vector<TraceEvent>&)>& fn) const;
   std::vector<TraceEvent> events() const;
 
+  // Network events (Net frames, `record --net`) in file order, one frame at a time,
+  // ts converted from CLOCK_MONOTONIC to TSC through the clock map (r.ktime_ns keeps
+  // the raw kernel value). Same errors as for_each_event.
+  void for_each_net_event(const std::function<void(const NetEvent&)>& fn) const;
+  uint64_t net_event_count() const { return net_count_; }
+  uint64_t net_frame_count() const { return net_frames_.size(); }
+  // The "net" object of the last Counters frame (empty when absent).
+  const Counters& net_counters() const { return net_counters_; }
+
   // MinRTT rounds this node initiated (Sync frames), in file order.
   const std::vector<SyncRound>& sync_rounds() const { return sync_; }
 
@@ -86,6 +96,8 @@ class TraceReader {
   void scan();
   bool read_frame(uint64_t off, FrameHeader& h, std::vector<uint8_t>& payload);
   void take_frame(uint64_t off, const FrameHeader& h, const std::vector<uint8_t>& payload);
+  void take_net(uint64_t off, const FrameHeader& h, const std::vector<uint8_t>& payload);
+  void reread(const EventFrame& f, FrameHeader& h, std::vector<uint8_t>& payload) const;
   void take_events(uint64_t off, const FrameHeader& h, const std::vector<uint8_t>& payload);
   void take_channels(const nlohmann::json& j);
   void take_counters(nlohmann::json j);
@@ -104,6 +116,9 @@ class TraceReader {
   Counters counters_;
   nlohmann::json counters_json_ = nlohmann::json::object();
   std::vector<EventFrame> event_frames_;
+  std::vector<EventFrame> net_frames_;
+  uint64_t net_count_ = 0;
+  Counters net_counters_;
   std::optional<TraceError> error_;
   uint64_t valid_bytes_ = 0;
   uint64_t file_bytes_ = 0;
