@@ -130,8 +130,10 @@ static __always_inline bool in_task(void)
 static __always_inline void count(__u32 idx)
 {
 	__u64 *c = bpf_map_lookup_elem(&net_counters, &idx);
+	/* Atomic although per-CPU: a softirq (packet receive) can run this on the same
+	 * CPU between the load and the store of a task-context program's increment. */
 	if (c)
-		*c += 1;
+		__sync_fetch_and_add(c, 1);
 }
 
 static __always_inline bool port_ok(__u16 a, __u16 b)
