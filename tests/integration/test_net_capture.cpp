@@ -61,10 +61,15 @@ bool is_pkt(const cp_net_rec& r) { return r.kind == CP_NET_PKT_TX || r.kind == C
 struct Recorder {
   std::unique_ptr<Proc> p;
   std::string dir;
-  Recorder(const TempDir& tmp, const std::string& ns, const std::string& name, const std::string& extra) {
+  // inside: run in the node (`ip netns exec`, --netns self); else from the host
+  // namespace with --netns /run/netns/NS.
+  Recorder(const TempDir& tmp, const std::string& ns, const std::string& name, const std::string& extra,
+           bool inside = true) {
     dir = tmp / name;
-    p = std::make_unique<Proc>("ip netns exec " + ns + " " + testutil::cptrace_bin() +
-                                   " record --net --netns self --no-progress -o " + dir + " " + extra,
+    std::string pre = inside ? "ip netns exec " + ns + " " : "";
+    std::string netns = inside ? "self" : "/run/netns/" + ns;
+    p = std::make_unique<Proc>(pre + testutil::cptrace_bin() + " record --net --netns " + netns +
+                                   " --no-progress -o " + dir + " " + extra,
                                tmp / (name + ".out"), tmp / (name + ".err"));
   }
   bool ready() { return p->wait_for("attached", 20, true); }
@@ -220,13 +225,14 @@ int check_tcp(const PairRun& r, int port, bool lossy, uint64_t min_delay_ns) {
 }  // namespace
 
 class NetCapture : public ::testing::Test {
- protected:
+ public:
   void SetUp() override {
     REQUIRE_TESTBED();
     if (!testbed::is_file(netload())) GTEST_SKIP() << "SKIPPED: " << netload() << " not built";
   }
   TempDir tmp;
 };
+using NetCapture_Env = NetCapture;
 
 TEST_F(NetCapture, TcpTwoNamespacesMatchSegmentForSegment) {
   testbed::Testbed tb("ntcp", 2, "");
@@ -299,6 +305,8 @@ using Key = std::tuple<uint8_t, uint8_t, uint16_t, uint16_t, uint32_t, uint32_t,
 Key key(const cp_net_rec& r) {
   return {r.kind, r.proto, r.sport, r.dport, r.seq, r.ack, r.len, r.tcp_flags, r.hash};
 }
+}  // namespace
+namespace {
 // Empty when equal; else the first differences, readable.
 std::string diff(const std::multiset<Key>& got, const std::multiset<Key>& want) {
   std::vector<Key> extra, missing;
@@ -357,28 +365,52 @@ TEST_F(NetCapture, PortFilterKeepsExactlyThatPort) {
   EXPECT_EQ(diff(keys(to, [](const cp_net_rec&) { return true; }), want), "");
 }
 
-// -p PID: the socket events of PID and the packets of its flows (its transmissions,
-// and receives of flows it had used), nothing of another process in the same node.
-TEST_F(NetCapture, PidFilterKeepsExactlyThatProcessFlows) {
-  testbed::Testbed tb("npid", 2, "");
+namespace {
+// Where cgroup v2 is mounted ("" when it is not).
+std::string cgroup2_mount() {
+  std::istringstream in(testutil::read_file("/proc/mounts"));
+  std::string dev, dir, type;
+  while (in >> dev >> dir >> type) {
+    if (type == "cgroup2") return dir;
+    in.ignore(4096, '\n');
+  }
+  return "";
+}
+
+// Two clients in node 1 (client 1 optionally inside cgroup `cg`), two recorders in
+// node 1: unfiltered, and `filter` (-p PID of client 1, or --cgroup). The filtered
+// trace must be exactly the unfiltered one restricted to client 1's flow: its socket
+// events and the packets of its connection, nothing of client 2.
+void owner_filter_test(NetCapture_Env& env, const std::string& tag, const std::string& cg) {
+  testbed::Testbed tb(tag, 2, "");
   ASSERT_TRUE(tb.ok()) << tb.output();
+  const TempDir& tmp = env.tmp;
   Proc s1("ip netns exec " + tb.ns(2) + " " + netload() + " server tcp 10.77.2.2 7021", tmp / "s1.out", tmp / "s1.err");
   Proc s2("ip netns exec " + tb.ns(2) + " " + netload() + " server tcp 10.77.2.2 7022", tmp / "s2.out", tmp / "s2.err");
   ASSERT_TRUE(s1.wait_for("ready", 10) && s2.wait_for("ready", 10));
   std::string go = tmp / "go";
-  Proc c1("ip netns exec " + tb.ns(1) + " " + netload() + " client tcp 10.77.2.2 7021 80 " + go, tmp / "c1.out", tmp / "c1.err");
+  std::string cmd1 = "ip netns exec " + tb.ns(1) + " " + netload() + " client tcp 10.77.2.2 7021 80 " + go;
+  if (!cg.empty()) cmd1 = "sh -c " + testbed::shq("echo $$ > " + cg + "/cgroup.procs && exec " + cmd1);
+  Proc c1(cmd1, tmp / "c1.out", tmp / "c1.err");
   Proc c2("ip netns exec " + tb.ns(1) + " " + netload() + " client tcp 10.77.2.2 7022 80 " + go, tmp / "c2.out", tmp / "c2.err");
-  ASSERT_TRUE(c1.wait_for("pid", 10) && c2.wait_for("pid", 10));
+  ASSERT_TRUE(c1.wait_for("pid", 10) && c2.wait_for("pid", 10)) << testutil::read_file(c1.err_path);
   int pid1 = 0;
   sscanf(testutil::read_file(c1.out_path).c_str(), "pid %d", &pid1);
   ASSERT_GT(pid1, 0);
-  Recorder all(tmp, tb.ns(1), "all", ""), mine(tmp, tb.ns(1), "mine", "-p " + std::to_string(pid1));
+  Recorder all(tmp, tb.ns(1), "all", ""),
+      // `ip netns exec` remounts /sys, hiding the cgroup tree: the --cgroup recorder
+      // runs in the host namespace and names the node with --netns PATH instead.
+      mine(tmp, tb.ns(1), "mine", cg.empty() ? "-p " + std::to_string(pid1) : "--cgroup " + cg, cg.empty());
   ASSERT_TRUE(all.ready()) << all.err();
   ASSERT_TRUE(mine.ready()) << mine.err();
   testutil::run("touch " + go, tmp);
   EXPECT_EQ(c1.wait(30), 0);
   EXPECT_EQ(c2.wait(30), 0);
-  EXPECT_EQ(mine.p->wait(10), 0) << "the -p recorder stops when its process exits: " << mine.err();
+  if (cg.empty()) {
+    EXPECT_EQ(mine.p->wait(10), 0) << "the -p recorder stops when its process exits: " << mine.err();
+  } else {
+    EXPECT_EQ(mine.stop(), 0) << mine.err();
+  }
   EXPECT_EQ(all.stop(), 0) << all.err();
   int port1 = 0;
   long sent1 = 0;
@@ -386,7 +418,7 @@ TEST_F(NetCapture, PidFilterKeepsExactlyThatProcessFlows) {
   sscanf(o1.c_str() + o1.find("sent"), "sent %ld %d", &sent1, &port1);
   ASSERT_GT(port1, 0);
   NetTrace ta = load(all.dir), tm = load(mine.dir);
-  expect_accounted(tm, "-p");
+  expect_accounted(tm, "filtered");
   uint16_t p1 = uint16_t(port1);
   auto flow1 = [p1](const cp_net_rec& r) {
     return (r.kind == CP_NET_PKT_RX ? r.dport : r.sport) == p1 && (r.proto == 6);
@@ -396,6 +428,22 @@ TEST_F(NetCapture, PidFilterKeepsExactlyThatProcessFlows) {
   EXPECT_EQ(diff(keys(tm, [](const cp_net_rec&) { return true; }), want), "");
   for (const NetEvent& e : tm.ev) EXPECT_EQ(e.r.pid, uint32_t(pid1));
   EXPECT_EQ(sum_len(select(tm, CP_NET_SOCK_SEND, 6, p1, 7021, true)), sent1);
+}
+
+}  // namespace
+
+// -p PID: the socket events of PID and the packets of its flows (its transmissions,
+// and receives of flows it had used), nothing of another process in the same node.
+TEST_F(NetCapture, PidFilterKeepsExactlyThatProcessFlows) { owner_filter_test(*this, "npid", ""); }
+
+// --cgroup: the same with client 1 alone in a fresh cgroup v2 directory.
+TEST_F(NetCapture, CgroupFilterKeepsExactlyThatCgroupFlows) {
+  std::string root = cgroup2_mount();
+  if (root.empty()) GTEST_SKIP() << "SKIPPED: no cgroup v2 hierarchy mounted";
+  std::string cg = root + "/cptracenet" + std::to_string(getpid());
+  ASSERT_EQ(mkdir(cg.c_str(), 0755), 0) << cg << ": " << strerror(errno);
+  owner_filter_test(*this, "ncgr", cg);
+  EXPECT_EQ(rmdir(cg.c_str()), 0) << cg << ": " << strerror(errno);
 }
 
 // --gso: the veths keep 64 KiB super-packets. Segments are recorded at the device
