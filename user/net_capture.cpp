@@ -115,8 +115,11 @@ void NetCapture::create_rings(uint32_t ring_bytes) {
 
 void NetCapture::start(BlockPipeline& pipe) {
   pipe_ = &pipe;
-  // The softirq bracket first: the packet programs rely on it to tell process context.
-  bpf_program* progs[] = {skel_->progs.cp_softirq_entry, skel_->progs.cp_softirq_exit, skel_->progs.cp_net_tx, skel_->progs.cp_net_rx, skel_->progs.cp_sock_send,
+  // The softirq bracket first (the packet programs rely on it to tell process
+  // context), exit before entry: a softirq caught between the two attachments then
+  // shows an exit without entry (clamped at 0), never an entry without exit, which
+  // would leave its CPU marked "in softirq" for the whole recording.
+  bpf_program* progs[] = {skel_->progs.cp_softirq_exit, skel_->progs.cp_softirq_entry, skel_->progs.cp_net_tx, skel_->progs.cp_net_rx, skel_->progs.cp_sock_send,
                           skel_->progs.cp_sock_recv, skel_->progs.cp_tcp_sendmsg,
                           skel_->progs.cp_sock_state};
   for (bpf_program* p : progs) {
