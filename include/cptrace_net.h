@@ -49,7 +49,7 @@ struct cp_net_rec {
 	__u32 skb_len;     /* packets: skb->len (whole frame as the device sees it) */
 	__u16 sport;       /* source (packets) / local (socket) port */
 	__u16 dport;       /* destination (packets) / remote (socket) port */
-	__u16 gso_segs;    /* packets: skb_shinfo()->gso_segs (0: not a GSO packet) */
+	__u16 gso_segs;    /* packets: skb_shinfo()->gso_segs (0 or 1: a single segment) */
 	__u16 gso_size;    /* packets: MSS of each wire segment of a GSO packet */
 	__u16 cpu;
 	__u16 ip_id;       /* IPv4 identification (IPv6: 0) */
