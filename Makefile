@@ -30,7 +30,7 @@ BENCHES    := $(patsubst bench/%.cpp,$(BUILD)/bench/%,$(wildcard bench/*.cpp)) \
 # The reader and what it needs, built with libFuzzer + ASan.
 # Helper programs under tools/ (testbed forwarding element, ...).
 TOOLS      := $(patsubst tools/%.cpp,$(BUILD)/%,$(wildcard tools/*.cpp))
-FUZZ_SRCS  ?= user/trace_reader.cpp user/block_codec.cpp user/clock_map.cpp user/trace_format.cpp
+FUZZ_SRCS  ?= user/trace_reader.cpp user/block_codec.cpp user/clock_map.cpp user/trace_format.cpp user/net_codec.cpp
 FUZZ_TIME  ?= 30
 
 # Java (jni/): the JDK is the one `javac` on PATH resolves to (Debian's

@@ -66,3 +66,7 @@ echo
 echo "== 9. MinRTT: kernel vs user-space minimum RTT, rounds/s, rounds until the minimum settles"
 $B/bench/bench_minrtt --runs 5 --rounds 1000 --gap-ms 0.2 | tail -1
 $B/bench/bench_minrtt --runs 3 --rounds 1000 --gap-ms 0.2 --bridge | tail -1
+
+echo
+echo "== 10. network capture: loopback TCP stream with and without record --net"
+bash bench/net_capture.sh

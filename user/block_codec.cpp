@@ -100,6 +100,8 @@ ZSTD_DCtx* dctx() {
   return d.get();
 }
 
+}  // namespace
+
 // Fills out.payload and out.hdr from `raw`: zstd-compressed when that is smaller
 // (and level != 0), stored as is otherwise.
 void finish_frame(EncodedFrame& out, FrameType type, const uint8_t* raw, size_t raw_len,
@@ -141,6 +143,8 @@ std::pair<const uint8_t*, size_t> frame_bytes(const FrameHeader& h, FrameType wa
   if (n != h.raw_len) fail("decompressed size does not match raw_len");
   return {scratch.data(), n};
 }
+
+namespace {
 
 // ---- events: encoder ----------------------------------------------------------------
 

@@ -17,6 +17,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "trace_format.h"
@@ -49,5 +50,15 @@ void decode_events_into(const FrameHeader& h, const uint8_t* payload, size_t len
                         std::vector<TraceEvent>& out);
 std::vector<ClockPoint> decode_clock(const FrameHeader& h, const uint8_t* payload, size_t len);
 std::string decode_json(const FrameHeader& h, const uint8_t* payload, size_t len);
+
+// Building blocks for other frame codecs (net_codec.cpp). finish_frame fills
+// out.hdr/out.payload from `raw` (zstd when smaller and level != 0) and seals it;
+// frame_bytes checks the header against the payload (type, limits, lengths) and
+// returns the decoded bytes (the payload itself or a thread-local buffer valid
+// until the next call), throwing std::runtime_error on any inconsistency.
+void finish_frame(EncodedFrame& out, FrameType type, const uint8_t* raw, size_t raw_len,
+                  uint32_t count, int level);
+std::pair<const uint8_t*, size_t> frame_bytes(const FrameHeader& h, FrameType want,
+                                              const uint8_t* payload, size_t len);
 
 }  // namespace cptrace

@@ -66,6 +66,12 @@ int cmd_info(const std::string& dir, bool as_json) {
     j["channels"].push_back({{"id", id}, {"name", r.channel_name(id)}, {"events", c.events},
                              {"counted", c.counted}, {"first_ts", c.first}, {"last_ts", c.last}});
   if (!r.sync_rounds().empty()) j["sync"] = summarize_rounds(r.sync_rounds(), hz);
+  if (r.net_event_count() || !r.net_counters().seen.empty()) {
+    const Counters& nk = r.net_counters();
+    j["net"] = {{"events", r.net_event_count()}, {"seen", nk.total_seen()}, {"dropped", nk.total_dropped()},
+                {"seen_per_cpu", nk.seen}, {"dropped_per_cpu", nk.dropped},
+                {"accounted", r.net_event_count() + nk.total_dropped() == nk.total_seen()}};
+  }
   if (r.error()) j["error"] = r.error()->what();
 
   if (as_json) {
@@ -77,6 +83,11 @@ int cmd_info(const std::string& dir, bool as_json) {
            (unsigned long long)n, (unsigned long long)k.total_dropped(), (unsigned long long)k.total_filtered(),
            (unsigned long long)k.total_seen(),
            j["accounted"].get<bool>() ? "" : "  [MISMATCH: recorded + dropped + filtered != seen]");
+    if (j.contains("net"))
+      printf("network    %llu recorded, %llu dropped, %llu seen by the programs%s\n",
+             (unsigned long long)r.net_event_count(), (unsigned long long)r.net_counters().total_dropped(),
+             (unsigned long long)r.net_counters().total_seen(),
+             j["net"]["accounted"].get<bool>() ? "" : "  [MISMATCH: recorded + dropped != seen]");
     printf("span       %.6f s   TSC %.6f GHz (measured, %zu correlation points)\n", span_s, hz / 1e9,
            r.clock().size());
     printf("size       %llu bytes in %llu frames, %.1fx smaller than raw events (%llu bytes)\n",

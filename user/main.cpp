@@ -34,6 +34,10 @@ int main(int argc, char** argv) {
   record->add_option("--config", rec.config_file, "channel handler rules: lines `PATTERN HANDLER [PARAMS]` (README)");
   record->add_option("--control-socket", rec.control_socket, "control socket for `cptrace config` (default: DIR/control.sock)");
   cptrace::add_minrtt_record_options(record, rec.minrtt);
+  record->add_flag("--net", rec.net.enabled, "also record network events (socket send/recv, packet tx/rx); alone: network only");
+  record->add_option("--netns", rec.net.netns, "--net: only this network namespace (PATH such as /run/netns/NAME, or self)");
+  record->add_option("--cgroup", rec.net.cgroup, "--net: only sockets/packets owned by tasks of this cgroup v2 directory");
+  record->add_option("--port", rec.net.ports, "--net: only traffic with this port at either end; repeatable")->check(CLI::Range(1, 65535));
   record->add_option("cmd", rec.cmd, "command to run and record (after --)");
 
   std::string dir;

@@ -23,7 +23,7 @@ std::string explain_bpf_error(int err, const std::string& what) {
 }
 
 Probes::Probes(const ProbeOptions& opt) {
-  if (opt.targets.empty()) throw std::runtime_error("no target library or executable to attach to");
+  if (opt.targets.empty() && !opt.allow_no_targets) throw std::runtime_error("no target library or executable to attach to");
   skel_ = cptrace_bpf::open();
   if (!skel_) throw std::runtime_error(explain_bpf_error(errno, "opening the BPF object"));
   skel_->rodata->filter_tgid = opt.filter_tgid;

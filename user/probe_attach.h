@@ -22,6 +22,7 @@ struct ProbeOptions {
   // Called after the programs are loaded, before any uprobe is attached (the
   // recorder installs channel handlers here, so no event escapes them).
   std::function<void(class Probes&)> before_attach;
+  bool allow_no_targets = false;     // record --net alone: load, attach nothing
 };
 
 class Probes {

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <stdexcept>
 
@@ -25,6 +26,7 @@
 #include "control_socket.h"
 #include "handlers.h"
 #include "minrtt_record.h"
+#include "net_capture.h"
 #include "node_info.h"
 #include "probe_attach.h"
 #include "proc_registry.h"
@@ -139,6 +141,7 @@ std::vector<std::string> choose_targets(const RecordOptions& opt) {
   std::vector<std::string> t = opt.libs;
   if (t.empty() && opt.pid) t = targets_of_process(opt.pid);
   if (t.empty() && !opt.cmd.empty()) t = targets_of_command(opt.cmd[0]);
+  if (t.empty() && opt.net.enabled) return t;  // network only
   if (t.empty()) {
     if (opt.pid)
       throw std::runtime_error(fmt::format(
@@ -174,6 +177,8 @@ int run_record(const RecordOptions& opt) {
   if (opt.duration_s < 0) throw std::runtime_error("--duration must be >= 0");
   std::vector<ConfigRule> rules;  // a bad config file stops us before anything runs
   if (!opt.config_file.empty()) rules = parse_config_file(opt.config_file);
+  if (!opt.net.enabled && (!opt.net.netns.empty() || !opt.net.cgroup.empty() || !opt.net.ports.empty()))
+    throw std::runtime_error("--netns, --cgroup and --port filter network capture: add --net");
   auto targets = choose_targets(opt);
 
   int release_fd = -1;
@@ -185,6 +190,8 @@ int run_record(const RecordOptions& opt) {
   po.filter_tgid = filter;
   po.ring_bytes = opt.ring_mb << 20;
   po.wakeup_bytes = po.ring_bytes / 4;
+  po.allow_no_targets = opt.net.enabled;
+  if (targets.empty()) po.ring_bytes = 64 << 10;  // network only: user rings stay empty
   // Two correlation points before any event frame can be written, so even a
   // recorder killed in its first flush period leaves convertible timestamps;
   // taken before attaching, as `counter` handlers need the TSC rate.
@@ -205,6 +212,14 @@ int run_record(const RecordOptions& opt) {
     handlers->set_rules(std::move(rules));
   };
   Probes probes(po);
+  std::unique_ptr<NetCapture> net;
+  if (opt.net.enabled) {
+    NetOptions no = opt.net;
+    no.pid = filter;
+    no.ring_bytes = opt.ring_mb << 20;
+    no.zstd_level = opt.zstd_level;
+    net = std::make_unique<NetCapture>(no);
+  }
 
   NodeInfo ni = read_node_info();
   std::string node = opt.node.empty() ? ni.host : opt.node;
@@ -244,6 +259,7 @@ int run_record(const RecordOptions& opt) {
   if (sim.enabled) drain.set_tsc_transform(&sim);
   if (minrtt) minrtt->start();
   drain.start();
+  if (net) net->start(pipe);
 
   g_stop_signal = 0;
   struct sigaction sa {};
@@ -255,8 +271,8 @@ int run_record(const RecordOptions& opt) {
     close(release_fd);
   }
 
-  fprintf(stderr, "cptrace record: attached %zu probes in %zu file(s)%s, writing %s\n",
-          probes.attached().size(), targets.size(),
+  fprintf(stderr, "cptrace record: attached %zu probes in %zu file(s)%s%s, writing %s\n",
+          probes.attached().size(), targets.size(), net ? " + network capture" : "",
           filter ? fmt::format(", pid {}", filter).c_str() : ", all processes", opt.out_dir.c_str());
   bool tty = opt.progress && isatty(2);
   auto t0 = std::chrono::steady_clock::now(), last_flush = t0;
@@ -278,8 +294,9 @@ int run_record(const RecordOptions& opt) {
         sync_rounds.insert(sync_rounds.end(), rounds.begin(), rounds.end());
       }
     }
-    pipe.submit_frame(encode_json(FrameType::Counters,
-                                  counters_json(probes.read_counters()).dump(), 1));
+    json cj = counters_json(probes.read_counters());
+    if (net) cj["net"] = net->counters_json();
+    pipe.submit_frame(encode_json(FrameType::Counters, cj.dump(), 1));
   };
 
   while (!g_stop_signal.load()) {
@@ -290,6 +307,7 @@ int run_record(const RecordOptions& opt) {
     double since_flush = std::chrono::duration<double>(now - last_flush).count();
     if (since_flush >= opt.flush_s) {
       drain.request_flush();
+      if (net) net->request_flush();
       flush_side_frames();
       if (tty) {
         progress_line(pipe, probes.read_counters(), secs, prev_ev, prev_bytes, since_flush);
@@ -312,6 +330,7 @@ int run_record(const RecordOptions& opt) {
   if (child && !child_done) kill(child, g_stop_signal ? g_stop_signal.load() : SIGTERM);
   control.reset();  // no handler change after this point
   probes.detach();
+  if (net) net->stop();
   Counters final_counts = probes.read_counters();
   drain.stop_and_flush();
   HeldEvents held = collect_held_events(probes.last_slots_fd(), probes.count_slots_fd(), *handlers);
@@ -336,7 +355,9 @@ int run_record(const RecordOptions& opt) {
       sync_rounds.insert(sync_rounds.end(), rounds.begin(), rounds.end());
     }
   }
-  pipe.submit_frame(encode_json(FrameType::Counters, counters_json(final_counts).dump(), 1));
+  json final_cj = counters_json(final_counts);
+  if (net) final_cj["net"] = net->counters_json();
+  pipe.submit_frame(encode_json(FrameType::Counters, final_cj.dump(), 1));
   pipe.finish();
 
   ClockMap cmap(clock);
@@ -356,6 +377,11 @@ int run_record(const RecordOptions& opt) {
   meta["recorded_events"] = recorded;
   meta["counter_series_points"] = series_points;
   if (minrtt) meta["minrtt"] = minrtt->meta(cmap.tsc_hz(), sync_rounds);
+  if (net) {
+    meta["net"] = net->describe();
+    meta["counters"]["net"] = net->counters_json();
+    meta["recorded_net_events"] = net->recorded();
+  }
   meta["complete"] = true;
   writer.finish(meta);
 
@@ -363,6 +389,12 @@ int run_record(const RecordOptions& opt) {
   fprintf(stderr, "cptrace record: %llu events recorded, %llu dropped, %llu filtered, %llu seen -> %s\n",
           (unsigned long long)recorded, (unsigned long long)dropped,
           (unsigned long long)final_counts.total_filtered(), (unsigned long long)seen, opt.out_dir.c_str());
+  if (net) {
+    Counters nc = net->read_counters();
+    fprintf(stderr, "cptrace record: %llu network events recorded, %llu dropped, %llu seen\n",
+            (unsigned long long)net->recorded(), (unsigned long long)nc.total_dropped(),
+            (unsigned long long)nc.total_seen());
+  }
   // Like a shell: the command's exit code, or 128 + the signal that ended it.
   if (child && WIFEXITED(child_status)) return WEXITSTATUS(child_status);
   if (child && WIFSIGNALED(child_status)) return 128 + WTERMSIG(child_status);

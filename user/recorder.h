@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "minrtt_record.h"
+#include "net_capture.h"
 
 namespace cptrace {
 
@@ -25,6 +26,7 @@ struct RecordOptions {
   std::string config_file;        // --config: channel handler rules (user/handlers.h)
   std::string control_socket;     // --control-socket (default: OUT_DIR/control.sock)
   MinrttRecordOptions minrtt;     // --peers, --minrtt-listen, --sync-*, --key, --simulate-clock
+  NetOptions net;                 // --net and its filters (net_capture.h)
 };
 
 // Returns the process exit status for main(). Throws on setup errors.

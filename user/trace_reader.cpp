@@ -211,6 +211,8 @@ void TraceReader::take_frame(uint64_t off, const FrameHeader& h, const std::vect
       return take_channels(json::parse(decode_json(h, payload.data(), payload.size())));
     case FrameType::Counters:
       return take_counters(json::parse(decode_json(h, payload.data(), payload.size())));
+    case FrameType::Net:
+      return take_net(off, h, payload);
     case FrameType::Sync: {
       // All or nothing: a frame with one malformed round adds none of its rounds.
       std::vector<SyncRound> rounds;
@@ -226,7 +228,7 @@ void TraceReader::take_frame(uint64_t off, const FrameHeader& h, const std::vect
       return;
     }
     default:
-      break;  // Net: read by the stage that owns it
+      break;  // Translated and newer types: read by the stages that own them
   }
   // Unknown frame types with a good CRC come from a newer writer: skipped.
 }
@@ -242,6 +244,14 @@ void TraceReader::take_events(uint64_t off, const FrameHeader& h, const std::vec
   event_count_ += evs.size();
 }
 
+void TraceReader::take_net(uint64_t off, const FrameHeader& h, const std::vector<uint8_t>& payload) {
+  thread_local std::vector<cp_net_rec> recs;
+  decode_net_into(h, payload.data(), payload.size(), recs);
+  if (!recs.empty() && !first_mono_frame_) first_mono_frame_ = off;  // kernel timestamps only
+  net_frames_.push_back({off, h});
+  net_count_ += recs.size();
+}
+
 void TraceReader::take_channels(const json& j) {
   if (!j.is_array()) throw std::runtime_error("channels frame is not a JSON array");
   std::vector<ChannelInfo> add;
@@ -254,12 +264,19 @@ void TraceReader::take_channels(const json& j) {
 
 void TraceReader::take_counters(json j) {
   if (!j.is_object()) throw std::runtime_error("counters frame is not a JSON object");
-  Counters c;
+  Counters c, net;
   c.seen = j.value("seen", std::vector<uint64_t>{});
   c.dropped = j.value("dropped", std::vector<uint64_t>{});
   c.filtered = j.value("filtered", std::vector<uint64_t>{});
   c.series_lost = j.value("series_lost", std::vector<uint64_t>{});
+  if (j.contains("net")) {
+    const json& n = j.at("net");
+    if (!n.is_object()) throw std::runtime_error("counters frame: \"net\" is not an object");
+    net.seen = n.value("seen", std::vector<uint64_t>{});
+    net.dropped = n.value("dropped", std::vector<uint64_t>{});
+  }
   counters_ = std::move(c);
+  net_counters_ = std::move(net);
   counters_json_ = std::move(j);
 }
 
@@ -291,16 +308,37 @@ void TraceReader::for_each_batch(const std::function<void(const std::vector<Trac
   std::vector<uint8_t> payload;
   std::vector<TraceEvent> evs;
   for (const EventFrame& f : event_frames_) {
-    // Checked again: the scan's verdict only holds for the bytes it saw.
     FrameHeader h{};
-    payload.resize(f.hdr.payload_len);
-    if (!src_->read(f.offset, &h, sizeof h) || std::memcmp(&h, &f.hdr, sizeof h) != 0 ||
-        !src_->read(f.offset + sizeof h, payload.data(), payload.size()) ||
-        !frame_crc_ok(h, payload.data(), payload.size()))
-      throw TraceError(file_, f.offset, "frame changed since the file was opened");
+    reread(f, h, payload);
     decode_events_into(h, payload.data(), payload.size(), evs);
     convert(evs);
     fn(evs);
+  }
+}
+
+// Checked again: the scan's verdict only holds for the bytes it saw.
+void TraceReader::reread(const EventFrame& f, FrameHeader& h, std::vector<uint8_t>& payload) const {
+  payload.resize(f.hdr.payload_len);
+  if (!src_->read(f.offset, &h, sizeof h) || std::memcmp(&h, &f.hdr, sizeof h) != 0 ||
+      !src_->read(f.offset + sizeof h, payload.data(), payload.size()) ||
+      !frame_crc_ok(h, payload.data(), payload.size()))
+    throw TraceError(file_, f.offset, "frame changed since the file was opened");
+}
+
+void TraceReader::for_each_net_event(const std::function<void(const NetEvent&)>& fn) const {
+  check_convertible();
+  std::vector<uint8_t> payload;
+  std::vector<cp_net_rec> recs;
+  NetEvent e;
+  for (const EventFrame& f : net_frames_) {
+    FrameHeader h{};
+    reread(f, h, payload);
+    decode_net_into(h, payload.data(), payload.size(), recs);
+    for (const cp_net_rec& r : recs) {
+      e.r = r;
+      e.ts = clock_map_.mono_to_tsc(r.ktime_ns);
+      fn(e);
+    }
   }
 }
 

@@ -24,6 +24,7 @@
 #include <nlohmann/json.hpp>
 
 #include "clock_map.h"
+#include "net_codec.h"
 #include "sync_round.h"
 #include "trace_format.h"
 
@@ -64,6 +65,14 @@ class TraceReader {
   // Channel handler changes (Handlers frames), in the order they took effect:
   // JSON objects described in user/handlers.h.
   const nlohmann::json& handler_changes() const { return handler_changes_; }
+  // Network events (Net frames, `record --net`) in file order, one frame at a time,
+  // ts converted from CLOCK_MONOTONIC to TSC through the clock map (r.ktime_ns keeps
+  // the raw kernel value). Same errors as for_each_event.
+  void for_each_net_event(const std::function<void(const NetEvent&)>& fn) const;
+  uint64_t net_event_count() const { return net_count_; }
+  uint64_t net_frame_count() const { return net_frames_.size(); }
+  // The "net" object of the last Counters frame (empty when absent).
+  const Counters& net_counters() const { return net_counters_; }
 
   // MinRTT rounds this node initiated (Sync frames), in file order.
   const std::vector<SyncRound>& sync_rounds() const { return sync_; }
@@ -90,6 +99,8 @@ class TraceReader {
   void scan();
   bool read_frame(uint64_t off, FrameHeader& h, std::vector<uint8_t>& payload);
   void take_frame(uint64_t off, const FrameHeader& h, const std::vector<uint8_t>& payload);
+  void take_net(uint64_t off, const FrameHeader& h, const std::vector<uint8_t>& payload);
+  void reread(const EventFrame& f, FrameHeader& h, std::vector<uint8_t>& payload) const;
   void take_events(uint64_t off, const FrameHeader& h, const std::vector<uint8_t>& payload);
   void take_channels(const nlohmann::json& j);
   void take_counters(nlohmann::json j);
@@ -109,6 +120,9 @@ class TraceReader {
   Counters counters_;
   nlohmann::json counters_json_ = nlohmann::json::object();
   std::vector<EventFrame> event_frames_;
+  std::vector<EventFrame> net_frames_;
+  uint64_t net_count_ = 0;
+  Counters net_counters_;
   std::optional<TraceError> error_;
   uint64_t valid_bytes_ = 0;
   uint64_t file_bytes_ = 0;

@@ -39,6 +39,12 @@ void read_all(std::string bytes) {
       sum += e.ts ^ e.channel;
     });
     if (n != r.event_count()) __builtin_trap();  // the scan and the stream must agree
+    uint64_t nn = 0;
+    r.for_each_net_event([&](const NetEvent& e) {
+      ++nn;
+      sum += e.ts ^ e.r.seq;
+    });
+    if (nn != r.net_event_count()) __builtin_trap();
     for (const auto& [id, c] : r.channels()) sum += r.channel_name(id).size() + c.pid;
     sum += r.counters().total_seen() + r.counters().total_dropped() + r.clock().size();
     if (r.valid_bytes() > r.file_bytes()) __builtin_trap();

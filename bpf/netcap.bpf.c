@@ -1,0 +1,528 @@
+// SPDX-License-Identifier: GPL-2.0
+/* Kernel side of `cptrace record --net`: network events on the socket path
+ * (sock:sock_send_length / sock:sock_recv_length) and as close to the device as
+ * this kernel lets us (tp_btf net:net_dev_start_xmit / net:netif_receive_skb),
+ * one record per event into the ring of the CPU it fired on. Every filter runs
+ * here, so filtered-out traffic never crosses into user space.
+ *
+ * Who owns a packet: a packet transmitted in process context belongs to the
+ * current task. Otherwise (softirq transmits such as TCP ACKs and
+ * retransmissions, and every receive at the device) we look the flow up in
+ * `flow_owner`, which the programs fill whenever a task sends, receives,
+ * connects or listens. -p and --cgroup filter on that owner.
+ *
+ * Record layout: include/cptrace_net.h. */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_endian.h>
+#include "cptrace_net.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+#define AF_INET 2
+#define AF_INET6 10
+#define ETH_P_IP 0x0800
+#define ETH_P_IPV6 0x86DD
+#define IPPROTO_TCP 6
+#define IPPROTO_UDP 17
+#define TCP_LISTEN 10
+
+/* Filters, set by user/net_capture.cpp before load. 0 = no filter. */
+const volatile __u32 filter_netns = 0;  /* netns inode */
+const volatile __u32 filter_tgid = 0;   /* owner tgid */
+const volatile __u64 filter_cgroup = 0; /* owner cgroup v2 id */
+const volatile __u8 filter_ports = 0;   /* 1: keep only ports in `ports` */
+const volatile __u64 wakeup_bytes = 1 << 20;
+
+struct ring {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 22);
+};
+
+/* One ring per CPU (filled by user space before attach), as in cptrace.bpf.c. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__array(values, struct ring);
+} net_rings SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, CP_NET_CNT_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} net_counters SEC(".maps");
+
+/* --port N: host-order ports to keep (either end matches). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 64);
+	__type(key, __u16);
+	__type(value, __u8);
+} ports SEC(".maps");
+
+/* A flow seen from one end: local/remote address and port. Wildcard entries
+ * (remote all zero; local address zero) stand for listening/bound sockets. */
+struct flow_key {
+	__u32 netns;
+	__u8 proto;
+	__u8 pad;
+	__u16 lport;
+	__u16 rport;
+	__u16 pad2;
+	__u8 laddr[16];
+	__u8 raddr[16];
+};
+
+struct owner {
+	__u32 tgid;
+	__u32 tid;
+	__u64 cgid;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct flow_key);
+	__type(value, struct owner);
+} flow_owner SEC(".maps");
+
+/* Softirqs running on this CPU (0 or 1; they do not nest). This kernel exports
+ * no per-CPU symbols (no __preempt_count ksym), so "are we in process context?"
+ * is answered by bracketing every softirq (inline on irq exit and in ksoftirqd)
+ * with its entry/exit tracepoints. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} softirq_depth SEC(".maps");
+
+SEC("tp_btf/softirq_entry")
+int BPF_PROG(cp_softirq_entry, unsigned int vec_nr)
+{
+	__u32 zero = 0, *d = bpf_map_lookup_elem(&softirq_depth, &zero);
+	if (d)
+		*d += 1;
+	return 0;
+}
+
+SEC("tp_btf/softirq_exit")
+int BPF_PROG(cp_softirq_exit, unsigned int vec_nr)
+{
+	__u32 zero = 0, *d = bpf_map_lookup_elem(&softirq_depth, &zero);
+	if (d && *d) /* attached half-way through a softirq: no matching entry */
+		*d -= 1;
+	return 0;
+}
+
+/* Process context: the current task caused this transmit. Hard irqs do not
+ * transmit on the paths we record (netpoll aside). */
+static __always_inline bool in_task(void)
+{
+	__u32 zero = 0, *d = bpf_map_lookup_elem(&softirq_depth, &zero);
+	return d && *d == 0;
+}
+
+static __always_inline void count(__u32 idx)
+{
+	__u64 *c = bpf_map_lookup_elem(&net_counters, &idx);
+	/* Atomic although per-CPU: a softirq (packet receive) can run this on the same
+	 * CPU between the load and the store of a task-context program's increment. */
+	if (c)
+		__sync_fetch_and_add(c, 1);
+}
+
+static __always_inline bool port_ok(__u16 a, __u16 b)
+{
+	if (!filter_ports)
+		return true;
+	return bpf_map_lookup_elem(&ports, &a) || bpf_map_lookup_elem(&ports, &b);
+}
+
+static __always_inline bool owner_ok(const struct owner *o)
+{
+	if (!filter_tgid && !filter_cgroup)
+		return true;
+	if (!o)
+		return false;
+	if (filter_tgid && o->tgid != filter_tgid)
+		return false;
+	if (filter_cgroup && o->cgid != filter_cgroup)
+		return false;
+	return true;
+}
+
+static __always_inline void current_owner(struct owner *o)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	o->tgid = id >> 32;
+	o->tid = (__u32)id;
+	o->cgid = bpf_get_current_cgroup_id();
+}
+
+/* Remembers `o` as the owner of the flow, writing only when it changed. */
+static __always_inline void learn(const struct flow_key *k, const struct owner *o)
+{
+	struct owner *old = bpf_map_lookup_elem(&flow_owner, k);
+	if (old && old->tgid == o->tgid && old->tid == o->tid && old->cgid == o->cgid)
+		return;
+	bpf_map_update_elem(&flow_owner, k, o, BPF_ANY);
+}
+
+/* Exact flow, then the local socket alone (bound UDP / listening TCP on that
+ * address), then the port on any address. */
+static __always_inline struct owner *find_owner(struct flow_key *k)
+{
+	struct owner *o = bpf_map_lookup_elem(&flow_owner, k);
+	if (o)
+		return o;
+	__builtin_memset(k->raddr, 0, 16);
+	k->rport = 0;
+	o = bpf_map_lookup_elem(&flow_owner, k);
+	if (o)
+		return o;
+	__builtin_memset(k->laddr, 0, 16);
+	return bpf_map_lookup_elem(&flow_owner, k);
+}
+
+static __always_inline void flow_of(struct flow_key *k, const struct cp_net_rec *r, bool local_is_src)
+{
+	__builtin_memset(k, 0, sizeof(*k));
+	k->netns = r->netns;
+	k->proto = r->proto;
+	if (local_is_src) {
+		__builtin_memcpy(k->laddr, r->saddr, 16);
+		__builtin_memcpy(k->raddr, r->daddr, 16);
+		k->lport = r->sport;
+		k->rport = r->dport;
+	} else {
+		__builtin_memcpy(k->laddr, r->daddr, 16);
+		__builtin_memcpy(k->raddr, r->saddr, 16);
+		k->lport = r->dport;
+		k->rport = r->sport;
+	}
+}
+
+static __always_inline void emit(struct cp_net_rec *r)
+{
+	__u32 cpu = bpf_get_smp_processor_id();
+	void *rb = bpf_map_lookup_elem(&net_rings, &cpu);
+	count(CP_NET_CNT_SEEN);
+	if (!rb) {
+		count(CP_NET_CNT_DROPPED);
+		return;
+	}
+	r->cpu = cpu;
+	__u64 fl = bpf_ringbuf_query(rb, BPF_RB_AVAIL_DATA) >= wakeup_bytes ? BPF_RB_FORCE_WAKEUP
+									    : BPF_RB_NO_WAKEUP;
+	if (bpf_ringbuf_output(rb, r, sizeof(*r), fl))
+		count(CP_NET_CNT_DROPPED);
+}
+
+/* ---- packets ------------------------------------------------------------------- */
+
+static __always_inline __u32 fnv1a(const __u8 *p, __u32 n)
+{
+	__u32 h = 2166136261u;
+	for (int i = 0; i < CP_NET_HASH_BYTES; i++) {
+		if (i >= n)
+			break;
+		h = (h ^ p[i]) * 16777619u;
+	}
+	return h;
+}
+
+/* UDP payload hash: the first CP_NET_HASH_BYTES bytes that lie in the linear area. */
+static __always_inline void hash_udp(struct cp_net_rec *r, unsigned char *pay, unsigned char *lin_end)
+{
+	__u8 buf[CP_NET_HASH_BYTES] = {};
+	long avail = lin_end - pay;
+	__u32 n = r->len < CP_NET_HASH_BYTES ? r->len : CP_NET_HASH_BYTES;
+	if (avail < 0)
+		avail = 0;
+	if (n > avail) {
+		n = avail;
+		r->flags |= CP_NETF_HASH_PART;
+	} else if (n < CP_NET_HASH_BYTES) {
+		r->flags |= CP_NETF_HASH_PART;
+	}
+	n &= (CP_NET_HASH_BYTES * 2 - 1);
+	if (n > CP_NET_HASH_BYTES)
+		n = CP_NET_HASH_BYTES;
+	if (n && bpf_probe_read_kernel(buf, n, pay))
+		n = 0;
+	r->hash = fnv1a(buf, n);
+}
+
+/* Fills addresses, ports, TCP/UDP fields from the skb's headers (CO-RE reads).
+ * Returns false for anything that is not IPv4/IPv6. */
+static __always_inline bool parse_skb(const struct sk_buff *skb, struct cp_net_rec *r)
+{
+	unsigned char *head = BPF_CORE_READ(skb, head);
+	unsigned char *data = BPF_CORE_READ(skb, data);
+	__u16 nh = BPF_CORE_READ(skb, network_header);
+	__u16 eth = bpf_ntohs(BPF_CORE_READ(skb, protocol));
+	__u32 len = BPF_CORE_READ(skb, len);
+	__u32 lin = len - BPF_CORE_READ(skb, data_len);
+	unsigned char *lin_end = data + lin;
+	unsigned char *l3 = head + nh;
+	unsigned char *l4;
+	__u8 proto;
+
+	if (nh == 0xffff)
+		return false;
+	if (eth == ETH_P_IP) {
+		struct iphdr ip;
+		if (bpf_probe_read_kernel(&ip, sizeof(ip), l3) || ip.version != 4)
+			return false;
+		r->family = AF_INET;
+		__builtin_memcpy(r->saddr, &ip.saddr, 4);
+		__builtin_memcpy(r->daddr, &ip.daddr, 4);
+		r->ip_id = bpf_ntohs(ip.id);
+		proto = ip.protocol;
+		l4 = l3 + ip.ihl * 4;
+		if (bpf_ntohs(ip.frag_off) & 0x1fff) { /* not the first fragment: no L4 header */
+			r->proto = proto;
+			r->flags |= CP_NETF_L4_TRUNC;
+			return true;
+		}
+	} else if (eth == ETH_P_IPV6) {
+		struct ipv6hdr ip6;
+		if (bpf_probe_read_kernel(&ip6, sizeof(ip6), l3) || ip6.version != 6)
+			return false;
+		r->family = AF_INET6;
+		__builtin_memcpy(r->saddr, &ip6.saddr, 16);
+		__builtin_memcpy(r->daddr, &ip6.daddr, 16);
+		proto = ip6.nexthdr; /* extension headers are not walked */
+		l4 = l3 + sizeof(ip6);
+	} else {
+		return false;
+	}
+	r->proto = proto;
+	/* Bytes from the start of the L4 header to the end of the skb. */
+	long l4_bytes = (long)len - (l4 - data);
+	if (proto == IPPROTO_TCP) {
+		struct tcphdr th;
+		if (bpf_probe_read_kernel(&th, sizeof(th), l4)) {
+			r->flags |= CP_NETF_L4_TRUNC;
+			return true;
+		}
+		r->sport = bpf_ntohs(th.source);
+		r->dport = bpf_ntohs(th.dest);
+		r->seq = bpf_ntohl(th.seq);
+		r->ack = bpf_ntohl(th.ack_seq);
+		r->tcp_flags = ((__u8 *)&th)[13];
+		long pay = l4_bytes - th.doff * 4;
+		r->len = pay > 0 ? pay : 0;
+	} else if (proto == IPPROTO_UDP) {
+		struct udphdr uh;
+		if (bpf_probe_read_kernel(&uh, sizeof(uh), l4)) {
+			r->flags |= CP_NETF_L4_TRUNC;
+			return true;
+		}
+		r->sport = bpf_ntohs(uh.source);
+		r->dport = bpf_ntohs(uh.dest);
+		long pay = l4_bytes - (long)sizeof(uh);
+		r->len = pay > 0 ? pay : 0;
+		hash_udp(r, l4 + sizeof(uh), lin_end);
+	} else {
+		r->len = l4_bytes > 0 ? l4_bytes : 0;
+	}
+	return true;
+}
+
+static __always_inline void gso_info(const struct sk_buff *skb, struct cp_net_rec *r)
+{
+	struct skb_shared_info *si =
+		(struct skb_shared_info *)(BPF_CORE_READ(skb, head) + BPF_CORE_READ(skb, end));
+	r->gso_size = BPF_CORE_READ(si, gso_size);
+	r->gso_segs = BPF_CORE_READ(si, gso_segs);
+}
+
+static __always_inline int on_packet(const struct sk_buff *skb, const struct net_device *dev, __u8 kind)
+{
+	__u64 now = bpf_ktime_get_ns();
+	__u32 netns = BPF_CORE_READ(dev, nd_net.net, ns.inum);
+	if (filter_netns && netns != filter_netns)
+		return 0;
+	/* On the stack, not in a per-CPU scratch map: a softirq may run this program
+	 * while a task-context one is half-way through its record on the same CPU. */
+	struct cp_net_rec rec = {.ktime_ns = now, .kind = kind};
+	struct cp_net_rec *r = &rec;
+	r->netns = netns;
+	r->ifindex = BPF_CORE_READ(dev, ifindex);
+	r->skb_len = BPF_CORE_READ(skb, len);
+	if (!parse_skb(skb, r))
+		return 0;
+	if (!port_ok(r->sport, r->dport))
+		return 0;
+	gso_info(skb, r);
+
+	struct flow_key k;
+	struct owner cur, *o = NULL;
+	flow_of(&k, r, kind == CP_NET_PKT_TX);
+	if (kind == CP_NET_PKT_TX && in_task()) {
+		current_owner(&cur);
+		learn(&k, &cur);
+		o = &cur;
+		r->flags |= CP_NETF_TASK;
+	} else {
+		o = find_owner(&k);
+		if (o)
+			r->flags |= CP_NETF_OWNER;
+	}
+	if (!owner_ok(o))
+		return 0;
+	if (o) {
+		r->pid = o->tgid;
+		r->tid = o->tid;
+	}
+	emit(r);
+	return 0;
+}
+
+SEC("tp_btf/net_dev_start_xmit")
+int BPF_PROG(cp_net_tx, const struct sk_buff *skb, const struct net_device *dev)
+{
+	return on_packet(skb, dev, CP_NET_PKT_TX);
+}
+
+SEC("tp_btf/netif_receive_skb")
+int BPF_PROG(cp_net_rx, struct sk_buff *skb)
+{
+	return on_packet(skb, BPF_CORE_READ(skb, dev), CP_NET_PKT_RX);
+}
+
+/* ---- sockets ------------------------------------------------------------------- */
+
+/* Local/remote addresses and ports of an inet socket into r. An IPv4-mapped IPv6
+ * socket is reported as IPv4, as its packets are. False for non-inet sockets. */
+static __always_inline bool sock_addrs(const struct sock *sk, struct cp_net_rec *r)
+{
+	__u16 fam = BPF_CORE_READ(sk, __sk_common.skc_family);
+	if (fam == AF_INET) {
+		__u32 l = BPF_CORE_READ(sk, __sk_common.skc_rcv_saddr);
+		__u32 d = BPF_CORE_READ(sk, __sk_common.skc_daddr);
+		__builtin_memcpy(r->saddr, &l, 4);
+		__builtin_memcpy(r->daddr, &d, 4);
+	} else if (fam == AF_INET6) {
+		BPF_CORE_READ_INTO(r->saddr, sk, __sk_common.skc_v6_rcv_saddr.in6_u.u6_addr8);
+		BPF_CORE_READ_INTO(r->daddr, sk, __sk_common.skc_v6_daddr.in6_u.u6_addr8);
+		const __u32 *s = (const __u32 *)r->saddr;
+		if (s[0] == 0 && s[1] == 0 && s[2] == bpf_htonl(0xffff)) { /* ::ffff:a.b.c.d */
+			__u32 l = s[3], d = ((const __u32 *)r->daddr)[3];
+			__builtin_memset(r->saddr, 0, 16);
+			__builtin_memset(r->daddr, 0, 16);
+			__builtin_memcpy(r->saddr, &l, 4);
+			__builtin_memcpy(r->daddr, &d, 4);
+			fam = AF_INET;
+		}
+	} else {
+		return false;
+	}
+	r->family = fam;
+	r->proto = BPF_CORE_READ(sk, sk_protocol);
+	r->sport = BPF_CORE_READ(sk, __sk_common.skc_num);
+	r->dport = bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport));
+	r->netns = BPF_CORE_READ(sk, __sk_common.skc_net.net, ns.inum);
+	return true;
+}
+
+/* Fills r from the socket; false when it is not ours to record. Learns the flow
+ * owner from the current task either way (so that later packets of the flow are
+ * attributed even when the socket event itself is filtered out by --port). */
+static __always_inline bool sock_event(const struct sock *sk, struct cp_net_rec *r)
+{
+	if (!sock_addrs(sk, r))
+		return false;
+	if (filter_netns && r->netns != filter_netns)
+		return false;
+	struct owner cur;
+	struct flow_key k;
+	current_owner(&cur);
+	flow_of(&k, r, true);
+	learn(&k, &cur);
+	if (!owner_ok(&cur) || !port_ok(r->sport, r->dport))
+		return false;
+	r->pid = cur.tgid;
+	r->tid = cur.tid;
+	r->flags |= CP_NETF_TASK;
+	return true;
+}
+
+static __always_inline int on_sock(struct sock *sk, int ret, __u8 kind)
+{
+	__u64 now = bpf_ktime_get_ns();
+	if (ret <= 0)
+		return 0;
+	struct cp_net_rec rec = {.ktime_ns = now, .kind = kind};
+	struct cp_net_rec *r = &rec;
+	if (!sock_event(sk, r))
+		return 0;
+	r->len = ret;
+	if (r->proto == IPPROTO_TCP) {
+		/* Stream position of the first byte: matches the packets' seq. */
+		struct tcp_sock *tp = (struct tcp_sock *)sk;
+		__u32 end = kind == CP_NET_SOCK_SEND ? BPF_CORE_READ(tp, write_seq)
+						     : BPF_CORE_READ(tp, copied_seq);
+		r->seq = end - (__u32)ret;
+	}
+	emit(r);
+	return 0;
+}
+
+SEC("tp_btf/sock_send_length")
+int BPF_PROG(cp_sock_send, struct sock *sk, int ret, int flags)
+{
+	return on_sock(sk, ret, CP_NET_SOCK_SEND);
+}
+
+SEC("tp_btf/sock_recv_length")
+int BPF_PROG(cp_sock_recv, struct sock *sk, int ret, int flags)
+{
+	return on_sock(sk, ret, CP_NET_SOCK_RECV);
+}
+
+/* TCP data goes out inside sendmsg, before sock_send_length fires: learn the
+ * owner here first, so the very first segment is attributed. */
+SEC("tp_btf/tcp_sendmsg_locked")
+int BPF_PROG(cp_tcp_sendmsg, const struct sock *sk, const struct msghdr *msg,
+	     const struct sk_buff *skb, int size_goal)
+{
+	struct cp_net_rec rec = {};
+	struct owner cur;
+	struct flow_key k;
+	if (!sock_addrs(sk, &rec))
+		return 0;
+	struct cp_net_rec *r = &rec;
+	current_owner(&cur);
+	flow_of(&k, r, true);
+	learn(&k, &cur);
+	return 0;
+}
+
+/* listen() happens in process context: the owner of the listening port is known
+ * before any SYN arrives, so a server's receives are attributed from the first
+ * one (through the wildcard lookup of find_owner). connect() needs no hook: its
+ * SYN is transmitted in process context and learnt in on_packet. Entries are not
+ * deleted on close: the FIN/ACKs after close still belong to the owner, and the
+ * LRU map evicts old flows; a reused 4-tuple is relearnt at its first use. */
+SEC("tp_btf/inet_sock_set_state")
+int BPF_PROG(cp_sock_state, const struct sock *sk, const int oldstate, const int newstate)
+{
+	struct cp_net_rec rec = {};
+	struct flow_key k;
+	struct owner cur;
+	if (newstate != TCP_LISTEN || !in_task() || !sock_addrs(sk, &rec))
+		return 0;
+	flow_of(&k, &rec, true);
+	{
+		current_owner(&cur);
+		learn(&k, &cur);
+	}
+	return 0;
+}

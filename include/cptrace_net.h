@@ -1,0 +1,73 @@
+/* Network event record shared by bpf/netcap.bpf.c and user/ (net_capture, net_codec).
+ *
+ * One fixed-size record for all four kinds (socket send/recv, packet tx/rx): the
+ * BPF programs write it into the per-CPU net rings, and a Net frame of a trace is
+ * exactly an array of these records (zstd-compressed), so the layout below is also
+ * the on-disk layout: explicit padding, little-endian, 96 bytes. Change it only
+ * together with the Net frame version (user/net_codec.h).
+ *
+ * Byte order: addresses are stored as on the wire (network order, IPv4 in the
+ * first 4 bytes); ports, seq/ack and every other number are host order. */
+#ifndef CPTRACE_NET_H
+#define CPTRACE_NET_H
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
+
+enum cp_net_kind {
+	CP_NET_SOCK_SEND = 1, /* sock:sock_send_length: bytes a sendmsg() accepted */
+	CP_NET_SOCK_RECV = 2, /* sock:sock_recv_length: bytes a recvmsg() returned */
+	CP_NET_PKT_TX = 3,    /* net:net_dev_start_xmit: a frame handed to the driver */
+	CP_NET_PKT_RX = 4,    /* net:netif_receive_skb: a frame entering the stack */
+};
+
+/* cp_net_rec.flags (not the TCP flags). */
+enum cp_net_flag {
+	CP_NETF_TASK = 1,      /* pid/tid are the task that ran the program (process context) */
+	CP_NETF_OWNER = 2,     /* pid/tid come from the socket/flow owner learned earlier */
+	CP_NETF_HASH_PART = 4, /* UDP payload hash covers fewer than CP_NET_HASH_BYTES (short
+				  datagram or payload outside the linear skb area) */
+	CP_NETF_L4_TRUNC = 8,  /* the L4 header was not in the linear area: ports etc. are 0 */
+};
+
+/* Bytes of UDP payload hashed (FNV-1a 32) for matching a datagram across nodes. */
+#define CP_NET_HASH_BYTES 64
+
+struct cp_net_rec {
+	__u64 ktime_ns;    /* bpf_ktime_get_ns() (CLOCK_MONOTONIC) in the program */
+	__u8 saddr[16];    /* source (packets) / local (socket events) address */
+	__u8 daddr[16];    /* destination (packets) / remote (socket events) address */
+	__u32 netns;       /* network namespace inode (as in /proc/PID/ns/net) */
+	__u32 ifindex;     /* device (packets; 0 for socket events) */
+	__u32 pid;         /* tgid, 0 when unknown (see flags) */
+	__u32 tid;
+	__u32 seq;         /* TCP sequence number of the first payload byte */
+	__u32 ack;         /* TCP acknowledgement number */
+	__u32 len;         /* L4 payload bytes (packets); byte count (socket events) */
+	__u32 hash;        /* UDP: FNV-1a of the first CP_NET_HASH_BYTES payload bytes */
+	__u32 skb_len;     /* packets: skb->len (whole frame as the device sees it) */
+	__u16 sport;       /* source (packets) / local (socket) port */
+	__u16 dport;       /* destination (packets) / remote (socket) port */
+	__u16 gso_segs;    /* packets: skb_shinfo()->gso_segs (0 or 1: a single segment) */
+	__u16 gso_size;    /* packets: MSS of each wire segment of a GSO packet */
+	__u16 cpu;
+	__u16 ip_id;       /* IPv4 identification (IPv6: 0) */
+	__u8 kind;         /* enum cp_net_kind */
+	__u8 family;       /* AF_INET (2) or AF_INET6 (10) */
+	__u8 proto;        /* IPPROTO_TCP (6), IPPROTO_UDP (17), else the L4 number */
+	__u8 tcp_flags;    /* FIN 0x01 SYN 0x02 RST 0x04 PSH 0x08 ACK 0x10 URG 0x20 ECE CWR */
+	__u8 flags;        /* enum cp_net_flag */
+	__u8 pad[3];
+};
+
+/* Index of the per-CPU counters in the BPF `net_counters` array. seen counts
+ * every event that passed the filters; dropped those whose ring reservation
+ * failed. recorded + dropped == seen exactly. */
+enum cp_net_counter {
+	CP_NET_CNT_SEEN = 0,
+	CP_NET_CNT_DROPPED = 1,
+	CP_NET_CNT_MAX = 4,
+};
+
+#endif

@@ -1,0 +1,466 @@
+// `cptrace record --net` on the real kernel, in real namespaces (tools/testbed.sh):
+// a client in node 1 sends known messages to a server in node 2 while one recorder
+// per node runs inside that node (`ip netns exec NS cptrace record --net --netns
+// self`). The two traces must match segment by segment: every data segment node 1
+// transmits is received by node 2 (TCP: by sequence range; UDP: by payload hash and
+// IPv4 id), byte totals equal what the application sent, nothing of another
+// namespace appears, and no receive precedes its send on the shared clock.
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include <fmt/format.h>
+
+#include "test_util.h"
+#include "testbed_util.h"
+#include "trace_reader.h"
+
+using namespace cptrace;
+using testbed::skip_reason;
+using testutil::Proc;
+using testutil::TempDir;
+
+namespace {
+
+constexpr int kTcpMessages = 200;
+constexpr int kUdpMessages = 150;
+
+struct NetTrace {
+  std::vector<NetEvent> ev;
+  Counters counters;
+  uint64_t recorded = 0;
+};
+
+NetTrace load(const std::string& dir) {
+  TraceReader r(dir);
+  EXPECT_FALSE(r.error()) << r.error()->what();
+  NetTrace t;
+  r.for_each_net_event([&](const NetEvent& e) { t.ev.push_back(e); });
+  t.counters = r.net_counters();
+  t.recorded = r.net_event_count();
+  return t;
+}
+
+uint32_t ns_inode(const std::string& ns) {
+  struct stat st {};
+  EXPECT_EQ(stat(("/run/netns/" + ns).c_str(), &st), 0) << ns;
+  return uint32_t(st.st_ino);
+}
+
+std::string netload() { return (testutil::build_dir() / "tests" / "netload").string(); }
+
+std::string addr_text(const cp_net_rec& r, bool src) { return net_addr(r, src); }
+
+bool is_pkt(const cp_net_rec& r) { return r.kind == CP_NET_PKT_TX || r.kind == CP_NET_PKT_RX; }
+
+// A recorder inside a node's namespace; stopped with SIGINT like a user's Ctrl-C.
+struct Recorder {
+  std::unique_ptr<Proc> p;
+  std::string dir;
+  // inside: run in the node (`ip netns exec`, --netns self); else from the host
+  // namespace with --netns /run/netns/NS.
+  Recorder(const TempDir& tmp, const std::string& ns, const std::string& name, const std::string& extra,
+           bool inside = true) {
+    dir = tmp / name;
+    std::string pre = inside ? "ip netns exec " + ns + " " : "";
+    std::string netns = inside ? "self" : "/run/netns/" + ns;
+    p = std::make_unique<Proc>(pre + testutil::cptrace_bin() + " record --net --netns " + netns +
+                                   " --no-progress -o " + dir + " " + extra,
+                               tmp / (name + ".out"), tmp / (name + ".err"));
+  }
+  bool ready() { return p->wait_for("attached", 20, true); }
+  std::string err() const { return testutil::read_file(p->err_path); }
+  int stop() {
+    kill(p->pid, SIGINT);
+    return p->wait(30);
+  }
+};
+
+// Every counter adds up and nothing was dropped.
+void expect_accounted(const NetTrace& t, const std::string& what) {
+  EXPECT_EQ(t.recorded + t.counters.total_dropped(), t.counters.total_seen()) << what;
+  EXPECT_EQ(t.counters.total_dropped(), 0u) << what;
+  EXPECT_EQ(t.recorded, t.ev.size()) << what;
+}
+
+struct PairRun {
+  NetTrace a, b;
+  long sent = 0;
+  int cport = 0;
+  uint32_t ns_a = 0, ns_b = 0;
+};
+
+// Server in node 2, recorders in both nodes, client in node 1; waits for both ends.
+PairRun run_pair(testbed::Testbed& tb, const TempDir& tmp, bool tcp, const std::string& server_ip, int port,
+             int count) {
+  PairRun run;
+  std::string proto = tcp ? "tcp" : "udp";
+  Proc server("ip netns exec " + tb.ns(2) + " " + netload() + " server " + proto + " " + server_ip + " " +
+                  std::to_string(port) + " " + std::to_string(count),
+              tmp / "server.out", tmp / "server.err");
+  EXPECT_TRUE(server.wait_for("ready", 10)) << testutil::read_file(server.err_path);
+  Recorder ra(tmp, tb.ns(1), "a", ""), rb(tmp, tb.ns(2), "b", "");
+  EXPECT_TRUE(ra.ready()) << ra.err();
+  EXPECT_TRUE(rb.ready()) << rb.err();
+  testutil::RunResult c = testutil::run("ip netns exec " + tb.ns(1) + " " + netload() + " client " + proto + " " +
+                                            server_ip + " " + std::to_string(port) + " " + std::to_string(count),
+                                        tmp);
+  EXPECT_EQ(c.status, 0) << c.err;
+  EXPECT_EQ(server.wait(30), 0);
+  std::string sout = testutil::read_file(server.out_path);
+  EXPECT_EQ(ra.stop(), 0) << ra.err();
+  EXPECT_EQ(rb.stop(), 0) << rb.err();
+  sscanf(c.out.c_str() + c.out.find("sent"), "sent %ld %d", &run.sent, &run.cport);
+  long got = -1, msgs = -1;
+  sscanf(sout.c_str() + sout.find("received"), "received %ld %ld", &got, &msgs);
+  EXPECT_EQ(got, run.sent) << "the application itself lost data";
+  run.a = load(ra.dir);
+  run.b = load(rb.dir);
+  run.ns_a = ns_inode(tb.ns(1));
+  run.ns_b = ns_inode(tb.ns(2));
+  expect_accounted(run.a, "node 1");
+  expect_accounted(run.b, "node 2");
+  return run;
+}
+
+// Nothing from another namespace (the router's, the host's, the other node's), and
+// every TCP/UDP packet is between the two endpoints.
+void expect_only_own(const PairRun& r, const std::string& ip1, const std::string& ip2) {
+  for (auto [t, ns] : {std::pair{&r.a, r.ns_a}, std::pair{&r.b, r.ns_b}}) {
+    ASSERT_FALSE(t->ev.empty());
+    for (const NetEvent& e : t->ev) {
+      ASSERT_EQ(e.r.netns, ns) << "an event of another network namespace";
+      if (is_pkt(e.r) && (e.r.proto == 6 || e.r.proto == 17)) {
+        std::set<std::string> ends = {addr_text(e.r, true), addr_text(e.r, false)};
+        EXPECT_EQ(ends, (std::set<std::string>{ip1, ip2})) << "a packet between other endpoints";
+      }
+    }
+  }
+}
+
+std::vector<NetEvent> select(const NetTrace& t, uint8_t kind, uint8_t proto, int sport, int dport, bool data) {
+  std::vector<NetEvent> v;
+  for (const NetEvent& e : t.ev)
+    if (e.r.kind == kind && e.r.proto == proto && e.r.sport == sport && e.r.dport == dport && (!data || e.r.len > 0))
+      v.push_back(e);
+  return v;
+}
+
+long sum_len(const std::vector<NetEvent>& v) {
+  long s = 0;
+  for (auto& e : v) s += e.r.len;
+  return s;
+}
+
+// TCP: every received data segment is matched to the latest earlier transmission of
+// the same byte range [seq, seq+len); a transmission of bytes already sent is a
+// retransmission. Returns the number of retransmissions.
+int check_tcp(const PairRun& r, int port, bool lossy, uint64_t min_delay_ns) {
+  auto tx = select(r.a, CP_NET_PKT_TX, 6, r.cport, port, true);
+  auto rx = select(r.b, CP_NET_PKT_RX, 6, r.cport, port, true);
+  EXPECT_FALSE(tx.empty());
+  EXPECT_FALSE(rx.empty());
+  // The application's bytes, on both socket paths.
+  EXPECT_EQ(sum_len(select(r.a, CP_NET_SOCK_SEND, 6, r.cport, port, true)), r.sent);
+  EXPECT_EQ(sum_len(select(r.b, CP_NET_SOCK_RECV, 6, port, r.cport, true)), r.sent);
+
+  std::sort(tx.begin(), tx.end(), [](auto& x, auto& y) { return x.r.ktime_ns < y.r.ktime_ns; });
+  std::map<std::pair<uint32_t, uint32_t>, std::vector<const NetEvent*>> by_range;
+  uint32_t isn = tx.front().r.seq;
+  uint64_t high = 0;  // highest stream offset sent so far
+  int retrans = 0;
+  for (const NetEvent& e : tx) {
+    uint64_t lo = uint32_t(e.r.seq - isn), hi = lo + e.r.len;
+    if (lo < high) retrans++;
+    high = std::max(high, hi);
+    by_range[{e.r.seq, e.r.len}].push_back(&e);
+  }
+  EXPECT_EQ(high, uint64_t(r.sent)) << "bytes of the stream transmitted by node 1";
+  if (!lossy) {
+    EXPECT_EQ(retrans, 0);
+    EXPECT_EQ(long(tx.size()), long(by_range.size())) << "a data segment transmitted twice without loss";
+    EXPECT_EQ(sum_len(tx), r.sent);
+    EXPECT_EQ(sum_len(rx), r.sent);
+    EXPECT_EQ(rx.size(), tx.size());
+  }
+  std::set<std::pair<uint32_t, uint32_t>> got;
+  std::vector<std::pair<uint64_t, uint64_t>> covered;
+  for (const NetEvent& e : rx) {
+    auto it = by_range.find({e.r.seq, e.r.len});
+    if (it == by_range.end()) {
+      ADD_FAILURE() << "received segment seq=" << e.r.seq << " len=" << e.r.len << " was never transmitted";
+      continue;
+    }
+    const NetEvent* m = nullptr;  // the latest transmission before this receive
+    for (const NetEvent* t : it->second)
+      if (t->r.ktime_ns <= e.r.ktime_ns) m = t;
+    if (!m) {
+      ADD_FAILURE() << "segment seq=" << e.r.seq << " received before any transmission of it";
+      continue;
+    }
+    EXPECT_GE(e.ts, m->ts) << "receive earlier than send in TSC";
+    EXPECT_GE(e.r.ktime_ns - m->r.ktime_ns, min_delay_ns) << "one-way time below the link delay";
+    if (!lossy) {
+      EXPECT_TRUE(got.insert({e.r.seq, e.r.len}).second) << "segment received twice";
+    }
+    covered.push_back({uint32_t(e.r.seq - isn), uint32_t(e.r.seq - isn) + e.r.len});
+  }
+  // The receiver saw the whole stream.
+  std::sort(covered.begin(), covered.end());
+  uint64_t end = 0;
+  for (auto [lo, hi] : covered) {
+    EXPECT_LE(lo, end) << "a hole in the received stream at offset " << end;
+    end = std::max(end, hi);
+  }
+  EXPECT_EQ(end, uint64_t(r.sent));
+  printf("      %zu data segments sent, %zu received, %ld bytes, %d retransmissions\n", tx.size(), rx.size(),
+         r.sent, retrans);
+  return retrans;
+}
+
+}  // namespace
+
+class NetCapture : public ::testing::Test {
+ public:
+  void SetUp() override {
+    REQUIRE_TESTBED();
+    if (!testbed::is_file(netload())) GTEST_SKIP() << "SKIPPED: " << netload() << " not built";
+  }
+  TempDir tmp;
+};
+using NetCapture_Env = NetCapture;
+
+TEST_F(NetCapture, TcpTwoNamespacesMatchSegmentForSegment) {
+  testbed::Testbed tb("ntcp", 2, "");
+  ASSERT_TRUE(tb.ok()) << tb.output();
+  PairRun r = run_pair(tb, tmp, true, "10.77.2.2", 7001, kTcpMessages);
+  expect_only_own(r, "10.77.1.2", "10.77.2.2");
+  check_tcp(r, 7001, false, 0);
+}
+
+TEST_F(NetCapture, TcpIpv6) {
+  testbed::Testbed tb("nipv", 2, "");
+  ASSERT_TRUE(tb.ok()) << tb.output();
+  PairRun r = run_pair(tb, tmp, true, "fd77::2:2", 7002, kTcpMessages);
+  expect_only_own(r, "fd77::1:2", "fd77::2:2");
+  for (const NetEvent& e : r.a.ev) {
+    if (is_pkt(e.r) && e.r.proto == 6) {
+      EXPECT_EQ(e.r.family, 10);
+    }
+  }
+  check_tcp(r, 7002, false, 0);
+}
+
+TEST_F(NetCapture, TcpThroughDelayingLink) {
+  testbed::Testbed tb("ndly", 2, "--delay 300");
+  ASSERT_TRUE(tb.ok()) << tb.output();
+  PairRun r = run_pair(tb, tmp, true, "10.77.2.2", 7003, kTcpMessages);
+  expect_only_own(r, "10.77.1.2", "10.77.2.2");
+  check_tcp(r, 7003, false, 300000);
+}
+
+TEST_F(NetCapture, TcpWithLossRecognisesRetransmissions) {
+  testbed::Testbed tb("nlos", 2, "--loss 5 --seed 7");
+  ASSERT_TRUE(tb.ok()) << tb.output();
+  PairRun r = run_pair(tb, tmp, true, "10.77.2.2", 7004, kTcpMessages);
+  expect_only_own(r, "10.77.1.2", "10.77.2.2");
+  int retrans = check_tcp(r, 7004, true, 0);
+  EXPECT_GT(retrans, 0) << "5% loss over ~" << kTcpMessages << " segments caused no retransmission";
+  printf("      %d retransmissions recognised\n", retrans);
+}
+
+TEST_F(NetCapture, UdpMatchedByPayloadHash) {
+  testbed::Testbed tb("nudp", 2, "");
+  ASSERT_TRUE(tb.ok()) << tb.output();
+  PairRun r = run_pair(tb, tmp, false, "10.77.2.2", 7005, kUdpMessages);
+  expect_only_own(r, "10.77.1.2", "10.77.2.2");
+  auto tx = select(r.a, CP_NET_PKT_TX, 17, r.cport, 7005, false);
+  auto rx = select(r.b, CP_NET_PKT_RX, 17, r.cport, 7005, false);
+  ASSERT_EQ(tx.size(), size_t(kUdpMessages));
+  ASSERT_EQ(rx.size(), size_t(kUdpMessages));
+  EXPECT_EQ(sum_len(tx), r.sent);
+  EXPECT_EQ(sum_len(rx), r.sent);
+  EXPECT_EQ(sum_len(select(r.a, CP_NET_SOCK_SEND, 17, r.cport, 7005, true)), r.sent);
+  std::map<std::tuple<uint32_t, uint32_t, uint16_t>, const NetEvent*> sent;
+  for (const NetEvent& e : tx)
+    EXPECT_TRUE(sent.emplace(std::tuple{e.r.hash, e.r.len, e.r.ip_id}, &e).second) << "two datagrams share a key";
+  for (const NetEvent& e : rx) {
+    auto it = sent.find({e.r.hash, e.r.len, e.r.ip_id});
+    ASSERT_NE(it, sent.end()) << "received datagram never sent";
+    EXPECT_GE(e.ts, it->second->ts);
+    EXPECT_GE(e.r.ktime_ns, it->second->r.ktime_ns);
+    sent.erase(it);  // exactly once
+  }
+  EXPECT_TRUE(sent.empty());
+}
+
+namespace {
+// What a filter must not change about an event (timestamps differ between two
+// recorders: each program reads the clock itself).
+using Key = std::tuple<uint8_t, uint8_t, uint16_t, uint16_t, uint32_t, uint32_t, uint32_t, uint8_t, uint32_t>;
+Key key(const cp_net_rec& r) {
+  return {r.kind, r.proto, r.sport, r.dport, r.seq, r.ack, r.len, r.tcp_flags, r.hash};
+}
+}  // namespace
+namespace {
+// Empty when equal; else the first differences, readable.
+std::string diff(const std::multiset<Key>& got, const std::multiset<Key>& want) {
+  std::vector<Key> extra, missing;
+  std::set_difference(got.begin(), got.end(), want.begin(), want.end(), std::back_inserter(extra));
+  std::set_difference(want.begin(), want.end(), got.begin(), got.end(), std::back_inserter(missing));
+  std::string s;
+  auto show = [&](const char* what, const std::vector<Key>& v) {
+    for (size_t i = 0; i < v.size() && i < 8; ++i) {
+      auto [kind, proto, sp, dp, seq, ack, len, fl, h] = v[i];
+      s += fmt::format("{} {} proto={} {}>{} seq={} ack={} len={} flags={}\n", what, net_kind_name(kind), proto,
+                       sp, dp, seq, ack, len, tcp_flags_text(fl));
+    }
+    if (v.size() > 8) s += fmt::format("{} ... {} in all\n", what, v.size());
+  };
+  show("extra", extra);
+  show("missing", missing);
+  return s;
+}
+
+std::multiset<Key> keys(const NetTrace& t, const std::function<bool(const cp_net_rec&)>& keep) {
+  std::multiset<Key> s;
+  for (const NetEvent& e : t.ev)
+    if (keep(e.r)) s.insert(key(e.r));
+  return s;
+}
+}  // namespace
+
+// Two recorders in node 1 at once, one unfiltered and one with --port: the
+// filtered trace is exactly the unfiltered one restricted to that port.
+TEST_F(NetCapture, PortFilterKeepsExactlyThatPort) {
+  testbed::Testbed tb("nprt", 2, "");
+  ASSERT_TRUE(tb.ok()) << tb.output();
+  Proc s1("ip netns exec " + tb.ns(2) + " " + netload() + " server tcp 10.77.2.2 7011", tmp / "s1.out", tmp / "s1.err");
+  Proc s2("ip netns exec " + tb.ns(2) + " " + netload() + " server tcp 10.77.2.2 7012", tmp / "s2.out", tmp / "s2.err");
+  ASSERT_TRUE(s1.wait_for("ready", 10) && s2.wait_for("ready", 10));
+  Recorder all(tmp, tb.ns(1), "all", ""), one(tmp, tb.ns(1), "one", "--port 7011");
+  ASSERT_TRUE(all.ready()) << all.err();
+  ASSERT_TRUE(one.ready()) << one.err();
+  for (int port : {7011, 7012}) {
+    auto c = testutil::run("ip netns exec " + tb.ns(1) + " " + netload() + " client tcp 10.77.2.2 " +
+                               std::to_string(port) + " 50",
+                           tmp);
+    ASSERT_EQ(c.status, 0) << c.err;
+  }
+  EXPECT_EQ(s1.wait(20), 0);
+  EXPECT_EQ(s2.wait(20), 0);
+  EXPECT_EQ(one.stop(), 0) << one.err();
+  EXPECT_EQ(all.stop(), 0) << all.err();
+  NetTrace ta = load(all.dir), to = load(one.dir);
+  expect_accounted(ta, "unfiltered");
+  expect_accounted(to, "--port 7011");
+  auto on_port = [](uint16_t p) { return [p](const cp_net_rec& r) { return r.sport == p || r.dport == p; }; };
+  auto want = keys(ta, on_port(7011));
+  EXPECT_GT(want.size(), 100u);
+  EXPECT_FALSE(keys(ta, on_port(7012)).empty()) << "the other port's traffic was not there to filter out";
+  EXPECT_EQ(diff(keys(to, [](const cp_net_rec&) { return true; }), want), "");
+}
+
+namespace {
+// Where cgroup v2 is mounted ("" when it is not).
+std::string cgroup2_mount() {
+  std::istringstream in(testutil::read_file("/proc/mounts"));
+  std::string dev, dir, type;
+  while (in >> dev >> dir >> type) {
+    if (type == "cgroup2") return dir;
+    in.ignore(4096, '\n');
+  }
+  return "";
+}
+
+// Two clients in node 1 (client 1 optionally inside cgroup `cg`), two recorders in
+// node 1: unfiltered, and `filter` (-p PID of client 1, or --cgroup). The filtered
+// trace must be exactly the unfiltered one restricted to client 1's flow: its socket
+// events and the packets of its connection, nothing of client 2.
+void owner_filter_test(NetCapture_Env& env, const std::string& tag, const std::string& cg) {
+  testbed::Testbed tb(tag, 2, "");
+  ASSERT_TRUE(tb.ok()) << tb.output();
+  const TempDir& tmp = env.tmp;
+  Proc s1("ip netns exec " + tb.ns(2) + " " + netload() + " server tcp 10.77.2.2 7021", tmp / "s1.out", tmp / "s1.err");
+  Proc s2("ip netns exec " + tb.ns(2) + " " + netload() + " server tcp 10.77.2.2 7022", tmp / "s2.out", tmp / "s2.err");
+  ASSERT_TRUE(s1.wait_for("ready", 10) && s2.wait_for("ready", 10));
+  std::string go = tmp / "go";
+  std::string cmd1 = "ip netns exec " + tb.ns(1) + " " + netload() + " client tcp 10.77.2.2 7021 80 " + go;
+  if (!cg.empty()) cmd1 = "sh -c " + testbed::shq("echo $$ > " + cg + "/cgroup.procs && exec " + cmd1);
+  Proc c1(cmd1, tmp / "c1.out", tmp / "c1.err");
+  Proc c2("ip netns exec " + tb.ns(1) + " " + netload() + " client tcp 10.77.2.2 7022 80 " + go, tmp / "c2.out", tmp / "c2.err");
+  ASSERT_TRUE(c1.wait_for("pid", 10) && c2.wait_for("pid", 10)) << testutil::read_file(c1.err_path);
+  int pid1 = 0;
+  sscanf(testutil::read_file(c1.out_path).c_str(), "pid %d", &pid1);
+  ASSERT_GT(pid1, 0);
+  Recorder all(tmp, tb.ns(1), "all", ""),
+      // `ip netns exec` remounts /sys, hiding the cgroup tree: the --cgroup recorder
+      // runs in the host namespace and names the node with --netns PATH instead.
+      mine(tmp, tb.ns(1), "mine", cg.empty() ? "-p " + std::to_string(pid1) : "--cgroup " + cg, cg.empty());
+  ASSERT_TRUE(all.ready()) << all.err();
+  ASSERT_TRUE(mine.ready()) << mine.err();
+  testutil::run("touch " + go, tmp);
+  EXPECT_EQ(c1.wait(30), 0);
+  EXPECT_EQ(c2.wait(30), 0);
+  if (cg.empty()) {
+    EXPECT_EQ(mine.p->wait(10), 0) << "the -p recorder stops when its process exits: " << mine.err();
+  } else {
+    EXPECT_EQ(mine.stop(), 0) << mine.err();
+  }
+  EXPECT_EQ(all.stop(), 0) << all.err();
+  int port1 = 0;
+  long sent1 = 0;
+  std::string o1 = testutil::read_file(c1.out_path);
+  sscanf(o1.c_str() + o1.find("sent"), "sent %ld %d", &sent1, &port1);
+  ASSERT_GT(port1, 0);
+  NetTrace ta = load(all.dir), tm = load(mine.dir);
+  expect_accounted(tm, "filtered");
+  uint16_t p1 = uint16_t(port1);
+  auto flow1 = [p1](const cp_net_rec& r) {
+    return (r.kind == CP_NET_PKT_RX ? r.dport : r.sport) == p1 && (r.proto == 6);
+  };
+  auto want = keys(ta, flow1);
+  EXPECT_GT(want.size(), 80u);
+  EXPECT_EQ(diff(keys(tm, [](const cp_net_rec&) { return true; }), want), "");
+  for (const NetEvent& e : tm.ev) EXPECT_EQ(e.r.pid, uint32_t(pid1));
+  EXPECT_EQ(sum_len(select(tm, CP_NET_SOCK_SEND, 6, p1, 7021, true)), sent1);
+}
+
+}  // namespace
+
+// -p PID: the socket events of PID and the packets of its flows (its transmissions,
+// and receives of flows it had used), nothing of another process in the same node.
+TEST_F(NetCapture, PidFilterKeepsExactlyThatProcessFlows) { owner_filter_test(*this, "npid", ""); }
+
+// --cgroup: the same with client 1 alone in a fresh cgroup v2 directory.
+TEST_F(NetCapture, CgroupFilterKeepsExactlyThatCgroupFlows) {
+  std::string root = cgroup2_mount();
+  if (root.empty()) GTEST_SKIP() << "SKIPPED: no cgroup v2 hierarchy mounted";
+  std::string cg = root + "/cptracenet" + std::to_string(getpid());
+  ASSERT_EQ(mkdir(cg.c_str(), 0755), 0) << cg << ": " << strerror(errno);
+  owner_filter_test(*this, "ncgr", cg);
+  EXPECT_EQ(rmdir(cg.c_str()), 0) << cg << ": " << strerror(errno);
+}
+
+// --gso: the veths keep 64 KiB super-packets. Segments are recorded at the device
+// as the stack hands them over (one record per super-packet, gso_segs/gso_size
+// set); the receiving node sees the same skb, so byte ranges still match 1:1.
+TEST_F(NetCapture, TcpGsoSuperPacketsMatchByByteRange) {
+  testbed::Testbed tb("ngso", 2, "--gso");
+  ASSERT_TRUE(tb.ok()) << tb.output();
+  PairRun r = run_pair(tb, tmp, true, "10.77.2.2", 7006, kTcpMessages);
+  expect_only_own(r, "10.77.1.2", "10.77.2.2");
+  check_tcp(r, 7006, false, 0);
+  int gso = 0;
+  for (const NetEvent& e : select(r.a, CP_NET_PKT_TX, 6, r.cport, 7006, true)) {
+    if (e.r.gso_segs > 1) {
+      ++gso;
+      EXPECT_GT(e.r.len, e.r.gso_size) << "a GSO packet carries more than one MSS";
+    }
+  }
+  printf("      %d super-packets (gso_segs > 1) among the transmitted segments\n", gso);
+}
