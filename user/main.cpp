@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <exception>
 
+#include "cmd_load.h"
 #include "commands.h"
 #include "recorder.h"
 
@@ -41,12 +42,15 @@ int main(int argc, char** argv) {
   info->add_flag("--json", json, "machine-readable summary");
   auto* check = app.add_subcommand("check", "can this machine record? (root, BTF, uprobes, nop5 path, TSC, ring buffer)");
 
+  auto run_load_command = cptrace::add_load_commands(app);  // gen, sink, maxrate, overhead
+
   CLI11_PARSE(app, argc, argv);
   try {
     if (*record) return cptrace::run_record(rec);
     if (*dump) return cptrace::cmd_dump(dir, csv);
     if (*info) return cptrace::cmd_info(dir, json);
     if (*check) return cptrace::cmd_check();
+    if (auto rc = run_load_command()) return *rc;
   } catch (const std::exception& e) {
     fprintf(stderr, "cptrace %s: %s\n", app.get_subcommands().front()->get_name().c_str(), e.what());
     return 1;
