@@ -48,14 +48,23 @@ void pin_self(int cpu) {
     throw std::runtime_error(fmt::format("--cpus: cannot run on CPU {}: {}", cpu, strerror(errno)));
 }
 
-// A busy loop pinned to one CPU. Calibrates itself first (highest weight it may
-// get, best 20 ms window), then drops to SCHED_IDLE and counts units.
+int64_t thread_cpu_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+// A busy loop pinned to one CPU. Calibrates itself first, then drops to
+// SCHED_IDLE and counts units. The calibrated rate is units per second of the
+// spinner's own CPU time (median of 10 ms windows): preemption by other work
+// during calibration, which a wall-clock rate would mistake for slowness,
+// does not enter it.
 struct alignas(64) Spinner {
   int cpu;
   double calibrate_s;
   std::atomic<uint64_t> units{0};
   std::atomic<bool> ready{false}, stop{false};
-  double rate = 0;
+  double rate = 0, spread = 0;
   std::string error;
   std::thread th;
 
@@ -67,13 +76,22 @@ struct alignas(64) Spinner {
       ready = true;
       return;
     }
-    setpriority(PRIO_PROCESS, pid_t(syscall(SYS_gettid)), -20);  // best effort (needs CAP_SYS_NICE)
     uint64_t x = uint64_t(cpu) + 1, n = 0;
+    std::vector<double> rates;
     int64_t end = mono_ns() + int64_t(calibrate_s * 1e9);
-    for (int64_t w0 = mono_ns(), now = w0; now < end; w0 = now) {
+    while (mono_ns() < end) {
+      int64_t c0 = thread_cpu_ns(), w0 = mono_ns();
       uint64_t u0 = n;
-      while ((now = mono_ns()) - w0 < 20000000) x = work_unit(x), n++;
-      rate = std::max(rate, double(n - u0) * 1e9 / double(now - w0));
+      while (mono_ns() - w0 < 10000000) x = work_unit(x), n++;
+      int64_t dc = thread_cpu_ns() - c0;
+      if (dc >= 2000000) rates.push_back(double(n - u0) * 1e9 / double(dc));
+    }
+    if (!rates.empty()) {
+      std::sort(rates.begin(), rates.end());
+      rate = rates[rates.size() / 2];
+      // Half the 10-90% spread: how much the speed of one unit itself varies here
+      // (frequency, a busy SMT sibling on the host), the rate's own uncertainty.
+      spread = (rates[rates.size() * 9 / 10] - rates[rates.size() / 10]) / 2 / rate;
     }
     sched_param p{};
     if (sched_setscheduler(0, SCHED_IDLE, &p) != 0) error = std::string("SCHED_IDLE: ") + strerror(errno);
@@ -140,6 +158,36 @@ std::vector<int> allowed_cpus() {
   return v;
 }
 
+bool g_nice_on_autogroup = false;
+
+bool autogroups_enabled() {
+  std::ifstream f("/proc/sys/kernel/sched_autogroup_enabled");
+  int v = 0;
+  return (f >> v) && v == 1;
+}
+
+// --nice with autogroups: CFS shares a CPU between sessions first, so a task's
+// own nice only orders it within its session. The measurement (spinners and
+// command) moves into a session of its own, whose autogroup gets the nice.
+// Returns the measuring child's status in the parent, -1 in the child.
+int enter_own_autogroup(int nice) {
+  fflush(stdout);
+  fflush(stderr);
+  pid_t pid = fork();
+  if (pid < 0) throw std::runtime_error(std::string("fork: ") + strerror(errno));
+  if (pid > 0) {
+    int st = 0;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  }
+  if (setsid() < 0) throw std::runtime_error(std::string("--nice: setsid: ") + strerror(errno));
+  std::ofstream ag("/proc/self/autogroup");
+  ag << nice << std::flush;
+  if (!ag) throw std::runtime_error(fmt::format("--nice {}: cannot set the autogroup's nice (needs CAP_SYS_NICE)", nice));
+  g_nice_on_autogroup = true;
+  return -1;
+}
+
 pid_t spawn(const OverheadOptions& o, const std::vector<int>& cpus) {
   pid_t pid = fork();
   if (pid < 0) throw std::runtime_error(std::string("fork: ") + strerror(errno));
@@ -148,7 +196,7 @@ pid_t spawn(const OverheadOptions& o, const std::vector<int>& cpus) {
   CPU_ZERO(&s);
   for (int c : cpus) CPU_SET(c, &s);
   sched_setaffinity(0, sizeof s, &s);
-  if (o.nice) setpriority(PRIO_PROCESS, 0, o.nice);
+  if (o.nice && !g_nice_on_autogroup) setpriority(PRIO_PROCESS, 0, o.nice);
   std::vector<char*> argv;
   for (auto& a : o.cmd) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
@@ -185,10 +233,10 @@ json OverheadReport::to_json() const {
           {"wall_s", wall_s},
           {"displaced_cpu_s", displaced_s},
           {"displaced_per_cpu_s", displaced_cpu},
+          {"uncertainty_s", uncertainty_s},
+          {"rate_spread", rate_spread},
           {"background_before", background_before},
           {"background_after", background_after},
-          {"background_s", background_s},
-          {"displaced_minus_background_s", displaced_s - background_s},
           {"rusage_user_s", rusage_user_s},
           {"rusage_sys_s", rusage_sys_s},
           {"irq_s", irq_s},
@@ -229,6 +277,7 @@ OverheadReport measure_overhead(const OverheadOptions& o) {
       throw std::runtime_error(e);
     }
     r.rate.push_back(s->rate);
+    r.rate_spread.push_back(s->spread);
   }
   double ncpu = double(r.cpus.size());
   auto a0 = snap(sp);
@@ -253,7 +302,10 @@ OverheadReport measure_overhead(const OverheadOptions& o) {
   r.wall_s = (b1.t - b0.t) / 1e9;
   r.displaced_cpu = lost(b0, b1, r.rate);
   r.displaced_s = sum(r.displaced_cpu);
-  r.background_s = (r.background_before + r.background_after) / 2 * ncpu * r.wall_s;
+  // The spinner's units converted with a rate known to +-spread: that much of
+  // the spinner's share of the run is uncertain (the command's share is not).
+  for (size_t i = 0; i < r.cpus.size(); ++i)
+    r.uncertainty_s += double(b1.units[i] - b0.units[i]) / r.rate[i] * r.rate_spread[i];
   r.rusage_user_s = ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6;
   r.rusage_sys_s = ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
   r.irq_s = ps1[0] - ps0[0], r.softirq_s = ps1[1] - ps0[1], r.steal_s = ps1[2] - ps0[2];
@@ -264,7 +316,14 @@ OverheadReport measure_overhead(const OverheadOptions& o) {
 int run_overhead(const OverheadOptions& o) {
   // The command gets our terminal's Ctrl-C; we wait for it and still report.
   signal(SIGINT, SIG_IGN);
+  bool child = false;
+  if (o.nice && autogroups_enabled()) {
+    int st = enter_own_autogroup(o.nice);
+    if (st >= 0) return st;
+    child = true;
+  }
   OverheadReport r = measure_overhead(o);
+  if (child) fflush(nullptr);
   if (o.json) {
     printf("%s\n", r.to_json().dump(2).c_str());
     return r.status;
@@ -273,18 +332,19 @@ int run_overhead(const OverheadOptions& o) {
   for (int c : r.cpus) cpus += (cpus.empty() ? "" : ",") + std::to_string(c);
   double ru = r.rusage_user_s + r.rusage_sys_s;
   fprintf(stderr,
-          "cptrace overhead: CPUs %s, spinner %.4g units/s undisturbed\n"
-          "  command: exit %d, wall %.3f s\n"
-          "  displaced CPU:          %.4f s  (%.1f%% of %zu CPU(s) over the run)\n"
+          "cptrace overhead: CPUs %s, spinner %.4g units/s undisturbed (+-%.1f%%)\n"
+          "  command: exit %d, wall %.3f s%s\n"
+          "  displaced CPU:          %.4f s +- %.4f s (%.1f%% of %zu CPU(s) over the run)\n"
           "  command rusage:         %.4f s  (user %.4f, sys %.4f)\n"
           "  not charged to it:      %+.4f s  (interrupts, softirq, kernel threads, other processes)\n"
-          "  background (spinner alone): %.2f%% before, %.2f%% after -> %.4f s expected over the run\n"
-          "  displaced - background: %.4f s\n"
+          "  activity without the command (spinner alone, before/after): %.2f%% / %.2f%% of the CPUs\n"
           "  /proc/stat on these CPUs during the run: irq %.3f s, softirq %.3f s, steal %.3f s\n",
-          cpus.c_str(), r.rate.empty() ? 0 : r.rate[0], r.status, r.wall_s, r.displaced_s,
+          cpus.c_str(), r.rate.empty() ? 0 : r.rate[0], r.rate_spread.empty() ? 0 : 100 * r.rate_spread[0], r.status, r.wall_s,
+          !o.nice ? "" : g_nice_on_autogroup ? fmt::format(", own autogroup at nice {}", o.nice).c_str()
+                                            : fmt::format(", nice {}", o.nice).c_str(),
+          r.displaced_s, r.uncertainty_s,
           100 * r.displaced_s / (r.wall_s * r.cpus.size()), r.cpus.size(), ru, r.rusage_user_s, r.rusage_sys_s,
-          r.displaced_s - ru, 100 * r.background_before, 100 * r.background_after, r.background_s,
-          r.displaced_s - r.background_s, r.irq_s, r.softirq_s, r.steal_s);
+          r.displaced_s - ru, 100 * r.background_before, 100 * r.background_after, r.irq_s, r.softirq_s, r.steal_s);
   return r.status;
 }
 

@@ -173,8 +173,9 @@ void SinkReceiver::read_udp() {
 }
 
 // Service time 1/throttle per tuple: the consumer is busy until next_free_ns_.
-// Idle time earns at most 1 ms of credit, so the long-run rate never exceeds
-// the throttle.
+// The long-run rate never exceeds the throttle; idle time earns at most 100 ms
+// of credit, so a wakeup delayed by a busy machine is caught up instead of
+// silently lowering the service rate below the throttle.
 void SinkReceiver::throttle_wait() {
   const int64_t period = int64_t(1e9 / o_.throttle);
   int64_t now = mono_ns();
@@ -183,7 +184,7 @@ void SinkReceiver::throttle_wait() {
     clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr);
   }
   while ((now = mono_ns()) < next_free_ns_) _mm_pause();
-  next_free_ns_ = std::max(next_free_ns_, now - 1000000) + period;
+  next_free_ns_ = std::max(next_free_ns_, now - 100000000) + period;
 }
 
 void SinkReceiver::consume(const uint64_t* ids, size_t n) {
