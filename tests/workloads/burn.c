@@ -1,5 +1,5 @@
 /* burn MS: spends MS milliseconds of its own CPU time (CLOCK_PROCESS_CPUTIME_ID)
- * in a busy loop, then prints the CPU time it measured, in ns. A workload whose
+ * in a busy loop, then prints the CPU time it measured, in ns, on stderr. A workload whose
  * CPU time is known, for checking `cptrace overhead`. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +23,6 @@ int main(int argc, char **argv)
 	while ((now = cpu_ns()) < target)
 		for (int i = 0; i < 1000; i++)
 			x = x * 6364136223846793005ULL + 1;
-	printf("%lld\n", now);
+	fprintf(stderr, "%lld\n", now);
 	return 0;
 }
