@@ -40,3 +40,7 @@ print("  %d events in %.2f s = %.1f M events/s, %d dropped, file %.1f MB, %.1fx 
 echo
 echo "== 6. codec: plain zstd vs delta/varint + zstd"
 $B/bench/bench_codec
+
+echo
+echo "== 7. load generator: flat-out emission, maxrate vs a throttled sink, recording cost by displacement"
+bash bench/gen.sh
