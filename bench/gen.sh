@@ -27,7 +27,7 @@ flat_out() {  # flat_out LABEL [PREFIX...] :: GEN-ARGS...
   local label=$1; shift
   local pre=()
   while [ "$1" != "::" ]; do pre+=("$1"); shift; done; shift
-  start_sink
+  case " $* " in *" --udp "*) start_sink --udp ;; *) start_sink ;; esac
   "${pre[@]}" $B/cptrace gen --to 127.0.0.1:$PORT --control 127.0.0.1:$((PORT + 1)) --rate 10000000 \
     --duration "$SECS" --json "$@" >"$tmp/gen.json" 2>"$tmp/gen.err" || true
   stop_sink
@@ -60,10 +60,11 @@ kill "$sink_pid"; wait "$sink_pid" || true; sink_pid=
 echo
 echo "== overhead: CPU that recording costs a workload (1M cp_logTS calls, displacement, own autogroup at nice -20)"
 for mode in plain recorded; do
-  pre=()
-  [ $mode = recorded ] && pre=($B/cptrace record --no-progress -f -o "$tmp/trace" --)
-  $B/cptrace overhead --nice -20 --json -- "${pre[@]}" $B/bench/bench_logts --only single --n 1000000 \
-    >"$tmp/ov.json" 2>/dev/null || true
+  pre=
+  [ $mode = recorded ] && pre="$B/cptrace record --no-progress -f -o $tmp/trace --"
+  # The workload's own figures go to /dev/null: stdout carries the JSON report.
+  $B/cptrace overhead --nice -20 --json -- \
+    sh -c "exec $pre $B/bench/bench_logts --only single --n 1000000 >/dev/null" >"$tmp/ov.json" 2>/dev/null || true
   python3 - $mode "$tmp/ov.json" <<'PY'
 import json, sys
 j = json.load(open(sys.argv[2]))
