@@ -73,7 +73,8 @@ $(BUILD)/libcptrace_core.a: $(CORE_OBJS)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/cptrace: $(BUILD)/obj/main.o $(BUILD)/libcptrace_core.a
+# libcptrace.a: the generator and sink call cp_logTS, so the probe sites live in cptrace itself.
+$(BUILD)/cptrace: $(BUILD)/obj/main.o $(BUILD)/libcptrace_core.a $(BUILD)/libcptrace.a
 	$(CXX) -o $@ $^ $(LDLIBS)
 
 # ---- the application library (what applications link) -------------------------

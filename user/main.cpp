@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <exception>
 
+#include "cmd_load.h"
 #include "commands.h"
 #include "minrtt_cli.h"
 #include "recorder.h"
@@ -58,6 +59,7 @@ int main(int argc, char** argv) {
 
   auto minrttd = cptrace::add_minrttd_command(app);
   auto sync = cptrace::add_sync_command(app);
+  auto run_load_command = cptrace::add_load_commands(app);  // gen, sink, maxrate, overhead
 
   CLI11_PARSE(app, argc, argv);
   try {
@@ -68,6 +70,7 @@ int main(int argc, char** argv) {
     if (*config) return cptrace::cmd_config(ctl_socket, ctl_args);
     if (*minrttd.first) return minrttd.second();
     if (*sync.first) return sync.second();
+    if (auto rc = run_load_command()) return *rc;
   } catch (const std::exception& e) {
     fprintf(stderr, "cptrace %s: %s\n", app.get_subcommands().front()->get_name().c_str(), e.what());
     return 1;

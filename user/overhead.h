@@ -1,0 +1,57 @@
+// `cptrace overhead -- CMD`: what CPU a command really takes, by displacement
+// (Woodside, Courtois & Schramm): a busy loop on each measured CPU counts "work
+// units"; calibrated, it does `rate` units per second of CPU; beside the command it
+// runs at SCHED_IDLE (it only gets cycles nobody else wants), so every second it
+// loses is a second the command, or interrupt/softirq/kernel-thread work done on
+// those CPUs, took:
+//
+//   displaced CPU = sum over CPUs of ( run wall time - units done during the run / rate )
+//
+// Unlike the command's rusage this includes interrupt and softirq time (this
+// kernel has no IRQ_TIME_ACCOUNTING: an interrupt is charged to whoever it
+// interrupted) and work the kernel does for the command in other contexts. It
+// also includes anything else that ran on those CPUs. The spinner measures that
+// activity alone just before and just after the command and reports it; it is
+// not subtracted: a group holding only a SCHED_IDLE task is preempted by every
+// wakeup elsewhere, so that activity is larger than what the same processes
+// take beside a running command. On a busy machine use --nice -20 (the
+// command and the spinners get a session, hence an autogroup, of their own at
+// that nice), so other sessions' work barely enters the run.
+#pragma once
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace cptrace {
+
+struct OverheadOptions {
+  std::vector<std::string> cmd;
+  std::string cpus;          // "0-1,3" (default: every CPU this process may use)
+  double calibrate_s = 1.0;  // spinner alone: units per second of its own CPU time (median of 10 ms windows)
+  double baseline_s = 0.5;   // background measured before and after the command
+  int nice = 0;              // niceness of the command (e.g. -20: others' work barely enters)
+  bool json = false;
+};
+
+struct OverheadReport {
+  std::vector<int> cpus;
+  std::vector<double> rate;           // work units per second, per CPU, undisturbed
+  std::vector<double> rate_spread;    // relative uncertainty of each rate (half its 10-90% spread)
+  double wall_s = 0;                  // command: fork to reap
+  double displaced_s = 0;             // CPU-seconds the spinners lost during the run
+  std::vector<double> displaced_cpu;  // ... per CPU
+  double uncertainty_s = 0;           // +- on displaced_s from the rates' spread
+  double background_before = 0, background_after = 0;  // fraction of the CPUs lost without the command
+  double rusage_user_s = 0, rusage_sys_s = 0;          // the command and its waited-for children
+  double irq_s = 0, softirq_s = 0, steal_s = 0;        // /proc/stat on the measured CPUs over the run
+  int status = 0;                     // exit code, or 128 + signal
+  nlohmann::json to_json() const;
+};
+
+// "0-2,5" -> {0,1,2,5}; throws naming the flag on bad syntax.
+std::vector<int> parse_cpu_list(const std::string& s);
+OverheadReport measure_overhead(const OverheadOptions& o);
+int run_overhead(const OverheadOptions& o);
+
+}  // namespace cptrace
