@@ -14,6 +14,8 @@ PKGS=(
   nlohmann-json3-dev libfmt-dev            # trace metadata (JSON), formatting
   libgtest-dev                             # unit and integration tests
   iproute2 nftables                        # network-namespace testbed
+  babeltrace2                              # tests: reads `cptrace export ctf` output
+  chromium                                 # tests: renders `cptrace report` headless
 )
 
 missing=()
