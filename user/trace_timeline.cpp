@@ -1,7 +1,9 @@
 // Opening a trace for analysis, its timeline, channel lookup, period checks.
 #include "trace_timeline.h"
 
+#include <algorithm>
 #include <cmath>
+#include <vector>
 #include <filesystem>
 #include <stdexcept>
 
@@ -50,11 +52,14 @@ Timeline trace_timeline(const TraceReader& r) {
 }
 
 uint64_t resolve_channel(const TraceReader& r, const std::string& name) {
-  std::string known;
+  std::vector<std::string> names;
   for (const auto& [id, c] : r.channels()) {
     if (c.name == name || fmt::format("0x{:016x}", id) == name || fmt::format("0x{:x}", id) == name) return id;
-    known += (known.empty() ? "" : ", ") + c.name;
+    names.push_back(c.name);
   }
+  std::sort(names.begin(), names.end());
+  std::string known;
+  for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
   throw std::runtime_error(fmt::format("unknown channel '{}' (channels in {}: {})", name, r.events_path(),
                                        known.empty() ? "none" : known));
 }
