@@ -68,7 +68,7 @@ function plot(parent, o) {
     sv('line', {x1: x(t), y1: H - m.b, x2: x(t), y2: H - m.b + 4, stroke: '#444'}, svg);
     sv('text', {x: x(t), y: H - m.b + 16, 'text-anchor': 'middle'}, svg, (o.xfmt || num)(t));
   });
-  ticks(o.y0, o.y1, 5).forEach(function (t) {
+  if (o.yticks !== false) ticks(o.y0, o.y1, 5).forEach(function (t) {
     sv('line', {x1: m.l - 4, y1: y(t), x2: W - m.r, y2: y(t), stroke: '#eee'}, svg);
     sv('text', {x: m.l - 6, y: y(t) + 4, 'text-anchor': 'end'}, svg, (o.yfmt || num)(t));
   });
@@ -177,7 +177,7 @@ function boxes(parent, L) {
   var lo = Math.min.apply(null, S.map(function (s) { return s.summary.lo_min_s; }));
   var hi = Math.max.apply(null, S.map(function (s) { return s.summary.hi_max_s; }));
   var row = 40, p = plot(parent, {x0: lo * 1e6, x1: hi * 1e6, y0: 0, y1: S.length, height: 60 + row * S.length,
-                                  xlabel: 'microseconds', ylabel: '', cls: 'boxplot'});
+                                  xlabel: 'microseconds', ylabel: '', yticks: false, cls: 'boxplot'});
   S.forEach(function (s, i) {
     var m = s.summary, cy = p.y(i + 0.5), X = function (v) { return p.x(v * 1e6); }, c = s.remote ? '#d62728' : '#1f77b4';
     var g = sv('g', {'class': 'box', 'data-pair': s.from + ' -> ' + s.to, 'data-p50': m.p50_s}, p.svg);
