@@ -16,6 +16,7 @@ PKGS=(
   iproute2 nftables                        # network-namespace testbed
   babeltrace2                              # tests: reads `cptrace export ctf` output
   chromium                                 # tests: renders `cptrace report` headless
+  time                                     # tests: peak memory of the exporters (GNU time)
 )
 
 missing=()
