@@ -173,7 +173,7 @@ ServiceRate service_rate(const TraceReader& r, const Timeline& tl, uint64_t from
   std::vector<QueueItem> items;
   items.reserve(by_tuple.size());
   uint64_t only_from = 0, only_to = 0;
-  for (auto& [t, it] : by_tuple) {
+  for (auto& [tuple, it] : by_tuple) {
     only_from += it.arrive && !it.depart;
     only_to += !it.arrive && it.depart;
     items.push_back(it);
@@ -184,6 +184,12 @@ ServiceRate service_rate(const TraceReader& r, const Timeline& tl, uint64_t from
   s.unmatched_from = only_from;
   s.unmatched_to = only_to;
   s.duplicates = dups;
+  // No tuple on both sides: the occupancy (every TO "queued before the trace")
+  // would be an artefact of a wrong pair, not a queue.
+  if (by_tuple.size() == only_from + only_to) {
+    s.status = "no tuple id on both channels";
+    s.estimate.reset();
+  }
   return s;
 }
 

@@ -54,7 +54,8 @@ struct ServiceRate {
   double period_s = 0;
   // Beard & Chamberlain
   uint64_t windows = 0, nonblocking = 0;
-  std::string status;                 // "ok", "not converged", "too few non-blocking windows"
+  std::string status;                 // "ok", "not converged", "too few non-blocking windows",
+                                      // "no tuple id on both channels"
   std::optional<double> estimate;     // items/s, only when status == "ok"
   double drift = 0;                   // largest relative prefix deviation seen
   double raw_max = 0;                 // largest unfiltered sample (items/s)
@@ -72,6 +73,7 @@ struct QueueItem {
   std::optional<uint64_t> depart;
 };
 
+// Memory: one entry per tuple id seen on either channel.
 ServiceRate service_rate(const TraceReader& r, const Timeline& tl, uint64_t from, uint64_t to,
                          const RateOptions& opt);
 // The computation on items already paired (what service_rate() does after reading).

@@ -270,6 +270,15 @@ TEST(ServiceRates, CommandLineOnRecordedPairs) {
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("too few non-blocking windows"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("exact per item      10000.000 items/s"), std::string::npos) << r.out;
+  // Two channels that never share a tuple id are not a queue: a status, no number.
+  SyntheticTrace u;
+  u.channels = {{1, "a"}, {2, "b"}};
+  for (uint64_t i = 0; i < 1000; ++i) u.add(1 + i % 2, O + i * 100 * US, i);
+  u.write(tmp / "u");
+  j = run_json(cptrace_bin() + " rates " + (tmp / "u") + " --channel-pair a,b --period 1 --json", tmp);
+  EXPECT_EQ(j[0]["nonblocking"]["status"], "no tuple id on both channels");
+  EXPECT_TRUE(j[0]["nonblocking"]["estimate_per_s"].is_null());
+  EXPECT_TRUE(j[0]["exact"]["rate_per_s"].is_null());
 }
 
 // ---- same-node latency --------------------------------------------------------------------
