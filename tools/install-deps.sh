@@ -16,6 +16,9 @@ PKGS=(
   libgtest-dev                             # unit and integration tests
   iproute2 nftables                        # network-namespace testbed
   openjdk-17-jdk-headless                  # jni/: cptrace.jar, JNI headers, JVM tests
+  babeltrace2                              # tests: reads `cptrace export ctf` output
+  chromium                                 # tests: renders `cptrace report` headless
+  time                                     # tests: peak memory of the exporters (GNU time)
 )
 
 missing=()

@@ -6,6 +6,7 @@
 #include <exception>
 
 #include "cmd_load.h"
+#include "analysis_commands.h"
 #include "commands.h"
 #include "minrtt_cli.h"
 #include "recorder.h"
@@ -55,6 +56,39 @@ int main(int argc, char** argv) {
                                               "config DIR|--socket PATH set CHANNEL HANDLER [PARAMS] | get");
   config->add_option("--socket", ctl_socket, "the recorder's control socket (instead of DIR)");
   config->add_option("args", ctl_args, "[DIR] set CHANNEL HANDLER [PARAMS...] | [DIR] get")->required();
+  // Analysis and export (analysis_commands.h).
+  std::string channel, out;
+  std::vector<std::string> pairs;
+  double period_ms = 1000;
+  bool force = false;
+  auto* tput = app.add_subcommand("throughput", "user events per period per channel");
+  tput->add_option("dir", dir, "trace directory")->required();
+  tput->add_option("--channel", channel, "only this channel");
+  tput->add_option("--period", period_ms, "period in ms, aligned to the trace start (default 1000)");
+  tput->add_flag("--csv", csv, "CSV: period,start_s,channel,events");
+  tput->add_flag("--json", json, "JSON: counts per channel");
+  cptrace::RateOptions ropt;
+  auto* rates = app.add_subcommand("rates", "non-blocking service rate behind a queue (channel pair)");
+  rates->add_option("dir", dir, "trace directory")->required();
+  rates->add_option("--channel-pair", pairs, "FROM,TO: enqueue (or in) and dequeue (or out) channels; repeatable")->required();
+  rates->add_option("--period", ropt.period_ms, "sampling window T in ms (default 10)");
+  rates->add_option("--min-windows", ropt.min_windows, "non-blocking windows needed for an estimate (default 30)");
+  rates->add_option("--quantile", ropt.quantile, "quantile of the filtered samples (default 0.95)");
+  rates->add_option("--tolerance", ropt.tolerance, "convergence: relative drift allowed (default 0.05)");
+  rates->add_option("--sigma", ropt.sigma, "Gaussian filter width in windows (default 1)");
+  rates->add_flag("--csv", csv, "CSV output");
+  rates->add_flag("--json", json, "JSON output");
+  auto* report = app.add_subcommand("report", "self-contained HTML report");
+  report->add_option("dir", dir, "trace directory")->required();
+  report->add_option("-o,--output", out, "HTML file to write")->required();
+  report->add_option("--pair", pairs, "FROM,TO channel pair for latency plots; repeatable");
+  auto* report_period = report->add_option("--period", period_ms, "throughput period in ms (default: automatic)");
+  std::string format;
+  auto* exp = app.add_subcommand("export", "export a trace: ctf (babeltrace2, Trace Compass), json (Chrome/Perfetto), csv");
+  exp->add_option("format", format, "ctf, json or csv")->required();
+  exp->add_option("dir", dir, "trace directory")->required();
+  exp->add_option("-o,--output", out, "output (a directory for ctf, a file otherwise)")->required();
+  exp->add_flag("-f,--force", force, "overwrite an existing output");
   auto* check = app.add_subcommand("check", "can this machine record? (root, BTF, uprobes, nop5 path, TSC, ring buffer)");
 
   auto minrttd = cptrace::add_minrttd_command(app);
@@ -71,6 +105,11 @@ int main(int argc, char** argv) {
     if (*minrttd.first) return minrttd.second();
     if (*sync.first) return sync.second();
     if (auto rc = run_load_command()) return *rc;
+    if (*tput) return cptrace::cmd_throughput(dir, channel, period_ms, csv, json);
+    if (*rates) return cptrace::cmd_rates(dir, pairs, ropt, csv, json);
+    if (*report)
+      return cptrace::cmd_report(dir, out, pairs, report_period->count() ? std::optional(period_ms) : std::nullopt);
+    if (*exp) return cptrace::cmd_export(format, dir, out, force);
   } catch (const std::exception& e) {
     fprintf(stderr, "cptrace %s: %s\n", app.get_subcommands().front()->get_name().c_str(), e.what());
     return 1;

@@ -1,0 +1,183 @@
+// `cptrace report`: the HTML page rendered by real headless Chromium. The plots
+// are drawn by the page's own script, so the DOM Chromium dumps after running it
+// shows what a reader sees; its numbers must equal `cptrace throughput` and the
+// known durations of the trace.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <regex>
+
+#include <nlohmann/json.hpp>
+
+#include "synthetic_trace.h"
+#include "test_util.h"
+
+using namespace cptrace;
+using namespace testutil;
+using nlohmann::json;
+
+namespace {
+
+constexpr uint64_t O = SyntheticTrace::kOrigin;
+constexpr uint64_t MS = 1'000'000, US = 1'000;
+
+std::string chromium() {
+  for (const char* p : {"chromium", "chromium-browser", "google-chrome"})
+    if (system((std::string("command -v ") + p + " >/dev/null 2>&1").c_str()) == 0) return p;
+  return "";
+}
+
+#define REQUIRE_CHROMIUM()                                                                            \
+  do {                                                                                                \
+    if (chromium().empty())                                                                           \
+      GTEST_SKIP() << "SKIPPED: chromium is not installed (tools/install-deps.sh installs it)";       \
+  } while (0)
+
+// The DOM after the page's script ran (no network: the page must not need it).
+std::string rendered_dom(const std::string& html, const TempDir& tmp) {
+  auto r = run(chromium() + " --headless --no-sandbox --disable-gpu --no-first-run --user-data-dir=" +
+                   (tmp / "chromium-profile") + " --virtual-time-budget=5000 --dump-dom file://" + html,
+               tmp);
+  EXPECT_EQ(r.status, 0) << r.err;
+  return r.out;
+}
+
+std::vector<std::smatch> all_matches(const std::string& s, const std::regex& re) {
+  std::vector<std::smatch> out;
+  for (auto it = std::sregex_iterator(s.begin(), s.end(), re); it != std::sregex_iterator(); ++it) out.push_back(*it);
+  return out;
+}
+
+// Tuple i: "in" at 1 ms * i, "out" 100 + 10 * (i % 10) us later (1000 tuples);
+// drops on CPU 1.
+SyntheticTrace report_trace() {
+  SyntheticTrace t;
+  t.channels = {{1, "in"}, {2, "out"}, {3, "idle"}};
+  for (uint64_t i = 0; i < 1000; ++i) {
+    t.add(1, O + i * MS, i, 0);
+    t.add(2, O + i * MS + (100 + 10 * (i % 10)) * US, i, 1);
+  }
+  t.seen = {1000, 1007};
+  t.dropped = {0, 7};
+  return t;
+}
+
+// Every channel's polyline carries the counts it draws; they must be the
+// throughput command's, period by period, and the polyline must have one point
+// per period.
+void expect_throughput_matches(const std::string& dom, const std::string& trace, double period_ms, const TempDir& tmp) {
+  auto r = run(cptrace_bin() + " throughput " + trace + " --json --period " + std::to_string(period_ms), tmp);
+  ASSERT_EQ(r.status, 0) << r.err;
+  json tp = json::parse(r.out);
+  std::map<std::string, std::string> want;
+  for (auto& c : tp["channels"]) {
+    std::string s;
+    for (auto& v : c["counts"]) s += (s.empty() ? "" : ",") + std::to_string(v.get<uint64_t>());
+    want[c["name"]] = s;
+  }
+  static const std::regex line(R"re(<polyline points="([^"]*)"[^>]*data-channel="([^"]*)" data-counts="([^"]*)")re");
+  std::map<std::string, std::string> got;
+  for (auto& m : all_matches(dom, line)) {
+    got[m[2]] = m[3];
+    size_t points = std::count(m[1].first, m[1].second, ' ') + 1;
+    EXPECT_EQ(points, tp["periods"].get<size_t>()) << m[2];
+  }
+  EXPECT_EQ(got, want);
+  char title[64];
+  snprintf(title, sizeof title, "events per %g ms period", period_ms);
+  EXPECT_NE(dom.find(title), std::string::npos) << title;
+}
+
+}  // namespace
+
+TEST(Report, RendersInChromiumWithTheNumbersOfTheTrace) {
+  REQUIRE_CHROMIUM();
+  TempDir tmp;
+  report_trace().write(tmp / "t");
+  auto r = run(cptrace_bin() + " report " + (tmp / "t") + " -o " + (tmp / "r.html") + " --pair in,out --period 100", tmp);
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::string html = read_file(tmp / "r.html");
+  // Self-contained: nothing to fetch.
+  EXPECT_EQ(html.find(" src="), std::string::npos);
+  EXPECT_EQ(html.find("<link"), std::string::npos);
+  EXPECT_EQ(std::regex_search(html, std::regex(R"(https?://(?!www\.w3\.org/2000/svg))")), false);
+
+  std::string dom = rendered_dom(tmp / "r.html", tmp);
+  ASSERT_NE(dom.find("id=\"report\" data-rendered=\"1\""), std::string::npos) << dom.substr(0, 3000);
+  EXPECT_EQ(dom.find("<p class=\"js-error\""), std::string::npos);
+
+  expect_throughput_matches(dom, tmp / "t", 100, tmp);
+
+  // Latency table: the known durations 100..190 us, 100 tuples each (nearest-rank
+  // percentiles), bound = +-60 ns (the widest correlation bracket).
+  auto lat = dom.substr(dom.find("class=\"lat-stats\""));
+  std::map<std::string, std::string> cells;
+  for (auto& m : all_matches(lat.substr(0, lat.find("</table>")), std::regex(R"re(data-key="(\w+)">([^<]*)<)re")))
+    cells[m[1]] = m[2];
+  std::map<std::string, std::string> want = {{"count", "1000"},          {"min_s", "100.000"}, {"p50_s", "140.000"},
+                                             {"p90_s", "180.000"},       {"p99_s", "190.000"}, {"max_s", "190.000"},
+                                             {"width_p50_s", "0.120"},   {"width_max_s", "0.120"}};
+  EXPECT_EQ(cells, want);
+  EXPECT_NE(lat.find("local (synth)"), std::string::npos);
+
+  // Histogram bars hold every tuple once; one box per pair.
+  uint64_t in_hist = 0;
+  auto hist = dom.substr(dom.find("class=\"histogram\""));
+  for (auto& m : all_matches(hist.substr(0, hist.find("</svg>")), std::regex(R"re(data-count="(\d+)")re")))
+    in_hist += std::stoull(m[1]);
+  EXPECT_EQ(in_hist, 1000u);
+  EXPECT_EQ(all_matches(dom, std::regex(R"re(<g class="box" data-pair="in -&gt; out")re")).size(), 1u);
+  EXPECT_TRUE(std::regex_search(dom, std::regex(R"re(<polyline[^>]*data-pair="in -&gt; out")re"))) << "no bound-width line";
+
+  // Drops per CPU, and the overview's accounting.
+  auto drops = all_matches(dom, std::regex(R"re(data-cpu="(\d+)" data-dropped="(\d+)")re"));
+  ASSERT_EQ(drops.size(), 2u);
+  EXPECT_EQ(drops[0][2], "0");
+  EXPECT_EQ(drops[1][2], "7");
+  EXPECT_NE(dom.find("data-key=\"events\">2000<"), std::string::npos);
+  EXPECT_NE(dom.find("data-key=\"dropped\">7<"), std::string::npos);
+  EXPECT_NE(dom.find("data-key=\"seen\">2007<"), std::string::npos);
+
+  // And it paints: a screenshot of the page is written.
+  auto s = run(chromium() + " --headless --no-sandbox --disable-gpu --no-first-run --user-data-dir=" +
+                   (tmp / "chromium-profile") + " --window-size=1100,2000 --screenshot=" + (tmp / "r.png") + " file://" +
+                   (tmp / "r.html"),
+               tmp);
+  EXPECT_EQ(s.status, 0) << s.err;
+  EXPECT_TRUE(std::filesystem::exists(tmp / "r.png"));
+}
+
+TEST(Report, RecordedWorkloadThroughputMatches) {
+  REQUIRE_BPF();
+  REQUIRE_CHROMIUM();
+  TempDir tmp;
+  auto r = run(cptrace_bin() + " record --no-progress -o " + (tmp / "t") + " -- " +
+                   (build_dir() / "tests" / "workload").string() + " --threads 2 --events 20000 --channels 3 --mode single",
+               tmp);
+  ASSERT_EQ(r.status, 0) << r.err;
+  r = run(cptrace_bin() + " report " + (tmp / "t") + " -o " + (tmp / "r.html") + " --period 5", tmp);
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::string dom = rendered_dom(tmp / "r.html", tmp);
+  ASSERT_NE(dom.find("data-rendered=\"1\""), std::string::npos);
+  expect_throughput_matches(dom, tmp / "t", 5, tmp);
+  EXPECT_NE(dom.find("data-key=\"events\">40003<"), std::string::npos);  // 40000 logs + 3 closes
+}
+
+TEST(Report, BadInput) {
+  TempDir tmp;
+  report_trace().write(tmp / "t");
+  struct Case {
+    std::string args, needle;
+  } cases[] = {
+      {"report " + (tmp / "t") + " -o " + (tmp / "r.html") + " --pair in", "--pair 'in': expected FROM,TO"},
+      {"report " + (tmp / "t") + " -o " + (tmp / "r.html") + " --pair in,nope", "unknown channel 'nope'"},
+      {"report " + (tmp / "t") + " -o " + (tmp / "r.html") + " --period 0", "--period 0"},
+      {"report " + (tmp / "none") + " -o " + (tmp / "r.html"), "no such file or directory"},
+      {"report " + (tmp / "t") + " -o /proc/nope/r.html", "cannot create"},
+  };
+  for (const auto& c : cases) {
+    auto r = run(cptrace_bin() + " " + c.args, tmp);
+    EXPECT_NE(r.status, 0) << c.args;
+    EXPECT_NE(r.err.find(c.needle), std::string::npos) << c.args << " -> " << r.err;
+  }
+}

@@ -1,0 +1,14 @@
+// RFC 4180 quoting for the CSV outputs (names may hold commas or quotes).
+#pragma once
+#include <string>
+
+namespace cptrace {
+
+inline std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
+  std::string q = "\"";
+  for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return q + "\"";
+}
+
+}  // namespace cptrace
