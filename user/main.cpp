@@ -6,7 +6,9 @@
 #include <exception>
 
 #include "commands.h"
+#include "latency.h"
 #include "recorder.h"
+#include "translate.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"cptrace: cross-machine durations with strict error bounds"};
@@ -41,12 +43,29 @@ int main(int argc, char** argv) {
   info->add_flag("--json", json, "machine-readable summary");
   auto* check = app.add_subcommand("check", "can this machine record? (root, BTF, uprobes, nop5 path, TSC, ring buffer)");
 
+  cptrace::TranslateOptions tr;
+  auto* translate = app.add_subcommand("translate", "put every node's events on the reference node's TSC, with bounds");
+  translate->add_option("dirs", tr.dirs, "trace directories, one per node")->required();
+  translate->add_option("--reference", tr.reference, "node whose TSC is the common timebase")->required();
+  translate->add_option("-o,--output", tr.out, "translated trace directory to create")->required();
+  translate->add_option("--method", tr.method, "ratio (MinRTT1/MinRTT2), hull (convex hulls) or best (both, intersected)")
+      ->check(CLI::IsMember({"ratio", "hull", "best"}));
+  translate->add_flag("-f,--force", tr.overwrite, "overwrite an existing trace in the output directory");
+  std::string lat_from, lat_to;
+  auto* latency = app.add_subcommand("latency", "per-tuple durations between two channels, with bounds");
+  latency->add_option("dir", dir, "translated trace directory")->required();
+  latency->add_option("--from", lat_from, "channel of the first event")->required();
+  latency->add_option("--to", lat_to, "channel of the second event")->required();
+  latency->add_flag("--csv", csv, "one CSV row per tuple instead of the summary");
+
   CLI11_PARSE(app, argc, argv);
   try {
     if (*record) return cptrace::run_record(rec);
     if (*dump) return cptrace::cmd_dump(dir, csv);
     if (*info) return cptrace::cmd_info(dir, json);
     if (*check) return cptrace::cmd_check();
+    if (*translate) return cptrace::cmd_translate(tr);
+    if (*latency) return cptrace::cmd_latency(dir, lat_from, lat_to, csv);
   } catch (const std::exception& e) {
     fprintf(stderr, "cptrace %s: %s\n", app.get_subcommands().front()->get_name().c_str(), e.what());
     return 1;

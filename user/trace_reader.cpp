@@ -92,6 +92,7 @@ std::string type_name(uint16_t type) {
     case FrameType::Net: return "net";
     case FrameType::Sync: return "sync";
     case FrameType::Handlers: return "handlers";
+    case FrameType::Translated: return "translated";
   }
   return "type-" + std::to_string(type);
 }
@@ -220,7 +221,8 @@ void TraceReader::take_frame(uint64_t off, const FrameHeader& h, const std::vect
       return;
     }
     default:
-      break;  // Net, Handlers: read by the stages that own them
+      other_frames_.push_back({off, h});  // Net, Handlers, Translated: read by the stages that own them
+      break;
   }
   // Unknown frame types with a good CRC come from a newer writer: skipped.
 }
@@ -293,6 +295,21 @@ void TraceReader::for_each_batch(const std::function<void(const std::vector<Trac
     decode_events_into(h, payload.data(), payload.size(), evs);
     convert(evs);
     fn(evs);
+  }
+}
+
+void TraceReader::for_each_frame(
+    FrameType type, const std::function<void(const FrameHeader&, const std::vector<uint8_t>&)>& fn) const {
+  std::vector<uint8_t> payload;
+  for (const EventFrame& f : other_frames_) {
+    if (f.hdr.type != uint16_t(type)) continue;
+    FrameHeader h{};
+    payload.resize(f.hdr.payload_len);
+    if (!src_->read(f.offset, &h, sizeof h) || std::memcmp(&h, &f.hdr, sizeof h) != 0 ||
+        !src_->read(f.offset + sizeof h, payload.data(), payload.size()) ||
+        !frame_crc_ok(h, payload.data(), payload.size()))
+      throw TraceError(file_, f.offset, "frame changed since the file was opened");
+    fn(h, payload);
   }
 }
 

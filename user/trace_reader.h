@@ -61,6 +61,11 @@ class TraceReader {
   void for_each_batch(const std::function<void(const std::vector<TraceEvent>&)>& fn) const;
   std::vector<TraceEvent> events() const;
 
+  // Payloads of the valid frames of one type this reader does not decode itself
+  // (Net, Handlers, Translated, ...), in file order, re-read one frame at a time.
+  void for_each_frame(FrameType type,
+                      const std::function<void(const FrameHeader&, const std::vector<uint8_t>&)>& fn) const;
+
   // MinRTT rounds this node initiated (Sync frames), in file order.
   const std::vector<SyncRound>& sync_rounds() const { return sync_; }
 
@@ -104,6 +109,7 @@ class TraceReader {
   Counters counters_;
   nlohmann::json counters_json_ = nlohmann::json::object();
   std::vector<EventFrame> event_frames_;
+  std::vector<EventFrame> other_frames_;  // frame types decoded by their own stages
   std::optional<TraceError> error_;
   uint64_t valid_bytes_ = 0;
   uint64_t file_bytes_ = 0;
