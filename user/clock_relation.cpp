@@ -78,8 +78,9 @@ Bound LineSet::at(int64_t x) const {
     if (v <= amin + 4) lo = std::min(lo, l.floor_at(x));
     if (v >= amax - 4) hi = std::max(hi, l.ceil_at(x));
   }
-  int64_t e1 = lines[min_slope].floor_at(x), e2 = lines[max_slope].floor_at(x);
-  return clamp_est({lo, narrow((i128(e1) + e2) >> 1), hi});
+  // The estimate needs no exactness, only to lie inside: rounded, then clamped.
+  double mid = (lines[min_slope].approx_at(x, y0) + lines[max_slope].approx_at(x, y0)) / 2;
+  return clamp_est({lo, y0 + int64_t(std::llround(mid)), hi});
 }
 
 Bound LineSet::scale(const Bound& d) const {
@@ -90,7 +91,8 @@ Bound LineSet::scale(const Bound& d) const {
   Bound r;
   r.lo = std::min(lo_of(d.lo, s1), lo_of(d.lo, s2));
   r.hi = std::max(hi_of(d.hi, s1), hi_of(d.hi, s2));
-  r.est = narrow((i128(lo_of(d.est, s1)) + lo_of(d.est, s2)) >> 1);
+  auto slope = [](const Line& s) { return (long double)(s.b.y - s.a.y) / (long double)(s.b.x - s.a.x); };
+  r.est = int64_t(std::llround((long double)d.est * (slope(s1) + slope(s2)) / 2));
   return clamp_est(r);
 }
 

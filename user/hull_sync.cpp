@@ -125,6 +125,9 @@ HullSync hull_sync(const Constraints& c) {
   std::stable_sort(pts.begin(), pts.end(), [](const Tagged& a, const Tagged& b) { return a.p.x < b.p.x; });
   HullSync h;
   size_t n = pts.size(), s = 0;
+  auto add = [&](size_t a, size_t b, bool transition) {
+    if (a < b) h.segments.push_back({pts[a].p.x, pts[b - 1].p.x, b - a, fit_range(pts, a, b), transition});
+  };
   // Greedy maximal prefixes: feasibility only shrinks as points are added, so a
   // binary search finds where each sub-interval must end.
   while (s < n) {
@@ -137,13 +140,24 @@ HullSync hull_sync(const Constraints& c) {
       }
       e = ok;
     }
-    h.segments.push_back({pts[s].p.x, pts[e - 1].p.x, e - s, fit_range(pts, s, e)});
+    size_t b = e;
+    if (e < n) {
+      // Smallest b with [b, e] feasible: [s, e] is not, so b > s.
+      size_t bad = s, ok = e;
+      while (ok - bad > 1) {
+        size_t mid = bad + (ok - bad) / 2;
+        (not_crossing(pts, mid, e + 1) ? ok : bad) = mid;
+      }
+      b = ok;
+    }
+    add(s, b, false);
+    add(b, e, true);
     s = e;
   }
-  h.linear = h.segments.size() == 1;
+  h.linear = s == 0 || h.segments.size() == 1;
   std::vector<PiecewiseRelation::Piece> pieces;
   for (size_t k = 0; k < h.segments.size(); ++k) {
-    const HullSegment& seg = h.segments[k];
+    HullSegment& seg = h.segments[k];
     if (seg.fit.status != HullStatus::Feasible) {
       h.problem = fmt::format("sub-interval {} of {} (x {}..{}, {} constraints) is {}", k + 1, h.segments.size(),
                               seg.x_first, seg.x_last, seg.points, to_string(seg.fit.status));
@@ -151,6 +165,7 @@ HullSync hull_sync(const Constraints& c) {
     }
     // The boundary between two pieces: halfway between their constraint ranges.
     int64_t from = k == 0 ? 0 : h.segments[k - 1].x_last + (seg.x_first - h.segments[k - 1].x_last) / 2;
+    if (k > 0) seg.apply_from = from, h.segments[k - 1].apply_to = from - 1;
     pieces.push_back({from, seg.fit.lines});
   }
   if (h.segments.empty()) h.problem = "no constraints";
@@ -158,12 +173,19 @@ HullSync hull_sync(const Constraints& c) {
   return h;
 }
 
+std::vector<std::pair<int64_t, int64_t>> HullSync::transitions() const {
+  std::vector<std::pair<int64_t, int64_t>> r;
+  for (const HullSegment& s : segments)
+    if (s.transition) r.push_back({s.apply_from, s.apply_to});
+  return r;
+}
+
 nlohmann::json HullSync::report() const {
   nlohmann::json segs = nlohmann::json::array();
   for (const HullSegment& s : segments) {
     nlohmann::json j = {{"x_first", s.x_first}, {"x_last", s.x_last},       {"constraints", s.points},
                         {"hull_below", s.fit.hull_below}, {"hull_above", s.fit.hull_above},
-                        {"status", to_string(s.fit.status)}};
+                        {"status", to_string(s.fit.status)}, {"transition", s.transition}};
     if (s.fit.status == HullStatus::Feasible) {
       j["vertices"] = s.fit.lines.lines.size();
       Bound mid = s.fit.lines.at(s.x_first + (s.x_last - s.x_first) / 2);
@@ -172,8 +194,12 @@ nlohmann::json HullSync::report() const {
     segs.push_back(j);
   }
   nlohmann::json r = {{"linear", linear}, {"segments", segs}};
-  if (!linear) r["nonlinear"] = fmt::format("hulls cross: clocks not linear over the span, split into {} sub-intervals",
-                                            segments.size());
+  if (!linear) {
+    r["nonlinear"] = fmt::format("hulls cross: clocks not linear over the span, split into {} sub-intervals ({} of "
+                                 "them transitions where the bound is not guaranteed)",
+                                 segments.size(), transitions().size());
+    r["transitions"] = transitions();
+  }
   if (!problem.empty()) r["problem"] = problem;
   return r;
 }

@@ -8,8 +8,12 @@
 // the exact bound at every instant, piecewise linear over the hull points.
 //
 // Hulls that cross (no feasible line) mean the clocks are not linear over the
-// span: the span is split greedily into maximal sub-intervals that each admit a
-// line, and the result says so; nothing falls back silently.
+// span: the span is split greedily (left to right) into maximal sub-intervals that
+// each admit a line, and the result says so; nothing falls back silently. Where
+// sub-interval k breaks (at constraint e), the longest feasible run ending at e
+// starts at some b: the change lies in [b, e), which becomes a "transition"
+// piece of its own, so that the pieces around it are fitted only to constraints
+// on one side of the change.
 #pragma once
 #include <string>
 #include <vector>
@@ -42,6 +46,13 @@ struct HullSegment {
   int64_t x_first = 0, x_last = 0;  // from-clock range of its constraint points
   size_t points = 0;
   HullFit fit;
+  // The constraints between the last linear stretch before a break and the
+  // constraint that broke it: the change of rate lies somewhere in here, so a
+  // bound for an instant in this range is NOT guaranteed (reported as such).
+  bool transition = false;
+  // The from-clock range this piece's bound applies to: up to halfway to the
+  // neighbouring pieces' constraints (open-ended at both ends of the span).
+  int64_t apply_from = INT64_MIN, apply_to = INT64_MAX;
 };
 
 struct HullSync {
@@ -49,6 +60,8 @@ struct HullSync {
   std::vector<HullSegment> segments;   // in x order
   RelationPtr relation;                // null when some segment cannot be bounded
   std::string problem;                 // why relation is null ("" otherwise)
+  // From-clock ranges where a transition piece applies (bounds not guaranteed).
+  std::vector<std::pair<int64_t, int64_t>> transitions() const;
   nlohmann::json report() const;
 };
 

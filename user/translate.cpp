@@ -41,6 +41,7 @@ struct Pair {
   std::optional<HullSync> hull;
   RelationPtr chosen;  // under the requested method
   std::string why_none;
+  RelationPtr ratio_relation() const { return ratio ? ratio->relation : nullptr; }
 };
 
 std::string pair_name(const std::vector<Node>& n, size_t a, size_t b) { return n[a].name + "->" + n[b].name; }
@@ -187,6 +188,9 @@ std::vector<RelationPtr> paths_to_reference(const std::vector<Node>& nodes, size
       } catch (const std::exception&) {
         continue;  // far outside the pair's span: not a usable edge
       }
+      // A non-linear pair has transitions where nothing is guaranteed: any linear
+      // path, however wide, is preferred.
+      if (it->second.hull && !it->second.hull->linear && it->second.chosen != it->second.ratio_relation()) w += 1e30L;
       if (d + w < dist[v]) {
         dist[v] = d + w, next[v] = u;
         rel[v] = u == ref ? it->second.chosen : std::make_shared<ComposedRelation>(it->second.chosen, rel[u]);
@@ -255,8 +259,13 @@ json channels_json(const std::vector<Node>& nodes) {
   return a;
 }
 
+using Ranges = std::vector<std::pair<int64_t, int64_t>>;
+
 // Streams one node's events through its relation, one input frame at a time.
-uint64_t translate_node(const Node& n, uint16_t index, const Relation& rel, TraceWriter& w) {
+// Counts the events inside `transitions` (local clock ranges where the first hop
+// of the node's path is non-linear and the bound is not guaranteed).
+uint64_t translate_node(const Node& n, uint16_t index, const Relation& rel, const Ranges& transitions,
+                        uint64_t& in_transition, TraceWriter& w) {
   std::vector<TranslatedEvent> out;
   EncodedFrame frame;
   uint64_t count = 0;
@@ -266,6 +275,7 @@ uint64_t translate_node(const Node& n, uint16_t index, const Relation& rel, Trac
       if (e.ts > uint64_t(std::numeric_limits<int64_t>::max() / 4))
         throw std::runtime_error(fmt::format("{}: event timestamp {} is beyond the supported TSC range", n.dir, e.ts));
       Bound b = rel.at(int64_t(e.ts));
+      for (const auto& [lo, hi] : transitions) in_transition += int64_t(e.ts) >= lo && int64_t(e.ts) <= hi;
       out.push_back({e.ts, b.est, b.lo, b.hi, e.channel, e.tuple, e.pid, e.tid, e.cpu, index, e.kind});
     }
     encode_translated(out.data(), out.size(), 1, frame);
@@ -329,8 +339,22 @@ TranslateSummary translate(const TranslateOptions& opt) {
   TranslateSummary s;
   auto t0 = std::chrono::steady_clock::now();
   for (size_t v = 0; v < nodes.size(); ++v) {
-    uint64_t k = translate_node(nodes[v], uint16_t(v), *to_ref[v], w);
+    Ranges transitions;
+    if (v != ref && opt.method != "ratio") {
+      size_t hop = 0;
+      while (nodes[hop].name != path_names[v][1]) ++hop;
+      const Pair& p = pairs.at({v, hop});
+      if (p.hull) transitions = p.hull->transitions();
+    }
+    uint64_t in_transition = 0;
+    uint64_t k = translate_node(nodes[v], uint16_t(v), *to_ref[v], transitions, in_transition, w);
     meta["translated"]["nodes"][v]["events"] = k;
+    meta["translated"]["nodes"][v]["events_in_transition"] = in_transition;
+    if (in_transition)
+      fprintf(stderr,
+              "cptrace translate: warning: %llu events of %s lie where its clock relation to %s changes rate "
+              "(hull transition): their bounds are NOT guaranteed\n",
+              (unsigned long long)in_transition, nodes[v].name.c_str(), path_names[v][1].c_str());
     s.events += k;
   }
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
