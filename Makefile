@@ -13,7 +13,7 @@ CXXFLAGS ?= -O2 -g
 CFLAGS   ?= -O2 -g
 WARN     := -Wall -Wextra -Wno-missing-field-initializers
 CPPFLAGS := -Iinclude -Iuser -I$(BUILD)
-LDLIBS   := -lbpf -lelf -lz -lzstd -lfmt -lpthread
+LDLIBS   := -lbpf -lelf -lz -lzstd -lfmt -lcrypto -lpthread
 
 BPF_SRCS   := $(wildcard bpf/*.bpf.c)
 SKELS      := $(patsubst bpf/%.bpf.c,$(BUILD)/%.skel.h,$(BPF_SRCS))

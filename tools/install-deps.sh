@@ -12,6 +12,7 @@ PKGS=(
   libboost-dev                             # Boost.Lockfree queues
   libcli11-dev                             # command line
   nlohmann-json3-dev libfmt-dev            # trace metadata (JSON), formatting
+  libssl-dev                               # HMAC-SHA256 of MinRTT probes (OpenSSL libcrypto)
   libgtest-dev                             # unit and integration tests
   iproute2 nftables                        # network-namespace testbed
 )

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "sync_session.h"
 #include "trace_reader.h"
 
 namespace cptrace {
@@ -55,6 +56,7 @@ int cmd_info(const std::string& dir, bool as_json) {
   for (auto& [id, c] : per)
     j["channels"].push_back({{"id", id}, {"name", r.channel_name(id)}, {"events", c.events},
                              {"first_ts", c.first}, {"last_ts", c.last}});
+  if (!r.sync_rounds().empty()) j["sync"] = summarize_rounds(r.sync_rounds(), hz);
   if (r.error()) j["error"] = r.error()->what();
 
   if (as_json) {
@@ -74,6 +76,7 @@ int cmd_info(const std::string& dir, bool as_json) {
     for (auto& [id, c] : per)
       printf("%016llx   %-28s %12llu\n", (unsigned long long)id, r.channel_name(id).c_str(),
              (unsigned long long)c.events);
+    if (j.contains("sync")) print_sync_summary(j["sync"]);
     if (r.error()) printf("ERROR      %s\n", r.error()->what());
   }
   return r.error() ? 2 : 0;

@@ -7,6 +7,7 @@
 
 #include "commands.h"
 #include "latency.h"
+#include "minrtt_cli.h"
 #include "recorder.h"
 #include "translate.h"
 
@@ -31,6 +32,7 @@ int main(int argc, char** argv) {
         return (v & (v - 1)) == 0 ? std::string() : "must be a power of two";
       }, "POW2"));
   record->add_option("--zstd-level", rec.zstd_level, "zstd level of event frames")->check(CLI::Range(-5, 19));
+  cptrace::add_minrtt_record_options(record, rec.minrtt);
   record->add_option("cmd", rec.cmd, "command to run and record (after --)");
 
   std::string dir;
@@ -57,6 +59,8 @@ int main(int argc, char** argv) {
   latency->add_option("--from", lat_from, "channel of the first event")->required();
   latency->add_option("--to", lat_to, "channel of the second event")->required();
   latency->add_flag("--csv", csv, "one CSV row per tuple instead of the summary");
+  auto minrttd = cptrace::add_minrttd_command(app);
+  auto sync = cptrace::add_sync_command(app);
 
   CLI11_PARSE(app, argc, argv);
   try {
@@ -66,6 +70,8 @@ int main(int argc, char** argv) {
     if (*check) return cptrace::cmd_check();
     if (*translate) return cptrace::cmd_translate(tr);
     if (*latency) return cptrace::cmd_latency(dir, lat_from, lat_to, csv);
+    if (*minrttd.first) return minrttd.second();
+    if (*sync.first) return sync.second();
   } catch (const std::exception& e) {
     fprintf(stderr, "cptrace %s: %s\n", app.get_subcommands().front()->get_name().c_str(), e.what());
     return 1;

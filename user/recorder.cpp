@@ -21,6 +21,7 @@
 #include "attach_targets.h"
 #include "block_pipeline.h"
 #include "clock_map.h"
+#include "minrtt_record.h"
 #include "node_info.h"
 #include "probe_attach.h"
 #include "proc_registry.h"
@@ -171,9 +172,21 @@ int run_record(const RecordOptions& opt) {
   std::vector<ClockPoint> clock{sample_clock_point()};
   usleep(20000);
   clock.push_back(sample_clock_point());
+  // Test-only simulated clock: applied to every TSC value this node writes.
+  ClockTransform sim = make_simulated_clock(opt.minrtt.simulate_clock, ClockMap(clock).tsc_hz());
+  for (auto& p : clock) p.tsc = sim.apply(p.tsc);
+  auto sample_clock = [&] {
+    ClockPoint p = sample_clock_point();
+    p.tsc = sim.apply(p.tsc);
+    return p;
+  };
+  std::string node = opt.node.empty() ? ni.host : opt.node;
+  std::unique_ptr<MinrttRecording> minrtt;
+  if (opt.minrtt.active()) minrtt = std::make_unique<MinrttRecording>(opt.minrtt, node, sim, ClockMap(clock).tsc_hz());
+  std::vector<SyncRound> sync_rounds;
   json meta = {{"format", "cptrace"},
                {"version", kFormatVersion},
-               {"node", opt.node.empty() ? ni.host : opt.node},
+               {"node", node},
                {"machine", ni.to_json()},
                {"start", {{"realtime_ns", now_ns(CLOCK_REALTIME)},
                           {"mono_ns", clock[0].mono_ns},
@@ -182,6 +195,7 @@ int run_record(const RecordOptions& opt) {
                {"filter_pid", filter},
                {"command", opt.cmd},
                {"complete", false}};
+  if (sim.enabled) meta["simulated_clock"] = sim.to_json();
   TraceWriter writer(opt.out_dir, meta, opt.overwrite);
   BlockPipeline pipe([&](const EncodedFrame& f) { writer.write(f); }, 16384, opt.compressors, 64,
                      opt.zstd_level);
@@ -190,6 +204,8 @@ int run_record(const RecordOptions& opt) {
   ChannelTable channels;
   if (opt.pid) add_registry(channels, opt.pid);
   RingDrain drain(probes.ring_fds(), pipe, [&](const ChannelInfo& c) { channels.add(c); });
+  if (sim.enabled) drain.set_tsc_transform(&sim);
+  if (minrtt) minrtt->start();
   drain.start();
 
   g_stop_signal = 0;
@@ -217,13 +233,20 @@ int run_record(const RecordOptions& opt) {
     }
     EncodedFrame f;
     if (channels.take_pending(f)) pipe.submit_frame(std::move(f));
+    if (minrtt) {
+      auto rounds = minrtt->take_rounds();
+      if (!rounds.empty()) {
+        pipe.submit_frame(encode_json(FrameType::Sync, sync_frame_json(rounds), uint32_t(rounds.size())));
+        sync_rounds.insert(sync_rounds.end(), rounds.begin(), rounds.end());
+      }
+    }
     pipe.submit_frame(encode_json(FrameType::Counters,
                                   counters_json(probes.read_counters()).dump(), 1));
   };
 
   while (!g_stop_signal.load()) {
     usleep(100000);  // correlation stream period: ~100 ms
-    clock.push_back(sample_clock_point());
+    clock.push_back(sample_clock());
     auto now = std::chrono::steady_clock::now();
     double secs = std::chrono::duration<double>(now - t0).count();
     double since_flush = std::chrono::duration<double>(now - last_flush).count();
@@ -254,7 +277,8 @@ int run_record(const RecordOptions& opt) {
   drain.stop_and_flush();
   for (uint32_t pid : drain.pids()) add_registry(channels, pid);
   if (child && !child_done) waitpid(child, &child_status, 0);
-  clock.push_back(sample_clock_point());
+  if (minrtt) minrtt->stop();  // MinRTT2, after the command is gone: a quiet period
+  clock.push_back(sample_clock());
   flush_side_frames();  // after detach: these counters are final
   pipe.finish();
 
@@ -269,6 +293,7 @@ int run_record(const RecordOptions& opt) {
   meta["channels"] = channels.all_json();
   meta["counters"] = counters_json(final_counts);
   meta["recorded_events"] = pipe.stats().events.load();
+  if (minrtt) meta["minrtt"] = minrtt->meta(cmap.tsc_hz(), sync_rounds);
   meta["complete"] = true;
   writer.finish(meta);
 

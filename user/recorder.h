@@ -5,6 +5,8 @@
 #include <sys/types.h>
 #include <vector>
 
+#include "minrtt_record.h"
+
 namespace cptrace {
 
 struct RecordOptions {
@@ -20,6 +22,7 @@ struct RecordOptions {
   uint32_t ring_mb = 16;
   int zstd_level = 1;
   double flush_s = 0.5;           // a killed recorder loses at most this much
+  MinrttRecordOptions minrtt;     // --peers, --minrtt-listen, --sync-*, --key, --simulate-clock
 };
 
 // Returns the process exit status for main(). Throws on setup errors.

@@ -92,6 +92,9 @@ int RingDrain::on_record(void* ctx, void* data, size_t size) {
     uint32_t pid = static_cast<const cp_rec_hdr*>(data)->pid;
     if (pid != self->last_pid_) self->pids_.insert(self->last_pid_ = pid);
   }
+  if (n > 0 && self->tsc_transform_)
+    for (auto& e : self->scratch_)
+      if (e.timebase == uint8_t(Timebase::Tsc)) e.ts = self->tsc_transform_->apply(e.ts);
   if (n > 0) {
     self->push_events(self->scratch_.data(), self->scratch_.size());
   } else if (n == 0 && self->on_channel_) {

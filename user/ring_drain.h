@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "block_pipeline.h"
+#include "clock_transform.h"
 #include "cptrace_records.h"
 #include "trace_format.h"
 
@@ -34,6 +35,10 @@ class RingDrain {
   // at most one flush period). Thread-safe: executed by the drain thread.
   void request_flush() { flush_requested_.store(true); }
 
+  // Test-only simulated clock applied to TSC-timebase events (the batch path);
+  // set before start().
+  void set_tsc_transform(const ClockTransform* t) { tsc_transform_ = t; }
+
   uint64_t records() const { return records_.load(); }
   uint64_t events() const { return events_.load(); }
   // Processes whose records were seen (read after stop_and_flush()).
@@ -57,6 +62,7 @@ class RingDrain {
   std::vector<TraceEvent> scratch_;
   std::set<uint32_t> pids_;
   uint32_t last_pid_ = 0;
+  const ClockTransform* tsc_transform_ = nullptr;
   std::atomic<bool> stop_{false};
   std::atomic<bool> flush_requested_{false};
   std::atomic<uint64_t> records_{0}, events_{0};
