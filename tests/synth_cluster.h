@@ -7,6 +7,7 @@
 #pragma once
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <random>
 #include <string>
@@ -146,7 +147,8 @@ class Cluster {
 
   // Writes node i's trace directory: clock stream every 100 ms over [0, span],
   // channel names, rounds, events (frames of at most frame_events).
-  void write(int i, const std::string& dir, long double span_ns, size_t frame_events = 16384) const {
+  void write(int i, const std::string& dir, long double span_ns, size_t frame_events = 16384,
+             const std::function<void(cptrace::TraceWriter&)>& more = nullptr) const {
     cptrace::TraceWriter w(dir, {{"node", clocks_[i].name}}, true);
     std::vector<cptrace::ClockPoint> pts;
     for (long double t = 0; t <= span_ns; t += 100e6L)
@@ -162,6 +164,7 @@ class Cluster {
     const auto& ev = events_[i];
     for (size_t k = 0; k < ev.size(); k += frame_events)
       w.write(cptrace::encode_events(ev.data() + k, std::min(frame_events, ev.size() - k)));
+    if (more) more(w);
     w.finish({{"node", clocks_[i].name}, {"complete", true}});
   }
 
