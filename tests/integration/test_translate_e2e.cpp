@@ -28,6 +28,7 @@ namespace cptrace {
 namespace {
 
 using testbed::Testbed;
+using testbed::skip_reason;
 
 std::string in_ns(const std::string& ns, const std::string& cmd) { return "ip netns exec " + ns + " " + cmd; }
 
