@@ -151,7 +151,7 @@ int64_t pct(std::vector<int64_t>& v, double p) {
 
 void summary_line(const char* what, std::vector<int64_t> v, const char* unit) {
   if (v.empty()) return;
-  printf("  %-26s %9zu %12lld %12lld %12lld %12lld %12lld  %s\n", what, v.size(), (long long)pct(v, 0),
+  printf("  %-44s %9zu %12lld %12lld %12lld %12lld %12lld  %s\n", what, v.size(), (long long)pct(v, 0),
          (long long)pct(v, 0.5), (long long)pct(v, 0.9), (long long)pct(v, 0.99), (long long)pct(v, 1.0), unit);
 }
 
@@ -168,10 +168,11 @@ int cmd_latency(const std::string& dir, const std::string& from, const std::stri
   } else {
     const char* unit = res.have_ns ? "ns" : "ticks";
     printf("latency %s -> %s: %zu tuples\n", from.c_str(), to.c_str(), res.rows.size());
-    printf("  %-26s %9s %12s %12s %12s %12s %12s\n", "", "count", "min", "p50", "p90", "p99", "max");
+    printf("  %-44s %9s %12s %12s %12s %12s %12s\n", "", "count", "min", "p50", "p90", "p99", "max");
     std::map<std::string, std::pair<std::vector<int64_t>, std::vector<int64_t>>> by;
     for (const LatencyRow& r : res.rows) {
-      for (const std::string& k : {std::string(r.local() ? "local" : "remote"), std::string("  ") + r.scenario}) {
+      for (const std::string& k : {std::string(r.local() ? "local (same node)" : "remote (two nodes)"),
+                                  std::string("  scenario ") + r.scenario}) {
         by[k].first.push_back(res.have_ns ? r.ns : r.ticks);
         by[k].second.push_back(res.have_ns ? r.ns_hi - r.ns_lo : r.ticks_hi - r.ticks_lo);
       }
