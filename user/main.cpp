@@ -8,8 +8,10 @@
 #include "cmd_load.h"
 #include "analysis_commands.h"
 #include "commands.h"
+#include "latency.h"
 #include "minrtt_cli.h"
 #include "recorder.h"
+#include "translate.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"cptrace: cross-machine durations with strict error bounds"};
@@ -91,6 +93,20 @@ int main(int argc, char** argv) {
   exp->add_flag("-f,--force", force, "overwrite an existing output");
   auto* check = app.add_subcommand("check", "can this machine record? (root, BTF, uprobes, nop5 path, TSC, ring buffer)");
 
+  cptrace::TranslateOptions tr;
+  auto* translate = app.add_subcommand("translate", "put every node's events on the reference node's TSC, with bounds");
+  translate->add_option("dirs", tr.dirs, "trace directories, one per node")->required();
+  translate->add_option("--reference", tr.reference, "node whose TSC is the common timebase")->required();
+  translate->add_option("-o,--output", tr.out, "translated trace directory to create")->required();
+  translate->add_option("--method", tr.method, "ratio (MinRTT1/MinRTT2), hull (convex hulls) or best (both, intersected)")
+      ->check(CLI::IsMember({"ratio", "hull", "best"}));
+  translate->add_flag("-f,--force", tr.overwrite, "overwrite an existing trace in the output directory");
+  std::string lat_from, lat_to;
+  auto* latency = app.add_subcommand("latency", "per-tuple durations between two channels, with bounds");
+  latency->add_option("dir", dir, "translated trace directory")->required();
+  latency->add_option("--from", lat_from, "channel of the first event")->required();
+  latency->add_option("--to", lat_to, "channel of the second event")->required();
+  latency->add_flag("--csv", csv, "one CSV row per tuple instead of the summary");
   auto minrttd = cptrace::add_minrttd_command(app);
   auto sync = cptrace::add_sync_command(app);
   auto run_load_command = cptrace::add_load_commands(app);  // gen, sink, maxrate, overhead
@@ -102,6 +118,8 @@ int main(int argc, char** argv) {
     if (*info) return cptrace::cmd_info(dir, json);
     if (*check) return cptrace::cmd_check();
     if (*config) return cptrace::cmd_config(ctl_socket, ctl_args);
+    if (*translate) return cptrace::cmd_translate(tr);
+    if (*latency) return cptrace::cmd_latency(dir, lat_from, lat_to, csv);
     if (*minrttd.first) return minrttd.second();
     if (*sync.first) return sync.second();
     if (auto rc = run_load_command()) return *rc;

@@ -33,6 +33,7 @@ enum class FrameType : uint16_t {
   Net = 5,       // network events (socket and packet level), see include/cptrace_net.h
   Sync = 6,      // JSON: MinRTT probe rounds with a peer, see sync_round.h
   Handlers = 7,  // JSON: channel handler changes, each with the instant it took effect
+  Translated = 8,  // events of a merged trace on the reference TSC, see translated_frame.h
 };
 
 // Fixed 24-byte frame header, little-endian, followed by payload_len bytes.

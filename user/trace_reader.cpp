@@ -92,6 +92,7 @@ std::string type_name(uint16_t type) {
     case FrameType::Net: return "net";
     case FrameType::Sync: return "sync";
     case FrameType::Handlers: return "handlers";
+    case FrameType::Translated: return "translated";
   }
   return "type-" + std::to_string(type);
 }
@@ -228,7 +229,8 @@ void TraceReader::take_frame(uint64_t off, const FrameHeader& h, const std::vect
       return;
     }
     default:
-      break;  // Translated and newer types: read by the stages that own them
+      other_frames_.push_back({off, h});  // Translated, newer types: read by the stages that own them
+      break;
   }
   // Unknown frame types with a good CRC come from a newer writer: skipped.
 }
@@ -339,6 +341,17 @@ void TraceReader::for_each_net_event(const std::function<void(const NetEvent&)>&
       e.ts = clock_map_.mono_to_tsc(r.ktime_ns);
       fn(e);
     }
+  }
+}
+
+void TraceReader::for_each_frame(
+    FrameType type, const std::function<void(const FrameHeader&, const std::vector<uint8_t>&)>& fn) const {
+  std::vector<uint8_t> payload;
+  for (const EventFrame& f : other_frames_) {
+    if (f.hdr.type != uint16_t(type)) continue;
+    FrameHeader h{};
+    reread(f, h, payload);
+    fn(h, payload);
   }
 }
 

@@ -73,6 +73,10 @@ class TraceReader {
   uint64_t net_frame_count() const { return net_frames_.size(); }
   // The "net" object of the last Counters frame (empty when absent).
   const Counters& net_counters() const { return net_counters_; }
+  // Payloads of the valid frames of one type this reader does not decode itself
+  // (Translated, and types newer than this reader), in file order, one frame at a time.
+  void for_each_frame(FrameType type,
+                      const std::function<void(const FrameHeader&, const std::vector<uint8_t>&)>& fn) const;
 
   // MinRTT rounds this node initiated (Sync frames), in file order.
   const std::vector<SyncRound>& sync_rounds() const { return sync_; }
@@ -123,6 +127,7 @@ class TraceReader {
   std::vector<EventFrame> net_frames_;
   uint64_t net_count_ = 0;
   Counters net_counters_;
+  std::vector<EventFrame> other_frames_;  // frame types decoded by their own stages
   std::optional<TraceError> error_;
   uint64_t valid_bytes_ = 0;
   uint64_t file_bytes_ = 0;

@@ -1,0 +1,270 @@
+// Clock relations, convex hulls and the ratio method on point sets with known
+// answers, and the paper's error expressions per scenario.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "clock_relation.h"
+#include "hull_sync.h"
+#include "ratio_sync.h"
+#include "sync_pairs.h"
+#include "translated_frame.h"
+
+namespace cptrace {
+namespace {
+
+using i128 = __int128;
+
+TEST(HullSync, UpperAndLowerHullOfKnownPoints) {
+  std::vector<Pt> pts = {{0, 0}, {1, 5}, {2, 1}, {3, 6}, {4, 0}, {2, 7}, {2, -3}};
+  EXPECT_EQ(upper_hull(pts), (std::vector<Pt>{{0, 0}, {1, 5}, {2, 7}, {3, 6}, {4, 0}}));
+  EXPECT_EQ(lower_hull(pts), (std::vector<Pt>{{0, 0}, {2, -3}, {4, 0}}));
+  // Collinear points are dropped (they never define a vertex on their own).
+  EXPECT_EQ(upper_hull({{0, 0}, {1, 1}, {2, 2}}), (std::vector<Pt>{{0, 0}, {2, 2}}));
+}
+
+// Two vertical gaps [-1, 1] at x = 0 and x = 100 around y = x: the feasible lines
+// are those through both gaps; the four corner lines are the vertices.
+TEST(HullSync, SquareGapsKnownBoundsEverywhere) {
+  HullFit f = fit_hulls({{0, -1}, {100, 99}}, {{0, 1}, {100, 101}});
+  ASSERT_EQ(f.status, HullStatus::Feasible);
+  EXPECT_EQ(f.lines.lines.size(), 4u);
+  struct {
+    int64_t x, lo, hi;
+  } cases[] = {{0, -1, 1}, {50, 49, 51}, {100, 99, 101}, {150, 148, 152}, {200, 197, 203},
+               {-100, -103, -97}, {25, 24, 26}};
+  for (auto c : cases) {
+    Bound b = f.lines.at(c.x);
+    EXPECT_EQ(b.lo, c.lo) << "x=" << c.x;
+    EXPECT_EQ(b.hi, c.hi) << "x=" << c.x;
+    EXPECT_EQ(b.est, c.x) << "x=" << c.x;  // bisector of the extreme lines = y = x here
+  }
+  // Rates: slopes (98/100, 102/100); d = 1000 -> [980, 1020].
+  Bound d = f.lines.scale({1000, 1000, 1000});
+  EXPECT_EQ(d.lo, 980);
+  EXPECT_EQ(d.hi, 1020);
+}
+
+TEST(HullSync, CrossingHullsAreInfeasibleAndOneSidedSetsUnbounded) {
+  EXPECT_EQ(fit_hulls({{0, 5}, {100, 5}}, {{0, 4}, {100, 4}}).status, HullStatus::Infeasible);
+  EXPECT_EQ(fit_hulls({{0, 5}, {100, 5}}, {}).status, HullStatus::Unbounded);
+  // All "above" points left of all "below" points: the slope can grow without limit.
+  EXPECT_EQ(fit_hulls({{100, 0}, {200, 0}}, {{0, 10}, {50, 10}}).status, HullStatus::Unbounded);
+}
+
+// Rounding: every bound is floor/ceil of the exact rational value.
+TEST(HullSync, BoundsAreRoundedOutward) {
+  HullFit f = fit_hulls({{0, 0}, {3, 1}}, {{0, 1}, {3, 2}});
+  ASSERT_EQ(f.status, HullStatus::Feasible);
+  Bound b = f.lines.at(1);  // exact envelope at x=1: [1/3 ... 4/3] -> [0, 2]
+  EXPECT_EQ(b.lo, 0);
+  EXPECT_EQ(b.hi, 2);
+}
+
+// A line with TSC-sized values (1e15) and a skew of +137 ppm, random delays: the
+// bound contains the true value at every probe, the estimate lies inside, and
+// more constraints never widen it.
+TEST(HullSync, TscMagnitudesContainTruth) {
+  std::mt19937_64 rng(7);
+  const long double slope = 1 + 137e-6L, off = 3.2e9L;
+  const int64_t x0 = 1'000'000'000'000'000;
+  auto f = [&](long double x) { return off + slope * (x - x0) + x0; };
+  Constraints c;
+  for (int k = 0; k < 400; ++k) {
+    int64_t x = x0 + int64_t(k) * 25'000'000 + int64_t(rng() % 1000000);
+    long double d1 = 150000 + rng() % 70000, d2 = 150000 + rng() % 70000;
+    c.below.push_back({x, int64_t(std::floor(f(x) - d1))});
+    c.above.push_back({x + 7, int64_t(std::ceil(f(x + 7) + d2))});
+  }
+  HullSync h = hull_sync(c);
+  ASSERT_TRUE(h.linear);
+  ASSERT_TRUE(h.relation);
+  int64_t prev_w = INT64_MAX;
+  for (int64_t x = x0 - 5'000'000'000; x < x0 + 15'000'000'000; x += 123'456'789) {
+    Bound b = h.relation->at(x);
+    ASSERT_TRUE(b.contains(f(x))) << "x=" << x << " lo=" << b.lo << " hi=" << b.hi;
+    ASSERT_LE(b.lo, b.est);
+    ASSERT_LE(b.est, b.hi);
+    (void)prev_w;
+  }
+  Constraints half = c;
+  half.below.resize(200);
+  half.above.resize(200);
+  HullSync h2 = hull_sync(half);
+  int64_t x = x0 + 4'000'000'000;
+  EXPECT_LE(h.relation->at(x).width(), h2.relation->at(x).width());
+  Bound rate = h.relation->scale({1'000'000'000, 1'000'000'000, 1'000'000'000}, x);
+  EXPECT_TRUE(rate.contains(1e9L * slope)) << rate.lo << " " << rate.hi;
+  printf("  [hull, 800 constraints, delays 60-88 us at 2.5 ticks/ns] width mid-span %lld ticks, rate bound on 1e9 "
+         "ticks: %lld\n",
+         (long long)h.relation->at(x).width(), (long long)rate.width());
+}
+
+// A clock whose rate changes by 200 ppm halfway: the hulls of the whole span
+// cross, which is reported, and each sub-interval is linear again.
+TEST(HullSync, NonLinearClockMakesHullsCrossAndIsSplit) {
+  const int64_t kink = 5'000'000'000;
+  auto f = [&](long double x) { return x + (x > kink ? (x - kink) * 200e-6L : 0); };
+  Constraints c;
+  for (int64_t x = 0; x <= 10'000'000'000; x += 50'000'000) {
+    c.below.push_back({x, int64_t(std::floor(f(x))) - 100000});
+    c.above.push_back({x + 10, int64_t(std::ceil(f(x + 10))) + 100000});
+  }
+  HullSync h = hull_sync(c);
+  EXPECT_FALSE(h.linear);
+  ASSERT_GE(h.segments.size(), 2u);
+  for (const HullSegment& s : h.segments) EXPECT_EQ(s.fit.status, HullStatus::Feasible);
+  ASSERT_TRUE(h.relation) << h.problem;
+  EXPECT_NE(h.report().dump().find("hulls cross"), std::string::npos);
+  // One transition piece, around the kink; everywhere else the truth is inside.
+  auto tr = h.transitions();
+  ASSERT_EQ(tr.size(), 1u);
+  EXPECT_LE(tr[0].first, kink);
+  EXPECT_GE(tr[0].second, kink);
+  int checked = 0;
+  for (int64_t x = 10'000'000; x < 10'000'000'000; x += 10'000'000) {
+    if (x >= tr[0].first - 50'000'000 && x <= tr[0].second + 50'000'000) continue;
+    Bound b = h.relation->at(x);
+    EXPECT_TRUE(b.contains(f(x))) << "x=" << x << " [" << b.lo << ", " << b.hi << "] truth " << (double)f(x);
+    checked++;
+  }
+  printf("  [non-linear] %zu sub-intervals, transition x %lld..%lld (kink at %lld), %d instants checked outside it\n",
+         h.segments.size(), (long long)tr[0].first, (long long)tr[0].second, (long long)kink, checked);
+  // The whole-span fit alone says infeasible: nothing is silently fitted across.
+  EXPECT_EQ(fit_hulls(c.below, c.above).status, HullStatus::Infeasible);
+}
+
+// ---- ratio method: the paper's error expressions ----------------------------------
+
+// Rounds from X (initiator) to Y with the given one-way delays; X and Y clocks
+// y = x + off exactly (rate 1), t2-t3 turnaround 1000 ticks.
+PairRound round_at(int64_t x, int64_t off, int64_t d1, int64_t d2, const char* phase) {
+  PairRound r;
+  r.phase = phase, r.x_initiated = true;
+  r.t1 = x, r.t2 = x + d1 + off, r.t3 = r.t2 + 1000, r.t4 = x + d1 + 1000 + d2;
+  return r;
+}
+
+TEST(RatioSync, ChoosesTightestRoundsAndGivesPaperErrors) {
+  const int64_t off = 5'000'000'000, D = 10'000'000'000;
+  std::vector<PairRound> rs = {round_at(1'000'000, off, 300, 300, "start"), round_at(2'000'000, off, 100, 100, "start"),
+                               round_at(1'000'000 + D, off, 200, 400, "stop"), round_at(2'000'000 + D, off, 100, 100, "stop")};
+  RatioSync s = ratio_sync(rs, "X->Y");
+  EXPECT_EQ(s.j.round.t1, 2'000'000);
+  EXPECT_EQ(s.m.round.t1, 2'000'000 + D);
+  // MinRTT = 200 ticks -> e = r/2 = 100, plus the rate term (rate 1 here: tiny) and 2 ticks of rounding.
+  EXPECT_GE(s.j.e, 100);
+  EXPECT_LE(s.j.e, 103);
+  int64_t e = s.j.e;
+  ASSERT_EQ(s.m.e, e);
+  const Relation& rel = *s.relation;
+  // Reference <-> other node: +-e anywhere between the MinRTTs.
+  for (int64_t x : {s.j.x, s.j.x + D / 3, s.j.x + D / 2, s.m.x}) {
+    Bound b = rel.at(x);
+    EXPECT_EQ(b.hi - b.est, e) << x;
+    EXPECT_EQ(b.est - b.lo, e) << x;
+    EXPECT_EQ(b.est, x + off);
+  }
+  // Beyond the span the error grows: |1-L| e + |L| e at L = 1.5 -> 2e.
+  Bound out = rel.at(s.j.x + D + D / 2);
+  EXPECT_EQ(out.hi - out.est, 2 * e);
+  // Same non-reference node: d r +- 2 d e / D (rounded outward).
+  for (int64_t d : {int64_t(1'000'000), int64_t(3'000'000'000)}) {
+    Bound b = rel.scale({d, d, d}, s.j.x + D / 2);
+    long double half = 2.0L * d * e / D;
+    EXPECT_EQ(b.est, d);
+    EXPECT_LE(b.hi - d, int64_t(std::ceil(half)));
+    EXPECT_GE(b.hi - d, int64_t(std::floor(half)));
+    EXPECT_LE(d - b.lo, int64_t(std::ceil(half)));
+    EXPECT_GE(d - b.lo, int64_t(std::floor(half)));
+  }
+}
+
+TEST(RatioSync, MissingPhasesAreNamed) {
+  std::vector<PairRound> only_start = {round_at(1000, 0, 100, 100, "start")};
+  try {
+    ratio_sync(only_start, "B->A");
+    FAIL() << "no error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("MinRTT2 (stop)"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("B->A"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(ratio_sync({}, "B->A"), std::runtime_error);
+}
+
+// Two non-reference nodes: relating them directly and scaling is ~e, not the
+// naive e_B + e_C of going through the reference twice.
+TEST(RatioSync, RemoteRemoteDirectBeatsNaive) {
+  const int64_t D = 10'000'000'000;
+  auto rel = [&](int64_t off, int64_t d) {
+    std::vector<PairRound> rs = {round_at(1'000'000, off, d, d, "start"), round_at(1'000'000 + D, off, d, d, "stop")};
+    return ratio_sync(rs, "p");
+  };
+  RatioSync ba = rel(7'000'000, 100), ca = rel(-3'000'000, 100), bc = rel(10'000'000, 100);
+  int64_t x = 1'000'000 + D / 2, t_c = x + 10'000'000 + 500'000;  // event on C 500000 ticks after B's
+  Bound g = bc.relation->at(x);
+  Bound on_c{t_c - g.hi, t_c - g.est, t_c - g.lo};
+  Bound direct = ca.relation->scale(on_c, t_c);
+  Bound b1 = ba.relation->at(x), b2 = ca.relation->at(t_c);
+  Bound naive{b2.lo - b1.hi, b2.est - b1.est, b2.hi - b1.lo};
+  EXPECT_EQ(direct.est, 500'000);
+  EXPECT_TRUE(naive.contains(500'000));
+  EXPECT_LT(direct.width(), naive.width());
+  EXPECT_LE(direct.width(), 2 * bc.j.e + 2);  // ~ +-e (scaling 5e5 ticks adds < 1 tick)
+  EXPECT_GE(naive.width(), 2 * (ba.j.e + ca.j.e));
+}
+
+// ---- relations: composition, intersection, JSON --------------------------------------
+
+TEST(ClockRelation, ComposeIntersectAndJsonRoundTrip) {
+  HullFit f1 = fit_hulls({{0, 99}, {1000, 1099}}, {{0, 101}, {1000, 1101}});    // y = x + 100 +- 1
+  HullFit f2 = fit_hulls({{0, -52}, {2000, 1948}}, {{0, -48}, {2000, 1952}});   // z = y - 50 +- 2
+  ASSERT_EQ(f1.status, HullStatus::Feasible);
+  ASSERT_EQ(f2.status, HullStatus::Feasible);
+  RelationPtr a = std::make_shared<PiecewiseRelation>(std::vector<PiecewiseRelation::Piece>{{0, f1.lines}});
+  RelationPtr b = std::make_shared<PiecewiseRelation>(std::vector<PiecewiseRelation::Piece>{{0, f2.lines}});
+  ComposedRelation ab(a, b);
+  Bound r = ab.at(500);
+  EXPECT_EQ(r.est, 550);
+  EXPECT_LE(r.lo, 547);
+  EXPECT_GE(r.hi, 553);
+  RelationPtr back = relation_from_json(ab.to_json());
+  for (int64_t x : {0, 500, 1000, 5000}) {
+    EXPECT_EQ(back->at(x).lo, ab.at(x).lo);
+    EXPECT_EQ(back->at(x).hi, ab.at(x).hi);
+  }
+  IntersectRelation both(a, relation_from_json(a->to_json()));
+  EXPECT_EQ(both.at(500).width(), a->at(500).width());
+  Bound disjoint_a{0, 1, 2}, disjoint_b{5, 6, 7};
+  EXPECT_THROW(intersect(disjoint_a, disjoint_b, "t"), std::runtime_error);
+}
+
+TEST(TranslatedFrame, RoundTripAndCorruption) {
+  std::mt19937_64 rng(3);
+  std::vector<TranslatedEvent> ev;
+  for (int k = 0; k < 5000; ++k) {
+    TranslatedEvent e;
+    e.local_ts = 1'000'000'000'000'000 + uint64_t(k) * 1000 + rng() % 100;
+    e.ref_ts = int64_t(e.local_ts) - 7'000'000'000 + int64_t(rng() % 10);
+    e.ref_lo = e.ref_ts - int64_t(rng() % 200000);
+    e.ref_hi = e.ref_ts + int64_t(rng() % 200000);
+    e.channel = k % 3 ? 0x1234567890abcdefull : 42;
+    e.tuple = rng();
+    e.pid = 7, e.tid = uint32_t(8 + k % 2), e.cpu = uint16_t(k % 4), e.node = uint16_t(k % 3), e.kind = 1;
+    ev.push_back(e);
+  }
+  EncodedFrame f;
+  encode_translated(ev.data(), ev.size(), 1, f);
+  std::vector<TranslatedEvent> back;
+  decode_translated(f.hdr, f.payload.data(), f.payload.size(), back);
+  EXPECT_EQ(back, ev);
+  FrameHeader h = f.hdr;
+  h.count += 1;
+  EXPECT_THROW(decode_translated(h, f.payload.data(), f.payload.size(), back), std::runtime_error);
+  TranslatedEvent bad = ev[0];
+  bad.ref_lo = bad.ref_ts + 1;
+  EXPECT_THROW(encode_translated(&bad, 1, 1, f), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace cptrace

@@ -1,0 +1,45 @@
+// `cptrace latency OUT --from CHANNEL --to CHANNEL`: per tuple id, the duration
+// from its event on one channel to its event on the other, on the reference
+// node's clock, with a strict bound, from a translated trace (translate.h).
+//
+// Each duration is bounded by the tightest scenario that applies (the scenario
+// is reported per tuple):
+//   local-reference   both events on the reference node: exact.
+//   local             both on one other node: d scaled by the feasible rates
+//                     (ratio method: d r +- 2 d e / D).
+//   reference-remote  one event on the reference: the other's instant bound (+-e).
+//   remote-remote-direct / -via-reference   two other nodes: with MinRTT rounds
+//                     between them, related directly (bound on the to-node's
+//                     clock, then scaled to the reference), intersected with the
+//                     difference of both instants' bounds; without, only the latter.
+// Durations in ns use the reference's measured TSC frequency interval, so the ns
+// bound is strict too (lo / hz_hi, hi / hz_lo).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace cptrace {
+
+struct LatencyRow {
+  uint64_t tuple = 0;
+  uint16_t from_node = 0, to_node = 0;
+  const char* scenario = "";
+  int64_t ticks = 0, ticks_lo = 0, ticks_hi = 0;  // reference TSC ticks
+  int64_t ns = 0, ns_lo = 0, ns_hi = 0;           // 0 when the frequency is unknown
+  bool local() const { return from_node == to_node; }
+};
+
+struct LatencyResult {
+  std::vector<LatencyRow> rows;            // in order of the to-channel events
+  std::vector<std::string> node_names;
+  uint64_t from_only = 0, to_only = 0;     // tuples seen on one channel only
+  uint64_t from_duplicates = 0, to_duplicates = 0;  // repeated tuple ids (first one used)
+  bool have_ns = false;
+};
+
+// Throws std::runtime_error on an unknown channel or a trace that is not translated.
+LatencyResult latency(const std::string& dir, const std::string& from, const std::string& to);
+int cmd_latency(const std::string& dir, const std::string& from, const std::string& to, bool csv);
+
+}  // namespace cptrace
