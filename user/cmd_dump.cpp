@@ -4,19 +4,12 @@
 #include <cstdio>
 
 #include "commands.h"
+#include "event_names.h"
 #include "net_dump.h"
 #include "trace_reader.h"
 
 namespace cptrace {
 
-const char* kind_name(uint8_t kind) {
-  switch (EventKind(kind)) {
-    case EventKind::User: return "user";
-    case EventKind::ChannelClose: return "close";
-    case EventKind::Count: return "count";  // tuple column: events in the period
-  }
-  return "unknown";
-}
 
 int cmd_dump(const std::string& dir, bool csv) {
   TraceReader r(dir);
@@ -28,11 +21,11 @@ int cmd_dump(const std::string& dir, bool csv) {
   r.for_each_event([&](const TraceEvent& e) {
     const std::string ch = r.channel_name(e.channel);
     if (csv)
-      printf("%s,%s,%llu,%s,%llu,%u,%u,%u%s\n", node.c_str(), kind_name(e.kind),
+      printf("%s,%s,%llu,%s,%llu,%u,%u,%u%s\n", node.c_str(), event_kind_name(e.kind),
              (unsigned long long)e.ts, ch.c_str(), (unsigned long long)e.tuple, e.pid, e.tid, e.cpu, tail);
     else
       printf("%20llu %-6s %-24s tuple=%-20llu pid=%-7u tid=%-7u cpu=%u\n", (unsigned long long)e.ts,
-             kind_name(e.kind), ch.c_str(), (unsigned long long)e.tuple, e.pid, e.tid, e.cpu);
+             event_kind_name(e.kind), ch.c_str(), (unsigned long long)e.tuple, e.pid, e.tid, e.cpu);
   });
   r.for_each_net_event([&](const NetEvent& e) { csv ? print_net_csv(stdout, node, e) : print_net_text(stdout, e); });
   if (r.error()) {

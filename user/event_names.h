@@ -1,4 +1,4 @@
-// Names of event kinds as every text output spells them ("user", "close").
+// Names of event kinds as every text output spells them ("user", "close", "count").
 #pragma once
 #include <cstdint>
 
@@ -10,6 +10,7 @@ inline const char* event_kind_name(uint8_t kind) {
   switch (EventKind(kind)) {
     case EventKind::User: return "user";
     case EventKind::ChannelClose: return "close";
+    case EventKind::Count: return "count";  // a `counter` handler's period; tuple = events in it
   }
   return "unknown";
 }

@@ -10,6 +10,7 @@
 #include "commands.h"
 #include "latency.h"
 #include "minrtt_cli.h"
+#include "net_throughput.h"
 #include "recorder.h"
 #include "translate.h"
 
@@ -69,6 +70,8 @@ int main(int argc, char** argv) {
   tput->add_option("--period", period_ms, "period in ms, aligned to the trace start (default 1000)");
   tput->add_flag("--csv", csv, "CSV: period,start_s,channel,events");
   tput->add_flag("--json", json, "JSON: counts per channel");
+  bool tput_net = false;
+  tput->add_flag("--net", tput_net, "application bytes per period per connection (socket events of record --net)");
   cptrace::RateOptions ropt;
   auto* rates = app.add_subcommand("rates", "non-blocking service rate behind a queue (channel pair)");
   rates->add_option("dir", dir, "trace directory")->required();
@@ -123,6 +126,10 @@ int main(int argc, char** argv) {
     if (*minrttd.first) return minrttd.second();
     if (*sync.first) return sync.second();
     if (auto rc = run_load_command()) return *rc;
+    if (*tput && tput_net) {
+      if (!channel.empty()) throw std::runtime_error("--net and --channel exclude each other");
+      return cptrace::cmd_net_throughput(dir, period_ms, csv, json);
+    }
     if (*tput) return cptrace::cmd_throughput(dir, channel, period_ms, csv, json);
     if (*rates) return cptrace::cmd_rates(dir, pairs, ropt, csv, json);
     if (*report)

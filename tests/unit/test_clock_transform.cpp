@@ -65,7 +65,9 @@ TEST(ClockTransform, MonotoneOverConsecutiveTicks) {
     for (uint64_t x = 5'000'000'000'001ull; x < 5'000'000'000'000ull + 300'000; ++x) {
       uint64_t y = t.apply(x);
       ASSERT_GE(y, prev) << "x=" << x;
-      if (ppb >= 0) ASSERT_GT(y, prev) << "strictly increasing for skew >= 0";
+      if (ppb >= 0) {
+        ASSERT_GT(y, prev) << "strictly increasing for skew >= 0";
+      }
       prev = y;
     }
   }

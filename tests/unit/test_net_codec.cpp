@@ -8,6 +8,7 @@
 #include <random>
 
 #include "net_codec.h"
+#include "net_throughput.h"
 #include "trace_reader.h"
 
 namespace cptrace {
@@ -201,5 +202,81 @@ TEST(NetFuzzSeed, DISABLED_Write) {
   std::ofstream(std::string(getenv("SEED_DIR") ? getenv("SEED_DIR") : ".") + "/net-frames.cpt", std::ios::binary)
       << file;
 }
+}  // namespace
+}  // namespace cptrace
+
+// ---- throughput --net: application bytes per period per connection --------------------
+
+namespace cptrace {
+namespace {
+
+cp_net_rec sock_event(uint8_t kind, uint64_t mono, uint32_t len, uint16_t lport, uint16_t rport, bool v6 = false) {
+  cp_net_rec r;
+  std::memset(&r, 0, sizeof r);
+  r.ktime_ns = mono;
+  r.kind = kind;
+  r.family = v6 ? 10 : 2;
+  r.proto = v6 ? 17 : 6;
+  if (v6) {
+    r.saddr[15] = 1;
+    r.daddr[15] = 2;
+  } else {
+    r.saddr[0] = 10, r.saddr[3] = 1;
+    r.daddr[0] = 10, r.daddr[3] = 2;
+  }
+  r.sport = lport;
+  r.dport = rport;
+  r.len = len;
+  return r;
+}
+
+TEST(NetThroughput, BytesPerPeriodPerConnectionAndDirection) {
+  const uint64_t t0 = 1'000'000'000ull, ms = 1'000'000ull;  // mono ns; origin = first clock point
+  std::vector<cp_net_rec> recs = {
+      sock_event(CP_NET_SOCK_SEND, t0 + 1 * ms, 100, 5000, 7000),
+      sock_event(CP_NET_SOCK_RECV, t0 + 2 * ms, 50, 5000, 7000),
+      sock_event(CP_NET_PKT_TX, t0 + 3 * ms, 999, 5000, 7000),  // packets are not application bytes
+      sock_event(CP_NET_SOCK_SEND, t0 + 5 * ms, 200, 5000, 7000),
+      sock_event(CP_NET_SOCK_SEND, t0 + 15 * ms, 300, 5000, 7000),
+      sock_event(CP_NET_SOCK_SEND, t0 + 35 * ms, 400, 5000, 7000),
+      sock_event(CP_NET_SOCK_RECV, t0 + 12 * ms, 64, 9000, 9001, true),
+  };
+  TraceReader r = TraceReader::from_bytes(file_with({encode_net(recs.data(), recs.size(), 1)}),
+                                          {{"tsc_hz", 2e9}, {"start", {{"tsc", 2 * t0 + 7}}}});
+  Timeline tl = trace_timeline(r);
+  NetThroughput t = compute_net_throughput(r, tl, period_ticks(tl, 10, "--period"), 10);
+  ASSERT_EQ(t.series.size(), 3u);
+  EXPECT_EQ(t.first, 0);
+  const ConnectionSeries& recv4 = t.series[0];
+  const ConnectionSeries& send4 = t.series[1];
+  const ConnectionSeries& recv6 = t.series[2];
+  EXPECT_EQ(send4.connection, "tcp 10.0.0.1:5000 <-> 10.0.0.2:7000");
+  EXPECT_EQ(send4.direction, "send");
+  EXPECT_EQ(recv4.direction, "recv");
+  EXPECT_EQ(recv6.connection, "udp [::1]:9000 <-> [::2]:9001");
+  ASSERT_GE(t.periods, 4u);
+  EXPECT_EQ(send4.bytes[0], 300u);
+  EXPECT_EQ(send4.bytes[1], 300u);
+  EXPECT_EQ(send4.bytes[2], 0u);
+  EXPECT_EQ(send4.bytes[3], 400u);
+  EXPECT_EQ(send4.total, 1000u);
+  EXPECT_EQ(send4.calls, 4u);
+  EXPECT_EQ(recv4.total, 50u);
+  EXPECT_EQ(recv4.bytes[0], 50u);
+  EXPECT_EQ(recv6.bytes[1], 64u);
+  EXPECT_EQ(net_throughput_json(t)["connections"][1]["total_bytes"], 1000u);
+}
+
+TEST(NetThroughput, TraceWithoutNetworkEventsIsAnError) {
+  TraceReader r = TraceReader::from_bytes(file_with({}), {{"tsc_hz", 2e9}, {"start", {{"tsc", 2'000'000'007ull}}}});
+  Timeline tl = trace_timeline(r);
+  try {
+    compute_net_throughput(r, tl, period_ticks(tl, 10, "--period"), 10);
+    FAIL() << "no error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("no network events"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace cptrace
