@@ -99,12 +99,21 @@ LatencyResult latency(const std::string& dir, const std::string& from, const std
   TraceReader r(dir);
   if (!r.meta().contains("translated"))
     throw std::runtime_error(dir + ": not a translated trace (run cptrace translate first)");
+  return latency(r, from, to);
+}
+
+LatencyResult latency(const TraceReader& r, const std::string& from, const std::string& to) {
+  if (!r.meta().contains("translated"))
+    throw std::runtime_error(r.events_path() + ": not a translated trace (run cptrace translate first)");
   if (r.error()) throw *r.error();
   const json& tr = r.meta()["translated"];
   Scenarios sc(tr);
   uint64_t cf = find_channel(r, from), ct = find_channel(r, to);
   LatencyResult res;
   res.node_names = sc.names();
+  res.method = tr.value("method", "");
+  for (const json& n : tr.at("nodes"))
+    if (n.at("node") == tr.at("reference") && n.contains("span_tsc")) res.ref_origin = n["span_tsc"][0].get<uint64_t>();
   std::unordered_map<uint64_t, Stamp> first, second;
   std::vector<uint64_t> order;
   std::vector<TranslatedEvent> evs;
@@ -123,6 +132,7 @@ LatencyResult latency(const std::string& dir, const std::string& from, const std
   });
   const json& f = tr.at("frequency");
   res.have_ns = f.contains("hz_lo");
+  res.hz = f.value("hz", 0.0);
   for (uint64_t t : order) {
     auto a = first.find(t);
     if (a == first.end()) {
@@ -132,6 +142,7 @@ LatencyResult latency(const std::string& dir, const std::string& from, const std
     const Stamp& b = second[t];
     LatencyRow row;
     row.tuple = t, row.from_node = a->second.node, row.to_node = b.node;
+    row.from_ref = a->second.est;
     Bound d = sc.duration(a->second, b, row.scenario);
     row.ticks = d.est, row.ticks_lo = d.lo, row.ticks_hi = d.hi;
     if (res.have_ns) to_ns(row, f["hz"].get<double>(), f["hz_lo"].get<double>(), f["hz_hi"].get<double>());

@@ -21,12 +21,15 @@
 
 namespace cptrace {
 
+class TraceReader;
+
 struct LatencyRow {
   uint64_t tuple = 0;
   uint16_t from_node = 0, to_node = 0;
   const char* scenario = "";
   int64_t ticks = 0, ticks_lo = 0, ticks_hi = 0;  // reference TSC ticks
   int64_t ns = 0, ns_lo = 0, ns_hi = 0;           // 0 when the frequency is unknown
+  int64_t from_ref = 0;  // the from-event's instant on the reference TSC (estimate), for plots over time
   bool local() const { return from_node == to_node; }
 };
 
@@ -36,10 +39,15 @@ struct LatencyResult {
   uint64_t from_only = 0, to_only = 0;     // tuples seen on one channel only
   uint64_t from_duplicates = 0, to_duplicates = 0;  // repeated tuple ids (first one used)
   bool have_ns = false;
+  std::string method;           // translate --method of the trace
+  uint64_t ref_origin = 0;      // the reference node's first TSC reading (its span start)
+  double hz = 0;                // reference TSC frequency estimate (0 when unknown)
 };
 
 // Throws std::runtime_error on an unknown channel or a trace that is not translated.
 LatencyResult latency(const std::string& dir, const std::string& from, const std::string& to);
+// The same on an open reader (the report reuses it; cmd_latency goes through it too).
+LatencyResult latency(const TraceReader& r, const std::string& from, const std::string& to);
 int cmd_latency(const std::string& dir, const std::string& from, const std::string& to, bool csv);
 
 }  // namespace cptrace

@@ -2,8 +2,9 @@
 // strict bound. This is the ONE interface through which durations reach the
 // report (report_html.h); whoever computes them fills it:
 //   - same_node_latency() (local_latency.h) for two channels of one node's trace;
-//   - cross-node translation for channels on different nodes (remote = true),
-//     with the bound and the scenario/method that produced it.
+//   - translated_latency_series() (report_latency.h) for a translated trace:
+//     the rows of `cptrace latency` (latency.h), one series per node pair
+//     (remote = different nodes), with the scenario(s) that bounded them.
 #pragma once
 #include <cstdint>
 #include <string>

@@ -84,7 +84,7 @@ int main(int argc, char** argv) {
   rates->add_flag("--csv", csv, "CSV output");
   rates->add_flag("--json", json, "JSON output");
   auto* report = app.add_subcommand("report", "self-contained HTML report");
-  report->add_option("dir", dir, "trace directory")->required();
+  report->add_option("dir", dir, "trace directory (one node's, or translated by cptrace translate)")->required();
   report->add_option("-o,--output", out, "HTML file to write")->required();
   report->add_option("--pair", pairs, "FROM,TO channel pair for latency plots; repeatable");
   auto* report_period = report->add_option("--period", period_ms, "throughput period in ms (default: automatic)");

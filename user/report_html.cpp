@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "local_latency.h"
+#include "report_latency.h"
 #include "out_file.h"
 #include "report_js.h"
 
@@ -131,28 +132,58 @@ std::string render_report_html(const ReportData& d) {
   return h;
 }
 
+namespace {
+
+std::pair<std::string, std::string> split_pair(const std::string& p) {
+  auto comma = p.find(',');
+  if (comma == std::string::npos || comma == 0 || comma + 1 == p.size())
+    throw std::runtime_error("--pair '" + p + "': expected FROM,TO (two channel names)");
+  return {p.substr(0, comma), p.substr(comma + 1)};
+}
+
+// A translated trace holds the events of every node on the reference clock but no
+// per-node counters, correlation stream or start instant: no node sections (run
+// the report on each node's own trace for throughput and drops), and the latency
+// table comes from the latency command's computation.
+void translated_report(const TraceReader& r, const std::vector<std::string>& pairs, ReportData& d) {
+  d.title = "cptrace report: translated onto " + r.meta()["translated"].value("reference", "?") + " (--method " +
+            r.meta()["translated"].value("method", "?") + ")";
+  for (const auto& p : pairs) {
+    auto [from, to] = split_pair(p);
+    for (LatencySeries& s : translated_latency_series(r, from, to)) d.latency.push_back(std::move(s));
+  }
+}
+
+}  // namespace
+
 int cmd_report(const std::string& dir, const std::string& out, const std::vector<std::string>& pairs,
                std::optional<double> period) {
   auto r = open_trace(dir);
-  Timeline tl = trace_timeline(*r);
-  std::vector<std::pair<uint64_t, uint64_t>> ids;
-  for (const auto& p : pairs) {
-    auto comma = p.find(',');
-    if (comma == std::string::npos || comma == 0 || comma + 1 == p.size())
-      throw std::runtime_error("--pair '" + p + "': expected FROM,TO (two channel names)");
-    ids.emplace_back(resolve_channel(*r, p.substr(0, comma)), resolve_channel(*r, p.substr(comma + 1)));
-  }
-  double period_ms = period ? *period : auto_period_ms(tl);
-  Throughput t = compute_throughput(*r, tl, period_ticks(tl, period_ms, "--period"), period_ms);
   ReportData d;
-  d.title = "cptrace report: " + r->meta().value("node", dir);
-  d.nodes.push_back(node_section(*r, tl, t));
-  for (auto [a, b] : ids) d.latency.push_back(same_node_latency(*r, tl, a, b));
+  size_t channels = 0, periods = 0;
+  double period_ms = 0;
+  if (is_translated(*r)) {
+    if (period) throw std::runtime_error("--period: a translated trace has no throughput section (report each node's trace)");
+    translated_report(*r, pairs, d);
+  } else {
+    Timeline tl = trace_timeline(*r);
+    std::vector<std::pair<uint64_t, uint64_t>> ids;
+    for (const auto& p : pairs) {
+      auto [from, to] = split_pair(p);
+      ids.emplace_back(resolve_channel(*r, from), resolve_channel(*r, to));
+    }
+    period_ms = period ? *period : auto_period_ms(tl);
+    Throughput t = compute_throughput(*r, tl, period_ticks(tl, period_ms, "--period"), period_ms);
+    d.title = "cptrace report: " + r->meta().value("node", dir);
+    d.nodes.push_back(node_section(*r, tl, t));
+    for (auto [a, b] : ids) d.latency.push_back(same_node_latency(*r, tl, a, b));
+    channels = t.channels.size(), periods = t.periods;
+  }
   OutFile f(out);
   f.write(render_report_html(d));
   f.close();
-  fprintf(stderr, "cptrace report: wrote %s (%zu channel(s), %zu period(s) of %g ms, %zu latency pair(s))\n",
-          out.c_str(), t.channels.size(), t.periods, period_ms, d.latency.size());
+  fprintf(stderr, "cptrace report: wrote %s (%zu channel(s), %zu period(s) of %g ms, %zu latency series)\n",
+          out.c_str(), channels, periods, period_ms, d.latency.size());
   if (r->error()) {
     fprintf(stderr, "cptrace report: %s (the report covers the events before it)\n", r->error()->what());
     return 2;

@@ -3,8 +3,8 @@
 //
 // The page is built from a ReportData, which the caller fills:
 //   - one NodeSection per node trace (overview, drops per CPU, throughput);
-//   - the latency table (latency_table.h): LatencySeries per channel pair, local
-//     (same_node_latency) or remote (from translation), each drawn as a box plot
+//   - the latency table (latency_table.h): LatencySeries per channel pair (and
+//     node pair), filled by report_latency.h, each drawn as a box plot
 //     with the range its bounds reach, a histogram, and its bound width over time
 //     grouped by node pair.
 #pragma once
@@ -38,6 +38,8 @@ double auto_period_ms(const Timeline& tl, size_t max_periods = 300);
 nlohmann::json report_json(const ReportData& d);
 std::string render_report_html(const ReportData& d);
 
+// DIR: one node's trace (node section + same-node latency) or a translated trace
+// (latency rows of `cptrace latency`, no node section).
 // pairs: "FROM,TO" channel names of this trace; no period: auto_period_ms().
 int cmd_report(const std::string& dir, const std::string& out, const std::vector<std::string>& pairs,
                std::optional<double> period_ms);

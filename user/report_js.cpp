@@ -160,6 +160,8 @@ function latency(parent, L) {
             }));
         }));
   L.forEach(function (s) {
+    if (s.method) el('p', {'class': 'note method', 'data-pair': s.from + ' -> ' + s.to, 'data-nodes': s.from_node + ' -> ' + s.to_node},
+                     parent, s.from + ' -> ' + s.to + ' (' + s.from_node + ' -> ' + s.to_node + '): ' + s.method);
     if (s.unmatched_from || s.unmatched_to || s.duplicates)
       el('p', {'class': 'note'}, parent, s.from + ' -> ' + s.to + ': ' + s.unmatched_from + ' tuple ids only on ' + s.from + ', ' +
          s.unmatched_to + ' only on ' + s.to + ', ' + s.duplicates + ' repeated.');
@@ -217,7 +219,8 @@ function widths(parent, L) {
                         xlabel: 'seconds since trace start', ylabel: 'bound width (us)', cls: 'widths'});
   S.forEach(function (s, k) {
     sv('polyline', {points: s.width_over_time.map(function (q) { return p.x(q[0]).toFixed(2) + ',' + p.y(q[1] * 1e6).toFixed(2); }).join(' '),
-                    fill: 'none', stroke: color(k), 'stroke-width': 1.5, 'data-pair': s.from + ' -> ' + s.to}, p.svg);
+                    fill: 'none', stroke: color(k), 'stroke-width': 1.5, 'data-pair': s.from + ' -> ' + s.to,
+                    'data-nodes': s.from_node + ' -> ' + s.to_node}, p.svg);
   });
   legend(parent, S.map(function (s, k) { return {name: s.from_node + ' -> ' + s.to_node + ': ' + s.from + ' -> ' + s.to, color: color(k)}; }));
 }

@@ -4,11 +4,16 @@
 // known durations of the trace.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <map>
+#include <sstream>
 #include <regex>
 
 #include <nlohmann/json.hpp>
 
+#include "synth_cluster.h"
 #include "synthetic_trace.h"
 #include "test_util.h"
 
@@ -86,6 +91,60 @@ void expect_throughput_matches(const std::string& dom, const std::string& trace,
   char title[64];
   snprintf(title, sizeof title, "events per %g ms period", period_ms);
   EXPECT_NE(dom.find(title), std::string::npos) << title;
+}
+
+// The latency table's rows: kind cell ("remote A -> B", "local (B)") -> data-key cells.
+std::map<std::string, std::map<std::string, std::string>> latency_rows(const std::string& dom) {
+  std::map<std::string, std::map<std::string, std::string>> rows;
+  size_t at = dom.find("class=\"lat-stats\"");
+  if (at == std::string::npos) return rows;
+  std::string t = dom.substr(at, dom.find("</table>", at) - at);
+  static const std::regex tr(R"re(<tr>(.*?)</tr>)re"), td(R"re(<td[^>]*>([^<]*)</td>)re"),
+      keyed(R"re(data-key="(\w+)">([^<]*)<)re");
+  for (auto& m : all_matches(t, tr)) {
+    std::string row = m[1];
+    auto cells = all_matches(row, td);
+    if (cells.size() < 2) continue;  // the header
+    auto& out = rows[cells[0].str(1) + " | " + cells[1].str(1)];
+    for (auto& k : all_matches(row, keyed)) out[k[1]] = k[2];
+  }
+  return rows;
+}
+
+// What the table must show for a pair, computed from `cptrace latency --csv`:
+// count, nearest-rank min/p50/p90/p99/max of the ns value and p50/max of the
+// bound width ns_hi - ns_lo, in us with 3 decimals (ns are integers: exact).
+// Only rows of the given node pair count.
+std::map<std::string, std::string> table_from_latency_csv(const std::string& csv, const std::string& from_node,
+                                                          const std::string& to_node) {
+  std::vector<int64_t> v, w;
+  std::istringstream in(csv);
+  std::string line;
+  std::getline(in, line);
+  EXPECT_EQ(line, "tuple,from_node,to_node,scenario,ticks,ticks_lo,ticks_hi,ns,ns_lo,ns_hi");
+  while (std::getline(in, line)) {
+    std::vector<std::string> f;
+    std::stringstream ls(line);
+    for (std::string x; std::getline(ls, x, ',');) f.push_back(x);
+    if (f.size() != 10 || f[1] != from_node || f[2] != to_node) continue;
+    v.push_back(std::stoll(f[7]));
+    w.push_back(std::stoll(f[9]) - std::stoll(f[8]));
+  }
+  std::sort(v.begin(), v.end());
+  std::sort(w.begin(), w.end());
+  auto rank = [](const std::vector<int64_t>& x, double q) {
+    size_t r = std::max<size_t>(1, size_t(std::ceil(q * double(x.size()))));
+    return x[std::min(r, x.size()) - 1];
+  };
+  auto us = [](int64_t ns) {
+    char b[64];
+    snprintf(b, sizeof b, "%.3f", double(ns) / 1000.0);
+    return std::string(b);
+  };
+  if (v.empty()) return {{"count", "0"}};
+  return {{"count", std::to_string(v.size())}, {"min_s", us(v.front())},       {"p50_s", us(rank(v, 0.5))},
+          {"p90_s", us(rank(v, 0.9))},         {"p99_s", us(rank(v, 0.99))},    {"max_s", us(v.back())},
+          {"width_p50_s", us(rank(w, 0.5))},   {"width_max_s", us(w.back())}};
 }
 
 }  // namespace
@@ -180,4 +239,64 @@ TEST(Report, BadInput) {
     EXPECT_NE(r.status, 0) << c.args;
     EXPECT_NE(r.err.find(c.needle), std::string::npos) << c.args << " -> " << r.err;
   }
+}
+
+// A translated 3-node trace (synthetic, tests/synth_cluster.h): the latency table
+// of the rendered page must show exactly what `cptrace latency --csv` prints for
+// the same pairs (the report reuses its computation), one row per node pair, and
+// the bound width over time must be drawn per node pair.
+TEST(Report, TranslatedClusterLatencyMatchesLatencyCommand) {
+  REQUIRE_CHROMIUM();
+  synth::Clock a{"A", 1.0e15L, 20}, b{"B", 1.0e15L + 8.1e9L, 150}, c{"C", 1.0e15L - 4.3e9L, -80};
+  synth::Cluster cl({a, b, c}, 21);
+  cl.asym_ns[{0, 1}] = 120000;
+  cl.sync_all({{0, 1}, {1, 0}, {0, 2}, {2, 0}, {1, 2}, {2, 1}}, 6e9L, 50, 250e6L);
+  cl.pipeline(1500, 200e6L, 3.5e6L);
+  TempDir tmp;
+  std::string dirs;
+  for (int i = 0; i < 3; ++i) {
+    cl.write(i, tmp / cl.clock(i).name, 6e9L);
+    dirs += " " + (tmp / cl.clock(i).name);
+  }
+  auto r = run(cptrace_bin() + " translate" + dirs + " --reference A -o " + (tmp / "out"), tmp);
+  ASSERT_EQ(r.status, 0) << r.err;
+  r = run(cptrace_bin() + " report " + (tmp / "out") + " -o " + (tmp / "r.html") +
+              " --pair A.out,B.in --pair B.in,B.out --pair B.out,C.in",
+          tmp);
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::string dom = rendered_dom(tmp / "r.html", tmp);
+  ASSERT_NE(dom.find("id=\"report\" data-rendered=\"1\""), std::string::npos) << dom.substr(0, 3000);
+  EXPECT_EQ(dom.find("<p class=\"js-error\""), std::string::npos);
+
+  auto rows = latency_rows(dom);
+  struct Want {
+    std::string from, to, from_node, to_node, row;
+  } wants[] = {
+      {"A.out", "B.in", "A", "B", "A.out -&gt; B.in | remote A -&gt; B"},       // reference-remote
+      {"B.in", "B.out", "B", "B", "B.in -&gt; B.out | local (B)"},              // local, not the reference
+      {"B.out", "C.in", "B", "C", "B.out -&gt; C.in | remote B -&gt; C"},       // remote-remote-direct
+  };
+  EXPECT_EQ(rows.size(), 3u);
+  for (const Want& w : wants) {
+    auto l = run(cptrace_bin() + " latency " + (tmp / "out") + " --from " + w.from + " --to " + w.to + " --csv", tmp);
+    ASSERT_EQ(l.status, 0) << l.err;
+    auto want = table_from_latency_csv(l.out, w.from_node, w.to_node);
+    EXPECT_EQ(want.at("count"), "1500") << w.row;
+    ASSERT_TRUE(rows.count(w.row)) << w.row;
+    EXPECT_EQ(rows[w.row], want) << w.row;
+    // Bound width over time, per node pair.
+    EXPECT_TRUE(std::regex_search(
+        dom, std::regex("<polyline[^>]*data-pair=\"" + w.from + " -&gt; " + w.to + "\" data-nodes=\"" + w.from_node +
+                        " -&gt; " + w.to_node + "\"")))
+        << "no bound-width line for " << w.row;
+  }
+  // The method behind each bound is shown.
+  EXPECT_NE(dom.find("reference-remote"), std::string::npos);
+  EXPECT_NE(dom.find("remote-remote-direct"), std::string::npos);
+  EXPECT_NE(dom.find("local"), std::string::npos);
+
+  // Bad input on a translated trace: an unknown channel is named.
+  r = run(cptrace_bin() + " report " + (tmp / "out") + " -o " + (tmp / "r2.html") + " --pair A.out,nope", tmp);
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.err.find("unknown channel \"nope\""), std::string::npos) << r.err;
 }
