@@ -17,8 +17,14 @@ LDLIBS   := -lbpf -lelf -lz -lzstd -lfmt -lcrypto -lpthread
 
 BPF_SRCS   := $(wildcard bpf/*.bpf.c)
 SKELS      := $(patsubst bpf/%.bpf.c,$(BUILD)/%.skel.h,$(BPF_SRCS))
-CORE_SRCS  := $(filter-out user/main.cpp,$(wildcard user/*.cpp))
-CORE_OBJS  := $(patsubst user/%.cpp,$(BUILD)/obj/%.o,$(CORE_SRCS))
+# user/ is one folder per group of stages, listed bottom-up: a folder may include
+# and call only the folders before it (docs/architecture.md; tools/check-layers.sh
+# checks the includes, and linking the archives in this order checks the calls).
+LAYERS     := trace probe net sync record translate analyze load cli
+reverse    = $(if $(1),$(call reverse,$(wordlist 2,$(words $(1)),$(1))) $(firstword $(1)))
+# Everything below the CLI, linked top-down: a call into a higher layer fails to link.
+CORE_LIBS  := $(foreach l,$(call reverse,$(filter-out cli,$(LAYERS))),$(BUILD)/user/lib$(l).a)
+USER_HDRS  := $(wildcard user/*/*.h)
 LIB_SRCS   := $(wildcard lib/*.c) $(wildcard lib/*.S)
 LIB_OBJS   := $(patsubst lib/%,$(BUILD)/lib/%.o,$(LIB_SRCS))
 TEST_SRCS  := $(wildcard tests/unit/*.cpp) $(wildcard tests/integration/*.cpp)
@@ -30,7 +36,7 @@ BENCHES    := $(patsubst bench/%.cpp,$(BUILD)/bench/%,$(wildcard bench/*.cpp)) \
 # The reader and what it needs, built with libFuzzer + ASan.
 # Helper programs under tools/ (testbed forwarding element, ...).
 TOOLS      := $(patsubst tools/%.cpp,$(BUILD)/%,$(wildcard tools/*.cpp))
-FUZZ_SRCS  ?= user/trace_reader.cpp user/block_codec.cpp user/clock_map.cpp user/trace_format.cpp user/net_codec.cpp
+FUZZ_SRCS  ?= $(addprefix user/trace/,trace_reader.cpp block_codec.cpp clock_map.cpp trace_format.cpp net_codec.cpp)
 FUZZ_TIME  ?= 30
 
 # Java (jni/): the JDK is the one `javac` on PATH resolves to (Debian's
@@ -46,7 +52,7 @@ JAVA_BENCH := $(wildcard bench/java/*.java)
 JAVA_ALL   := $(if $(wildcard $(JDK_HOME)/include/jni.h),$(BUILD)/cptrace.jar $(BUILD)/libcptrace_jni.so \
               $(BUILD)/tests/java/.built,$(warning no JDK (javac with include/jni.h) found: skipping cptrace.jar and libcptrace_jni.so))
 
-.PHONY: all deps test unit-test demo bench fuzz fuzz-run install clean
+.PHONY: all deps test unit-test check-layers demo bench fuzz fuzz-run install clean
 all: $(BUILD)/cptrace $(BUILD)/libcptrace.so $(BUILD)/libcptrace.a $(WORKLOADS) $(TOOLS) $(JAVA_ALL)
 
 deps:
@@ -57,7 +63,7 @@ $(BUILD)/vmlinux.h:
 	@mkdir -p $(BUILD)
 	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@.tmp && mv $@.tmp $@
 
-$(BUILD)/bpf/%.bpf.o: bpf/%.bpf.c include/cptrace_records.h $(BUILD)/vmlinux.h $(wildcard include/*.h)
+$(BUILD)/bpf/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) $(BUILD)/vmlinux.h $(wildcard include/*.h)
 	@mkdir -p $(@D)
 	$(CLANG) -g -O2 -target bpf $(ARCH_DEF) -I$(BUILD) -Iinclude -c $< -o $@
 
@@ -65,16 +71,22 @@ $(BUILD)/%.skel.h: $(BUILD)/bpf/%.bpf.o
 	$(BPFTOOL) gen skeleton $< > $@.tmp && mv $@.tmp $@
 
 # ---- the cptrace program --------------------------------------------------------
-$(BUILD)/obj/%.o: user/%.cpp $(SKELS) $(wildcard user/*.h include/*.h)
+$(BUILD)/obj/%.o: user/%.cpp $(SKELS) $(USER_HDRS) $(wildcard include/*.h)
 	@mkdir -p $(@D)
 	$(CXX) -std=c++20 $(CXXFLAGS) $(WARN) $(CPPFLAGS) -c $< -o $@
 
-$(BUILD)/libcptrace_core.a: $(CORE_OBJS)
+# One archive per stage folder (user/X/*.cpp -> build/user/libX.a).
+stage_objs = $(patsubst user/%.cpp,$(BUILD)/obj/%.o,$(wildcard user/$(1)/*.cpp))
+# Objects, skeletons and archives are all kept: none is an intermediate file.
+.SECONDARY:
+.SECONDEXPANSION:
+$(BUILD)/user/lib%.a: $$(call stage_objs,$$*)
+	@mkdir -p $(@D)
 	@rm -f $@
 	ar rcs $@ $^
 
 # libcptrace.a: the generator and sink call cp_logTS, so the probe sites live in cptrace itself.
-$(BUILD)/cptrace: $(BUILD)/obj/main.o $(BUILD)/libcptrace_core.a $(BUILD)/libcptrace.a
+$(BUILD)/cptrace: $(BUILD)/user/libcli.a $(CORE_LIBS) $(BUILD)/libcptrace.a
 	$(CXX) -o $@ $^ $(LDLIBS)
 
 # ---- the application library (what applications link) -------------------------
@@ -83,9 +95,9 @@ $(BUILD)/cptrace: $(BUILD)/obj/main.o $(BUILD)/libcptrace_core.a $(BUILD)/libcpt
 $(BUILD)/lib/%.c.o: lib/%.c include/cptrace.h
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -fPIC -fcf-protection=none $(WARN) -Iinclude -c $< -o $@
-$(BUILD)/lib/%.S.o: lib/%.S
+$(BUILD)/lib/%.S.o: lib/%.S lib/probe_site.h
 	@mkdir -p $(@D)
-	$(CC) -fPIC -Iinclude -c $< -o $@
+	$(CC) -fPIC -Iinclude -Ilib -c $< -o $@
 
 $(BUILD)/libcptrace.so: $(LIB_OBJS)
 	$(CC) -shared -o $@ $^ -lpthread
@@ -103,9 +115,9 @@ $(BUILD)/cptrace.jar: $(JAVA_SRCS)
 $(BUILD)/jni/%.c.o: jni/%.c include/cptrace.h include/cptrace_records.h jni/jni_stubs.h
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -fPIC -fcf-protection=none $(WARN) -Iinclude $(JNI_CFLAGS) -c $< -o $@
-$(BUILD)/jni/%.S.o: jni/%.S
+$(BUILD)/jni/%.S.o: jni/%.S lib/probe_site.h
 	@mkdir -p $(@D)
-	$(CC) -fPIC -c $< -o $@
+	$(CC) -fPIC -Ilib -c $< -o $@
 # -Bsymbolic: its calls bind to its own stubs and registry even when a libcptrace.so
 # is loaded too, so a recorder attached to this file sees everything Java does.
 $(BUILD)/libcptrace_jni.so: $(JNI_OBJS) $(LIB_OBJS)
@@ -128,24 +140,27 @@ $(BUILD)/tests/%: tests/workloads/%.cpp $(BUILD)/libcptrace.so
 	@mkdir -p $(@D)
 	$(CXX) -std=c++20 $(CXXFLAGS) -Iinclude $< -o $@ -L$(BUILD) -lcptrace -Wl,-rpath,'$$ORIGIN/..' -lpthread
 
-$(BUILD)/tests/obj/%.o: tests/%.cpp $(SKELS) $(wildcard user/*.h include/*.h tests/*.h)
+$(BUILD)/tests/obj/%.o: tests/%.cpp $(SKELS) $(USER_HDRS) $(wildcard include/*.h tests/*.h)
 	@mkdir -p $(@D)
 	$(CXX) -std=c++20 $(CXXFLAGS) $(WARN) $(CPPFLAGS) -Itests -c $< -o $@
 
-$(BUILD)/cptrace_tests: $(TEST_OBJS) $(BUILD)/libcptrace_core.a $(BUILD)/libcptrace.so
-	$(CXX) -o $@ $(TEST_OBJS) $(BUILD)/libcptrace_core.a -L$(BUILD) -lcptrace -Wl,-rpath,'$$ORIGIN' \
+$(BUILD)/cptrace_tests: $(TEST_OBJS) $(CORE_LIBS) $(BUILD)/libcptrace.so
+	$(CXX) -o $@ $(TEST_OBJS) $(CORE_LIBS) -L$(BUILD) -lcptrace -Wl,-rpath,'$$ORIGIN' \
 	  -lgtest_main -lgtest -ldl $(LDLIBS)
 
 unit-test: all $(BUILD)/cptrace_tests
 	cd $(BUILD) && ./cptrace_tests $(GTEST_ARGS)
 
-test: deps
+check-layers:
+	@bash tools/check-layers.sh $(LAYERS)
+
+test: deps check-layers
 	$(MAKE) -j$$(nproc) all $(BUILD)/cptrace_tests $(BUILD)/fuzz_trace_reader
 	cd $(BUILD) && ./cptrace_tests $(GTEST_ARGS)
 	$(MAKE) fuzz-run
 
 # ---- fuzzing --------------------------------------------------------------------
-$(BUILD)/fuzz_trace_reader: tests/fuzz/fuzz_trace_reader.cpp $(FUZZ_SRCS) $(wildcard user/*.h)
+$(BUILD)/fuzz_trace_reader: tests/fuzz/fuzz_trace_reader.cpp $(FUZZ_SRCS) $(wildcard user/trace/*.h)
 	@mkdir -p $(@D)
 	clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined $(CPPFLAGS) $< $(FUZZ_SRCS) \
 	  -o $@ -lzstd -lz -lfmt
@@ -170,9 +185,9 @@ demo: deps
 	$(MAKE) -j$$(nproc) all
 	bash tools/demo.sh
 
-$(BUILD)/bench/%: bench/%.cpp $(BUILD)/libcptrace.so $(BUILD)/libcptrace_core.a
+$(BUILD)/bench/%: bench/%.cpp $(BUILD)/libcptrace.so $(CORE_LIBS)
 	@mkdir -p $(@D)
-	$(CXX) -std=c++20 $(CXXFLAGS) $(CPPFLAGS) $< -o $@ $(BUILD)/libcptrace_core.a -L$(BUILD) -lcptrace \
+	$(CXX) -std=c++20 $(CXXFLAGS) $(CPPFLAGS) $< -o $@ $(CORE_LIBS) -L$(BUILD) -lcptrace \
 	  -Wl,-rpath,'$$ORIGIN/..' $(LDLIBS)
 $(BUILD)/bench/%: bench/%.c $(BUILD)/libcptrace.so
 	@mkdir -p $(@D)

@@ -15,7 +15,7 @@
 
 #include <zstd.h>
 
-#include "block_codec.h"
+#include "trace/block_codec.h"
 
 using namespace cptrace;
 using Clock = std::chrono::steady_clock;

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "trace_reader.h"
+#include "trace/trace_reader.h"
 
 namespace fs = std::filesystem;
 using namespace cptrace;

@@ -13,8 +13,8 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "../tests/synth_cluster.h"
-#include "translate.h"
+#include "synth_cluster.h"
+#include "translate/translate.h"
 
 int main(int argc, char** argv) {
   uint64_t total = argc > 1 ? strtoull(argv[1], nullptr, 10) : 50000000ull;

@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <vector>
 
-#include "probe_selftest.h"
+#include "probe/probe_selftest.h"
 
 int main(int argc, char** argv) {
   int calls = argc > 1 ? atoi(argv[1]) : 50000;  // x 48 B records must fit the 8 MiB selftest ring

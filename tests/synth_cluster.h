@@ -15,10 +15,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "block_codec.h"
+#include "trace/block_codec.h"
 #include "cptrace.h"
-#include "sync_round.h"
-#include "trace_writer.h"
+#include "trace/sync_round.h"
+#include "trace/trace_writer.h"
 
 namespace synth {
 

@@ -9,8 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "block_codec.h"
-#include "trace_writer.h"
+#include "trace/block_codec.h"
+#include "trace/trace_writer.h"
 
 namespace testutil {
 

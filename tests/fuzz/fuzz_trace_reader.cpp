@@ -9,7 +9,7 @@
 #include <cstring>
 #include <string>
 
-#include "trace_reader.h"
+#include "trace/trace_reader.h"
 
 using namespace cptrace;
 

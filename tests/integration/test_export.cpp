@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "export_ctf.h"
+#include "analyze/export_ctf.h"
 #include "synthetic_trace.h"
 #include "test_util.h"
 

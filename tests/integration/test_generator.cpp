@@ -12,7 +12,7 @@
 
 #include "test_util.h"
 #include "testbed_util.h"
-#include "trace_reader.h"
+#include "trace/trace_reader.h"
 
 using namespace testbed;
 using nlohmann::json;

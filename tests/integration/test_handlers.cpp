@@ -10,9 +10,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "control_socket.h"
+#include "record/control_socket.h"
 #include "test_util.h"
-#include "trace_reader.h"
+#include "trace/trace_reader.h"
 
 using namespace cptrace;
 using namespace testutil;

@@ -7,12 +7,12 @@
 #include <map>
 #include <set>
 
-#include "attach_targets.h"
+#include "probe/attach_targets.h"
 #include "cptrace.h"
-#include "proc_registry.h"
-#include "ring_drain.h"
+#include "probe/proc_registry.h"
+#include "probe/ring_drain.h"
 #include "test_util.h"
-#include "trace_reader.h"
+#include "trace/trace_reader.h"
 
 using namespace cptrace;
 using namespace testutil;

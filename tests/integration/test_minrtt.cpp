@@ -18,13 +18,13 @@
 #include <map>
 #include <thread>
 
-#include "clock_map.h"
-#include "clock_transform.h"
-#include "kernel_timestamps.h"
-#include "minrtt_protocol.h"
+#include "trace/clock_map.h"
+#include "trace/clock_transform.h"
+#include "sync/kernel_timestamps.h"
+#include "sync/minrtt_protocol.h"
 #include "test_util.h"
 #include "testbed_util.h"
-#include "trace_reader.h"
+#include "trace/trace_reader.h"
 
 using namespace cptrace;
 using testbed::skip_reason;

@@ -17,7 +17,7 @@
 
 #include "test_util.h"
 #include "testbed_util.h"
-#include "trace_reader.h"
+#include "trace/trace_reader.h"
 
 using namespace cptrace;
 using testbed::skip_reason;

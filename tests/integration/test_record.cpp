@@ -6,7 +6,7 @@
 #include <set>
 
 #include "test_util.h"
-#include "trace_reader.h"
+#include "trace/trace_reader.h"
 
 using namespace cptrace;
 using namespace testutil;

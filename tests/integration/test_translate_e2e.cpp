@@ -16,13 +16,13 @@
 #include <algorithm>
 #include <cmath>
 
-#include "clock_transform.h"
+#include "trace/clock_transform.h"
 #include "cptrace.h"
-#include "latency.h"
+#include "translate/latency.h"
 #include "test_util.h"
 #include "testbed_util.h"
-#include "trace_reader.h"
-#include "translated_frame.h"
+#include "trace/trace_reader.h"
+#include "translate/translated_frame.h"
 
 namespace cptrace {
 namespace {

@@ -9,11 +9,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "local_latency.h"
-#include "service_rates.h"
+#include "analyze/local_latency.h"
+#include "analyze/service_rates.h"
 #include "synthetic_trace.h"
 #include "test_util.h"
-#include "throughput.h"
+#include "analyze/throughput.h"
 
 using namespace cptrace;
 using namespace testutil;

@@ -7,8 +7,8 @@
 #include <set>
 #include <thread>
 
-#include "block_pipeline.h"
-#include "ring_drain.h"
+#include "probe/block_pipeline.h"
+#include "probe/ring_drain.h"
 
 using namespace cptrace;
 

@@ -8,7 +8,7 @@
 #include <random>
 #include <thread>
 
-#include "clock_map.h"
+#include "trace/clock_map.h"
 
 namespace cptrace {
 namespace {

@@ -4,11 +4,11 @@
 
 #include <random>
 
-#include "clock_relation.h"
-#include "hull_sync.h"
-#include "ratio_sync.h"
-#include "sync_pairs.h"
-#include "translated_frame.h"
+#include "translate/clock_relation.h"
+#include "translate/hull_sync.h"
+#include "translate/ratio_sync.h"
+#include "translate/sync_pairs.h"
+#include "translate/translated_frame.h"
 
 namespace cptrace {
 namespace {

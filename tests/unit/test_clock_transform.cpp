@@ -5,7 +5,7 @@
 #include <limits>
 #include <random>
 
-#include "clock_transform.h"
+#include "trace/clock_transform.h"
 
 namespace cptrace {
 namespace {

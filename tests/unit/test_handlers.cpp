@@ -6,9 +6,9 @@
 #include <fmt/core.h>
 
 #include "cptrace.h"
-#include "handlers.h"
-#include "ring_drain.h"
-#include "trace_reader.h"
+#include "probe/handlers.h"
+#include "probe/ring_drain.h"
+#include "trace/trace_reader.h"
 
 using namespace cptrace;
 

@@ -34,7 +34,7 @@
 
 #include "cptrace.h"
 #include "cptrace_registry.h"
-#include "proc_registry.h"
+#include "probe/proc_registry.h"
 
 extern "C" char** environ;
 

@@ -5,13 +5,13 @@
 
 #include <random>
 
-#include "id_ledger.h"
-#include "lateness_hist.h"
-#include "maxrate.h"
-#include "net_endpoint.h"
-#include "overhead.h"
-#include "sink_control.h"
-#include "tuple_wire.h"
+#include "load/id_ledger.h"
+#include "load/lateness_hist.h"
+#include "load/maxrate.h"
+#include "load/net_endpoint.h"
+#include "load/overhead.h"
+#include "load/sink_control.h"
+#include "load/tuple_wire.h"
 
 using namespace cptrace;
 

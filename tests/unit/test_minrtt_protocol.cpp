@@ -7,9 +7,9 @@
 #include <cstring>
 #include <fstream>
 
-#include "kernel_timestamps.h"
-#include "minrtt_protocol.h"
-#include "minrtt_rounds.h"
+#include "sync/kernel_timestamps.h"
+#include "sync/minrtt_protocol.h"
+#include "sync/minrtt_rounds.h"
 #include "test_util.h"
 
 namespace cptrace::minrtt {

@@ -7,9 +7,9 @@
 #include <fstream>
 #include <random>
 
-#include "net_codec.h"
-#include "net_throughput.h"
-#include "trace_reader.h"
+#include "trace/net_codec.h"
+#include "analyze/net_throughput.h"
+#include "trace/trace_reader.h"
 
 namespace cptrace {
 namespace {

@@ -9,9 +9,9 @@
 #include <limits>
 #include <random>
 
-#include "block_codec.h"
-#include "trace_reader.h"
-#include "trace_writer.h"
+#include "trace/block_codec.h"
+#include "trace/trace_reader.h"
+#include "trace/trace_writer.h"
 
 namespace cptrace {
 namespace {

@@ -7,11 +7,11 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "latency.h"
+#include "translate/latency.h"
 #include "test_util.h"
-#include "trace_reader.h"
-#include "translate.h"
-#include "translated_frame.h"
+#include "trace/trace_reader.h"
+#include "translate/translate.h"
+#include "translate/translated_frame.h"
 #include "synth_cluster.h"
 
 namespace cptrace {

@@ -1,0 +1,32 @@
+/* The one probe-site macro of cptrace, included by the assembly of every
+ * library that carries probe sites (lib/cp_stubs.S, jni/jni_stubs.S).
+ *
+ * CP_PROBE_SITE name defines an exported function that is exactly `nop5; ret`.
+ * A uprobe whose first instruction is the 5-byte NOP 0f 1f 44 00 00 is
+ * "optimized" by the kernel (a call into the uprobe trampoline, ~0.3-1.5 us per
+ * hit) while any other first instruction (endbr64, push, ...) costs an int3
+ * trap plus single-step (12-30 us). The arguments stay in rdi/rsi/rdx/rcx,
+ * where the BPF programs read them (PT_REGS_PARM1..4).
+ *
+ * Written in assembly so no compiler option (-fcf-protection, -pg,
+ * -fpatchable-function-entry, ...) can put anything in front of the NOP. Each
+ * site has exactly one name, the exported one, so that symbolizers and the
+ * recorder's by-name lookup agree on what these bytes are. */
+#ifndef CPTRACE_PROBE_SITE_H
+#define CPTRACE_PROBE_SITE_H
+
+.macro CP_PROBE_SITE name
+	/* 16-byte alignment: the 5 NOP bytes never straddle a page, which the
+	 * kernel requires to rewrite them atomically when it optimizes the probe. */
+	.p2align 4
+	.globl	\name
+	.type	\name, @function
+\name:
+	.cfi_startproc
+	.byte	0x0f, 0x1f, 0x44, 0x00, 0x00	/* nopl 0x0(%rax,%rax,1) */
+	ret
+	.cfi_endproc
+	.size	\name, . - \name
+.endm
+
+#endif

@@ -1,0 +1,289 @@
+// CTF 1.8 writer: TSDL metadata + per-CPU binary streams, bounded reorder.
+#include "analyze/export_ctf.h"
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <queue>
+
+#include <fmt/format.h>
+
+#include "trace/out_file.h"
+
+namespace cptrace {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr uint32_t kCtfMagic = 0xC1FC1FC1;
+constexpr size_t kPacketBytes = 256 << 10;  // content per packet before it is flushed
+// Packet header (magic, stream_id) + context (begin, end, content_size, packet_size, cpu_id).
+constexpr size_t kPacketHead = 4 + 4 + 8 + 8 + 8 + 8 + 4;
+constexpr uint16_t kEventUser = 0, kEventClose = 1;
+
+template <class T>
+void put(std::string& b, T v) {
+  b.append(reinterpret_cast<const char*>(&v), sizeof v);  // little-endian host (trace_format.h)
+}
+
+// TSDL string literal.
+std::string tsdl_str(const std::string& s) {
+  std::string q = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') q += '\\';
+    if (c == '\n') { q += "\\n"; continue; }
+    q += c;
+  }
+  return q + "\"";
+}
+
+// One stream file: packets of events in non-decreasing timestamp order.
+class StreamFile {
+ public:
+  StreamFile(const std::string& path, uint16_t cpu) : f_(path), cpu_(cpu) {}
+  uint64_t last_ts() const { return last_; }
+  bool empty() const { return !any_; }
+
+  void append(const TraceEvent& e, const std::string& channel) {
+    if (pkt_.empty()) begin_ = e.ts;
+    put<uint16_t>(pkt_, e.kind == uint8_t(EventKind::ChannelClose) ? kEventClose : kEventUser);
+    put<uint64_t>(pkt_, e.ts);
+    pkt_.append(channel.c_str(), channel.size() + 1);
+    put<uint64_t>(pkt_, e.channel);
+    put<uint64_t>(pkt_, e.tuple);
+    put<uint32_t>(pkt_, e.pid);
+    put<uint32_t>(pkt_, e.tid);
+    put<uint16_t>(pkt_, e.cpu);
+    last_ = e.ts;
+    any_ = true;
+    if (pkt_.size() >= kPacketBytes) flush();
+  }
+
+  void flush() {
+    if (pkt_.empty()) return;
+    std::string head;
+    uint64_t bits = uint64_t(kPacketHead + pkt_.size()) * 8;
+    put<uint32_t>(head, kCtfMagic);
+    put<uint32_t>(head, 0);  // stream_id
+    put<uint64_t>(head, begin_);
+    put<uint64_t>(head, last_);
+    put<uint64_t>(head, bits);  // content_size
+    put<uint64_t>(head, bits);  // packet_size: no padding
+    put<uint32_t>(head, cpu_);
+    f_.write(head);
+    f_.write(pkt_);
+    pkt_.clear();
+    packets_++;
+  }
+  void close() {
+    flush();
+    f_.close();
+  }
+  uint64_t packets() const { return packets_; }
+
+ private:
+  OutFile f_;
+  uint16_t cpu_;
+  std::string pkt_;
+  uint64_t begin_ = 0, last_ = 0, packets_ = 0;
+  bool any_ = false;
+};
+
+struct Later {
+  bool operator()(const TraceEvent& a, const TraceEvent& b) const { return a.ts > b.ts; }
+};
+
+// A stream with its reorder window; `late` takes what arrives too late for it.
+struct Level {
+  std::unique_ptr<StreamFile> file;
+  std::priority_queue<TraceEvent, std::vector<TraceEvent>, Later> heap;
+  bool emitted = false;
+};
+
+class CtfWriter {
+ public:
+  CtfWriter(const TraceReader& r, std::string dir, size_t window) : r_(r), dir_(std::move(dir)), window_(window) {}
+
+  void add(const TraceEvent& e) { add_at(0, e); }
+
+  CtfStats finish() {
+    CtfStats s;
+    for (auto& [cpu, levels] : chains_)
+      for (size_t k = 0; k < levels.size(); ++k) {
+        Level& l = levels[k];
+        while (!l.heap.empty()) emit(l, pop(l));
+        l.file->close();
+        s.packets += l.file->packets();
+        s.streams++;
+        s.late_streams += k > 0;
+      }
+    s.events = events_;
+    return s;
+  }
+
+ private:
+  void add_at(size_t k, const TraceEvent& e) {
+    auto& levels = chains_[e.cpu];
+    if (k == levels.size()) {
+      std::string name = k ? fmt::format("stream_{}_late{}", e.cpu, k) : fmt::format("stream_{}", e.cpu);
+      levels.push_back(Level{std::make_unique<StreamFile>((fs::path(dir_) / name).string(), e.cpu), {}, false});
+    }
+    Level& l = levels[k];
+    if (l.emitted && e.ts < l.file->last_ts()) return add_at(k + 1, e);
+    l.heap.push(e);
+    if (l.heap.size() > window_) emit(l, pop(l));
+  }
+  static TraceEvent pop(Level& l) {
+    TraceEvent e = l.heap.top();
+    l.heap.pop();
+    return e;
+  }
+  void emit(Level& l, const TraceEvent& e) {
+    auto it = names_.find(e.channel);
+    if (it == names_.end()) it = names_.emplace(e.channel, r_.channel_name(e.channel)).first;
+    l.file->append(e, it->second);
+    l.emitted = true;
+    events_++;
+  }
+
+  const TraceReader& r_;
+  std::string dir_;
+  size_t window_;
+  std::map<uint16_t, std::vector<Level>> chains_;
+  std::map<uint64_t, std::string> names_;
+  uint64_t events_ = 0;
+};
+
+void prepare_dir(const std::string& out, bool overwrite) {
+  std::error_code ec;
+  if (fs::exists(out, ec) && !fs::is_directory(out, ec))
+    throw std::runtime_error(out + ": exists and is not a directory");
+  if (fs::exists(fs::path(out) / "metadata", ec)) {
+    if (!overwrite) throw std::runtime_error(out + ": already holds a CTF trace (use -f to overwrite)");
+    for (const auto& ent : fs::directory_iterator(out)) {
+      std::string n = ent.path().filename().string();
+      if (n == "metadata" || n.rfind("stream_", 0) == 0) fs::remove(ent.path());
+    }
+  }
+  fs::create_directories(out, ec);
+  if (ec) throw std::runtime_error(out + ": cannot create: " + ec.message());
+}
+
+}  // namespace
+
+std::string ctf_metadata(const TraceReader& r, const Timeline& tl) {
+  const auto& m = r.meta();
+  // Clock offset: cycle 0 of the TSC in wall-clock time, from the recorder's start
+  // instant (realtime_ns at origin). Without it the clock is not absolute.
+  long double off_ns = 0;
+  bool absolute = false;
+  if (m.contains("start") && m["start"].is_object() && m["start"].contains("realtime_ns") &&
+      m["start"]["realtime_ns"].is_number()) {
+    off_ns = (long double)m["start"]["realtime_ns"].get<uint64_t>() - (long double)tl.origin * 1e9L / tl.hz;
+    absolute = true;
+  }
+  long double off_s = std::floor(off_ns / 1e9L);
+  uint64_t off_cycles = uint64_t(std::llround((off_ns - off_s * 1e9L) * tl.hz / 1e9L));
+  std::string node = m.value("node", "");
+  std::string host = m.contains("machine") && m["machine"].is_object() ? m["machine"].value("host", node) : node;
+  const Counters& c = r.counters();
+
+  std::string s = "/* CTF 1.8 */\n\n";
+  s += R"(typealias integer { size = 8; align = 8; signed = false; } := uint8_t;
+typealias integer { size = 16; align = 8; signed = false; } := uint16_t;
+typealias integer { size = 32; align = 8; signed = false; } := uint32_t;
+typealias integer { size = 64; align = 8; signed = false; } := uint64_t;
+typealias integer { size = 64; align = 8; signed = false; base = hex; } := uint64_hex_t;
+
+trace {
+	major = 1;
+	minor = 8;
+	byte_order = le;
+	packet.header := struct {
+		uint32_t magic;
+		uint32_t stream_id;
+	};
+};
+
+)";
+  s += fmt::format(R"(env {{
+	hostname = {};
+	node = {};
+	tracer_name = "cptrace";
+	tracer_major = 0;
+	tracer_minor = 1;
+	tsc_hz = {};
+	origin_tsc = "{}";
+	seen_events = {};
+	dropped_events = {};
+}};
+
+clock {{
+	name = tsc;
+	description = {};
+	freq = {};
+	precision = 1;
+	offset_s = {};
+	offset = {};
+	absolute = {};
+}};
+
+typealias integer {{ size = 64; align = 8; signed = false; map = clock.tsc.value; }} := uint64_clock_tsc_t;
+
+)",
+                   tsdl_str(host), tsdl_str(node), tsdl_str(fmt::format("{:.0f}", tl.hz)), tl.origin,
+                   c.total_seen(), c.total_dropped(),
+                   tsdl_str("TSC of node " + node + ", measured frequency (" + tl.hz_source + ")"),
+                   uint64_t(std::llround(tl.hz)), (long long)off_s, off_cycles, absolute ? "TRUE" : "FALSE");
+  s += R"(stream {
+	id = 0;
+	event.header := struct {
+		uint16_t id;
+		uint64_clock_tsc_t timestamp;
+	};
+	packet.context := struct {
+		uint64_clock_tsc_t timestamp_begin;
+		uint64_clock_tsc_t timestamp_end;
+		uint64_t content_size;
+		uint64_t packet_size;
+		uint32_t cpu_id;
+	};
+};
+
+)";
+  for (auto [id, name] : {std::pair{kEventUser, "cptrace:user"}, std::pair{kEventClose, "cptrace:close"}})
+    s += fmt::format(R"(event {{
+	name = "{}";
+	id = {};
+	stream_id = 0;
+	fields := struct {{
+		string channel;
+		uint64_hex_t channel_id;
+		uint64_t tuple;
+		uint32_t pid;
+		uint32_t tid;
+		uint16_t cpu;
+	}};
+}};
+
+)",
+                     name, id);
+  return s;
+}
+
+CtfStats export_ctf(const TraceReader& r, const Timeline& tl, const std::string& out, bool overwrite,
+                    size_t reorder_window) {
+  prepare_dir(out, overwrite);
+  CtfWriter w(r, out, std::max<size_t>(reorder_window, 1));
+  r.for_each_event([&](const TraceEvent& e) { w.add(e); });
+  CtfStats s = w.finish();
+  OutFile meta((fs::path(out) / "metadata").string());
+  meta.write(ctf_metadata(r, tl));
+  meta.close();
+  return s;
+}
+
+}  // namespace cptrace

@@ -1,0 +1,51 @@
+// Trace-event JSON export, one frame of events at a time.
+#include "analyze/export_json.h"
+
+#include <cmath>
+#include <map>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "trace/out_file.h"
+
+namespace cptrace {
+
+uint64_t export_json(const TraceReader& r, const Timeline& tl, const std::string& out) {
+  OutFile f(out);
+  nlohmann::json other = {{"tracer", "cptrace"},
+                          {"node", r.meta().value("node", "")},
+                          {"tsc_hz", tl.hz},
+                          {"origin_tsc", std::to_string(tl.origin)},
+                          {"dropped_events", r.counters().total_dropped()}};
+  f.write(fmt::format("{{\"displayTimeUnit\":\"ns\",\"otherData\":{},\"traceEvents\":[\n", other.dump()));
+  std::map<uint64_t, std::string> quoted;  // channel id -> JSON-escaped name, built once
+  auto name_of = [&](uint64_t id, bool close) -> const std::string& {
+    auto key = id ^ (close ? 0x8000000000000000ull : 0);
+    auto it = quoted.find(key);
+    if (it == quoted.end())
+      it = quoted.emplace(key, nlohmann::json((close ? "close:" : "") + r.channel_name(id)).dump()).first;
+    return it->second;
+  };
+  std::string buf;
+  uint64_t n = 0;
+  r.for_each_batch([&](const std::vector<TraceEvent>& evs) {
+    buf.clear();
+    for (const TraceEvent& e : evs) {
+      long long ns = std::llround(double(int64_t(e.ts - tl.origin)) * 1e9 / tl.hz);
+      bool close = e.kind == uint8_t(EventKind::ChannelClose);
+      fmt::format_to(std::back_inserter(buf),
+                     "{}{{\"name\":{},\"cat\":\"{}\",\"ph\":\"i\",\"s\":\"t\",\"ts\":{}{}.{:03d},\"pid\":{},"
+                     "\"tid\":{},\"args\":{{\"tuple\":\"{}\",\"tsc\":\"{}\",\"channel_id\":\"0x{:016x}\",\"cpu\":{}}}}}",
+                     n ? ",\n" : "", name_of(e.channel, close), close ? "close" : "user", ns < 0 ? "-" : "",
+                     std::llabs(ns) / 1000, int(std::llabs(ns) % 1000), e.pid, e.tid, e.tuple, e.ts, e.channel, e.cpu);
+      n++;
+    }
+    f.write(buf);
+  });
+  f.write("\n]}\n");
+  f.close();
+  return n;
+}
+
+}  // namespace cptrace

@@ -1,0 +1,16 @@
+// `cptrace export json`: Chrome / Perfetto trace-event JSON ("JSON Object
+// Format"), streamed frame by frame. Every event is an instant event ("ph":"i",
+// thread scope) named after its channel ("close:<channel>" for a channel close),
+// pid/tid as recorded, ts in microseconds since the trace start (ns resolution).
+// args carry the exact values: tuple and tsc as decimal strings (JSON numbers
+// lose precision above 2^53), channel_id as hex, cpu.
+#pragma once
+#include <string>
+
+#include "trace/trace_timeline.h"
+
+namespace cptrace {
+
+uint64_t export_json(const TraceReader& r, const Timeline& tl, const std::string& out);
+
+}  // namespace cptrace

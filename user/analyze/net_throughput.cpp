@@ -1,0 +1,116 @@
+// Bytes per period per connection, one pass over the Net frames.
+#include "analyze/net_throughput.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <stdexcept>
+#include <tuple>
+
+#include <fmt/format.h>
+
+#include "analyze/csv_util.h"
+#include "trace/net_codec.h"
+
+namespace cptrace {
+
+namespace {
+
+std::string endpoint(const cp_net_rec& r, bool local) {
+  std::string a = net_addr(r, local);
+  if (r.family == 10) a = "[" + a + "]";
+  return fmt::format("{}:{}", a, local ? r.sport : r.dport);
+}
+
+// Bytes indexed by period, growing in either direction as events arrive.
+struct Bins {
+  int64_t first = 0;
+  std::vector<uint64_t> bytes;
+  uint64_t calls = 0;
+  void add(int64_t idx, uint64_t n) {
+    if (bytes.empty()) first = idx;
+    if (idx < first) {
+      bytes.insert(bytes.begin(), size_t(first - idx), 0);
+      first = idx;
+    }
+    if (size_t(idx - first) >= bytes.size()) bytes.resize(size_t(idx - first) + 1, 0);
+    bytes[size_t(idx - first)] += n;
+    ++calls;
+  }
+};
+
+}  // namespace
+
+NetThroughput compute_net_throughput(const TraceReader& r, const Timeline& tl, uint64_t period, double period_ms) {
+  if (r.net_event_count() == 0)
+    throw std::runtime_error(r.events_path() + ": no network events (record with --net)");
+  std::map<std::pair<std::string, std::string>, Bins> bins;  // (connection, direction)
+  uint64_t last_ts = tl.end;
+  r.for_each_net_event([&](const NetEvent& e) {
+    const cp_net_rec& n = e.r;
+    if (n.kind != CP_NET_SOCK_SEND && n.kind != CP_NET_SOCK_RECV) return;  // packets: not app bytes
+    // Socket events carry the local end as saddr/sport, the remote one as daddr/dport.
+    std::string conn = fmt::format("{} {} <-> {}", net_proto_name(n.proto), endpoint(n, true), endpoint(n, false));
+    bins[{conn, n.kind == CP_NET_SOCK_SEND ? "send" : "recv"}].add(period_index(tl, e.ts, period), n.len);
+    if (int64_t(e.ts - last_ts) > 0) last_ts = e.ts;
+  });
+
+  NetThroughput t;
+  t.tl = tl;
+  t.period = period;
+  t.period_ms = period_ms;
+  int64_t lo = 0, hi = period_index(tl, last_ts, period);
+  for (const auto& [k, b] : bins) lo = std::min(lo, b.first), hi = std::max(hi, b.first + int64_t(b.bytes.size()) - 1);
+  t.first = lo;
+  t.periods = size_t(hi - lo + 1);
+  for (auto& [k, b] : bins) {  // std::map: already sorted by connection, then direction
+    ConnectionSeries s{k.first, k.second, std::vector<uint64_t>(t.periods, 0), 0, b.calls};
+    for (size_t i = 0; i < b.bytes.size(); ++i) {
+      s.bytes[size_t(b.first - lo) + i] = b.bytes[i];
+      s.total += b.bytes[i];
+    }
+    t.series.push_back(std::move(s));
+  }
+  return t;
+}
+
+nlohmann::json net_throughput_json(const NetThroughput& t) {
+  nlohmann::json j = {{"period_ms", t.period_ms}, {"period_ticks", t.period}, {"tsc_hz", t.tl.hz},
+                      {"origin_tsc", t.tl.origin}, {"first_period", t.first}, {"periods", t.periods},
+                      {"connections", nlohmann::json::array()}};
+  for (const auto& s : t.series)
+    j["connections"].push_back({{"connection", s.connection}, {"direction", s.direction}, {"total_bytes", s.total},
+                                {"calls", s.calls}, {"bytes", s.bytes}});
+  return j;
+}
+
+int cmd_net_throughput(const std::string& dir, double period_ms, bool csv, bool json) {
+  auto r = open_trace(dir);
+  Timeline tl = trace_timeline(*r);
+  NetThroughput t = compute_net_throughput(*r, tl, period_ticks(tl, period_ms, "--period"), period_ms);
+  if (json) {
+    printf("%s\n", net_throughput_json(t).dump(2).c_str());
+  } else if (csv) {
+    printf("period,start_s,connection,direction,bytes\n");
+    for (size_t i = 0; i < t.periods; ++i)
+      for (const auto& s : t.series)
+        printf("%lld,%.9f,%s,%s,%llu\n", (long long)(t.first + int64_t(i)), t.period_start_s(i),
+               csv_field(s.connection).c_str(), s.direction.c_str(), (unsigned long long)s.bytes[i]);
+  } else {
+    printf("# application bytes per %g ms period per connection (socket send/recv events)\n", period_ms);
+    for (const auto& s : t.series) {
+      printf("%s  %s  total %llu bytes in %llu calls\n", s.connection.c_str(), s.direction.c_str(),
+             (unsigned long long)s.total, (unsigned long long)s.calls);
+      for (size_t i = 0; i < t.periods; ++i)
+        if (s.bytes[i]) printf("  %12.6f s  %12llu\n", t.period_start_s(i), (unsigned long long)s.bytes[i]);
+    }
+  }
+  if (r->error()) {
+    fflush(stdout);
+    fprintf(stderr, "cptrace throughput: %s (bytes cover the events before it)\n", r->error()->what());
+    return 2;
+  }
+  return 0;
+}
+
+}  // namespace cptrace

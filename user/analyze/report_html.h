@@ -1,0 +1,47 @@
+// `cptrace report`: one self-contained HTML page (no network: the data is an
+// inline JSON block, the plots are SVG drawn by a small inline script).
+//
+// The page is built from a ReportData, which the caller fills:
+//   - one NodeSection per node trace (overview, drops per CPU, throughput);
+//   - the latency table (latency_table.h): LatencySeries per channel pair (and
+//     node pair), filled by report_latency.h, each drawn as a box plot
+//     with the range its bounds reach, a histogram, and its bound width over time
+//     grouped by node pair.
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "analyze/latency_table.h"
+#include "analyze/throughput.h"
+
+namespace cptrace {
+
+struct NodeSection {
+  nlohmann::json overview;    // node, host, events, seen, dropped, accounted, span_s, tsc_hz, error
+  nlohmann::json drops;       // {"dropped":[per cpu], "seen":[per cpu]}
+  nlohmann::json throughput;  // throughput_json()
+};
+
+struct ReportData {
+  std::string title;
+  std::vector<NodeSection> nodes;
+  std::vector<LatencySeries> latency;
+};
+
+NodeSection node_section(const TraceReader& r, const Timeline& tl, const Throughput& t);
+// A period (ms) of 1, 2 or 5 times a power of ten giving at most `max_periods` periods.
+double auto_period_ms(const Timeline& tl, size_t max_periods = 300);
+// The JSON embedded in the page (exposed for tests).
+nlohmann::json report_json(const ReportData& d);
+std::string render_report_html(const ReportData& d);
+
+// DIR: one node's trace (node section + same-node latency) or a translated trace
+// (latency rows of `cptrace latency`, no node section).
+// pairs: "FROM,TO" channel names of this trace; no period: auto_period_ms().
+int cmd_report(const std::string& dir, const std::string& out, const std::vector<std::string>& pairs,
+               std::optional<double> period_ms);
+
+}  // namespace cptrace

@@ -1,0 +1,125 @@
+// Events per period per channel, one pass over the trace.
+#include "analyze/throughput.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "analyze/csv_util.h"
+
+namespace cptrace {
+
+namespace {
+
+// Counts indexed by period, growing in either direction as events arrive.
+struct Bins {
+  int64_t first = 0;
+  std::vector<uint64_t> counts;
+  void add(int64_t idx) {
+    if (counts.empty()) first = idx;
+    if (idx < first) {
+      counts.insert(counts.begin(), size_t(first - idx), 0);
+      first = idx;
+    }
+    if (size_t(idx - first) >= counts.size()) counts.resize(size_t(idx - first) + 1, 0);
+    counts[size_t(idx - first)]++;
+  }
+};
+
+}  // namespace
+
+Throughput compute_throughput(const TraceReader& r, const Timeline& tl, uint64_t period, double period_ms,
+                              std::optional<uint64_t> only) {
+  std::map<uint64_t, Bins> bins;
+  uint64_t last_ts = tl.end;
+  r.for_each_event([&](const TraceEvent& e) {
+    if (e.kind != uint8_t(EventKind::User) || (only && e.channel != *only)) return;
+    bins[e.channel].add(period_index(tl, e.ts, period));
+    if (int64_t(e.ts - last_ts) > 0) last_ts = e.ts;
+  });
+  if (!only)
+    for (const auto& [id, c] : r.channels()) bins.try_emplace(id);
+  else
+    bins.try_emplace(*only);
+
+  Throughput t;
+  t.tl = tl;
+  t.period = period;
+  t.period_ms = period_ms;
+  int64_t lo = 0, hi = period_index(tl, last_ts, period);
+  for (const auto& [id, b] : bins)
+    if (!b.counts.empty()) lo = std::min(lo, b.first), hi = std::max(hi, b.first + int64_t(b.counts.size()) - 1);
+  t.first = lo;
+  t.periods = size_t(hi - lo + 1);
+  for (auto& [id, b] : bins) {
+    ChannelSeries s{id, r.channel_name(id), std::vector<uint64_t>(t.periods, 0), 0};
+    for (size_t i = 0; i < b.counts.size(); ++i) {
+      s.counts[size_t(b.first - lo) + i] = b.counts[i];
+      s.total += b.counts[i];
+    }
+    t.channels.push_back(std::move(s));
+  }
+  std::sort(t.channels.begin(), t.channels.end(), [](auto& a, auto& b) { return a.name < b.name; });
+  return t;
+}
+
+nlohmann::json throughput_json(const Throughput& t) {
+  nlohmann::json j = {{"period_ms", t.period_ms},    {"period_ticks", t.period}, {"tsc_hz", t.tl.hz},
+                      {"origin_tsc", t.tl.origin},   {"first_period", t.first},  {"periods", t.periods},
+                      {"channels", nlohmann::json::array()}};
+  for (const auto& c : t.channels)
+    j["channels"].push_back({{"name", c.name}, {"id", c.id}, {"total", c.total}, {"counts", c.counts}});
+  return j;
+}
+
+namespace {
+
+void print_text(const Throughput& t) {
+  printf("# events per %g ms period, periods aligned to the trace start (TSC %llu, %.6f GHz)\n", t.period_ms,
+         (unsigned long long)t.tl.origin, t.tl.hz / 1e9);
+  printf("%12s", "start_s");
+  for (const auto& c : t.channels) printf(" %14s", c.name.c_str());
+  printf("\n");
+  for (size_t i = 0; i < t.periods; ++i) {
+    printf("%12.6f", t.period_start_s(i));
+    for (const auto& c : t.channels) printf(" %14llu", (unsigned long long)c.counts[i]);
+    printf("\n");
+  }
+  printf("%12s", "total");
+  for (const auto& c : t.channels) printf(" %14llu", (unsigned long long)c.total);
+  printf("\n");
+}
+
+void print_csv(const Throughput& t) {
+  printf("period,start_s,channel,events\n");
+  for (size_t i = 0; i < t.periods; ++i)
+    for (const auto& c : t.channels)
+      printf("%lld,%.9f,%s,%llu\n", (long long)(t.first + int64_t(i)), t.period_start_s(i),
+             csv_field(c.name).c_str(), (unsigned long long)c.counts[i]);
+}
+
+}  // namespace
+
+int cmd_throughput(const std::string& dir, const std::string& channel, double period_ms, bool csv, bool json) {
+  auto r = open_trace(dir);
+  Timeline tl = trace_timeline(*r);
+  std::optional<uint64_t> only;
+  if (!channel.empty()) only = resolve_channel(*r, channel);
+  Throughput t = compute_throughput(*r, tl, period_ticks(tl, period_ms, "--period"), period_ms, only);
+  if (json)
+    printf("%s\n", throughput_json(t).dump(2).c_str());
+  else if (csv)
+    print_csv(t);
+  else
+    print_text(t);
+  if (r->error()) {
+    fflush(stdout);
+    fprintf(stderr, "cptrace throughput: %s (counts cover the events before it)\n", r->error()->what());
+    return 2;
+  }
+  return 0;
+}
+
+}  // namespace cptrace

@@ -1,0 +1,134 @@
+// `cptrace sync`: MinRTT rounds with peers, standalone, written as a trace
+// directory (meta.json + events.cpt with Clock and Sync frames) that TraceReader,
+// `info` and translation read like a recording's.
+#include <time.h>
+#include <unistd.h>
+
+#include <memory>
+
+#include <CLI/CLI.hpp>
+#include <fmt/core.h>
+
+#include "trace/block_codec.h"
+#include "trace/clock_map.h"
+#include "cli/minrtt_cli.h"
+#include "sync/minrtt_protocol.h"
+#include "sync/minrtt_record.h"
+#include "sync/minrtt_responder.h"
+#include "trace/node_info.h"
+#include "sync/sync_session.h"
+#include "trace/trace_writer.h"
+
+namespace cptrace {
+namespace {
+
+struct SyncArgs {
+  std::string out_dir, peers, node, listen, key_file, simulate_clock, phase = "start";
+  unsigned rounds = 100;
+  double wait_s = 10, gap_ms = 1;
+  bool overwrite = false;
+};
+
+uint64_t realtime_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return uint64_t(ts.tv_sec) * 1000000000ull + ts.tv_nsec;
+}
+
+int run_sync(const SyncArgs& a) {
+  NodeInfo ni = read_node_info();
+  std::string node = a.node.empty() ? ni.host : a.node;
+  ClockPoint p0 = sample_clock_point();
+  usleep(20000);
+  ClockPoint p1 = sample_clock_point();
+  ClockTransform sim = make_simulated_clock(a.simulate_clock, ClockMap({p0, p1}).tsc_hz());
+  auto simulated = [&](ClockPoint p) {
+    p.tsc = sim.apply(p.tsc);
+    return p;
+  };
+  std::vector<ClockPoint> clock{simulated(p0), simulated(p1)};
+
+  SyncOptions so;
+  so.node = node;
+  so.peers = parse_peers(a.peers);
+  so.rounds = a.rounds;
+  so.wait_s = a.wait_s;
+  so.gap_ms = a.gap_ms;
+  if (!a.key_file.empty()) so.key = minrtt::load_key(a.key_file);
+  so.sim = sim;
+  so.tsc_hz = ClockMap(clock).tsc_hz();
+  std::unique_ptr<Responder> responder;  // so that peers running `sync` too can probe us
+  if (!a.listen.empty()) {
+    ResponderOptions ro;
+    ro.listen = a.listen;
+    ro.node = node;
+    ro.key = so.key;
+    ro.sim = sim;
+    responder = std::make_unique<Responder>(ro);
+    responder->start();
+  }
+  nlohmann::json meta = {{"format", "cptrace"},
+                         {"version", kFormatVersion},
+                         {"kind", "sync"},
+                         {"node", node},
+                         {"machine", ni.to_json()},
+                         {"start", {{"realtime_ns", realtime_ns()}, {"mono_ns", clock[0].mono_ns}, {"tsc", clock[0].tsc}}},
+                         {"simulated_clock", sim.to_json()},
+                         {"complete", false}};
+  TraceWriter writer(a.out_dir, meta, a.overwrite);
+  writer.write(encode_clock(clock));
+
+  SyncSession session(so);
+  session.run_phase(a.phase);
+  std::vector<SyncRound> rounds = session.take_rounds();
+  if (responder) {  // keep answering until peers have been quiet for 1 s
+    int64_t end = int64_t(sample_clock_point().mono_ns) + int64_t(a.wait_s * 1e9);
+    while (int64_t(sample_clock_point().mono_ns) < end &&
+           int64_t(sample_clock_point().mono_ns) - responder->stats().last_probe_ns.load() < 1000000000ll)
+      usleep(50000);
+    responder->stop();
+  }
+  ClockPoint last = simulated(sample_clock_point());
+  writer.write(encode_clock({last}));
+  clock.push_back(last);
+  if (!rounds.empty()) writer.write(encode_json(FrameType::Sync, sync_frame_json(rounds), uint32_t(rounds.size())));
+  double hz = ClockMap(clock).tsc_hz();
+  meta["stop"] = {{"realtime_ns", realtime_ns()}, {"mono_ns", last.mono_ns}, {"tsc", last.tsc}};
+  meta["tsc_hz"] = hz;
+  meta["minrtt"] = {{"peers", session.counters_json()},
+                    {"summary", summarize_rounds(rounds, hz)},
+                    {"authenticated", !so.key.empty()},
+                    {"protocol_version", minrtt::kProtocolVersion},
+                    {"rounds_per_phase", a.rounds}};
+  if (responder) {
+    meta["minrtt"]["responder"] = responder->stats().to_json();
+    meta["minrtt"]["listen"] = responder->local_address();
+  }
+  meta["complete"] = true;
+  writer.finish(meta);
+  size_t ok = 0;
+  for (auto& r : rounds) ok += r.kernel_ok;
+  fprintf(stderr, "cptrace sync: %zu rounds (%zu with kernel stamps) -> %s\n", rounds.size(), ok, a.out_dir.c_str());
+  return rounds.empty() ? 1 : 0;
+}
+
+}  // namespace
+
+SubcommandRunner add_sync_command(CLI::App& app) {
+  auto a = std::make_shared<SyncArgs>();
+  auto* c = app.add_subcommand("sync", "MinRTT rounds with peers, written as a trace directory");
+  c->add_option("--peers", a->peers, "HOST:PORT,... of MinRTT responders")->required();
+  c->add_option("-o,--output", a->out_dir, "trace directory to create")->required();
+  c->add_option("--node", a->node, "this node's name (default: host name)");
+  c->add_option("--sync-rounds", a->rounds, "rounds per peer")->check(CLI::Range(1, 1000000));
+  c->add_option("--sync-wait", a->wait_s, "seconds to keep retrying a peer that does not answer yet")->check(CLI::Range(0.0, 3600.0));
+  c->add_option("--gap-ms", a->gap_ms, "pause between rounds, ms")->check(CLI::Range(0.0, 10000.0));
+  c->add_option("--phase", a->phase, "phase written into the rounds")->check(CLI::IsMember({"start", "stop", "stream"}));
+  c->add_option("--listen", a->listen, "also answer probes on ADDR:PORT while syncing");
+  c->add_option("--key", a->key_file, "HMAC key file");
+  c->add_option("--simulate-clock", a->simulate_clock, "TEST ONLY: OFFSET_NS,SKEW_PPM applied to every timestamp written");
+  c->add_flag("-f,--force", a->overwrite, "overwrite an existing trace in the directory");
+  return {c, [a] { return run_sync(*a); }};
+}
+
+}  // namespace cptrace

@@ -1,0 +1,196 @@
+#include "net/net_capture.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <fcntl.h>
+#include <linux/magic.h>
+#include <linux/nsfs.h>
+#include <sched.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+
+#include <fmt/core.h>
+
+#include "trace/net_codec.h"
+#include "netcap.skel.h"
+#include "probe/probe_attach.h"
+
+namespace cptrace {
+
+namespace {
+
+// Records per Net frame: ~768 KiB raw, well below the frame limits, and small
+// enough that a frame is ready every flush period at moderate rates.
+constexpr size_t kFrameRecords = 8192;
+
+uint32_t netns_inode(const std::string& spec) {
+  std::string path = spec == "self" ? "/proc/self/ns/net" : spec;
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw std::runtime_error(fmt::format("--netns {}: {}", spec, strerror(errno)));
+  int type = ioctl(fd, NS_GET_NSTYPE);
+  struct stat st {};
+  int rc = fstat(fd, &st);
+  close(fd);
+  if (type != CLONE_NEWNET || rc != 0)
+    throw std::runtime_error(fmt::format(
+        "--netns {}: not a network namespace (give /run/netns/NAME, /proc/PID/ns/net or self)", spec));
+  return uint32_t(st.st_ino);
+}
+
+uint64_t cgroup_id(const std::string& path) {
+  struct statfs fs {};
+  struct stat st {};
+  if (statfs(path.c_str(), &fs) != 0 || stat(path.c_str(), &st) != 0)
+    throw std::runtime_error(fmt::format("--cgroup {}: {}", path, strerror(errno)));
+  if (fs.f_type != CGROUP2_SUPER_MAGIC || !S_ISDIR(st.st_mode))
+    throw std::runtime_error(fmt::format("--cgroup {}: not a cgroup v2 directory", path));
+  return st.st_ino;  // the cgroup id bpf_get_current_cgroup_id() returns
+}
+
+}  // namespace
+
+NetFilters resolve_net_filters(const NetOptions& opt) {
+  NetFilters f;
+  if (!opt.netns.empty()) f.netns = netns_inode(opt.netns);
+  if (!opt.cgroup.empty()) f.cgroup = cgroup_id(opt.cgroup);
+  return f;
+}
+
+NetCapture::NetCapture(const NetOptions& opt) : opt_(opt), filt_(resolve_net_filters(opt)) {
+  if (opt.ports.size() > 64) throw std::runtime_error("--port: at most 64 ports");
+  skel_ = netcap_bpf::open();
+  if (!skel_) throw std::runtime_error(explain_bpf_error(errno, "opening the network BPF object"));
+  skel_->rodata->filter_netns = filt_.netns;
+  skel_->rodata->filter_cgroup = filt_.cgroup;
+  skel_->rodata->filter_tgid = opt.pid;
+  skel_->rodata->filter_ports = !opt.ports.empty();
+  skel_->rodata->wakeup_bytes = opt.ring_bytes / 4;
+  int ncpu = libbpf_num_possible_cpus();
+  if (ncpu <= 0) throw std::runtime_error(explain_bpf_error(ncpu, "counting CPUs"));
+  bpf_map__set_max_entries(skel_->maps.net_rings, ncpu);
+  if (int err = netcap_bpf::load(skel_))
+    throw std::runtime_error(explain_bpf_error(
+        err, "loading the network BPF programs (needs BTF and the net/sock tracepoints)"));
+  for (uint16_t p : opt.ports) {
+    uint8_t one = 1;
+    if (bpf_map_update_elem(bpf_map__fd(skel_->maps.ports), &p, &one, BPF_ANY))
+      throw std::runtime_error(explain_bpf_error(errno, "setting the --port filter"));
+  }
+  create_rings(opt.ring_bytes);
+  pending_.reserve(kFrameRecords);
+}
+
+NetCapture::~NetCapture() {
+  if (thread_.joinable()) stop();
+  for (auto* l : links_) bpf_link__destroy(l);
+  ring_buffer__free(rb_);
+  for (int fd : ring_fds_) close(fd);
+  netcap_bpf::destroy(skel_);
+}
+
+void NetCapture::create_rings(uint32_t ring_bytes) {
+  int outer = bpf_map__fd(skel_->maps.net_rings);
+  int ncpu = libbpf_num_possible_cpus();
+  for (int cpu = 0; cpu < ncpu; ++cpu) {
+    int fd = bpf_map_create(BPF_MAP_TYPE_RINGBUF, "cp_net_ring", 0, 0, ring_bytes, nullptr);
+    if (fd < 0) throw std::runtime_error(explain_bpf_error(errno, "creating a network ring buffer"));
+    ring_fds_.push_back(fd);
+    __u32 key = cpu;
+    if (bpf_map_update_elem(outer, &key, &fd, BPF_ANY))
+      throw std::runtime_error(explain_bpf_error(errno, "installing a network ring buffer"));
+    int err = rb_ ? ring_buffer__add(rb_, fd, &NetCapture::on_record, this) : 0;
+    if (!rb_) {
+      rb_ = ring_buffer__new(fd, &NetCapture::on_record, this, nullptr);
+      err = rb_ ? 0 : -errno;
+    }
+    if (err) throw std::runtime_error(explain_bpf_error(err, "reading a network ring buffer"));
+  }
+}
+
+void NetCapture::start(BlockPipeline& pipe) {
+  pipe_ = &pipe;
+  // The softirq bracket first (the packet programs rely on it to tell process
+  // context), exit before entry: a softirq caught between the two attachments then
+  // shows an exit without entry (clamped at 0), never an entry without exit, which
+  // would leave its CPU marked "in softirq" for the whole recording.
+  bpf_program* progs[] = {skel_->progs.cp_softirq_exit, skel_->progs.cp_softirq_entry, skel_->progs.cp_net_tx, skel_->progs.cp_net_rx, skel_->progs.cp_sock_send,
+                          skel_->progs.cp_sock_recv, skel_->progs.cp_tcp_sendmsg,
+                          skel_->progs.cp_sock_state};
+  for (bpf_program* p : progs) {
+    bpf_link* l = bpf_program__attach(p);
+    if (!l)
+      throw std::runtime_error(explain_bpf_error(errno, std::string("attaching ") + bpf_program__name(p)));
+    links_.push_back(l);
+  }
+  thread_ = std::thread([this] { loop(); });
+}
+
+int NetCapture::on_record(void* ctx, void* data, size_t size) {
+  auto* self = static_cast<NetCapture*>(ctx);
+  if (size != sizeof(cp_net_rec)) {  // cannot happen with our programs; counted anyway
+    self->malformed_++;
+    return 0;
+  }
+  self->pending_.push_back(*static_cast<const cp_net_rec*>(data));
+  if (self->pending_.size() >= kFrameRecords) self->flush();
+  return 0;
+}
+
+void NetCapture::flush() {
+  if (pending_.empty()) return;
+  pipe_->submit_frame(encode_net(pending_.data(), pending_.size(), opt_.zstd_level));
+  recorded_ += pending_.size();
+  pending_.clear();
+}
+
+void NetCapture::loop() {
+  while (!stop_.load()) {
+    ring_buffer__poll(rb_, 5);
+    ring_buffer__consume(rb_);
+    if (flush_requested_.exchange(false)) flush();
+  }
+  // Programs are detached by now: what is left in the rings is final.
+  while (ring_buffer__consume(rb_) > 0) {
+  }
+  flush();
+}
+
+void NetCapture::stop() {
+  for (auto* l : links_) bpf_link__destroy(l);
+  links_.clear();
+  stop_.store(true);
+  if (thread_.joinable()) thread_.join();
+}
+
+Counters NetCapture::read_counters() const {
+  int ncpu = libbpf_num_possible_cpus();
+  Counters c;
+  c.seen.assign(ncpu, 0);
+  c.dropped.assign(ncpu, 0);
+  std::vector<__u64> vals(ncpu);
+  int fd = bpf_map__fd(skel_->maps.net_counters);
+  for (__u32 idx : {__u32(CP_NET_CNT_SEEN), __u32(CP_NET_CNT_DROPPED)}) {
+    if (bpf_map_lookup_elem(fd, &idx, vals.data())) continue;
+    auto& dst = idx == CP_NET_CNT_SEEN ? c.seen : c.dropped;
+    for (int i = 0; i < ncpu; ++i) dst[i] = vals[i];
+  }
+  return c;
+}
+
+nlohmann::json NetCapture::counters_json() const {
+  Counters c = read_counters();
+  return {{"seen", c.seen}, {"dropped", c.dropped}, {"malformed", malformed_.load()}};
+}
+
+nlohmann::json NetCapture::describe() const {
+  return {{"netns", opt_.netns}, {"netns_inode", filt_.netns}, {"cgroup", opt_.cgroup},
+          {"cgroup_id", filt_.cgroup}, {"pid", opt_.pid}, {"ports", opt_.ports}};
+}
+
+}  // namespace cptrace

@@ -1,0 +1,84 @@
+#include "probe/attach_targets.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "probe/proc_registry.h"
+
+namespace fs = std::filesystem;
+
+namespace cptrace {
+
+bool elf_has_probe_site(const std::string& path) {
+  try {
+    return elf_symbol_file_offset(path, "cp_logTS").has_value();
+  } catch (const std::exception&) {
+    return false;  // not an ELF file, unreadable, ...: not a target
+  }
+}
+
+std::vector<std::string> targets_of_process(pid_t pid) {
+  std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
+  std::set<std::string> seen;
+  std::vector<std::string> out;
+  for (std::string line; std::getline(maps, line);) {
+    auto slash = line.find('/');
+    if (slash == std::string::npos) continue;
+    std::string path = line.substr(slash);
+    if (path.size() > 10 && path.ends_with(" (deleted)")) continue;
+    if (!seen.insert(path).second) continue;
+    // Through /proc/PID/root so a process in another mount namespace works too.
+    std::string via_root = "/proc/" + std::to_string(pid) + "/root" + path;
+    if (elf_has_probe_site(via_root)) out.push_back(fs::exists(path) ? path : via_root);
+  }
+  return out;
+}
+
+std::string resolve_in_path(const std::string& cmd) {
+  if (cmd.find('/') != std::string::npos) return fs::exists(cmd) ? fs::absolute(cmd).string() : "";
+  const char* p = getenv("PATH");
+  std::istringstream dirs(p ? p : "/usr/local/bin:/usr/bin:/bin");
+  for (std::string d; std::getline(dirs, d, ':');) {
+    fs::path c = fs::path(d.empty() ? "." : d) / cmd;
+    if (access(c.c_str(), X_OK) == 0) return fs::absolute(c).string();
+  }
+  return "";
+}
+
+// Libraries the dynamic loader would load for `exe`, via ldd (which honours
+// RPATH/RUNPATH and LD_LIBRARY_PATH exactly as the real run will).
+static std::vector<std::string> shared_deps(const std::string& exe) {
+  std::vector<std::string> out;
+  std::string cmd = "ldd '" + exe + "' 2>/dev/null";
+  FILE* f = popen(cmd.c_str(), "r");
+  if (!f) return out;
+  char buf[4096];
+  while (fgets(buf, sizeof buf, f)) {
+    std::string l(buf);
+    auto arrow = l.find("=> /");
+    if (arrow == std::string::npos) continue;
+    std::string path = l.substr(arrow + 3);
+    path = path.substr(0, path.find(' '));
+    out.push_back(path);
+  }
+  pclose(f);
+  return out;
+}
+
+std::vector<std::string> targets_of_command(const std::string& cmd) {
+  std::vector<std::string> out;
+  std::string exe = resolve_in_path(cmd);
+  if (exe.empty()) return out;
+  if (elf_has_probe_site(exe)) out.push_back(exe);
+  for (const auto& lib : shared_deps(exe))
+    if (elf_has_probe_site(lib)) out.push_back(fs::canonical(lib).string());
+  return out;
+}
+
+}  // namespace cptrace

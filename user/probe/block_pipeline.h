@@ -1,0 +1,80 @@
+// Collector back half: fixed-size blocks of decoded events travel through
+// lock-free queues to compression threads and then, in order, to one writer.
+//
+//   producer(s) --submit()--> [ready queue] --> N compressor threads
+//        --> [done queue] --> writer thread (reorders by sequence) --> TraceWriter
+//
+// Blocks are recycled through a lock-free free list, so steady state allocates
+// nothing. When every block is in flight the producer waits (backpressure): the
+// kernel rings then fill and their drops are counted there — nothing is lost
+// without being counted.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <thread>
+#include <vector>
+
+#include <boost/lockfree/queue.hpp>
+
+#include "trace/block_codec.h"
+#include "trace/trace_format.h"
+
+namespace cptrace {
+
+struct Block {
+  uint64_t seq = 0;
+  std::vector<TraceEvent> events;  // events of an Events block
+  EncodedFrame frame;              // compressor output, or a ready control frame
+  bool precoded = false;           // frame is already encoded (clock, channels, counters)
+};
+
+struct PipelineStats {
+  std::atomic<uint64_t> events{0};      // events written
+  std::atomic<uint64_t> raw_bytes{0};   // events * sizeof(TraceEvent)
+  std::atomic<uint64_t> frame_bytes{0}; // bytes written, headers included
+  std::atomic<uint64_t> producer_waits{0};
+};
+
+class BlockPipeline {
+ public:
+  // `sink` is called by the single writer thread, in sequence order.
+  using Sink = std::function<void(const EncodedFrame&)>;
+  BlockPipeline(Sink sink, size_t block_events = 16384, unsigned compressors = 1,
+                size_t blocks_in_flight = 64, int zstd_level = 1);
+  ~BlockPipeline();
+  BlockPipeline(const BlockPipeline&) = delete;
+  BlockPipeline& operator=(const BlockPipeline&) = delete;
+
+  // A block to fill (waits for a free one). Thread-safe.
+  Block* acquire();
+  // Hands a filled block (events) or a precoded frame on. Sequence numbers are
+  // assigned here, so the file order is the submission order. Thread-safe.
+  void submit(Block* b);
+  void submit_frame(EncodedFrame f);
+  // Returns an acquired block that will not be submitted.
+  void give_back(Block* b);
+  // Waits until everything submitted so far is written, then stops the threads.
+  void finish();
+
+  size_t block_events() const { return block_events_; }
+  const PipelineStats& stats() const { return stats_; }
+
+ private:
+  void compress_loop();
+  void write_loop();
+
+  Sink sink_;
+  size_t block_events_;
+  int zstd_level_;
+  std::vector<Block> storage_;
+  boost::lockfree::queue<Block*> free_, ready_, done_;
+  std::atomic<uint64_t> next_seq_{0};
+  std::atomic<uint64_t> written_seq_{0};
+  std::atomic<bool> stopping_{false};
+  std::vector<std::thread> compressors_;
+  std::thread writer_;
+  PipelineStats stats_;
+};
+
+}  // namespace cptrace

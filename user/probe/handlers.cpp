@@ -1,0 +1,401 @@
+#include "probe/handlers.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <fnmatch.h>
+#include <time.h>
+#include <x86intrin.h>
+
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+#include <fmt/core.h>
+
+#include "cptrace.h"
+#include "probe/probe_attach.h"
+
+using nlohmann::json;
+
+namespace cptrace {
+
+namespace {
+
+constexpr const char* kHandlerList =
+    "id, downsample N, xoy X Y, firstlast, counter PERIOD, null";
+
+uint64_t parse_uint(const std::string& w, const std::string& what) {
+  uint64_t v = 0;
+  auto [p, ec] = std::from_chars(w.data(), w.data() + w.size(), v);
+  if (ec != std::errc() || p != w.data() + w.size())
+    throw std::invalid_argument(fmt::format("{}: `{}` is not a non-negative integer", what, w));
+  return v;
+}
+
+// "10ms" -> 10000000. A unit is required: a bare number is ambiguous.
+uint64_t parse_period_ns(const std::string& w) {
+  size_t i = 0;
+  while (i < w.size() && isdigit(static_cast<unsigned char>(w[i]))) i++;
+  std::string num = w.substr(0, i), unit = w.substr(i);
+  static const std::map<std::string, uint64_t> units = {
+      {"ns", 1}, {"us", 1000}, {"ms", 1000000}, {"s", 1000000000}};
+  auto u = units.find(unit);
+  if (num.empty() || u == units.end())
+    throw std::invalid_argument(fmt::format(
+        "counter PERIOD: `{}` is not a period (a whole number with unit ns, us, ms or s, e.g. 10ms)", w));
+  uint64_t n = parse_uint(num, "counter PERIOD");
+  if (n == 0 || n > UINT64_MAX / u->second / 4)
+    throw std::invalid_argument(fmt::format("counter PERIOD: `{}` is out of range", w));
+  uint64_t ns = n * u->second;
+  if (ns < 1000)
+    throw std::invalid_argument(fmt::format("counter PERIOD: `{}` is below the minimum of 1us", w));
+  return ns;
+}
+
+void want_params(const std::vector<std::string>& w, size_t n, const std::string& usage) {
+  if (w.size() - 1 != n)
+    throw std::invalid_argument(fmt::format("handler `{}` takes {} parameter(s) ({}), got {}", w[0], n,
+                                            usage, w.size() - 1));
+}
+
+Instant now_instant(bool mono_first) {
+  timespec ts;
+  Instant i;
+  if (!mono_first) i.tsc = __rdtsc();
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  i.mono_ns = uint64_t(ts.tv_sec) * 1000000000ull + ts.tv_nsec;
+  if (mono_first) i.tsc = __rdtsc();
+  return i;
+}
+
+json instant_json(const Instant& i) { return {{"mono_ns", i.mono_ns}, {"tsc", i.tsc}}; }
+
+cp_handler_rule rule_of(const HandlerSpec& s, uint64_t gen, double tsc_hz) {
+  cp_handler_rule r{};
+  r.kind = s.kind;
+  r.gen = gen;
+  r.p1 = s.p1;
+  r.p2 = s.p2;
+  if (s.kind == CP_H_COUNTER)  // the batch path counts in TSC ticks
+    r.p2 = std::max<uint64_t>(1, uint64_t(std::llround(double(s.p1) * tsc_hz / 1e9)));
+  return r;
+}
+
+}  // namespace
+
+// ---- parsing ------------------------------------------------------------------------
+
+std::string HandlerSpec::name() const {
+  switch (kind) {
+    case CP_H_ID: return "id";
+    case CP_H_DOWNSAMPLE: return "downsample";
+    case CP_H_XOY: return "xoy";
+    case CP_H_FIRSTLAST: return "firstlast";
+    case CP_H_COUNTER: return "counter";
+    case CP_H_NULL: return "null";
+  }
+  return "unknown";
+}
+
+std::vector<uint64_t> HandlerSpec::params() const {
+  switch (kind) {
+    case CP_H_DOWNSAMPLE: return {p1};
+    case CP_H_XOY: return {p1, p2};
+    case CP_H_COUNTER: return {p1};  // ns
+  }
+  return {};
+}
+
+HandlerSpec parse_handler(const std::vector<std::string>& w) {
+  if (w.empty()) throw std::invalid_argument(fmt::format("missing handler (one of: {})", kHandlerList));
+  HandlerSpec s;
+  const std::string& h = w[0];
+  if (h == "id" || h == "firstlast" || h == "null") {
+    want_params(w, 0, "none");
+    s.kind = h == "id" ? CP_H_ID : h == "null" ? CP_H_NULL : CP_H_FIRSTLAST;
+    s.text = h;
+  } else if (h == "downsample") {
+    want_params(w, 1, "N >= 1");
+    s.kind = CP_H_DOWNSAMPLE;
+    s.p1 = parse_uint(w[1], "downsample N");
+    if (s.p1 == 0) throw std::invalid_argument("downsample N: must be >= 1");
+    s.text = fmt::format("downsample {}", s.p1);
+  } else if (h == "xoy") {
+    want_params(w, 2, "X Y with 0 <= X <= Y, Y >= 1");
+    s.kind = CP_H_XOY;
+    s.p1 = parse_uint(w[1], "xoy X");
+    s.p2 = parse_uint(w[2], "xoy Y");
+    if (s.p2 == 0) throw std::invalid_argument("xoy Y: must be >= 1");
+    if (s.p1 > s.p2) throw std::invalid_argument(fmt::format("xoy X Y: X ({}) must be <= Y ({})", s.p1, s.p2));
+    s.text = fmt::format("xoy {} {}", s.p1, s.p2);
+  } else if (h == "counter") {
+    want_params(w, 1, "PERIOD, e.g. 10ms");
+    s.kind = CP_H_COUNTER;
+    s.p1 = parse_period_ns(w[1]);
+    s.text = "counter " + w[1];
+  } else {
+    throw std::invalid_argument(fmt::format("unknown handler `{}` (one of: {})", h, kHandlerList));
+  }
+  return s;
+}
+
+bool ConfigRule::glob() const { return pattern.find_first_of("*?[") != std::string::npos; }
+
+std::vector<ConfigRule> parse_config_text(const std::string& text, const std::string& file) {
+  std::vector<ConfigRule> rules;
+  std::istringstream in(text);
+  std::string line;
+  for (int no = 1; std::getline(in, line); ++no) {
+    line = line.substr(0, line.find('#'));
+    std::istringstream ws(line);
+    std::vector<std::string> words;
+    for (std::string w; ws >> w;) words.push_back(w);
+    if (words.empty()) continue;
+    try {
+      if (words[0].size() >= CP_CHANNEL_NAME_MAX)
+        throw std::invalid_argument(fmt::format("channel pattern longer than {} bytes", CP_CHANNEL_NAME_MAX - 1));
+      ConfigRule r;
+      r.pattern = words[0];
+      r.line = no;
+      r.spec = parse_handler({words.begin() + 1, words.end()});
+      rules.push_back(std::move(r));
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument(fmt::format("{}:{}: {}", file, no, e.what()));
+    }
+  }
+  return rules;
+}
+
+std::vector<ConfigRule> parse_config_file(const std::string& path) {
+  std::ifstream f(path);
+  if (!f) throw std::invalid_argument(fmt::format("--config {}: {}", path, strerror(errno)));
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return parse_config_text(ss.str(), path);
+}
+
+// ---- the table ----------------------------------------------------------------------
+
+HandlerTable::HandlerTable(MapUpdate update, std::function<void()> enable, double tsc_hz)
+    : update_(std::move(update)), enable_(std::move(enable)), tsc_hz_(tsc_hz) {}
+
+const ConfigRule* HandlerTable::first_match(const std::string& name) const {
+  for (const auto& r : rules_)
+    if (r.pattern == "*" ? false : fnmatch(r.pattern.c_str(), name.c_str(), 0) == 0) return &r;
+  return nullptr;
+}
+
+json HandlerTable::install(uint64_t id, const std::string& name, const HandlerSpec& spec,
+                           const std::string& source, const std::string& rule) {
+  cp_handler v{};
+  v.cur = rule_of(spec, next_gen_, tsc_hz_);
+  // What the channel followed until now: its own rule, else the default, else id.
+  auto prev = installed_.find(id);
+  if (prev == installed_.end()) prev = installed_.find(0);
+  if (prev != installed_.end()) v.prev = by_gen_.at(gen_of_.at(prev->first));
+  if (!enabled_) {
+    enable_();
+    enabled_ = true;
+  }
+  Instant before = now_instant(true);
+  v.since_ns = before.mono_ns;
+  int err = update_(id, v);
+  Instant after = now_instant(false);
+  if (err)
+    throw std::runtime_error(fmt::format("updating the BPF handlers map for {}: {}", name, strerror(-err)));
+  by_gen_[v.cur.gen] = v.cur;
+  gen_of_[id] = v.cur.gen;
+  next_gen_++;
+  installed_[id] = {name, spec};
+  json c = {{"channel", id},     {"name", name},         {"handler", spec.name()},
+            {"params", spec.params()}, {"spec", spec.text}, {"gen", v.cur.gen},
+            {"source", source},  {"rule", rule},         {"before", instant_json(before)},
+            {"after", instant_json(after)}};
+  if (spec.kind == CP_H_COUNTER) c["period_ticks"] = v.cur.p2;  // the batch path's period
+  history_.push_back(c);
+  return c;
+}
+
+void HandlerTable::set_rules(std::vector<ConfigRule> rules) {
+  std::lock_guard lk(mu_);
+  rules_ = std::move(rules);
+  for (const auto& r : rules_) {
+    if (r.pattern == "*") {
+      if (!installed_.count(0)) install(0, "*", r.spec, "config", r.pattern);
+    } else if (!r.glob()) {
+      uint64_t id = cp_channel_id(r.pattern.c_str());
+      // An earlier glob line that matches the name wins (first match).
+      if (first_match(r.pattern) == &r && !installed_.count(id))
+        install(id, r.pattern, r.spec, "config", r.pattern);
+    }
+  }
+}
+
+void HandlerTable::on_channel(uint64_t id, const std::string& name) {
+  std::lock_guard lk(mu_);
+  if (known_.count(id) && !known_[id].empty()) return;
+  known_[id] = name;
+  if (name.empty() || installed_.count(id)) return;
+  if (const ConfigRule* r = first_match(name); r && r->glob())
+    install(id, name, r->spec, "pattern", r->pattern);
+}
+
+json HandlerTable::set(const std::string& channel, const HandlerSpec& spec) {
+  std::lock_guard lk(mu_);
+  std::vector<std::pair<uint64_t, std::string>> targets;
+  bool glob = channel.find_first_of("*?[") != std::string::npos && channel != "*";
+  if (channel == "*") {
+    targets.push_back({0, "*"});
+  } else if (glob) {
+    for (auto& [id, name] : known_)
+      if (!name.empty() && fnmatch(channel.c_str(), name.c_str(), 0) == 0) targets.push_back({id, name});
+  } else if (channel.rfind("0x", 0) == 0) {
+    uint64_t id = 0;
+    auto [p, ec] = std::from_chars(channel.data() + 2, channel.data() + channel.size(), id, 16);
+    if (ec == std::errc() && p == channel.data() + channel.size() && known_.count(id))
+      targets.push_back({id, known_[id]});
+  } else {  // by its announced name (a name cut to CP_CHANNEL_NAME_MAX-1 bytes has the id of the full one)
+    for (auto& [id, name] : known_)
+      if (name == channel) targets.push_back({id, name});
+  }
+  if (targets.empty()) {
+    std::string names;
+    for (auto& [id, name] : known_) names += (names.empty() ? "" : ", ") + (name.empty() ? fmt::format("0x{:016x}", id) : name);
+    throw std::invalid_argument(fmt::format("unknown channel `{}`{} (known: {})", channel,
+                                            glob ? " (the pattern matches no known channel)" : "",
+                                            names.empty() ? "none yet" : names));
+  }
+  if (glob) {  // also for channels announced later; ahead of the config file's rules
+    ConfigRule r;
+    r.pattern = channel;
+    r.spec = spec;
+    rules_.insert(rules_.begin(), r);
+  }
+  json changes = json::array();
+  for (auto& [id, name] : targets) changes.push_back(install(id, name, spec, "control", channel));
+  return changes;
+}
+
+json HandlerTable::current() const {
+  std::lock_guard lk(mu_);
+  json cur = json::array();
+  for (auto& [id, v] : installed_)
+    cur.push_back({{"channel", id}, {"name", v.first}, {"spec", v.second.text}});
+  return cur;
+}
+
+bool HandlerTable::take_pending(EncodedFrame& f) {
+  std::lock_guard lk(mu_);
+  if (written_ == history_.size()) return false;
+  json a(history_.begin() + written_, history_.end());
+  f = encode_json(FrameType::Handlers, a.dump(), uint32_t(a.size()));
+  written_ = history_.size();
+  return true;
+}
+
+json HandlerTable::history() const {
+  std::lock_guard lk(mu_);
+  return history_;
+}
+
+bool HandlerTable::any() const {
+  std::lock_guard lk(mu_);
+  return enabled_;
+}
+
+bool HandlerTable::by_gen(uint64_t gen, cp_handler_rule& out) const {
+  std::lock_guard lk(mu_);
+  auto it = by_gen_.find(gen);
+  if (it == by_gen_.end()) return false;
+  out = it->second;
+  return true;
+}
+
+std::unique_ptr<HandlerTable> make_handler_table(Probes& probes, double tsc_hz) {
+  int fd = probes.handlers_fd();
+  return std::make_unique<HandlerTable>(
+      [fd](uint64_t id, const cp_handler& v) { return bpf_map_update_elem(fd, &id, &v, BPF_ANY) ? -errno : 0; },
+      [&probes] { probes.enable_handlers(); }, tsc_hz);
+}
+
+json handle_control(HandlerTable& table, const json& req) {
+  if (!req.is_object()) throw std::invalid_argument("request is not a JSON object");
+  std::string cmd = req.value("cmd", "");
+  if (cmd == "get") return {{"ok", true}, {"handlers", table.current()}, {"history", table.history()}};
+  if (cmd != "set") throw std::invalid_argument(fmt::format("unknown request `{}` (set or get)", cmd));
+  std::string channel = req.at("channel").get<std::string>();
+  // Parse first: a bad handler leaves the running configuration untouched.
+  HandlerSpec spec = parse_handler(req.at("handler").get<std::vector<std::string>>());
+  return {{"ok", true}, {"changes", table.set(channel, spec)}};
+}
+
+// ---- state left in BPF at stop ------------------------------------------------------
+
+namespace {
+
+// Every key of a per-CPU hash with its per-CPU values (value_size rounded to 8).
+template <class V, class Fn>
+void for_each_percpu(int fd, Fn fn) {
+  int ncpu = libbpf_num_possible_cpus();
+  size_t stride = (sizeof(V) + 7) / 8 * 8;
+  std::vector<uint8_t> vals(stride * ncpu);
+  cp_hstate_key key{}, next{};
+  void* prev = nullptr;
+  while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+    key = next;
+    prev = &key;
+    if (bpf_map_lookup_elem(fd, &key, vals.data())) continue;
+    for (int cpu = 0; cpu < ncpu; ++cpu) {
+      V v;
+      std::memcpy(&v, vals.data() + stride * cpu, sizeof v);
+      fn(key, cpu, v);
+    }
+  }
+}
+
+}  // namespace
+
+HeldEvents collect_held_events(int last_fd, int count_fd, const HandlerTable& table) {
+  HeldEvents out;
+  out.filtered_fix.assign(libbpf_num_possible_cpus(), 0);
+  // firstlast: per (channel, gen), the slot with the highest seq over all CPUs.
+  std::map<std::pair<uint64_t, uint64_t>, std::pair<int, cp_last_slot>> last;
+  for_each_percpu<cp_last_slot>(last_fd, [&](const cp_hstate_key& k, int cpu, const cp_last_slot& s) {
+    if (!s.seq) return;
+    auto& best = last[{k.channel, k.gen}];
+    if (s.seq > best.second.seq) best = {cpu, s};
+  });
+  for (auto& [k, v] : last) {
+    const cp_last_slot& s = v.second;
+    TraceEvent e;
+    e.ts = s.ts;
+    e.channel = k.first;
+    e.tuple = s.tuple;
+    e.pid = s.pid;
+    e.tid = s.tid;
+    e.cpu = uint16_t(s.cpu);
+    e.kind = uint8_t(EventKind::User);
+    e.timebase = uint8_t(s.timebase ? Timebase::Tsc : Timebase::MonoNs);
+    out.events.push_back(e);
+    out.filtered_fix[v.first]++;  // counted as filtered on the CPU that held it
+  }
+  // counter: the period each CPU was still counting.
+  for_each_percpu<cp_count_slot>(count_fd, [&](const cp_hstate_key& k, int cpu, const cp_count_slot& s) {
+    cp_handler_rule r;
+    if (!s.count || !table.by_gen(k.gen, r)) return;
+    TraceEvent e;
+    e.ts = s.bucket * (s.timebase ? r.p2 : r.p1);
+    e.channel = k.channel;
+    e.tuple = s.count;
+    e.cpu = uint16_t(cpu);
+    e.kind = uint8_t(EventKind::Count);
+    e.timebase = uint8_t(s.timebase ? Timebase::Tsc : Timebase::MonoNs);
+    out.events.push_back(e);
+  });
+  return out;
+}
+
+}  // namespace cptrace

@@ -1,0 +1,163 @@
+// Channel handlers: parsing, configuration patterns, the BPF `handlers` map and
+// the history of changes written to the trace.
+//
+// A handler decides, inside the BPF program, what a channel's events leave
+// behind (semantics exact, and tested in tests/integration/test_handlers.cpp):
+//   id              every event (the default)
+//   downsample N    the 1st, N+1-th, 2N+1-th ... event of the channel, counted in
+//                   one global order over all CPUs and threads (an atomic
+//                   counter), from the instant the handler took effect
+//   xoy X Y         events whose tuple id satisfies id % Y < X (the same tuples
+//                   survive on every channel, so durations can still be computed)
+//   firstlast       the first and the last event of the handler's period (from
+//                   when it took effect to the end of the recording or the next
+//                   change); the last one is written when the recording stops
+//   counter PERIOD  no per-event records: a time series of events per period
+//                   (EventKind::Count). PERIOD: a number with unit ns|us|ms|s.
+//                   Periods are aligned to multiples of PERIOD of the event's
+//                   timebase (CLOCK_MONOTONIC for cp_logTS, TSC for the batch path)
+//   null            nothing
+// Events a handler keeps no per-event record of are counted per CPU as
+// "filtered": recorded + dropped + filtered == seen, exactly.
+//
+// Config file (`cptrace record --config FILE`): one rule per line,
+//   PATTERN HANDLER [PARAMS...]      # comment
+// PATTERN is an exact channel name or an fnmatch(3) glob (* ? [..]); the FIRST
+// matching line wins. A lone `*` line, wherever it stands, sets the default for
+// every channel no other line matches (BPF map key 0). Exact names are resolved to ids (FNV-1a, cp_channel_id) and
+// installed before the probes see any event. Globs are resolved when the
+// recorder learns a channel's name (its announcement, or the registry of a
+// process attached with -p); until then (a few ms after cp_open_channel) that
+// channel's events follow the default handler. The instant of every install is
+// in the history, so analysis knows exactly what each period contains.
+//
+// History (FrameType::Handlers frames, JSON array; also meta.json "handlers"):
+//   {"channel": ID (0 = the default), "name": NAME|"*", "handler": "downsample",
+//    "params": [10], "spec": "downsample 10", "gen": G, "source":
+//    "config"|"pattern"|"control", "rule": PATTERN,
+//    "before": {"mono_ns":..,"tsc":..}, "after": {"mono_ns":..,"tsc":..},
+//    "period_ticks": P (counter only: the TSC period of the batch path)}
+// The map update happened between `before` and `after`: a cp_logTS event stamped
+// before `before` followed the previous handler, one after `after` the new one
+// (struct cp_handler keeps one previous rule: two changes of one channel within
+// a single probe run, microseconds apart, would blur this). Batch entries follow
+// the handler in force when the batch is handed over.
+//
+// A recorder killed with SIGKILL loses what the handlers still hold in BPF state:
+// the "last" event of a firstlast period and each CPU's current counter period.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "trace/block_codec.h"
+#include "cptrace_records.h"
+#include "trace/trace_format.h"
+
+namespace cptrace {
+
+class Probes;
+
+struct HandlerSpec {
+  uint32_t kind = CP_H_ID;  // enum cp_handler_kind
+  uint64_t p1 = 0, p2 = 0;  // N | X, Y | period ns
+  std::string text;         // normalized, e.g. "counter 10ms"
+  std::string name() const;
+  std::vector<uint64_t> params() const;
+};
+
+// Parses "HANDLER PARAMS..." (already split in words). Throws std::invalid_argument
+// with a message naming the bad word.
+HandlerSpec parse_handler(const std::vector<std::string>& words);
+
+struct ConfigRule {
+  std::string pattern;
+  HandlerSpec spec;
+  int line = 0;  // in the config file, 0 when not from a file
+  bool glob() const;
+};
+
+// Errors: std::invalid_argument "FILE:LINE: what".
+std::vector<ConfigRule> parse_config_text(const std::string& text, const std::string& file);
+std::vector<ConfigRule> parse_config_file(const std::string& path);
+
+// Instant bracket of a map update.
+struct Instant {
+  uint64_t mono_ns = 0, tsc = 0;
+};
+
+// Owns the BPF `handlers` map contents and the change history. Thread-safe:
+// called by the recorder's main thread, the drain thread (channel names) and the
+// control socket thread.
+class HandlerTable {
+ public:
+  // Writes one map entry (0 or -errno); injectable so the table is testable
+  // without BPF. enable: called once before the first install.
+  using MapUpdate = std::function<int(uint64_t channel, const cp_handler&)>;
+  HandlerTable(MapUpdate update, std::function<void()> enable, double tsc_hz);
+
+  // The config file's rules: installs the default and every exact name now.
+  void set_rules(std::vector<ConfigRule> rules);
+  // A channel name became known: installs the first matching glob rule (once).
+  void on_channel(uint64_t id, const std::string& name);
+  // Control socket "set CHANNEL HANDLER...": CHANNEL is a known channel's name,
+  // its id as 0x..., "*" (the default) or a glob matching known channels (it then
+  // also applies to channels announced later). Returns the changes made; throws
+  // std::invalid_argument (nothing changed) on an unknown channel.
+  nlohmann::json set(const std::string& channel, const HandlerSpec& spec);
+  // Current configuration (per channel and default), for `cptrace config get`.
+  nlohmann::json current() const;
+
+  // History entries not yet written, as a Handlers frame (or nothing).
+  bool take_pending(EncodedFrame& f);
+  nlohmann::json history() const;
+  bool any() const;
+  // The map value installed with generation `gen` (false: no such install).
+  bool by_gen(uint64_t gen, cp_handler_rule& out) const;
+
+ private:
+  nlohmann::json install(uint64_t id, const std::string& name, const HandlerSpec& spec,
+                         const std::string& source, const std::string& rule);
+  const ConfigRule* first_match(const std::string& name) const;
+
+  mutable std::mutex mu_;
+  MapUpdate update_;
+  std::function<void()> enable_;
+  bool enabled_ = false;
+  double tsc_hz_;
+  uint64_t next_gen_ = 1;
+  std::vector<ConfigRule> rules_;                      // control-socket globs first, then the file's
+  std::map<uint64_t, std::string> known_;              // channel id -> name
+  std::map<uint64_t, std::pair<std::string, HandlerSpec>> installed_;  // id -> (name, spec)
+  std::map<uint64_t, cp_handler_rule> by_gen_;
+  std::map<uint64_t, uint64_t> gen_of_;  // id -> gen of its current rule
+  nlohmann::json history_ = nlohmann::json::array();
+  size_t written_ = 0;
+};
+
+// What the handlers still hold in BPF state when the probes are detached:
+// firstlast "last" events and counter periods not yet emitted. filtered_fix[cpu]
+// is how many of the CPU's "filtered" events are now recorded after all (the
+// firstlast last events): subtract it from the filtered counter.
+struct HeldEvents {
+  std::vector<TraceEvent> events;
+  std::vector<uint64_t> filtered_fix;
+};
+// A table writing the `handlers` map of these probes.
+std::unique_ptr<HandlerTable> make_handler_table(Probes& probes, double tsc_hz);
+
+// The recorder's side of the control socket (user/control_socket.h):
+//   {"cmd":"set","channel":C,"handler":[words]} -> {"ok":true,"changes":[history entries]}
+//   {"cmd":"get"}                                -> {"ok":true,"handlers":[...],"history":[...]}
+// A bad request changes nothing and answers {"ok":false,"error":...}.
+nlohmann::json handle_control(HandlerTable& table, const nlohmann::json& request);
+
+HeldEvents collect_held_events(int last_slots_fd, int count_slots_fd, const HandlerTable& table);
+
+}  // namespace cptrace

@@ -1,0 +1,62 @@
+// Loads bpf/cptrace.bpf.c, creates one ring buffer per CPU and attaches the
+// uprobes to the application library's nop5 stub symbols in every target ELF
+// (a libcptrace.so, or an executable linked with libcptrace.a).
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "trace/trace_format.h"
+
+struct cptrace_bpf;
+struct bpf_link;
+
+namespace cptrace {
+
+struct ProbeOptions {
+  std::vector<std::string> targets;  // ELF files holding cp_logTS
+  uint32_t filter_tgid = 0;          // 0: every process
+  uint32_t ring_bytes = 16u << 20;   // per CPU, power of two
+  uint64_t wakeup_bytes = 1u << 20;  // BPF wakes the drain past this fill
+  // Called after the programs are loaded, before any uprobe is attached (the
+  // recorder installs channel handlers here, so no event escapes them).
+  std::function<void(class Probes&)> before_attach;
+  bool allow_no_targets = false;     // record --net alone: load, attach nothing
+};
+
+class Probes {
+ public:
+  explicit Probes(const ProbeOptions& opt);
+  ~Probes();
+  Probes(const Probes&) = delete;
+  Probes& operator=(const Probes&) = delete;
+
+  const std::vector<int>& ring_fds() const { return ring_fds_; }
+  // Removes every uprobe; the rings stay readable.
+  void detach();
+  // Per-CPU seen/dropped counts (events).
+  Counters read_counters() const;
+  // Channel handler maps (user/handlers.h) and the switch that turns them on.
+  int handlers_fd() const;
+  int last_slots_fd() const;
+  int count_slots_fd() const;
+  void enable_handlers();
+  // "path:symbol" for every attached probe.
+  const std::vector<std::string>& attached() const { return attached_; }
+
+ private:
+  void create_rings(uint32_t ring_bytes);
+  void attach_target(const std::string& path);
+
+  cptrace_bpf* skel_ = nullptr;
+  std::vector<int> ring_fds_;
+  std::vector<bpf_link*> links_;
+  std::vector<std::string> attached_;
+};
+
+// Root, BTF, bpf() and friends are checked by `cptrace check`; this turns a
+// libbpf error code into the sentence a user needs.
+std::string explain_bpf_error(int err, const std::string& what);
+
+}  // namespace cptrace

@@ -1,0 +1,35 @@
+// `cptrace record`: probes -> ring drain -> block pipeline -> trace writer,
+// plus the clock-correlation stream, channel table and counters.
+#pragma once
+#include <string>
+#include <sys/types.h>
+#include <vector>
+
+#include "sync/minrtt_record.h"
+#include "net/net_capture.h"
+
+namespace cptrace {
+
+struct RecordOptions {
+  std::string out_dir;
+  std::vector<std::string> libs;  // explicit targets (--lib)
+  double duration_s = 0;          // 0: until SIGINT/SIGTERM (or the command exits)
+  pid_t pid = 0;                  // -p: late attach to this process
+  std::vector<std::string> cmd;   // -- CMD ARGS...: run and record it
+  std::string node;               // node name (default: host name)
+  bool overwrite = false;
+  bool progress = true;           // progress line when stderr is a terminal
+  unsigned compressors = 1;
+  uint32_t ring_mb = 16;
+  int zstd_level = 1;
+  double flush_s = 0.5;           // a killed recorder loses at most this much
+  std::string config_file;        // --config: channel handler rules (user/handlers.h)
+  std::string control_socket;     // --control-socket (default: OUT_DIR/control.sock)
+  MinrttRecordOptions minrtt;     // --peers, --minrtt-listen, --sync-*, --key, --simulate-clock
+  NetOptions net;                 // --net and its filters (net_capture.h)
+};
+
+// Returns the process exit status for main(). Throws on setup errors.
+int run_record(const RecordOptions& opt);
+
+}  // namespace cptrace

@@ -1,0 +1,100 @@
+// MinRTT inside `cptrace record`: see minrtt_record.h.
+#include "sync/minrtt_record.h"
+
+#include <time.h>
+#include <cmath>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <fmt/core.h>
+
+#include "sync/minrtt_protocol.h"
+#include "sync/minrtt_responder.h"
+#include "sync/sync_session.h"
+
+namespace cptrace {
+
+void add_minrtt_record_options(CLI::App* record, MinrttRecordOptions& o) {
+  record->add_option("--peers", o.peers, "MinRTT peers HOST:PORT,... (rounds at start, stop, and --sync-rate)");
+  record->add_option("--minrtt-listen", o.listen, "address of the embedded MinRTT responder (default [::]:7711 with --peers)");
+  record->add_option("--sync-rounds", o.rounds, "MinRTT rounds per peer at start and at stop")->check(CLI::Range(1, 100000));
+  record->add_option("--sync-rate", o.rate_hz, "MinRTT stream rounds per second and peer while recording (0: none)")->check(CLI::Range(0.0, 1000.0));
+  record->add_option("--sync-wait", o.wait_s, "seconds to keep retrying a peer that does not answer yet")->check(CLI::Range(0.0, 3600.0));
+  record->add_option("--key", o.key_file, "HMAC key file: authenticate MinRTT probes and replies");
+  record->add_option("--simulate-clock", o.simulate_clock, "TEST ONLY: OFFSET_NS,SKEW_PPM applied to every timestamp written");
+}
+
+ClockTransform make_simulated_clock(const std::string& spec, double tsc_hz) {
+  if (spec.empty()) return {};
+  // Rounded to the MHz, so every process of the node (record, minrttd, sync) turns
+  // OFFSET_NS into the same offset_ticks although each measures the frequency.
+  ClockTransform t = ClockTransform::parse(spec, std::round(tsc_hz / 1e6) * 1e6);
+  fprintf(stderr, "%s\n", t.warning().c_str());
+  return t;
+}
+
+MinrttRecording::MinrttRecording(const MinrttRecordOptions& opt, const std::string& node,
+                                 const ClockTransform& sim, double tsc_hz)
+    : opt_(opt), sim_(sim) {
+  if (!opt_.key_file.empty()) key_ = minrtt::load_key(opt_.key_file);
+  ResponderOptions ro;
+  ro.listen = opt_.listen;
+  ro.node = node;
+  ro.key = key_;
+  ro.sim = sim_;
+  responder_ = std::make_unique<Responder>(ro);
+  if (!opt_.peers.empty()) {
+    SyncOptions so;
+    so.node = node;
+    so.peers = parse_peers(opt_.peers);
+    so.rounds = opt_.rounds;
+    so.rate_hz = opt_.rate_hz;
+    so.wait_s = opt_.wait_s;
+    so.key = key_;
+    so.sim = sim_;
+    so.tsc_hz = tsc_hz;
+    session_ = std::make_unique<SyncSession>(so);
+  }
+}
+
+MinrttRecording::~MinrttRecording() = default;
+
+void MinrttRecording::start() {
+  responder_->start();
+  fprintf(stderr, "cptrace record: MinRTT responder on %s%s\n", responder_->local_address().c_str(),
+          key_.empty() ? "" : " (HMAC)");
+  if (session_) session_->start();
+}
+
+std::vector<SyncRound> MinrttRecording::take_rounds() {
+  return session_ ? session_->take_rounds() : std::vector<SyncRound>{};
+}
+
+void MinrttRecording::stop() {
+  if (session_) session_->stop_phase();
+  auto mono = [] {
+    timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return int64_t(ts.tv_sec) * 1000000000ll + ts.tv_nsec;
+  };
+  int64_t end = mono() + int64_t(opt_.wait_s * 1e9);
+  while (mono() < end && mono() - responder_->stats().last_probe_ns.load() < 1000000000ll) usleep(50000);
+  responder_->stop();
+  fprintf(stderr, "cptrace record: MinRTT responder: %s\n", responder_->stats().line().c_str());
+}
+
+nlohmann::json MinrttRecording::meta(double tsc_hz, const std::vector<SyncRound>& all) const {
+  nlohmann::json j = {{"responder", responder_->stats().to_json()},
+                      {"listen", responder_->local_address()},
+                      {"authenticated", !key_.empty()},
+                      {"protocol_version", minrtt::kProtocolVersion},
+                      {"rounds_per_phase", opt_.rounds},
+                      {"stream_rate_hz", opt_.rate_hz}};
+  if (session_) {
+    j["peers"] = session_->counters_json();
+    j["summary"] = summarize_rounds(all, tsc_hz);
+  }
+  return j;
+}
+
+}  // namespace cptrace

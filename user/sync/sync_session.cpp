@@ -1,0 +1,199 @@
+// MinRTT phases: see sync_session.h.
+#include "sync/sync_session.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <thread>
+
+#include <fmt/core.h>
+
+namespace cptrace {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double secs_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+}  // namespace
+
+nlohmann::json summarize_rounds(const std::vector<SyncRound>& rounds, double tsc_hz) {
+  struct Acc {
+    std::string addr;
+    uint64_t n = 0, kok = 0, uok = 0;
+    int64_t kmin = INT64_MAX, umin = INT64_MAX;
+    uint64_t kmin_seq = 0;
+  };
+  std::map<std::pair<std::string, std::string>, Acc> acc;  // (peer, phase)
+  for (const auto& r : rounds) {
+    for (const std::string& ph : {r.phase, std::string("all")}) {
+      Acc& a = acc[{r.peer, ph}];
+      a.addr = r.peer_addr;
+      a.n++;
+      if (r.kernel_ok) {
+        a.kok++;
+        if (r.kernel_rtt() < a.kmin) a.kmin = r.kernel_rtt(), a.kmin_seq = r.seq;
+      }
+      if (r.user_ok) a.uok++, a.umin = std::min(a.umin, r.user_rtt());
+    }
+  }
+  nlohmann::json out = nlohmann::json::object();
+  auto us = [&](int64_t t) -> nlohmann::json {
+    if (t == INT64_MAX || !(tsc_hz > 0)) return nullptr;
+    return double(t) * 1e6 / tsc_hz;
+  };
+  for (auto& [k, a] : acc) {
+    out[k.first]["addr"] = a.addr;
+    out[k.first][k.second] = {{"rounds", a.n},
+                              {"kernel_ok", a.kok},
+                              {"user_ok", a.uok},
+                              {"kernel_min_ticks", a.kmin == INT64_MAX ? nlohmann::json(nullptr) : nlohmann::json(a.kmin)},
+                              {"kernel_min_seq", a.kmin_seq},
+                              {"user_min_ticks", a.umin == INT64_MAX ? nlohmann::json(nullptr) : nlohmann::json(a.umin)},
+                              {"kernel_min_us", us(a.kmin)},
+                              {"user_min_us", us(a.umin)}};
+  }
+  return out;
+}
+
+void print_sync_summary(const nlohmann::json& summary) {
+  printf("%-20s %-22s %-7s %8s %10s %14s %14s\n", "MinRTT peer", "address", "phase", "rounds",
+         "kernel_ok", "kernel min us", "user min us");
+  auto num = [](const nlohmann::json& v) {
+    return v.is_null() ? std::string("-") : fmt::format("{:.3f}", v.get<double>());
+  };
+  for (auto& [peer, per] : summary.items())
+    for (const char* ph : {"start", "stream", "stop", "all"}) {
+      if (!per.contains(ph)) continue;
+      const auto& p = per[ph];
+      printf("%-20s %-22s %-7s %8llu %10llu %14s %14s\n", peer.c_str(),
+             per.value("addr", "").c_str(), ph, (unsigned long long)p["rounds"].get<uint64_t>(),
+             (unsigned long long)p["kernel_ok"].get<uint64_t>(), num(p["kernel_min_us"]).c_str(),
+             num(p["user_min_us"]).c_str());
+    }
+}
+
+SyncSession::SyncSession(SyncOptions opt)
+    : opt_(std::move(opt)),
+      init_(opt_.node, opt_.key.empty() ? nullptr : &opt_.key, &opt_.sim, opt_.timeout_ms) {}
+
+SyncSession::~SyncSession() {
+  {
+    std::lock_guard lk(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void SyncSession::push(const SyncRound& r) {
+  std::lock_guard lk(mu_);
+  pending_.push_back(r);
+}
+
+std::vector<SyncRound> SyncSession::take_rounds() {
+  std::lock_guard lk(mu_);
+  std::vector<SyncRound> v;
+  v.swap(pending_);
+  return v;
+}
+
+nlohmann::json SyncSession::counters_json() const {
+  nlohmann::json j = nlohmann::json::object();
+  for (auto& [peer, c] : init_.all_counters()) j[peer] = c.to_json();
+  return j;
+}
+
+void SyncSession::run_phase(const std::string& phase) {
+  auto t0 = Clock::now();
+  struct State {
+    unsigned done = 0, attempts = 0;
+    bool answered = false;
+    int64_t kmin = INT64_MAX, umin = INT64_MAX;
+  };
+  std::vector<State> st(opt_.peers.size());
+  const unsigned max_attempts = opt_.rounds * 3 + 10;  // after the first answer
+  for (;;) {
+    bool any = false;
+    for (size_t i = 0; i < opt_.peers.size(); ++i) {
+      State& s = st[i];
+      if (s.done >= opt_.rounds || (s.answered && s.attempts >= max_attempts)) continue;
+      if (!s.answered && secs_since(t0) > opt_.wait_s) continue;
+      any = true;
+      auto r = init_.round(opt_.peers[i], phase, ++seq_);
+      if (s.answered) s.attempts++;
+      if (!r) {
+        if (!s.answered) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        continue;
+      }
+      if (!s.answered && opt_.verbose && secs_since(t0) > 0.5)
+        fprintf(stderr, "cptrace: MinRTT peer %s (%s) answering after %.1f s\n",
+                opt_.peers[i].text.c_str(), r->peer.c_str(), secs_since(t0));
+      s.answered = true;
+      s.done++;
+      if (r->kernel_ok) s.kmin = std::min(s.kmin, r->kernel_rtt());
+      if (r->user_ok) s.umin = std::min(s.umin, r->user_rtt());
+      push(*r);
+      if (opt_.gap_ms > 0) std::this_thread::sleep_for(std::chrono::microseconds(int64_t(opt_.gap_ms * 1000)));
+    }
+    if (!any) break;
+  }
+  if (!opt_.verbose) return;
+  double hz = opt_.tsc_hz;
+  for (size_t i = 0; i < opt_.peers.size(); ++i) {
+    const State& s = st[i];
+    if (!s.answered) {
+      fprintf(stderr, "cptrace: MinRTT %s: NO REPLY from %s within %.1f s: no rounds with it in this phase\n",
+              phase.c_str(), opt_.peers[i].text.c_str(), opt_.wait_s);
+    } else {
+      std::string k = s.kmin == INT64_MAX ? "none" : fmt::format("{} ticks", s.kmin);
+      std::string u = s.umin == INT64_MAX ? "none" : fmt::format("{} ticks", s.umin);
+      if (hz > 0 && s.kmin != INT64_MAX) k = fmt::format("{:.2f} us", s.kmin * 1e6 / hz);
+      if (hz > 0 && s.umin != INT64_MAX) u = fmt::format("{:.2f} us", s.umin * 1e6 / hz);
+      fprintf(stderr, "cptrace: MinRTT %s with %s: %u/%u rounds, min RTT kernel %s, user space %s\n",
+              phase.c_str(), opt_.peers[i].text.c_str(), s.done, opt_.rounds, k.c_str(), u.c_str());
+    }
+  }
+}
+
+void SyncSession::stream() {
+  if (!(opt_.rate_hz > 0)) {
+    std::unique_lock lk(mu_);
+    cv_.wait(lk, [&] { return stopping_; });
+    return;
+  }
+  auto period = std::chrono::duration<double>(1.0 / opt_.rate_hz);
+  auto next = Clock::now();
+  for (;;) {
+    next += std::chrono::duration_cast<Clock::duration>(period);
+    {
+      std::unique_lock lk(mu_);
+      if (cv_.wait_until(lk, next, [&] { return stopping_; })) return;
+    }
+    for (const Peer& p : opt_.peers) {
+      auto r = init_.round(p, "stream", ++seq_);
+      if (r) push(*r);
+    }
+  }
+}
+
+void SyncSession::start() {
+  thread_ = std::thread([this] {
+    run_phase("start");
+    stream();
+  });
+}
+
+void SyncSession::stop_phase() {
+  {
+    std::lock_guard lk(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  run_phase("stop");
+}
+
+}  // namespace cptrace
+

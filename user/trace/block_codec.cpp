@@ -1,0 +1,340 @@
+// Frame payload encoding (layout in block_codec.h).
+//
+// Speed matters on the writer side (the collector compresses every recorded
+// event): columns are written in one tight pass each into a thread-local scratch
+// buffer sized for the worst case, so the inner loops carry no bounds checks, and
+// zstd contexts are reused per thread. The decoder, which sees hostile input,
+// checks every byte it reads instead.
+#include "trace/block_codec.h"
+
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <stdexcept>
+#include <type_traits>
+#include <unordered_map>
+
+#include <zstd.h>
+
+namespace cptrace {
+namespace {
+
+// ---- varints and zigzag ------------------------------------------------------------
+
+inline uint8_t* put_varint(uint8_t* p, uint64_t v) {
+  while (v >= 0x80) {
+    *p++ = static_cast<uint8_t>(v) | 0x80;
+    v >>= 7;
+  }
+  *p++ = static_cast<uint8_t>(v);
+  return p;
+}
+
+// Zigzag of the wrapping difference b - a in U's width: small steps either way
+// become small unsigned numbers, and decoding wraps back exactly.
+template <class U>
+inline U zigzag_delta(U a, U b) {
+  static_assert(std::is_unsigned_v<U>);
+  using S = std::make_signed_t<U>;
+  U d = static_cast<U>(b - a);
+  return static_cast<U>(static_cast<U>(d << 1) ^ static_cast<U>(static_cast<S>(d) >> (sizeof(U) * 8 - 1)));
+}
+
+template <class U>
+inline U unzigzag(U z) {
+  return static_cast<U>((z >> 1) ^ static_cast<U>(-static_cast<U>(z & 1)));
+}
+
+[[noreturn]] void fail(const std::string& what) { throw std::runtime_error(what); }
+
+// A bounds-checked reader over the decoded payload.
+class Cursor {
+ public:
+  Cursor(const uint8_t* p, size_t n) : p_(p), end_(p + n) {}
+
+  uint64_t varint() {
+    uint64_t v = 0;
+    for (unsigned shift = 0; shift < 64; shift += 7) {
+      if (p_ == end_) [[unlikely]] fail("varint runs past the end of the frame");
+      uint8_t b = *p_++;
+      v |= static_cast<uint64_t>(b & 0x7f) << shift;
+      if (!(b & 0x80)) {
+        if (shift == 63 && b > 1) [[unlikely]] fail("varint overflows 64 bits");
+        return v;
+      }
+    }
+    fail("varint longer than 10 bytes");
+  }
+
+  uint64_t varint_max(uint64_t max, const char* what) {
+    uint64_t v = varint();
+    if (v > max) [[unlikely]] fail(std::string(what) + " out of range");
+    return v;
+  }
+
+  const uint8_t* take(size_t n, const char* what) {
+    if (remaining() < n) fail(std::string(what) + " runs past the end of the frame");
+    const uint8_t* p = p_;
+    p_ += n;
+    return p;
+  }
+
+  size_t remaining() const { return static_cast<size_t>(end_ - p_); }
+
+ private:
+  const uint8_t* p_;
+  const uint8_t* end_;
+};
+
+// ---- zstd contexts, one per thread, reused ------------------------------------------
+
+ZSTD_CCtx* cctx() {
+  thread_local std::unique_ptr<ZSTD_CCtx, size_t (*)(ZSTD_CCtx*)> c(ZSTD_createCCtx(), ZSTD_freeCCtx);
+  if (!c) throw std::bad_alloc();
+  return c.get();
+}
+
+ZSTD_DCtx* dctx() {
+  thread_local std::unique_ptr<ZSTD_DCtx, size_t (*)(ZSTD_DCtx*)> d(ZSTD_createDCtx(), ZSTD_freeDCtx);
+  if (!d) throw std::bad_alloc();
+  return d.get();
+}
+
+}  // namespace
+
+// Fills out.payload and out.hdr from `raw`: zstd-compressed when that is smaller
+// (and level != 0), stored as is otherwise.
+void finish_frame(EncodedFrame& out, FrameType type, const uint8_t* raw, size_t raw_len,
+                  uint32_t count, int level) {
+  if (raw_len > kMaxRawBytes) throw std::invalid_argument("frame payload beyond kMaxRawBytes");
+  out.hdr = FrameHeader{};
+  out.hdr.type = static_cast<uint16_t>(type);
+  out.hdr.raw_len = static_cast<uint32_t>(raw_len);
+  out.hdr.count = count;
+  out.payload.clear();
+  if (level != 0 && raw_len > 0) {
+    out.payload.resize(ZSTD_compressBound(raw_len));
+    size_t c = ZSTD_compressCCtx(cctx(), out.payload.data(), out.payload.size(), raw, raw_len, level);
+    if (ZSTD_isError(c)) throw std::runtime_error(std::string("zstd: ") + ZSTD_getErrorName(c));
+    if (c < raw_len) {
+      out.payload.resize(c);
+      out.hdr.flags = kFrameZstd;
+      seal_frame(out.hdr, out.payload.data(), out.payload.size());
+      return;
+    }
+  }
+  out.payload.assign(raw, raw + raw_len);
+  seal_frame(out.hdr, out.payload.data(), out.payload.size());
+}
+
+// Checks the header against the payload and returns the decoded (decompressed)
+// bytes: the payload itself, or a thread-local scratch buffer.
+std::pair<const uint8_t*, size_t> frame_bytes(const FrameHeader& h, FrameType want,
+                                              const uint8_t* payload, size_t len) {
+  if (h.type != static_cast<uint16_t>(want)) fail("unexpected frame type " + std::to_string(h.type));
+  if (const char* problem = frame_header_problem(h)) fail(problem);
+  if (len != h.payload_len) fail("payload length does not match the frame header");
+  if (!(h.flags & kFrameZstd)) return {payload, len};
+
+  thread_local std::vector<uint8_t> scratch;
+  if (scratch.size() < h.raw_len) scratch.resize(h.raw_len);
+  size_t n = ZSTD_decompressDCtx(dctx(), scratch.data(), h.raw_len, payload, len);
+  if (ZSTD_isError(n)) fail(std::string("zstd: ") + ZSTD_getErrorName(n));
+  if (n != h.raw_len) fail("decompressed size does not match raw_len");
+  return {scratch.data(), n};
+}
+
+namespace {
+
+// ---- events: encoder ----------------------------------------------------------------
+
+// Bytes per event at most: ts 10, channel index 3 (< 2^21), tuple 10, pid 5,
+// tid 5, cpu 3, kind 1, timebase 1; plus 8 per channel table entry.
+constexpr size_t kWorstEventBytes = 38 + 8;
+
+// Maps channel ids to table indices. Frames usually see a handful of channels, so
+// the last hit and a short linear scan beat hashing; a map takes over beyond that.
+class ChannelTable {
+ public:
+  void clear() {
+    ids_.clear();
+    map_.clear();
+    last_ = 0;
+  }
+  uint32_t index_of(uint64_t id) {
+    if (last_ < ids_.size() && ids_[last_] == id) return last_;
+    if (ids_.size() <= kLinear) {
+      for (uint32_t i = 0; i < ids_.size(); ++i)
+        if (ids_[i] == id) return last_ = i;
+    } else if (auto it = map_.find(id); it != map_.end()) {
+      return last_ = it->second;
+    }
+    return last_ = add(id);
+  }
+  const std::vector<uint64_t>& ids() const { return ids_; }
+
+ private:
+  static constexpr size_t kLinear = 16;
+  uint32_t add(uint64_t id) {
+    auto i = static_cast<uint32_t>(ids_.size());
+    ids_.push_back(id);
+    if (ids_.size() == kLinear + 1)
+      for (uint32_t j = 0; j < ids_.size(); ++j) map_.emplace(ids_[j], j);
+    else if (ids_.size() > kLinear + 1)
+      map_.emplace(id, i);
+    return i;
+  }
+  std::vector<uint64_t> ids_;
+  std::unordered_map<uint64_t, uint32_t> map_;
+  uint32_t last_ = 0;
+};
+
+template <class U, class Get>
+uint8_t* put_delta_column(uint8_t* p, const TraceEvent* ev, size_t n, Get get) {
+  U prev = 0;
+  for (size_t i = 0; i < n; ++i) {
+    U v = get(ev[i]);
+    p = put_varint(p, zigzag_delta<U>(prev, v));
+    prev = v;
+  }
+  return p;
+}
+
+// Channel table followed by every column; returns the end of the written bytes.
+uint8_t* put_event_columns(uint8_t* p, const TraceEvent* ev, size_t n) {
+  thread_local ChannelTable table;
+  thread_local std::vector<uint32_t> idx;
+  table.clear();
+  idx.resize(n);
+  for (size_t i = 0; i < n; ++i) idx[i] = table.index_of(ev[i].channel);
+
+  p = put_varint(p, table.ids().size());
+  if (!table.ids().empty()) std::memcpy(p, table.ids().data(), table.ids().size() * sizeof(uint64_t));
+  p += table.ids().size() * sizeof(uint64_t);
+
+  p = put_delta_column<uint64_t>(p, ev, n, [](const TraceEvent& e) { return e.ts; });
+  for (size_t i = 0; i < n; ++i) p = put_varint(p, idx[i]);
+  p = put_delta_column<uint64_t>(p, ev, n, [](const TraceEvent& e) { return e.tuple; });
+  p = put_delta_column<uint32_t>(p, ev, n, [](const TraceEvent& e) { return e.pid; });
+  p = put_delta_column<uint32_t>(p, ev, n, [](const TraceEvent& e) { return e.tid; });
+  p = put_delta_column<uint16_t>(p, ev, n, [](const TraceEvent& e) { return e.cpu; });
+  for (size_t i = 0; i < n; ++i) *p++ = ev[i].kind;
+  for (size_t i = 0; i < n; ++i) *p++ = ev[i].timebase;
+  return p;
+}
+
+// ---- events: decoder ----------------------------------------------------------------
+
+template <class U, class Set>
+void get_delta_column(Cursor& c, std::vector<TraceEvent>& out, const char* what, Set set) {
+  U prev = 0;
+  for (auto& e : out) {
+    prev = static_cast<U>(prev + unzigzag<U>(static_cast<U>(c.varint_max(std::numeric_limits<U>::max(), what))));
+    set(e, prev);
+  }
+}
+
+std::vector<uint64_t> get_channel_table(Cursor& c, uint32_t count) {
+  uint64_t nchan = c.varint_max(count, "channel table size");
+  const uint8_t* p = c.take(nchan * sizeof(uint64_t), "channel table");
+  std::vector<uint64_t> ids(nchan);
+  if (nchan > 0) std::memcpy(ids.data(), p, nchan * sizeof(uint64_t));
+  return ids;
+}
+
+void get_event_columns(Cursor& c, std::vector<TraceEvent>& out) {
+  std::vector<uint64_t> chan = get_channel_table(c, static_cast<uint32_t>(out.size()));
+  get_delta_column<uint64_t>(c, out, "ts", [](TraceEvent& e, uint64_t v) { e.ts = v; });
+  for (auto& e : out) {
+    if (chan.empty()) fail("channel index without a channel table");
+    e.channel = chan[c.varint_max(chan.size() - 1, "channel index")];
+  }
+  get_delta_column<uint64_t>(c, out, "tuple", [](TraceEvent& e, uint64_t v) { e.tuple = v; });
+  get_delta_column<uint32_t>(c, out, "pid", [](TraceEvent& e, uint32_t v) { e.pid = v; });
+  get_delta_column<uint32_t>(c, out, "tid", [](TraceEvent& e, uint32_t v) { e.tid = v; });
+  get_delta_column<uint16_t>(c, out, "cpu", [](TraceEvent& e, uint16_t v) { e.cpu = v; });
+  const uint8_t* kind = c.take(out.size(), "kind column");
+  const uint8_t* tb = c.take(out.size(), "timebase column");
+  for (size_t i = 0; i < out.size(); ++i) {
+    // Unknown kinds are passed on (readers skip what they do not know); an unknown
+    // timebase is not, because nobody could convert the timestamp.
+    if (tb[i] > static_cast<uint8_t>(Timebase::MonoNs)) fail("unknown timebase");
+    out[i].kind = kind[i];
+    out[i].timebase = tb[i];
+  }
+  if (c.remaining() != 0) fail("trailing bytes after the last column");
+}
+
+}  // namespace
+
+// ---- public API -----------------------------------------------------------------------
+
+void encode_events_into(const TraceEvent* ev, size_t n, int zstd_level, EncodedFrame& out) {
+  if (n > kMaxFrameEvents) throw std::invalid_argument("encode_events: more than kMaxFrameEvents events");
+  thread_local std::vector<uint8_t> raw;
+  size_t worst = 16 + n * kWorstEventBytes;
+  if (raw.size() < worst) raw.resize(worst);
+  uint8_t* end = put_event_columns(raw.data(), ev, n);
+  finish_frame(out, FrameType::Events, raw.data(), static_cast<size_t>(end - raw.data()),
+               static_cast<uint32_t>(n), zstd_level);
+}
+
+EncodedFrame encode_events(const TraceEvent* ev, size_t n, int zstd_level) {
+  EncodedFrame f;
+  encode_events_into(ev, n, zstd_level, f);
+  return f;
+}
+
+EncodedFrame encode_clock(const std::vector<ClockPoint>& pts) {
+  if (pts.size() > kMaxRawBytes / sizeof(ClockPoint)) throw std::invalid_argument("encode_clock: too many points");
+  EncodedFrame f;
+  finish_frame(f, FrameType::Clock, reinterpret_cast<const uint8_t*>(pts.data()),
+               pts.size() * sizeof(ClockPoint), static_cast<uint32_t>(pts.size()), 1);
+  return f;
+}
+
+EncodedFrame encode_json(FrameType type, const std::string& json, uint32_t count) {
+  if (type != FrameType::Channels && type != FrameType::Counters && type != FrameType::Sync &&
+      type != FrameType::Handlers)
+    throw std::invalid_argument("encode_json: not a JSON frame type");
+  EncodedFrame f;
+  finish_frame(f, type, reinterpret_cast<const uint8_t*>(json.data()), json.size(), count, 1);
+  return f;
+}
+
+void decode_events_into(const FrameHeader& h, const uint8_t* payload, size_t len,
+                        std::vector<TraceEvent>& out) {
+  out.clear();
+  if (h.count > kMaxFrameEvents) fail("event count beyond kMaxFrameEvents");
+  // Every event takes at least 8 bytes (one per column), the table size one more:
+  // checked before decompressing or allocating anything.
+  if (uint64_t{h.count} * 8 + 1 > h.raw_len) fail("raw_len too small for the event count");
+  auto [raw, raw_len] = frame_bytes(h, FrameType::Events, payload, len);
+  Cursor c(raw, raw_len);
+  out.resize(h.count);
+  get_event_columns(c, out);
+}
+
+std::vector<TraceEvent> decode_events(const FrameHeader& h, const uint8_t* payload, size_t len) {
+  std::vector<TraceEvent> out;
+  decode_events_into(h, payload, len, out);
+  return out;
+}
+
+std::vector<ClockPoint> decode_clock(const FrameHeader& h, const uint8_t* payload, size_t len) {
+  if (uint64_t{h.count} * sizeof(ClockPoint) != h.raw_len) fail("clock frame: raw_len != count * 24");
+  auto [raw, raw_len] = frame_bytes(h, FrameType::Clock, payload, len);
+  std::vector<ClockPoint> pts(h.count);
+  if (raw_len > 0) std::memcpy(pts.data(), raw, raw_len);
+  return pts;
+}
+
+std::string decode_json(const FrameHeader& h, const uint8_t* payload, size_t len) {
+  auto type = static_cast<FrameType>(h.type);
+  bool is_json = type == FrameType::Channels || type == FrameType::Counters || type == FrameType::Sync ||
+                 type == FrameType::Handlers;
+  auto [raw, raw_len] = frame_bytes(h, is_json ? type : FrameType::Channels, payload, len);
+  return std::string(reinterpret_cast<const char*>(raw), raw_len);
+}
+
+}  // namespace cptrace

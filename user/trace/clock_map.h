@@ -1,0 +1,42 @@
+// TSC <-> CLOCK_MONOTONIC correlation: taking a point, and converting between the
+// two timebases over a stream of points (DESIGN.md, "Time").
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "trace/trace_format.h"
+
+namespace cptrace {
+
+// Tightest of `brackets` (lfence; rdtsc) / clock_gettime(CLOCK_MONOTONIC) / rdtscp
+// brackets: tsc is the bracket midpoint, width_ticks its width (the error of the
+// point). x86-64 only.
+ClockPoint sample_clock_point(int brackets = 9);
+
+// Piecewise-linear map between TSC ticks and CLOCK_MONOTONIC ns over correlation
+// points. Between two neighbouring points it interpolates; beyond the ends it
+// extrapolates with the slope of the end segment. Both directions are monotonic
+// non-decreasing, saturate at 0 and UINT64_MAX instead of wrapping, and are exact
+// at the points. Arithmetic is 128-bit, so TSC values ~1e15 over hours are fine.
+class ClockMap {
+ public:
+  ClockMap() = default;
+  // Sorts by TSC and drops every point that does not advance both clocks strictly
+  // (duplicates, and points contradicting their predecessor).
+  explicit ClockMap(std::vector<ClockPoint> pts);
+
+  bool empty() const { return pts_.empty(); }
+  const std::vector<ClockPoint>& points() const { return pts_; }
+  // Both throw std::domain_error when there are fewer than two points: one point
+  // gives no slope, and guessing a frequency would hide the problem.
+  uint64_t mono_to_tsc(uint64_t mono_ns) const;
+  uint64_t tsc_to_mono(uint64_t tsc) const;
+  // Measured TSC frequency: least-squares slope of tsc over mono_ns, in ticks per
+  // second; 0 with fewer than two points.
+  double tsc_hz() const;
+
+ private:
+  std::vector<ClockPoint> pts_;
+};
+
+}  // namespace cptrace

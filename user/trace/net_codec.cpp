@@ -1,0 +1,66 @@
+// Net frame codec: a checked array of cp_net_rec (layout in net_codec.h).
+#include "trace/net_codec.h"
+
+#include <arpa/inet.h>
+#include <sys/socket.h>
+
+#include <cstring>
+#include <stdexcept>
+
+namespace cptrace {
+
+EncodedFrame encode_net(const cp_net_rec* recs, size_t n, int zstd_level) {
+  if (n > kMaxFrameEvents) throw std::invalid_argument("encode_net: more than kMaxFrameEvents records");
+  EncodedFrame f;
+  finish_frame(f, FrameType::Net, reinterpret_cast<const uint8_t*>(recs), n * sizeof(cp_net_rec),
+               static_cast<uint32_t>(n), zstd_level);
+  return f;
+}
+
+void decode_net_into(const FrameHeader& h, const uint8_t* payload, size_t len,
+                     std::vector<cp_net_rec>& out) {
+  out.clear();
+  if (h.count > kMaxFrameEvents) throw std::runtime_error("net record count beyond kMaxFrameEvents");
+  if (uint64_t{h.count} * sizeof(cp_net_rec) != h.raw_len)
+    throw std::runtime_error("net frame: raw_len != count * " + std::to_string(sizeof(cp_net_rec)));
+  auto [raw, raw_len] = frame_bytes(h, FrameType::Net, payload, len);
+  out.resize(h.count);
+  if (raw_len > 0) std::memcpy(out.data(), raw, raw_len);
+  for (const cp_net_rec& r : out) {
+    // Unknown kinds could come from a newer writer, but the family decides how
+    // addresses are read: anything else is corruption the CRC did not catch.
+    if (r.kind < CP_NET_SOCK_SEND || r.kind > CP_NET_PKT_RX) throw std::runtime_error("net record of unknown kind");
+    if (r.family != AF_INET && r.family != AF_INET6) throw std::runtime_error("net record of unknown address family");
+  }
+}
+
+const char* net_kind_name(uint8_t kind) {
+  switch (kind) {
+    case CP_NET_SOCK_SEND: return "send";
+    case CP_NET_SOCK_RECV: return "recv";
+    case CP_NET_PKT_TX: return "tx";
+    case CP_NET_PKT_RX: return "rx";
+  }
+  return "unknown";
+}
+
+const char* net_proto_name(uint8_t proto) {
+  return proto == 6 ? "tcp" : proto == 17 ? "udp" : "ip";
+}
+
+std::string net_addr(const cp_net_rec& r, bool src) {
+  char buf[INET6_ADDRSTRLEN] = {};
+  const void* a = src ? r.saddr : r.daddr;
+  if (!inet_ntop(r.family == AF_INET6 ? AF_INET6 : AF_INET, a, buf, sizeof buf)) return "?";
+  return buf;
+}
+
+std::string tcp_flags_text(uint8_t f) {
+  static const char names[] = "FSRPAUEC";
+  std::string s;
+  for (int i = 0; i < 8; ++i)
+    if (f & (1u << i)) s += names[i];
+  return s;
+}
+
+}  // namespace cptrace

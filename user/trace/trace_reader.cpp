@@ -1,0 +1,371 @@
+// Trace reader: one validating scan at construction, streaming decode afterwards.
+#include "trace/trace_reader.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <system_error>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "trace/block_codec.h"
+
+namespace cptrace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+// Random access to the bytes of events.cpt: a file (pread) or memory.
+class ByteSource {
+ public:
+  virtual ~ByteSource() = default;
+  virtual uint64_t size() const = 0;
+  // Reads exactly n bytes at off; false if the source ends before that.
+  virtual bool read(uint64_t off, void* dst, size_t n) const = 0;
+};
+
+namespace {
+
+class MemorySource : public ByteSource {
+ public:
+  explicit MemorySource(std::string data) : data_(std::move(data)) {}
+  uint64_t size() const override { return data_.size(); }
+  bool read(uint64_t off, void* dst, size_t n) const override {
+    if (off > data_.size() || n > data_.size() - off) return false;
+    if (n > 0) std::memcpy(dst, data_.data() + off, n);
+    return true;
+  }
+
+ private:
+  std::string data_;
+};
+
+// The size is taken once at open: a file still being written is read up to there.
+class FileSource : public ByteSource {
+ public:
+  explicit FileSource(const std::string& path) : path_(path) {
+    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    struct stat st {};
+    if (fd_ < 0 || ::fstat(fd_, &st) != 0) {
+      std::string why = std::strerror(errno);
+      if (fd_ >= 0) ::close(fd_);
+      throw TraceError(path, 0, "cannot open: " + why);
+    }
+    size_ = static_cast<uint64_t>(st.st_size);
+  }
+  ~FileSource() override { ::close(fd_); }
+  FileSource(const FileSource&) = delete;
+  FileSource& operator=(const FileSource&) = delete;
+
+  uint64_t size() const override { return size_; }
+  bool read(uint64_t off, void* dst, size_t n) const override {
+    auto p = static_cast<char*>(dst);
+    while (n > 0) {
+      ssize_t r = ::pread(fd_, p, n, static_cast<off_t>(off));
+      if (r < 0 && errno == EINTR) continue;
+      if (r < 0) throw TraceError(path_, off, std::string("cannot read: ") + std::strerror(errno));
+      if (r == 0) return false;
+      p += r, off += static_cast<uint64_t>(r), n -= static_cast<size_t>(r);
+    }
+    return true;
+  }
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+  uint64_t size_ = 0;
+};
+
+std::string type_name(uint16_t type) {
+  switch (static_cast<FrameType>(type)) {
+    case FrameType::Events: return "events";
+    case FrameType::Clock: return "clock";
+    case FrameType::Channels: return "channels";
+    case FrameType::Counters: return "counters";
+    case FrameType::Net: return "net";
+    case FrameType::Sync: return "sync";
+    case FrameType::Handlers: return "handlers";
+    case FrameType::Translated: return "translated";
+  }
+  return "type-" + std::to_string(type);
+}
+
+// Channel ids are JSON numbers; "0x..." strings are accepted for hand-written files.
+uint64_t channel_id(const json& v) {
+  if (v.is_number_unsigned()) return v.get<uint64_t>();
+  if (v.is_string()) {
+    const std::string& s = v.get_ref<const std::string&>();
+    uint64_t id = 0;
+    if (s.size() > 2 && s.compare(0, 2, "0x") == 0) {
+      auto [end, ec] = std::from_chars(s.data() + 2, s.data() + s.size(), id, 16);
+      if (ec == std::errc() && end == s.data() + s.size()) return id;
+    }
+  }
+  throw std::runtime_error("channel id is not an unsigned number");
+}
+
+std::string events_path_of(const std::string& path) {
+  return fs::is_directory(path) ? (fs::path(path) / "events.cpt").string() : path;
+}
+
+}  // namespace
+
+// ---- construction and the validating scan ----------------------------------------------
+
+TraceReader::TraceReader(std::shared_ptr<const ByteSource> src, std::string file)
+    : src_(std::move(src)), file_(std::move(file)) {
+  scan();
+}
+
+TraceReader::TraceReader(const std::string& path)
+    : TraceReader(std::make_shared<FileSource>(events_path_of(path)), events_path_of(path)) {
+  load_meta((fs::path(file_).parent_path() / "meta.json").string());
+}
+
+TraceReader TraceReader::from_bytes(std::string events_cpt, json meta) {
+  TraceReader r(std::make_shared<MemorySource>(std::move(events_cpt)), "events.cpt");
+  if (meta.is_object()) r.meta_ = std::move(meta);
+  return r;
+}
+
+void TraceReader::load_meta(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) {
+    meta_problem_ = path + ": cannot open (" + std::strerror(errno) + ")";
+    return;
+  }
+  try {
+    json j = json::parse(in);
+    if (!j.is_object()) throw std::runtime_error("not a JSON object");
+    meta_ = std::move(j);
+  } catch (const std::exception& e) {
+    meta_problem_ = path + ": " + e.what();
+  }
+}
+
+void TraceReader::scan() {
+  file_bytes_ = src_->size();
+  char head[kFileHeaderSize] = {};
+  size_t n = static_cast<size_t>(std::min<uint64_t>(file_bytes_, kFileHeaderSize));
+  src_->read(0, head, n);
+  check_file_header(file_, head, n);
+
+  uint64_t off = kFileHeaderSize;
+  FrameHeader h{};
+  std::vector<uint8_t> payload;
+  while (off < file_bytes_ && read_frame(off, h, payload)) {
+    try {
+      take_frame(off, h, payload);
+    } catch (const std::exception& e) {
+      error_.emplace(file_, off, "undecodable " + type_name(h.type) + " frame: " + e.what());
+      break;
+    }
+    off += sizeof h + h.payload_len;
+    ++frame_count_;
+  }
+  valid_bytes_ = off;
+  clock_map_ = ClockMap(clock_);
+}
+
+// Reads and checks the frame at off; on a problem records it in error_.
+bool TraceReader::read_frame(uint64_t off, FrameHeader& h, std::vector<uint8_t>& payload) {
+  uint64_t left = file_bytes_ - off;
+  auto bad = [&](const std::string& what) {
+    error_.emplace(file_, off, what);
+    return false;
+  };
+  if (left < sizeof h)
+    return bad(fmt::format("truncated frame header ({} of {} bytes)", left, sizeof h));
+  if (!src_->read(off, &h, sizeof h)) return bad("file shrank while reading");
+  if (h.magic != kFrameMagic) return bad(fmt::format("bad frame magic 0x{:08x}", h.magic));
+  if (const char* problem = frame_header_problem(h)) return bad(std::string("bad frame header: ") + problem);
+  if (left - sizeof h < h.payload_len)
+    return bad(fmt::format("truncated {} frame payload ({} of {} bytes)", type_name(h.type),
+                           left - sizeof h, h.payload_len));
+  payload.resize(h.payload_len);
+  if (!src_->read(off + sizeof h, payload.data(), payload.size())) return bad("file shrank while reading");
+  if (!frame_crc_ok(h, payload.data(), payload.size()))
+    return bad(fmt::format("CRC mismatch in {} frame (stored 0x{:08x}, computed 0x{:08x})", type_name(h.type),
+                           h.crc32, frame_crc(h, payload.data(), payload.size())));
+  return true;
+}
+
+// Decodes one good frame. Throws on an undecodable payload before changing any
+// state, so a bad frame leaves nothing half-applied.
+void TraceReader::take_frame(uint64_t off, const FrameHeader& h, const std::vector<uint8_t>& payload) {
+  switch (static_cast<FrameType>(h.type)) {
+    case FrameType::Events:
+      return take_events(off, h, payload);
+    case FrameType::Clock: {
+      std::vector<ClockPoint> pts = decode_clock(h, payload.data(), payload.size());
+      clock_.insert(clock_.end(), pts.begin(), pts.end());
+      return;
+    }
+    case FrameType::Channels:
+      return take_channels(json::parse(decode_json(h, payload.data(), payload.size())));
+    case FrameType::Counters:
+      return take_counters(json::parse(decode_json(h, payload.data(), payload.size())));
+    case FrameType::Net:
+      return take_net(off, h, payload);
+    case FrameType::Sync: {
+      // All or nothing: a frame with one malformed round adds none of its rounds.
+      std::vector<SyncRound> rounds;
+      for (const auto& j : json::parse(decode_json(h, payload.data(), payload.size())))
+        rounds.push_back(sync_round_from_json(j));
+      sync_.insert(sync_.end(), rounds.begin(), rounds.end());
+      return;
+    }
+    case FrameType::Handlers: {
+      json changes = json::parse(decode_json(h, payload.data(), payload.size()));
+      if (!changes.is_array()) throw std::runtime_error("handlers frame is not a JSON array");
+      for (auto& c : changes) handler_changes_.push_back(std::move(c));
+      return;
+    }
+    default:
+      other_frames_.push_back({off, h});  // Translated, newer types: read by the stages that own them
+      break;
+  }
+  // Unknown frame types with a good CRC come from a newer writer: skipped.
+}
+
+void TraceReader::take_events(uint64_t off, const FrameHeader& h, const std::vector<uint8_t>& payload) {
+  thread_local std::vector<TraceEvent> evs;
+  decode_events_into(h, payload.data(), payload.size(), evs);
+  bool mono = std::any_of(evs.begin(), evs.end(), [](const TraceEvent& e) {
+    return e.timebase == static_cast<uint8_t>(Timebase::MonoNs);
+  });
+  if (mono && !first_mono_frame_) first_mono_frame_ = off;
+  event_frames_.push_back({off, h});
+  event_count_ += evs.size();
+}
+
+void TraceReader::take_net(uint64_t off, const FrameHeader& h, const std::vector<uint8_t>& payload) {
+  thread_local std::vector<cp_net_rec> recs;
+  decode_net_into(h, payload.data(), payload.size(), recs);
+  if (!recs.empty() && !first_mono_frame_) first_mono_frame_ = off;  // kernel timestamps only
+  net_frames_.push_back({off, h});
+  net_count_ += recs.size();
+}
+
+void TraceReader::take_channels(const json& j) {
+  if (!j.is_array()) throw std::runtime_error("channels frame is not a JSON array");
+  std::vector<ChannelInfo> add;
+  for (const json& e : j) {
+    if (!e.is_object()) throw std::runtime_error("channel entry is not an object");
+    add.push_back({channel_id(e.at("id")), e.at("name").get<std::string>(), e.value("pid", uint32_t{0})});
+  }
+  for (ChannelInfo& c : add) channels_[c.id] = std::move(c);
+}
+
+void TraceReader::take_counters(json j) {
+  if (!j.is_object()) throw std::runtime_error("counters frame is not a JSON object");
+  Counters c, net;
+  c.seen = j.value("seen", std::vector<uint64_t>{});
+  c.dropped = j.value("dropped", std::vector<uint64_t>{});
+  c.filtered = j.value("filtered", std::vector<uint64_t>{});
+  c.series_lost = j.value("series_lost", std::vector<uint64_t>{});
+  if (j.contains("net")) {
+    const json& n = j.at("net");
+    if (!n.is_object()) throw std::runtime_error("counters frame: \"net\" is not an object");
+    net.seen = n.value("seen", std::vector<uint64_t>{});
+    net.dropped = n.value("dropped", std::vector<uint64_t>{});
+  }
+  counters_ = std::move(c);
+  net_counters_ = std::move(net);
+  counters_json_ = std::move(j);
+}
+
+// ---- streaming ------------------------------------------------------------------------
+
+std::string TraceReader::channel_name(uint64_t id) const {
+  auto it = channels_.find(id);
+  return it != channels_.end() ? it->second.name : fmt::format("0x{:016x}", id);
+}
+
+void TraceReader::check_convertible() const {
+  if (!first_mono_frame_ || clock_map_.points().size() >= 2) return;
+  throw TraceError(file_, *first_mono_frame_,
+                   clock_map_.empty() ? "no clock-correlation points; cannot convert kernel timestamps to TSC"
+                                      : "only one clock-correlation point; cannot convert kernel timestamps "
+                                        "to TSC (needs two)");
+}
+
+void TraceReader::convert(std::vector<TraceEvent>& evs) const {
+  for (TraceEvent& e : evs) {
+    if (e.timebase != static_cast<uint8_t>(Timebase::MonoNs)) continue;
+    e.ts = clock_map_.mono_to_tsc(e.ts);
+    e.timebase = static_cast<uint8_t>(Timebase::Tsc);
+  }
+}
+
+void TraceReader::for_each_batch(const std::function<void(const std::vector<TraceEvent>&)>& fn) const {
+  check_convertible();
+  std::vector<uint8_t> payload;
+  std::vector<TraceEvent> evs;
+  for (const EventFrame& f : event_frames_) {
+    FrameHeader h{};
+    reread(f, h, payload);
+    decode_events_into(h, payload.data(), payload.size(), evs);
+    convert(evs);
+    fn(evs);
+  }
+}
+
+// Checked again: the scan's verdict only holds for the bytes it saw.
+void TraceReader::reread(const EventFrame& f, FrameHeader& h, std::vector<uint8_t>& payload) const {
+  payload.resize(f.hdr.payload_len);
+  if (!src_->read(f.offset, &h, sizeof h) || std::memcmp(&h, &f.hdr, sizeof h) != 0 ||
+      !src_->read(f.offset + sizeof h, payload.data(), payload.size()) ||
+      !frame_crc_ok(h, payload.data(), payload.size()))
+    throw TraceError(file_, f.offset, "frame changed since the file was opened");
+}
+
+void TraceReader::for_each_net_event(const std::function<void(const NetEvent&)>& fn) const {
+  check_convertible();
+  std::vector<uint8_t> payload;
+  std::vector<cp_net_rec> recs;
+  NetEvent e;
+  for (const EventFrame& f : net_frames_) {
+    FrameHeader h{};
+    reread(f, h, payload);
+    decode_net_into(h, payload.data(), payload.size(), recs);
+    for (const cp_net_rec& r : recs) {
+      e.r = r;
+      e.ts = clock_map_.mono_to_tsc(r.ktime_ns);
+      fn(e);
+    }
+  }
+}
+
+void TraceReader::for_each_frame(
+    FrameType type, const std::function<void(const FrameHeader&, const std::vector<uint8_t>&)>& fn) const {
+  std::vector<uint8_t> payload;
+  for (const EventFrame& f : other_frames_) {
+    if (f.hdr.type != uint16_t(type)) continue;
+    FrameHeader h{};
+    reread(f, h, payload);
+    fn(h, payload);
+  }
+}
+
+void TraceReader::for_each_event(const std::function<void(const TraceEvent&)>& fn) const {
+  for_each_batch([&](const std::vector<TraceEvent>& evs) {
+    for (const TraceEvent& e : evs) fn(e);
+  });
+}
+
+std::vector<TraceEvent> TraceReader::events() const {
+  std::vector<TraceEvent> all;
+  all.reserve(event_count_);
+  for_each_batch([&](const std::vector<TraceEvent>& evs) { all.insert(all.end(), evs.begin(), evs.end()); });
+  return all;
+}
+
+}  // namespace cptrace

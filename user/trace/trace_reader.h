@@ -1,0 +1,139 @@
+// Reads a trace directory written by TraceWriter (layout in trace_format.h).
+//
+// The constructor scans events.cpt once: it checks every frame's header and CRC,
+// decodes the small Clock/Channels/Counters frames and test-decodes each Events
+// frame, but keeps only the offsets of the latter. for_each_event() re-reads and
+// decodes them one frame at a time, so memory stays bounded for traces larger
+// than RAM. Scanning stops at the first bad frame (bad magic or header, CRC
+// mismatch, truncation, undecodable payload): everything before it is kept,
+// nothing after it is trusted, and error() names its byte offset.
+//
+// meta.json is optional for reading: events.cpt alone carries everything needed
+// to read the events, so a missing or unparsable meta.json only leaves meta()
+// empty and says why in meta_problem(). A missing events.cpt, or one whose file
+// header is missing or garbled, throws TraceError.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "trace/clock_map.h"
+#include "trace/net_codec.h"
+#include "trace/sync_round.h"
+#include "trace/trace_format.h"
+
+namespace cptrace {
+
+class ByteSource;
+
+class TraceReader {
+ public:
+  // `path`: a trace directory, or the events.cpt inside one.
+  explicit TraceReader(const std::string& path);
+  // An events.cpt image in memory (tests, fuzzing). Errors name "events.cpt".
+  static TraceReader from_bytes(std::string events_cpt, nlohmann::json meta = {});
+
+  const nlohmann::json& meta() const { return meta_; }
+  // Why meta.json was not used ("" when it was).
+  const std::string& meta_problem() const { return meta_problem_; }
+
+  // All correlation points in file order, and the map built from them.
+  const std::vector<ClockPoint>& clock() const { return clock_; }
+  const ClockMap& clock_map() const { return clock_map_; }
+  // Channel table from the Channels frames; a later announcement of an id wins.
+  const std::map<uint64_t, ChannelInfo>& channels() const { return channels_; }
+  // The channel's name, or "0x%016x" of the id when it was never announced.
+  std::string channel_name(uint64_t id) const;
+  // The last Counters frame (empty when there was none), parsed and as JSON.
+  const Counters& counters() const { return counters_; }
+  const nlohmann::json& counters_json() const { return counters_json_; }
+
+  // Events of the valid frames in file order, ts converted to TSC (timebase Tsc).
+  // Throws TraceError when kernel-timestamped events exist but fewer than two
+  // correlation points do, or when the file changed under the reader.
+  void for_each_event(const std::function<void(const TraceEvent&)>& fn) const;
+  // Same, one decoded Events frame at a time (cheaper per event).
+  void for_each_batch(const std::function<void(const std::vector<TraceEvent>&)>& fn) const;
+  std::vector<TraceEvent> events() const;
+
+  // Channel handler changes (Handlers frames), in the order they took effect:
+  // JSON objects described in user/handlers.h.
+  const nlohmann::json& handler_changes() const { return handler_changes_; }
+  // Network events (Net frames, `record --net`) in file order, one frame at a time,
+  // ts converted from CLOCK_MONOTONIC to TSC through the clock map (r.ktime_ns keeps
+  // the raw kernel value). Same errors as for_each_event.
+  void for_each_net_event(const std::function<void(const NetEvent&)>& fn) const;
+  uint64_t net_event_count() const { return net_count_; }
+  uint64_t net_frame_count() const { return net_frames_.size(); }
+  // The "net" object of the last Counters frame (empty when absent).
+  const Counters& net_counters() const { return net_counters_; }
+  // Payloads of the valid frames of one type this reader does not decode itself
+  // (Translated, and types newer than this reader), in file order, one frame at a time.
+  void for_each_frame(FrameType type,
+                      const std::function<void(const FrameHeader&, const std::vector<uint8_t>&)>& fn) const;
+
+  // MinRTT rounds this node initiated (Sync frames), in file order.
+  const std::vector<SyncRound>& sync_rounds() const { return sync_; }
+
+  // The first bad frame, if any.
+  const std::optional<TraceError>& error() const { return error_; }
+  // Bytes of events.cpt up to the end of the last good frame.
+  uint64_t valid_bytes() const { return valid_bytes_; }
+  uint64_t file_bytes() const { return file_bytes_; }
+  uint64_t event_count() const { return event_count_; }
+  uint64_t raw_event_bytes() const { return event_count_ * sizeof(TraceEvent); }
+  // Good frames of every type (Events, Clock, Channels, Counters, unknown).
+  uint64_t frame_count() const { return frame_count_; }
+  uint64_t event_frame_count() const { return event_frames_.size(); }
+  const std::string& events_path() const { return file_; }
+
+ private:
+  struct EventFrame {
+    uint64_t offset;
+    FrameHeader hdr;
+  };
+
+  TraceReader(std::shared_ptr<const ByteSource> src, std::string file);
+  void scan();
+  bool read_frame(uint64_t off, FrameHeader& h, std::vector<uint8_t>& payload);
+  void take_frame(uint64_t off, const FrameHeader& h, const std::vector<uint8_t>& payload);
+  void take_net(uint64_t off, const FrameHeader& h, const std::vector<uint8_t>& payload);
+  void reread(const EventFrame& f, FrameHeader& h, std::vector<uint8_t>& payload) const;
+  void take_events(uint64_t off, const FrameHeader& h, const std::vector<uint8_t>& payload);
+  void take_channels(const nlohmann::json& j);
+  void take_counters(nlohmann::json j);
+  void load_meta(const std::string& path);
+  void check_convertible() const;
+  void convert(std::vector<TraceEvent>& evs) const;
+
+  std::shared_ptr<const ByteSource> src_;
+  std::string file_;
+  nlohmann::json meta_ = nlohmann::json::object();
+  std::string meta_problem_;
+  std::vector<ClockPoint> clock_;
+  ClockMap clock_map_;
+  std::map<uint64_t, ChannelInfo> channels_;
+  std::vector<SyncRound> sync_;
+  nlohmann::json handler_changes_ = nlohmann::json::array();
+  Counters counters_;
+  nlohmann::json counters_json_ = nlohmann::json::object();
+  std::vector<EventFrame> event_frames_;
+  std::vector<EventFrame> net_frames_;
+  uint64_t net_count_ = 0;
+  Counters net_counters_;
+  std::vector<EventFrame> other_frames_;  // frame types decoded by their own stages
+  std::optional<TraceError> error_;
+  uint64_t valid_bytes_ = 0;
+  uint64_t file_bytes_ = 0;
+  uint64_t event_count_ = 0;
+  uint64_t frame_count_ = 0;
+  std::optional<uint64_t> first_mono_frame_;  // offset of the first frame with MonoNs events
+};
+
+}  // namespace cptrace

@@ -1,0 +1,123 @@
+// Trace directory writer. Durability rules: a frame is one writev(); meta.json is
+// only ever replaced by rename(), so a reader never sees half of either.
+#include "trace/trace_writer.h"
+
+#include <cerrno>
+#include <filesystem>
+#include <system_error>
+
+#include <fcntl.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+namespace cptrace {
+namespace {
+
+[[noreturn]] void throw_errno(const std::string& what, const std::string& path) {
+  throw std::system_error(errno, std::generic_category(), what + " " + path);
+}
+
+int open_or_throw(const std::string& path, int flags) {
+  int fd = ::open(path.c_str(), flags | O_CLOEXEC, 0644);
+  if (fd < 0) throw_errno("cannot open", path);
+  return fd;
+}
+
+// Writes all of iov[0..n), continuing after short writes and EINTR.
+void write_all(int fd, iovec* iov, int n, const std::string& path) {
+  while (n > 0) {
+    ssize_t w = ::writev(fd, iov, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      throw_errno("cannot write", path);
+    }
+    auto left = static_cast<size_t>(w);
+    while (n > 0 && left >= iov->iov_len) left -= iov->iov_len, ++iov, --n;
+    if (n > 0) {
+      iov->iov_base = static_cast<char*>(iov->iov_base) + left;
+      iov->iov_len -= left;
+    }
+  }
+}
+
+void write_all(int fd, const std::string& data, const std::string& path) {
+  iovec iov{const_cast<char*>(data.data()), data.size()};
+  write_all(fd, &iov, 1, path);
+}
+
+void fsync_dir(const std::string& dir) {
+  int fd = open_or_throw(dir, O_RDONLY | O_DIRECTORY);
+  int rc = ::fsync(fd);
+  int err = errno;
+  ::close(fd);
+  if (rc != 0) errno = err, throw_errno("cannot fsync", dir);
+}
+
+std::string meta_text(const nlohmann::json& meta) {
+  nlohmann::json m = meta.is_null() ? nlohmann::json::object() : meta;
+  if (m.is_object() && !m.contains("format_version")) m["format_version"] = kFormatVersion;
+  return m.dump(2) + "\n";
+}
+
+}  // namespace
+
+void write_file_atomically(const std::string& path, const std::string& content) {
+  std::string tmp = path + ".tmp";
+  int fd = open_or_throw(tmp, O_WRONLY | O_CREAT | O_TRUNC);
+  try {
+    write_all(fd, content, tmp);
+    if (::fsync(fd) != 0) throw_errno("cannot fsync", tmp);
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  ::close(fd);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) throw_errno("cannot rename " + tmp + " to", path);
+  std::string dir = std::filesystem::path(path).parent_path().string();
+  fsync_dir(dir.empty() ? "." : dir);
+}
+
+TraceWriter::TraceWriter(const std::string& dir, const nlohmann::json& meta, bool overwrite)
+    : dir_(dir), events_path_((std::filesystem::path(dir) / "events.cpt").string()) {
+  std::filesystem::create_directories(dir_);  // throws filesystem_error naming dir
+  if (!overwrite && std::filesystem::exists(events_path_))
+    throw std::runtime_error(events_path_ + " already exists (a previous trace); refusing to overwrite it");
+  write_file_atomically((std::filesystem::path(dir_) / "meta.json").string(), meta_text(meta));
+  fd_ = open_or_throw(events_path_, O_WRONLY | O_CREAT | O_TRUNC);
+  std::string header = file_header_bytes();
+  write_all(fd_, header, events_path_);
+  bytes_ = header.size();
+}
+
+TraceWriter::~TraceWriter() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void TraceWriter::write(const EncodedFrame& frame) {
+  if (fd_ < 0) throw std::logic_error("TraceWriter::write after finish");
+  iovec iov[2] = {{const_cast<FrameHeader*>(&frame.hdr), sizeof frame.hdr},
+                  {const_cast<uint8_t*>(frame.payload.data()), frame.payload.size()}};
+  try {
+    write_all(fd_, iov, 2, events_path_);
+  } catch (...) {
+    // Best effort: drop the partial frame so later frames are not hidden behind it.
+    if (::ftruncate(fd_, static_cast<off_t>(bytes_)) == 0) ::lseek(fd_, 0, SEEK_END);
+    throw;
+  }
+  bytes_ += sizeof frame.hdr + frame.payload.size();
+}
+
+void TraceWriter::sync() {
+  if (fd_ >= 0 && ::fdatasync(fd_) != 0) throw_errno("cannot fdatasync", events_path_);
+}
+
+void TraceWriter::finish(const nlohmann::json& final_meta) {
+  if (fd_ < 0) throw std::logic_error("TraceWriter::finish called twice");
+  sync();
+  int fd = fd_;
+  fd_ = -1;
+  if (::close(fd) != 0) throw_errno("cannot close", events_path_);
+  write_file_atomically((std::filesystem::path(dir_) / "meta.json").string(), meta_text(final_meta));
+}
+
+}  // namespace cptrace

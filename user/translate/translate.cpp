@@ -1,0 +1,410 @@
+// cptrace translate: pair relations, paths to the reference, the frame-by-frame rewrite.
+#include "translate/translate.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <map>
+#include <memory>
+#include <queue>
+#include <set>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "translate/hull_sync.h"
+#include "translate/ratio_sync.h"
+#include "translate/sync_pairs.h"
+#include "trace/trace_reader.h"
+#include "trace/trace_writer.h"
+#include "translate/translated_frame.h"
+
+namespace cptrace {
+namespace {
+
+using nlohmann::json;
+
+struct Node {
+  std::string name, dir;
+  std::unique_ptr<TraceReader> reader;
+  int64_t span_lo = 0, span_hi = 0;  // TSC range of its clock stream (0,0: none)
+};
+
+// Relations of the ordered pair from -> to, by method.
+struct Pair {
+  size_t from = 0, to = 0;
+  PairRounds rounds;
+  std::optional<RatioSync> ratio;
+  std::string ratio_error;
+  std::optional<HullSync> hull;
+  RelationPtr chosen;  // under the requested method
+  std::string why_none;
+  RelationPtr ratio_relation() const { return ratio ? ratio->relation : nullptr; }
+};
+
+std::string pair_name(const std::vector<Node>& n, size_t a, size_t b) { return n[a].name + "->" + n[b].name; }
+
+std::vector<Node> open_nodes(const std::vector<std::string>& dirs) {
+  std::vector<Node> nodes;
+  std::map<std::string, std::string> seen;
+  for (const std::string& d : dirs) {
+    Node n;
+    n.dir = d;
+    n.reader = std::make_unique<TraceReader>(d);
+    n.name = n.reader->meta().value("node", "");
+    if (n.name.empty())
+      throw std::runtime_error(d + ": meta.json names no node (" +
+                               (n.reader->meta_problem().empty() ? "no \"node\" field" : n.reader->meta_problem()) + ")");
+    if (n.reader->meta().contains("translated"))
+      throw std::runtime_error(d + ": is already a translated trace; give the per-node recordings");
+    auto [it, fresh] = seen.emplace(n.name, d);
+    if (!fresh)
+      throw std::runtime_error(fmt::format("overlapping recordings: two traces of node \"{}\" ({} and {})", n.name,
+                                           it->second, d));
+    if (n.reader->error()) fprintf(stderr, "cptrace translate: warning: %s (events before it are used)\n", n.reader->error()->what());
+    const auto& cp = n.reader->clock_map().points();
+    if (!cp.empty()) n.span_lo = int64_t(cp.front().tsc), n.span_hi = int64_t(cp.back().tsc);
+    nodes.push_back(std::move(n));
+  }
+  return nodes;
+}
+
+std::vector<SyncRound> rounds_with(const Node& n, const std::string& peer) {
+  std::vector<SyncRound> v;
+  for (const SyncRound& r : n.reader->sync_rounds())
+    if (r.peer == peer) v.push_back(r);
+  return v;
+}
+
+// A round whose peer stamps lie far outside the peer's recording was taken against
+// another recording of that node.
+void check_matching(const std::vector<Node>& nodes, size_t x, size_t y) {
+  const Node& p = nodes[y];
+  if (p.span_hi <= p.span_lo) return;
+  double hz = p.reader->clock_map().tsc_hz();
+  int64_t slack = hz > 0 ? int64_t(hz * 10) : 0;  // 10 s: rounds just before start / after stop
+  for (const SyncRound& r : rounds_with(nodes[x], p.name)) {
+    if (!r.kernel_ok) continue;
+    int64_t t2 = int64_t(r.t2);
+    if (t2 < p.span_lo - slack || t2 > p.span_hi + slack)
+      throw std::runtime_error(fmt::format(
+          "mismatched recordings: {} round seq {} ({}) with {} has {}'s stamp {} outside {}'s recording [{}, {}] "
+          "({}) — traces from different runs?",
+          nodes[x].name, r.seq, r.phase, p.name, p.name, r.t2, p.name, p.span_lo, p.span_hi, p.dir));
+  }
+}
+
+void warn_unknown_peers(const std::vector<Node>& nodes) {
+  std::set<std::string> names;
+  for (const Node& n : nodes) names.insert(n.name);
+  for (const Node& n : nodes) {
+    std::map<std::string, size_t> unknown;
+    for (const SyncRound& r : n.reader->sync_rounds())
+      if (!names.count(r.peer)) unknown[r.peer]++;
+    for (auto& [peer, k] : unknown)
+      fprintf(stderr, "cptrace translate: warning: %zu rounds of %s with peer \"%s\" ignored (no trace of %s given)\n", k,
+              n.name.c_str(), peer.c_str(), peer.c_str());
+  }
+}
+
+Pair build_pair(const std::vector<Node>& nodes, size_t x, size_t y, const std::string& method) {
+  Pair p;
+  p.from = x, p.to = y;
+  p.rounds = pair_rounds(rounds_with(nodes[x], nodes[y].name), rounds_with(nodes[y], nodes[x].name));
+  std::string name = pair_name(nodes, x, y);
+  if (p.rounds.rounds.empty()) {
+    p.why_none = fmt::format("{}: no usable MinRTT rounds ({} without kernel stamps, {} inconsistent)", name,
+                             p.rounds.not_kernel, p.rounds.inconsistent);
+    return p;
+  }
+  try {
+    p.ratio = ratio_sync(p.rounds.rounds, name);
+  } catch (const std::exception& e) {
+    p.ratio_error = e.what();
+  }
+  p.hull = hull_sync(round_constraints(p.rounds.rounds));
+  RelationPtr r = p.ratio ? p.ratio->relation : nullptr, h = p.hull->relation;
+  std::string hull_error = h ? "" : name + ": hull method: " + p.hull->problem;
+  if (method == "ratio") p.chosen = r, p.why_none = p.ratio_error;
+  else if (method == "hull") p.chosen = h, p.why_none = hull_error;
+  else if (r && h) p.chosen = std::make_shared<IntersectRelation>(r, h);
+  else p.chosen = r ? r : h, p.why_none = p.ratio_error + "; " + hull_error;
+  return p;
+}
+
+json pair_json(const std::vector<Node>& nodes, const Pair& p) {
+  json j = {{"from", nodes[p.from].name},
+            {"to", nodes[p.to].name},
+            {"rounds", p.rounds.rounds.size()},
+            {"rounds_without_kernel_stamps", p.rounds.not_kernel},
+            {"rounds_inconsistent", p.rounds.inconsistent}};
+  if (p.ratio) {
+    j["ratio"] = p.ratio->report();
+    j["ratio"]["relation"] = p.ratio->relation->to_json();
+  } else {
+    j["ratio"] = {{"error", p.ratio_error}};
+  }
+  if (p.hull) {
+    j["hull"] = p.hull->report();
+    if (p.hull->relation) j["hull"]["relation"] = p.hull->relation->to_json();
+  }
+  if (p.chosen) j["relation"] = p.chosen->to_json();
+  else j["error"] = p.why_none;
+  return j;
+}
+
+int64_t mid_span(const Node& n, const Pair& p) {
+  if (n.span_hi > n.span_lo) return n.span_lo + (n.span_hi - n.span_lo) / 2;
+  if (p.rounds.rounds.empty()) return 0;
+  const PairRound& r = p.rounds.rounds.front();  // an instant of the from-node near its recording
+  return r.x_initiated ? r.t1 : r.t2;
+}
+
+// Dijkstra from the reference over "bound width at the middle of the span".
+std::vector<RelationPtr> paths_to_reference(const std::vector<Node>& nodes, size_t ref,
+                                            const std::map<std::pair<size_t, size_t>, Pair>& pairs,
+                                            std::vector<std::vector<std::string>>& path_names) {
+  size_t n = nodes.size();
+  std::vector<long double> dist(n, INFINITY);
+  std::vector<RelationPtr> rel(n);
+  std::vector<size_t> next(n, n);
+  using Item = std::pair<long double, size_t>;
+  std::priority_queue<Item, std::vector<Item>, std::greater<>> q;
+  dist[ref] = 0;
+  rel[ref] = std::make_shared<IdentityRelation>();
+  q.push({0, ref});
+  while (!q.empty()) {
+    auto [d, u] = q.top();
+    q.pop();
+    if (d > dist[u]) continue;
+    for (size_t v = 0; v < n; ++v) {
+      auto it = pairs.find({v, u});
+      if (v == u || it == pairs.end() || !it->second.chosen) continue;
+      long double w;
+      try {
+        w = (long double)it->second.chosen->at(mid_span(nodes[v], it->second)).width();
+      } catch (const std::exception&) {
+        continue;  // far outside the pair's span: not a usable edge
+      }
+      // A non-linear pair has transitions where nothing is guaranteed: any linear
+      // path, however wide, is preferred.
+      if (it->second.hull && !it->second.hull->linear && it->second.chosen != it->second.ratio_relation()) w += 1e30L;
+      if (d + w < dist[v]) {
+        dist[v] = d + w, next[v] = u;
+        rel[v] = u == ref ? it->second.chosen : std::make_shared<ComposedRelation>(it->second.chosen, rel[u]);
+        q.push({dist[v], v});
+      }
+    }
+  }
+  path_names.assign(n, {});
+  for (size_t v = 0; v < n; ++v)
+    for (size_t k = v; k < n && rel[v]; k = k == ref ? n : next[k]) path_names[v].push_back(nodes[k].name);
+  return rel;
+}
+
+std::string no_path_error(const std::vector<Node>& nodes, size_t v, size_t ref,
+                          const std::map<std::pair<size_t, size_t>, Pair>& pairs) {
+  std::string why;
+  for (size_t u = 0; u < nodes.size(); ++u) {
+    if (u == v) continue;
+    auto it = pairs.find({v, u});
+    why += "\n  " + (it == pairs.end() ? pair_name(nodes, v, u) + ": no MinRTT rounds in either trace"
+                                       : it->second.why_none.empty() ? pair_name(nodes, v, u) + ": usable"
+                                                                     : it->second.why_none);
+  }
+  return fmt::format("node \"{}\" ({}) has no path of synchronized node pairs to the reference \"{}\":{}",
+                     nodes[v].name, nodes[v].dir, nodes[ref].name, why);
+}
+
+// TSC frequency of the reference for seconds: clock-stream points nearest to the
+// first MinRTT1 and last MinRTT2 instants on the reference, with their bracket
+// widths and 1 ns of clock_gettime resolution turned into a strict interval.
+json measure_frequency(const Node& ref, const std::map<std::pair<size_t, size_t>, Pair>& pairs, size_t ref_idx) {
+  const auto& pts = ref.reader->clock_map().points();
+  json j = {{"stream_hz", ref.reader->clock_map().tsc_hz()}};
+  if (pts.size() < 2) {
+    j["error"] = "reference has fewer than two clock-correlation points: durations in ns unavailable";
+    return j;
+  }
+  int64_t a = std::numeric_limits<int64_t>::max(), b = std::numeric_limits<int64_t>::min();
+  for (const auto& [k, p] : pairs)
+    if (p.to == ref_idx && p.ratio) a = std::min(a, p.ratio->j.y), b = std::max(b, p.ratio->m.y);
+  std::string source = "reference clock stream between the MinRTT1 and MinRTT2 instants";
+  if (a >= b) a = int64_t(pts.front().tsc), b = int64_t(pts.back().tsc), source = "reference clock stream, first to last point";
+  auto nearest = [&](int64_t t) {
+    return *std::min_element(pts.begin(), pts.end(), [t](const ClockPoint& x, const ClockPoint& y) {
+      return std::llabs(int64_t(x.tsc) - t) < std::llabs(int64_t(y.tsc) - t);
+    });
+  };
+  ClockPoint p1 = nearest(a), p2 = nearest(b);
+  if (p2.tsc <= p1.tsc) p1 = pts.front(), p2 = pts.back();
+  long double dt = (long double)(p2.tsc - p1.tsc), dm = (long double)(p2.mono_ns - p1.mono_ns);
+  long double w = (long double)(p1.width_ticks + p2.width_ticks) / 2 + 2;
+  j["hz"] = double(dt / dm * 1e9L);
+  j["hz_lo"] = std::nextafter(double((dt - w) / (dm + 1) * 1e9L), 0.0);
+  j["hz_hi"] = std::nextafter(double((dt + w) / (dm - 1) * 1e9L), INFINITY);
+  j["span_s"] = double(dm / 1e9L);
+  j["source"] = source;
+  return j;
+}
+
+json channels_json(const std::vector<Node>& nodes) {
+  std::map<uint64_t, std::string> names;
+  for (const Node& n : nodes)
+    for (const auto& [id, c] : n.reader->channels()) names.emplace(id, c.name);
+  json a = json::array();
+  for (auto& [id, name] : names) a.push_back({{"id", id}, {"name", name}, {"pid", 0}});
+  return a;
+}
+
+using Ranges = std::vector<std::pair<int64_t, int64_t>>;
+
+// Streams one node's events through its relation, one input frame at a time.
+// Counts the events inside `transitions` (local clock ranges where the first hop
+// of the node's path is non-linear and the bound is not guaranteed).
+uint64_t translate_node(const Node& n, uint16_t index, const Relation& rel, const Ranges& transitions,
+                        uint64_t& in_transition, TraceWriter& w) {
+  std::vector<TranslatedEvent> out;
+  EncodedFrame frame;
+  uint64_t count = 0;
+  n.reader->for_each_batch([&](const std::vector<TraceEvent>& evs) {
+    out.clear();
+    for (const TraceEvent& e : evs) {
+      if (e.ts > uint64_t(std::numeric_limits<int64_t>::max() / 4))
+        throw std::runtime_error(fmt::format("{}: event timestamp {} is beyond the supported TSC range", n.dir, e.ts));
+      Bound b = rel.at(int64_t(e.ts));
+      for (const auto& [lo, hi] : transitions) in_transition += int64_t(e.ts) >= lo && int64_t(e.ts) <= hi;
+      out.push_back({e.ts, b.est, b.lo, b.hi, e.channel, e.tuple, e.pid, e.tid, e.cpu, index, e.kind});
+    }
+    encode_translated(out.data(), out.size(), 1, frame);
+    w.write(frame);
+    count += out.size();
+  });
+  return count;
+}
+
+}  // namespace
+
+TranslateSummary translate(const TranslateOptions& opt) {
+  if (opt.method != "ratio" && opt.method != "hull" && opt.method != "best")
+    throw std::runtime_error("--method " + opt.method + ": must be ratio, hull or best");
+  if (opt.dirs.empty()) throw std::runtime_error("no trace directories given");
+  std::vector<Node> nodes = open_nodes(opt.dirs);
+  if (nodes.size() > 0xffff) throw std::runtime_error("more than 65535 nodes");
+  size_t ref = nodes.size();
+  for (size_t i = 0; i < nodes.size(); ++i)
+    if (nodes[i].name == opt.reference) ref = i;
+  if (ref == nodes.size()) {
+    std::string have;
+    for (const Node& n : nodes) have += (have.empty() ? "" : ", ") + n.name;
+    throw std::runtime_error("--reference " + opt.reference + ": no such node among the traces (" + have + ")");
+  }
+  warn_unknown_peers(nodes);
+  std::map<std::pair<size_t, size_t>, Pair> pairs;
+  for (size_t x = 0; x < nodes.size(); ++x)
+    for (size_t y = 0; y < nodes.size(); ++y) {
+      if (x == y) continue;
+      check_matching(nodes, x, y);
+      Pair p = build_pair(nodes, x, y, opt.method);
+      if (!p.rounds.rounds.empty() || p.rounds.not_kernel + p.rounds.inconsistent > 0) pairs.emplace(std::pair{x, y}, std::move(p));
+    }
+  std::vector<std::vector<std::string>> path_names;
+  std::vector<RelationPtr> to_ref = paths_to_reference(nodes, ref, pairs, path_names);
+  for (size_t v = 0; v < nodes.size(); ++v)
+    if (!to_ref[v]) throw std::runtime_error(no_path_error(nodes, v, ref, pairs));
+
+  json tr = {{"reference", nodes[ref].name}, {"method", opt.method}};
+  tr["frequency"] = measure_frequency(nodes[ref], pairs, ref);
+  tr["pairs"] = json::array();
+  for (auto& [k, p] : pairs) tr["pairs"].push_back(pair_json(nodes, p));
+  for (size_t v = 0; v < nodes.size(); ++v) {
+    json nj = {{"index", v},
+               {"node", nodes[v].name},
+               {"dir", nodes[v].dir},
+               {"span_tsc", {nodes[v].span_lo, nodes[v].span_hi}},
+               {"tsc_hz_stream", nodes[v].reader->clock_map().tsc_hz()},
+               {"path", path_names[v]},
+               {"to_reference", to_ref[v]->to_json()}};
+    if (v != ref && nodes[v].span_hi > nodes[v].span_lo)
+      nj["width_mid_ticks"] = to_ref[v]->at(nodes[v].span_lo + (nodes[v].span_hi - nodes[v].span_lo) / 2).width();
+    tr["nodes"].push_back(nj);
+  }
+  json meta = {{"node", "translated:" + nodes[ref].name}, {"translated", tr}, {"complete", false}};
+
+  TraceWriter w(opt.out, meta, opt.overwrite);
+  json chans = channels_json(nodes);
+  w.write(encode_json(FrameType::Channels, chans.dump(), uint32_t(chans.size())));
+  TranslateSummary s;
+  auto t0 = std::chrono::steady_clock::now();
+  for (size_t v = 0; v < nodes.size(); ++v) {
+    Ranges transitions;
+    if (v != ref && opt.method != "ratio") {
+      size_t hop = 0;
+      while (nodes[hop].name != path_names[v][1]) ++hop;
+      const Pair& p = pairs.at({v, hop});
+      if (p.hull) transitions = p.hull->transitions();
+    }
+    uint64_t in_transition = 0;
+    uint64_t k = translate_node(nodes[v], uint16_t(v), *to_ref[v], transitions, in_transition, w);
+    meta["translated"]["nodes"][v]["events"] = k;
+    meta["translated"]["nodes"][v]["events_in_transition"] = in_transition;
+    if (in_transition)
+      fprintf(stderr,
+              "cptrace translate: warning: %llu events of %s lie where its clock relation to %s changes rate "
+              "(hull transition): their bounds are NOT guaranteed\n",
+              (unsigned long long)in_transition, nodes[v].name.c_str(), path_names[v][1].c_str());
+    s.events += k;
+  }
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  meta["translated"]["events"] = s.events;
+  meta["translated"]["seconds"] = secs;
+  meta["complete"] = true;
+  w.finish(meta);
+  s.meta = meta;
+  return s;
+}
+
+RelationPtr pair_relation(const json& pair, const std::string& method) {
+  auto get = [&](const char* m) -> RelationPtr {
+    if (!pair.contains(m) || !pair[m].contains("relation")) return nullptr;
+    return relation_from_json(pair[m]["relation"]);
+  };
+  if (method == "ratio") return get("ratio");
+  if (method == "hull") return get("hull");
+  RelationPtr r = get("ratio"), h = get("hull");
+  if (r && h) return std::make_shared<IntersectRelation>(r, h);
+  return r ? r : h;
+}
+
+int cmd_translate(const TranslateOptions& opt) {
+  TranslateSummary s = translate(opt);
+  const json& tr = s.meta["translated"];
+  printf("translated %llu events of %zu nodes onto %s's TSC (method %s) in %.2f s -> %s\n",
+         (unsigned long long)s.events, tr["nodes"].size(), tr["reference"].get<std::string>().c_str(),
+         opt.method.c_str(), tr["seconds"].get<double>(), opt.out.c_str());
+  for (const json& n : tr["nodes"]) {
+    std::string path;
+    for (const auto& p : n["path"]) path += (path.empty() ? "" : " -> ") + p.get<std::string>();
+    printf("  %-12s %10llu events  path %s", n["node"].get<std::string>().c_str(),
+           (unsigned long long)n["events"].get<uint64_t>(), path.c_str());
+    if (n.contains("width_mid_ticks")) printf("  bound width mid-span %lld ticks", (long long)n["width_mid_ticks"].get<int64_t>());
+    printf("\n");
+  }
+  for (const json& p : tr["pairs"]) {
+    if (p.contains("hull") && !p["hull"].value("linear", true))
+      printf("  NON-LINEAR %s->%s: %s\n", p["from"].get<std::string>().c_str(), p["to"].get<std::string>().c_str(),
+             p["hull"]["nonlinear"].get<std::string>().c_str());
+    if (p.contains("error"))
+      printf("  pair %s->%s unusable: %s\n", p["from"].get<std::string>().c_str(), p["to"].get<std::string>().c_str(),
+             p["error"].get<std::string>().c_str());
+  }
+  const json& f = tr["frequency"];
+  if (f.contains("hz")) printf("  reference TSC %.6f GHz [%.9f, %.9f] (%s)\n", f["hz"].get<double>() / 1e9,
+                               f["hz_lo"].get<double>() / 1e9, f["hz_hi"].get<double>() / 1e9,
+                               f["source"].get<std::string>().c_str());
+  return 0;
+}
+
+}  // namespace cptrace

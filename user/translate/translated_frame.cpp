@@ -1,0 +1,131 @@
+// Codec of FrameType::Translated frames.
+#include "translate/translated_frame.h"
+
+#include <cstring>
+#include <stdexcept>
+#include <unordered_map>
+
+#include <zstd.h>
+
+namespace cptrace {
+namespace {
+
+uint64_t zz(int64_t v) { return (uint64_t(v) << 1) ^ uint64_t(v >> 63); }
+int64_t unzz(uint64_t z) { return int64_t(z >> 1) ^ -int64_t(z & 1); }
+
+void put(std::vector<uint8_t>& b, uint64_t v) {
+  while (v >= 0x80) b.push_back(uint8_t(v) | 0x80), v >>= 7;
+  b.push_back(uint8_t(v));
+}
+
+struct Cursor {
+  const uint8_t* p;
+  const uint8_t* end;
+  uint64_t varint() {
+    uint64_t v = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      if (p == end) throw std::runtime_error("translated frame: varint runs past the end");
+      uint8_t b = *p++;
+      v |= uint64_t(b & 0x7f) << shift;
+      if (!(b & 0x80)) return v;
+    }
+    throw std::runtime_error("translated frame: varint longer than 10 bytes");
+  }
+  uint64_t u64() {
+    if (end - p < 8) throw std::runtime_error("translated frame: channel id runs past the end");
+    uint64_t v;
+    std::memcpy(&v, p, 8);
+    p += 8;
+    return v;
+  }
+  uint8_t u8() {
+    if (p == end) throw std::runtime_error("translated frame: record runs past the end");
+    return *p++;
+  }
+};
+
+}  // namespace
+
+void encode_translated(const TranslatedEvent* ev, size_t n, int zstd_level, EncodedFrame& out) {
+  if (n > kMaxFrameEvents) throw std::invalid_argument("encode_translated: too many events for one frame");
+  thread_local std::vector<uint8_t> raw;
+  raw.clear();
+  std::unordered_map<uint64_t, uint64_t> chan;
+  uint64_t prev_ts = 0;
+  int64_t prev_off = 0, prev_tuple = 0, prev_pid = 0, prev_tid = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const TranslatedEvent& e = ev[i];
+    if (!(e.ref_lo <= e.ref_ts && e.ref_ts <= e.ref_hi)) throw std::invalid_argument("translated event with est outside [lo, hi]");
+    put(raw, e.node);
+    put(raw, zz(int64_t(e.local_ts - prev_ts)));
+    int64_t off = e.ref_ts - int64_t(e.local_ts);
+    put(raw, zz(off - prev_off));
+    put(raw, uint64_t(e.ref_ts - e.ref_lo));
+    put(raw, uint64_t(e.ref_hi - e.ref_ts));
+    auto [it, fresh] = chan.try_emplace(e.channel, chan.size());
+    put(raw, it->second);
+    if (fresh) raw.insert(raw.end(), reinterpret_cast<const uint8_t*>(&e.channel), reinterpret_cast<const uint8_t*>(&e.channel) + 8);
+    put(raw, zz(int64_t(e.tuple) - prev_tuple));
+    put(raw, zz(int64_t(e.pid) - prev_pid));
+    put(raw, zz(int64_t(e.tid) - prev_tid));
+    put(raw, e.cpu);
+    raw.push_back(e.kind);
+    prev_ts = e.local_ts, prev_off = off, prev_tuple = int64_t(e.tuple), prev_pid = e.pid, prev_tid = e.tid;
+  }
+  if (raw.size() > kMaxRawBytes) throw std::invalid_argument("encode_translated: frame too large");
+  out.hdr = {};
+  out.hdr.type = uint16_t(FrameType::Translated);
+  out.hdr.flags = kFrameZstd;
+  out.hdr.raw_len = uint32_t(raw.size());
+  out.hdr.count = uint32_t(n);
+  out.payload.resize(ZSTD_compressBound(raw.size()));
+  size_t c = ZSTD_compress(out.payload.data(), out.payload.size(), raw.data(), raw.size(), zstd_level);
+  if (ZSTD_isError(c)) throw std::runtime_error(std::string("zstd: ") + ZSTD_getErrorName(c));
+  out.payload.resize(c);
+  seal_frame(out.hdr, out.payload.data(), out.payload.size());
+}
+
+void decode_translated(const FrameHeader& h, const uint8_t* payload, size_t len, std::vector<TranslatedEvent>& out) {
+  if (h.type != uint16_t(FrameType::Translated)) throw std::runtime_error("not a translated frame");
+  if (h.count > kMaxFrameEvents || h.raw_len > kMaxRawBytes) throw std::runtime_error("translated frame beyond limits");
+  thread_local std::vector<uint8_t> raw;
+  const uint8_t* data = payload;
+  size_t n = len;
+  if (h.flags & kFrameZstd) {
+    raw.resize(h.raw_len);
+    size_t d = ZSTD_decompress(raw.data(), raw.size(), payload, len);
+    if (ZSTD_isError(d) || d != h.raw_len) throw std::runtime_error("translated frame: zstd payload does not decode to raw_len bytes");
+    data = raw.data(), n = d;
+  }
+  Cursor c{data, data + n};
+  std::vector<uint64_t> chan;
+  out.clear();
+  out.reserve(h.count);
+  uint64_t prev_ts = 0;
+  int64_t prev_off = 0, prev_tuple = 0, prev_pid = 0, prev_tid = 0;
+  for (uint32_t i = 0; i < h.count; ++i) {
+    TranslatedEvent e;
+    uint64_t node = c.varint();
+    if (node > 0xffff) throw std::runtime_error("translated frame: node index beyond 16 bits");
+    e.node = uint16_t(node);
+    e.local_ts = prev_ts + uint64_t(unzz(c.varint()));
+    int64_t off = prev_off + unzz(c.varint());
+    e.ref_ts = int64_t(e.local_ts) + off;
+    e.ref_lo = e.ref_ts - int64_t(c.varint());
+    e.ref_hi = e.ref_ts + int64_t(c.varint());
+    uint64_t idx = c.varint();
+    if (idx == chan.size()) chan.push_back(c.u64());
+    if (idx >= chan.size()) throw std::runtime_error("translated frame: channel index out of range");
+    e.channel = chan[idx];
+    e.tuple = uint64_t(prev_tuple + unzz(c.varint()));
+    e.pid = uint32_t(prev_pid + unzz(c.varint()));
+    e.tid = uint32_t(prev_tid + unzz(c.varint()));
+    e.cpu = uint16_t(c.varint());
+    e.kind = c.u8();
+    prev_ts = e.local_ts, prev_off = off, prev_tuple = int64_t(e.tuple), prev_pid = e.pid, prev_tid = e.tid;
+    out.push_back(e);
+  }
+  if (c.p != c.end) throw std::runtime_error("translated frame: trailing bytes after the last record");
+}
+
+}  // namespace cptrace
