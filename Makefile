@@ -13,6 +13,8 @@ CXXFLAGS ?= -O2 -g
 CFLAGS   ?= -O2 -g
 WARN     := -Wall -Wextra -Wno-missing-field-initializers
 CPPFLAGS := -Iinclude -Iuser -I$(BUILD)
+# Probe sites written in C/C++ files `.include "probe_site.h"` (lib/probe_site.h).
+SITE_AS  := -Wa,-Ilib
 LDLIBS   := -lbpf -lelf -lz -lzstd -lfmt -lcrypto -lpthread
 
 BPF_SRCS   := $(wildcard bpf/*.bpf.c)
@@ -71,9 +73,9 @@ $(BUILD)/%.skel.h: $(BUILD)/bpf/%.bpf.o
 	$(BPFTOOL) gen skeleton $< > $@.tmp && mv $@.tmp $@
 
 # ---- the cptrace program --------------------------------------------------------
-$(BUILD)/obj/%.o: user/%.cpp $(SKELS) $(USER_HDRS) $(wildcard include/*.h)
+$(BUILD)/obj/%.o: user/%.cpp $(SKELS) $(USER_HDRS) $(wildcard include/*.h) lib/probe_site.h
 	@mkdir -p $(@D)
-	$(CXX) -std=c++20 $(CXXFLAGS) $(WARN) $(CPPFLAGS) -c $< -o $@
+	$(CXX) -std=c++20 $(CXXFLAGS) $(WARN) $(CPPFLAGS) $(SITE_AS) -c $< -o $@
 
 # One archive per stage folder (user/X/*.cpp -> build/user/libX.a).
 stage_objs = $(patsubst user/%.cpp,$(BUILD)/obj/%.o,$(wildcard user/$(1)/*.cpp))
@@ -187,11 +189,11 @@ demo: deps
 
 $(BUILD)/bench/%: bench/%.cpp $(BUILD)/libcptrace.so $(CORE_LIBS)
 	@mkdir -p $(@D)
-	$(CXX) -std=c++20 $(CXXFLAGS) $(CPPFLAGS) $< -o $@ $(CORE_LIBS) -L$(BUILD) -lcptrace \
+	$(CXX) -std=c++20 $(CXXFLAGS) $(CPPFLAGS) $(SITE_AS) $< -o $@ $(CORE_LIBS) -L$(BUILD) -lcptrace \
 	  -Wl,-rpath,'$$ORIGIN/..' $(LDLIBS)
 $(BUILD)/bench/%: bench/%.c $(BUILD)/libcptrace.so
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -Iinclude $< -o $@ -L$(BUILD) -lcptrace -Wl,-rpath,'$$ORIGIN/..' -lpthread
+	$(CC) $(CFLAGS) -Iinclude $(SITE_AS) $< -o $@ -L$(BUILD) -lcptrace -Wl,-rpath,'$$ORIGIN/..' -lpthread
 
 bench: deps
 	$(MAKE) all $(BENCHES) $(if $(JAVA_ALL),$(BUILD)/bench/java/.built)

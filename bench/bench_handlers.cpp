@@ -20,14 +20,11 @@
 #include "cptrace.skel.h"
 #include "cptrace_records.h"
 
+// A probe site made by the library's macro (lib/probe_site.h).
 asm(R"(
+  .include "probe_site.h"
   .text
-  .globl bench_handler_site
-  .type bench_handler_site,@function
-bench_handler_site:
-  .byte 0x0f, 0x1f, 0x44, 0x00, 0x00
-  ret
-  .size bench_handler_site, .-bench_handler_site
+  CP_PROBE_SITE bench_handler_site
 )");
 extern "C" void bench_handler_site(uint64_t, uint64_t);
 

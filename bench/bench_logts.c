@@ -29,14 +29,11 @@
 
 #include "cptrace.h"
 
-/* Same shape as the library's probe sites, but local: the floor for any call. */
-__asm__(".text\n"
-	".p2align 4\n"
-	".type bench_local_nop5, @function\n"
-	"bench_local_nop5:\n"
-	"\t.byte 0x0f, 0x1f, 0x44, 0x00, 0x00\n"
-	"\tret\n"
-	".size bench_local_nop5, . - bench_local_nop5\n");
+/* Made by the library's probe-site macro (lib/probe_site.h), but in this
+ * executable: the floor for any call. */
+__asm__(".include \"probe_site.h\"\n"
+	".text\n"
+	"CP_PROBE_SITE bench_local_nop5\n");
 void bench_local_nop5(uint64_t a, uint64_t b);
 
 typedef void (*event_fn)(uint64_t channel, uint64_t tuple_id);

@@ -8,6 +8,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include "cptrace_records.h"
+#include "ring_common.h"
 
 /* libbpf 1.1 has no BPF_UPROBE; BPF_KPROBE reads the same pt_regs arguments. */
 
@@ -15,37 +16,17 @@ char LICENSE[] SEC("license") = "GPL";
 
 /* 0 = every process; else only this tgid (record -p PID / -- CMD). */
 const volatile __u32 filter_tgid = 0;
-/* Wake the collector only when this many bytes wait in a ring: a wakeup costs the
- * producing thread ~8 us, so we never wake per event. The collector also polls on
- * a timer, so data below the threshold is drained within a few ms anyway. */
+/* Wake the collector only when this many bytes wait in a ring (cp_wake_flag). */
 const volatile __u64 wakeup_bytes = 1 << 20;
 
-struct ring {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 1 << 22);
-};
-
-/* One ring buffer per CPU: no cross-CPU contention on the reservation lock.
- * The collector creates the inner rings and fills this array before attaching. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
-	__uint(max_entries, 1024);
-	__type(key, __u32);
-	__array(values, struct ring);
-} rings SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, CP_CNT_MAX);
-	__type(key, __u32);
-	__type(value, __u64);
-} counters SEC(".maps");
+/* One ring buffer per CPU (no cross-CPU contention on the reservation lock) and
+ * the per-CPU counters (bpf/ring_common.h). */
+CP_PER_CPU_RINGS(rings);
+CP_PER_CPU_COUNTERS(counters, CP_CNT_MAX);
 
 static __always_inline void count(__u32 idx, __u64 n)
 {
-	__u64 *c = bpf_map_lookup_elem(&counters, &idx);
-	if (c)
-		*c += n; /* per-CPU slot: no atomics needed */
+	cp_count(&counters, idx, n); /* uprobes only: task context, no atomics needed */
 }
 
 /* Returns this CPU's ring, or NULL if the process is filtered out. */
@@ -57,7 +38,7 @@ static __always_inline void *my_ring(__u32 *cpu, __u32 *tgid, __u32 *tid)
 	if (filter_tgid && *tgid != filter_tgid)
 		return NULL;
 	*cpu = bpf_get_smp_processor_id();
-	return bpf_map_lookup_elem(&rings, cpu);
+	return cp_ring_of_cpu(&rings, *cpu);
 }
 
 static __always_inline void fill_hdr(struct cp_rec_hdr *h, __u16 kind, __u32 cpu,
@@ -72,8 +53,7 @@ static __always_inline void fill_hdr(struct cp_rec_hdr *h, __u16 kind, __u32 cpu
 
 static __always_inline __u64 wake_flag(void *rb)
 {
-	return bpf_ringbuf_query(rb, BPF_RB_AVAIL_DATA) >= wakeup_bytes ? BPF_RB_FORCE_WAKEUP
-									 : BPF_RB_NO_WAKEUP;
+	return cp_wake_flag(rb, wakeup_bytes);
 }
 
 /* ---- Channel handlers --------------------------------------------------------
@@ -169,7 +149,7 @@ static __always_inline __s64 next_seq(struct cp_hstate_key *k)
 static __always_inline void emit_count(const struct ev_ctx *e, struct cp_count_slot *slot,
 				       __u64 period)
 {
-	void *rb = bpf_map_lookup_elem(&rings, &e->cpu);
+	void *rb = cp_ring_of_cpu(&rings, e->cpu);
 	struct cp_count_rec *r = rb ? bpf_ringbuf_reserve(rb, sizeof(*r), 0) : NULL;
 	if (!r) {
 		count(CP_CNT_SERIES_LOST, slot->count);

@@ -18,6 +18,7 @@
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_endian.h>
 #include "cptrace_net.h"
+#include "ring_common.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -36,25 +37,9 @@ const volatile __u64 filter_cgroup = 0; /* owner cgroup v2 id */
 const volatile __u8 filter_ports = 0;   /* 1: keep only ports in `ports` */
 const volatile __u64 wakeup_bytes = 1 << 20;
 
-struct ring {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 1 << 22);
-};
-
-/* One ring per CPU (filled by user space before attach), as in cptrace.bpf.c. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
-	__uint(max_entries, 1024);
-	__type(key, __u32);
-	__array(values, struct ring);
-} net_rings SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, CP_NET_CNT_MAX);
-	__type(key, __u32);
-	__type(value, __u64);
-} net_counters SEC(".maps");
+/* One ring per CPU and the per-CPU counters (bpf/ring_common.h). */
+CP_PER_CPU_RINGS(net_rings);
+CP_PER_CPU_COUNTERS(net_counters, CP_NET_CNT_MAX);
 
 /* --port N: host-order ports to keep (either end matches). */
 struct {
@@ -129,11 +114,7 @@ static __always_inline bool in_task(void)
 
 static __always_inline void count(__u32 idx)
 {
-	__u64 *c = bpf_map_lookup_elem(&net_counters, &idx);
-	/* Atomic although per-CPU: a softirq (packet receive) can run this on the same
-	 * CPU between the load and the store of a task-context program's increment. */
-	if (c)
-		__sync_fetch_and_add(c, 1);
+	cp_count_atomic(&net_counters, idx, 1); /* softirq receives can interleave */
 }
 
 static __always_inline bool port_ok(__u16 a, __u16 b)
@@ -210,16 +191,14 @@ static __always_inline void flow_of(struct flow_key *k, const struct cp_net_rec 
 static __always_inline void emit(struct cp_net_rec *r)
 {
 	__u32 cpu = bpf_get_smp_processor_id();
-	void *rb = bpf_map_lookup_elem(&net_rings, &cpu);
+	void *rb = cp_ring_of_cpu(&net_rings, cpu);
 	count(CP_NET_CNT_SEEN);
 	if (!rb) {
 		count(CP_NET_CNT_DROPPED);
 		return;
 	}
 	r->cpu = cpu;
-	__u64 fl = bpf_ringbuf_query(rb, BPF_RB_AVAIL_DATA) >= wakeup_bytes ? BPF_RB_FORCE_WAKEUP
-									    : BPF_RB_NO_WAKEUP;
-	if (bpf_ringbuf_output(rb, r, sizeof(*r), fl))
+	if (bpf_ringbuf_output(rb, r, sizeof(*r), cp_wake_flag(rb, wakeup_bytes)))
 		count(CP_NET_CNT_DROPPED);
 }
 

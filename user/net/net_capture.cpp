@@ -19,6 +19,7 @@
 
 #include "trace/net_codec.h"
 #include "netcap.skel.h"
+#include "probe/per_cpu_rings.h"
 #include "probe/probe_attach.h"
 
 namespace cptrace {
@@ -95,15 +96,9 @@ NetCapture::~NetCapture() {
 }
 
 void NetCapture::create_rings(uint32_t ring_bytes) {
-  int outer = bpf_map__fd(skel_->maps.net_rings);
-  int ncpu = libbpf_num_possible_cpus();
-  for (int cpu = 0; cpu < ncpu; ++cpu) {
-    int fd = bpf_map_create(BPF_MAP_TYPE_RINGBUF, "cp_net_ring", 0, 0, ring_bytes, nullptr);
-    if (fd < 0) throw std::runtime_error(explain_bpf_error(errno, "creating a network ring buffer"));
-    ring_fds_.push_back(fd);
-    __u32 key = cpu;
-    if (bpf_map_update_elem(outer, &key, &fd, BPF_ANY))
-      throw std::runtime_error(explain_bpf_error(errno, "installing a network ring buffer"));
+  ring_fds_ = install_per_cpu_rings(bpf_map__fd(skel_->maps.net_rings), ring_bytes, "cp_net_ring",
+                                    "a network ring buffer");
+  for (int fd : ring_fds_) {
     int err = rb_ ? ring_buffer__add(rb_, fd, &NetCapture::on_record, this) : 0;
     if (!rb_) {
       rb_ = ring_buffer__new(fd, &NetCapture::on_record, this, nullptr);
@@ -169,17 +164,10 @@ void NetCapture::stop() {
 }
 
 Counters NetCapture::read_counters() const {
-  int ncpu = libbpf_num_possible_cpus();
-  Counters c;
-  c.seen.assign(ncpu, 0);
-  c.dropped.assign(ncpu, 0);
-  std::vector<__u64> vals(ncpu);
   int fd = bpf_map__fd(skel_->maps.net_counters);
-  for (__u32 idx : {__u32(CP_NET_CNT_SEEN), __u32(CP_NET_CNT_DROPPED)}) {
-    if (bpf_map_lookup_elem(fd, &idx, vals.data())) continue;
-    auto& dst = idx == CP_NET_CNT_SEEN ? c.seen : c.dropped;
-    for (int i = 0; i < ncpu; ++i) dst[i] = vals[i];
-  }
+  Counters c;
+  c.seen = read_per_cpu_counter(fd, CP_NET_CNT_SEEN);
+  c.dropped = read_per_cpu_counter(fd, CP_NET_CNT_DROPPED);
   return c;
 }
 

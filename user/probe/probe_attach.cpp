@@ -10,6 +10,7 @@
 
 #include "cptrace.skel.h"
 #include "cptrace_records.h"
+#include "probe/per_cpu_rings.h"
 #include "probe/proc_registry.h"
 
 namespace cptrace {
@@ -47,16 +48,7 @@ Probes::~Probes() {
 }
 
 void Probes::create_rings(uint32_t ring_bytes) {
-  int outer = bpf_map__fd(skel_->maps.rings);
-  int ncpu = libbpf_num_possible_cpus();
-  for (int cpu = 0; cpu < ncpu; ++cpu) {
-    int fd = bpf_map_create(BPF_MAP_TYPE_RINGBUF, "cp_ring", 0, 0, ring_bytes, nullptr);
-    if (fd < 0) throw std::runtime_error(explain_bpf_error(errno, "creating a ring buffer"));
-    ring_fds_.push_back(fd);
-    __u32 key = cpu;
-    if (bpf_map_update_elem(outer, &key, &fd, BPF_ANY))
-      throw std::runtime_error(explain_bpf_error(errno, "installing a ring buffer"));
-  }
+  ring_fds_ = install_per_cpu_rings(bpf_map__fd(skel_->maps.rings), ring_bytes, "cp_ring", "a ring buffer");
 }
 
 // Checked before attaching an optional site, so that libbpf does not print a
@@ -111,19 +103,12 @@ void Probes::detach() {
 }
 
 Counters Probes::read_counters() const {
-  int ncpu = libbpf_num_possible_cpus();
-  Counters c;
-  std::vector<__u64> vals(ncpu);
   int fd = bpf_map__fd(skel_->maps.counters);
-  std::pair<__u32, std::vector<uint64_t>*> which[] = {{CP_CNT_SEEN, &c.seen},
-                                                      {CP_CNT_DROPPED, &c.dropped},
-                                                      {CP_CNT_FILTERED, &c.filtered},
-                                                      {CP_CNT_SERIES_LOST, &c.series_lost}};
-  for (auto [idx, dst] : which) {
-    dst->assign(ncpu, 0);
-    if (bpf_map_lookup_elem(fd, &idx, vals.data())) continue;
-    for (int i = 0; i < ncpu; ++i) (*dst)[i] = vals[i];
-  }
+  Counters c;
+  c.seen = read_per_cpu_counter(fd, CP_CNT_SEEN);
+  c.dropped = read_per_cpu_counter(fd, CP_CNT_DROPPED);
+  c.filtered = read_per_cpu_counter(fd, CP_CNT_FILTERED);
+  c.series_lost = read_per_cpu_counter(fd, CP_CNT_SERIES_LOST);
   return c;
 }
 

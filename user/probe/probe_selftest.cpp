@@ -6,21 +6,21 @@
 
 #include <chrono>
 #include <cstring>
+#include <stdexcept>
 #include <vector>
 
 #include "cptrace.skel.h"
+#include "probe/per_cpu_rings.h"
 
-// Two probe sites in this binary: `nop5; ret` like lib/cp_stubs.S, and one that
-// starts with an instruction the kernel cannot emulate and must single-step
-// (push, jmp, call and nop are emulated, so they would hide the trap cost).
+// Two probe sites in this binary: one made by the macro of every real site
+// (lib/probe_site.h, found through -Wa,-Ilib), and one that starts with an
+// instruction the kernel cannot emulate and must single-step (push, jmp, call
+// and nop are emulated, so they would hide the trap cost).
 asm(R"(
+  .include "probe_site.h"
   .text
-  .globl cp_selftest_nop5
-  .type cp_selftest_nop5,@function
-cp_selftest_nop5:
-  .byte 0x0f, 0x1f, 0x44, 0x00, 0x00
-  ret
-  .size cp_selftest_nop5, .-cp_selftest_nop5
+  CP_PROBE_SITE cp_selftest_nop5
+  .p2align 4
   .globl cp_selftest_plain
   .type cp_selftest_plain,@function
 cp_selftest_plain:
@@ -77,14 +77,10 @@ UprobeCost measure_uprobe_cost(int calls) {
   }
   // One small ring per CPU so the recording program really writes records.
   std::vector<int> fds;
-  for (int cpu = 0; cpu < libbpf_num_possible_cpus(); ++cpu) {
-    int fd = bpf_map_create(BPF_MAP_TYPE_RINGBUF, "cp_selftest", 0, 0, 8u << 20, nullptr);
-    __u32 k = cpu;
-    if (fd < 0 || bpf_map_update_elem(bpf_map__fd(s->maps.rings), &k, &fd, BPF_ANY)) {
-      c.error = std::string("creating a BPF ring buffer: ") + strerror(errno);
-      break;
-    }
-    fds.push_back(fd);
+  try {
+    fds = install_per_cpu_rings(bpf_map__fd(s->maps.rings), 8u << 20, "cp_selftest", "a BPF ring buffer");
+  } catch (const std::exception& e) {
+    c.error = e.what();
   }
   if (c.error.empty()) {
     c.nop5_empty_ns = with_probe(s->progs.cp_empty, "cp_selftest_nop5", cp_selftest_nop5, calls, c.error);
