@@ -26,7 +26,6 @@ LAYERS     := trace probe net sync record translate analyze load cli
 reverse    = $(if $(1),$(call reverse,$(wordlist 2,$(words $(1)),$(1))) $(firstword $(1)))
 # Everything below the CLI, linked top-down: a call into a higher layer fails to link.
 CORE_LIBS  := $(foreach l,$(call reverse,$(filter-out cli,$(LAYERS))),$(BUILD)/user/lib$(l).a)
-USER_HDRS  := $(wildcard user/*/*.h)
 LIB_SRCS   := $(wildcard lib/*.c) $(wildcard lib/*.S)
 LIB_OBJS   := $(patsubst lib/%,$(BUILD)/lib/%.o,$(LIB_SRCS))
 TEST_SRCS  := $(wildcard tests/unit/*.cpp) $(wildcard tests/integration/*.cpp)
@@ -73,19 +72,21 @@ $(BUILD)/%.skel.h: $(BUILD)/bpf/%.bpf.o
 	$(BPFTOOL) gen skeleton $< > $@.tmp && mv $@.tmp $@
 
 # ---- the cptrace program --------------------------------------------------------
-$(BUILD)/obj/%.o: user/%.cpp $(SKELS) $(USER_HDRS) $(wildcard include/*.h) lib/probe_site.h
+# -MMD: each object depends on the headers it really includes (build/**/*.d), so
+# changing one stage's header rebuilds only the files above it.
+$(BUILD)/obj/%.o: user/%.cpp lib/probe_site.h | $(SKELS)
 	@mkdir -p $(@D)
-	$(CXX) -std=c++20 $(CXXFLAGS) $(WARN) $(CPPFLAGS) $(SITE_AS) -c $< -o $@
+	$(CXX) -std=c++20 $(CXXFLAGS) $(WARN) $(CPPFLAGS) $(SITE_AS) -MMD -MP -c $< -o $@
 
 # One archive per stage folder (user/X/*.cpp -> build/user/libX.a).
 stage_objs = $(patsubst user/%.cpp,$(BUILD)/obj/%.o,$(wildcard user/$(1)/*.cpp))
-# Objects, skeletons and archives are all kept: none is an intermediate file.
-.SECONDARY:
-.SECONDEXPANSION:
-$(BUILD)/user/lib%.a: $$(call stage_objs,$$*)
-	@mkdir -p $(@D)
-	@rm -f $@
-	ar rcs $@ $^
+define stage_lib
+$(BUILD)/user/lib$(1).a: $(call stage_objs,$(1))
+	@mkdir -p $$(@D)
+	@rm -f $$@
+	ar rcs $$@ $$^
+endef
+$(foreach l,$(LAYERS),$(eval $(call stage_lib,$(l))))
 
 # libcptrace.a: the generator and sink call cp_logTS, so the probe sites live in cptrace itself.
 $(BUILD)/cptrace: $(BUILD)/user/libcli.a $(CORE_LIBS) $(BUILD)/libcptrace.a
@@ -142,9 +143,9 @@ $(BUILD)/tests/%: tests/workloads/%.cpp $(BUILD)/libcptrace.so
 	@mkdir -p $(@D)
 	$(CXX) -std=c++20 $(CXXFLAGS) -Iinclude $< -o $@ -L$(BUILD) -lcptrace -Wl,-rpath,'$$ORIGIN/..' -lpthread
 
-$(BUILD)/tests/obj/%.o: tests/%.cpp $(SKELS) $(USER_HDRS) $(wildcard include/*.h tests/*.h)
+$(BUILD)/tests/obj/%.o: tests/%.cpp | $(SKELS)
 	@mkdir -p $(@D)
-	$(CXX) -std=c++20 $(CXXFLAGS) $(WARN) $(CPPFLAGS) -Itests -c $< -o $@
+	$(CXX) -std=c++20 $(CXXFLAGS) $(WARN) $(CPPFLAGS) -Itests -MMD -MP -c $< -o $@
 
 $(BUILD)/cptrace_tests: $(TEST_OBJS) $(CORE_LIBS) $(BUILD)/libcptrace.so
 	$(CXX) -o $@ $(TEST_OBJS) $(CORE_LIBS) -L$(BUILD) -lcptrace -Wl,-rpath,'$$ORIGIN' \
@@ -209,3 +210,5 @@ install: all
 
 clean:
 	rm -rf $(BUILD)
+
+-include $(wildcard $(BUILD)/obj/*/*.d $(BUILD)/tests/obj/*/*.d)

@@ -30,7 +30,7 @@ char LICENSE[] SEC("license") = "GPL";
 #define IPPROTO_UDP 17
 #define TCP_LISTEN 10
 
-/* Filters, set by user/net_capture.cpp before load. 0 = no filter. */
+/* Filters, set by user/net/net_capture.cpp before load. 0 = no filter. */
 const volatile __u32 filter_netns = 0;  /* netns inode */
 const volatile __u32 filter_tgid = 0;   /* owner tgid */
 const volatile __u64 filter_cgroup = 0; /* owner cgroup v2 id */

@@ -4,7 +4,7 @@
  * BPF programs write it into the per-CPU net rings, and a Net frame of a trace is
  * exactly an array of these records (zstd-compressed), so the layout below is also
  * the on-disk layout: explicit padding, little-endian, 96 bytes. Change it only
- * together with the Net frame version (user/net_codec.h).
+ * together with the Net frame version (user/trace/net_codec.h).
  *
  * Byte order: addresses are stored as on the wire (network order, IPv4 in the
  * first 4 bytes); ports, seq/ack and every other number are host order. */

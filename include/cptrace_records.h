@@ -2,7 +2,7 @@
  *
  * These are the records that cross the kernel/user boundary through the per-CPU
  * ring buffers. They are defined once, here. Everything after the collector uses
- * the decoded trace_event of user/trace_format.h instead.
+ * the decoded trace_event of user/trace/trace_format.h instead.
  *
  * The header is included by BPF C (where vmlinux.h provides __u64 and friends)
  * and by C/C++ user code (where linux/types.h does). */
@@ -85,7 +85,7 @@ enum cp_counter {
 	CP_CNT_MAX = 8,
 };
 
-/* ---- Channel handlers (user/handlers.h, evaluated in bpf/cptrace.bpf.c) ----------
+/* ---- Channel handlers (user/probe/handlers.h, evaluated in bpf/cptrace.bpf.c) ----------
  *
  * The `handlers` hash map holds one cp_handler per channel id; key 0 is the
  * default for channels without an entry (no default entry: `id`). Every install

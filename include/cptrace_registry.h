@@ -4,7 +4,7 @@
  * is already attached. A recorder started later finds the names here instead:
  * libcptrace exports the global `cptrace_registry`, and the recorder locates it
  * through the symbol table of every ELF object mapped in the target process and
- * reads it with process_vm_readv (user/proc_registry.h).
+ * reads it with process_vm_readv (user/probe/proc_registry.h).
  *
  * Protocol, so a reader in another process needs no lock:
  *  - the header (magic, version, capacity) is written once, when the first

@@ -1,6 +1,6 @@
 // `cptrace record --net`: loads bpf/netcap.bpf.c with its filters, gives it one
 // ring buffer per CPU, attaches the socket and packet tracepoints, and drains the
-// rings into Net frames (user/net_codec.h) handed to the block pipeline.
+// rings into Net frames (user/trace/net_codec.h) handed to the block pipeline.
 #pragma once
 #include <atomic>
 #include <cstdint>

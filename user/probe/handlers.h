@@ -152,7 +152,7 @@ struct HeldEvents {
 // A table writing the `handlers` map of these probes.
 std::unique_ptr<HandlerTable> make_handler_table(Probes& probes, double tsc_hz);
 
-// The recorder's side of the control socket (user/control_socket.h):
+// The recorder's side of the control socket (user/record/control_socket.h):
 //   {"cmd":"set","channel":C,"handler":[words]} -> {"ok":true,"changes":[history entries]}
 //   {"cmd":"get"}                                -> {"ok":true,"handlers":[...],"history":[...]}
 // A bad request changes nothing and answers {"ok":false,"error":...}.

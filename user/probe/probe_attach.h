@@ -37,7 +37,7 @@ class Probes {
   void detach();
   // Per-CPU seen/dropped counts (events).
   Counters read_counters() const;
-  // Channel handler maps (user/handlers.h) and the switch that turns them on.
+  // Channel handler maps (user/probe/handlers.h) and the switch that turns them on.
   int handlers_fd() const;
   int last_slots_fd() const;
   int count_slots_fd() const;

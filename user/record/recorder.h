@@ -23,7 +23,7 @@ struct RecordOptions {
   uint32_t ring_mb = 16;
   int zstd_level = 1;
   double flush_s = 0.5;           // a killed recorder loses at most this much
-  std::string config_file;        // --config: channel handler rules (user/handlers.h)
+  std::string config_file;        // --config: channel handler rules (user/probe/handlers.h)
   std::string control_socket;     // --control-socket (default: OUT_DIR/control.sock)
   MinrttRecordOptions minrtt;     // --peers, --minrtt-listen, --sync-*, --key, --simulate-clock
   NetOptions net;                 // --net and its filters (net_capture.h)

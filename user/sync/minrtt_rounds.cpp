@@ -68,6 +68,51 @@ Initiator::Socks& Initiator::socks_for(int family) {
   return s;
 }
 
+// Until both answers arrived or the timeout: anything stale, stray, replayed or
+// unauthenticated is counted by reason and skipped, never taken as an answer.
+Initiator::Answers Initiator::await_answers(const Socks& s, uint64_t probe_seq, PeerCounters& pc,
+                                            SyncRound& r) {
+  Answers got;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms_);
+  while (!(got.reply && got.followup)) {
+    int left = int(std::chrono::duration_cast<std::chrono::milliseconds>(
+                       deadline - std::chrono::steady_clock::now()).count());
+    if (left <= 0) break;
+    pollfd p{s.rx, POLLIN, 0};
+    if (poll(&p, 1, left) <= 0) continue;
+    uint8_t buf[minrtt::kMessageBytes + 1];
+    uint64_t rt = 0;
+    ssize_t n = recv_stamped(s.rx, buf, sizeof buf, nullptr, nullptr, &rt, MSG_DONTWAIT);
+    uint64_t now = rdtsc_now();
+    if (n < 0) continue;
+    minrtt::Message m;
+    minrtt::Reject why = minrtt::decode(buf, size_t(n), key_, m);
+    if (why == minrtt::Reject::None &&
+        (m.type == minrtt::MsgType::Probe || m.echo_session != session_ || m.echo_seq != probe_seq))
+      why = minrtt::Reject::Unexpected;  // stale (a late answer to an earlier round) or stray
+    if (why == minrtt::Reject::None && !replay_.accept(m.session, m.seq)) why = minrtt::Reject::Replayed;
+    if (why != minrtt::Reject::None) {
+      pc.rejected[minrtt::reject_name(why)]++;
+      continue;
+    }
+    if (m.type == minrtt::MsgType::Reply && !got.reply) {
+      got.reply = true;
+      got.u4 = now;
+      got.rt4 = rt;
+      r.peer = m.node;
+      r.u2 = m.a;
+      r.u3 = m.b;
+    } else if (m.type == minrtt::MsgType::Followup && !got.followup) {
+      got.followup = true;
+      r.t2 = m.a;
+      r.t3 = m.b;
+      got.peer_kernel_ok = m.kernel_ok;
+      if (r.peer.empty()) r.peer = m.node;
+    }
+  }
+  return got;
+}
+
 std::optional<SyncRound> Initiator::round(const Peer& peer, const std::string& phase, uint64_t seq) {
   PeerCounters& pc = counters_[peer.text];
   pc.attempted++;
@@ -95,58 +140,20 @@ std::optional<SyncRound> Initiator::round(const Peer& peer, const std::string& p
   r.peer_addr = peer.text;
   r.phase = phase;
   r.seq = seq;
-  uint64_t rt4 = 0, u4 = 0;
-  bool have_reply = false, have_followup = false, peer_kernel_ok = false;
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms_);
-  while (!(have_reply && have_followup)) {
-    int left = int(std::chrono::duration_cast<std::chrono::milliseconds>(
-                       deadline - std::chrono::steady_clock::now()).count());
-    if (left <= 0) break;
-    pollfd p{s.rx, POLLIN, 0};
-    if (poll(&p, 1, left) <= 0) continue;
-    uint8_t buf[minrtt::kMessageBytes + 1];
-    uint64_t rt = 0;
-    ssize_t n = recv_stamped(s.rx, buf, sizeof buf, nullptr, nullptr, &rt, MSG_DONTWAIT);
-    uint64_t now = rdtsc_now();
-    if (n < 0) continue;
-    minrtt::Message m;
-    minrtt::Reject why = minrtt::decode(buf, size_t(n), key_, m);
-    if (why == minrtt::Reject::None &&
-        (m.type == minrtt::MsgType::Probe || m.echo_session != session_ || m.echo_seq != probe.seq))
-      why = minrtt::Reject::Unexpected;  // stale (a late answer to an earlier round) or stray
-    if (why == minrtt::Reject::None && !replay_.accept(m.session, m.seq)) why = minrtt::Reject::Replayed;
-    if (why != minrtt::Reject::None) {
-      pc.rejected[minrtt::reject_name(why)]++;
-      continue;
-    }
-    if (m.type == minrtt::MsgType::Reply && !have_reply) {
-      have_reply = true;
-      u4 = now;
-      rt4 = rt;
-      r.peer = m.node;
-      r.u2 = m.a;
-      r.u3 = m.b;
-    } else if (m.type == minrtt::MsgType::Followup && !have_followup) {
-      have_followup = true;
-      r.t2 = m.a;
-      r.t3 = m.b;
-      peer_kernel_ok = m.kernel_ok;
-      if (r.peer.empty()) r.peer = m.node;
-    }
-  }
-  if (!have_reply) {
+  Answers got = await_answers(s, probe.seq, pc, r);
+  if (!got.reply) {
     pc.lost++;
     return std::nullopt;
   }
   std::optional<uint64_t> rt1 = read_tx_stamp(s.tx, probe_id, 20);
   sc.sample_after();
   r.u1 = sc.user_tsc(u1);
-  r.u4 = sc.user_tsc(u4);
+  r.u4 = sc.user_tsc(got.u4);
   r.user_ok = true;
   r.t1 = rt1 ? sc.realtime_to_tsc(*rt1) : 0;
-  r.t4 = rt4 ? sc.realtime_to_tsc(rt4) : 0;
-  if (!have_followup) pc.no_followup++;
-  r.kernel_ok = rt1 && rt4 && have_followup && peer_kernel_ok && sc.consistent() && r.t4 >= r.t1 &&
+  r.t4 = got.rt4 ? sc.realtime_to_tsc(got.rt4) : 0;
+  if (!got.followup) pc.no_followup++;
+  r.kernel_ok = rt1 && got.rt4 && got.followup && got.peer_kernel_ok && sc.consistent() && r.t4 >= r.t1 &&
                 r.t3 >= r.t2;
   if (!r.kernel_ok) pc.kernel_bad++;
   pc.completed++;

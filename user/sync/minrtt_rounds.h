@@ -59,6 +59,13 @@ class Initiator {
     uint32_t tx_count = 0;
   };
   Socks& socks_for(int family);
+  // What came back for one probe: the reply (u2, u3, its kernel receive stamp)
+  // and the followup (t2, t3), filled into the round as they arrive.
+  struct Answers {
+    bool reply = false, followup = false, peer_kernel_ok = false;
+    uint64_t rt4 = 0, u4 = 0;  // receive stamp of the reply: kernel (realtime ns), rdtsc
+  };
+  Answers await_answers(const Socks& s, uint64_t probe_seq, PeerCounters& pc, SyncRound& r);
 
   std::string node_;
   const std::vector<uint8_t>* key_;

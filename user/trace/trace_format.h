@@ -94,7 +94,7 @@ struct ChannelInfo {
 };
 
 // Per-CPU counters, in events. recorded + dropped + filtered == seen, where
-// filtered counts the events a channel handler kept no record of (user/handlers.h).
+// filtered counts the events a channel handler kept no record of (user/probe/handlers.h).
 struct Counters {
   std::vector<uint64_t> seen;
   std::vector<uint64_t> dropped;

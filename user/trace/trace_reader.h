@@ -63,7 +63,7 @@ class TraceReader {
   std::vector<TraceEvent> events() const;
 
   // Channel handler changes (Handlers frames), in the order they took effect:
-  // JSON objects described in user/handlers.h.
+  // JSON objects described in user/probe/handlers.h.
   const nlohmann::json& handler_changes() const { return handler_changes_; }
   // Network events (Net frames, `record --net`) in file order, one frame at a time,
   // ts converted from CLOCK_MONOTONIC to TSC through the clock map (r.ktime_ns keeps

@@ -1,0 +1,54 @@
+#include "record/channel_table.h"
+
+#include <exception>
+
+#include "probe/proc_registry.h"
+
+namespace cptrace {
+
+namespace {
+
+nlohmann::json to_json(const std::vector<ChannelInfo>& v) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const auto& c : v) a.push_back({{"id", c.id}, {"name", c.name}, {"pid", c.pid}});
+  return a;
+}
+
+}  // namespace
+
+void ChannelTable::add(const ChannelInfo& c) {
+  {
+    std::lock_guard lk(mu_);
+    auto [it, fresh] = all_.try_emplace(c.id, c);
+    if (!fresh && !(it->second.name.empty() && !c.name.empty())) return;
+    it->second = c;
+    pending_.push_back(c);
+  }
+  if (on_new) on_new(c);
+}
+
+void ChannelTable::add_registry(pid_t pid) {
+  try {
+    for (const auto& e : read_process_registry(pid)) add(ChannelInfo{e.id, e.name, uint32_t(pid)});
+  } catch (const std::exception&) {
+    // The process may have exited or not use libcptrace's registry: names then
+    // come only from the announce probe.
+  }
+}
+
+bool ChannelTable::take_pending(EncodedFrame& f) {
+  std::lock_guard lk(mu_);
+  if (pending_.empty()) return false;
+  f = encode_json(FrameType::Channels, to_json(pending_).dump(), pending_.size());
+  pending_.clear();
+  return true;
+}
+
+nlohmann::json ChannelTable::all_json() {
+  std::lock_guard lk(mu_);
+  std::vector<ChannelInfo> v;
+  for (auto& [id, c] : all_) v.push_back(c);
+  return to_json(v);
+}
+
+}  // namespace cptrace
