@@ -2,15 +2,18 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <string>
 
+#include <CLI/CLI.hpp>
 #include <bpf/bpf.h>
 
 #include "cli/commands.h"
-#include "trace/node_info.h"
 #include "probe/probe_selftest.h"
+#include "trace/node_info.h"
 
 namespace cptrace {
 
@@ -22,9 +25,8 @@ struct Checker {
     if (!ok && required) failed++;
   }
 };
-}  // namespace
 
-int cmd_check() {
+int run_check() {
   namespace fs = std::filesystem;
   Checker c;
   NodeInfo n = read_node_info();
@@ -58,6 +60,13 @@ int cmd_check() {
          (n.clocksource == "tsc" ? "" : " (not tsc: kernel timestamps convert less tightly)"));
   printf("%s\n", c.failed ? "recording cannot work here" : "recording can work here");
   return c.failed ? 1 : 0;
+}
+
+}  // namespace
+
+SubcommandRunner add_check_command(CLI::App& app) {
+  auto* check = app.add_subcommand("check", "can this machine record? (root, BTF, uprobes, nop5 path, TSC, ring buffer)");
+  return {check, run_check};
 }
 
 }  // namespace cptrace

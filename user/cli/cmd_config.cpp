@@ -1,20 +1,24 @@
 // `cptrace config`: changes the channel handlers of a running recorder through
-// its control socket (user/control_socket.h), and prints handler histories.
+// its control socket (record/control_socket.h).
 //
 //   cptrace config DIR set CHANNEL HANDLER [PARAMS...]
 //   cptrace config --socket PATH set CHANNEL HANDLER [PARAMS...]
 //   cptrace config DIR get
 #include <cstdio>
 #include <filesystem>
+#include <memory>
 #include <stdexcept>
+#include <string>
+#include <vector>
 
+#include <CLI/CLI.hpp>
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
-#include "record/control_socket.h"
+#include "cli/common.h"
 #include "probe/handlers.h"
-#include "trace/trace_reader.h"
+#include "record/control_socket.h"
 
 using nlohmann::json;
 
@@ -22,28 +26,14 @@ namespace cptrace {
 
 namespace {
 
-std::string change_line(const json& c) {
-  uint64_t before = c.at("before").at("mono_ns"), after = c.at("after").at("mono_ns");
-  return fmt::format("{:<24} {:<16} from mono {} ns (switch window {} ns, gen {}, {} `{}`)",
-                     c.value("name", "?"), c.value("spec", "?"), before, after - before,
-                     c.value("gen", 0), c.value("source", "?"), c.value("rule", ""));
-}
+struct ConfigArgs {
+  std::string socket;
+  std::vector<std::string> args;
+};
 
-}  // namespace
-
-void print_handler_history(const TraceReader& r, FILE* out, const char* prefix) {
-  for (const json& c : r.handler_changes()) {
-    try {
-      fprintf(out, "%s%s\n", prefix, change_line(c).c_str());
-    } catch (const std::exception& e) {
-      fprintf(out, "%s(malformed handler change: %s)\n", prefix, e.what());
-    }
-  }
-}
-
-int cmd_config(const std::string& socket, const std::vector<std::string>& args) {
-  std::vector<std::string> a = args;
-  std::string path = socket;
+int run_config(const ConfigArgs& c) {
+  std::vector<std::string> a = c.args;
+  std::string path = c.socket;
   if (path.empty()) {
     if (a.empty()) throw std::invalid_argument("give the trace directory of the recording, or --socket PATH");
     path = (std::filesystem::path(a[0]) / "control.sock").string();
@@ -70,8 +60,19 @@ int cmd_config(const std::string& socket, const std::vector<std::string>& args) 
       printf("%-24s %s\n", h.value("name", "?").c_str(), h.value("spec", "?").c_str());
     return 0;
   }
-  for (const json& c : reply["changes"]) printf("%s\n", change_line(c).c_str());
+  for (const json& ch : reply["changes"]) printf("%s\n", handler_change_line(ch).c_str());
   return 0;
+}
+
+}  // namespace
+
+SubcommandRunner add_config_command(CLI::App& app) {
+  auto c = std::make_shared<ConfigArgs>();
+  auto* config = app.add_subcommand("config", "change channel handlers of a running recording: "
+                                              "config DIR|--socket PATH set CHANNEL HANDLER [PARAMS] | get");
+  config->add_option("--socket", c->socket, "the recorder's control socket (instead of DIR)");
+  config->add_option("args", c->args, "[DIR] set CHANNEL HANDLER [PARAMS...] | [DIR] get")->required();
+  return {config, [c] { return run_config(*c); }};
 }
 
 }  // namespace cptrace

@@ -2,38 +2,59 @@
 // ring and block, so only roughly in time order; sort on ts for a timeline):
 // all user events first, then all network events (net_dump.h for their columns).
 #include <cstdio>
+#include <memory>
+#include <string>
+
+#include <CLI/CLI.hpp>
 
 #include "cli/commands.h"
-#include "trace/event_names.h"
+#include "cli/common.h"
 #include "net/net_dump.h"
+#include "trace/event_names.h"
 #include "trace/trace_reader.h"
 
 namespace cptrace {
 
+namespace {
 
-int cmd_dump(const std::string& dir, bool csv) {
-  TraceReader r(dir);
+struct DumpArgs {
+  std::string dir;
+  bool csv = false;
+};
+
+int run_dump(const DumpArgs& a) {
+  TraceReader r(a.dir);
   std::string node = r.meta().value("node", "");
   bool net = r.net_event_count() > 0;  // without net events the CSV stays as it was
   const char* tail = net ? kNetCsvEmpty : "";
-  if (csv) printf("node,kind,ts,channel,tuple,pid,tid,cpu%s\n", net ? kNetCsvColumns : "");
-  if (!csv) print_handler_history(r, stdout, "# ");
+  if (a.csv) printf("node,kind,ts,channel,tuple,pid,tid,cpu%s\n", net ? kNetCsvColumns : "");
+  if (!a.csv) print_handler_history(r, stdout, "# ");
   r.for_each_event([&](const TraceEvent& e) {
     const std::string ch = r.channel_name(e.channel);
-    if (csv)
+    if (a.csv)
       printf("%s,%s,%llu,%s,%llu,%u,%u,%u%s\n", node.c_str(), event_kind_name(e.kind),
              (unsigned long long)e.ts, ch.c_str(), (unsigned long long)e.tuple, e.pid, e.tid, e.cpu, tail);
     else
       printf("%20llu %-6s %-24s tuple=%-20llu pid=%-7u tid=%-7u cpu=%u\n", (unsigned long long)e.ts,
              event_kind_name(e.kind), ch.c_str(), (unsigned long long)e.tuple, e.pid, e.tid, e.cpu);
   });
-  r.for_each_net_event([&](const NetEvent& e) { csv ? print_net_csv(stdout, node, e) : print_net_text(stdout, e); });
+  r.for_each_net_event([&](const NetEvent& e) { a.csv ? print_net_csv(stdout, node, e) : print_net_text(stdout, e); });
   if (r.error()) {
     fflush(stdout);
     fprintf(stderr, "cptrace dump: %s (events before it were printed)\n", r.error()->what());
     return 2;
   }
   return 0;
+}
+
+}  // namespace
+
+SubcommandRunner add_dump_command(CLI::App& app) {
+  auto a = std::make_shared<DumpArgs>();
+  auto* dump = app.add_subcommand("dump", "print every event of a trace");
+  dump->add_option("dir", a->dir, "trace directory")->required();
+  dump->add_flag("--csv", a->csv, "CSV: node,kind,ts,channel,tuple,pid,tid,cpu (ts in the node's TSC ticks)");
+  return {dump, [a] { return run_dump(*a); }};
 }
 
 }  // namespace cptrace

@@ -1,60 +1,75 @@
 // `cptrace info`: what a trace holds — per-channel counts, drops, span, sizes.
+#include <algorithm>
 #include <cstdio>
-#include <filesystem>
 #include <map>
+#include <memory>
+#include <string>
 
+#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/common.h"
 #include "sync/sync_session.h"
 #include "trace/trace_reader.h"
 
 namespace cptrace {
 
 namespace {
+
+struct InfoArgs {
+  std::string dir;
+  bool json = false;
+};
+
 struct ChannelStats {
   uint64_t events = 0, first = UINT64_MAX, last = 0, counted = 0;  // counted: `counter` series
 };
-}  // namespace
 
-int cmd_info(const std::string& dir, bool as_json) {
-  namespace fs = std::filesystem;
-  TraceReader r(dir);
+struct EventTotals {
   std::map<uint64_t, ChannelStats> per;
   uint64_t first = UINT64_MAX, last = 0, n = 0;
   uint64_t series = 0;
+};
+
+EventTotals count_events(const TraceReader& r) {
+  EventTotals t;
   r.for_each_event([&](const TraceEvent& e) {
-    auto& c = per[e.channel];
+    auto& c = t.per[e.channel];
     if (e.kind == uint8_t(EventKind::Count)) {  // a series point, not an event
       c.counted += e.tuple;
-      series++;
+      t.series++;
       return;
     }
     if (e.kind == uint8_t(EventKind::User)) c.events++;
     c.first = std::min(c.first, e.ts);
     c.last = std::max(c.last, e.ts);
-    first = std::min(first, e.ts);
-    last = std::max(last, e.ts);
-    n++;
+    t.first = std::min(t.first, e.ts);
+    t.last = std::max(t.last, e.ts);
+    t.n++;
   });
+  return t;
+}
+
+// The --json summary; the text form prints from it too.
+nlohmann::json summary_json(const std::string& dir, const TraceReader& r, const EventTotals& t) {
   const Counters& k = r.counters();
   double hz = r.clock_map().tsc_hz();
-  double span_s = (n && hz > 0) ? double(last - first) / hz : 0;
+  double span_s = (t.n && hz > 0) ? double(t.last - t.first) / hz : 0;
   uint64_t file_bytes = r.file_bytes();
   double ratio = file_bytes ? double(r.raw_event_bytes()) / file_bytes : 0;
-
   nlohmann::json j = {{"dir", dir},
                       {"node", r.meta().value("node", "")},
                       {"host", r.meta().value("/machine/host"_json_pointer, "")},
                       {"complete", r.meta().value("complete", false)},
-                      {"events", n},
+                      {"events", t.n},
                       {"seen", k.total_seen()},
                       {"dropped", k.total_dropped()},
                       {"dropped_per_cpu", k.dropped},
                       {"filtered", k.total_filtered()},
-                      {"counter_series_points", series},
+                      {"counter_series_points", t.series},
                       {"handler_changes", r.handler_changes()},
-                      {"accounted", n + k.total_dropped() + k.total_filtered() == k.total_seen()},
+                      {"accounted", t.n + k.total_dropped() + k.total_filtered() == k.total_seen()},
                       {"span_s", span_s},
                       {"tsc_hz", hz},
                       {"clock_points", r.clock().size()},
@@ -62,7 +77,7 @@ int cmd_info(const std::string& dir, bool as_json) {
                       {"raw_event_bytes", r.raw_event_bytes()},
                       {"compression_ratio", ratio},
                       {"frames", r.frame_count()}};
-  for (auto& [id, c] : per)
+  for (auto& [id, c] : t.per)
     j["channels"].push_back({{"id", id}, {"name", r.channel_name(id)}, {"events", c.events},
                              {"counted", c.counted}, {"first_ts", c.first}, {"last_ts", c.last}});
   if (!r.sync_rounds().empty()) j["sync"] = summarize_rounds(r.sync_rounds(), hz);
@@ -73,35 +88,55 @@ int cmd_info(const std::string& dir, bool as_json) {
                 {"accounted", r.net_event_count() + nk.total_dropped() == nk.total_seen()}};
   }
   if (r.error()) j["error"] = r.error()->what();
+  return j;
+}
 
-  if (as_json) {
+void print_summary(const std::string& dir, const TraceReader& r, const EventTotals& t, const nlohmann::json& j) {
+  const Counters& k = r.counters();
+  printf("trace      %s (node %s, host %s)%s\n", dir.c_str(), j["node"].get<std::string>().c_str(),
+         j["host"].get<std::string>().c_str(), j["complete"].get<bool>() ? "" : "  [recorder did not finish]");
+  printf("events     %llu recorded, %llu dropped, %llu filtered by handlers, %llu seen by the probes%s\n",
+         (unsigned long long)t.n, (unsigned long long)k.total_dropped(), (unsigned long long)k.total_filtered(),
+         (unsigned long long)k.total_seen(),
+         j["accounted"].get<bool>() ? "" : "  [MISMATCH: recorded + dropped + filtered != seen]");
+  if (j.contains("net"))
+    printf("network    %llu recorded, %llu dropped, %llu seen by the programs%s\n",
+           (unsigned long long)r.net_event_count(), (unsigned long long)r.net_counters().total_dropped(),
+           (unsigned long long)r.net_counters().total_seen(),
+           j["net"]["accounted"].get<bool>() ? "" : "  [MISMATCH: recorded + dropped != seen]");
+  printf("span       %.6f s   TSC %.6f GHz (measured, %zu correlation points)\n", j["span_s"].get<double>(),
+         j["tsc_hz"].get<double>() / 1e9, r.clock().size());
+  printf("size       %llu bytes in %llu frames, %.1fx smaller than raw events (%llu bytes)\n",
+         (unsigned long long)r.file_bytes(), (unsigned long long)r.frame_count(),
+         j["compression_ratio"].get<double>(), (unsigned long long)r.raw_event_bytes());
+  printf("%-18s %-28s %12s %12s\n", "channel id", "name", "events", "counted");
+  for (auto& [id, c] : t.per)
+    printf("%016llx   %-28s %12llu %12llu\n", (unsigned long long)id, r.channel_name(id).c_str(),
+           (unsigned long long)c.events, (unsigned long long)c.counted);
+  print_handler_history(r, stdout, "handler    ");
+  if (j.contains("sync")) print_sync_summary(j["sync"]);
+  if (r.error()) printf("ERROR      %s\n", r.error()->what());
+}
+
+int run_info(const InfoArgs& a) {
+  TraceReader r(a.dir);
+  EventTotals t = count_events(r);
+  nlohmann::json j = summary_json(a.dir, r, t);
+  if (a.json)
     printf("%s\n", j.dump(2).c_str());
-  } else {
-    printf("trace      %s (node %s, host %s)%s\n", dir.c_str(), j["node"].get<std::string>().c_str(),
-           j["host"].get<std::string>().c_str(), j["complete"].get<bool>() ? "" : "  [recorder did not finish]");
-    printf("events     %llu recorded, %llu dropped, %llu filtered by handlers, %llu seen by the probes%s\n",
-           (unsigned long long)n, (unsigned long long)k.total_dropped(), (unsigned long long)k.total_filtered(),
-           (unsigned long long)k.total_seen(),
-           j["accounted"].get<bool>() ? "" : "  [MISMATCH: recorded + dropped + filtered != seen]");
-    if (j.contains("net"))
-      printf("network    %llu recorded, %llu dropped, %llu seen by the programs%s\n",
-             (unsigned long long)r.net_event_count(), (unsigned long long)r.net_counters().total_dropped(),
-             (unsigned long long)r.net_counters().total_seen(),
-             j["net"]["accounted"].get<bool>() ? "" : "  [MISMATCH: recorded + dropped != seen]");
-    printf("span       %.6f s   TSC %.6f GHz (measured, %zu correlation points)\n", span_s, hz / 1e9,
-           r.clock().size());
-    printf("size       %llu bytes in %llu frames, %.1fx smaller than raw events (%llu bytes)\n",
-           (unsigned long long)file_bytes, (unsigned long long)r.frame_count(), ratio,
-           (unsigned long long)r.raw_event_bytes());
-    printf("%-18s %-28s %12s %12s\n", "channel id", "name", "events", "counted");
-    for (auto& [id, c] : per)
-      printf("%016llx   %-28s %12llu %12llu\n", (unsigned long long)id, r.channel_name(id).c_str(),
-             (unsigned long long)c.events, (unsigned long long)c.counted);
-    print_handler_history(r, stdout, "handler    ");
-    if (j.contains("sync")) print_sync_summary(j["sync"]);
-    if (r.error()) printf("ERROR      %s\n", r.error()->what());
-  }
+  else
+    print_summary(a.dir, r, t, j);
   return r.error() ? 2 : 0;
+}
+
+}  // namespace
+
+SubcommandRunner add_info_command(CLI::App& app) {
+  auto a = std::make_shared<InfoArgs>();
+  auto* info = app.add_subcommand("info", "summarize a trace");
+  info->add_option("dir", a->dir, "trace directory")->required();
+  info->add_flag("--json", a->json, "machine-readable summary");
+  return {info, [a] { return run_info(*a); }};
 }
 
 }  // namespace cptrace

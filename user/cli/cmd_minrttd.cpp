@@ -11,11 +11,11 @@
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
 
-#include "trace/clock_map.h"
-#include "cli/minrtt_cli.h"
+#include "cli/commands.h"
 #include "sync/minrtt_protocol.h"
 #include "sync/minrtt_record.h"
 #include "sync/minrtt_responder.h"
+#include "trace/clock_map.h"
 #include "trace/node_info.h"
 
 namespace cptrace {
@@ -28,6 +28,16 @@ struct MinrttdArgs {
   std::string listen, node, key_file, simulate_clock;
   double per_source_hz = 5000, duration_s = 0, stats_s = 10;
 };
+
+// TSC frequency from two correlation points `ms` apart (for the simulated clock's
+// ns -> ticks conversion).
+double quick_tsc_hz(int ms = 20) {
+  ClockPoint a = sample_clock_point();
+  usleep(ms * 1000);
+  ClockPoint b = sample_clock_point();
+  ClockMap m({a, b});
+  return m.tsc_hz();
+}
 
 int run_minrttd(const MinrttdArgs& a) {
   ResponderOptions ro;
@@ -66,14 +76,6 @@ int run_minrttd(const MinrttdArgs& a) {
 }
 
 }  // namespace
-
-double quick_tsc_hz(int ms) {
-  ClockPoint a = sample_clock_point();
-  usleep(ms * 1000);
-  ClockPoint b = sample_clock_point();
-  ClockMap m({a, b});
-  return m.tsc_hz();
-}
 
 SubcommandRunner add_minrttd_command(CLI::App& app) {
   auto a = std::make_shared<MinrttdArgs>();

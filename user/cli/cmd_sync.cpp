@@ -9,14 +9,14 @@
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
 
-#include "trace/block_codec.h"
-#include "trace/clock_map.h"
-#include "cli/minrtt_cli.h"
+#include "cli/commands.h"
 #include "sync/minrtt_protocol.h"
 #include "sync/minrtt_record.h"
 #include "sync/minrtt_responder.h"
-#include "trace/node_info.h"
 #include "sync/sync_session.h"
+#include "trace/block_codec.h"
+#include "trace/clock_map.h"
+#include "trace/node_info.h"
 #include "trace/trace_writer.h"
 
 namespace cptrace {
@@ -35,6 +35,69 @@ uint64_t realtime_ns() {
   return uint64_t(ts.tv_sec) * 1000000000ull + ts.tv_nsec;
 }
 
+SyncOptions session_options(const SyncArgs& a, const std::string& node, const ClockTransform& sim, double tsc_hz) {
+  SyncOptions so;
+  so.node = node;
+  so.peers = parse_peers(a.peers);
+  so.rounds = a.rounds;
+  so.wait_s = a.wait_s;
+  so.gap_ms = a.gap_ms;
+  if (!a.key_file.empty()) so.key = minrtt::load_key(a.key_file);
+  so.sim = sim;
+  so.tsc_hz = tsc_hz;
+  return so;
+}
+
+// With --listen, so that peers running `sync` too can probe us; null without.
+std::unique_ptr<Responder> start_responder(const SyncArgs& a, const SyncOptions& so) {
+  if (a.listen.empty()) return nullptr;
+  ResponderOptions ro;
+  ro.listen = a.listen;
+  ro.node = so.node;
+  ro.key = so.key;
+  ro.sim = so.sim;
+  auto responder = std::make_unique<Responder>(ro);
+  responder->start();
+  return responder;
+}
+
+// Keeps answering until peers have been quiet for 1 s (at most `wait_s`): peers
+// that finish their rounds a little later still get their answers.
+void drain_responder(Responder& responder, double wait_s) {
+  int64_t end = int64_t(sample_clock_point().mono_ns) + int64_t(wait_s * 1e9);
+  while (int64_t(sample_clock_point().mono_ns) < end &&
+         int64_t(sample_clock_point().mono_ns) - responder.stats().last_probe_ns.load() < 1000000000ll)
+    usleep(50000);
+  responder.stop();
+}
+
+nlohmann::json start_meta(const std::string& node, const NodeInfo& ni, const ClockPoint& first,
+                          const ClockTransform& sim) {
+  return {{"format", "cptrace"},
+          {"version", kFormatVersion},
+          {"kind", "sync"},
+          {"node", node},
+          {"machine", ni.to_json()},
+          {"start", {{"realtime_ns", realtime_ns()}, {"mono_ns", first.mono_ns}, {"tsc", first.tsc}}},
+          {"simulated_clock", sim.to_json()},
+          {"complete", false}};
+}
+
+// meta.json "minrtt": per-peer counters, the rounds' summary, our responder's counters.
+nlohmann::json minrtt_meta(const SyncArgs& a, const SyncOptions& so, const SyncSession& session,
+                           const std::vector<SyncRound>& rounds, double hz, const Responder* responder) {
+  nlohmann::json m = {{"peers", session.counters_json()},
+                      {"summary", summarize_rounds(rounds, hz)},
+                      {"authenticated", !so.key.empty()},
+                      {"protocol_version", minrtt::kProtocolVersion},
+                      {"rounds_per_phase", a.rounds}};
+  if (responder) {
+    m["responder"] = responder->stats().to_json();
+    m["listen"] = responder->local_address();
+  }
+  return m;
+}
+
 int run_sync(const SyncArgs& a) {
   NodeInfo ni = read_node_info();
   std::string node = a.node.empty() ? ni.host : a.node;
@@ -47,47 +110,17 @@ int run_sync(const SyncArgs& a) {
     return p;
   };
   std::vector<ClockPoint> clock{simulated(p0), simulated(p1)};
-
-  SyncOptions so;
-  so.node = node;
-  so.peers = parse_peers(a.peers);
-  so.rounds = a.rounds;
-  so.wait_s = a.wait_s;
-  so.gap_ms = a.gap_ms;
-  if (!a.key_file.empty()) so.key = minrtt::load_key(a.key_file);
-  so.sim = sim;
-  so.tsc_hz = ClockMap(clock).tsc_hz();
-  std::unique_ptr<Responder> responder;  // so that peers running `sync` too can probe us
-  if (!a.listen.empty()) {
-    ResponderOptions ro;
-    ro.listen = a.listen;
-    ro.node = node;
-    ro.key = so.key;
-    ro.sim = sim;
-    responder = std::make_unique<Responder>(ro);
-    responder->start();
-  }
-  nlohmann::json meta = {{"format", "cptrace"},
-                         {"version", kFormatVersion},
-                         {"kind", "sync"},
-                         {"node", node},
-                         {"machine", ni.to_json()},
-                         {"start", {{"realtime_ns", realtime_ns()}, {"mono_ns", clock[0].mono_ns}, {"tsc", clock[0].tsc}}},
-                         {"simulated_clock", sim.to_json()},
-                         {"complete", false}};
+  // A bad peer list, key or listen address fails here, before the trace directory exists.
+  SyncOptions so = session_options(a, node, sim, ClockMap(clock).tsc_hz());
+  std::unique_ptr<Responder> responder = start_responder(a, so);
+  nlohmann::json meta = start_meta(node, ni, clock[0], sim);
   TraceWriter writer(a.out_dir, meta, a.overwrite);
   writer.write(encode_clock(clock));
 
   SyncSession session(so);
   session.run_phase(a.phase);
   std::vector<SyncRound> rounds = session.take_rounds();
-  if (responder) {  // keep answering until peers have been quiet for 1 s
-    int64_t end = int64_t(sample_clock_point().mono_ns) + int64_t(a.wait_s * 1e9);
-    while (int64_t(sample_clock_point().mono_ns) < end &&
-           int64_t(sample_clock_point().mono_ns) - responder->stats().last_probe_ns.load() < 1000000000ll)
-      usleep(50000);
-    responder->stop();
-  }
+  if (responder) drain_responder(*responder, a.wait_s);
   ClockPoint last = simulated(sample_clock_point());
   writer.write(encode_clock({last}));
   clock.push_back(last);
@@ -95,15 +128,7 @@ int run_sync(const SyncArgs& a) {
   double hz = ClockMap(clock).tsc_hz();
   meta["stop"] = {{"realtime_ns", realtime_ns()}, {"mono_ns", last.mono_ns}, {"tsc", last.tsc}};
   meta["tsc_hz"] = hz;
-  meta["minrtt"] = {{"peers", session.counters_json()},
-                    {"summary", summarize_rounds(rounds, hz)},
-                    {"authenticated", !so.key.empty()},
-                    {"protocol_version", minrtt::kProtocolVersion},
-                    {"rounds_per_phase", a.rounds}};
-  if (responder) {
-    meta["minrtt"]["responder"] = responder->stats().to_json();
-    meta["minrtt"]["listen"] = responder->local_address();
-  }
+  meta["minrtt"] = minrtt_meta(a, so, session, rounds, hz, responder.get());
   meta["complete"] = true;
   writer.finish(meta);
   size_t ok = 0;

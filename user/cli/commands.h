@@ -1,19 +1,39 @@
-// The read-side subcommands. Each returns the process exit status.
+// Every subcommand of cptrace, registered one way: add_X_command adds X and its
+// options to the parser and returns the subcommand with the function that runs
+// it. The function owns the parsed options (so they outlive parsing) and returns
+// the process exit status; main() calls it when X was the subcommand given.
 #pragma once
-#include <cstdio>
-#include <string>
-#include <vector>
+#include <functional>
+#include <utility>
+
+namespace CLI {
+class App;
+}
 
 namespace cptrace {
 
-class TraceReader;
-// One line per handler change, each line starting with `prefix` (cmd_config.cpp).
-void print_handler_history(const TraceReader& r, FILE* out, const char* prefix);
+using SubcommandRunner = std::pair<CLI::App*, std::function<int()>>;
 
-int cmd_dump(const std::string& dir, bool csv);
-int cmd_info(const std::string& dir, bool json);
-int cmd_check();
-// `cptrace config DIR|--socket PATH set CHANNEL HANDLER... | get` (user/cmd_config.cpp).
-int cmd_config(const std::string& socket, const std::vector<std::string>& args);
+// Recording and looking at one node's trace.
+SubcommandRunner add_record_command(CLI::App& app);      // cmd_record.cpp
+SubcommandRunner add_dump_command(CLI::App& app);        // cmd_dump.cpp
+SubcommandRunner add_info_command(CLI::App& app);        // cmd_info.cpp
+SubcommandRunner add_config_command(CLI::App& app);      // cmd_config.cpp
+// Analysis and export.
+SubcommandRunner add_throughput_command(CLI::App& app);  // cmd_throughput.cpp
+SubcommandRunner add_rates_command(CLI::App& app);       // cmd_rates.cpp
+SubcommandRunner add_report_command(CLI::App& app);      // cmd_report.cpp
+SubcommandRunner add_export_command(CLI::App& app);      // cmd_export.cpp
+SubcommandRunner add_check_command(CLI::App& app);       // cmd_check.cpp
+// Several nodes: translation onto one timebase, and the MinRTT commands.
+SubcommandRunner add_translate_command(CLI::App& app);   // cmd_translate.cpp
+SubcommandRunner add_latency_command(CLI::App& app);     // cmd_latency.cpp
+SubcommandRunner add_minrttd_command(CLI::App& app);     // cmd_minrttd.cpp
+SubcommandRunner add_sync_command(CLI::App& app);        // cmd_sync.cpp
+// Load generation and measurement.
+SubcommandRunner add_gen_command(CLI::App& app);         // cmd_gen.cpp
+SubcommandRunner add_sink_command(CLI::App& app);        // cmd_sink.cpp
+SubcommandRunner add_maxrate_command(CLI::App& app);     // cmd_maxrate.cpp
+SubcommandRunner add_overhead_command(CLI::App& app);    // cmd_overhead.cpp
 
 }  // namespace cptrace

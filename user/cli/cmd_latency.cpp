@@ -1,0 +1,31 @@
+// `cptrace latency`: its options; the computation is translate/latency.cpp.
+#include <memory>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/commands.h"
+#include "translate/latency.h"
+
+namespace cptrace {
+
+namespace {
+
+struct LatencyArgs {
+  std::string dir, from, to;
+  bool csv = false;
+};
+
+}  // namespace
+
+SubcommandRunner add_latency_command(CLI::App& app) {
+  auto a = std::make_shared<LatencyArgs>();
+  auto* latency = app.add_subcommand("latency", "per-tuple durations between two channels, with bounds");
+  latency->add_option("dir", a->dir, "translated trace directory")->required();
+  latency->add_option("--from", a->from, "channel of the first event")->required();
+  latency->add_option("--to", a->to, "channel of the second event")->required();
+  latency->add_flag("--csv", a->csv, "one CSV row per tuple instead of the summary");
+  return {latency, [a] { return cmd_latency(a->dir, a->from, a->to, a->csv); }};
+}
+
+}  // namespace cptrace

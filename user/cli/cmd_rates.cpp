@@ -1,0 +1,40 @@
+// `cptrace rates`: the non-blocking service rate behind a queue, per channel pair
+// (analyze/service_rates.cpp).
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "analyze/service_rates.h"
+#include "cli/commands.h"
+
+namespace cptrace {
+
+namespace {
+
+struct RatesArgs {
+  std::string dir;
+  std::vector<std::string> pairs;
+  RateOptions opt;
+  bool csv = false, json = false;
+};
+
+}  // namespace
+
+SubcommandRunner add_rates_command(CLI::App& app) {
+  auto a = std::make_shared<RatesArgs>();
+  auto* rates = app.add_subcommand("rates", "non-blocking service rate behind a queue (channel pair)");
+  rates->add_option("dir", a->dir, "trace directory")->required();
+  rates->add_option("--channel-pair", a->pairs, "FROM,TO: enqueue (or in) and dequeue (or out) channels; repeatable")->required();
+  rates->add_option("--period", a->opt.period_ms, "sampling window T in ms (default 10)");
+  rates->add_option("--min-windows", a->opt.min_windows, "non-blocking windows needed for an estimate (default 30)");
+  rates->add_option("--quantile", a->opt.quantile, "quantile of the filtered samples (default 0.95)");
+  rates->add_option("--tolerance", a->opt.tolerance, "convergence: relative drift allowed (default 0.05)");
+  rates->add_option("--sigma", a->opt.sigma, "Gaussian filter width in windows (default 1)");
+  rates->add_flag("--csv", a->csv, "CSV output");
+  rates->add_flag("--json", a->json, "JSON output");
+  return {rates, [a] { return cmd_rates(a->dir, a->pairs, a->opt, a->csv, a->json); }};
+}
+
+}  // namespace cptrace

@@ -1,0 +1,51 @@
+// `cptrace record`: its options; the recording itself is record/recorder.cpp.
+#include <memory>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/commands.h"
+#include "record/recorder.h"
+#include "sync/minrtt_record.h"
+
+namespace cptrace {
+
+namespace {
+
+// The --net filters (net/net_capture.h).
+void add_net_options(CLI::App* record, NetOptions& net) {
+  record->add_flag("--net", net.enabled, "also record network events (socket send/recv, packet tx/rx); alone: network only");
+  record->add_option("--netns", net.netns, "--net: only this network namespace (PATH such as /run/netns/NAME, or self)");
+  record->add_option("--cgroup", net.cgroup, "--net: only sockets/packets owned by tasks of this cgroup v2 directory");
+  record->add_option("--port", net.ports, "--net: only traffic with this port at either end; repeatable")->check(CLI::Range(1, 65535));
+}
+
+}  // namespace
+
+SubcommandRunner add_record_command(CLI::App& app) {
+  auto rec = std::make_shared<RecordOptions>();
+  auto* record = app.add_subcommand("record", "record cp_logTS events into a trace directory (root)");
+  record->add_option("-o,--output", rec->out_dir, "trace directory to create")->required();
+  record->add_option("--lib", rec->libs, "ELF file holding the probe stubs (libcptrace.so, libcptrace_jni.so or a static executable); repeatable")
+      ->allow_extra_args(false);  // one path per --lib, so `--lib X -- CMD` still ends at --
+  record->add_option("--duration", rec->duration_s, "stop after SEC seconds")->check(CLI::NonNegativeNumber);
+  record->add_option("-p,--pid", rec->pid, "record only this running process (late attach)")->check(CLI::PositiveNumber);
+  record->add_option("--node", rec->node, "node name written into the trace (default: host name)");
+  record->add_flag("-f,--force", rec->overwrite, "overwrite an existing trace in the directory");
+  record->add_flag("!--no-progress", rec->progress, "no progress line on the terminal");
+  record->add_option("--compressors", rec->compressors, "compression threads")->check(CLI::Range(1, 64));
+  record->add_option("--ring-mb", rec->ring_mb, "ring buffer size per CPU, MiB (power of two)")
+      ->check(CLI::Range(1, 1024) & CLI::Validator([](std::string& s) {
+        unsigned v = std::stoul(s);
+        return (v & (v - 1)) == 0 ? std::string() : "must be a power of two";
+      }, "POW2"));
+  record->add_option("--zstd-level", rec->zstd_level, "zstd level of event frames")->check(CLI::Range(-5, 19));
+  record->add_option("--config", rec->config_file, "channel handler rules: lines `PATTERN HANDLER [PARAMS]` (docs/record.md)");
+  record->add_option("--control-socket", rec->control_socket, "control socket for `cptrace config` (default: DIR/control.sock)");
+  add_minrtt_record_options(record, rec->minrtt);
+  add_net_options(record, rec->net);
+  record->add_option("cmd", rec->cmd, "command to run and record (after --)");
+  return {record, [rec] { return run_record(*rec); }};
+}
+
+}  // namespace cptrace

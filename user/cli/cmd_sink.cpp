@@ -1,0 +1,106 @@
+// `cptrace sink`: receives tuples, checks their ids, reports (load/sink.h for the
+// data path and load/sink_control.h for the control rounds).
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <memory>
+#include <stdexcept>
+#include <thread>
+
+#include <CLI/CLI.hpp>
+#include <fmt/core.h>
+
+#include "cli/commands.h"
+#include "load/sink.h"
+#include "load/sink_control.h"
+
+namespace cptrace {
+
+namespace {
+
+std::atomic<SinkState*> g_sink_state{nullptr};
+void on_sink_stop(int) {
+  if (SinkState* s = g_sink_state.load()) s->stop = true;
+}
+
+// The final report; exit status 3 when a tuple was lost, duplicated or malformed.
+int report_sink(const SinkOptions& o, SinkState& st) {
+  std::lock_guard lk(st.mu);
+  const IdLedger& L = st.ledger;
+  bool rounds = st.rounds_done > 0;
+  uint64_t bad = st.malformed.load();
+  for (auto& r : st.round_log) bad += r.value("lost", 0ull) + r.value("duplicates", 0ull);
+  if (!rounds) bad += L.missing() + L.duplicates();
+  double span = (st.last_rx_ns - st.first_rx_ns) / 1e9;
+  uint64_t rx_total = st.received.load();
+  if (o.json) {
+    nlohmann::json j = {{"received", rx_total}, {"malformed", st.malformed.load()},
+                        {"rate", span > 0 ? (rx_total - 1) / span : 0.0}, {"rounds", st.round_log}};
+    if (!rounds) j.update({{"unique", L.unique()}, {"duplicates", L.duplicates()}, {"missing", L.missing()}});
+    printf("%s\n", j.dump(2).c_str());
+  } else {
+    printf("cptrace sink: %llu tuples received, %llu malformed, %.1f tuples/s (first to last receipt)\n",
+           (unsigned long long)rx_total, (unsigned long long)st.malformed.load(),
+           span > 0 ? (rx_total - 1) / span : 0.0);
+    if (!rounds)
+      printf("  ids: %llu unique, %llu duplicates, %llu missing between the lowest and highest id\n",
+             (unsigned long long)L.unique(), (unsigned long long)L.duplicates(), (unsigned long long)L.missing());
+    for (auto& r : st.round_log)
+      printf("  round %u: expected %llu emitted %llu unique %llu duplicates %llu lost %llu outside %llu "
+             "intake %.1f/s drain %.3f s\n",
+             r.value("round", 0u), r.value("expected", 0ull), r.value("emitted", 0ull), r.value("unique", 0ull),
+             r.value("duplicates", 0ull), r.value("lost", 0ull), r.value("outside", 0ull),
+             r.value("intake_rate", 0.0), r.value("drain_s", 0.0));
+  }
+  return bad ? 3 : 0;
+}
+
+}  // namespace
+
+// Declared in load/sink.h; defined here with the command, as it installs the
+// signal handlers and prints the report.
+int run_sink(const SinkOptions& o) {
+  if (o.port == 0) throw std::runtime_error("--listen 0: give a port 1..65535");
+  if (o.throttle < 0) throw std::runtime_error(fmt::format("--throttle {}: must be >= 0", o.throttle));
+  SinkState st;
+  st.ledger.reset_open();
+  SinkReceiver rx(o, st);
+  ControlServer ctl(o, st);
+  g_sink_state = &st;
+  struct sigaction sa {};
+  sa.sa_handler = on_sink_stop;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  std::thread timer;
+  if (o.duration_s > 0)
+    timer = std::thread([&] {
+      for (int64_t i = 0; i < int64_t(o.duration_s * 100) && !st.stop; ++i) usleep(10000);
+      st.stop = true;
+    });
+  fprintf(stderr, "cptrace sink: listening on %s port %u, control port %u%s\n", o.udp ? "UDP" : "TCP", o.port,
+          ctl.port(), o.throttle > 0 ? fmt::format(", throttled to {} tuples/s", o.throttle).c_str() : "");
+  rx.run();
+  if (timer.joinable()) timer.join();
+  g_sink_state = nullptr;
+  return report_sink(o, st);
+}
+
+SubcommandRunner add_sink_command(CLI::App& app) {
+  auto so = std::make_shared<SinkOptions>();
+  auto* sink = app.add_subcommand("sink", "receive tuples, check ids for gaps and duplicates, report");
+  sink->add_option("--listen", so->port, "data port (TCP, or UDP with --udp)")->required();
+  sink->add_option("--bind", so->bind, "address to listen on (default: all)");
+  sink->add_flag("--udp", so->udp, "receive UDP datagrams");
+  sink->add_option("--throttle", so->throttle, "consume at most this many tuples/s (a slow consumer)");
+  sink->add_option("--control-port", so->control_port, "control port (default: data port + 1)");
+  sink->add_option("--rounds", so->rounds, "exit after this many control rounds");
+  sink->add_option("--duration", so->duration_s, "exit after this many seconds");
+  sink->add_option("--channel", so->channel, "cp_logTS channel of the receipts (default sink.recv)");
+  sink->add_option("--drain-idle", so->drain_idle_s, "end of round: stop waiting after this long without a tuple");
+  sink->add_flag("--json", so->json, "final report as JSON on stdout");
+  return {sink, [so] { return run_sink(*so); }};
+}
+
+}  // namespace cptrace

@@ -1,0 +1,23 @@
+// `cptrace translate`: its options; the translation is translate/translate.cpp.
+#include <memory>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/commands.h"
+#include "translate/translate.h"
+
+namespace cptrace {
+
+SubcommandRunner add_translate_command(CLI::App& app) {
+  auto tr = std::make_shared<TranslateOptions>();
+  auto* translate = app.add_subcommand("translate", "put every node's events on the reference node's TSC, with bounds");
+  translate->add_option("dirs", tr->dirs, "trace directories, one per node")->required();
+  translate->add_option("--reference", tr->reference, "node whose TSC is the common timebase")->required();
+  translate->add_option("-o,--output", tr->out, "translated trace directory to create")->required();
+  translate->add_option("--method", tr->method, "ratio (MinRTT1/MinRTT2), hull (convex hulls) or best (both, intersected)")
+      ->check(CLI::IsMember({"ratio", "hull", "best"}));
+  translate->add_flag("-f,--force", tr->overwrite, "overwrite an existing trace in the output directory");
+  return {translate, [tr] { return cmd_translate(*tr); }};
+}
+
+}  // namespace cptrace
