@@ -57,10 +57,7 @@ int report_sink(const SinkOptions& o, SinkState& st) {
   return bad ? 3 : 0;
 }
 
-}  // namespace
-
-// Declared in load/sink.h; defined here with the command, as it installs the
-// signal handlers and prints the report.
+// The command around the receiver: signal handlers, the control server, the report.
 int run_sink(const SinkOptions& o) {
   if (o.port == 0) throw std::runtime_error("--listen 0: give a port 1..65535");
   if (o.throttle < 0) throw std::runtime_error(fmt::format("--throttle {}: must be >= 0", o.throttle));
@@ -86,6 +83,8 @@ int run_sink(const SinkOptions& o) {
   g_sink_state = nullptr;
   return report_sink(o, st);
 }
+
+}  // namespace
 
 SubcommandRunner add_sink_command(CLI::App& app) {
   auto so = std::make_shared<SinkOptions>();

@@ -16,6 +16,7 @@
 #include "sync/sync_session.h"
 #include "trace/block_codec.h"
 #include "trace/clock_map.h"
+#include "trace/clock_now.h"
 #include "trace/node_info.h"
 #include "trace/trace_writer.h"
 
@@ -28,12 +29,6 @@ struct SyncArgs {
   double wait_s = 10, gap_ms = 1;
   bool overwrite = false;
 };
-
-uint64_t realtime_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return uint64_t(ts.tv_sec) * 1000000000ull + ts.tv_nsec;
-}
 
 SyncOptions session_options(const SyncArgs& a, const std::string& node, const ClockTransform& sim, double tsc_hz) {
   SyncOptions so;
@@ -78,7 +73,7 @@ nlohmann::json start_meta(const std::string& node, const NodeInfo& ni, const Clo
           {"kind", "sync"},
           {"node", node},
           {"machine", ni.to_json()},
-          {"start", {{"realtime_ns", realtime_ns()}, {"mono_ns", first.mono_ns}, {"tsc", first.tsc}}},
+          {"start", {{"realtime_ns", uint64_t(clock_now_ns(CLOCK_REALTIME))}, {"mono_ns", first.mono_ns}, {"tsc", first.tsc}}},
           {"simulated_clock", sim.to_json()},
           {"complete", false}};
 }
@@ -126,7 +121,7 @@ int run_sync(const SyncArgs& a) {
   clock.push_back(last);
   if (!rounds.empty()) writer.write(encode_json(FrameType::Sync, sync_frame_json(rounds), uint32_t(rounds.size())));
   double hz = ClockMap(clock).tsc_hz();
-  meta["stop"] = {{"realtime_ns", realtime_ns()}, {"mono_ns", last.mono_ns}, {"tsc", last.tsc}};
+  meta["stop"] = {{"realtime_ns", uint64_t(clock_now_ns(CLOCK_REALTIME))}, {"mono_ns", last.mono_ns}, {"tsc", last.tsc}};
   meta["tsc_hz"] = hz;
   meta["minrtt"] = minrtt_meta(a, so, session, rounds, hz, responder.get());
   meta["complete"] = true;

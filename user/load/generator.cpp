@@ -21,16 +21,11 @@
 
 #include "cptrace.h"
 #include "load/tuple_wire.h"
+#include "trace/clock_now.h"
 
 namespace cptrace {
 
 namespace {
-
-int64_t mono_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
 
 // Slot of tuple j, from j itself: no accumulated rounding, no drift.
 struct Schedule {

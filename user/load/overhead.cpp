@@ -21,17 +21,13 @@
 
 #include <fmt/core.h>
 
+#include "trace/clock_now.h"
+
 namespace cptrace {
 
 using nlohmann::json;
 
 namespace {
-
-int64_t mono_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
 
 // One work unit: a dependent multiply-add chain (~4 us here), no memory traffic,
 // so its speed does not depend on what the command does to the caches.

@@ -16,16 +16,11 @@
 #include "cptrace.h"
 #include "load/net_endpoint.h"
 #include "load/tuple_wire.h"
+#include "trace/clock_now.h"
 
 namespace cptrace {
 
 namespace {
-
-int64_t mono_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
 
 std::string peer_name(int fd) {
   sockaddr_storage ss{};

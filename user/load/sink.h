@@ -43,9 +43,8 @@ struct SinkState {
   std::atomic<bool> stop{false};
 };
 
-int run_sink(const SinkOptions& o);
-
-// The sink's data path (one thread, epoll over every connection), used by run_sink.
+// The sink's data path (one thread, epoll over every connection), run by the
+// `sink` command (cli/cmd_sink.cpp).
 class SinkReceiver {
  public:
   SinkReceiver(const SinkOptions& o, SinkState& st);

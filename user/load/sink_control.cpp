@@ -11,17 +11,12 @@
 
 #include <fmt/core.h>
 
+#include "trace/clock_now.h"
+
 namespace cptrace {
 
 using nlohmann::json;
 
-namespace {
-int64_t mono_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
-}  // namespace
 
 double slope_per_s(const std::vector<std::pair<int64_t, uint64_t>>& pts) {
   if (pts.size() < 2) return 0;

@@ -35,7 +35,7 @@ struct RoundResult {
   nlohmann::json to_json() const;
 };
 
-// Server side, a thread of run_sink.
+// Server side, a thread of the `sink` command.
 class ControlServer {
  public:
   ControlServer(const SinkOptions& o, SinkState& st);

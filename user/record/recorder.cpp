@@ -25,6 +25,7 @@
 #include "record/held_command.h"
 #include "sync/minrtt_record.h"
 #include "trace/clock_map.h"
+#include "trace/clock_now.h"
 #include "trace/node_info.h"
 #include "trace/trace_writer.h"
 
@@ -37,12 +38,6 @@ namespace {
 
 std::atomic<int> g_stop_signal{0};
 void on_stop_signal(int sig) { g_stop_signal.store(sig); }
-
-uint64_t now_ns(clockid_t c) {
-  timespec ts;
-  clock_gettime(c, &ts);
-  return uint64_t(ts.tv_sec) * 1000000000ull + ts.tv_nsec;
-}
 
 json counters_json(const Counters& c) {
   return {{"seen", c.seen}, {"dropped", c.dropped}, {"filtered", c.filtered}, {"series_lost", c.series_lost}};
@@ -205,7 +200,7 @@ void Recording::open_trace() {
            {"version", kFormatVersion},
            {"node", node},
            {"machine", ni.to_json()},
-           {"start", {{"realtime_ns", now_ns(CLOCK_REALTIME)}, {"mono_ns", clock_[0].mono_ns}, {"tsc", clock_[0].tsc}}},
+           {"start", {{"realtime_ns", uint64_t(clock_now_ns(CLOCK_REALTIME))}, {"mono_ns", clock_[0].mono_ns}, {"tsc", clock_[0].tsc}}},
            {"targets", targets_},
            {"filter_pid", filter_},
            {"command", opt_.cmd},
@@ -349,7 +344,7 @@ const char* Recording::stop_reason() const {
 
 void Recording::finish_meta(const Counters& final_counts, uint64_t held_series_points) {
   ClockMap cmap(clock_);
-  meta_["stop"] = {{"realtime_ns", now_ns(CLOCK_REALTIME)},
+  meta_["stop"] = {{"realtime_ns", uint64_t(clock_now_ns(CLOCK_REALTIME))},
                    {"mono_ns", clock_.back().mono_ns},
                    {"tsc", clock_.back().tsc},
                    {"reason", stop_reason()}};

@@ -18,15 +18,10 @@
 #include <fmt/core.h>
 
 #include "trace/clock_map.h"
+#include "trace/clock_now.h"
 
 namespace cptrace {
 namespace {
-
-int64_t clock_ns(clockid_t c) {
-  timespec ts;
-  clock_gettime(c, &ts);
-  return int64_t(ts.tv_sec) * 1000000000ll + ts.tv_nsec;
-}
 
 uint64_t ts_ns(const timespec& t) { return uint64_t(t.tv_sec) * 1000000000ull + uint64_t(t.tv_nsec); }
 
@@ -39,9 +34,9 @@ RealMonoOffset sample_real_mono_offset(int brackets) {
   // come from the same clocksource read), so off is in [r - m2, r - m1].
   RealMonoOffset o{INT64_MIN, INT64_MAX};
   for (int i = 0; i < brackets; ++i) {
-    int64_t m1 = clock_ns(CLOCK_MONOTONIC);
-    int64_t r = clock_ns(CLOCK_REALTIME);
-    int64_t m2 = clock_ns(CLOCK_MONOTONIC);
+    int64_t m1 = clock_now_ns(CLOCK_MONOTONIC);
+    int64_t r = clock_now_ns(CLOCK_REALTIME);
+    int64_t m2 = clock_now_ns(CLOCK_MONOTONIC);
     o.lo = std::max(o.lo, r - m2);
     o.hi = std::min(o.hi, r - m1);
   }

@@ -11,6 +11,7 @@
 #include "sync/minrtt_protocol.h"
 #include "sync/minrtt_responder.h"
 #include "sync/sync_session.h"
+#include "trace/clock_now.h"
 
 namespace cptrace {
 
@@ -72,13 +73,8 @@ std::vector<SyncRound> MinrttRecording::take_rounds() {
 
 void MinrttRecording::stop() {
   if (session_) session_->stop_phase();
-  auto mono = [] {
-    timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return int64_t(ts.tv_sec) * 1000000000ll + ts.tv_nsec;
-  };
-  int64_t end = mono() + int64_t(opt_.wait_s * 1e9);
-  while (mono() < end && mono() - responder_->stats().last_probe_ns.load() < 1000000000ll) usleep(50000);
+  int64_t end = mono_ns() + int64_t(opt_.wait_s * 1e9);
+  while (mono_ns() < end && mono_ns() - responder_->stats().last_probe_ns.load() < 1000000000ll) usleep(50000);
   responder_->stop();
   fprintf(stderr, "cptrace record: MinRTT responder: %s\n", responder_->stats().line().c_str());
 }

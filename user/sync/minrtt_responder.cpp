@@ -12,15 +12,10 @@
 #include <fmt/core.h>
 
 #include "sync/kernel_timestamps.h"
+#include "trace/clock_now.h"
 
 namespace cptrace {
 namespace {
-
-int64_t mono_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return int64_t(ts.tv_sec) * 1000000000ll + ts.tv_nsec;
-}
 
 // The source IP alone (not the port): a flooder cannot escape its bucket by
 // changing ports.
