@@ -13,7 +13,7 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "synth_cluster.h"
+#include "../tests/synth_cluster.h"
 #include "translate/translate.h"
 
 int main(int argc, char** argv) {
