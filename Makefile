@@ -74,9 +74,12 @@ $(BUILD)/%.skel.h: $(BUILD)/bpf/%.bpf.o
 # ---- the cptrace program --------------------------------------------------------
 # -MMD: each object depends on the headers it really includes (build/**/*.d), so
 # changing one stage's header rebuilds only the files above it.
-$(BUILD)/obj/%.o: user/%.cpp lib/probe_site.h | $(SKELS)
+$(BUILD)/obj/%.o: user/%.cpp | $(SKELS)
 	@mkdir -p $(@D)
 	$(CXX) -std=c++20 $(CXXFLAGS) $(WARN) $(CPPFLAGS) $(SITE_AS) -MMD -MP -c $< -o $@
+
+# `.include`d by the assembler, which -MMD does not see.
+$(BUILD)/obj/probe/probe_selftest.o: lib/probe_site.h
 
 # One archive per stage folder (user/X/*.cpp -> build/user/libX.a).
 stage_objs = $(patsubst user/%.cpp,$(BUILD)/obj/%.o,$(wildcard user/$(1)/*.cpp))

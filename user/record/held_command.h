@@ -28,7 +28,6 @@ class HeldCommand {
   void signal(int sig);
   // ... and later waits for it to end.
   void wait();
-  bool exited() const { return exited_; }
   // Like a shell: the command's exit code, or 128 + the signal that ended it.
   int exit_status() const;
 

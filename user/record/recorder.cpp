@@ -117,7 +117,7 @@ class Recording {
   ClockPoint sample_clock() const;
   void flush_side_frames(const Counters& counts);
   const char* stop_reason() const;
-  void finish_meta(const Counters& final_counts, uint64_t held_series_points);
+  void finish_meta(uint64_t held_series_points);
 
   const RecordOptions& opt_;
   std::vector<std::string> targets_;
@@ -289,9 +289,10 @@ void Recording::run() {
     if (since_flush >= opt_.flush_s) {
       drain_->request_flush();
       if (net_) net_->request_flush();
-      flush_side_frames(probes_->read_counters());
+      Counters counts = probes_->read_counters();
+      flush_side_frames(counts);
       if (tty) {
-        progress_line(*pipe_, probes_->read_counters(), secs, prev_ev, prev_bytes, since_flush);
+        progress_line(*pipe_, counts, secs, prev_ev, prev_bytes, since_flush);
         prev_ev = pipe_->stats().events;
         prev_bytes = pipe_->stats().frame_bytes;
       }
@@ -331,7 +332,7 @@ void Recording::stop_and_flush() {
   pipe_->finish();
   uint64_t held_series = std::count_if(held.events.begin(), held.events.end(),
                                        [](const TraceEvent& e) { return e.kind == uint8_t(EventKind::Count); });
-  finish_meta(final_counts_, held_series);
+  finish_meta(held_series);
   writer_->finish(meta_);
 }
 
@@ -342,7 +343,7 @@ const char* Recording::stop_reason() const {
   return "duration";
 }
 
-void Recording::finish_meta(const Counters& final_counts, uint64_t held_series_points) {
+void Recording::finish_meta(uint64_t held_series_points) {
   ClockMap cmap(clock_);
   meta_["stop"] = {{"realtime_ns", uint64_t(clock_now_ns(CLOCK_REALTIME))},
                    {"mono_ns", clock_.back().mono_ns},
@@ -350,7 +351,7 @@ void Recording::finish_meta(const Counters& final_counts, uint64_t held_series_p
                    {"reason", stop_reason()}};
   meta_["tsc_hz"] = cmap.tsc_hz();
   meta_["channels"] = channels_.all_json();
-  meta_["counters"] = counters_json(final_counts);
+  meta_["counters"] = counters_json(final_counts_);
   meta_["handlers"] = handlers_->history();
   uint64_t series_points = drain_->series_points() + held_series_points;
   recorded_ = pipe_->stats().events.load() - series_points;
