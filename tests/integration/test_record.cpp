@@ -1,9 +1,13 @@
 // End to end on the real kernel: a workload calls cp_logTS, `cptrace record`
 // captures it through uprobes, and the trace holds exactly what was emitted.
 #include <gtest/gtest.h>
+#include <sys/mount.h>
 
+#include <cstring>
 #include <map>
 #include <set>
+
+#include <nlohmann/json.hpp>
 
 #include "test_util.h"
 #include "trace/trace_reader.h"
@@ -207,4 +211,77 @@ TEST(RecordErrors, ClearMessagesAndNonZeroExit) {
   r = run(cptrace_bin() + " record -o " + (tmp / "t") + " -p 999999999", tmp);
   EXPECT_NE(r.status, 0);
   EXPECT_NE(r.err.find("999999999"), std::string::npos) << r.err;
+}
+
+namespace {
+
+// A small tmpfs mounted in a temporary directory for the test's lifetime.
+struct SmallDisk {
+  fs::path dir;
+  bool mounted = false;
+  SmallDisk(const TempDir& tmp, const char* size) : dir(tmp.path / "disk") {
+    fs::create_directory(dir);
+    std::string opts = std::string("size=") + size;
+    mounted = mount("cptrace-test", dir.c_str(), "tmpfs", 0, opts.c_str()) == 0;
+  }
+  ~SmallDisk() {
+    if (mounted) umount2(dir.c_str(), MNT_DETACH);
+  }
+};
+
+}  // namespace
+
+// The disk fills up mid-recording: the recorder stops writing, says why, counts
+// what it could not write as dropped, leaves the command running to its normal
+// end (probes detached) and exits non-zero; the trace reads up to its last frame
+// and its counts balance.
+TEST(Record, DiskFullStopsCleanlyAndCountsTheRest) {
+  REQUIRE_BPF();
+  TempDir tmp;
+  SmallDisk disk(tmp, "1m");
+  if (!disk.mounted) GTEST_SKIP() << "SKIPPED: cannot mount a tmpfs: " << strerror(errno);
+  std::string trace = (disk.dir / "trace").string();
+  // ~1 byte per event once compressed: 4M events need several times the 1 MiB.
+  constexpr uint64_t kThreads = 2, kEvents = 2000000, kChannels = 3;
+  auto r = run(cptrace_bin() + " record --no-progress -o " + trace + " -- " + workload() +
+                   " --threads 2 --events 2000000 --channels 3 --mode single", tmp);
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_NE(r.err.find("No space left on device (ENOSPC)"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(trace + "/events.cpt"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("counted as dropped"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("the command exited with status 0"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("terminate called"), std::string::npos) << r.err;
+  // The workload ran to its end (its last line says what it emitted).
+  std::string out = r.out.substr(0, r.out.find_last_not_of('\n') + 1);
+  auto emitted = nlohmann::json::parse(out.substr(out.rfind('\n') + 1));
+  EXPECT_EQ(emitted["total"].get<uint64_t>(), kThreads * kEvents);
+
+  TraceReader tr(trace);
+  ASSERT_FALSE(tr.error()) << tr.error()->what();
+  EXPECT_TRUE(tr.meta().contains("write_error")) << tr.meta_problem();
+  uint64_t user = 0, closes = 0;
+  std::set<uint64_t> tuples;
+  tr.for_each_event([&](const TraceEvent& e) {
+    if (e.kind == uint8_t(EventKind::User)) {
+      user++;
+      tuples.insert(e.tuple);
+    } else {
+      closes++;
+    }
+  });
+  EXPECT_EQ(tuples.size(), user) << "an event recorded twice";
+  const Counters& c = tr.counters();
+  EXPECT_GT(user, 0u);
+  EXPECT_GT(c.total_dropped(), 0u) << "nothing was counted as not written";
+  // Recorded + dropped == seen, exactly; the probes were detached at the
+  // failure, so they saw at most what the command emitted (plus its closes).
+  EXPECT_EQ(user + closes + c.total_dropped() + c.total_filtered(), c.total_seen());
+  EXPECT_LE(c.total_seen(), kThreads * kEvents + kChannels);
+  EXPECT_EQ(tr.meta().value("recorded_events", uint64_t(0)), user + closes);
+
+  auto info = run(cptrace_bin() + " info " + trace, tmp);
+  EXPECT_EQ(info.status, 0) << info.out << info.err;
+  EXPECT_EQ(info.out.find("MISMATCH"), std::string::npos) << info.out;
+  auto dump = run("(" + cptrace_bin() + " dump " + trace + "; echo status=$?) | tail -n 2", tmp);
+  EXPECT_NE(dump.out.find("status=0"), std::string::npos) << dump.out << dump.err;
 }

@@ -5,6 +5,7 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <system_error>
 #include <thread>
 
 #include "probe/block_pipeline.h"
@@ -69,6 +70,61 @@ TEST(BlockPipeline, PrecodedFramesKeepSubmissionOrder) {
   ASSERT_EQ(types.size(), 100u);
   for (int i = 0; i < 100; ++i)
     EXPECT_EQ(types[i], uint16_t(i % 2 ? FrameType::Clock : FrameType::Events)) << i;
+}
+
+// A sink that fails (disk full) stops the writing, never the producers: every
+// event of the blocks not written is counted once, by CPU, series points apart.
+TEST(BlockPipeline, FailingSinkCountsEveryEventNotWritten) {
+  constexpr int kBlocks = 200, kFailAt = 37;
+  constexpr size_t kBlockEvents = 50;
+  int calls = 0;
+  uint64_t written = 0;
+  BlockPipeline pipe(
+      [&](const EncodedFrame& f) {
+        if (++calls == kFailAt) throw std::system_error(ENOSPC, std::generic_category(), "cannot write x");
+        if (f.hdr.type == uint16_t(FrameType::Events)) written += f.hdr.count;
+      },
+      kBlockEvents, /*compressors=*/2, /*blocks_in_flight=*/8);
+  uint64_t submitted = 0, series = 0, net = 0;
+  for (int b = 0; b < kBlocks; ++b) {
+    if (b % 10 == 5) {  // a precoded network frame of 4 records now and then
+      EncodedFrame f;
+      f.hdr.type = uint16_t(FrameType::Net);
+      f.hdr.count = 4;
+      net += 4;
+      pipe.submit_frame(std::move(f));
+      continue;
+    }
+    Block* blk = pipe.acquire();
+    for (size_t i = 0; i < kBlockEvents; ++i) {
+      TraceEvent e;
+      e.cpu = uint16_t(i % 3);
+      e.kind = uint8_t(i == 0 ? EventKind::Count : EventKind::User);
+      e.tuple = i == 0 ? 5 : i;  // a series point counting 5 events
+      blk->events.push_back(e);
+    }
+    submitted += kBlockEvents - 1;
+    series++;
+    pipe.submit(blk);
+  }
+  pipe.finish();
+  ASSERT_TRUE(pipe.failed());
+  EXPECT_EQ(pipe.failure().error, ENOSPC);
+  EXPECT_NE(pipe.failure().what.find("cannot write x"), std::string::npos);
+  EXPECT_EQ(calls, kFailAt) << "the sink was called again after it failed";
+  const DiscardedRecords& d = pipe.discarded();
+  // Blocks 0..kFailAt-2 were written (frame kFailAt-1 is block kFailAt-1: an events block).
+  uint64_t written_blocks = 0;
+  for (int b = 0; b < kFailAt - 1; ++b) written_blocks += b % 10 != 5;
+  EXPECT_EQ(written, written_blocks * kBlockEvents);
+  EXPECT_EQ(d.events() + written - written_blocks, submitted) << "events lost without being counted";
+  EXPECT_EQ(d.series_points, series - written_blocks);
+  ASSERT_EQ(d.series_per_cpu.size(), 1u);  // every series point was on CPU 0
+  EXPECT_EQ(d.series_per_cpu[0], 5 * d.series_points);
+  ASSERT_EQ(d.events_per_cpu.size(), 3u);
+  uint64_t net_written = 0;
+  for (int b = 0; b < kFailAt - 1; ++b) net_written += b % 10 == 5 ? 4 : 0;
+  EXPECT_EQ(d.net_events, net - net_written);
 }
 
 TEST(RingDrain, DecodesEveryRecordKind) {

@@ -87,6 +87,7 @@ nlohmann::json summary_json(const std::string& dir, const TraceReader& r, const 
                 {"seen_per_cpu", nk.seen}, {"dropped_per_cpu", nk.dropped},
                 {"accounted", r.net_event_count() + nk.total_dropped() == nk.total_seen()}};
   }
+  if (r.meta().contains("write_error")) j["write_error"] = r.meta()["write_error"];
   if (r.error()) j["error"] = r.error()->what();
   return j;
 }
@@ -115,6 +116,8 @@ void print_summary(const std::string& dir, const TraceReader& r, const EventTota
            (unsigned long long)c.events, (unsigned long long)c.counted);
   print_handler_history(r, stdout, "handler    ");
   if (j.contains("sync")) print_sync_summary(j["sync"]);
+  if (j.contains("write_error"))  // record stopped early: the disk filled up (or another write error)
+    printf("stopped    by a write error: %s\n", j["write_error"].value("what", "").c_str());
   if (r.error()) printf("ERROR      %s\n", r.error()->what());
 }
 

@@ -2,6 +2,8 @@
 
 #include <map>
 #include <mutex>
+#include <numeric>
+#include <system_error>
 
 namespace cptrace {
 
@@ -97,16 +99,54 @@ void BlockPipeline::write_loop() {
     for (auto it = pending.begin(); it != pending.end() && it->first == next;
          it = pending.erase(it), ++next) {
       Block* w = it->second;
-      sink_(w->frame);
-      if (!w->precoded) {
-        stats_.events += w->events.size();
-        stats_.raw_bytes += w->events.size() * sizeof(TraceEvent);
-      }
-      stats_.frame_bytes += sizeof(FrameHeader) + w->frame.payload.size();
+      if (failed())
+        discard_block(w);
+      else
+        write_block(w);
       written_seq_.store(next + 1);
       give_back(w);
     }
   }
+}
+
+void BlockPipeline::write_block(Block* b) {
+  try {
+    sink_(b->frame);
+  } catch (const std::exception& e) {
+    // Keep consuming so producers never block on a dead writer; what is not
+    // written from here on is counted instead (discarded()).
+    failure_.what = e.what();
+    if (auto* se = dynamic_cast<const std::system_error*>(&e);
+        se && se->code().category() == std::generic_category())
+      failure_.error = se->code().value();
+    failed_.store(true, std::memory_order_release);
+    discard_block(b);
+    return;
+  }
+  if (!b->precoded) {
+    stats_.events += b->events.size();
+    stats_.raw_bytes += b->events.size() * sizeof(TraceEvent);
+  }
+  stats_.frame_bytes += sizeof(FrameHeader) + b->frame.payload.size();
+}
+
+void BlockPipeline::discard_block(const Block* b) {
+  DiscardedRecords& d = discarded_;
+  if (b->precoded) {
+    if (b->frame.hdr.type == uint16_t(FrameType::Net)) d.net_events += b->frame.hdr.count;
+    return;  // clock, channel, handler, sync and counter frames: rewritten at stop
+  }
+  for (const TraceEvent& e : b->events) {
+    bool series = e.kind == uint8_t(EventKind::Count);
+    auto& v = series ? d.series_per_cpu : d.events_per_cpu;
+    if (v.size() <= e.cpu) v.resize(e.cpu + 1u);
+    v[e.cpu] += series ? e.tuple : 1;
+    d.series_points += series;
+  }
+}
+
+uint64_t DiscardedRecords::events() const {
+  return std::accumulate(events_per_cpu.begin(), events_per_cpu.end(), uint64_t(0));
 }
 
 void BlockPipeline::finish() {

@@ -8,10 +8,15 @@
 // nothing. When every block is in flight the producer waits (backpressure): the
 // kernel rings then fill and their drops are counted there — nothing is lost
 // without being counted.
+//
+// When the sink throws (disk full, I/O error) the pipeline stops writing but
+// keeps consuming: every later block is discarded and its events counted in
+// discarded(), so the recorder can count them as dropped and stop cleanly.
 #pragma once
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -34,6 +39,22 @@ struct PipelineStats {
   std::atomic<uint64_t> raw_bytes{0};   // events * sizeof(TraceEvent)
   std::atomic<uint64_t> frame_bytes{0}; // bytes written, headers included
   std::atomic<uint64_t> producer_waits{0};
+};
+
+// What a failed sink cost: events of the blocks not written, by the CPU that
+// produced them (TraceEvent::cpu), and the records of precoded Net frames.
+struct DiscardedRecords {
+  std::vector<uint64_t> events_per_cpu;  // User and ChannelClose events
+  std::vector<uint64_t> series_per_cpu;  // events counted by lost `counter` series points
+  uint64_t series_points = 0;            // Count records lost
+  uint64_t net_events = 0;
+  uint64_t events() const;
+};
+
+// The first exception the sink threw.
+struct SinkFailure {
+  std::string what;
+  int error = 0;  // errno value when it was a std::system_error, else 0
 };
 
 class BlockPipeline {
@@ -59,10 +80,18 @@ class BlockPipeline {
 
   size_t block_events() const { return block_events_; }
   const PipelineStats& stats() const { return stats_; }
+  // True once the sink threw; nothing is written after that. Thread-safe.
+  bool failed() const { return failed_.load(std::memory_order_acquire); }
+  // Valid once failed() is true.
+  const SinkFailure& failure() const { return failure_; }
+  // Complete after finish().
+  const DiscardedRecords& discarded() const { return discarded_; }
 
  private:
   void compress_loop();
   void write_loop();
+  void write_block(Block* b);
+  void discard_block(const Block* b);
 
   Sink sink_;
   size_t block_events_;
@@ -75,6 +104,9 @@ class BlockPipeline {
   std::vector<std::thread> compressors_;
   std::thread writer_;
   PipelineStats stats_;
+  std::atomic<bool> failed_{false};
+  SinkFailure failure_;          // written by the writer thread before failed_
+  DiscardedRecords discarded_;   // writer thread only until finish()
 };
 
 }  // namespace cptrace

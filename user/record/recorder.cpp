@@ -39,6 +39,10 @@ namespace {
 std::atomic<int> g_stop_signal{0};
 void on_stop_signal(int sig) { g_stop_signal.store(sig); }
 
+// Disk space set aside at start for the frames and meta.json written at stop,
+// so a recording that fills the disk can still end with its accounting.
+constexpr uint64_t kStopReserveBytes = 256 << 10;
+
 json counters_json(const Counters& c) {
   return {{"seen", c.seen}, {"dropped", c.dropped}, {"filtered", c.filtered}, {"series_lost", c.series_lost}};
 }
@@ -116,6 +120,11 @@ class Recording {
  private:
   ClockPoint sample_clock() const;
   void flush_side_frames(const Counters& counts);
+  json net_counters_json() const;
+  void count_discarded();
+  void write_last_frames();
+  void report_write_failure() const;
+  void wait_for_command();
   const char* stop_reason() const;
   void finish_meta(uint64_t held_series_points);
 
@@ -207,6 +216,7 @@ void Recording::open_trace() {
            {"complete", false}};
   if (sim_.enabled) meta_["simulated_clock"] = sim_.to_json();
   writer_ = std::make_unique<TraceWriter>(opt_.out_dir, meta_, opt_.overwrite);
+  writer_->reserve_space(kStopReserveBytes);
   pipe_ = std::make_unique<BlockPipeline>([w = writer_.get()](const EncodedFrame& f) { w->write(f); }, 16384,
                                           opt_.compressors, 64, opt_.zstd_level);
   pipe_->submit_frame(encode_clock(clock_));
@@ -262,8 +272,75 @@ void Recording::flush_side_frames(const Counters& counts) {
     }
   }
   json cj = counters_json(counts);
-  if (net_) cj["net"] = net_->counters_json();
+  if (net_) cj["net"] = net_counters_json();
   pipe_->submit_frame(encode_json(FrameType::Counters, cj.dump(), 1));
+}
+
+// The network counters, with the Net records a failed write discarded counted
+// as dropped (per CPU unknown: on CPU 0).
+json Recording::net_counters_json() const {
+  json j = net_->counters_json();
+  uint64_t lost = pipe_->failed() ? pipe_->discarded().net_events : 0;
+  if (lost && j["dropped"].is_array() && !j["dropped"].empty())
+    j["dropped"][0] = j["dropped"][0].get<uint64_t>() + lost;
+  return j;
+}
+
+// After a write failure: the events the pipeline could not write are dropped
+// events, the lost series points lost series, so that recorded + dropped +
+// filtered == seen still holds for what the file keeps.
+void Recording::count_discarded() {
+  const DiscardedRecords& d = pipe_->discarded();
+  auto add = [](std::vector<uint64_t>& to, const std::vector<uint64_t>& v) {
+    if (to.size() < v.size()) to.resize(v.size());
+    for (size_t cpu = 0; cpu < v.size(); ++cpu) to[cpu] += v[cpu];
+  };
+  add(final_counts_.dropped, d.events_per_cpu);
+  add(final_counts_.series_lost, d.series_per_cpu);
+}
+
+// The pipeline's last side frames were discarded with everything after the
+// failure; written here directly, into the space the reserve gave back: the
+// final counters (the reader's accounting), the last correlation point and the
+// whole channel table. Best effort: a failure here is reported, not thrown.
+void Recording::write_last_frames() {
+  try {
+    json cj = counters_json(final_counts_);
+    if (net_) cj["net"] = net_counters_json();
+    writer_->write(encode_json(FrameType::Counters, cj.dump(), 1));
+    writer_->write(encode_clock({clock_.back()}));
+    json ch = channels_.all_json();
+    if (!ch.empty()) writer_->write(encode_json(FrameType::Channels, ch.dump(), uint32_t(ch.size())));
+  } catch (const std::exception& e) {
+    fprintf(stderr, "cptrace record: %s; the trace's last counters are not final, so `info` may not balance\n",
+            e.what());
+  }
+}
+
+void Recording::report_write_failure() const {
+  const SinkFailure& f = pipe_->failure();
+  const DiscardedRecords& d = pipe_->discarded();
+  const char* name = f.error ? strerrorname_np(f.error) : nullptr;
+  fprintf(stderr,
+          "cptrace record: %s%s%s%s; recording stopped after %llu bytes of %s/events.cpt, the trace is "
+          "readable up to there; %llu events not written are counted as dropped%s\n",
+          f.what.c_str(), name ? " (" : "", name ? name : "", name ? ")" : "",
+          (unsigned long long)writer_->bytes_written(), opt_.out_dir.c_str(), (unsigned long long)d.events(),
+          d.net_events ? fmt::format(", {} network events too", d.net_events).c_str() : "");
+}
+
+// After a write failure the command is not ours to stop: the probes are gone,
+// it runs on untraced, and we wait for it as if it had not been recorded (a stop
+// signal still reaches it, as in run()).
+void Recording::wait_for_command() {
+  if (!child_) return;
+  fprintf(stderr, "cptrace record: probes detached; waiting for the command (pid %d) to end\n", int(child_->pid()));
+  bool forwarded = false;
+  while (!child_->poll_exited()) {
+    if (g_stop_signal && !forwarded) child_->signal(g_stop_signal), forwarded = true;
+    usleep(20000);
+  }
+  fprintf(stderr, "cptrace record: the command exited with status %d\n", child_->exit_status());
 }
 
 void progress_line(const BlockPipeline& pipe, const Counters& c, double secs, uint64_t prev_ev,
@@ -304,6 +381,7 @@ void Recording::run() {
       break;
     }
     if (opt_.pid && kill(opt_.pid, 0) != 0) break;  // the recorded process is gone
+    if (pipe_->failed()) break;  // disk full or I/O error: stop_and_flush() says why
   }
   if (tty) fprintf(stderr, "\n");
 }
@@ -311,8 +389,11 @@ void Recording::run() {
 // The command first (it gets our signal, as under a shell's Ctrl-C), then the
 // probes, so nothing new arrives; then drain, then the events handlers still
 // hold, then the final side frames with counters that no longer move.
+// After a write failure the command is left running (the probes are detached)
+// and the trace is finished first: see write_last_frames() and wait_for_command().
 void Recording::stop_and_flush() {
-  if (child_) child_->signal(g_stop_signal ? g_stop_signal.load() : SIGTERM);
+  bool write_failed = pipe_->failed();
+  if (child_ && !write_failed) child_->signal(g_stop_signal ? g_stop_signal.load() : SIGTERM);
   control_.reset();  // no handler change after this point
   probes_->detach();
   if (net_) net_->stop();
@@ -325,18 +406,32 @@ void Recording::stop_and_flush() {
   for (size_t cpu = 0; cpu < held.filtered_fix.size() && cpu < final_counts_.filtered.size(); ++cpu)
     final_counts_.filtered[cpu] -= held.filtered_fix[cpu];  // firstlast "last": recorded after all
   for (uint32_t pid : drain_->pids()) channels_.add_registry(pid);
-  if (child_) child_->wait();
+  if (child_ && !write_failed) child_->wait();
   if (minrtt_) minrtt_->stop();  // MinRTT2, after the command is gone: a quiet period
   clock_.push_back(sample_clock());
+  writer_->release_reserve();  // room for the last frames and meta.json, whatever happened
   flush_side_frames(final_counts_);
   pipe_->finish();
+  if (pipe_->failed()) {
+    count_discarded();
+    write_last_frames();
+    report_write_failure();
+  }
   uint64_t held_series = std::count_if(held.events.begin(), held.events.end(),
                                        [](const TraceEvent& e) { return e.kind == uint8_t(EventKind::Count); });
   finish_meta(held_series);
-  writer_->finish(meta_);
+  try {
+    writer_->finish(meta_);
+  } catch (const std::exception& e) {
+    if (!pipe_->failed()) throw;
+    // events.cpt holds the final counters: the reader needs no meta.json.
+    fprintf(stderr, "cptrace record: %s; meta.json stays as written at start\n", e.what());
+  }
+  if (write_failed || pipe_->failed()) wait_for_command();
 }
 
 const char* Recording::stop_reason() const {
+  if (pipe_->failed()) return "write error";
   if (g_stop_signal) return strsignal(g_stop_signal);
   if (command_ended_) return "command exited";
   if (opt_.pid && kill(opt_.pid, 0) != 0) return "process exited";
@@ -353,16 +448,25 @@ void Recording::finish_meta(uint64_t held_series_points) {
   meta_["channels"] = channels_.all_json();
   meta_["counters"] = counters_json(final_counts_);
   meta_["handlers"] = handlers_->history();
+  // Series points written: those the drain and the held maps produced, less any
+  // a write failure discarded (pipe_->stats() counts written records only).
   uint64_t series_points = drain_->series_points() + held_series_points;
+  if (pipe_->failed()) series_points -= std::min(series_points, pipe_->discarded().series_points);
   recorded_ = pipe_->stats().events.load() - series_points;
   meta_["recorded_events"] = recorded_;
   meta_["counter_series_points"] = series_points;
   if (minrtt_) meta_["minrtt"] = minrtt_->meta(cmap.tsc_hz(), sync_rounds_);
   if (net_) {
     meta_["net"] = net_->describe();
-    meta_["counters"]["net"] = net_->counters_json();
-    meta_["recorded_net_events"] = net_->recorded();
+    meta_["counters"]["net"] = net_counters_json();
+    uint64_t lost = pipe_->failed() ? pipe_->discarded().net_events : 0;
+    meta_["recorded_net_events"] = net_->recorded() - std::min(net_->recorded(), lost);
   }
+  if (pipe_->failed())
+    meta_["write_error"] = {{"what", pipe_->failure().what},
+                            {"bytes_written", writer_->bytes_written()},
+                            {"events_not_written", pipe_->discarded().events()},
+                            {"net_events_not_written", pipe_->discarded().net_events}};
   meta_["complete"] = true;
 }
 
@@ -373,13 +477,19 @@ void Recording::write_summary() {
           (unsigned long long)c.total_filtered(), (unsigned long long)c.total_seen(), opt_.out_dir.c_str());
   if (net_) {
     Counters nc = net_->read_counters();
+    uint64_t lost = pipe_->failed() ? pipe_->discarded().net_events : 0;
     fprintf(stderr, "cptrace record: %llu network events recorded, %llu dropped, %llu seen\n",
-            (unsigned long long)net_->recorded(), (unsigned long long)nc.total_dropped(),
-            (unsigned long long)nc.total_seen());
+            (unsigned long long)(net_->recorded() - std::min(net_->recorded(), lost)),
+            (unsigned long long)(nc.total_dropped() + lost), (unsigned long long)nc.total_seen());
   }
 }
 
-int Recording::exit_status() const { return child_ ? child_->exit_status() : 0; }
+// The command's status, as a shell would give it; 1 when the trace could not be
+// written completely (the command's own status is on stderr then).
+int Recording::exit_status() const {
+  if (pipe_->failed()) return 1;
+  return child_ ? child_->exit_status() : 0;
+}
 
 }  // namespace
 

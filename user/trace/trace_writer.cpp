@@ -91,6 +91,33 @@ TraceWriter::TraceWriter(const std::string& dir, const nlohmann::json& meta, boo
 
 TraceWriter::~TraceWriter() {
   if (fd_ >= 0) ::close(fd_);
+  release_reserve();
+}
+
+bool TraceWriter::reserve_space(uint64_t bytes) {
+  release_reserve();
+  // O_TMPFILE: never visible, so a killed recorder leaves nothing behind; where a
+  // file system lacks it, a named file unlinked at once does the same.
+  int fd = ::open(dir_.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    std::string path = (std::filesystem::path(dir_) / ".space-reserve").string();
+    fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) return false;
+    ::unlink(path.c_str());
+  }
+  // posix_fallocate allocates real blocks (glibc writes them where the file
+  // system has no fallocate), unlike ftruncate, which would leave a hole.
+  if (::posix_fallocate(fd, 0, static_cast<off_t>(bytes)) != 0) {
+    ::close(fd);
+    return false;
+  }
+  reserve_fd_ = fd;
+  return true;
+}
+
+void TraceWriter::release_reserve() {
+  if (reserve_fd_ >= 0) ::close(reserve_fd_);
+  reserve_fd_ = -1;
 }
 
 void TraceWriter::write(const EncodedFrame& frame) {

@@ -29,6 +29,12 @@ class TraceWriter {
   void write(const EncodedFrame& frame);
   // fdatasync() of events.cpt, for callers that want durability points.
   void sync();
+  // Sets `bytes` of disk space aside (an unnamed file in the trace directory,
+  // freed by release_reserve() or when the process dies), so that after the disk
+  // fills up the recorder still has room for its last frames and meta.json.
+  // Best effort: returns false, reserving nothing, where it cannot.
+  bool reserve_space(uint64_t bytes);
+  void release_reserve();
   // Syncs and closes events.cpt, then replaces meta.json atomically (temporary
   // file, fsync, rename, fsync of the directory).
   void finish(const nlohmann::json& final_meta);
@@ -41,6 +47,7 @@ class TraceWriter {
   std::string dir_;
   std::string events_path_;
   int fd_ = -1;
+  int reserve_fd_ = -1;
   uint64_t bytes_ = 0;
 };
 
