@@ -75,6 +75,22 @@ TEST(Throughput, KnownCountsEmptyPeriodsAndEarlyEvents) {
   EXPECT_EQ(rows[4], "3,0.030000000,in,3");
 }
 
+// Period indices at the ends of the signed range: no overflow, floor semantics.
+TEST(Throughput, PeriodIndexAtTheEndsOfTheRange) {
+  Timeline tl;
+  tl.origin = 1000;
+  const uint64_t half = uint64_t(1) << 63;
+  EXPECT_EQ(period_index(tl, 1000 - half, 1), INT64_MIN);
+  EXPECT_EQ(period_index(tl, 1000 + half - 1, 1), INT64_MAX);
+  EXPECT_EQ(period_index(tl, 1000 - half, 3), -int64_t(half / 3 + 1));
+  EXPECT_EQ(period_index(tl, 999, 10), -1);
+  EXPECT_EQ(period_index(tl, 990, 10), -1);
+  EXPECT_EQ(period_index(tl, 989, 10), -2);
+  EXPECT_EQ(period_index(tl, 1009, 10), 0);
+  EXPECT_EQ(periods_between(INT64_MIN, INT64_MAX), UINT64_MAX);  // saturates
+  EXPECT_EQ(periods_between(-1, 1), 3u);
+}
+
 TEST(Throughput, BadInputIsAClearError) {
   TempDir tmp;
   throughput_trace().write(tmp / "t");

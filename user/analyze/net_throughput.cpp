@@ -22,13 +22,16 @@ std::string endpoint(const cp_net_rec& r, bool local) {
   return fmt::format("{}:{}", a, local ? r.sport : r.dport);
 }
 
-// Bytes indexed by period, growing in either direction as events arrive.
+// Bytes indexed by period, growing in either direction as events arrive, never
+// wider than kMaxThroughputPeriods (throughput.h; the table is refused then).
 struct Bins {
   int64_t first = 0;
   std::vector<uint64_t> bytes;
   uint64_t calls = 0;
   void add(int64_t idx, uint64_t n) {
     if (bytes.empty()) first = idx;
+    int64_t last = first + int64_t(bytes.size()) - 1;
+    if (periods_between(std::min(first, idx), std::max(last, idx)) > kMaxThroughputPeriods) return;
     if (idx < first) {
       bytes.insert(bytes.begin(), size_t(first - idx), 0);
       first = idx;
@@ -46,12 +49,15 @@ NetThroughput compute_net_throughput(const TraceReader& r, const Timeline& tl, u
     throw std::runtime_error(r.events_path() + ": no network events (record with --net)");
   std::map<std::pair<std::string, std::string>, Bins> bins;  // (connection, direction)
   uint64_t last_ts = tl.end;
+  int64_t lo = 0, hi = 0;  // every event's period, kept even where Bins leaves it out
   r.for_each_net_event([&](const NetEvent& e) {
     const cp_net_rec& n = e.r;
     if (n.kind != CP_NET_SOCK_SEND && n.kind != CP_NET_SOCK_RECV) return;  // packets: not app bytes
     // Socket events carry the local end as saddr/sport, the remote one as daddr/dport.
     std::string conn = fmt::format("{} {} <-> {}", net_proto_name(n.proto), endpoint(n, true), endpoint(n, false));
-    bins[{conn, n.kind == CP_NET_SOCK_SEND ? "send" : "recv"}].add(period_index(tl, e.ts, period), n.len);
+    int64_t idx = period_index(tl, e.ts, period);
+    bins[{conn, n.kind == CP_NET_SOCK_SEND ? "send" : "recv"}].add(idx, n.len);
+    lo = std::min(lo, idx), hi = std::max(hi, idx);
     if (int64_t(e.ts - last_ts) > 0) last_ts = e.ts;
   });
 
@@ -59,8 +65,9 @@ NetThroughput compute_net_throughput(const TraceReader& r, const Timeline& tl, u
   t.tl = tl;
   t.period = period;
   t.period_ms = period_ms;
-  int64_t lo = 0, hi = period_index(tl, last_ts, period);
+  hi = std::max(hi, period_index(tl, last_ts, period));
   for (const auto& [k, b] : bins) lo = std::min(lo, b.first), hi = std::max(hi, b.first + int64_t(b.bytes.size()) - 1);
+  if (periods_between(lo, hi) > kMaxThroughputPeriods) refuse_throughput_span(tl, period, period_ms, lo, hi);
   t.first = lo;
   t.periods = size_t(hi - lo + 1);
   for (auto& [k, b] : bins) {  // std::map: already sorted by connection, then direction

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "analyze/throughput.h"
 #include "trace/trace_timeline.h"
 
 namespace cptrace {

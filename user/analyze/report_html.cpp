@@ -35,7 +35,10 @@ NodeSection node_section(const TraceReader& r, const Timeline& tl, const Through
 }
 
 double auto_period_ms(const Timeline& tl, size_t max_periods) {
-  double span_ms = tl.seconds(tl.end) * 1e3;
+  return auto_period_ms(tl.seconds(tl.end) * 1e3, max_periods);
+}
+
+double auto_period_ms(double span_ms, size_t max_periods) {
   for (double p = 1e-3;; p *= 10)
     for (double m : {1.0, 2.0, 5.0})
       if (span_ms / (p * m) < double(max_periods)) return p * m;
@@ -173,7 +176,16 @@ int cmd_report(const std::string& dir, const std::string& out, const std::vector
       ids.emplace_back(resolve_channel(*r, from), resolve_channel(*r, to));
     }
     period_ms = period ? *period : auto_period_ms(tl);
-    Throughput t = compute_throughput(*r, tl, period_ticks(tl, period_ms, "--period"), period_ms);
+    Throughput t;
+    try {
+      t = compute_throughput(*r, tl, period_ticks(tl, period_ms, "--period"), period_ms);
+    } catch (const TooManyPeriods& e) {
+      if (period) throw;
+      // Events stamped far outside the recording: an automatic period covers them too.
+      period_ms = auto_period_ms(e.span_ms);
+      fprintf(stderr, "cptrace report: %s; throughput periods of %g ms instead\n", e.what(), period_ms);
+      t = compute_throughput(*r, tl, period_ticks(tl, period_ms, "--period"), period_ms);
+    }
     d.title = "cptrace report: " + r->meta().value("node", dir);
     d.nodes.push_back(node_section(*r, tl, t));
     for (auto [a, b] : ids) d.latency.push_back(same_node_latency(*r, tl, a, b));

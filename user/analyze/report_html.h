@@ -34,6 +34,8 @@ struct ReportData {
 NodeSection node_section(const TraceReader& r, const Timeline& tl, const Throughput& t);
 // A period (ms) of 1, 2 or 5 times a power of ten giving at most `max_periods` periods.
 double auto_period_ms(const Timeline& tl, size_t max_periods = 300);
+// The same for a span of `span_ms` milliseconds.
+double auto_period_ms(double span_ms, size_t max_periods = 300);
 // The JSON embedded in the page (exposed for tests).
 nlohmann::json report_json(const ReportData& d);
 std::string render_report_html(const ReportData& d);

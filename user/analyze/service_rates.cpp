@@ -40,6 +40,10 @@ double estimate_of(const std::vector<double>& samples, size_t n, const RateOptio
   return percentile_sorted(f, opt.quantile);
 }
 
+constexpr uint64_t kMaxWindows = 10'000'000;
+
+double period_ms_of(const Timeline& tl, uint64_t period) { return tl.ticks_to_s(double(period)) * 1e3; }
+
 // Windows [origin + kT, origin + (k+1)T) that the occupancy never leaves >= 1,
 // and the departures in each. Only whole windows inside [origin, end].
 void window_samples(const std::vector<QueueItem>& items, const Timeline& tl, uint64_t period, ServiceRate& out,
@@ -60,6 +64,13 @@ void window_samples(const std::vector<QueueItem>& items, const Timeline& tl, uin
   // Arrivals before departures at the same tick: no empty instant between them.
   std::sort(steps.begin(), steps.end(), [](const Step& a, const Step& b) { return a.ts != b.ts ? a.ts < b.ts : a.d > b.d; });
   uint64_t nwin = (end - tl.origin) / period;
+  // One flag and one count per window: refused, like period_ticks(), beyond
+  // kMaxWindows, which only events stamped far past the recording can reach.
+  if (nwin > kMaxWindows)
+    throw std::runtime_error(fmt::format(
+        "--period {}: events up to {:.6g} s after the trace start cut it into {} windows (at most {}); some "
+        "timestamps lie far outside the recording (`cptrace dump` shows them); choose a longer --period",
+        period_ms_of(tl, period), tl.ticks_to_s(double(end - tl.origin)), nwin, kMaxWindows));
   out.windows = nwin;
   std::vector<uint8_t> blocked(nwin, 0);
   std::vector<uint64_t> departs(nwin, 0);

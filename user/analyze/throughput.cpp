@@ -13,12 +13,16 @@ namespace cptrace {
 
 namespace {
 
-// Counts indexed by period, growing in either direction as events arrive.
+// Counts indexed by period, growing in either direction as events arrive, but
+// never wider than kMaxThroughputPeriods: an event beyond that is left out, and
+// compute_throughput() refuses the whole table anyway.
 struct Bins {
   int64_t first = 0;
   std::vector<uint64_t> counts;
   void add(int64_t idx) {
     if (counts.empty()) first = idx;
+    int64_t last = first + int64_t(counts.size()) - 1;
+    if (periods_between(std::min(first, idx), std::max(last, idx)) > kMaxThroughputPeriods) return;
     if (idx < first) {
       counts.insert(counts.begin(), size_t(first - idx), 0);
       first = idx;
@@ -30,13 +34,28 @@ struct Bins {
 
 }  // namespace
 
+void refuse_throughput_span(const Timeline& tl, uint64_t period, double period_ms, int64_t lo, int64_t hi) {
+  double p_s = tl.ticks_to_s(double(period));
+  double span_ms = (double(hi) - double(lo) + 1) * p_s * 1e3;
+  throw TooManyPeriods(
+      fmt::format("--period {}: the events span {:.6g} s ({:.6g} s to {:.6g} s from the trace start), {} periods "
+                  "(at most {}); some timestamps lie far outside the recording (`cptrace dump` shows them); "
+                  "choose a longer --period",
+                  period_ms, span_ms / 1e3, double(lo) * p_s, (double(hi) + 1) * p_s,
+                  periods_between(lo, hi), kMaxThroughputPeriods),
+      span_ms);
+}
+
 Throughput compute_throughput(const TraceReader& r, const Timeline& tl, uint64_t period, double period_ms,
                               std::optional<uint64_t> only) {
   std::map<uint64_t, Bins> bins;
   uint64_t last_ts = tl.end;
+  int64_t lo = 0, hi = 0;  // every event's period, kept even where Bins leaves it out
   r.for_each_event([&](const TraceEvent& e) {
     if (e.kind != uint8_t(EventKind::User) || (only && e.channel != *only)) return;
-    bins[e.channel].add(period_index(tl, e.ts, period));
+    int64_t idx = period_index(tl, e.ts, period);
+    bins[e.channel].add(idx);
+    lo = std::min(lo, idx), hi = std::max(hi, idx);
     if (int64_t(e.ts - last_ts) > 0) last_ts = e.ts;
   });
   if (!only)
@@ -48,9 +67,10 @@ Throughput compute_throughput(const TraceReader& r, const Timeline& tl, uint64_t
   t.tl = tl;
   t.period = period;
   t.period_ms = period_ms;
-  int64_t lo = 0, hi = period_index(tl, last_ts, period);
+  hi = std::max(hi, period_index(tl, last_ts, period));
   for (const auto& [id, b] : bins)
     if (!b.counts.empty()) lo = std::min(lo, b.first), hi = std::max(hi, b.first + int64_t(b.counts.size()) - 1);
+  if (periods_between(lo, hi) > kMaxThroughputPeriods) refuse_throughput_span(tl, period, period_ms, lo, hi);
   t.first = lo;
   t.periods = size_t(hi - lo + 1);
   for (auto& [id, b] : bins) {

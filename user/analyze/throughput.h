@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -31,8 +32,31 @@ struct Throughput {
   double period_start_s(size_t i) const { return tl.ticks_to_s(double(first + int64_t(i)) * double(period)); }
 };
 
+// The widest table compute_throughput() builds, in periods (period_ticks()
+// applies the same bound to the recording itself). Events stamped far outside
+// the recording (a bad batch timestamp, 0 or UINT64_MAX) would otherwise make
+// the table, and the memory, as wide as the 64-bit time range.
+constexpr uint64_t kMaxThroughputPeriods = 10'000'000;
+
+// Periods from lo to hi inclusive, saturating (2^64 periods do not fit).
+inline uint64_t periods_between(int64_t lo, int64_t hi) {
+  uint64_t n = uint64_t(hi) - uint64_t(lo);
+  return n == UINT64_MAX ? n : n + 1;
+}
+
+struct TooManyPeriods : std::runtime_error {
+  TooManyPeriods(const std::string& what, double span_ms) : std::runtime_error(what), span_ms(span_ms) {}
+  double span_ms;  // from the earliest period to the latest, events and recording
+};
+
+// Throws TooManyPeriods for a table from period lo to hi, saying how far the events reach.
+[[noreturn]] void refuse_throughput_span(const Timeline& tl, uint64_t period, double period_ms, int64_t lo,
+                                         int64_t hi);
+
 // One streaming pass. `only`: restrict to one channel id. Channels of the
-// channel table without events are listed with all-zero counts.
+// channel table without events are listed with all-zero counts. Throws
+// TooManyPeriods (before allocating the table) when the events and the recording
+// span more than kMaxThroughputPeriods periods.
 Throughput compute_throughput(const TraceReader& r, const Timeline& tl, uint64_t period, double period_ms,
                               std::optional<uint64_t> only = std::nullopt);
 nlohmann::json throughput_json(const Throughput& t);

@@ -45,9 +45,13 @@ uint64_t period_ticks(const Timeline& t, double period_ms, const std::string& fl
 
 // Index of the period holding ts (negative for events before the origin:
 // batch-path stamps taken before the recorder started).
+// Computed in unsigned arithmetic: -d would overflow for a stamp 2^63 ticks
+// before the origin.
 inline int64_t period_index(const Timeline& t, uint64_t ts, uint64_t period) {
-  int64_t d = int64_t(ts - t.origin);
-  return d >= 0 ? d / int64_t(period) : -((-d + int64_t(period) - 1) / int64_t(period));
+  uint64_t d = ts - t.origin;
+  if (int64_t(d) >= 0) return int64_t(d / period);
+  uint64_t before = uint64_t(0) - d;  // ticks before the origin, 1 .. 2^63
+  return -int64_t(before / period + (before % period != 0));
 }
 
 }  // namespace cptrace
