@@ -285,3 +285,21 @@ TEST(Record, DiskFullStopsCleanlyAndCountsTheRest) {
   auto dump = run("(" + cptrace_bin() + " dump " + trace + "; echo status=$?) | tail -n 2", tmp);
   EXPECT_NE(dump.out.find("status=0"), std::string::npos) << dump.out << dump.err;
 }
+
+// No room even for meta.json at start: a setup error naming the file and the
+// cause, exit 1, and the held command never runs.
+TEST(Record, FullDiskAtStartIsAClearError) {
+  REQUIRE_BPF();
+  TempDir tmp;
+  SmallDisk disk(tmp, "256k");
+  if (!disk.mounted) GTEST_SKIP() << "SKIPPED: cannot mount a tmpfs: " << strerror(errno);
+  run("dd if=/dev/zero of=" + (disk.dir / "fill").string() + " bs=4k", tmp);  // until ENOSPC
+  std::string trace = (disk.dir / "trace").string();
+  auto r = run(cptrace_bin() + " record --no-progress -o " + trace + " -- " + workload() +
+                   " --threads 1 --events 10 --channels 1", tmp);
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_NE(r.err.find("No space left on device"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(trace + "/meta.json"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("terminate called"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out.find("\"total\""), std::string::npos) << "the command ran: " << r.out;
+}
