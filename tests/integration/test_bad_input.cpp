@@ -8,6 +8,9 @@
 #include <fstream>
 #include <string>
 
+#include <fmt/format.h>
+
+#include "cptrace.h"
 #include "synthetic_trace.h"
 #include "test_util.h"
 #include "trace/trace_format.h"
@@ -163,4 +166,59 @@ TEST(BadInput, TranslateWithBrokenOrMissingMetaJsonFailsNamingIt) {
   r = run(translate_cmd(tmp / "t", tmp), tmp);
   expect_clean_failure(r, "missing meta.json");
   EXPECT_NE(r.err.find(meta + ": missing"), std::string::npos) << r.err;
+}
+
+// libbpf reports a file that is not ELF as "Unknown error 4001"; record names
+// the --lib path and what is wrong with it, before loading anything.
+TEST(BadInput, LibThatIsNotAnInstrumentedElfIsNamed) {
+  TempDir tmp;
+  auto r = run(cptrace_bin() + " record -o " + (tmp / "t") + " --lib /etc/passwd -- true", tmp);
+  expect_clean_failure(r, "--lib /etc/passwd");
+  EXPECT_NE(r.err.find("--lib /etc/passwd: not an ELF"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("Unknown error"), std::string::npos) << r.err;
+  r = run(cptrace_bin() + " record -o " + (tmp / "t") + " --lib /bin/true -- true", tmp);
+  expect_clean_failure(r, "--lib /bin/true");
+  EXPECT_NE(r.err.find("--lib /bin/true: an ELF file without a cp_logTS symbol"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(tmp / "t"));
+}
+
+// RFC 4180 quoting of channel (and node) names in `dump --csv`, as `export csv` does.
+TEST(BadInput, DumpCsvQuotesChannelNames) {
+  TempDir tmp;
+  SyntheticTrace t;
+  t.channels = {{11, "a,b \"c\""}};
+  t.add(11, O + 5, 7);
+  t.write(tmp / "t");
+  auto r = run(cptrace_bin() + " dump --csv " + (tmp / "t"), tmp);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("synth,user,1000000000005,\"a,b \"\"c\"\"\",7,"), std::string::npos) << r.out;
+}
+
+// Names longer than the recorder keeps (CP_CHANNEL_NAME_MAX-1 bytes) reach the
+// trace cut; their ids, hashes of the full names, keep them apart: distinct
+// labels, and --channel with the full name finds exactly its channel.
+TEST(BadInput, LongChannelNamesDifferingAfterTheCutStayDistinct) {
+  TempDir tmp;
+  std::string a(65536, 'x'), b(65536, 'x');
+  a.back() = 'a', b.back() = 'b';
+  const uint64_t ia = cp_channel_id(a.c_str()), ib = cp_channel_id(b.c_str());
+  ASSERT_NE(ia, ib);
+  const std::string cut = a.substr(0, CP_CHANNEL_NAME_MAX - 1);
+  SyntheticTrace t;
+  t.channels = {{ia, cut}, {ib, cut}};
+  for (uint64_t i = 0; i < 30; ++i) t.add(i < 10 ? ia : ib, O + 1000 * i, i);
+  t.write(tmp / "t");
+  auto r = run(cptrace_bin() + " dump --csv " + (tmp / "t"), tmp);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find(fmt::format(",{}...[0x{:016x}],", cut, ia)), std::string::npos) << r.out.substr(0, 400);
+  EXPECT_NE(r.out.find(fmt::format(",{}...[0x{:016x}],", cut, ib)), std::string::npos) << r.out.substr(0, 400);
+  for (auto [name, want] : {std::pair{a, 10}, std::pair{b, 20}}) {
+    write_bytes(tmp / "name", name);
+    r = run(cptrace_bin() + " throughput --json --channel \"$(cat " + (tmp / "name") + ")\" " + (tmp / "t"), tmp);
+    ASSERT_EQ(r.status, 0) << r.err.substr(0, 400);
+    auto j = nlohmann::json::parse(r.out);
+    ASSERT_EQ(j["channels"].size(), 1u) << r.out.substr(0, 400);
+    EXPECT_EQ(j["channels"][0]["id"].get<uint64_t>(), name == a ? ia : ib);
+    EXPECT_EQ(j["channels"][0]["total"].get<int>(), want);
+  }
 }

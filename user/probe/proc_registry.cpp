@@ -39,7 +39,8 @@ class ElfFile {
   // cannot be opened at all.
   explicit ElfFile(const std::string& path) {
     init_libelf();
-    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    // O_NONBLOCK: a FIFO must not block the open (libelf then rejects it).
+    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd_ < 0)
       throw ProcRegistryError("cannot open " + path + ": " + std::strerror(errno));
     elf_ = elf_begin(fd_, ELF_C_READ_MMAP, nullptr);

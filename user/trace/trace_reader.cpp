@@ -16,6 +16,7 @@
 
 #include <fmt/format.h>
 
+#include "cptrace.h"  // cp_channel_id, CP_CHANNEL_NAME_MAX
 #include "trace/block_codec.h"
 #include "trace/trace_file.h"
 
@@ -316,9 +317,16 @@ void TraceReader::take_counters(json j) {
 
 // ---- streaming ------------------------------------------------------------------------
 
+// A name the recorder truncated (to CP_CHANNEL_NAME_MAX-1 bytes, the announce
+// record and registry limit) is shared by every longer name with that beginning;
+// the id, the hash of the full name, tells them apart.
 std::string TraceReader::channel_name(uint64_t id) const {
   auto it = channels_.find(id);
-  return it != channels_.end() ? it->second.name : fmt::format("0x{:016x}", id);
+  if (it == channels_.end()) return fmt::format("0x{:016x}", id);
+  const std::string& name = it->second.name;
+  if (name.size() >= CP_CHANNEL_NAME_MAX - 1 && cp_channel_id(name.c_str()) != id)
+    return fmt::format("{}...[0x{:016x}]", name, id);
+  return name;
 }
 
 void TraceReader::check_convertible() const {

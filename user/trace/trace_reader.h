@@ -50,7 +50,9 @@ class TraceReader {
   const ClockMap& clock_map() const { return clock_map_; }
   // Channel table from the Channels frames; a later announcement of an id wins.
   const std::map<uint64_t, ChannelInfo>& channels() const { return channels_; }
-  // The channel's name, or "0x%016x" of the id when it was never announced.
+  // The channel's name, or "0x%016x" of the id when it was never announced. A
+  // name cut to CP_CHANNEL_NAME_MAX-1 bytes by the recorder gets "...[0x%016x]" of
+  // its id appended, so names that differ only after the cut stay distinct.
   std::string channel_name(uint64_t id) const;
   // The last Counters frame (empty when there was none), parsed and as JSON.
   const Counters& counters() const { return counters_; }
