@@ -222,3 +222,29 @@ TEST(BadInput, LongChannelNamesDifferingAfterTheCutStayDistinct) {
     EXPECT_EQ(j["channels"][0]["total"].get<int>(), want);
   }
 }
+
+// The control socket (OUT/control.sock) sits beyond sockaddr_un's 107 bytes when
+// -o is long; record still works, and `cptrace config` reaches it.
+TEST(BadInput, RecordIntoLongOutputPathWorks) {
+  REQUIRE_BPF();
+  TempDir tmp;
+  std::string dir = tmp.path.string();
+  while (dir.size() < 200) dir += "/" + std::string(40, 'd');
+  std::filesystem::create_directories(dir);
+  std::string out = dir + "/trace";
+  ASSERT_GT(out.size() + std::string("/control.sock").size(), 108u);
+  Proc w((build_dir() / "tests" / "workload").string() + " --threads 1 --events 1000 --channels 2 --mode single --wait-signal",
+         tmp / "w.out", tmp / "w.err");
+  ASSERT_TRUE(w.wait_for("READY", 20)) << read_file(tmp / "w.err");
+  Proc rec(cptrace_bin() + " record --no-progress -o " + out + " -p " + std::to_string(w.pid), tmp / "r.out",
+           tmp / "r.err");
+  ASSERT_TRUE(rec.wait_for("attached", 30, true)) << read_file(tmp / "r.err");
+  auto c = run(cptrace_bin() + " config " + out + " get", tmp);
+  EXPECT_EQ(c.status, 0) << c.err;
+  kill(w.pid, SIGUSR1);
+  EXPECT_EQ(w.wait(), 0);
+  EXPECT_EQ(rec.wait(), 0) << read_file(tmp / "r.err");
+  auto i = run(cptrace_bin() + " info " + out, tmp);
+  EXPECT_EQ(i.status, 0) << i.err;
+  EXPECT_FALSE(std::filesystem::exists(out + "/control.sock"));
+}
