@@ -37,7 +37,7 @@ BENCHES    := $(patsubst bench/%.cpp,$(BUILD)/bench/%,$(wildcard bench/*.cpp)) \
 # The reader and what it needs, built with libFuzzer + ASan.
 # Helper programs under tools/ (testbed forwarding element, ...).
 TOOLS      := $(patsubst tools/%.cpp,$(BUILD)/%,$(wildcard tools/*.cpp))
-FUZZ_SRCS  ?= $(addprefix user/trace/,trace_reader.cpp block_codec.cpp clock_map.cpp trace_format.cpp net_codec.cpp)
+FUZZ_SRCS  ?= $(addprefix user/trace/,trace_reader.cpp trace_file.cpp block_codec.cpp clock_map.cpp trace_format.cpp net_codec.cpp)
 FUZZ_TIME  ?= 30
 
 # Java (jni/): the JDK is the one `javac` on PATH resolves to (Debian's
@@ -53,7 +53,7 @@ JAVA_BENCH := $(wildcard bench/java/*.java)
 JAVA_ALL   := $(if $(wildcard $(JDK_HOME)/include/jni.h),$(BUILD)/cptrace.jar $(BUILD)/libcptrace_jni.so \
               $(BUILD)/tests/java/.built,$(warning no JDK (javac with include/jni.h) found: skipping cptrace.jar and libcptrace_jni.so))
 
-.PHONY: all deps test unit-test check-layers demo bench fuzz fuzz-run install clean
+.PHONY: all deps test check-root unit-test check-layers demo bench fuzz fuzz-run install clean
 all: $(BUILD)/cptrace $(BUILD)/libcptrace.so $(BUILD)/libcptrace.a $(WORKLOADS) $(TOOLS) $(JAVA_ALL)
 
 deps:
@@ -160,10 +160,21 @@ unit-test: all $(BUILD)/cptrace_tests
 check-layers:
 	@bash tools/check-layers.sh $(LAYERS)
 
-test: deps check-layers
+# Fails on a failed test, on a skipped one not in tests/skip-allowlist.txt (a skip
+# is a test that did not run), and on a fuzz failure. The BPF tests need root, so
+# running as another user fails at once instead of skipping them.
+test: check-root deps check-layers
 	$(MAKE) -j$$(nproc) all $(BUILD)/cptrace_tests $(BUILD)/fuzz_trace_reader
-	cd $(BUILD) && ./cptrace_tests $(GTEST_ARGS)
+	rm -f $(BUILD)/test-report.xml
+	cd $(BUILD) && ./cptrace_tests --gtest_output=xml:test-report.xml $(GTEST_ARGS)
+	bash tools/check-skips.sh $(BUILD)/test-report.xml tests/skip-allowlist.txt
 	$(MAKE) fuzz-run
+
+check-root:
+	@if [ "$$(id -u)" != 0 ]; then \
+	  echo "make test: must run as root (sudo make test): it installs dependencies and its BPF," \
+	       "network-namespace and recording tests need root; as another user they could only be skipped." >&2; \
+	  exit 1; fi
 
 # ---- fuzzing --------------------------------------------------------------------
 $(BUILD)/fuzz_trace_reader: tests/fuzz/fuzz_trace_reader.cpp $(FUZZ_SRCS) $(wildcard user/trace/*.h)
@@ -180,7 +191,12 @@ fuzz: deps $(BUILD)/fuzz_trace_reader
 fuzz-run: $(BUILD)/fuzz_trace_reader
 	$(BUILD)/fuzz_trace_reader -runs=0 tests/fuzz/regressions tests/fuzz/corpus
 	mkdir -p $(BUILD)/fuzz-corpus
-	$(BUILD)/fuzz_trace_reader $(BUILD)/fuzz-corpus tests/fuzz/corpus -max_total_time=$(FUZZ_TIME) -print_final_stats=0 2>&1 | tail -3
+	@# The whole output goes to a log, so the fuzzer's exit status reaches make; on
+	@# failure the log's end (the crash report) is shown.
+	$(BUILD)/fuzz_trace_reader $(BUILD)/fuzz-corpus tests/fuzz/corpus -max_total_time=$(FUZZ_TIME) \
+	  -print_final_stats=0 >$(BUILD)/fuzz-run.log 2>&1 \
+	  || { tail -40 $(BUILD)/fuzz-run.log; echo "fuzz-run: fuzz_trace_reader failed (log: $(BUILD)/fuzz-run.log)" >&2; exit 1; }
+	@tail -3 $(BUILD)/fuzz-run.log
 
 $(BUILD)/%: tools/%.cpp
 	@mkdir -p $(@D)

@@ -12,7 +12,12 @@
  *  - entries are append-only; entry i is complete before `count` becomes > i
  *    (release store), so a reader takes `count` first and then reads
  *    entries[0 .. count);
- *  - after publication only `closed` changes (0 open, 1 closed).
+ *  - after publication only `closed` changes (0 open, 1 closed);
+ *  - when entries[] is full, further entries go to a chain of heap chunks
+ *    (struct cp_registry_chunk): a chunk's header is complete before its address
+ *    is stored (release) into `overflow` or the previous chunk's `next`, and its
+ *    entries are published through its own `count` as above. Chunks are never
+ *    freed, so a reader follows the chain with the same care as entries[].
  *
  * The layout is x86-64 and fixed by the static assertions below. Shared by
  * lib/ (C) and user/ (C++). */
@@ -25,8 +30,9 @@
 #include "cptrace_records.h" /* CP_CHANNEL_NAME_MAX */
 
 #define CP_REGISTRY_MAGIC "CPREG01"   /* 8 bytes with the NUL */
-#define CP_REGISTRY_VERSION 1
-#define CP_REGISTRY_CAPACITY 1024
+#define CP_REGISTRY_VERSION 2       /* 2: overflow chunks */
+#define CP_REGISTRY_CAPACITY 1024    /* entries[] in the object itself */
+#define CP_REGISTRY_CHUNK 4096       /* entries per overflow chunk */
 #define CP_REGISTRY_SYMBOL "cptrace_registry"
 
 #ifdef __cplusplus
@@ -46,7 +52,15 @@ struct cp_registry {
 	uint32_t capacity;               /* number of elements of entries[] */
 	uint32_t count;                  /* published entries */
 	uint32_t pad;
+	uint64_t overflow;               /* address of the first cp_registry_chunk, or 0 */
 	struct cp_registry_entry entries[CP_REGISTRY_CAPACITY];
+};
+
+struct cp_registry_chunk {
+	uint64_t next;                   /* address of the next chunk, or 0 */
+	uint32_t capacity;               /* number of elements of entries[] */
+	uint32_t count;                  /* published entries */
+	struct cp_registry_entry entries[];
 };
 
 /* Defined in libcptrace (shared and static). */
@@ -63,6 +77,9 @@ extern struct cp_registry cptrace_registry;
 CP_REGISTRY_STATIC_ASSERT(sizeof(struct cp_registry_entry) == 16 + CP_CHANNEL_NAME_MAX,
 			  "registry entry layout");
 CP_REGISTRY_STATIC_ASSERT(offsetof(struct cp_registry, count) == 16, "registry header layout");
-CP_REGISTRY_STATIC_ASSERT(offsetof(struct cp_registry, entries) == 24, "registry header layout");
+CP_REGISTRY_STATIC_ASSERT(offsetof(struct cp_registry, overflow) == 24, "registry header layout");
+CP_REGISTRY_STATIC_ASSERT(offsetof(struct cp_registry, entries) == 32, "registry header layout");
+CP_REGISTRY_STATIC_ASSERT(offsetof(struct cp_registry_chunk, count) == 12, "registry chunk layout");
+CP_REGISTRY_STATIC_ASSERT(offsetof(struct cp_registry_chunk, entries) == 16, "registry chunk layout");
 
 #endif /* CPTRACE_REGISTRY_H */

@@ -1,6 +1,7 @@
 /* The process channel registry (see cptrace_registry.h for the protocol a
  * reader in another process relies on). */
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cp_internal.h"
@@ -25,12 +26,47 @@ static void registry_init_header_locked(struct cp_registry *r)
 	memcpy(r->magic, CP_REGISTRY_MAGIC, sizeof(r->magic));
 }
 
+/* The last overflow chunk, where new entries go once entries[] is full. */
+static struct cp_registry_chunk *registry_tail;
+
+static struct cp_registry_entry *find_in(struct cp_registry_entry *e, uint32_t n, uint64_t id)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (e[i].id == id)
+			return &e[i];
+	return NULL;
+}
+
 static struct cp_registry_entry *registry_find_locked(struct cp_registry *r, uint64_t id)
 {
-	for (uint32_t i = 0; i < r->count; i++)
-		if (r->entries[i].id == id)
-			return &r->entries[i];
-	return NULL;
+	struct cp_registry_entry *e = find_in(r->entries, r->count, id);
+	for (struct cp_registry_chunk *c = (struct cp_registry_chunk *)(uintptr_t)r->overflow; !e && c;
+	     c = (struct cp_registry_chunk *)(uintptr_t)c->next)
+		e = find_in(c->entries, c->count, id);
+	return e;
+}
+
+static void fill_entry(struct cp_registry_entry *e, uint64_t id, const char *name)
+{
+	e->id = id;
+	e->closed = 0;
+	strncpy(e->name, name, sizeof(e->name) - 1);
+	e->name[sizeof(e->name) - 1] = '\0';
+}
+
+/* A new empty chunk linked after the last one (or as the first); NULL when out
+ * of memory. Its header is complete before the link is stored. */
+static struct cp_registry_chunk *registry_grow_locked(struct cp_registry *r)
+{
+	struct cp_registry_chunk *c =
+		calloc(1, sizeof(*c) + CP_REGISTRY_CHUNK * sizeof(struct cp_registry_entry));
+	if (!c)
+		return NULL;
+	c->capacity = CP_REGISTRY_CHUNK;
+	uint64_t *link = registry_tail ? &registry_tail->next : &r->overflow;
+	__atomic_store_n(link, (uint64_t)(uintptr_t)c, __ATOMIC_RELEASE);
+	registry_tail = c;
+	return c;
 }
 
 /* Fills the next free slot and only then publishes it by bumping count. */
@@ -38,15 +74,20 @@ static struct cp_registry_entry *registry_append_locked(struct cp_registry *r, u
 							 const char *name)
 {
 	uint32_t n = r->count;
-	if (n >= CP_REGISTRY_CAPACITY)
+	if (n < CP_REGISTRY_CAPACITY) {
+		fill_entry(&r->entries[n], id, name);
+		__atomic_store_n(&r->count, n + 1, __ATOMIC_RELEASE);
+		return &r->entries[n];
+	}
+	struct cp_registry_chunk *c = registry_tail;
+	if (!c || c->count >= c->capacity)
+		c = registry_grow_locked(r);
+	if (!c)
 		return NULL;
-	struct cp_registry_entry *e = &r->entries[n];
-	e->id = id;
-	e->closed = 0;
-	strncpy(e->name, name, sizeof(e->name) - 1);
-	e->name[sizeof(e->name) - 1] = '\0';
-	__atomic_store_n(&r->count, n + 1, __ATOMIC_RELEASE);
-	return e;
+	n = c->count;
+	fill_entry(&c->entries[n], id, name);
+	__atomic_store_n(&c->count, n + 1, __ATOMIC_RELEASE);
+	return &c->entries[n];
 }
 
 const char *cp_registry_add(uint64_t id, const char *name)

@@ -33,6 +33,20 @@ std::vector<std::string> split(const std::string& s, char sep) {
   return out;
 }
 
+// The fields of one RFC 4180 row ("a,""b""" -> a, "b"), as dump --csv quotes names.
+std::vector<std::string> csv_fields(const std::string& line) {
+  std::vector<std::string> out(1);
+  bool quoted = false;
+  for (size_t i = 0; i < line.size(); ++i) {
+    char c = line[i];
+    if (quoted && c == '"' && i + 1 < line.size() && line[i + 1] == '"') out.back() += '"', ++i;
+    else if (c == '"') quoted = !quoted;
+    else if (c == ',' && !quoted) out.emplace_back();
+    else out.back() += c;
+  }
+  return out;
+}
+
 // `cptrace dump --csv`: node,kind,ts,channel,tuple,pid,tid,cpu (sorted).
 std::vector<Ev> dump_events(const std::string& dir, const TempDir& tmp) {
   auto r = run(cptrace_bin() + " dump --csv " + dir, tmp);
@@ -40,7 +54,8 @@ std::vector<Ev> dump_events(const std::string& dir, const TempDir& tmp) {
   std::vector<Ev> evs;
   auto lines = split(r.out, '\n');
   for (size_t i = 1; i < lines.size(); ++i) {
-    auto f = split(lines[i], ',');
+    auto f = csv_fields(lines[i]);
+    EXPECT_EQ(f.size(), 8u) << lines[i];
     if (f.size() != 8) continue;
     evs.emplace_back(f[1], std::stoull(f[2]), f[3], std::stoull(f[4]), std::stoul(f[5]), std::stoul(f[6]),
                      std::stoul(f[7]));

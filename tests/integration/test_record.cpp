@@ -143,6 +143,24 @@ TEST(Record, LateAttachToRunningProcessResolvesNames) {
   check_exact_set(tr, Expect{2, 50000, 3});
 }
 
+// More channels than the registry's inline array (CP_REGISTRY_CAPACITY) holds: a
+// late-attaching recorder reads the overflow chunks too and learns every name.
+TEST(Record, LateAttachLearnsTenThousandChannelNames) {
+  REQUIRE_BPF();
+  TempDir tmp;
+  Proc w(workload() + " --threads 2 --events 20000 --channels 10000 --mode single --wait-signal",
+         tmp / "w.out", tmp / "w.err");
+  ASSERT_TRUE(w.wait_for("READY", 60)) << read_file(tmp / "w.err");
+  Proc rec(record_cmd(tmp, "-p " + std::to_string(w.pid)), tmp / "r.out", tmp / "r.err");
+  ASSERT_TRUE(rec.wait_for("attached", 30, true)) << read_file(tmp / "r.err");
+  kill(w.pid, SIGUSR1);
+  EXPECT_EQ(w.wait(), 0);
+  EXPECT_EQ(rec.wait(), 0) << read_file(tmp / "r.err");
+  TraceReader tr(tmp / "trace");
+  EXPECT_GE(tr.channels().size(), 10000u);
+  check_exact_set(tr, Expect{2, 20000, 10000});
+}
+
 TEST(Record, SigtermMidRunLeavesCompleteTrace) {
   REQUIRE_BPF();
   TempDir tmp;

@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.h"
+#include "analyze/csv_util.h"
 #include "cli/common.h"
 #include "net/net_dump.h"
 #include "trace/event_names.h"
@@ -32,13 +33,13 @@ int run_dump(const DumpArgs& a) {
   r.for_each_event([&](const TraceEvent& e) {
     const std::string ch = r.channel_name(e.channel);
     if (a.csv)
-      printf("%s,%s,%llu,%s,%llu,%u,%u,%u%s\n", node.c_str(), event_kind_name(e.kind),
-             (unsigned long long)e.ts, ch.c_str(), (unsigned long long)e.tuple, e.pid, e.tid, e.cpu, tail);
+      printf("%s,%s,%llu,%s,%llu,%u,%u,%u%s\n", csv_field(node).c_str(), event_kind_name(e.kind),
+             (unsigned long long)e.ts, csv_field(ch).c_str(), (unsigned long long)e.tuple, e.pid, e.tid, e.cpu, tail);
     else
       printf("%20llu %-6s %-24s tuple=%-20llu pid=%-7u tid=%-7u cpu=%u\n", (unsigned long long)e.ts,
              event_kind_name(e.kind), ch.c_str(), (unsigned long long)e.tuple, e.pid, e.tid, e.cpu);
   });
-  r.for_each_net_event([&](const NetEvent& e) { a.csv ? print_net_csv(stdout, node, e) : print_net_text(stdout, e); });
+  r.for_each_net_event([&](const NetEvent& e) { a.csv ? print_net_csv(stdout, csv_field(node), e) : print_net_text(stdout, e); });
   if (r.error()) {
     fflush(stdout);
     fprintf(stderr, "cptrace dump: %s (events before it were printed)\n", r.error()->what());

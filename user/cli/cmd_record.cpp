@@ -1,4 +1,5 @@
 // `cptrace record`: its options; the recording itself is record/recorder.cpp.
+#include <charconv>
 #include <memory>
 #include <string>
 
@@ -11,6 +12,16 @@
 namespace cptrace {
 
 namespace {
+
+// --ring-mb: a power of two. CLI11 runs every validator of an `&` chain, so this
+// one also sees values Range rejected ("abc", 99999999999999999999): it parses
+// without throwing and leaves those to Range's message, which names the value.
+std::string power_of_two_problem(const std::string& s) {
+  unsigned long long v = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || end != s.data() + s.size()) return "";
+  return v != 0 && (v & (v - 1)) == 0 ? std::string() : s + " is not a power of two";
+}
 
 // The --net filters (net/net_capture.h).
 void add_net_options(CLI::App* record, NetOptions& net) {
@@ -35,10 +46,7 @@ SubcommandRunner add_record_command(CLI::App& app) {
   record->add_flag("!--no-progress", rec->progress, "no progress line on the terminal");
   record->add_option("--compressors", rec->compressors, "compression threads")->check(CLI::Range(1, 64));
   record->add_option("--ring-mb", rec->ring_mb, "ring buffer size per CPU, MiB (power of two)")
-      ->check(CLI::Range(1, 1024) & CLI::Validator([](std::string& s) {
-        unsigned v = std::stoul(s);
-        return (v & (v - 1)) == 0 ? std::string() : "must be a power of two";
-      }, "POW2"));
+      ->check(CLI::Range(1, 1024) & CLI::Validator([](std::string& s) { return power_of_two_problem(s); }, "POW2"));
   record->add_option("--zstd-level", rec->zstd_level, "zstd level of event frames")->check(CLI::Range(-5, 19));
   record->add_option("--config", rec->config_file, "channel handler rules: lines `PATTERN HANDLER [PARAMS]` (docs/record.md)");
   record->add_option("--control-socket", rec->control_socket, "control socket for `cptrace config` (default: DIR/control.sock)");

@@ -20,8 +20,11 @@ namespace cptrace {
 namespace {
 
 // Larger capacities than ours are accepted (the layout carries its capacity),
-// but not absurd ones from a corrupt or hostile header.
+// but not absurd ones from a corrupt or hostile header; the same bounds the
+// overflow chain (chunk size, total entries), which a corrupt or changing
+// process could make endless.
 constexpr uint32_t kMaxRegistryCapacity = 1u << 16;
+constexpr uint64_t kMaxRegistryEntries = 1u << 22;  // 4M names, 320 MB of entries
 
 std::string pid_prefix(pid_t pid) { return "pid " + std::to_string(pid) + ": "; }
 
@@ -39,7 +42,8 @@ class ElfFile {
   // cannot be opened at all.
   explicit ElfFile(const std::string& path) {
     init_libelf();
-    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    // O_NONBLOCK: a FIFO must not block the open (libelf then rejects it).
+    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd_ < 0)
       throw ProcRegistryError("cannot open " + path + ": " + std::strerror(errno));
     elf_ = elf_begin(fd_, ELF_C_READ_MMAP, nullptr);
@@ -244,8 +248,29 @@ ChannelEntry to_channel_entry(const cp_registry_entry& e) {
   return {e.id, std::string(e.name, strnlen(e.name, sizeof(e.name))), e.closed != 0};
 }
 
+// The entries of the overflow chain starting at `addr`, appended to `out`; each
+// chunk's header first, so only entries published before that read are taken.
+void read_overflow_chain(pid_t pid, const std::string& where, uint64_t addr, std::vector<ChannelEntry>& out) {
+  while (addr != 0) {
+    cp_registry_chunk c;
+    if (!read_remote(pid, addr, &c, sizeof c)) return;  // unmapped: the object went away
+    if (c.capacity == 0 || c.capacity > kMaxRegistryCapacity || c.count > c.capacity)
+      throw ProcRegistryError(pid_prefix(pid) + where + ": " CP_REGISTRY_SYMBOL " has a corrupt overflow chunk (capacity " +
+                              std::to_string(c.capacity) + ", count " + std::to_string(c.count) + ")");
+    if (out.size() + c.count > kMaxRegistryEntries)
+      throw ProcRegistryError(pid_prefix(pid) + where + ": " CP_REGISTRY_SYMBOL " holds more than " +
+                              std::to_string(kMaxRegistryEntries) + " names (corrupt or a loop)");
+    std::vector<cp_registry_entry> raw(c.count);
+    size_t len = raw.size() * sizeof(cp_registry_entry);
+    if (len && !read_remote(pid, addr + offsetof(cp_registry_chunk, entries), raw.data(), len)) return;
+    for (const auto& e : raw) out.push_back(to_channel_entry(e));
+    if (c.count < c.capacity) return;  // not full: nothing was linked after it when we read count
+    addr = c.next;
+  }
+}
+
 // The entries of the registry at `addr`: header first, so that only entries
-// published before that read (count) are taken.
+// published before that read (count) are taken; then its overflow chain.
 std::vector<ChannelEntry> read_registry_at(pid_t pid, const std::string& where, uint64_t addr,
                                            uint64_t sym_size) {
   cp_registry hdr;
@@ -257,6 +282,7 @@ std::vector<ChannelEntry> read_registry_at(pid_t pid, const std::string& where, 
   if (len && !read_remote(pid, addr + hdr_len, raw.data(), len)) return {};
   std::vector<ChannelEntry> out;
   for (const auto& e : raw) out.push_back(to_channel_entry(e));
+  if (hdr.count == hdr.capacity) read_overflow_chain(pid, where, hdr.overflow, out);
   return out;
 }
 

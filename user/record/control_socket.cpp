@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <stdexcept>
 
 #include <fmt/core.h>
@@ -19,15 +20,43 @@ namespace {
 
 constexpr size_t kMaxRequest = 64 * 1024;
 
-sockaddr_un address(const std::string& path) {
-  sockaddr_un a{};
-  a.sun_family = AF_UNIX;
-  if (path.size() >= sizeof(a.sun_path))
-    throw std::runtime_error(fmt::format("control socket path {} is longer than {} bytes", path,
-                                         sizeof(a.sun_path) - 1));
-  std::memcpy(a.sun_path, path.c_str(), path.size() + 1);
-  return a;
-}
+// The address of the socket at `path`. sun_path holds at most 107 bytes, less
+// than a trace directory's path may be: a longer path is reached through an
+// O_PATH descriptor of its directory, as /proc/self/fd/N/NAME, which the kernel
+// resolves like the path itself (permissions of the directories included). The
+// descriptor stays open as long as this object, i.e. across bind() or connect().
+class SocketAddress {
+ public:
+  explicit SocketAddress(const std::string& path) {
+    addr_.sun_family = AF_UNIX;
+    std::string p = path;
+    if (p.size() >= sizeof(addr_.sun_path)) {
+      std::filesystem::path fp(path);
+      std::string dir = fp.has_parent_path() ? fp.parent_path().string() : ".";
+      dir_fd_ = open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+      if (dir_fd_ < 0)
+        throw std::runtime_error(fmt::format("control socket {}: its directory: {}", path, strerror(errno)));
+      p = fmt::format("/proc/self/fd/{}/{}", dir_fd_, fp.filename().string());
+    }
+    if (p.size() >= sizeof(addr_.sun_path)) {
+      if (dir_fd_ >= 0) close(dir_fd_);
+      throw std::runtime_error(fmt::format("control socket {}: its file name is longer than {} bytes", path,
+                                           sizeof(addr_.sun_path) - 1 - (p.size() - path.size())));
+    }
+    std::memcpy(addr_.sun_path, p.c_str(), p.size() + 1);
+  }
+  ~SocketAddress() {
+    if (dir_fd_ >= 0) close(dir_fd_);
+  }
+  SocketAddress(const SocketAddress&) = delete;
+  SocketAddress& operator=(const SocketAddress&) = delete;
+  const sockaddr* get() const { return reinterpret_cast<const sockaddr*>(&addr_); }
+  socklen_t size() const { return sizeof addr_; }
+
+ private:
+  sockaddr_un addr_{};
+  int dir_fd_ = -1;
+};
 
 // Reads until EOF (the peer shut down its write side) or the limit; false on
 // timeout or error.
@@ -56,10 +85,10 @@ bool write_all(int fd, const std::string& s) {
 }
 
 int connect_to(const std::string& path) {
-  sockaddr_un a = address(path);
+  SocketAddress a(path);
   int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) throw std::runtime_error(fmt::format("socket: {}", strerror(errno)));
-  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+  if (connect(fd, a.get(), a.size()) != 0) {
     int err = errno;
     close(fd);
     errno = err;
@@ -72,7 +101,7 @@ int connect_to(const std::string& path) {
 
 ControlSocket::ControlSocket(std::string path, Handler handler)
     : path_(std::move(path)), handler_(std::move(handler)) {
-  sockaddr_un a = address(path_);
+  SocketAddress a(path_);
   struct stat st;
   if (lstat(path_.c_str(), &st) == 0) {
     if (!S_ISSOCK(st.st_mode))
@@ -87,7 +116,7 @@ ControlSocket::ControlSocket(std::string path, Handler handler)
   listen_fd_ = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (listen_fd_ < 0) throw std::runtime_error(fmt::format("socket: {}", strerror(errno)));
   mode_t old = umask(0077);
-  int rc = bind(listen_fd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  int rc = bind(listen_fd_, a.get(), a.size());
   umask(old);
   if (rc != 0 || listen(listen_fd_, 8) != 0) {
     int err = errno;

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 
 #include <fmt/core.h>
@@ -19,6 +20,7 @@
 #include "probe/block_pipeline.h"
 #include "probe/handlers.h"
 #include "probe/probe_attach.h"
+#include "probe/proc_registry.h"
 #include "probe/ring_drain.h"
 #include "record/channel_table.h"
 #include "record/control_socket.h"
@@ -58,8 +60,25 @@ void submit_events(BlockPipeline& pipe, const std::vector<TraceEvent>& ev) {
   }
 }
 
+// A --lib must be an ELF file defining cp_logTS; checked here, before the BPF
+// programs load, because libbpf would report a wrong file only as a bare error
+// code ("Unknown error 4001").
+void check_lib(const std::string& path) {
+  std::optional<uint64_t> at;
+  try {
+    at = elf_symbol_file_offset(path, "cp_logTS");
+  } catch (const std::exception& e) {
+    throw std::runtime_error(fmt::format("--lib {}: not an ELF shared object or executable ({})", path, e.what()));
+  }
+  if (!at)
+    throw std::runtime_error(fmt::format(
+        "--lib {}: an ELF file without a cp_logTS symbol (not libcptrace.so, libcptrace_jni.so or a program linked "
+        "with libcptrace.a)", path));
+}
+
 // The ELF files to attach to: --lib, else those of -p's process or of CMD.
 std::vector<std::string> resolve_targets(const RecordOptions& opt) {
+  for (const std::string& lib : opt.libs) check_lib(lib);
   std::vector<std::string> t = opt.libs;
   if (t.empty() && opt.pid) t = targets_of_process(opt.pid);
   if (t.empty() && !opt.cmd.empty()) t = targets_of_command(opt.cmd[0]);

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <string_view>
 #include <system_error>
 
 #include <fcntl.h>
@@ -15,7 +16,9 @@
 
 #include <fmt/format.h>
 
+#include "cptrace.h"  // cp_channel_id, CP_CHANNEL_NAME_MAX
 #include "trace/block_codec.h"
+#include "trace/trace_file.h"
 
 namespace cptrace {
 
@@ -50,13 +53,12 @@ class MemorySource : public ByteSource {
 // The size is taken once at open: a file still being written is read up to there.
 class FileSource : public ByteSource {
  public:
-  explicit FileSource(const std::string& path) : path_(path) {
-    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  explicit FileSource(const std::string& path) : path_(path), fd_(open_trace_file(path)) {
     struct stat st {};
-    if (fd_ < 0 || ::fstat(fd_, &st) != 0) {
+    if (::fstat(fd_, &st) != 0) {
       std::string why = std::strerror(errno);
-      if (fd_ >= 0) ::close(fd_);
-      throw TraceError(path, 0, "cannot open: " + why);
+      ::close(fd_);
+      throw TraceError(path, 0, "cannot stat: " + why);
     }
     size_ = static_cast<uint64_t>(st.st_size);
   }
@@ -135,16 +137,22 @@ TraceReader TraceReader::from_bytes(std::string events_cpt, json meta) {
   return r;
 }
 
+// A missing meta.json is noted; one that exists but is not a regular file (a FIFO
+// would block the reader) or cannot be read throws, like events.cpt would.
 void TraceReader::load_meta(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) {
-    meta_problem_ = path + ": cannot open (" + std::strerror(errno) + ")";
+  std::error_code ec;
+  if (!fs::exists(fs::symlink_status(path, ec)) && !fs::exists(path, ec)) {
+    meta_problem_ = path + ": missing";
     return;
   }
+  std::string text = read_trace_file(path);
   try {
-    json j = json::parse(in);
+    json j = json::parse(text);
     if (!j.is_object()) throw std::runtime_error("not a JSON object");
     meta_ = std::move(j);
+  } catch (const json::parse_error& e) {
+    // e.byte: 1-based position of the character that failed.
+    meta_problem_ = fmt::format("{} at byte {}: not valid JSON: {}", path, e.byte > 0 ? e.byte - 1 : 0, e.what());
   } catch (const std::exception& e) {
     meta_problem_ = path + ": " + e.what();
   }
@@ -174,6 +182,27 @@ void TraceReader::scan() {
   clock_map_ = ClockMap(clock_);
 }
 
+// Whether the frame magic occurs anywhere in [from, end of file). A file that ends
+// inside a frame is what a killed writer leaves only when no frame follows: a
+// payload_len damaged into "longer than the rest of the file" has the magic of
+// the frames after it in that rest. (Compressed payloads hold these four bytes
+// by chance with odds of about 2^-32 per position.)
+bool TraceReader::magic_after(uint64_t from) const {
+  const uint32_t magic = kFrameMagic;
+  char m[sizeof magic];
+  std::memcpy(m, &magic, sizeof magic);
+  std::string buf;
+  for (uint64_t off = from; off < file_bytes_;) {
+    size_t n = static_cast<size_t>(std::min<uint64_t>(file_bytes_ - off, 1 << 20));
+    buf.resize(n);
+    if (!src_->read(off, buf.data(), n)) return false;
+    if (buf.find(std::string_view(m, sizeof m)) != std::string::npos) return true;
+    if (off + n >= file_bytes_) break;
+    off += n - (sizeof m - 1);  // a magic straddling two chunks is found in the next
+  }
+  return false;
+}
+
 // Reads and checks the frame at off; on a problem records it in error_.
 bool TraceReader::read_frame(uint64_t off, FrameHeader& h, std::vector<uint8_t>& payload) {
   uint64_t left = file_bytes_ - off;
@@ -181,14 +210,18 @@ bool TraceReader::read_frame(uint64_t off, FrameHeader& h, std::vector<uint8_t>&
     error_.emplace(file_, off, what);
     return false;
   };
-  if (left < sizeof h)
+  if (left < sizeof h) {
+    truncated_tail_ = !magic_after(off + 1);
     return bad(fmt::format("truncated frame header ({} of {} bytes)", left, sizeof h));
+  }
   if (!src_->read(off, &h, sizeof h)) return bad("file shrank while reading");
   if (h.magic != kFrameMagic) return bad(fmt::format("bad frame magic 0x{:08x}", h.magic));
   if (const char* problem = frame_header_problem(h)) return bad(std::string("bad frame header: ") + problem);
-  if (left - sizeof h < h.payload_len)
+  if (left - sizeof h < h.payload_len) {
+    truncated_tail_ = !magic_after(off + sizeof h);
     return bad(fmt::format("truncated {} frame payload ({} of {} bytes)", type_name(h.type),
                            left - sizeof h, h.payload_len));
+  }
   payload.resize(h.payload_len);
   if (!src_->read(off + sizeof h, payload.data(), payload.size())) return bad("file shrank while reading");
   if (!frame_crc_ok(h, payload.data(), payload.size()))
@@ -284,9 +317,16 @@ void TraceReader::take_counters(json j) {
 
 // ---- streaming ------------------------------------------------------------------------
 
+// A name the recorder truncated (to CP_CHANNEL_NAME_MAX-1 bytes, the announce
+// record and registry limit) is shared by every longer name with that beginning;
+// the id, the hash of the full name, tells them apart.
 std::string TraceReader::channel_name(uint64_t id) const {
   auto it = channels_.find(id);
-  return it != channels_.end() ? it->second.name : fmt::format("0x{:016x}", id);
+  if (it == channels_.end()) return fmt::format("0x{:016x}", id);
+  const std::string& name = it->second.name;
+  if (name.size() >= CP_CHANNEL_NAME_MAX - 1 && cp_channel_id(name.c_str()) != id)
+    return fmt::format("{}...[0x{:016x}]", name, id);
+  return name;
 }
 
 void TraceReader::check_convertible() const {

@@ -10,8 +10,10 @@
 //
 // meta.json is optional for reading: events.cpt alone carries everything needed
 // to read the events, so a missing or unparsable meta.json only leaves meta()
-// empty and says why in meta_problem(). A missing events.cpt, or one whose file
-// header is missing or garbled, throws TraceError.
+// empty and says why in meta_problem() (commands that need it, like translate,
+// fail with that). A missing events.cpt, one whose file header is missing or
+// garbled, or an events.cpt or meta.json that is not a regular file (a FIFO
+// would block the reader) throws TraceError.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -48,7 +50,9 @@ class TraceReader {
   const ClockMap& clock_map() const { return clock_map_; }
   // Channel table from the Channels frames; a later announcement of an id wins.
   const std::map<uint64_t, ChannelInfo>& channels() const { return channels_; }
-  // The channel's name, or "0x%016x" of the id when it was never announced.
+  // The channel's name, or "0x%016x" of the id when it was never announced. A
+  // name cut to CP_CHANNEL_NAME_MAX-1 bytes by the recorder gets "...[0x%016x]" of
+  // its id appended, so names that differ only after the cut stay distinct.
   std::string channel_name(uint64_t id) const;
   // The last Counters frame (empty when there was none), parsed and as JSON.
   const Counters& counters() const { return counters_; }
@@ -83,6 +87,11 @@ class TraceReader {
 
   // The first bad frame, if any.
   const std::optional<TraceError>& error() const { return error_; }
+  // Whether error() is only a cut-off end: the file ends inside its last frame
+  // and nothing after that frame's start looks like another frame. A recorder
+  // killed while writing leaves this; any other damage (bad magic, header or CRC,
+  // an undecodable payload, a frame length that hides later frames) does not.
+  bool truncated_tail() const { return error_ && truncated_tail_; }
   // Bytes of events.cpt up to the end of the last good frame.
   uint64_t valid_bytes() const { return valid_bytes_; }
   uint64_t file_bytes() const { return file_bytes_; }
@@ -102,6 +111,7 @@ class TraceReader {
   TraceReader(std::shared_ptr<const ByteSource> src, std::string file);
   void scan();
   bool read_frame(uint64_t off, FrameHeader& h, std::vector<uint8_t>& payload);
+  bool magic_after(uint64_t from) const;
   void take_frame(uint64_t off, const FrameHeader& h, const std::vector<uint8_t>& payload);
   void take_net(uint64_t off, const FrameHeader& h, const std::vector<uint8_t>& payload);
   void reread(const EventFrame& f, FrameHeader& h, std::vector<uint8_t>& payload) const;
@@ -129,6 +139,7 @@ class TraceReader {
   Counters net_counters_;
   std::vector<EventFrame> other_frames_;  // frame types decoded by their own stages
   std::optional<TraceError> error_;
+  bool truncated_tail_ = false;
   uint64_t valid_bytes_ = 0;
   uint64_t file_bytes_ = 0;
   uint64_t event_count_ = 0;

@@ -9,6 +9,8 @@
 
 #include <fmt/format.h>
 
+#include "cptrace.h"  // cp_channel_id
+
 namespace cptrace {
 
 namespace fs = std::filesystem;
@@ -52,10 +54,14 @@ Timeline trace_timeline(const TraceReader& r) {
 }
 
 uint64_t resolve_channel(const TraceReader& r, const std::string& name) {
+  // The full name first: its hash is the id, even where the trace holds only the
+  // recorder's truncated copy of the name.
+  if (r.channels().count(cp_channel_id(name.c_str()))) return cp_channel_id(name.c_str());
   std::vector<std::string> names;
   for (const auto& [id, c] : r.channels()) {
-    if (c.name == name || fmt::format("0x{:016x}", id) == name || fmt::format("0x{:x}", id) == name) return id;
-    names.push_back(c.name);
+    std::string label = r.channel_name(id);
+    if (label == name || fmt::format("0x{:016x}", id) == name || fmt::format("0x{:x}", id) == name) return id;
+    names.push_back(label);
   }
   std::sort(names.begin(), names.end());
   std::string known;

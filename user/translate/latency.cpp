@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "cptrace.h"  // cp_channel_id
 #include "translate/clock_relation.h"
 #include "trace/trace_reader.h"
 #include "translate/translate.h"
@@ -75,11 +76,13 @@ class Scenarios {
   size_t ref_ = 0;
 };
 
+// By full name (its hash is the id, whatever the trace kept of the name) or label.
 uint64_t find_channel(const TraceReader& r, const std::string& name) {
+  if (r.channels().count(cp_channel_id(name.c_str()))) return cp_channel_id(name.c_str());
   for (const auto& [id, c] : r.channels())
-    if (c.name == name) return id;
+    if (r.channel_name(id) == name) return id;
   std::string have;
-  for (const auto& [id, c] : r.channels()) have += (have.empty() ? "" : ", ") + c.name;
+  for (const auto& [id, c] : r.channels()) have += (have.empty() ? "" : ", ") + r.channel_name(id);
   throw std::runtime_error("unknown channel \"" + name + "\" (channels in the trace: " + (have.empty() ? "none" : have) + ")");
 }
 

@@ -46,6 +46,20 @@ struct Pair {
 
 std::string pair_name(const std::vector<Node>& n, size_t a, size_t b) { return n[a].name + "->" + n[b].name; }
 
+// A damaged events.cpt is an error (its events cannot be trusted to be all there
+// is); a cut-off end, what a killed recorder leaves, is translated up to its last
+// whole frame with a warning saying what was left out.
+void check_damage(const TraceReader& r) {
+  if (!r.error()) return;
+  if (!r.truncated_tail())
+    throw std::runtime_error(std::string(r.error()->what()) + " (damaged trace; `cptrace info` shows what is readable)");
+  fprintf(stderr,
+          "cptrace translate: warning: %s: the file ends inside a frame; its last %llu bytes, from byte %llu, are "
+          "ignored (what a killed recorder leaves)\n",
+          r.events_path().c_str(), static_cast<unsigned long long>(r.file_bytes() - r.valid_bytes()),
+          static_cast<unsigned long long>(r.valid_bytes()));
+}
+
 std::vector<Node> open_nodes(const std::vector<std::string>& dirs) {
   std::vector<Node> nodes;
   std::map<std::string, std::string> seen;
@@ -53,17 +67,17 @@ std::vector<Node> open_nodes(const std::vector<std::string>& dirs) {
     Node n;
     n.dir = d;
     n.reader = std::make_unique<TraceReader>(d);
+    // The node name and clock facts live in meta.json: without it nothing can be translated.
+    if (!n.reader->meta_problem().empty()) throw std::runtime_error(n.reader->meta_problem());
     n.name = n.reader->meta().value("node", "");
-    if (n.name.empty())
-      throw std::runtime_error(d + ": meta.json names no node (" +
-                               (n.reader->meta_problem().empty() ? "no \"node\" field" : n.reader->meta_problem()) + ")");
+    if (n.name.empty()) throw std::runtime_error(d + ": meta.json names no node (no \"node\" field)");
     if (n.reader->meta().contains("translated"))
       throw std::runtime_error(d + ": is already a translated trace; give the per-node recordings");
     auto [it, fresh] = seen.emplace(n.name, d);
     if (!fresh)
       throw std::runtime_error(fmt::format("overlapping recordings: two traces of node \"{}\" ({} and {})", n.name,
                                            it->second, d));
-    if (n.reader->error()) fprintf(stderr, "cptrace translate: warning: %s (events before it are used)\n", n.reader->error()->what());
+    check_damage(*n.reader);
     const auto& cp = n.reader->clock_map().points();
     if (!cp.empty()) n.span_lo = int64_t(cp.front().tsc), n.span_hi = int64_t(cp.back().tsc);
     nodes.push_back(std::move(n));
