@@ -251,3 +251,18 @@ TEST(Record, StartAndStopRealtimeAreTheInstantOfTheirMonoNs) {
                                                     << ", the clocks' offset " << before.offset;
   }
 }
+
+// `record -- CMD` of a program that does not use libcptrace attaches to the
+// libcptrace.so beside cptrace (the command could dlopen it) and records nothing.
+TEST(Record, CommandWithoutProbeSitesRecordsNothing) {
+  REQUIRE_BPF();
+  TempDir tmp;
+  auto r = run(record_cmd(tmp, "-- sleep 0.2"), tmp);
+  ASSERT_EQ(r.status, 0) << r.err;
+  TraceReader tr(tmp / "trace");
+  EXPECT_TRUE(tr.meta().value("complete", false));
+  EXPECT_EQ(tr.event_count(), 0u);
+  auto targets = tr.meta()["targets"];
+  ASSERT_EQ(targets.size(), 1u) << targets.dump();
+  EXPECT_EQ(targets[0].get<std::string>(), fs::canonical(build_dir() / "libcptrace.so").string());
+}
