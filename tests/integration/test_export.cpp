@@ -303,3 +303,80 @@ TEST(Export, MemoryStaysBoundedOnLargeTrace) {
     std::filesystem::remove_all(tmp / ("out." + fmt));
   }
 }
+
+// A `counter` handler's series points are their own kind in every export, with
+// the period from the handler history, not user events whose tuple is a count.
+TEST(Export, CounterPeriodsAreTheirOwnEventKind) {
+  REQUIRE_BPF();
+  REQUIRE_BABELTRACE2();
+  TempDir tmp;
+  {
+    std::ofstream cfg(tmp / "cfg");
+    cfg << "chan1 counter 5ms\n";
+  }
+  auto r = run(cptrace_bin() + " record --no-progress --config " + (tmp / "cfg") + " -o " + (tmp / "t") + " -- " +
+                   (build_dir() / "tests" / "workload").string() +
+                   " --threads 1 --channels 2 --all-channels --events 5000 --pace-us 20 --mode single",
+               tmp);
+  ASSERT_EQ(r.status, 0) << r.err;
+  // dump: (tsc, channel, count, cpu) of every series point, and chan0's events.
+  using Point = std::tuple<uint64_t, std::string, uint64_t, uint32_t>;
+  std::vector<Point> want;
+  uint64_t user_events = 0, counted = 0;
+  for (const Ev& e : dump_events(tmp / "t", tmp)) {
+    if (std::get<0>(e) == "count") {
+      want.emplace_back(std::get<1>(e), std::get<2>(e), std::get<3>(e), std::get<6>(e));
+      counted += std::get<3>(e);
+    }
+    if (std::get<0>(e) == "user") user_events++;
+  }
+  std::sort(want.begin(), want.end());
+  ASSERT_GT(want.size(), 1u) << "no counter periods: the test proves nothing";
+  EXPECT_EQ(counted, 5000u) << "the series adds up to chan1's events";
+
+  r = run(cptrace_bin() + " export json " + (tmp / "t") + " -o " + (tmp / "t.json"), tmp);
+  ASSERT_EQ(r.status, 0) << r.err;
+  json j = json::parse(read_file(tmp / "t.json"));
+  std::vector<Point> got;
+  uint64_t json_user = 0;
+  for (const auto& e : j["traceEvents"]) {
+    if (e["cat"] == "user") {
+      json_user++;
+      EXPECT_EQ(e["name"], "chan0") << e.dump();
+    }
+    if (e["cat"] != "counter_period") continue;
+    EXPECT_EQ(e["ph"], "X");
+    EXPECT_EQ(e["args"]["period_ns"], "5000000");
+    EXPECT_EQ(e["dur"].get<double>(), 5000.0);
+    got.emplace_back(std::stoull(e["args"]["tsc"].get<std::string>()), e["name"],
+                     std::stoull(e["args"]["count"].get<std::string>()), e["args"]["cpu"]);
+  }
+  std::sort(got.begin(), got.end());
+  EXPECT_EQ(got, want);
+  EXPECT_EQ(json_user, user_events);
+
+  r = run(cptrace_bin() + " export ctf " + (tmp / "t") + " -o " + (tmp / "ctf"), tmp);
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto bt = run("babeltrace2 --clock-seconds --no-delta " + (tmp / "ctf"), tmp);
+  ASSERT_EQ(bt.status, 0) << bt.err;
+  static const std::regex period(
+      R"RE(^\[\d+\.\d{9}\] \S+ cptrace:counter_period: \{ cpu_id = (\d+) \}, \{ channel = "(.*)", channel_id = 0x[0-9A-Fa-f]+, )RE"
+      R"RE(count = (\d+), period_ns = (\d+), cpu = (\d+), tsc = (\d+) \}$)RE");
+  got.clear();
+  uint64_t ctf_user = 0;
+  for (const auto& l : split(bt.out, '\n')) {
+    std::smatch m;
+    if (l.find("cptrace:user:") != std::string::npos) {
+      ctf_user++;
+      EXPECT_NE(l.find("channel = \"chan0\""), std::string::npos) << l;
+    }
+    if (l.find("cptrace:counter_period:") == std::string::npos) continue;
+    ASSERT_TRUE(std::regex_match(l, m, period)) << l;
+    EXPECT_EQ(m[4], "5000000");
+    EXPECT_EQ(m[1], m[5]);
+    got.emplace_back(std::stoull(m[6]), m[2], std::stoull(m[3]), std::stoul(m[5]));
+  }
+  std::sort(got.begin(), got.end());
+  EXPECT_EQ(got, want);
+  EXPECT_EQ(ctf_user, user_events);
+}

@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "analyze/counter_periods.h"
 #include "trace/clock_map.h"
 #include "trace/out_file.h"
 
@@ -23,7 +24,7 @@ constexpr uint32_t kCtfMagic = 0xC1FC1FC1;
 constexpr size_t kPacketBytes = 256 << 10;  // content per packet before it is flushed
 // Packet header (magic, stream_id) + context (begin, end, content_size, packet_size, cpu_id).
 constexpr size_t kPacketHead = 4 + 4 + 8 + 8 + 8 + 8 + 4;
-constexpr uint16_t kEventUser = 0, kEventClose = 1;
+constexpr uint16_t kEventUser = 0, kEventClose = 1, kEventCounterPeriod = 2;
 
 template <class T>
 void put(std::string& b, T v) {
@@ -80,16 +81,22 @@ class StreamFile {
   uint64_t last_ts() const { return last_; }
   bool empty() const { return !any_; }
 
-  // ns: the event's time on the trace's CTF clock (NsClock).
-  void append(const TraceEvent& e, const std::string& channel, uint64_t ns) {
+  // ns: the event's time on the trace's CTF clock (NsClock); period_ns: a
+  // `counter` series point's period (its count is e.tuple).
+  void append(const TraceEvent& e, const std::string& channel, uint64_t ns, uint64_t period_ns) {
     if (pkt_.empty()) begin_ = ns;
-    put<uint16_t>(pkt_, e.kind == uint8_t(EventKind::ChannelClose) ? kEventClose : kEventUser);
+    bool count = e.kind == uint8_t(EventKind::Count);
+    put<uint16_t>(pkt_, count ? kEventCounterPeriod : e.kind == uint8_t(EventKind::ChannelClose) ? kEventClose : kEventUser);
     put<uint64_t>(pkt_, ns);
     pkt_.append(channel.c_str(), channel.size() + 1);
     put<uint64_t>(pkt_, e.channel);
     put<uint64_t>(pkt_, e.tuple);
-    put<uint32_t>(pkt_, e.pid);
-    put<uint32_t>(pkt_, e.tid);
+    if (count) {
+      put<uint64_t>(pkt_, period_ns);
+    } else {
+      put<uint32_t>(pkt_, e.pid);
+      put<uint32_t>(pkt_, e.tid);
+    }
     put<uint16_t>(pkt_, e.cpu);
     put<uint64_t>(pkt_, e.ts);
     last_ = e.ts;
@@ -143,7 +150,7 @@ struct Level {
 class CtfWriter {
  public:
   CtfWriter(const TraceReader& r, const NsClock& clock, std::string dir, size_t window)
-      : r_(r), clock_(clock), dir_(std::move(dir)), window_(window) {}
+      : r_(r), clock_(clock), periods_(r.handler_changes()), dir_(std::move(dir)), window_(window) {}
 
   void add(const TraceEvent& e) { add_at(0, e); }
 
@@ -182,13 +189,15 @@ class CtfWriter {
   void emit(Level& l, const TraceEvent& e) {
     auto it = names_.find(e.channel);
     if (it == names_.end()) it = names_.emplace(e.channel, r_.channel_name(e.channel)).first;
-    l.file->append(e, it->second, clock_.ns(e.ts));
+    uint64_t period = e.kind == uint8_t(EventKind::Count) ? periods_.at(e.channel, e.ts).period_ns : 0;
+    l.file->append(e, it->second, clock_.ns(e.ts), period);
     l.emitted = true;
     events_++;
   }
 
   const TraceReader& r_;
   const NsClock& clock_;
+  CounterPeriods periods_;
   std::string dir_;
   size_t window_;
   std::map<uint16_t, std::vector<Level>> chains_;
@@ -306,6 +315,24 @@ typealias integer {{ size = 64; align = 8; signed = false; map = clock.monotonic
 
 )",
                      name, id);
+  // A `counter` handler's series point: `count` events of the channel on `cpu` in
+  // the period of `period_ns` starting at the event's time.
+  s += fmt::format(R"(event {{
+	name = "cptrace:counter_period";
+	id = {};
+	stream_id = 0;
+	fields := struct {{
+		string channel;
+		uint64_hex_t channel_id;
+		uint64_t count;
+		uint64_t period_ns;
+		uint16_t cpu;
+		uint64_t tsc;
+	}};
+}};
+
+)",
+                   kEventCounterPeriod);
   return s;
 }
 

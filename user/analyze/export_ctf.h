@@ -8,7 +8,10 @@
 //                         real dates; one stream class; event classes
 //                         "cptrace:user" and "cptrace:close" with the fields
 //                         channel (string), channel_id, tuple, pid, tid, cpu, tsc
-//                         (the raw timestamp, as `dump` prints it).
+//                         (the raw timestamp, as `dump` prints it);
+//                         "cptrace:counter_period" for a `counter` handler's series
+//                         point (channel, channel_id, count, period_ns, cpu, tsc;
+//                         its time is the period's start).
 //   OUT/stream_<cpu>      binary packets (byte-aligned, little-endian) of that CPU's
 //   OUT/stream_<cpu>_late<k>   events; packet context carries cpu_id.
 //
