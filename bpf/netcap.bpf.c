@@ -448,6 +448,14 @@ static __always_inline int on_sock(struct sock *sk, int ret, __u8 kind)
 		struct tcp_sock *tp = (struct tcp_sock *)sk;
 		__u32 end = kind == CP_NET_SOCK_SEND ? BPF_CORE_READ(tp, write_seq)
 						     : BPF_CORE_READ(tp, copied_seq);
+		/* copied_seq counts a FIN the same recvmsg() consumed (the FIN takes
+		 * the sequence number after the last byte): the peer's FIN arrived
+		 * (tcp_fin() sets SOCK_DONE; a local shutdown or a reset does not) and
+		 * everything up to rcv_nxt, which includes it, has been read. */
+		if (kind == CP_NET_SOCK_RECV &&
+		    (BPF_CORE_READ(sk, __sk_common.skc_flags) & (1UL << SOCK_DONE)) &&
+		    end == BPF_CORE_READ(tp, rcv_nxt))
+			end--;
 		r->seq = end - (__u32)ret;
 	}
 	emit(r);

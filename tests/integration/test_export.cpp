@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <map>
 #include <random>
 #include <regex>
 #include <sstream>
@@ -12,6 +14,7 @@
 
 #include "analyze/export_ctf.h"
 #include "synthetic_trace.h"
+#include "trace/trace_reader.h"
 #include "test_util.h"
 
 using namespace cptrace;
@@ -74,30 +77,35 @@ bool have(const char* prog) {
       GTEST_SKIP() << "SKIPPED: babeltrace2 is not installed (tools/install-deps.sh installs it)";    \
   } while (0)
 
-// babeltrace2 --clock-cycles text: every event with its raw TSC timestamp.
-std::vector<Ev> babeltrace_events(const std::string& ctf, const TempDir& tmp, std::string* err = nullptr) {
-  auto r = run("babeltrace2 --clock-cycles --no-delta " + ctf, tmp);
+// babeltrace2 text: every event with its raw TSC timestamp (the tsc field);
+// times_ns, if given: tsc -> the event's time, ns since the epoch, as babeltrace2
+// computes it from the clock class.
+std::vector<Ev> babeltrace_events(const std::string& ctf, const TempDir& tmp, std::string* err = nullptr,
+                                  std::map<uint64_t, uint64_t>* times_ns = nullptr) {
+  auto r = run("babeltrace2 --clock-seconds --no-delta " + ctf, tmp);
   EXPECT_EQ(r.status, 0) << r.err;
   if (err) *err = r.err;
   static const std::regex line(
-      R"RE(^\[(\d+)\] \S+ cptrace:(user|close): \{ cpu_id = (\d+) \}, \{ channel = "(.*)", channel_id = 0x[0-9A-Fa-f]+, )RE"
-      R"RE(tuple = (\d+), pid = (\d+), tid = (\d+), cpu = (\d+) \}$)RE");
+      R"RE(^\[(\d+)\.(\d{9})\] \S+ cptrace:(user|close): \{ cpu_id = (\d+) \}, \{ channel = "(.*)", channel_id = 0x[0-9A-Fa-f]+, )RE"
+      R"RE(tuple = (\d+), pid = (\d+), tid = (\d+), cpu = (\d+), tsc = (\d+) \}$)RE");
   std::vector<Ev> evs;
   size_t unparsed = 0;
+  uint64_t prev_ns = 0;
   for (const auto& l : split(r.out, '\n')) {
     std::smatch m;
     if (!std::regex_match(l, m, line)) {
       unparsed += !l.empty();
       continue;
     }
-    EXPECT_EQ(m[3], m[8]) << "packet cpu_id differs from the event's cpu: " << l;
-    std::string ch = std::regex_replace(m[4].str(), std::regex(R"(\\(.))"), "$1");  // babeltrace2 escapes quotes
-    evs.emplace_back(m[2], std::stoull(m[1]), ch, std::stoull(m[5]), std::stoul(m[6]), std::stoul(m[7]),
-                     std::stoul(m[8]));
+    EXPECT_EQ(m[4], m[9]) << "packet cpu_id differs from the event's cpu: " << l;
+    std::string ch = std::regex_replace(m[5].str(), std::regex(R"(\\(.))"), "$1");  // babeltrace2 escapes quotes
+    uint64_t ns = std::stoull(m[1]) * 1000000000ull + std::stoull(m[2]), tsc = std::stoull(m[10]);
+    EXPECT_TRUE(prev_ns <= ns) << "babeltrace2 merges the streams in time order: " << l;
+    prev_ns = ns;
+    if (times_ns) (*times_ns)[tsc] = ns;
+    evs.emplace_back(m[3], tsc, ch, std::stoull(m[6]), std::stoul(m[7]), std::stoul(m[8]), std::stoul(m[9]));
   }
   EXPECT_EQ(unparsed, 0u) << r.out.substr(0, 2000);
-  // babeltrace2 merges the streams in time order.
-  for (size_t i = 1; i < evs.size(); ++i) EXPECT_LE(std::get<1>(evs[i - 1]), std::get<1>(evs[i]));
   std::sort(evs.begin(), evs.end());
   return evs;
 }
@@ -173,7 +181,22 @@ TEST(ExportCtf, RecordedWorkloadMatchesDump) {
   ASSERT_EQ(expect.size(), 90003u);  // 3 x 30000 user events + 3 channel closes
   r = run(cptrace_bin() + " export ctf " + (tmp / "t") + " -o " + (tmp / "ctf"), tmp);
   ASSERT_EQ(r.status, 0) << r.err;
-  EXPECT_EQ(babeltrace_events(tmp / "ctf", tmp), expect);
+  std::map<uint64_t, uint64_t> times;
+  EXPECT_EQ(babeltrace_events(tmp / "ctf", tmp, nullptr, &times), expect);
+
+  // Each event's time is its TSC converted as every reader converts it (the
+  // correlation stream), plus the wall-clock offset of the recording start, to
+  // the nanosecond: no rounding of the measured TSC frequency on the way.
+  TraceReader tr(tmp / "t");
+  const auto& start = tr.meta()["start"];
+  int64_t rt_minus_mono = int64_t(start["realtime_ns"].get<uint64_t>() - start["mono_ns"].get<uint64_t>());
+  ASSERT_NE(std::fmod(tr.meta()["tsc_hz"].get<double>(), 1.0), 0.0) << "an integer TSC frequency proves nothing";
+  size_t off = 0;
+  for (auto [tsc, ns] : times) {
+    int64_t want = int64_t(tr.clock_map().tsc_to_mono(tsc)) + rt_minus_mono;
+    if (int64_t(ns) != want && off++ < 5) ADD_FAILURE() << "tsc " << tsc << ": babeltrace2 " << ns << " ns, expected " << want;
+  }
+  EXPECT_EQ(off, 0u) << "of " << times.size() << " events";
 }
 
 TEST(ExportJson, TraceEventsMatchDump) {
@@ -294,4 +317,81 @@ TEST(Export, MemoryStaysBoundedOnLargeTrace) {
     EXPECT_LT(kib, raw_kib / 4) << fmt << " holds too much of the trace in memory";
     std::filesystem::remove_all(tmp / ("out." + fmt));
   }
+}
+
+// A `counter` handler's series points are their own kind in every export, with
+// the period from the handler history, not user events whose tuple is a count.
+TEST(Export, CounterPeriodsAreTheirOwnEventKind) {
+  REQUIRE_BPF();
+  REQUIRE_BABELTRACE2();
+  TempDir tmp;
+  {
+    std::ofstream cfg(tmp / "cfg");
+    cfg << "chan1 counter 5ms\n";
+  }
+  auto r = run(cptrace_bin() + " record --no-progress --config " + (tmp / "cfg") + " -o " + (tmp / "t") + " -- " +
+                   (build_dir() / "tests" / "workload").string() +
+                   " --threads 1 --channels 2 --all-channels --events 5000 --pace-us 20 --mode single",
+               tmp);
+  ASSERT_EQ(r.status, 0) << r.err;
+  // dump: (tsc, channel, count, cpu) of every series point, and chan0's events.
+  using Point = std::tuple<uint64_t, std::string, uint64_t, uint32_t>;
+  std::vector<Point> want;
+  uint64_t user_events = 0, counted = 0;
+  for (const Ev& e : dump_events(tmp / "t", tmp)) {
+    if (std::get<0>(e) == "count") {
+      want.emplace_back(std::get<1>(e), std::get<2>(e), std::get<3>(e), std::get<6>(e));
+      counted += std::get<3>(e);
+    }
+    if (std::get<0>(e) == "user") user_events++;
+  }
+  std::sort(want.begin(), want.end());
+  ASSERT_GT(want.size(), 1u) << "no counter periods: the test proves nothing";
+  EXPECT_EQ(counted, 5000u) << "the series adds up to chan1's events";
+
+  r = run(cptrace_bin() + " export json " + (tmp / "t") + " -o " + (tmp / "t.json"), tmp);
+  ASSERT_EQ(r.status, 0) << r.err;
+  json j = json::parse(read_file(tmp / "t.json"));
+  std::vector<Point> got;
+  uint64_t json_user = 0;
+  for (const auto& e : j["traceEvents"]) {
+    if (e["cat"] == "user") {
+      json_user++;
+      EXPECT_EQ(e["name"], "chan0") << e.dump();
+    }
+    if (e["cat"] != "counter_period") continue;
+    EXPECT_EQ(e["ph"], "X");
+    EXPECT_EQ(e["args"]["period_ns"], "5000000");
+    EXPECT_EQ(e["dur"].get<double>(), 5000.0);
+    got.emplace_back(std::stoull(e["args"]["tsc"].get<std::string>()), e["name"],
+                     std::stoull(e["args"]["count"].get<std::string>()), e["args"]["cpu"]);
+  }
+  std::sort(got.begin(), got.end());
+  EXPECT_EQ(got, want);
+  EXPECT_EQ(json_user, user_events);
+
+  r = run(cptrace_bin() + " export ctf " + (tmp / "t") + " -o " + (tmp / "ctf"), tmp);
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto bt = run("babeltrace2 --clock-seconds --no-delta " + (tmp / "ctf"), tmp);
+  ASSERT_EQ(bt.status, 0) << bt.err;
+  static const std::regex period(
+      R"RE(^\[\d+\.\d{9}\] \S+ cptrace:counter_period: \{ cpu_id = (\d+) \}, \{ channel = "(.*)", channel_id = 0x[0-9A-Fa-f]+, )RE"
+      R"RE(count = (\d+), period_ns = (\d+), cpu = (\d+), tsc = (\d+) \}$)RE");
+  got.clear();
+  uint64_t ctf_user = 0;
+  for (const auto& l : split(bt.out, '\n')) {
+    std::smatch m;
+    if (l.find("cptrace:user:") != std::string::npos) {
+      ctf_user++;
+      EXPECT_NE(l.find("channel = \"chan0\""), std::string::npos) << l;
+    }
+    if (l.find("cptrace:counter_period:") == std::string::npos) continue;
+    ASSERT_TRUE(std::regex_match(l, m, period)) << l;
+    EXPECT_EQ(m[4], "5000000");
+    EXPECT_EQ(m[1], m[5]);
+    got.emplace_back(std::stoull(m[6]), m[2], std::stoull(m[3]), std::stoul(m[5]));
+  }
+  std::sort(got.begin(), got.end());
+  EXPECT_EQ(got, want);
+  EXPECT_EQ(ctf_user, user_events);
 }

@@ -464,3 +464,52 @@ TEST_F(NetCapture, TcpGsoSuperPacketsMatchByByteRange) {
   }
   printf("      %d super-packets (gso_segs > 1) among the transmitted segments\n", gso);
 }
+
+// Socket events place the application's bytes in the stream: the server's recv
+// ranges [seq, seq+len) tile exactly the client's send ranges, including the
+// last recv, which also consumes the client's FIN (write, then shutdown): its
+// seq is that of its first byte, not one more (the FIN's sequence number).
+TEST_F(NetCapture, TcpRecvRangesTileSendRangesThroughTheFin) {
+  testbed::Testbed tb("nfin", 2, "");
+  ASSERT_TRUE(tb.ok()) << tb.output();
+  const int port = 7009, count = 20;  // a few KB: all of it and the FIN fit the receive queue
+  // The server waits 500 ms after accept(), so its last read() finds the data
+  // and the FIN queued together and consumes both.
+  Proc server("ip netns exec " + tb.ns(2) + " " + netload() + " server tcp 10.77.2.2 " + std::to_string(port) + " " +
+                  std::to_string(count) + " 500",
+              tmp / "server.out", tmp / "server.err");
+  ASSERT_TRUE(server.wait_for("ready", 10)) << testutil::read_file(server.err_path);
+  Recorder ra(tmp, tb.ns(1), "a", ""), rb(tmp, tb.ns(2), "b", "");
+  ASSERT_TRUE(ra.ready()) << ra.err();
+  ASSERT_TRUE(rb.ready()) << rb.err();
+  auto c = testutil::run("ip netns exec " + tb.ns(1) + " " + netload() + " client tcp 10.77.2.2 " +
+                             std::to_string(port) + " " + std::to_string(count),
+                         tmp);
+  ASSERT_EQ(c.status, 0) << c.err;
+  ASSERT_EQ(server.wait(30), 0);
+  EXPECT_EQ(ra.stop(), 0) << ra.err();
+  EXPECT_EQ(rb.stop(), 0) << rb.err();
+  long sent = 0;
+  int cport = 0;
+  ASSERT_EQ(sscanf(c.out.c_str() + c.out.find("sent"), "sent %ld %d", &sent, &cport), 2) << c.out;
+  NetTrace a = load(ra.dir), b = load(rb.dir);
+  auto sends = select(a, CP_NET_SOCK_SEND, 6, cport, port, true);
+  auto recvs = select(b, CP_NET_SOCK_RECV, 6, port, cport, true);
+  ASSERT_FALSE(sends.empty());
+  ASSERT_FALSE(recvs.empty());
+  auto tile = [](std::vector<NetEvent> v, const char* what) {
+    std::sort(v.begin(), v.end(), [](auto& x, auto& y) { return x.r.ktime_ns < y.r.ktime_ns; });
+    uint32_t first = v.front().r.seq, next = first;
+    for (const NetEvent& e : v) {
+      EXPECT_EQ(e.r.seq, next) << what << ": a range that does not start where the previous one ended (offset "
+                               << uint32_t(next - first) << ", len " << e.r.len << ")";
+      next = e.r.seq + e.r.len;
+    }
+    return std::pair{first, next};
+  };
+  auto [s0, s1] = tile(sends, "send");
+  auto [r0, r1] = tile(recvs, "recv");
+  EXPECT_EQ(r0, s0) << "the first received byte is not the first sent byte";
+  EXPECT_EQ(r1, s1) << "the received stream does not end where the sent one does";
+  EXPECT_EQ(long(uint32_t(s1 - s0)), sent);
+}

@@ -321,3 +321,61 @@ TEST(Record, FullDiskAtStartIsAClearError) {
   EXPECT_EQ(r.err.find("terminate called"), std::string::npos) << r.err;
   EXPECT_EQ(r.out.find("\"total\""), std::string::npos) << "the command ran: " << r.out;
 }
+
+namespace {
+
+// CLOCK_REALTIME - CLOCK_MONOTONIC, read between two monotonic reads; width: the
+// time between those two reads (how uncertain the difference is).
+struct RtOffset {
+  int64_t offset, width;
+};
+RtOffset realtime_minus_mono() {
+  auto now = [](clockid_t c) {
+    timespec t;
+    clock_gettime(c, &t);
+    return int64_t(t.tv_sec) * 1000000000 + t.tv_nsec;
+  };
+  int64_t m1 = now(CLOCK_MONOTONIC), rt = now(CLOCK_REALTIME), m2 = now(CLOCK_MONOTONIC);
+  return {rt - m1, m2 - m1};
+}
+
+}  // namespace
+
+// meta.json "start"/"stop": realtime_ns is the wall-clock time of the same
+// instant as mono_ns (and tsc), not of a later read: so realtime_ns - mono_ns is
+// the realtime-monotonic offset, which the test reads itself before and after.
+TEST(Record, StartAndStopRealtimeAreTheInstantOfTheirMonoNs) {
+  REQUIRE_BPF();
+  TempDir tmp;
+  RtOffset before = realtime_minus_mono();
+  auto r = run(record_cmd(tmp, "--lib " + (build_dir() / "libcptrace.so").string() + " -- sleep 0.2"), tmp);
+  RtOffset after = realtime_minus_mono();
+  ASSERT_EQ(r.status, 0) << r.err;
+  TraceReader tr(tmp / "trace");
+  // The offset only moves by NTP slewing (or a step) between our two reads; the
+  // reads themselves are uncertain by their widths. 1 ms on top is slack for
+  // nothing the test can measure (the recorder's own bracket is microseconds).
+  int64_t drift = std::llabs(after.offset - before.offset);
+  int64_t tol = drift + before.width + after.width + 1000000;
+  for (const char* at : {"start", "stop"}) {
+    const auto& m = tr.meta()[at];
+    int64_t off = int64_t(m["realtime_ns"].get<uint64_t>()) - int64_t(m["mono_ns"].get<uint64_t>());
+    EXPECT_LE(std::llabs(off - before.offset), tol) << at << ": realtime_ns - mono_ns = " << off
+                                                    << ", the clocks' offset " << before.offset;
+  }
+}
+
+// `record -- CMD` of a program that does not use libcptrace attaches to the
+// libcptrace.so beside cptrace (the command could dlopen it) and records nothing.
+TEST(Record, CommandWithoutProbeSitesRecordsNothing) {
+  REQUIRE_BPF();
+  TempDir tmp;
+  auto r = run(record_cmd(tmp, "-- sleep 0.2"), tmp);
+  ASSERT_EQ(r.status, 0) << r.err;
+  TraceReader tr(tmp / "trace");
+  EXPECT_TRUE(tr.meta().value("complete", false));
+  EXPECT_EQ(tr.event_count(), 0u);
+  auto targets = tr.meta()["targets"];
+  ASSERT_EQ(targets.size(), 1u) << targets.dump();
+  EXPECT_EQ(targets[0].get<std::string>(), fs::canonical(build_dir() / "libcptrace.so").string());
+}

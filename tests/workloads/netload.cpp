@@ -1,9 +1,10 @@
 // Network workload for the --net tests: a TCP/UDP server and client exchanging
 // messages of known, deterministic sizes and contents.
 //
-//   netload server tcp|udp ADDR PORT [COUNT]   prints "ready", then (tcp) accepts
-//       one connection and reads until EOF, or (udp) reads COUNT datagrams (or
-//       until 3 s without one); prints "received BYTES MESSAGES" and exits.
+//   netload server tcp|udp ADDR PORT [COUNT [DELAY_MS]]   prints "ready", then (tcp)
+//       accepts one connection, waits DELAY_MS (so the client's data and FIN queue
+//       up unread) and reads until EOF, or (udp) reads COUNT datagrams (or until 3 s
+//       without one); prints "received BYTES MESSAGES" and exits.
 //   netload client tcp|udp ADDR PORT COUNT [GO_FILE]   prints "pid PID"; waits for
 //       GO_FILE to exist when given; sends COUNT messages, message i of
 //       msg_size(proto, i) bytes; prints "sent BYTES LOCAL_PORT". The tcp client
@@ -57,7 +58,7 @@ int local_port(int fd) {
                                         : reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
 }
 
-int server(bool tcp, const char* ip, int port, long count) {
+int server(bool tcp, const char* ip, int port, long count, long delay_ms) {
   socklen_t len;
   sockaddr_storage ss = addr_of(ip, port, len);
   int fd = socket(ss.ss_family, tcp ? SOCK_STREAM : SOCK_DGRAM, 0);
@@ -72,6 +73,7 @@ int server(bool tcp, const char* ip, int port, long count) {
   if (tcp) {
     int c = accept(fd, nullptr, nullptr);
     if (c < 0) die("accept");
+    if (delay_ms > 0) usleep(useconds_t(delay_ms * 1000));
     ssize_t n;
     while ((n = read(c, buf.data(), buf.size())) > 0) bytes += n, msgs++;
     close(c);
@@ -137,6 +139,6 @@ int main(int argc, char** argv) {
   bool tcp = std::string(argv[2]) == "tcp";
   int port = atoi(argv[4]);
   long count = argc > 5 ? atol(argv[5]) : 0;
-  if (role == "server") return server(tcp, argv[3], port, count);
+  if (role == "server") return server(tcp, argv[3], port, count, argc > 6 ? atol(argv[6]) : 0);
   return client(tcp, argv[3], port, count, argc > 6 ? argv[6] : nullptr);
 }

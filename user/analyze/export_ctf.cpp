@@ -10,6 +10,8 @@
 
 #include <fmt/format.h>
 
+#include "analyze/counter_periods.h"
+#include "trace/clock_map.h"
 #include "trace/out_file.h"
 
 namespace cptrace {
@@ -22,7 +24,7 @@ constexpr uint32_t kCtfMagic = 0xC1FC1FC1;
 constexpr size_t kPacketBytes = 256 << 10;  // content per packet before it is flushed
 // Packet header (magic, stream_id) + context (begin, end, content_size, packet_size, cpu_id).
 constexpr size_t kPacketHead = 4 + 4 + 8 + 8 + 8 + 8 + 4;
-constexpr uint16_t kEventUser = 0, kEventClose = 1;
+constexpr uint16_t kEventUser = 0, kEventClose = 1, kEventCounterPeriod = 2;
 
 template <class T>
 void put(std::string& b, T v) {
@@ -40,6 +42,38 @@ std::string tsdl_str(const std::string& s) {
   return q + "\"";
 }
 
+// The CTF clock: the node's CLOCK_MONOTONIC in ns (frequency 1e9, so readers
+// convert exactly), events converted from TSC through the correlation stream;
+// its offset is the recording's CLOCK_REALTIME - CLOCK_MONOTONIC at start. A
+// TSC clock would need an integer frequency: rounding the measured one shifts
+// every event by ts * (1/f - 1/hz), microseconds after days of uptime.
+struct NsClock {
+  const ClockMap& map;
+  Timeline tl;
+  uint64_t origin_mono = 0;  // CLOCK_MONOTONIC of tl.origin
+  int64_t rt_minus_mono = 0;
+  bool absolute = false;
+
+  NsClock(const TraceReader& r, const Timeline& t) : map(r.clock_map()), tl(t) {
+    const auto& m = r.meta();
+    auto start = m.find("start");
+    auto num = [&](const char* k) { return start->contains(k) && (*start)[k].is_number_unsigned(); };
+    bool have_start = start != m.end() && start->is_object();
+    if (have_start && num("mono_ns")) origin_mono = (*start)["mono_ns"].get<uint64_t>();
+    else if (map.points().size() >= 2) origin_mono = map.tsc_to_mono(tl.origin);
+    if (have_start && num("mono_ns") && num("realtime_ns")) {
+      rt_minus_mono = int64_t((*start)["realtime_ns"].get<uint64_t>() - origin_mono);
+      absolute = true;
+    }
+  }
+  uint64_t ns(uint64_t ts) const {
+    if (map.points().size() >= 2) return map.tsc_to_mono(ts);
+    // No correlation stream to follow: the measured frequency from the origin.
+    long double d = (long double)int64_t(ts - tl.origin) * 1e9L / tl.hz;
+    return uint64_t(int64_t(origin_mono) + int64_t(std::llroundl(d)));
+  }
+};
+
 // One stream file: packets of events in non-decreasing timestamp order.
 class StreamFile {
  public:
@@ -47,17 +81,26 @@ class StreamFile {
   uint64_t last_ts() const { return last_; }
   bool empty() const { return !any_; }
 
-  void append(const TraceEvent& e, const std::string& channel) {
-    if (pkt_.empty()) begin_ = e.ts;
-    put<uint16_t>(pkt_, e.kind == uint8_t(EventKind::ChannelClose) ? kEventClose : kEventUser);
-    put<uint64_t>(pkt_, e.ts);
+  // ns: the event's time on the trace's CTF clock (NsClock); period_ns: a
+  // `counter` series point's period (its count is e.tuple).
+  void append(const TraceEvent& e, const std::string& channel, uint64_t ns, uint64_t period_ns) {
+    if (pkt_.empty()) begin_ = ns;
+    bool count = e.kind == uint8_t(EventKind::Count);
+    put<uint16_t>(pkt_, count ? kEventCounterPeriod : e.kind == uint8_t(EventKind::ChannelClose) ? kEventClose : kEventUser);
+    put<uint64_t>(pkt_, ns);
     pkt_.append(channel.c_str(), channel.size() + 1);
     put<uint64_t>(pkt_, e.channel);
     put<uint64_t>(pkt_, e.tuple);
-    put<uint32_t>(pkt_, e.pid);
-    put<uint32_t>(pkt_, e.tid);
+    if (count) {
+      put<uint64_t>(pkt_, period_ns);
+    } else {
+      put<uint32_t>(pkt_, e.pid);
+      put<uint32_t>(pkt_, e.tid);
+    }
     put<uint16_t>(pkt_, e.cpu);
+    put<uint64_t>(pkt_, e.ts);
     last_ = e.ts;
+    last_ns_ = ns;
     any_ = true;
     if (pkt_.size() >= kPacketBytes) flush();
   }
@@ -69,7 +112,7 @@ class StreamFile {
     put<uint32_t>(head, kCtfMagic);
     put<uint32_t>(head, 0);  // stream_id
     put<uint64_t>(head, begin_);
-    put<uint64_t>(head, last_);
+    put<uint64_t>(head, last_ns_);
     put<uint64_t>(head, bits);  // content_size
     put<uint64_t>(head, bits);  // packet_size: no padding
     put<uint32_t>(head, cpu_);
@@ -88,7 +131,8 @@ class StreamFile {
   OutFile f_;
   uint16_t cpu_;
   std::string pkt_;
-  uint64_t begin_ = 0, last_ = 0, packets_ = 0;
+  uint64_t begin_ = 0, last_ns_ = 0;  // packet bounds on the CTF clock
+  uint64_t last_ = 0, packets_ = 0;  // last_: TSC, for the stream's order
   bool any_ = false;
 };
 
@@ -105,7 +149,8 @@ struct Level {
 
 class CtfWriter {
  public:
-  CtfWriter(const TraceReader& r, std::string dir, size_t window) : r_(r), dir_(std::move(dir)), window_(window) {}
+  CtfWriter(const TraceReader& r, const NsClock& clock, std::string dir, size_t window)
+      : r_(r), clock_(clock), periods_(r.handler_changes()), dir_(std::move(dir)), window_(window) {}
 
   void add(const TraceEvent& e) { add_at(0, e); }
 
@@ -144,12 +189,15 @@ class CtfWriter {
   void emit(Level& l, const TraceEvent& e) {
     auto it = names_.find(e.channel);
     if (it == names_.end()) it = names_.emplace(e.channel, r_.channel_name(e.channel)).first;
-    l.file->append(e, it->second);
+    uint64_t period = e.kind == uint8_t(EventKind::Count) ? periods_.at(e.channel, e.ts).period_ns : 0;
+    l.file->append(e, it->second, clock_.ns(e.ts), period);
     l.emitted = true;
     events_++;
   }
 
   const TraceReader& r_;
+  const NsClock& clock_;
+  CounterPeriods periods_;
   std::string dir_;
   size_t window_;
   std::map<uint16_t, std::vector<Level>> chains_;
@@ -176,17 +224,12 @@ void prepare_dir(const std::string& out, bool overwrite) {
 
 std::string ctf_metadata(const TraceReader& r, const Timeline& tl) {
   const auto& m = r.meta();
-  // Clock offset: cycle 0 of the TSC in wall-clock time, from the recorder's start
-  // instant (realtime_ns at origin). Without it the clock is not absolute.
-  long double off_ns = 0;
-  bool absolute = false;
-  if (m.contains("start") && m["start"].is_object() && m["start"].contains("realtime_ns") &&
-      m["start"]["realtime_ns"].is_number()) {
-    off_ns = (long double)m["start"]["realtime_ns"].get<uint64_t>() - (long double)tl.origin * 1e9L / tl.hz;
-    absolute = true;
-  }
-  long double off_s = std::floor(off_ns / 1e9L);
-  uint64_t off_cycles = uint64_t(std::llround((off_ns - off_s * 1e9L) * tl.hz / 1e9L));
+  NsClock clk(r, tl);
+  // Clock offset: CLOCK_MONOTONIC 0 in wall-clock time, from the recorder's start
+  // instant. Without it the clock is not absolute.
+  int64_t off_s = clk.rt_minus_mono >= 0 ? clk.rt_minus_mono / 1000000000
+                                          : -((-clk.rt_minus_mono + 999999999) / 1000000000);
+  int64_t off_ns = clk.rt_minus_mono - off_s * 1000000000;
   std::string node = m.value("node", "");
   std::string host = m.contains("machine") && m["machine"].is_object() ? m["machine"].value("host", node) : node;
   const Counters& c = r.counters();
@@ -222,31 +265,31 @@ trace {
 }};
 
 clock {{
-	name = tsc;
+	name = monotonic;
 	description = {};
-	freq = {};
+	freq = 1000000000;
 	precision = 1;
 	offset_s = {};
 	offset = {};
 	absolute = {};
 }};
 
-typealias integer {{ size = 64; align = 8; signed = false; map = clock.tsc.value; }} := uint64_clock_tsc_t;
+typealias integer {{ size = 64; align = 8; signed = false; map = clock.monotonic.value; }} := uint64_clock_mono_t;
 
 )",
                    tsdl_str(host), tsdl_str(node), tsdl_str(fmt::format("{:.0f}", tl.hz)), tl.origin,
                    c.total_seen(), c.total_dropped(),
-                   tsdl_str("TSC of node " + node + ", measured frequency (" + tl.hz_source + ")"),
-                   uint64_t(std::llround(tl.hz)), (long long)off_s, off_cycles, absolute ? "TRUE" : "FALSE");
+                   tsdl_str("CLOCK_MONOTONIC of node " + node + " in ns, from its TSC through the correlation stream"),
+                   (long long)off_s, (long long)off_ns, clk.absolute ? "TRUE" : "FALSE");
   s += R"(stream {
 	id = 0;
 	event.header := struct {
 		uint16_t id;
-		uint64_clock_tsc_t timestamp;
+		uint64_clock_mono_t timestamp;
 	};
 	packet.context := struct {
-		uint64_clock_tsc_t timestamp_begin;
-		uint64_clock_tsc_t timestamp_end;
+		uint64_clock_mono_t timestamp_begin;
+		uint64_clock_mono_t timestamp_end;
 		uint64_t content_size;
 		uint64_t packet_size;
 		uint32_t cpu_id;
@@ -266,18 +309,38 @@ typealias integer {{ size = 64; align = 8; signed = false; map = clock.tsc.value
 		uint32_t pid;
 		uint32_t tid;
 		uint16_t cpu;
+		uint64_t tsc;
 	}};
 }};
 
 )",
                      name, id);
+  // A `counter` handler's series point: `count` events of the channel on `cpu` in
+  // the period of `period_ns` starting at the event's time.
+  s += fmt::format(R"(event {{
+	name = "cptrace:counter_period";
+	id = {};
+	stream_id = 0;
+	fields := struct {{
+		string channel;
+		uint64_hex_t channel_id;
+		uint64_t count;
+		uint64_t period_ns;
+		uint16_t cpu;
+		uint64_t tsc;
+	}};
+}};
+
+)",
+                   kEventCounterPeriod);
   return s;
 }
 
 CtfStats export_ctf(const TraceReader& r, const Timeline& tl, const std::string& out, bool overwrite,
                     size_t reorder_window) {
   prepare_dir(out, overwrite);
-  CtfWriter w(r, out, std::max<size_t>(reorder_window, 1));
+  NsClock clock(r, tl);
+  CtfWriter w(r, clock, out, std::max<size_t>(reorder_window, 1));
   r.for_each_event([&](const TraceEvent& e) { w.add(e); });
   CtfStats s = w.finish();
   OutFile meta((fs::path(out) / "metadata").string());

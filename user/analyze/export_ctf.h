@@ -1,10 +1,17 @@
 // `cptrace export ctf`: a CTF 1.8 trace directory (babeltrace2, Trace Compass).
 //
-//   OUT/metadata          TSDL text: the clock is the node's TSC at its measured
-//                         frequency (offset = the recorder's wall-clock start, so
-//                         readers show real dates); one stream class; event classes
+//   OUT/metadata          TSDL text: the clock is the node's CLOCK_MONOTONIC in ns
+//                         (event TSC converted through the correlation stream, as
+//                         every reader converts it; frequency 1e9, so no rounding
+//                         of the TSC frequency), offset = CLOCK_REALTIME -
+//                         CLOCK_MONOTONIC at the recorder's start, so readers show
+//                         real dates; one stream class; event classes
 //                         "cptrace:user" and "cptrace:close" with the fields
-//                         channel (string), channel_id, tuple, pid, tid, cpu.
+//                         channel (string), channel_id, tuple, pid, tid, cpu, tsc
+//                         (the raw timestamp, as `dump` prints it);
+//                         "cptrace:counter_period" for a `counter` handler's series
+//                         point (channel, channel_id, count, period_ns, cpu, tsc;
+//                         its time is the period's start).
 //   OUT/stream_<cpu>      binary packets (byte-aligned, little-endian) of that CPU's
 //   OUT/stream_<cpu>_late<k>   events; packet context carries cpu_id.
 //

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "analyze/counter_periods.h"
 #include "trace/out_file.h"
 
 namespace cptrace {
@@ -27,12 +28,27 @@ uint64_t export_json(const TraceReader& r, const Timeline& tl, const std::string
       it = quoted.emplace(key, nlohmann::json((close ? "close:" : "") + r.channel_name(id)).dump()).first;
     return it->second;
   };
+  CounterPeriods periods(r.handler_changes());
+  auto us = [](long long ns) { return fmt::format("{}{}.{:03d}", ns < 0 ? "-" : "", std::llabs(ns) / 1000, int(std::llabs(ns) % 1000)); };
   std::string buf;
   uint64_t n = 0;
   r.for_each_batch([&](const std::vector<TraceEvent>& evs) {
     buf.clear();
     for (const TraceEvent& e : evs) {
       long long ns = std::llround(double(int64_t(e.ts - tl.origin)) * 1e9 / tl.hz);
+      if (e.kind == uint8_t(EventKind::Count)) {
+        // One CPU's count over one period: a complete event on thread "cpu" of pid 0
+        // (a count has no process: the pid/tid of the record are those of whichever
+        // event closed the period, or 0 for a period still open at stop).
+        CounterRule rule = periods.at(e.channel, e.ts);
+        fmt::format_to(std::back_inserter(buf),
+                       "{}{{\"name\":{},\"cat\":\"counter_period\",\"ph\":\"X\",\"ts\":{},\"dur\":{},\"pid\":0,"
+                       "\"tid\":{},\"args\":{{\"count\":\"{}\",\"period_ns\":\"{}\",\"tsc\":\"{}\",\"channel_id\":\"0x{:016x}\",\"cpu\":{}}}}}",
+                       n ? ",\n" : "", name_of(e.channel, false), us(ns), us((long long)rule.period_ns), e.cpu, e.tuple,
+                       rule.period_ns, e.ts, e.channel, e.cpu);
+        n++;
+        continue;
+      }
       bool close = e.kind == uint8_t(EventKind::ChannelClose);
       fmt::format_to(std::back_inserter(buf),
                      "{}{{\"name\":{},\"cat\":\"{}\",\"ph\":\"i\",\"s\":\"t\",\"ts\":{}{}.{:03d},\"pid\":{},"

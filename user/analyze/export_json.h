@@ -4,6 +4,10 @@
 // pid/tid as recorded, ts in microseconds since the trace start (ns resolution).
 // args carry the exact values: tuple and tsc as decimal strings (JSON numbers
 // lose precision above 2^53), channel_id as hex, cpu.
+// A `counter` handler's series point (one CPU's count of a channel over one
+// period) is a complete event instead ("ph":"X", "cat":"counter_period", named
+// after its channel, ts = period start, dur = the period from the handler
+// history) on pid 0, tid = its CPU; args: count, period_ns, tsc, channel_id, cpu.
 #pragma once
 #include <string>
 

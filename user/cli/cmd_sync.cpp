@@ -66,14 +66,19 @@ void drain_responder(Responder& responder, double wait_s) {
   responder.stop();
 }
 
+// rt_minus_mono: CLOCK_REALTIME - CLOCK_MONOTONIC read with `first`, so
+// "start" is one instant on all three clocks.
 nlohmann::json start_meta(const std::string& node, const NodeInfo& ni, const ClockPoint& first,
-                          const ClockTransform& sim) {
+                          int64_t rt_minus_mono, const ClockTransform& sim) {
   return {{"format", "cptrace"},
           {"version", kFormatVersion},
           {"kind", "sync"},
           {"node", node},
           {"machine", ni.to_json()},
-          {"start", {{"realtime_ns", uint64_t(clock_now_ns(CLOCK_REALTIME))}, {"mono_ns", first.mono_ns}, {"tsc", first.tsc}}},
+          {"start",
+           {{"realtime_ns", uint64_t(int64_t(first.mono_ns) + rt_minus_mono)},
+            {"mono_ns", first.mono_ns},
+            {"tsc", first.tsc}}},
           {"simulated_clock", sim.to_json()},
           {"complete", false}};
 }
@@ -97,6 +102,7 @@ int run_sync(const SyncArgs& a) {
   NodeInfo ni = read_node_info();
   std::string node = a.node.empty() ? ni.host : a.node;
   ClockPoint p0 = sample_clock_point();
+  int64_t start_rt_minus_mono = realtime_minus_mono_ns();
   usleep(20000);
   ClockPoint p1 = sample_clock_point();
   ClockTransform sim = make_simulated_clock(a.simulate_clock, ClockMap({p0, p1}).tsc_hz());
@@ -108,7 +114,7 @@ int run_sync(const SyncArgs& a) {
   // A bad peer list, key or listen address fails here, before the trace directory exists.
   SyncOptions so = session_options(a, node, sim, ClockMap(clock).tsc_hz());
   std::unique_ptr<Responder> responder = start_responder(a, so);
-  nlohmann::json meta = start_meta(node, ni, clock[0], sim);
+  nlohmann::json meta = start_meta(node, ni, clock[0], start_rt_minus_mono, sim);
   TraceWriter writer(a.out_dir, meta, a.overwrite);
   writer.write(encode_clock(clock));
 
@@ -117,11 +123,14 @@ int run_sync(const SyncArgs& a) {
   std::vector<SyncRound> rounds = session.take_rounds();
   if (responder) drain_responder(*responder, a.wait_s);
   ClockPoint last = simulated(sample_clock_point());
+  int64_t stop_rt_minus_mono = realtime_minus_mono_ns();
   writer.write(encode_clock({last}));
   clock.push_back(last);
   if (!rounds.empty()) writer.write(encode_json(FrameType::Sync, sync_frame_json(rounds), uint32_t(rounds.size())));
   double hz = ClockMap(clock).tsc_hz();
-  meta["stop"] = {{"realtime_ns", uint64_t(clock_now_ns(CLOCK_REALTIME))}, {"mono_ns", last.mono_ns}, {"tsc", last.tsc}};
+  meta["stop"] = {{"realtime_ns", uint64_t(int64_t(last.mono_ns) + stop_rt_minus_mono)},
+                  {"mono_ns", last.mono_ns},
+                  {"tsc", last.tsc}};
   meta["tsc_hz"] = hz;
   meta["minrtt"] = minrtt_meta(a, so, session, rounds, hz, responder.get());
   meta["complete"] = true;

@@ -223,6 +223,12 @@ std::vector<int> parse_cpu_list(const std::string& s) {
   return v;
 }
 
+double OverheadReport::unexplained_s() const {
+  return displaced_s - (rusage_user_s + rusage_sys_s + irq_s + softirq_s);
+}
+
+bool OverheadReport::other_load() const { return unexplained_s() > uncertainty_s; }
+
 json OverheadReport::to_json() const {
   return {{"cpus", cpus},
           {"rate_units_per_s", rate},
@@ -238,6 +244,8 @@ json OverheadReport::to_json() const {
           {"irq_s", irq_s},
           {"softirq_s", softirq_s},
           {"steal_s", steal_s},
+          {"unexplained_s", unexplained_s()},
+          {"other_load", other_load()},
           {"status", status}};
 }
 
@@ -341,6 +349,13 @@ int run_overhead(const OverheadOptions& o) {
           r.displaced_s, r.uncertainty_s,
           100 * r.displaced_s / (r.wall_s * r.cpus.size()), r.cpus.size(), ru, r.rusage_user_s, r.rusage_sys_s,
           r.displaced_s - ru, 100 * r.background_before, 100 * r.background_after, r.irq_s, r.softirq_s, r.steal_s);
+  if (r.other_load())
+    fprintf(stderr,
+            "  OTHER LOAD PRESENT: %.4f s displaced beyond the command's rusage + irq + softirq (uncertainty %.4f s):\n"
+            "  other work ran on these CPUs during the run (%s), so the displaced CPU is an upper bound\n",
+            r.unexplained_s(), r.uncertainty_s,
+            o.nice ? "--nice does not keep other sessions out while the command sleeps"
+                   : "--nice -20 reduces, but does not remove, other sessions' share");
   return r.status;
 }
 

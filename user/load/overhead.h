@@ -14,9 +14,14 @@
 // activity alone just before and just after the command and reports it; it is
 // not subtracted: a group holding only a SCHED_IDLE task is preempted by every
 // wakeup elsewhere, so that activity is larger than what the same processes
-// take beside a running command. On a busy machine use --nice -20 (the
-// command and the spinners get a session, hence an autogroup, of their own at
-// that nice), so other sessions' work barely enters the run.
+// take beside a running command. --nice N (e.g. -20) gives the command and the
+// spinners a session, hence an autogroup, of their own at that nice: the command
+// then wins its CPUs against other sessions while it is runnable. It does NOT
+// keep other sessions out: while the command sleeps the group holds only the
+// SCHED_IDLE spinners, which yield to any runnable task, so another session's
+// busy work runs then and is counted as displaced. The report therefore flags
+// `other_load` when the displaced CPU exceeds what the command can account for
+// (its rusage, irq and softirq) by more than the uncertainty.
 #pragma once
 #include <string>
 #include <vector>
@@ -30,7 +35,7 @@ struct OverheadOptions {
   std::string cpus;          // "0-1,3" (default: every CPU this process may use)
   double calibrate_s = 1.0;  // spinner alone: units per second of its own CPU time (median of 10 ms windows)
   double baseline_s = 0.5;   // background measured before and after the command
-  int nice = 0;              // niceness of the command (e.g. -20: others' work barely enters)
+  int nice = 0;              // niceness of the command's session (see above: not a guarantee)
   bool json = false;
 };
 
@@ -46,6 +51,12 @@ struct OverheadReport {
   double rusage_user_s = 0, rusage_sys_s = 0;          // the command and its waited-for children
   double irq_s = 0, softirq_s = 0, steal_s = 0;        // /proc/stat on the measured CPUs over the run
   int status = 0;                     // exit code, or 128 + signal
+  // Displaced CPU the command's rusage, irq and softirq do not account for.
+  double unexplained_s() const;
+  // unexplained_s() beyond the uncertainty: something else (another session's
+  // work, or kernel threads) took CPU during the run, and displaced_s is an
+  // upper bound of the command's cost rather than its measure.
+  bool other_load() const;
   nlohmann::json to_json() const;
 };
 

@@ -71,6 +71,16 @@ static std::vector<std::string> shared_deps(const std::string& exe) {
   return out;
 }
 
+std::string bundled_library() {
+  std::error_code ec;
+  fs::path bin = fs::read_symlink("/proc/self/exe", ec).parent_path();
+  if (ec) return "";
+  // build/: beside the binary; `make install`: PREFIX/bin/cptrace, PREFIX/lib/libcptrace.so.
+  for (const fs::path& p : {bin / "libcptrace.so", bin.parent_path() / "lib" / "libcptrace.so"})
+    if (elf_has_probe_site(p.string())) return fs::canonical(p, ec).string();
+  return "";
+}
+
 std::vector<std::string> targets_of_command(const std::string& cmd) {
   std::vector<std::string> out;
   std::string exe = resolve_in_path(cmd);
@@ -78,6 +88,9 @@ std::vector<std::string> targets_of_command(const std::string& cmd) {
   if (elf_has_probe_site(exe)) out.push_back(exe);
   for (const auto& lib : shared_deps(exe))
     if (elf_has_probe_site(lib)) out.push_back(fs::canonical(lib).string());
+  // The command may dlopen it, or start children that load it.
+  std::string own = bundled_library();
+  if (!own.empty()) out.push_back(own);
   return out;
 }
 

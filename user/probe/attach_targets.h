@@ -11,9 +11,13 @@ bool elf_has_probe_site(const std::string& path);
 // Every mapped file of a running process that holds the probe site (late attach).
 std::vector<std::string> targets_of_process(pid_t pid);
 // For `record -- CMD`: the command's executable if it holds the probe site
-// (statically linked), and the libcptrace.so installed beside this cptrace binary
-// (build/ or PREFIX/lib) or found through the command's dynamic dependencies.
+// (statically linked), the libraries holding it among the command's dynamic
+// dependencies, and bundled_library() (so a command that dlopens it, or links
+// none, still records: nothing, in the second case). Empty when CMD is not found.
 std::vector<std::string> targets_of_command(const std::string& cmd);
+// The libcptrace.so that came with this cptrace binary: beside it (build/), else
+// in ../lib (`make install`'s PREFIX/lib); "" if neither holds the probe site.
+std::string bundled_library();
 // The command name resolved through PATH ("" if not found).
 std::string resolve_in_path(const std::string& cmd);
 

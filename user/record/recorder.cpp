@@ -166,6 +166,7 @@ class Recording {
   ChannelTable channels_;
   std::unique_ptr<ControlSocket> control_;
   std::unique_ptr<RingDrain> drain_;
+  int64_t start_rt_minus_mono_ = 0, stop_rt_minus_mono_ = 0;  // CLOCK_REALTIME - CLOCK_MONOTONIC
   bool command_ended_ = false;  // the command exited on its own
   uint64_t recorded_ = 0;
   Counters final_counts_;
@@ -190,6 +191,7 @@ ClockPoint Recording::sample_clock() const {
 // (handlers installed before attach) and the network capture.
 void Recording::load_and_attach() {
   clock_ = {sample_clock_point()};
+  start_rt_minus_mono_ = realtime_minus_mono_ns();  // with clock_[0]: meta "start" is one instant
   usleep(20000);
   clock_.push_back(sample_clock_point());
   double tsc_hz = ClockMap(clock_).tsc_hz();
@@ -228,7 +230,10 @@ void Recording::open_trace() {
            {"version", kFormatVersion},
            {"node", node},
            {"machine", ni.to_json()},
-           {"start", {{"realtime_ns", uint64_t(clock_now_ns(CLOCK_REALTIME))}, {"mono_ns", clock_[0].mono_ns}, {"tsc", clock_[0].tsc}}},
+           {"start",
+            {{"realtime_ns", uint64_t(int64_t(clock_[0].mono_ns) + start_rt_minus_mono_)},
+             {"mono_ns", clock_[0].mono_ns},
+             {"tsc", clock_[0].tsc}}},
            {"targets", targets_},
            {"filter_pid", filter_},
            {"command", opt_.cmd},
@@ -428,6 +433,7 @@ void Recording::stop_and_flush() {
   if (child_ && !write_failed) child_->wait();
   if (minrtt_) minrtt_->stop();  // MinRTT2, after the command is gone: a quiet period
   clock_.push_back(sample_clock());
+  stop_rt_minus_mono_ = realtime_minus_mono_ns();
   writer_->release_reserve();  // room for the last frames and meta.json, whatever happened
   flush_side_frames(final_counts_);
   pipe_->finish();
@@ -459,7 +465,7 @@ const char* Recording::stop_reason() const {
 
 void Recording::finish_meta(uint64_t held_series_points) {
   ClockMap cmap(clock_);
-  meta_["stop"] = {{"realtime_ns", uint64_t(clock_now_ns(CLOCK_REALTIME))},
+  meta_["stop"] = {{"realtime_ns", uint64_t(int64_t(clock_.back().mono_ns) + stop_rt_minus_mono_)},
                    {"mono_ns", clock_.back().mono_ns},
                    {"tsc", clock_.back().tsc},
                    {"reason", stop_reason()}};
