@@ -216,7 +216,7 @@ $(BUILD)/bench/%: bench/%.c $(BUILD)/libcptrace.so
 	$(CC) $(CFLAGS) -Iinclude $(SITE_AS) $< -o $@ -L$(BUILD) -lcptrace -Wl,-rpath,'$$ORIGIN/..' -lpthread
 
 bench: deps
-	$(MAKE) all $(BENCHES) $(if $(JAVA_ALL),$(BUILD)/bench/java/.built)
+	$(MAKE) all $(BENCHES) $(BUILD)/tests/burn $(if $(JAVA_ALL),$(BUILD)/bench/java/.built)
 	bash bench/run.sh
 
 install: all

@@ -195,7 +195,8 @@ TEST(Jni, RecordByLibExactSet) {
   REQUIRE_BPF();
   REQUIRE_JVM();
   TempDir tmp;
-  auto r = run(record_cmd(tmp, "--lib " + jni_lib() + " -- " + java_cmd(workload_args("single"))), tmp);
+  // 600k records of 48 bytes: 32 MiB rings hold the whole run even on one CPU.
+  auto r = run(record_cmd(tmp, "--ring-mb 32 --lib " + jni_lib() + " -- " + java_cmd(workload_args("single"))), tmp);
   ASSERT_EQ(r.status, 0) << r.err;
   check_channel_ids(r.out);
   TraceReader tr(tmp / "trace");

@@ -158,12 +158,17 @@ long sum_len(const std::vector<NetEvent>& v) {
 
 // TCP: every received data segment is matched to the latest earlier transmission of
 // the same byte range [seq, seq+len); a transmission of bytes already sent is a
-// retransmission. Returns the number of retransmissions.
+// retransmission. TCP may retransmit without any loss (a spurious timeout on a busy
+// machine), so even on a lossless link the checks are what must hold whatever TCP
+// chose: each byte first sent once and in order, every repeat of a byte range counted
+// as a retransmission, every segment received one that was sent (no more often than
+// it was sent), the whole stream received. Returns the number of retransmissions.
 int check_tcp(const PairRun& r, int port, bool lossy, uint64_t min_delay_ns) {
   auto tx = select(r.a, CP_NET_PKT_TX, 6, r.cport, port, true);
   auto rx = select(r.b, CP_NET_PKT_RX, 6, r.cport, port, true);
   EXPECT_FALSE(tx.empty());
   EXPECT_FALSE(rx.empty());
+  if (tx.empty() || rx.empty()) return 0;
   // The application's bytes, on both socket paths.
   EXPECT_EQ(sum_len(select(r.a, CP_NET_SOCK_SEND, 6, r.cport, port, true)), r.sent);
   EXPECT_EQ(sum_len(select(r.b, CP_NET_SOCK_RECV, 6, port, r.cport, true)), r.sent);
@@ -173,21 +178,22 @@ int check_tcp(const PairRun& r, int port, bool lossy, uint64_t min_delay_ns) {
   uint32_t isn = tx.front().r.seq;
   uint64_t high = 0;  // highest stream offset sent so far
   int retrans = 0;
+  long new_bytes = 0;  // bytes transmitted for the first time
   for (const NetEvent& e : tx) {
     uint64_t lo = uint32_t(e.r.seq - isn), hi = lo + e.r.len;
-    if (lo < high) retrans++;
+    if (lo < high)
+      retrans++;
+    else
+      EXPECT_EQ(lo, high) << "a gap in the transmitted stream";
+    if (hi > high) new_bytes += long(hi - std::max(lo, high));
     high = std::max(high, hi);
     by_range[{e.r.seq, e.r.len}].push_back(&e);
   }
   EXPECT_EQ(high, uint64_t(r.sent)) << "bytes of the stream transmitted by node 1";
-  if (!lossy) {
-    EXPECT_EQ(retrans, 0);
-    EXPECT_EQ(long(tx.size()), long(by_range.size())) << "a data segment transmitted twice without loss";
-    EXPECT_EQ(sum_len(tx), r.sent);
-    EXPECT_EQ(sum_len(rx), r.sent);
-    EXPECT_EQ(rx.size(), tx.size());
-  }
-  std::set<std::pair<uint32_t, uint32_t>> got;
+  EXPECT_EQ(new_bytes, r.sent) << "each byte of the stream first transmitted once";
+  EXPECT_GE(retrans, int(tx.size() - by_range.size())) << "a repeated byte range not counted as a retransmission";
+  EXPECT_LE(rx.size(), tx.size());
+  std::map<std::pair<uint32_t, uint32_t>, size_t> received;
   std::vector<std::pair<uint64_t, uint64_t>> covered;
   for (const NetEvent& e : rx) {
     auto it = by_range.find({e.r.seq, e.r.len});
@@ -204,11 +210,12 @@ int check_tcp(const PairRun& r, int port, bool lossy, uint64_t min_delay_ns) {
     }
     EXPECT_GE(e.ts, m->ts) << "receive earlier than send in TSC";
     EXPECT_GE(e.r.ktime_ns - m->r.ktime_ns, min_delay_ns) << "one-way time below the link delay";
-    if (!lossy) {
-      EXPECT_TRUE(got.insert({e.r.seq, e.r.len}).second) << "segment received twice";
-    }
+    size_t times = ++received[it->first];
+    EXPECT_LE(times, it->second.size())
+        << "segment seq=" << e.r.seq << " received more often than it was sent";
     covered.push_back({uint32_t(e.r.seq - isn), uint32_t(e.r.seq - isn) + e.r.len});
   }
+  (void)lossy;  // a lossy link only makes retransmissions likely; the checks are the same
   // The receiver saw the whole stream.
   std::sort(covered.begin(), covered.end());
   uint64_t end = 0;

@@ -47,6 +47,7 @@ struct OverheadReport {
   double displaced_s = 0;             // CPU-seconds the spinners lost during the run
   std::vector<double> displaced_cpu;  // ... per CPU
   double uncertainty_s = 0;           // +- on displaced_s from the rates' spread
+  double spinner_cpu_s = 0;           // CPU time the spinner threads were given during the run
   double background_before = 0, background_after = 0;  // fraction of the CPUs lost without the command
   double rusage_user_s = 0, rusage_sys_s = 0;          // the command and its waited-for children
   double irq_s = 0, softirq_s = 0, steal_s = 0;        // /proc/stat on the measured CPUs over the run
