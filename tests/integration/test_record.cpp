@@ -253,10 +253,10 @@ struct SmallDisk {
 
 }  // namespace
 
-// The disk fills up mid-recording: the recorder stops writing, says why, counts
-// what it could not write as dropped, leaves the command running to its normal
-// end (probes detached) and exits non-zero; the trace reads up to its last frame
-// and its counts balance.
+// The disk fills up mid-recording: the recorder stops writing and says why at
+// once, keeps counting what it can no longer write as dropped until the command
+// ends on its own, and exits non-zero; the trace reads up to its last frame and
+// every event the command emitted is either recorded or counted.
 TEST(Record, DiskFullStopsCleanlyAndCountsTheRest) {
   REQUIRE_BPF();
   TempDir tmp;
@@ -295,10 +295,11 @@ TEST(Record, DiskFullStopsCleanlyAndCountsTheRest) {
   const Counters& c = tr.counters();
   EXPECT_GT(user, 0u);
   EXPECT_GT(c.total_dropped(), 0u) << "nothing was counted as not written";
-  // Recorded + dropped == seen, exactly; the probes were detached at the
-  // failure, so they saw at most what the command emitted (plus its closes).
+  // Recorded + dropped == seen == emitted, exactly: the probes stay attached
+  // after the failure, so nothing the command emitted goes uncounted (its
+  // channel closes are events too: main closes each channel once at the end).
   EXPECT_EQ(user + closes + c.total_dropped() + c.total_filtered(), c.total_seen());
-  EXPECT_LE(c.total_seen(), kThreads * kEvents + kChannels);
+  EXPECT_EQ(c.total_seen(), kThreads * kEvents + kChannels);
   EXPECT_EQ(tr.meta().value("recorded_events", uint64_t(0)), user + closes);
 
   auto info = run(cptrace_bin() + " info " + trace, tmp);

@@ -143,7 +143,7 @@ class Recording {
   void count_discarded();
   void write_last_frames();
   void report_write_failure() const;
-  void wait_for_command();
+  void announce_write_failure() const;
   const char* stop_reason() const;
   void finish_meta(uint64_t held_series_points);
 
@@ -346,25 +346,26 @@ void Recording::report_write_failure() const {
   const DiscardedRecords& d = pipe_->discarded();
   const char* name = f.error ? strerrorname_np(f.error) : nullptr;
   fprintf(stderr,
-          "cptrace record: %s%s%s%s; recording stopped after %llu bytes of %s/events.cpt, the trace is "
+          "cptrace record: %s%s%s%s; writing stopped after %llu bytes of %s/events.cpt, the trace is "
           "readable up to there; %llu events not written are counted as dropped%s\n",
           f.what.c_str(), name ? " (" : "", name ? name : "", name ? ")" : "",
           (unsigned long long)writer_->bytes_written(), opt_.out_dir.c_str(), (unsigned long long)d.events(),
           d.net_events ? fmt::format(", {} network events too", d.net_events).c_str() : "");
+  if (child_) fprintf(stderr, "cptrace record: the command exited with status %d\n", child_->exit_status());
 }
 
-// After a write failure the command is not ours to stop: the probes are gone,
-// it runs on untraced, and we wait for it as if it had not been recorded (a stop
-// signal still reaches it, as in run()).
-void Recording::wait_for_command() {
-  if (!child_) return;
-  fprintf(stderr, "cptrace record: probes detached; waiting for the command (pid %d) to end\n", int(child_->pid()));
-  bool forwarded = false;
-  while (!child_->poll_exited()) {
-    if (g_stop_signal && !forwarded) child_->signal(g_stop_signal), forwarded = true;
-    usleep(20000);
-  }
-  fprintf(stderr, "cptrace record: the command exited with status %d\n", child_->exit_status());
+// Said at once when a write fails: from here on the recording only counts. The
+// probes stay attached until the recording's normal end, so every event the
+// program emits is still seen and, not written, counted as dropped: recorded +
+// dropped + filtered == seen == emitted holds to the end.
+void Recording::announce_write_failure() const {
+  const SinkFailure& f = pipe_->failure();
+  const char* name = f.error ? strerrorname_np(f.error) : nullptr;
+  fprintf(stderr,
+          "%scptrace record: %s%s%s%s; writing stopped at %llu bytes of %s/events.cpt; events are counted "
+          "as dropped until the recording ends\n",
+          opt_.progress && isatty(2) ? "\n" : "", f.what.c_str(), name ? " (" : "", name ? name : "",
+          name ? ")" : "", (unsigned long long)writer_->bytes_written(), opt_.out_dir.c_str());
 }
 
 void progress_line(const BlockPipeline& pipe, const Counters& c, double secs, uint64_t prev_ev,
@@ -381,6 +382,7 @@ void Recording::run() {
   bool tty = opt_.progress && isatty(2);
   auto t0 = std::chrono::steady_clock::now(), last_flush = t0;
   uint64_t prev_ev = 0, prev_bytes = 0;
+  bool failure_announced = false;
   while (!g_stop_signal.load()) {
     usleep(100000);
     clock_.push_back(sample_clock());
@@ -405,7 +407,10 @@ void Recording::run() {
       break;
     }
     if (opt_.pid && kill(opt_.pid, 0) != 0) break;  // the recorded process is gone
-    if (pipe_->failed()) break;  // disk full or I/O error: stop_and_flush() says why
+    if (pipe_->failed() && !failure_announced) {  // disk full or I/O error: count from now on
+      announce_write_failure();
+      failure_announced = true;
+    }
   }
   if (tty) fprintf(stderr, "\n");
 }
@@ -413,11 +418,10 @@ void Recording::run() {
 // The command first (it gets our signal, as under a shell's Ctrl-C), then the
 // probes, so nothing new arrives; then drain, then the events handlers still
 // hold, then the final side frames with counters that no longer move.
-// After a write failure the command is left running (the probes are detached)
-// and the trace is finished first: see write_last_frames() and wait_for_command().
+// After a write failure the same sequence; the trace's last frames are then
+// written directly (write_last_frames()).
 void Recording::stop_and_flush() {
-  bool write_failed = pipe_->failed();
-  if (child_ && !write_failed) child_->signal(g_stop_signal ? g_stop_signal.load() : SIGTERM);
+  if (child_) child_->signal(g_stop_signal ? g_stop_signal.load() : SIGTERM);
   control_.reset();  // no handler change after this point
   probes_->detach();
   if (net_) net_->stop();
@@ -430,7 +434,7 @@ void Recording::stop_and_flush() {
   for (size_t cpu = 0; cpu < held.filtered_fix.size() && cpu < final_counts_.filtered.size(); ++cpu)
     final_counts_.filtered[cpu] -= held.filtered_fix[cpu];  // firstlast "last": recorded after all
   for (uint32_t pid : drain_->pids()) channels_.add_registry(pid);
-  if (child_ && !write_failed) child_->wait();
+  if (child_) child_->wait();
   if (minrtt_) minrtt_->stop();  // MinRTT2, after the command is gone: a quiet period
   clock_.push_back(sample_clock());
   stop_rt_minus_mono_ = realtime_minus_mono_ns();
@@ -452,7 +456,6 @@ void Recording::stop_and_flush() {
     // events.cpt holds the final counters: the reader needs no meta.json.
     fprintf(stderr, "cptrace record: %s; meta.json stays as written at start\n", e.what());
   }
-  if (write_failed || pipe_->failed()) wait_for_command();
 }
 
 const char* Recording::stop_reason() const {
