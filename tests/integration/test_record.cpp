@@ -27,6 +27,22 @@ struct Expect {
   int threads, events, channels;
 };
 
+// Recorded user events and channel closes; every user event recorded once.
+std::pair<uint64_t, uint64_t> count_recorded(const TraceReader& tr) {
+  uint64_t user = 0, closes = 0;
+  std::set<uint64_t> tuples;
+  tr.for_each_event([&](const TraceEvent& e) {
+    if (e.kind == uint8_t(EventKind::User)) {
+      user++;
+      tuples.insert(e.tuple);
+    } else {
+      closes++;
+    }
+  });
+  EXPECT_EQ(tuples.size(), user) << "an event recorded twice";
+  return {user, closes};
+}
+
 // Asserts the trace's user events are exactly the emitted set, that per-thread
 // timestamps follow emission order, and that every channel name resolves.
 void check_exact_set(const TraceReader& r, const Expect& x) {
@@ -112,17 +128,7 @@ TEST(Record, DropsAreCountedExactly) {
   ASSERT_EQ(r.status, 0) << r.err;
   TraceReader tr(tmp / "trace");
   ASSERT_FALSE(tr.error());
-  uint64_t user = 0, closes = 0;
-  std::set<uint64_t> tuples;
-  tr.for_each_event([&](const TraceEvent& e) {
-    if (e.kind == uint8_t(EventKind::User)) {
-      user++;
-      tuples.insert(e.tuple);
-    } else {
-      closes++;
-    }
-  });
-  EXPECT_EQ(tuples.size(), user) << "an event recorded twice";
+  auto [user, closes] = count_recorded(tr);
   const Counters& c = tr.counters();
   EXPECT_GT(c.total_dropped(), 0u) << "1 MiB rings did not overflow; the test proves nothing";
   // The probes saw every emitted event: 2M logs + 3 channel closes (main thread).
@@ -281,17 +287,7 @@ TEST(Record, DiskFullStopsCleanlyAndCountsTheRest) {
   TraceReader tr(trace);
   ASSERT_FALSE(tr.error()) << tr.error()->what();
   EXPECT_TRUE(tr.meta().contains("write_error")) << tr.meta_problem();
-  uint64_t user = 0, closes = 0;
-  std::set<uint64_t> tuples;
-  tr.for_each_event([&](const TraceEvent& e) {
-    if (e.kind == uint8_t(EventKind::User)) {
-      user++;
-      tuples.insert(e.tuple);
-    } else {
-      closes++;
-    }
-  });
-  EXPECT_EQ(tuples.size(), user) << "an event recorded twice";
+  auto [user, closes] = count_recorded(tr);
   const Counters& c = tr.counters();
   EXPECT_GT(user, 0u);
   EXPECT_GT(c.total_dropped(), 0u) << "nothing was counted as not written";
