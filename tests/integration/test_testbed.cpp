@@ -342,17 +342,7 @@ TEST(Testbed, JitterStaysInRangeAndKeepsOrder) {
     // 200 us, a packet noticed 300 us late leaves at once whatever its draw).
     Testbed tb("jit", 2, "--delay 1000 --jitter 300 --seed 7");
     UP_OR_FAIL(tb);
-    UdpServer srv(tb.ns(2), "10.77.2.2", 7003, false);
-    ASSERT_TRUE(srv.ok());
-    // Back-to-back burst: with 300 us of jitter and 20 us spacing, independent delays would
-    // reorder most packets; the forwarder keeps each path FIFO.
-    Addr to = make_addr("10.77.2.2", 7003);
-    ASSERT_EQ(send_probes(tb.ns(1), to, 500, 20000), 500);
-    srv.wait_for(495, 10000);
-    srv.stop();
-    ASSERT_GE(srv.seqs.size(), 495u);
-    EXPECT_TRUE(std::is_sorted(srv.seqs.begin(), srv.seqs.end())) << "jitter reordered packets of one flow";
-    // And one-way delays spread over [1000, 1300] us: echo probes, spaced so FIFO does not
+    // One-way delays spread over [1000, 1300] us: echo probes, spaced so FIFO does not
     // bind, in turn with a reference testbed without jitter (what this machine adds).
     Testbed ref("jrf", 2, "--delay 1000");
     UP_OR_FAIL(ref);
@@ -362,6 +352,11 @@ TEST(Testbed, JitterStaysInRangeAndKeepsOrder) {
     auto rs = echo_probes_interleaved({{tb.ns(1), "10.77.2.2", 7004}, {ref.ns(1), "10.77.2.2", 7004}}, 200, 500);
     echo.stop();
     echo0.stop();
+    // Each forwarder's own transmit lateness over these probes (before the burst below):
+    // on a busy machine the two paths are not late by the same amounts at the same
+    // moments, and the jittered path's few small draws may all meet a late wake-up.
+    double late = std::max(forwarder_stat(tb, "late_us_p99"), forwarder_stat(ref, "late_us_p99"));
+    ASSERT_GE(late, 0) << tb.status().out;
     const EchoResult &r = rs[0], &r0 = rs[1];
     report("1000 + U[0,300] each way", r);
     report("1000 each way, no jitter", r0);
@@ -369,16 +364,29 @@ TEST(Testbed, JitterStaysInRangeAndKeepsOrder) {
     ASSERT_GE(r0.samples.size(), 190u);
     auto f = [](const EchoResult& e, double p) { return at(e, &Sample::fwd_us, p); };
     EXPECT_GE(f(r, 0), 1000.0);
-    // The machine's share, from the reference: the floors' noise, and the spread of its
-    // one-way delays (10th to 90th percentile).
+    // The machine's share, from the reference: the floors' noise, the spread of its
+    // one-way delays (10th to 90th percentile), and the forwarders' lateness p99.
     double noise = 2 * floor_noise({&r0}), spread0 = f(r0, .9) - f(r0, .1);
-    fprintf(stderr, "  floor noise %.1f us, spread without jitter %.1f us\n", noise, spread0);
+    fprintf(stderr, "  floor noise %.1f us, spread without jitter %.1f us, forwarder lateness p99 %.0f us\n", noise,
+            spread0, late);
     // Statistics of 200 draws of U[0, 300]: the smallest is below 30 us (probability of
     // not: 0.9^200 < 1e-9); the 10-90% spread is 240 us, its standard deviation ~9 us;
     // the median 150 us, standard deviation ~11 us. 40 and 50 us are over 4 of those.
-    EXPECT_LE(f(r, 0) - f(r0, 0), 30.0 + noise) << "some packets should see little jitter";
+    // Lateness only adds to a delay, so the spread's lower bound needs no allowance.
+    EXPECT_LE(f(r, 0) - f(r0, 0), 30.0 + noise + late) << "some packets should see little jitter";
     EXPECT_GE(f(r, .9) - f(r, .1), 240.0 - 40.0) << "jitter seems not applied";
-    EXPECT_NEAR(f(r, .5) - f(r0, .5), 150.0, 50.0 + spread0);
+    EXPECT_NEAR(f(r, .5) - f(r0, .5), 150.0, 50.0 + spread0 + late);
+
+    // Back-to-back burst: with 300 us of jitter and 20 us spacing, independent delays would
+    // reorder most packets; the forwarder keeps each path FIFO.
+    UdpServer srv(tb.ns(2), "10.77.2.2", 7003, false);
+    ASSERT_TRUE(srv.ok());
+    Addr to = make_addr("10.77.2.2", 7003);
+    ASSERT_EQ(send_probes(tb.ns(1), to, 500, 20000), 500);
+    srv.wait_for(495, 10000);
+    srv.stop();
+    ASSERT_GE(srv.seqs.size(), 495u);
+    EXPECT_TRUE(std::is_sorted(srv.seqs.begin(), srv.seqs.end())) << "jitter reordered packets of one flow";
 }
 
 TEST(Testbed, LossIsAboutTheConfiguredRate) {
