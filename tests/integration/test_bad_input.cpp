@@ -14,6 +14,7 @@
 #include "synthetic_trace.h"
 #include "test_util.h"
 #include "trace/trace_format.h"
+#include "trace/trace_reader.h"
 
 using namespace cptrace;
 using namespace testutil;
@@ -247,4 +248,30 @@ TEST(BadInput, RecordIntoLongOutputPathWorks) {
   auto i = run(cptrace_bin() + " info " + out, tmp);
   EXPECT_EQ(i.status, 0) << i.err;
   EXPECT_FALSE(std::filesystem::exists(out + "/control.sock"));
+}
+
+// `record -- CMD` runs as root and looks up the command's libraries: a program
+// whose path holds a quote and shell syntax must be recorded, never run as
+// shell commands. The libcptrace.so the copy loads sits in the same hostile
+// directory (found through the workload's RUNPATH, $ORIGIN/..), so recording
+// its events also proves the libraries are found on such a path.
+TEST(BadInput, CommandPathWithShellSyntaxIsNotRunByAShell) {
+  REQUIRE_BPF();
+  TempDir tmp;
+  fs::path evil = tmp.path / "x';touch PWNED;'";
+  fs::create_directories(evil / "tests");
+  fs::copy_file(build_dir() / "tests" / "workload", evil / "tests" / "workload");
+  fs::copy_file(build_dir() / "libcptrace.so", evil / "libcptrace.so");
+  // Double quotes: the test's own shell passes the name through unchanged.
+  auto r = run("cd " + tmp.path.string() + " && " + cptrace_bin() + " record --no-progress -o " + (tmp / "t") +
+                   " -- \"" + (evil / "tests" / "workload").string() + "\" --threads 1 --events 10 --channels 1",
+               tmp);
+  EXPECT_FALSE(fs::exists(tmp / "PWNED")) << "the program path was run by a shell";
+  EXPECT_FALSE(fs::exists(fs::current_path() / "PWNED")) << "the program path was run by a shell";
+  ASSERT_EQ(r.status, 0) << r.err;
+  TraceReader tr(tmp / "t");
+  ASSERT_FALSE(tr.error()) << tr.error()->what();
+  uint64_t user = 0;
+  tr.for_each_event([&](const TraceEvent& e) { user += e.kind == uint8_t(EventKind::User); });
+  EXPECT_EQ(user, 10u) << "the workload's libcptrace.so in the quoted directory was not probed";
 }

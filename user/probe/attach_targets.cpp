@@ -2,7 +2,6 @@
 
 #include <unistd.h>
 
-#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -10,6 +9,7 @@
 #include <sstream>
 
 #include "probe/proc_registry.h"
+#include "probe/shared_deps.h"
 
 namespace fs = std::filesystem;
 
@@ -51,26 +51,6 @@ std::string resolve_in_path(const std::string& cmd) {
   return "";
 }
 
-// Libraries the dynamic loader would load for `exe`, via ldd (which honours
-// RPATH/RUNPATH and LD_LIBRARY_PATH exactly as the real run will).
-static std::vector<std::string> shared_deps(const std::string& exe) {
-  std::vector<std::string> out;
-  std::string cmd = "ldd '" + exe + "' 2>/dev/null";
-  FILE* f = popen(cmd.c_str(), "r");
-  if (!f) return out;
-  char buf[4096];
-  while (fgets(buf, sizeof buf, f)) {
-    std::string l(buf);
-    auto arrow = l.find("=> /");
-    if (arrow == std::string::npos) continue;
-    std::string path = l.substr(arrow + 3);
-    path = path.substr(0, path.find(' '));
-    out.push_back(path);
-  }
-  pclose(f);
-  return out;
-}
-
 std::string bundled_library() {
   std::error_code ec;
   fs::path bin = fs::read_symlink("/proc/self/exe", ec).parent_path();
@@ -86,7 +66,7 @@ std::vector<std::string> targets_of_command(const std::string& cmd) {
   std::string exe = resolve_in_path(cmd);
   if (exe.empty()) return out;
   if (elf_has_probe_site(exe)) out.push_back(exe);
-  for (const auto& lib : shared_deps(exe))
+  for (const auto& lib : shared_library_deps(exe))
     if (elf_has_probe_site(lib)) out.push_back(fs::canonical(lib).string());
   // The command may dlopen it, or start children that load it.
   std::string own = bundled_library();
