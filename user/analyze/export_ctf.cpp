@@ -3,7 +3,6 @@
 
 #include <cmath>
 #include <cstring>
-#include <filesystem>
 #include <map>
 #include <memory>
 #include <queue>
@@ -16,7 +15,6 @@
 
 namespace cptrace {
 
-namespace fs = std::filesystem;
 
 namespace {
 
@@ -77,7 +75,7 @@ struct NsClock {
 // One stream file: packets of events in non-decreasing timestamp order.
 class StreamFile {
  public:
-  StreamFile(const std::string& path, uint16_t cpu) : f_(path), cpu_(cpu) {}
+  StreamFile(const OutputDir& dir, const std::string& name, uint16_t cpu) : f_(dir, name), cpu_(cpu) {}
   uint64_t last_ts() const { return last_; }
   bool empty() const { return !any_; }
 
@@ -149,8 +147,8 @@ struct Level {
 
 class CtfWriter {
  public:
-  CtfWriter(const TraceReader& r, const NsClock& clock, std::string dir, size_t window)
-      : r_(r), clock_(clock), periods_(r.handler_changes()), dir_(std::move(dir)), window_(window) {}
+  CtfWriter(const TraceReader& r, const NsClock& clock, const OutputDir& dir, size_t window)
+      : r_(r), clock_(clock), periods_(r.handler_changes()), dir_(dir), window_(window) {}
 
   void add(const TraceEvent& e) { add_at(0, e); }
 
@@ -174,7 +172,7 @@ class CtfWriter {
     auto& levels = chains_[e.cpu];
     if (k == levels.size()) {
       std::string name = k ? fmt::format("stream_{}_late{}", e.cpu, k) : fmt::format("stream_{}", e.cpu);
-      levels.push_back(Level{std::make_unique<StreamFile>((fs::path(dir_) / name).string(), e.cpu), {}, false});
+      levels.push_back(Level{std::make_unique<StreamFile>(dir_, name, e.cpu), {}, false});
     }
     Level& l = levels[k];
     if (l.emitted && e.ts < l.file->last_ts()) return add_at(k + 1, e);
@@ -198,27 +196,12 @@ class CtfWriter {
   const TraceReader& r_;
   const NsClock& clock_;
   CounterPeriods periods_;
-  std::string dir_;
+  const OutputDir& dir_;
   size_t window_;
   std::map<uint16_t, std::vector<Level>> chains_;
   std::map<uint64_t, std::string> names_;
   uint64_t events_ = 0;
 };
-
-void prepare_dir(const std::string& out, bool overwrite) {
-  std::error_code ec;
-  if (fs::exists(out, ec) && !fs::is_directory(out, ec))
-    throw std::runtime_error(out + ": exists and is not a directory");
-  if (fs::exists(fs::path(out) / "metadata", ec)) {
-    if (!overwrite) throw std::runtime_error(out + ": already holds a CTF trace (use -f to overwrite)");
-    for (const auto& ent : fs::directory_iterator(out)) {
-      std::string n = ent.path().filename().string();
-      if (n == "metadata" || n.rfind("stream_", 0) == 0) fs::remove(ent.path());
-    }
-  }
-  fs::create_directories(out, ec);
-  if (ec) throw std::runtime_error(out + ": cannot create: " + ec.message());
-}
 
 }  // namespace
 
@@ -338,14 +321,14 @@ typealias integer {{ size = 64; align = 8; signed = false; map = clock.monotonic
 
 CtfStats export_ctf(const TraceReader& r, const Timeline& tl, const std::string& out, bool overwrite,
                     size_t reorder_window) {
-  prepare_dir(out, overwrite);
+  // A file already at `out` fails here: it is not a directory.
+  OutputDir dir(out, kCtfOutput, overwrite);
   NsClock clock(r, tl);
-  CtfWriter w(r, clock, out, std::max<size_t>(reorder_window, 1));
+  CtfWriter w(r, clock, dir, std::max<size_t>(reorder_window, 1));
   r.for_each_event([&](const TraceEvent& e) { w.add(e); });
   CtfStats s = w.finish();
-  OutFile meta((fs::path(out) / "metadata").string());
-  meta.write(ctf_metadata(r, tl));
-  meta.close();
+  // Written last, so that a directory with metadata holds a whole trace.
+  dir.replace("metadata", ctf_metadata(r, tl));
   return s;
 }
 

@@ -1,5 +1,6 @@
 // An output file for the exporters and the report: buffered stdio, and every
-// write or close error turned into an exception naming the path.
+// write or close error turned into an exception naming the path. Opened through
+// output_dir.h, so it never writes through a symlink.
 #pragma once
 #include <cerrno>
 #include <cstdio>
@@ -8,15 +9,18 @@
 #include <string>
 #include <string_view>
 
+#include <unistd.h>
+
+#include "trace/output_dir.h"
+
 namespace cptrace {
 
 class OutFile {
  public:
-  explicit OutFile(const std::string& path) : path_(path) {
-    f_ = std::fopen(path.c_str(), "wb");
-    if (!f_) throw std::runtime_error(path + ": cannot create: " + std::strerror(errno));
-    std::setvbuf(f_, nullptr, _IOFBF, 1 << 20);
-  }
+  // A single output file: see open_output_file.
+  explicit OutFile(const std::string& path) : OutFile(open_output_file(path), path) {}
+  // A new file `name` in an output directory: see OutputDir::create.
+  OutFile(const OutputDir& dir, const std::string& name) : OutFile(dir.create(name), dir.path_of(name)) {}
   ~OutFile() {
     if (f_) std::fclose(f_);
   }
@@ -35,6 +39,15 @@ class OutFile {
   const std::string& path() const { return path_; }
 
  private:
+  OutFile(int fd, const std::string& path) : path_(path) {
+    f_ = ::fdopen(fd, "wb");
+    if (!f_) {
+      int err = errno;
+      ::close(fd);
+      throw std::runtime_error(path + ": cannot open: " + std::strerror(err));
+    }
+    std::setvbuf(f_, nullptr, _IOFBF, 1 << 20);
+  }
   [[noreturn]] void fail(const char* what) {
     throw std::runtime_error(path_ + ": cannot " + what + ": " + std::strerror(errno));
   }

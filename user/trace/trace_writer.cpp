@@ -3,7 +3,6 @@
 #include "trace/trace_writer.h"
 
 #include <cerrno>
-#include <filesystem>
 #include <system_error>
 
 #include <fcntl.h>
@@ -15,12 +14,6 @@ namespace {
 
 [[noreturn]] void throw_errno(const std::string& what, const std::string& path) {
   throw std::system_error(errno, std::generic_category(), what + " " + path);
-}
-
-int open_or_throw(const std::string& path, int flags) {
-  int fd = ::open(path.c_str(), flags | O_CLOEXEC, 0644);
-  if (fd < 0) throw_errno("cannot open", path);
-  return fd;
 }
 
 // Writes all of iov[0..n), continuing after short writes and EINTR.
@@ -45,14 +38,6 @@ void write_all(int fd, const std::string& data, const std::string& path) {
   write_all(fd, &iov, 1, path);
 }
 
-void fsync_dir(const std::string& dir) {
-  int fd = open_or_throw(dir, O_RDONLY | O_DIRECTORY);
-  int rc = ::fsync(fd);
-  int err = errno;
-  ::close(fd);
-  if (rc != 0) errno = err, throw_errno("cannot fsync", dir);
-}
-
 std::string meta_text(const nlohmann::json& meta) {
   nlohmann::json m = meta.is_null() ? nlohmann::json::object() : meta;
   if (m.is_object() && !m.contains("format_version")) m["format_version"] = kFormatVersion;
@@ -61,29 +46,12 @@ std::string meta_text(const nlohmann::json& meta) {
 
 }  // namespace
 
-void write_file_atomically(const std::string& path, const std::string& content) {
-  std::string tmp = path + ".tmp";
-  int fd = open_or_throw(tmp, O_WRONLY | O_CREAT | O_TRUNC);
-  try {
-    write_all(fd, content, tmp);
-    if (::fsync(fd) != 0) throw_errno("cannot fsync", tmp);
-  } catch (...) {
-    ::close(fd);
-    throw;
-  }
-  ::close(fd);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) throw_errno("cannot rename " + tmp + " to", path);
-  std::string dir = std::filesystem::path(path).parent_path().string();
-  fsync_dir(dir.empty() ? "." : dir);
-}
-
 TraceWriter::TraceWriter(const std::string& dir, const nlohmann::json& meta, bool overwrite)
-    : dir_(dir), events_path_((std::filesystem::path(dir) / "events.cpt").string()) {
-  std::filesystem::create_directories(dir_);  // throws filesystem_error naming dir
-  if (!overwrite && std::filesystem::exists(events_path_))
-    throw std::runtime_error(events_path_ + " already exists (a previous trace); refusing to overwrite it");
-  write_file_atomically((std::filesystem::path(dir_) / "meta.json").string(), meta_text(meta));
-  fd_ = open_or_throw(events_path_, O_WRONLY | O_CREAT | O_TRUNC);
+    : out_(std::make_unique<OutputDir>(dir, kTraceOutput, overwrite)),
+      dir_(dir),
+      events_path_(out_->path_of("events.cpt")) {
+  out_->replace("meta.json", meta_text(meta));
+  fd_ = out_->create("events.cpt");
   std::string header = file_header_bytes();
   write_all(fd_, header, events_path_);
   bytes_ = header.size();
@@ -98,12 +66,11 @@ bool TraceWriter::reserve_space(uint64_t bytes) {
   release_reserve();
   // O_TMPFILE: never visible, so a killed recorder leaves nothing behind; where a
   // file system lacks it, a named file unlinked at once does the same.
-  int fd = ::open(dir_.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+  int fd = ::openat(out_->fd(), ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
   if (fd < 0) {
-    std::string path = (std::filesystem::path(dir_) / ".space-reserve").string();
-    fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    fd = ::openat(out_->fd(), ".space-reserve", O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0) return false;
-    ::unlink(path.c_str());
+    ::unlinkat(out_->fd(), ".space-reserve", 0);
   }
   // posix_fallocate allocates real blocks (glibc writes them where the file
   // system has no fallocate), unlike ftruncate, which would leave a hole.
@@ -144,7 +111,7 @@ void TraceWriter::finish(const nlohmann::json& final_meta) {
   int fd = fd_;
   fd_ = -1;
   if (::close(fd) != 0) throw_errno("cannot close", events_path_);
-  write_file_atomically((std::filesystem::path(dir_) / "meta.json").string(), meta_text(final_meta));
+  out_->replace("meta.json", meta_text(final_meta));
 }
 
 }  // namespace cptrace

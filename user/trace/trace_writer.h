@@ -3,19 +3,22 @@
 // collector's single writer thread; not thread-safe.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "trace/block_codec.h"
+#include "trace/output_dir.h"
 
 namespace cptrace {
 
 class TraceWriter {
  public:
   // Creates `dir` (and parents) and writes meta.json (with "format_version" added
-  // when absent) and the events.cpt file header. Refuses a directory that already
-  // holds an events.cpt unless `overwrite`. Errors name the path and errno text.
+  // when absent) and the events.cpt file header, never through a symlink (see
+  // output_dir.h). Refuses an existing non-empty directory unless `overwrite`,
+  // which removes only the trace's own files. Errors name the path and errno text.
   TraceWriter(const std::string& dir, const nlohmann::json& meta, bool overwrite = false);
   // Without finish() the file stays as a killed recorder would leave it: readable
   // up to the last written frame, meta.json as written at start.
@@ -44,14 +47,12 @@ class TraceWriter {
   const std::string& dir() const { return dir_; }
 
  private:
+  std::unique_ptr<OutputDir> out_;
   std::string dir_;
   std::string events_path_;
   int fd_ = -1;
   int reserve_fd_ = -1;
   uint64_t bytes_ = 0;
 };
-
-// Writes `content` to `path` atomically: `path`.tmp, fsync, rename, fsync(dir).
-void write_file_atomically(const std::string& path, const std::string& content);
 
 }  // namespace cptrace
