@@ -174,7 +174,7 @@ TEST(MinrttProtocol, EndpointsAndPeers) {
   EXPECT_EQ(endpoint_string(parse_endpoint("10.1.2.3", kDefaultPort, "--peers", &len)), "10.1.2.3:7711");
   EXPECT_EQ(endpoint_string(parse_endpoint("[fd77::1:2]:8000", kDefaultPort, "--peers", &len)), "[fd77::1:2]:8000");
   EXPECT_EQ(endpoint_string(parse_endpoint("fd77::1:2", kDefaultPort, "--peers", &len)), "[fd77::1:2]:7711");
-  for (const char* bad : {"10.1.2.3:", "10.1.2.3:99999", "10.1.2.3:x", "[fd77::1", "no.such.host.invalid:1"}) {
+  for (const char* bad : {"10.1.2.3:", "10.1.2.3:99999", "10.1.2.3:99999999999999999999999", "10.1.2.3:+1", "10.1.2.3:x", "[fd77::1", "no.such.host.invalid:1"}) {
     try {
       parse_endpoint(bad, kDefaultPort, "--peers", &len);
       ADD_FAILURE() << "accepted " << bad;

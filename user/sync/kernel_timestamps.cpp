@@ -11,6 +11,7 @@
 #include <x86intrin.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cstring>
 #include <stdexcept>
@@ -165,7 +166,11 @@ sockaddr_storage parse_endpoint(const std::string& text, uint16_t default_port, 
     host = text.substr(0, c);
     port = text.substr(c + 1);
   }
-  if (port.empty() || port.find_first_not_of("0123456789") != std::string::npos || std::stoul(port) > 65535)
+  // from_chars, not stoul: a digit string too long for unsigned long must be a
+  // clear "bad port", not an out_of_range escaping from a parser.
+  unsigned port_num = 0;
+  auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), port_num);
+  if (port.empty() || ec != std::errc() || end != port.data() + port.size() || port_num > 65535)
     throw bad("bad port '" + port + "'");
   addrinfo hints{};
   hints.ai_socktype = SOCK_DGRAM;

@@ -53,7 +53,14 @@ TraceWriter::TraceWriter(const std::string& dir, const nlohmann::json& meta, boo
   out_->replace("meta.json", meta_text(meta));
   fd_ = out_->create("events.cpt");
   std::string header = file_header_bytes();
-  write_all(fd_, header, events_path_);
+  try {
+    write_all(fd_, header, events_path_);
+  } catch (...) {
+    // The destructor does not run for a constructor that throws.
+    ::close(fd_);
+    fd_ = -1;
+    throw;
+  }
   bytes_ = header.size();
 }
 
