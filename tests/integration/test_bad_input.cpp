@@ -250,6 +250,23 @@ TEST(BadInput, RecordIntoLongOutputPathWorks) {
   EXPECT_FALSE(std::filesystem::exists(out + "/control.sock"));
 }
 
+// A --control-socket whose file name cannot fit sockaddr_un (even through its
+// directory's descriptor) is refused, naming it, before the trace directory
+// exists: nothing is left behind to clean up.
+TEST(BadInput, ControlSocketNameTooLongIsRefusedBeforeTheTraceExists) {
+  REQUIRE_BPF();
+  TempDir tmp;
+  std::string sock = tmp / std::string(150, 's');
+  std::string out = tmp / "trace";
+  auto r = run(cptrace_bin() + " record --no-progress --duration 1 -o " + out + " --control-socket " + sock + " -- " +
+                   (build_dir() / "tests" / "workload").string() + " --threads 1 --events 10 --channels 1 --mode single",
+               tmp);
+  expect_clean_failure(r, "long --control-socket");
+  EXPECT_NE(r.err.find("control socket " + sock), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("longer than"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(out)) << "the trace directory was created before the refusal";
+}
+
 // `record -- CMD` runs as root and looks up the command's libraries: a program
 // whose path holds a quote and shell syntax must be recorded, never run as
 // shell commands. The libcptrace.so the copy loads sits in the same hostile

@@ -99,6 +99,8 @@ int connect_to(const std::string& path) {
 
 }  // namespace
 
+void ControlSocket::check_address(const std::string& path) { SocketAddress a(path); }
+
 ControlSocket::ControlSocket(std::string path, Handler handler)
     : path_(std::move(path)), handler_(std::move(handler)) {
   SocketAddress a(path_);

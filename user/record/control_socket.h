@@ -27,6 +27,10 @@ class ControlSocket {
   ControlSocket(const ControlSocket&) = delete;
   ControlSocket& operator=(const ControlSocket&) = delete;
   const std::string& path() const { return path_; }
+  // Throws what the constructor would for an address that cannot be formed
+  // (file name too long, directory missing), so a recorder can refuse a bad
+  // --control-socket before it creates its trace directory.
+  static void check_address(const std::string& path);
 
  private:
   void loop();

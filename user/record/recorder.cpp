@@ -239,6 +239,9 @@ void Recording::open_trace() {
            {"command", opt_.cmd},
            {"complete", false}};
   if (sim_.enabled) meta_["simulated_clock"] = sim_.to_json();
+  // The default DIR/control.sock always fits (reached through DIR's descriptor);
+  // a chosen one is checked before DIR is created.
+  if (!opt_.control_socket.empty()) ControlSocket::check_address(opt_.control_socket);
   writer_ = std::make_unique<TraceWriter>(opt_.out_dir, meta_, opt_.overwrite);
   writer_->reserve_space(kStopReserveBytes);
   pipe_ = std::make_unique<BlockPipeline>([w = writer_.get()](const EncodedFrame& f) { w->write(f); }, 16384,
