@@ -219,6 +219,11 @@ TEST(TranslateSuspectSync, LatencyRefusesOrWarnsOnAnAcceptedSuspectTrace) {
   ASSERT_EQ(l.status, 0) << l.err;
   EXPECT_NE(l.out.find("200 tuples"), std::string::npos) << l.out;
   EXPECT_NE(l.out.find("WARNING suspect sync"), std::string::npos) << l.out;
+  // The report of such a trace says it beside the remote latency plot.
+  auto rep = testutil::run(bin + " report " + (tmp / "o") + " -o " + (tmp / "r.html") + " --pair A.out,B.in", tmp);
+  ASSERT_EQ(rep.status, 0) << rep.err;
+  EXPECT_NE(testutil::read_file(tmp / "r.html").find("WARNING suspect sync, bounds through A-B NOT guaranteed"),
+            std::string::npos);
 }
 
 // The pairwise test itself on hand-made points: a rate exactly at the limit
