@@ -39,14 +39,15 @@ std::vector<Tagged> tagged_constraints(const std::vector<PairRound>& rounds) {
 struct Violation {
   long double ticks = 0;  // by how much the above point lies under the cone of the below one
   Tagged below, above;
-  size_t count = 0;       // (above, sweep) checks that failed
+  size_t count = 0;       // above constraints under some below constraint's cone
 };
 
 std::optional<Violation> worst_violation(std::vector<Tagged> t, long double s_lo, long double s_hi) {
   std::optional<Violation> v;
-  size_t count = 0;
+  std::vector<bool> violated;  // per round: its above constraint (one per round)
   auto note = [&](long double ticks, const Tagged& b, const Tagged& a) {
-    count++;
+    if (violated.size() <= a.round) violated.resize(a.round + 1);
+    violated[a.round] = true;
     if (!v || ticks > v->ticks) v = Violation{ticks, b, a, 0};
   };
   std::sort(t.begin(), t.end(), [](const Tagged& a, const Tagged& b) { return a.x < b.x; });
@@ -70,7 +71,7 @@ std::optional<Violation> worst_violation(std::vector<Tagged> t, long double s_lo
     for (size_t k = s; k < e; ++k)
       if (t[k].below && t[k].y - s_hi * t[k].x > best) best = t[k].y - s_hi * t[k].x, arg = t[k];
   }
-  if (v) v->count = count;
+  if (v) v->count = size_t(std::count(violated.begin(), violated.end(), true));
   return v;
 }
 
@@ -105,7 +106,8 @@ SyncFinding SyncFinding::from_json(const nlohmann::json& j) {
   f.kind = j.value("kind", "");
   f.pair = j.value("pair", "");
   f.message = j.value("message", "");
-  f.ppm = j.value("ppm", 0.0);
+  // An infinite ppm (two rounds contradicting each other at one instant) is null in JSON.
+  f.ppm = j.contains("ppm") && j["ppm"].is_number() ? j["ppm"].get<double>() : INFINITY;
   f.limit_ppm = j.value("limit_ppm", kMaxRelativeRatePpm);
   return f;
 }
@@ -167,10 +169,10 @@ SyncCheck check_pair_sync(const std::vector<PairRound>& rounds, const std::strin
   }
   f.message = fmt::format(
       "{}-{}: MinRTT rounds contradict the nodes' own clocks: {} and {} {} relative to the {}/{} rate their own "
-      "measured TSC frequencies give (limit +-{:.0f} ppm; {} of {} constraints violated, worst by {:.0f} ticks) — "
-      "forged, replayed or corrupted rounds",
+      "measured TSC frequencies give (limit +-{:.0f} ppm; {} of {} rounds violate it, the worst by {:.0f} ticks) — "
+      "forged, replayed or corrupted rounds, or a clock that is not an invariant TSC",
       from, to, describe(rounds[rb], from, to), describe(rounds[ra], from, to), need, to, from, limit_ppm, v->count,
-      t.size(), double(v->ticks));
+      rounds.size(), double(v->ticks));
   c.findings.push_back(f);
   return c;
 }
