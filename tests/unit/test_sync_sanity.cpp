@@ -251,5 +251,24 @@ TEST(TranslateSuspectSync, LimitIsExactOnTwoRounds) {
   }
 }
 
+// Two rounds that put one instant of X both after and before the same instant of
+// Y: no rate explains them; the finding survives meta.json (an infinite ppm).
+TEST(TranslateSuspectSync, ContradictionAtOneInstantIsNamedAndSurvivesJson) {
+  PairRound a, b;
+  a.phase = b.phase = "start";
+  a.seq = 7, b.seq = 8;
+  a.x_initiated = b.x_initiated = true;
+  a.t1 = 90, a.t2 = 490, a.t3 = 500, a.t4 = 100;   // Y sent at 500, X received at 100: f(100) >= 500
+  b.t1 = 100, b.t2 = 400, b.t3 = 400, b.t4 = 110;  // X sent at 100, Y received at 400: f(100) <= 400
+  SyncCheck c = check_pair_sync({a, b}, "X", "Y", {1, 1}, {1, 1});
+  ASSERT_EQ(c.findings.size(), 1u);
+  EXPECT_NE(c.findings[0].message.find("round seq 7 (start, initiated by X) and round seq 8"), std::string::npos)
+      << c.findings[0].message;
+  EXPECT_NE(c.findings[0].message.find("contradict each other at one instant"), std::string::npos);
+  SyncFinding back = SyncFinding::from_json(nlohmann::json::parse(c.findings[0].to_json().dump()));
+  EXPECT_TRUE(std::isinf(back.ppm));
+  EXPECT_EQ(back.message, c.findings[0].message);
+}
+
 }  // namespace
 }  // namespace cptrace
