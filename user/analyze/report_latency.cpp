@@ -36,6 +36,11 @@ std::vector<LatencySeries> translated_latency_series(const TraceReader& r, const
     s.remote = key.first != key.second;
     s.method = "translated (--method " + res.method + "):";
     for (const std::string& sc : scenarios[key]) s.method += " " + sc;
+    // Accepted at translate with --accept-suspect-sync: said beside every remote plot.
+    if (s.remote)
+      for (const auto& f : r.meta()["translated"].value("suspect_sync", nlohmann::json::array()))
+        s.method += ". WARNING suspect sync, bounds through " + f.value("pair", "?") + " NOT guaranteed: " +
+                    f.value("message", "");
     std::sort(s.samples.begin(), s.samples.end(),
               [](const LatencySample& x, const LatencySample& y) { return x.at_s < y.at_s; });
     out.push_back(std::move(s));

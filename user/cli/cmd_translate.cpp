@@ -17,6 +17,9 @@ SubcommandRunner add_translate_command(CLI::App& app) {
   translate->add_option("--method", tr->method, "ratio (MinRTT1/MinRTT2), hull (convex hulls) or best (both, intersected)")
       ->check(CLI::IsMember({"ratio", "hull", "best"}));
   translate->add_flag("-f,--force", tr->overwrite, "overwrite an existing trace in the output directory");
+  translate->add_flag("--accept-suspect-sync", tr->accept_suspect_sync,
+                      "translate even when a pair's MinRTT rounds contradict each other or the nodes' own clock rates "
+                      "(default: refuse); the findings are printed as WARNING lines and kept in meta.json");
   return {translate, [tr] { return cmd_translate(*tr); }};
 }
 

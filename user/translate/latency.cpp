@@ -13,6 +13,7 @@
 #include "cptrace.h"  // cp_channel_id
 #include "translate/clock_relation.h"
 #include "trace/trace_reader.h"
+#include "translate/sync_sanity.h"
 #include "translate/translate.h"
 #include "translate/translated_frame.h"
 
@@ -171,7 +172,22 @@ void summary_line(const char* what, std::vector<int64_t> v, const char* unit) {
 
 }  // namespace
 
-int cmd_latency(const std::string& dir, const std::string& from, const std::string& to, bool csv) {
+// The findings translate accepted (--accept-suspect-sync): an error unless the
+// user accepts them here too.
+std::vector<SyncFinding> suspect_findings(const std::string& dir, bool accept) {
+  TraceReader r(dir);
+  std::vector<SyncFinding> fs;
+  if (!r.meta().contains("translated")) return fs;
+  for (const nlohmann::json& f : r.meta()["translated"].value("suspect_sync", nlohmann::json::array()))
+    fs.push_back(SyncFinding::from_json(f));
+  if (!fs.empty() && !accept)
+    throw std::runtime_error(suspect_sync_error(fs, dir + " (translated with --accept-suspect-sync)"));
+  return fs;
+}
+
+int cmd_latency(const std::string& dir, const std::string& from, const std::string& to, bool csv,
+                bool accept_suspect_sync) {
+  std::vector<SyncFinding> suspect = suspect_findings(dir, accept_suspect_sync);
   LatencyResult res = latency(dir, from, to);
   if (csv) {
     printf("tuple,from_node,to_node,scenario,ticks,ticks_lo,ticks_hi,ns,ns_lo,ns_hi\n");
@@ -208,6 +224,7 @@ int cmd_latency(const std::string& dir, const std::string& from, const std::stri
           (unsigned long long)res.from_only, from.c_str(), (unsigned long long)res.to_only, to.c_str(),
           (unsigned long long)res.from_duplicates, from.c_str(), (unsigned long long)res.to_duplicates, to.c_str());
   if (!res.have_ns) fprintf(o, "note: reference TSC frequency unknown; durations in ticks\n");
+  for (const SyncFinding& f : suspect) fprintf(o, "%s\n", suspect_sync_warning(f).c_str());
   return 0;
 }
 

@@ -48,6 +48,9 @@ struct LatencyResult {
 LatencyResult latency(const std::string& dir, const std::string& from, const std::string& to);
 // The same on an open reader (the report reuses it; cmd_latency goes through it too).
 LatencyResult latency(const TraceReader& r, const std::string& from, const std::string& to);
-int cmd_latency(const std::string& dir, const std::string& from, const std::string& to, bool csv);
+// Refuses (throws) a trace translated with --accept-suspect-sync unless
+// accept_suspect_sync; then prints one WARNING line per finding.
+int cmd_latency(const std::string& dir, const std::string& from, const std::string& to, bool csv,
+                bool accept_suspect_sync = false);
 
 }  // namespace cptrace

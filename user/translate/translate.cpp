@@ -17,6 +17,7 @@
 #include "translate/hull_sync.h"
 #include "translate/ratio_sync.h"
 #include "translate/sync_pairs.h"
+#include "translate/sync_sanity.h"
 #include "trace/trace_reader.h"
 #include "trace/trace_writer.h"
 #include "translate/translated_frame.h"
@@ -143,6 +144,7 @@ Pair build_pair(const std::vector<Node>& nodes, size_t x, size_t y, const std::s
   std::string hull_error = h ? "" : name + ": hull method: " + p.hull->problem;
   if (method == "ratio") p.chosen = r, p.why_none = p.ratio_error;
   else if (method == "hull") p.chosen = h, p.why_none = hull_error;
+  else if (r && h && !p.hull->linear) p.chosen = h;  // the ratio's one line contradicts crossing hulls: split
   else if (r && h) p.chosen = std::make_shared<IntersectRelation>(r, h);
   else p.chosen = r ? r : h, p.why_none = p.ratio_error + "; " + hull_error;
   return p;
@@ -160,6 +162,8 @@ json pair_json(const std::vector<Node>& nodes, const Pair& p) {
   } else {
     j["ratio"] = {{"error", p.ratio_error}};
   }
+  if (p.ratio && p.hull && !p.hull->linear && p.chosen == p.hull->relation)
+    j["ratio"]["not_used"] = "the rounds' hulls cross: one line through MinRTT1 and MinRTT2 contradicts them";
   if (p.hull) {
     j["hull"] = p.hull->report();
     if (p.hull->relation) j["hull"]["relation"] = p.hull->relation->to_json();
@@ -264,6 +268,34 @@ json measure_frequency(const Node& ref, const std::map<std::pair<size_t, size_t>
   return j;
 }
 
+// The physics check of every node pair's rounds (sync_sanity.h), once per
+// unordered pair (the two directions hold the same rounds mirrored). With
+// --method ratio, hulls that cross are a finding too: the ratio's one line
+// ignores the split.
+json check_sync(const std::vector<Node>& nodes, const std::map<std::pair<size_t, size_t>, Pair>& pairs,
+                const std::string& method, std::vector<SyncFinding>& findings) {
+  json checks = json::array();
+  for (const auto& [k, p] : pairs) {
+    if (p.from > p.to || p.rounds.rounds.empty()) continue;
+    int64_t xlo = INT64_MAX, xhi = INT64_MIN, ylo = INT64_MAX, yhi = INT64_MIN;
+    for (const PairRound& r : p.rounds.rounds) {
+      xlo = std::min({xlo, r.x_initiated ? r.t1 : r.t2}), xhi = std::max({xhi, r.x_initiated ? r.t4 : r.t3});
+      ylo = std::min({ylo, r.x_initiated ? r.t2 : r.t1}), yhi = std::max({yhi, r.x_initiated ? r.t3 : r.t4});
+    }
+    SyncCheck c = check_pair_sync(p.rounds.rounds, nodes[p.from].name, nodes[p.to].name,
+                                  stream_rate(nodes[p.from].reader->clock_map().points(), xlo, xhi),
+                                  stream_rate(nodes[p.to].reader->clock_map().points(), ylo, yhi));
+    if (method == "ratio" && p.hull && !p.hull->linear)
+      c.findings.push_back(crossing_not_split(c.pair, p.hull->segments.size()));
+    if (!c.not_checked.empty())
+      fprintf(stderr, "cptrace translate: warning: %s: rounds not checked against the clocks' rates: %s\n",
+              c.pair.c_str(), c.not_checked.c_str());
+    findings.insert(findings.end(), c.findings.begin(), c.findings.end());
+    checks.push_back(c.to_json());
+  }
+  return checks;
+}
+
 json channels_json(const std::vector<Node>& nodes) {
   std::map<uint64_t, std::string> names;
   for (const Node& n : nodes)
@@ -324,12 +356,21 @@ TranslateSummary translate(const TranslateOptions& opt) {
       Pair p = build_pair(nodes, x, y, opt.method);
       if (!p.rounds.rounds.empty() || p.rounds.not_kernel + p.rounds.inconsistent > 0) pairs.emplace(std::pair{x, y}, std::move(p));
     }
+  // Rounds that contradict physics come first: they are why any later step fails.
+  std::vector<SyncFinding> findings;
+  json checks = check_sync(nodes, pairs, opt.method, findings);
+  if (!findings.empty() && !opt.accept_suspect_sync) throw std::runtime_error(suspect_sync_error(findings, "translate"));
   std::vector<std::vector<std::string>> path_names;
   std::vector<RelationPtr> to_ref = paths_to_reference(nodes, ref, pairs, path_names);
   for (size_t v = 0; v < nodes.size(); ++v)
     if (!to_ref[v]) throw std::runtime_error(no_path_error(nodes, v, ref, pairs));
 
   json tr = {{"reference", nodes[ref].name}, {"method", opt.method}};
+  tr["sync_check"] = checks;
+  if (!findings.empty()) {
+    tr["suspect_sync"] = json::array();
+    for (const SyncFinding& f : findings) tr["suspect_sync"].push_back(f.to_json());
+  }
   tr["frequency"] = measure_frequency(nodes[ref], pairs, ref);
   tr["pairs"] = json::array();
   for (auto& [k, p] : pairs) tr["pairs"].push_back(pair_json(nodes, p));
@@ -388,6 +429,7 @@ RelationPtr pair_relation(const json& pair, const std::string& method) {
   if (method == "ratio") return get("ratio");
   if (method == "hull") return get("hull");
   RelationPtr r = get("ratio"), h = get("hull");
+  if (r && h && !pair["hull"].value("linear", true)) return h;  // as build_pair: crossing hulls are split
   if (r && h) return std::make_shared<IntersectRelation>(r, h);
   return r ? r : h;
 }
@@ -414,6 +456,13 @@ int cmd_translate(const TranslateOptions& opt) {
       printf("  pair %s->%s unusable: %s\n", p["from"].get<std::string>().c_str(), p["to"].get<std::string>().c_str(),
              p["error"].get<std::string>().c_str());
   }
+  for (const json& c : tr.value("sync_check", json::array()))
+    if (c.contains("line_rate_ppm"))
+      printf("  pair %s: rounds' rate vs the nodes' own TSC frequencies %+.2f..%+.2f ppm (limit +-%.0f)\n",
+             c["pair"].get<std::string>().c_str(), c["line_rate_ppm"][0].get<double>(),
+             c["line_rate_ppm"][1].get<double>(), c["limit_ppm"].get<double>());
+  for (const json& f : tr.value("suspect_sync", json::array()))
+    printf("  %s\n", suspect_sync_warning(SyncFinding::from_json(f)).c_str());
   const json& f = tr["frequency"];
   if (f.contains("hz")) printf("  reference TSC %.6f GHz [%.9f, %.9f] (%s)\n", f["hz"].get<double>() / 1e9,
                                f["hz_lo"].get<double>() / 1e9, f["hz_hi"].get<double>() / 1e9,

@@ -9,6 +9,9 @@
 // along the path of node pairs whose bounds are tightest (Dijkstra over the bound
 // width at the middle of the node's span), composed conservatively.
 //
+// Before anything is written, every pair's rounds are checked against physics
+// (sync_sanity.h): a finding stops translate unless accept_suspect_sync is set.
+//
 // Output: a trace directory readable by TraceReader: meta.json (field
 // "translated": reference, method, nodes with their relation to the reference,
 // every pair's relations and MinRTTs used, the reference's measured TSC frequency)
@@ -32,6 +35,10 @@ struct TranslateOptions {
   std::string method = "best";  // ratio | hull | best
   bool overwrite = false;
   bool progress = false;
+  // Translate even when a pair's rounds contradict each other or physics
+  // (sync_sanity.h); the findings are then written into meta.json "translated"
+  // "suspect_sync" and printed as WARNING lines. Default: refuse.
+  bool accept_suspect_sync = false;
 };
 
 struct TranslateSummary {
