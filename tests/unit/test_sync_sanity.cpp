@@ -247,7 +247,9 @@ TEST(TranslateSuspectSync, LimitIsExactOnTwoRounds) {
     SyncCheck c = check_pair_sync(rs, "X", "Y", hz, hz);
     ASSERT_EQ(!c.findings.empty(), refused) << ppm;
     double need = ((1 + ppm * 1e-6) / (1 + (ppm > 0 ? 1e-6 : -1e-6)) - 1) * 1e6;
-    if (refused) EXPECT_NEAR(c.findings[0].ppm, need, 0.01) << c.findings[0].message;
+    if (refused) {
+      EXPECT_NEAR(c.findings[0].ppm, need, 0.01) << c.findings[0].message;
+    }
   }
 }
 
