@@ -93,3 +93,7 @@ print("  displaced %.4f s +- %.4f, rusage %.4f s, ratio %.3f; others on the CPU 
 else
   echo "   skipped: --nice -20 needs root"
 fi
+
+echo
+echo "== 14. clock-relation hulls: constraint points per second (incremental monotone chain) and the fit"
+$B/bench/bench_hull "${BENCH_HULL_POINTS:-50000000}"
