@@ -15,6 +15,8 @@
 #include <fmt/format.h>
 
 #include "translate/hull_sync.h"
+#include "translate/packet_pairs.h"
+#include "translate/pair_inputs.h"
 #include "translate/ratio_sync.h"
 #include "translate/sync_pairs.h"
 #include "trace/trace_reader.h"
@@ -39,6 +41,7 @@ struct Pair {
   std::optional<RatioSync> ratio;
   std::string ratio_error;
   std::optional<HullSync> hull;
+  PairInputs inputs;  // what the rounds and the matched traffic can each bound
   RelationPtr chosen;  // under the requested method
   std::string why_none;
   RelationPtr ratio_relation() const { return ratio ? ratio->relation : nullptr; }
@@ -123,24 +126,47 @@ void warn_unknown_peers(const std::vector<Node>& nodes) {
   }
 }
 
-Pair build_pair(const std::vector<Node>& nodes, size_t x, size_t y, const std::string& method) {
+// Every node's captured packets (record --net), matched across the traces.
+PacketMatches read_packets(const std::vector<Node>& nodes) {
+  std::vector<NodePackets> np(nodes.size());
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    nodes[i].reader->for_each_net_event([&](const NetEvent& e) {
+      if (e.r.kind == CP_NET_PKT_TX || e.r.kind == CP_NET_PKT_RX) np[i].events.push_back(e);
+    });
+    np[i].complete = nodes[i].reader->net_counters().total_dropped() == 0;
+  }
+  return match_packets(np);
+}
+
+Pair build_pair(const std::vector<Node>& nodes, size_t x, size_t y, const std::string& method,
+                const PacketMatches& packets) {
   Pair p;
   p.from = x, p.to = y;
   p.rounds = pair_rounds(rounds_with(nodes[x], nodes[y].name), rounds_with(nodes[y], nodes[x].name));
   std::string name = pair_name(nodes, x, y);
+  Constraints rounds = round_constraints(p.rounds.rounds), traffic = packets.constraints(x, y);
+  p.inputs = assess_inputs(rounds, p.rounds.rounds.size(), traffic, packets.counts(x, y));
   if (p.rounds.rounds.empty()) {
-    p.why_none = fmt::format("{}: no usable MinRTT rounds ({} without kernel stamps, {} inconsistent)", name,
-                             p.rounds.not_kernel, p.rounds.inconsistent);
+    p.ratio_error = fmt::format("{}: no usable MinRTT rounds ({} without kernel stamps, {} inconsistent)", name,
+                                p.rounds.not_kernel, p.rounds.inconsistent);
+  } else {
+    try {
+      p.ratio = ratio_sync(p.rounds.rounds, name);
+    } catch (const std::exception& e) {
+      p.ratio_error = e.what();
+    }
+  }
+  if (rounds.size() + traffic.size() == 0) {
+    p.why_none = p.ratio_error + "; no matched packets";
     return p;
   }
-  try {
-    p.ratio = ratio_sync(p.rounds.rounds, name);
-  } catch (const std::exception& e) {
-    p.ratio_error = e.what();
-  }
-  p.hull = hull_sync(round_constraints(p.rounds.rounds));
+  p.hull = hull_sync(merge(rounds, traffic));
   RelationPtr r = p.ratio ? p.ratio->relation : nullptr, h = p.hull->relation;
-  std::string hull_error = h ? "" : name + ": hull method: " + p.hull->problem;
+  std::string hull_error =
+      h ? ""
+        : fmt::format("{}: hull method: {} (rounds alone: {}; traffic alone: {})", name, p.hull->problem,
+                      p.inputs.rounds_bound ? "bounded" : p.inputs.rounds_why,
+                      p.inputs.traffic_bound ? "bounded" : p.inputs.traffic_why);
   if (method == "ratio") p.chosen = r, p.why_none = p.ratio_error;
   else if (method == "hull") p.chosen = h, p.why_none = hull_error;
   else if (r && h) p.chosen = std::make_shared<IntersectRelation>(r, h);
@@ -153,7 +179,8 @@ json pair_json(const std::vector<Node>& nodes, const Pair& p) {
             {"to", nodes[p.to].name},
             {"rounds", p.rounds.rounds.size()},
             {"rounds_without_kernel_stamps", p.rounds.not_kernel},
-            {"rounds_inconsistent", p.rounds.inconsistent}};
+            {"rounds_inconsistent", p.rounds.inconsistent},
+            {"inputs", p.inputs.to_json()}};
   if (p.ratio) {
     j["ratio"] = p.ratio->report();
     j["ratio"]["relation"] = p.ratio->relation->to_json();
@@ -224,7 +251,7 @@ std::string no_path_error(const std::vector<Node>& nodes, size_t v, size_t ref,
   for (size_t u = 0; u < nodes.size(); ++u) {
     if (u == v) continue;
     auto it = pairs.find({v, u});
-    why += "\n  " + (it == pairs.end() ? pair_name(nodes, v, u) + ": no MinRTT rounds in either trace"
+    why += "\n  " + (it == pairs.end() ? pair_name(nodes, v, u) + ": no MinRTT rounds in either trace and no matched packets"
                                        : it->second.why_none.empty() ? pair_name(nodes, v, u) + ": usable"
                                                                      : it->second.why_none);
   }
@@ -316,13 +343,16 @@ TranslateSummary translate(const TranslateOptions& opt) {
     throw std::runtime_error("--reference " + opt.reference + ": no such node among the traces (" + have + ")");
   }
   warn_unknown_peers(nodes);
+  PacketMatches packets = read_packets(nodes);
   std::map<std::pair<size_t, size_t>, Pair> pairs;
   for (size_t x = 0; x < nodes.size(); ++x)
     for (size_t y = 0; y < nodes.size(); ++y) {
       if (x == y) continue;
       check_matching(nodes, x, y);
-      Pair p = build_pair(nodes, x, y, opt.method);
-      if (!p.rounds.rounds.empty() || p.rounds.not_kernel + p.rounds.inconsistent > 0) pairs.emplace(std::pair{x, y}, std::move(p));
+      Pair p = build_pair(nodes, x, y, opt.method, packets);
+      if (!p.rounds.rounds.empty() || p.rounds.not_kernel + p.rounds.inconsistent > 0 ||
+          p.inputs.packets_out + p.inputs.packets_in > 0)
+        pairs.emplace(std::pair{x, y}, std::move(p));
     }
   std::vector<std::vector<std::string>> path_names;
   std::vector<RelationPtr> to_ref = paths_to_reference(nodes, ref, pairs, path_names);
@@ -331,6 +361,7 @@ TranslateSummary translate(const TranslateOptions& opt) {
 
   json tr = {{"reference", nodes[ref].name}, {"method", opt.method}};
   tr["frequency"] = measure_frequency(nodes[ref], pairs, ref);
+  tr["packets"] = packets.total.to_json();
   tr["pairs"] = json::array();
   for (auto& [k, p] : pairs) tr["pairs"].push_back(pair_json(nodes, p));
   for (size_t v = 0; v < nodes.size(); ++v) {
@@ -406,7 +437,21 @@ int cmd_translate(const TranslateOptions& opt) {
     if (n.contains("width_mid_ticks")) printf("  bound width mid-span %lld ticks", (long long)n["width_mid_ticks"].get<int64_t>());
     printf("\n");
   }
+  const json& pk = tr["packets"];
+  if (pk["receives"].get<uint64_t>() > 0)
+    printf("  packets: %llu receives, %llu matched, %llu ambiguous (discarded), %llu unmatched, %llu without "
+           "handshake, %llu from senders that dropped records\n",
+           (unsigned long long)pk["receives"].get<uint64_t>(), (unsigned long long)pk["matched"].get<uint64_t>(),
+           (unsigned long long)pk["ambiguous"].get<uint64_t>(), (unsigned long long)pk["unmatched"].get<uint64_t>(),
+           (unsigned long long)pk["no_handshake"].get<uint64_t>(), (unsigned long long)pk["lossy_sender"].get<uint64_t>());
   for (const json& p : tr["pairs"]) {
+    const json& in = p["inputs"];
+    printf("  pair %s->%s bounded by %s (%zu rounds, %zu/%zu packets each way)", p["from"].get<std::string>().c_str(),
+           p["to"].get<std::string>().c_str(), in["bounded_by"].get<std::string>().c_str(),
+           in["rounds"].get<size_t>(), in["packets_from_to"].get<size_t>(), in["packets_to_from"].get<size_t>());
+    for (const char* k : {"rounds_alone", "traffic_alone"})
+      if (in.contains(k)) printf("; %s: %s", k, in[k].get<std::string>().c_str());
+    printf("\n");
     if (p.contains("hull") && !p["hull"].value("linear", true))
       printf("  NON-LINEAR %s->%s: %s\n", p["from"].get<std::string>().c_str(), p["to"].get<std::string>().c_str(),
              p["hull"]["nonlinear"].get<std::string>().c_str());
