@@ -154,3 +154,33 @@ TEST(TranslateTraffic, OneWayTrafficAloneIsRefusedWithTheReason) {
 
 }  // namespace
 }  // namespace cptrace
+
+namespace cptrace {
+namespace {
+
+// Node B's clock changes rate mid-run (+150 ppm, then +150-180 = -30 ppm): no
+// single line relates it to A. With --clock-model piecewise every bound contains
+// the truth for rounds only (at start and stop), traffic only, and both.
+TEST(TranslateTraffic, PiecewiseModelContainsTruthAcrossARateChange) {
+  for (const char* variant : {"rounds", "traffic", "both"}) {
+    synth::Cluster cl({{"A", 1.0e15L, 20}, {"B", 1.0e15L + 8.1e9L, 150, 2.1e9L, -180}}, 31);
+    for (int k = 0; k < 2000; ++k) cl.event(1, "B.ev", k, 20e6L + k * (kSpan - 40e6L) / 2000);
+    bool rounds = std::string(variant) != "traffic", traffic = std::string(variant) != "rounds";
+    if (rounds) cl.sync_all({{0, 1}, {1, 0}}, kSpan, 30);
+    Traffic tr = traffic ? make_traffic(cl, true, 1e6L) : Traffic{};
+    TempDir tmp;
+    auto dirs = write_two(cl, tr, tmp);
+    TranslateOptions o{dirs, "A", tmp / "out", "best", true};
+    o.clock_model = "piecewise";
+    TranslateSummary s = translate(o);
+    const auto& p = pair_of(s, "B");
+    EXPECT_EQ(p["inputs"]["bounded_by"], variant);
+    EXPECT_TRUE(p.contains("piecewise"));
+    std::vector<int64_t> w = check_all(cl, tmp / "out");
+    printf("  [piecewise %s] bound width median %lld max %lld ticks\n", variant, (long long)w[w.size() / 2],
+           (long long)w.back());
+  }
+}
+
+}  // namespace
+}  // namespace cptrace

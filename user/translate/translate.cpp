@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include "translate/drift_bound.h"
 #include "translate/hull_sync.h"
 #include "translate/packet_pairs.h"
 #include "translate/pair_inputs.h"
@@ -41,6 +42,7 @@ struct Pair {
   std::optional<RatioSync> ratio;
   std::string ratio_error;
   std::optional<HullSync> hull;
+  std::shared_ptr<const DriftBoundRelation> drift;  // --clock-model piecewise
   PairInputs inputs;  // what the rounds and the matched traffic can each bound
   RelationPtr chosen;  // under the requested method
   std::string why_none;
@@ -138,8 +140,9 @@ PacketMatches read_packets(const std::vector<Node>& nodes) {
   return match_packets(np);
 }
 
-Pair build_pair(const std::vector<Node>& nodes, size_t x, size_t y, const std::string& method,
+Pair build_pair(const std::vector<Node>& nodes, size_t x, size_t y, const TranslateOptions& opt,
                 const PacketMatches& packets) {
+  const std::string& method = opt.method;
   Pair p;
   p.from = x, p.to = y;
   p.rounds = pair_rounds(rounds_with(nodes[x], nodes[y].name), rounds_with(nodes[y], nodes[x].name));
@@ -171,6 +174,14 @@ Pair build_pair(const std::vector<Node>& nodes, size_t x, size_t y, const std::s
   else if (method == "hull") p.chosen = h, p.why_none = hull_error;
   else if (r && h) p.chosen = std::make_shared<IntersectRelation>(r, h);
   else p.chosen = r ? r : h, p.why_none = p.ratio_error + "; " + hull_error;
+  if (opt.clock_model == "piecewise") {
+    // Replaces the linear relation: it holds whatever the rates did, within the bound.
+    p.drift = std::make_shared<DriftBoundRelation>(merge(rounds, traffic), std::llround(opt.max_drift_ppm * 1000));
+    p.chosen = p.drift->bounded() ? p.drift : nullptr;
+    p.why_none = p.drift->bounded() ? "" : fmt::format("{}: piecewise model: constraints on one side only (rounds alone: "
+                                                       "{}; traffic alone: {})", name, p.inputs.rounds_why,
+                                                       p.inputs.traffic_why);
+  }
   return p;
 }
 
@@ -191,6 +202,8 @@ json pair_json(const std::vector<Node>& nodes, const Pair& p) {
     j["hull"] = p.hull->report();
     if (p.hull->relation) j["hull"]["relation"] = p.hull->relation->to_json();
   }
+  if (p.drift)
+    j["piecewise"] = {{"max_drift_ppm", double(p.drift->max_drift_ppb()) / 1000}, {"kept_constraints", p.drift->kept()}};
   if (p.chosen) j["relation"] = p.chosen->to_json();
   else j["error"] = p.why_none;
   return j;
@@ -231,7 +244,9 @@ std::vector<RelationPtr> paths_to_reference(const std::vector<Node>& nodes, size
       }
       // A non-linear pair has transitions where nothing is guaranteed: any linear
       // path, however wide, is preferred.
-      if (it->second.hull && !it->second.hull->linear && it->second.chosen != it->second.ratio_relation()) w += 1e30L;
+      if (it->second.hull && !it->second.hull->linear && !it->second.drift &&
+          it->second.chosen != it->second.ratio_relation())
+        w += 1e30L;
       if (d + w < dist[v]) {
         dist[v] = d + w, next[v] = u;
         rel[v] = u == ref ? it->second.chosen : std::make_shared<ComposedRelation>(it->second.chosen, rel[u]);
@@ -331,6 +346,10 @@ uint64_t translate_node(const Node& n, uint16_t index, const Relation& rel, cons
 TranslateSummary translate(const TranslateOptions& opt) {
   if (opt.method != "ratio" && opt.method != "hull" && opt.method != "best")
     throw std::runtime_error("--method " + opt.method + ": must be ratio, hull or best");
+  if (opt.clock_model != "linear" && opt.clock_model != "piecewise")
+    throw std::runtime_error("--clock-model " + opt.clock_model + ": must be linear or piecewise");
+  if (!(opt.max_drift_ppm > 0) || opt.max_drift_ppm > 100000)
+    throw std::runtime_error(fmt::format("--max-drift-ppm {}: must be in (0, 100000]", opt.max_drift_ppm));
   if (opt.dirs.empty()) throw std::runtime_error("no trace directories given");
   std::vector<Node> nodes = open_nodes(opt.dirs);
   if (nodes.size() > 0xffff) throw std::runtime_error("more than 65535 nodes");
@@ -349,7 +368,7 @@ TranslateSummary translate(const TranslateOptions& opt) {
     for (size_t y = 0; y < nodes.size(); ++y) {
       if (x == y) continue;
       check_matching(nodes, x, y);
-      Pair p = build_pair(nodes, x, y, opt.method, packets);
+      Pair p = build_pair(nodes, x, y, opt, packets);
       if (!p.rounds.rounds.empty() || p.rounds.not_kernel + p.rounds.inconsistent > 0 ||
           p.inputs.packets_out + p.inputs.packets_in > 0)
         pairs.emplace(std::pair{x, y}, std::move(p));
@@ -359,7 +378,8 @@ TranslateSummary translate(const TranslateOptions& opt) {
   for (size_t v = 0; v < nodes.size(); ++v)
     if (!to_ref[v]) throw std::runtime_error(no_path_error(nodes, v, ref, pairs));
 
-  json tr = {{"reference", nodes[ref].name}, {"method", opt.method}};
+  json tr = {{"reference", nodes[ref].name}, {"method", opt.method}, {"clock_model", opt.clock_model}};
+  if (opt.clock_model == "piecewise") tr["max_drift_ppm"] = opt.max_drift_ppm;
   tr["frequency"] = measure_frequency(nodes[ref], pairs, ref);
   tr["packets"] = packets.total.to_json();
   tr["pairs"] = json::array();
@@ -385,7 +405,7 @@ TranslateSummary translate(const TranslateOptions& opt) {
   auto t0 = std::chrono::steady_clock::now();
   for (size_t v = 0; v < nodes.size(); ++v) {
     Ranges transitions;
-    if (v != ref && opt.method != "ratio") {
+    if (v != ref && opt.method != "ratio" && opt.clock_model == "linear") {
       size_t hop = 0;
       while (nodes[hop].name != path_names[v][1]) ++hop;
       const Pair& p = pairs.at({v, hop});
@@ -416,6 +436,8 @@ RelationPtr pair_relation(const json& pair, const std::string& method) {
     if (!pair.contains(m) || !pair[m].contains("relation")) return nullptr;
     return relation_from_json(pair[m]["relation"]);
   };
+  // --clock-model piecewise: the rate-bounded relation replaced the linear methods.
+  if (pair.contains("piecewise")) return pair.contains("relation") ? relation_from_json(pair["relation"]) : nullptr;
   if (method == "ratio") return get("ratio");
   if (method == "hull") return get("hull");
   RelationPtr r = get("ratio"), h = get("hull");

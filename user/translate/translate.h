@@ -32,6 +32,11 @@ struct TranslateOptions {
   std::string method = "best";  // ratio | hull | best
   bool overwrite = false;
   bool progress = false;
+  // linear: the methods above (clocks linear over the span, or split where hulls
+  // cross); piecewise: the rate-bounded relation (drift_bound.h) over every round
+  // and matched packet, strict whatever the rates do within +-max_drift_ppm.
+  std::string clock_model = "linear";
+  double max_drift_ppm = 500;
 };
 
 struct TranslateSummary {
