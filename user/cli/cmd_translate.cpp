@@ -23,6 +23,9 @@ SubcommandRunner add_translate_command(CLI::App& app) {
   translate->add_option("--max-drift-ppm", tr->max_drift_ppm,
                         "piecewise: bound on the rate of one node's clock against another's, in ppm")
       ->check(CLI::Range(0.001, 100000.0));
+  translate->add_option("--inputs", tr->inputs, "constraints used: both (default), rounds (MinRTT only) or traffic "
+                        "(matched packets of --net traces only)")
+      ->check(CLI::IsMember({"both", "rounds", "traffic"}));
   translate->add_flag("-f,--force", tr->overwrite, "overwrite an existing trace in the output directory");
   return {translate, [tr] { return cmd_translate(*tr); }};
 }

@@ -146,9 +146,14 @@ Pair build_pair(const std::vector<Node>& nodes, size_t x, size_t y, const Transl
   Pair p;
   p.from = x, p.to = y;
   p.rounds = pair_rounds(rounds_with(nodes[x], nodes[y].name), rounds_with(nodes[y], nodes[x].name));
+  if (opt.inputs == "traffic") p.rounds.rounds.clear();
   std::string name = pair_name(nodes, x, y);
-  Constraints rounds = round_constraints(p.rounds.rounds), traffic = packets.constraints(x, y);
-  p.inputs = assess_inputs(rounds, p.rounds.rounds.size(), traffic, packets.counts(x, y));
+  Constraints rounds = round_constraints(p.rounds.rounds), traffic;
+  std::pair<size_t, size_t> counts{0, 0};
+  if (opt.inputs != "rounds") traffic = packets.constraints(x, y), counts = packets.counts(x, y);
+  p.inputs = assess_inputs(rounds, p.rounds.rounds.size(), traffic, counts);
+  if (opt.inputs == "traffic") p.inputs.rounds_why = "not used (--inputs traffic)";
+  if (opt.inputs == "rounds") p.inputs.traffic_why = "not used (--inputs rounds)";
   if (p.rounds.rounds.empty()) {
     p.ratio_error = fmt::format("{}: no usable MinRTT rounds ({} without kernel stamps, {} inconsistent)", name,
                                 p.rounds.not_kernel, p.rounds.inconsistent);
@@ -346,6 +351,8 @@ uint64_t translate_node(const Node& n, uint16_t index, const Relation& rel, cons
 TranslateSummary translate(const TranslateOptions& opt) {
   if (opt.method != "ratio" && opt.method != "hull" && opt.method != "best")
     throw std::runtime_error("--method " + opt.method + ": must be ratio, hull or best");
+  if (opt.inputs != "both" && opt.inputs != "rounds" && opt.inputs != "traffic")
+    throw std::runtime_error("--inputs " + opt.inputs + ": must be both, rounds or traffic");
   if (opt.clock_model != "linear" && opt.clock_model != "piecewise")
     throw std::runtime_error("--clock-model " + opt.clock_model + ": must be linear or piecewise");
   if (!(opt.max_drift_ppm > 0) || opt.max_drift_ppm > 100000)
@@ -378,7 +385,8 @@ TranslateSummary translate(const TranslateOptions& opt) {
   for (size_t v = 0; v < nodes.size(); ++v)
     if (!to_ref[v]) throw std::runtime_error(no_path_error(nodes, v, ref, pairs));
 
-  json tr = {{"reference", nodes[ref].name}, {"method", opt.method}, {"clock_model", opt.clock_model}};
+  json tr = {{"reference", nodes[ref].name}, {"method", opt.method}, {"clock_model", opt.clock_model},
+             {"inputs", opt.inputs}};
   if (opt.clock_model == "piecewise") tr["max_drift_ppm"] = opt.max_drift_ppm;
   tr["frequency"] = measure_frequency(nodes[ref], pairs, ref);
   tr["packets"] = packets.total.to_json();

@@ -37,6 +37,9 @@ struct TranslateOptions {
   // and matched packet, strict whatever the rates do within +-max_drift_ppm.
   std::string clock_model = "linear";
   double max_drift_ppm = 500;
+  // Which constraints relate a node pair: MinRTT rounds, matched packets
+  // (traffic), or both (default). One alone is for comparing what each gives.
+  std::string inputs = "both";
 };
 
 struct TranslateSummary {
