@@ -93,3 +93,17 @@ print("  displaced %.4f s +- %.4f, rusage %.4f s, ratio %.3f; others on the CPU 
 else
   echo "   skipped: --nice -20 needs root"
 fi
+
+echo
+echo "== 14. clock-relation hulls: constraint points per second (incremental monotone chain) and the fit"
+$B/bench/bench_hull "${BENCH_HULL_POINTS:-50000000}"
+
+echo
+echo "== 15. clock relations across a rate change (+50 then -30 ppm), ${DRIFT_S:-300} s on the testbed:"
+echo "   widest bound of B's events per tenth of the run, rounds at start/stop only vs traffic vs both"
+if [[ $(id -u) -eq 0 ]]; then
+  (cd $B && CPTRACE_DRIFT_SECONDS=${DRIFT_S:-300} ./cptrace_tests --gtest_filter='TranslateDriftE2E.*' |
+     grep -E "drift e2e|OK|FAILED")
+else
+  echo "   skipped: the testbed needs root"
+fi

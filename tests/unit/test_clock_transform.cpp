@@ -116,3 +116,66 @@ TEST(ClockTransform, MetaJsonRoundTrip) {
 
 }  // namespace
 }  // namespace cptrace
+
+namespace cptrace {
+namespace {
+
+// A rate change mid-run: +50 ppm, then -30 ppm from a given TSC on.
+TEST(ClockTransform, RateChangeAtAGivenTscIsContinuousMonotoneAndUndone) {
+  const uint64_t c = 1'000'000'000'000'000ull;
+  ClockTransform t = ClockTransform::from_params(2'000'000'000, 50'000);
+  t.with_change(c, -30'000);
+  for (uint64_t x : std::vector<uint64_t>{c - 1000000000, c - 1, c, c + 1, c + 3000000000}) {
+    __int128 first = __int128(std::min(x, c)) * 50'000, second = x > c ? __int128(x - c) * -30'000 : 0;
+    __int128 s = first + second;
+    __int128 q = s / 1'000'000'000 - (s % 1'000'000'000 < 0 ? 1 : 0);
+    EXPECT_EQ(t.apply(x), uint64_t(__int128(x) + 2'000'000'000 + q)) << x;
+  }
+  // Slope 1 + 50e-6 before, 1 - 30e-6 after, and no jump at the change.
+  EXPECT_EQ(t.apply(c) - t.apply(c - 1'000'000'000), 1'000'050'000u);
+  EXPECT_EQ(t.apply(c + 1'000'000'000) - t.apply(c), 999'970'000u);
+  uint64_t prev = t.apply(c - 200'000), exact = 0, total = 0;
+  for (uint64_t x = c - 199'999; x < c + 200'000; ++x) {
+    uint64_t y = t.apply(x);
+    ASSERT_GE(y, prev);
+    prev = y;
+    uint64_t back = t.undo(y);
+    ASSERT_TRUE(back == x || back == x + 1) << x;
+    ASSERT_EQ(t.apply(back), y);
+    exact += back == x, total++;
+  }
+  EXPECT_GT(exact, total * 99 / 100);
+  // Far past the change the first guess of undo() must still land (not walk for ever).
+  uint64_t far = c + 400'000'000'000'000ull;
+  EXPECT_EQ(t.apply(t.undo(t.apply(far))), t.apply(far));
+  ClockTransform back = ClockTransform::from_json(t.to_json());
+  EXPECT_TRUE(back.has_change);
+  EXPECT_EQ(back.change_tsc, c);
+  EXPECT_EQ(back.skew2_ppb, -30'000);
+  EXPECT_EQ(back.apply(c + 12345678901ull), t.apply(c + 12345678901ull));
+}
+
+TEST(ClockTransform, ParsesARateChangeAndRefusesBadOnes) {
+  ClockTransform t = ClockTransform::parse("1000,50,123456789012,-30", 2.1e9);
+  EXPECT_TRUE(t.has_change);
+  EXPECT_EQ(t.change_tsc, 123456789012u);
+  EXPECT_EQ(t.skew2_ppb, -30'000);
+  EXPECT_NE(t.warning().find("-30 ppm"), std::string::npos);
+  auto msg = [](const std::string& spec) {
+    try {
+      ClockTransform::parse(spec, 2.1e9);
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(msg("1000,50,123").find("2 or 4"), std::string::npos);
+  EXPECT_NE(msg("1000,50,-5,10").find("CHANGE_TSC"), std::string::npos);
+  EXPECT_NE(msg("1000,50,12x,10").find("CHANGE_TSC"), std::string::npos);
+  EXPECT_NE(msg("1000,50,100,2000").find("SKEW2_PPM"), std::string::npos);
+  EXPECT_NE(msg("1000,50,100,abc").find("not numbers"), std::string::npos);
+  EXPECT_FALSE(ClockTransform::parse("1000,50", 2.1e9).has_change);
+}
+
+}  // namespace
+}  // namespace cptrace

@@ -8,7 +8,11 @@
 //   C:  receive k, cp_logTS("C.in", k)                           (--listen)
 //
 //   pipeline --role A|B|C [--listen HOST:PORT] [--connect HOST:PORT]
-//            [--tuples N] [--rate PER_S] [--connect-timeout S]
+//            [--tuples N] [--rate PER_S] [--connect-timeout S] [--echo]
+//
+// --echo (A and B only, no C): B sends every tuple back to A on the same
+// connection after logging it, and A logs it again on arrival ("A.in"), so data
+// flows both ways between two nodes.
 //
 // A sends --tuples tuples (ids 0..N-1) at --rate per second, then closes; B and C
 // stop at end of stream. Listeners print "READY" once listening. Each stage ends
@@ -40,11 +44,12 @@ struct Options {
   uint64_t tuples = 1000;
   double rate = 1000;
   double connect_timeout = 20;
+  bool echo = false;
 };
 
 [[noreturn]] void usage(const char* why) {
   fprintf(stderr, "pipeline: %s\nusage: pipeline --role A|B|C [--listen HOST:PORT] [--connect HOST:PORT] "
-                  "[--tuples N] [--rate PER_S] [--connect-timeout S]\n", why);
+                  "[--tuples N] [--rate PER_S] [--connect-timeout S] [--echo]\n", why);
   exit(2);
 }
 
@@ -135,13 +140,23 @@ void write_id(int fd, uint64_t k) {
 }
 
 uint64_t run_a(const Options& o) {
-  uint64_t out = cp_open_channel("A.out");
+  uint64_t out = cp_open_channel("A.out"), in = cp_open_channel("A.in");
   int fd = connect_to(o.connect, o.connect_timeout);
+  std::thread back;
+  if (o.echo)
+    back = std::thread([fd, in] {
+      uint64_t k;
+      while (read_id(fd, k)) cp_logTS(in, k);
+    });
   auto start = std::chrono::steady_clock::now();
   for (uint64_t k = 0; k < o.tuples; ++k) {
     std::this_thread::sleep_until(start + std::chrono::duration<double>(double(k) / o.rate));
     cp_logTS(out, k);
     write_id(fd, k);
+  }
+  if (o.echo) {
+    shutdown(fd, SHUT_WR);  // B sees the end, sends the last echoes and closes
+    back.join();
   }
   close(fd);
   return o.tuples;
@@ -149,16 +164,16 @@ uint64_t run_a(const Options& o) {
 
 uint64_t run_b(const Options& o) {
   uint64_t in = cp_open_channel("B.in"), out = cp_open_channel("B.out");
-  int next = connect_to(o.connect, o.connect_timeout);
+  int next = o.echo ? -1 : connect_to(o.connect, o.connect_timeout);
   int fd = accept_one(o.listen);
   uint64_t k, n = 0;
   while (read_id(fd, k)) {
     cp_logTS(in, k);
     cp_logTS(out, k);
-    write_id(next, k);
+    write_id(o.echo ? fd : next, k);
     n++;
   }
-  close(next);
+  close(o.echo ? fd : next);
   return n;
 }
 
@@ -189,12 +204,15 @@ int main(int argc, char** argv) {
     else if (a == "--tuples") o.tuples = strtoull(val().c_str(), nullptr, 10);
     else if (a == "--rate") o.rate = atof(val().c_str());
     else if (a == "--connect-timeout") o.connect_timeout = atof(val().c_str());
+    else if (a == "--echo") o.echo = true;
     else usage(("unknown argument " + a).c_str());
   }
   if (!o.role) usage("--role is required");
   if (o.rate <= 0) usage("--rate must be positive");
-  if ((o.role != 'C' && o.connect.empty()) || (o.role != 'A' && o.listen.empty()))
-    usage("A needs --connect, B --listen and --connect, C --listen");
+  if (o.echo && o.role == 'C') usage("--echo is for A and B");
+  if ((o.role == 'A' && o.connect.empty()) || (o.role == 'B' && !o.echo && o.connect.empty()) ||
+      (o.role != 'A' && o.listen.empty()))
+    usage("A needs --connect, B --listen and --connect (or --echo), C --listen");
   uint64_t n = o.role == 'A' ? run_a(o) : o.role == 'B' ? run_b(o) : run_c(o);
   printf("{\"role\":\"%c\",\"tuples\":%llu}\n", o.role, (unsigned long long)n);
   return 0;

@@ -83,7 +83,7 @@ SubcommandRunner add_minrttd_command(CLI::App& app) {
   c->add_option("--listen", a->listen, "ADDR:PORT to bind (default [::]:7711, IPv4 too; [V6]:PORT for IPv6)");
   c->add_option("--node", a->node, "node name sent to peers (default: host name)");
   c->add_option("--key", a->key_file, "HMAC key file: answer only authenticated probes");
-  c->add_option("--simulate-clock", a->simulate_clock, "TEST ONLY: OFFSET_NS,SKEW_PPM applied to the stamps sent");
+  c->add_option("--simulate-clock", a->simulate_clock, "TEST ONLY: OFFSET_NS,SKEW_PPM[,CHANGE_TSC,SKEW2_PPM] applied to the stamps sent");
   c->add_option("--rate-limit", a->per_source_hz, "probes per second answered per source address")->check(CLI::Range(1.0, 1e6));
   c->add_option("--duration", a->duration_s, "exit after SEC seconds (default: until SIGINT/SIGTERM)")->check(CLI::NonNegativeNumber);
   c->add_option("--stats-interval", a->stats_s, "print the counters every SEC seconds (0: only at exit)")->check(CLI::NonNegativeNumber);

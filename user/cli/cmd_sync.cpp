@@ -155,7 +155,7 @@ SubcommandRunner add_sync_command(CLI::App& app) {
   c->add_option("--phase", a->phase, "phase written into the rounds")->check(CLI::IsMember({"start", "stop", "stream"}));
   c->add_option("--listen", a->listen, "also answer probes on ADDR:PORT while syncing");
   c->add_option("--key", a->key_file, "HMAC key file");
-  c->add_option("--simulate-clock", a->simulate_clock, "TEST ONLY: OFFSET_NS,SKEW_PPM applied to every timestamp written");
+  c->add_option("--simulate-clock", a->simulate_clock, "TEST ONLY: OFFSET_NS,SKEW_PPM[,CHANGE_TSC,SKEW2_PPM] applied to every timestamp written");
   c->add_flag("-f,--force", a->overwrite, "overwrite an existing trace in the directory");
   return {c, [a] { return run_sync(*a); }};
 }

@@ -22,7 +22,7 @@ void add_minrtt_record_options(CLI::App* record, MinrttRecordOptions& o) {
   record->add_option("--sync-rate", o.rate_hz, "MinRTT stream rounds per second and peer while recording (0: none)")->check(CLI::Range(0.0, 1000.0));
   record->add_option("--sync-wait", o.wait_s, "seconds to keep retrying a peer that does not answer yet")->check(CLI::Range(0.0, 3600.0));
   record->add_option("--key", o.key_file, "HMAC key file: authenticate MinRTT probes and replies");
-  record->add_option("--simulate-clock", o.simulate_clock, "TEST ONLY: OFFSET_NS,SKEW_PPM applied to every timestamp written");
+  record->add_option("--simulate-clock", o.simulate_clock, "TEST ONLY: OFFSET_NS,SKEW_PPM[,CHANGE_TSC,SKEW2_PPM] applied to every timestamp written");
 }
 
 ClockTransform make_simulated_clock(const std::string& spec, double tsc_hz) {

@@ -19,6 +19,16 @@
 // ("simulated_clock") and are what apply()/undo() use. The result saturates at 0
 // and UINT64_MAX.
 //
+// A rate change (`--simulate-clock OFFSET_NS,SKEW_PPM,CHANGE_TSC,SKEW2_PPM`): from
+// the physical TSC value change_tsc on, the skew is skew2_ppb instead (a clock
+// whose rate changes mid-run, which no single line relates to another clock):
+//
+//   sim(x) = x + offset_ticks + floor(((min(x, c) - anchor_tsc) * skew_ppb
+//                                      + max(x - c, 0) * skew2_ppb) / 1e9)     c = change_tsc
+//
+// continuous at c. change_tsc is a TSC value, not a time, so that every process of
+// the node changes rate at exactly the same tick (a test reads the TSC and adds).
+//
 // apply() is monotone non-decreasing (strictly increasing for skew >= 0).
 // undo(y) = the largest x with apply(x) <= y, so undo(apply(x)) == x exactly for
 // skew >= 0; for skew < 0 the map shrinks and two neighbouring ticks may share an
@@ -36,6 +46,10 @@ struct ClockTransform {
   int64_t offset_ticks = 0;
   int64_t skew_ppb = 0;
   uint64_t anchor_tsc = 0;
+  bool has_change = false;   // a rate change at change_tsc
+  uint64_t change_tsc = 0;
+  int64_t skew2_ppb = 0;
+  double skew2_ppm = 0;
   // As given on the command line, and the frequency used to turn ns into ticks.
   int64_t offset_ns = 0;
   double skew_ppm = 0;
@@ -45,16 +59,19 @@ struct ClockTransform {
   static constexpr double kMaxSkewPpm = 1000;    // keeps the slope within 1 +- 1e-3
   static constexpr int64_t kMaxOffsetNs = 3600ll * 1000000000ll;
 
-  // "OFFSET_NS,SKEW_PPM" (e.g. "-2500000000,37.5"). Throws std::invalid_argument
+  // "OFFSET_NS,SKEW_PPM[,CHANGE_TSC,SKEW2_PPM]" (e.g. "-2500000000,37.5"). Throws std::invalid_argument
   // naming the flag and the bad part.
   static ClockTransform parse(const std::string& spec, double tsc_hz);
   static ClockTransform from_params(int64_t offset_ticks, int64_t skew_ppb, uint64_t anchor = 0);
+  // Adds a rate change to skew2_ppb at change_tsc (same limits as the skew).
+  ClockTransform& with_change(uint64_t change_tsc, int64_t skew2_ppb);
 
   uint64_t apply(uint64_t tsc) const;
   uint64_t undo(uint64_t sim) const;
 
   // meta.json "simulated_clock": {enabled, offset_ns, skew_ppm, tsc_hz,
-  // offset_ticks, skew_ppb, anchor_tsc, formula}.
+  // offset_ticks, skew_ppb, anchor_tsc, formula}, and with a rate change
+  // change_tsc, skew2_ppb, skew2_ppm.
   nlohmann::json to_json() const;
   // The inverse of to_json (the integer parameters are what counts); a missing or
   // null object gives the identity.

@@ -1,6 +1,8 @@
 // Clock relations: exact line arithmetic, piecewise, composed and intersected maps.
 #include "translate/clock_relation.h"
 
+#include "translate/drift_bound.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -173,6 +175,7 @@ nlohmann::json IntersectRelation::to_json() const {
 RelationPtr relation_from_json(const nlohmann::json& j) {
   const std::string type = j.at("type").get<std::string>();
   if (type == "identity") return std::make_shared<IdentityRelation>();
+  if (type == "drift") return DriftBoundRelation::from_json(j);
   if (type == "compose")
     return std::make_shared<ComposedRelation>(relation_from_json(j.at("first")), relation_from_json(j.at("then")));
   if (type == "intersect")

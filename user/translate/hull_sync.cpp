@@ -2,6 +2,8 @@
 // a span whose hulls cross.
 #include "translate/hull_sync.h"
 
+#include "translate/hull_builder.h"
+
 #include <algorithm>
 
 #include <fmt/format.h>
@@ -34,26 +36,37 @@ std::vector<Pt> chain(std::vector<Pt> pts, bool upper) {
   return h;
 }
 
-bool bounded(const std::vector<Pt>& below, const std::vector<Pt>& above) {
-  if (below.empty() || above.empty()) return false;
-  auto mm = [](const std::vector<Pt>& v) {
-    auto [lo, hi] = std::minmax_element(v.begin(), v.end(), [](const Pt& a, const Pt& b) { return a.x < b.x; });
-    return std::pair{lo->x, hi->x};
-  };
-  auto [bmin, bmax] = mm(below);
-  auto [amin, amax] = mm(above);
-  // A recession direction of the polygon exists iff one direction's points all lie
-  // on one side of the other's (see the note in the report): then a slope is unbounded.
-  return amax > bmin && bmax > amin;
+// A recession direction of the polygon exists iff one direction's points all lie
+// on one side of the other's (see the note in the report): then a slope is
+// unbounded. The hulls keep the leftmost and rightmost points of their sets.
+bool bounded(const std::vector<Pt>& hb, const std::vector<Pt>& ha) {
+  if (hb.empty() || ha.empty()) return false;
+  return ha.back().x > hb.front().x && hb.back().x > ha.front().x;
 }
 
-// Line through p and q (p.x != q.x) respects every constraint.
+// Slope of edge p -> q (p.x < q.x) <= slope of l, exactly.
+bool edge_slope_le(const Pt& p, const Pt& q, const Line& l) {
+  return (i128(q.y) - p.y) * (i128(l.b.x) - l.a.x) <= (i128(l.b.y) - l.a.y) * (i128(q.x) - p.x);
+}
+
+// The point of a hull farthest on the wrong side of l: on the upper hull (edge
+// slopes decreasing) the highest relative to l is where edge slopes drop to l's;
+// on the lower hull (increasing) the lowest is where they rise to it. O(log h).
+const Pt& extreme(const Line& l, const std::vector<Pt>& h, bool upper) {
+  size_t lo = 0, hi = h.size() - 1;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    bool le = edge_slope_le(h[mid], h[mid + 1], l);
+    bool past = upper ? le : !le || (i128(h[mid + 1].y) - h[mid].y) * (i128(l.b.x) - l.a.x) ==
+                                        (i128(l.b.y) - l.a.y) * (i128(h[mid + 1].x) - h[mid].x);
+    (past ? hi : lo) = past ? mid : mid + 1;
+  }
+  return h[lo];
+}
+
+// Line l respects every constraint: all of hb on or under it, all of ha on or over it.
 bool feasible_line(const Line& l, const std::vector<Pt>& hb, const std::vector<Pt>& ha) {
-  for (const Pt& r : hb)
-    if (cross(l.a, l.b, r) > 0) return false;
-  for (const Pt& r : ha)
-    if (cross(l.a, l.b, r) < 0) return false;
-  return true;
+  return cross(l.a, l.b, extreme(l, hb, true)) <= 0 && cross(l.a, l.b, extreme(l, ha, false)) >= 0;
 }
 
 bool same_line(const Line& a, const Line& b) { return a.cmp_slope(b) == 0 && cross(a.a, a.b, b.a) == 0; }
@@ -73,23 +86,25 @@ const char* to_string(HullStatus s) {
 }
 
 // Every vertex of the feasible polygon is a line tight on two constraints, i.e.
-// through two hull points; the candidates are checked against both hulls.
-// O(h^3) in the hull size h, which stays small (tens) for MinRTT rounds.
-HullFit fit_hulls(const std::vector<Pt>& below, const std::vector<Pt>& above) {
+// through two hull points: two consecutive points of one hull (a line through two
+// non-consecutive ones of the same hull leaves the points between on its wrong
+// side, or is the same line as an edge), or one point of each hull. Each candidate
+// is checked against both hulls in O(log h): O(hb * ha * log h) in all.
+HullFit fit_hull_points(const std::vector<Pt>& hb, const std::vector<Pt>& ha) {
   HullFit f;
-  std::vector<Pt> hb = upper_hull(below), ha = lower_hull(above);
   f.hull_below = hb.size(), f.hull_above = ha.size();
-  if (!bounded(below, above)) return f;
-  std::vector<Pt> all = hb;
-  all.insert(all.end(), ha.begin(), ha.end());
-  for (size_t i = 0; i < all.size(); ++i)
-    for (size_t j = i + 1; j < all.size(); ++j) {
-      if (all[i].x == all[j].x) continue;
-      Line l = all[i].x < all[j].x ? Line{all[i], all[j]} : Line{all[j], all[i]};
-      if (!feasible_line(l, hb, ha)) continue;
-      bool dup = std::any_of(f.lines.lines.begin(), f.lines.lines.end(), [&](const Line& o) { return same_line(o, l); });
-      if (!dup) f.lines.lines.push_back(l);
-    }
+  if (!bounded(hb, ha)) return f;
+  auto consider = [&](const Pt& p, const Pt& q) {
+    if (p.x == q.x) return;
+    Line l = p.x < q.x ? Line{p, q} : Line{q, p};
+    if (!feasible_line(l, hb, ha)) return;
+    bool dup = std::any_of(f.lines.lines.begin(), f.lines.lines.end(), [&](const Line& o) { return same_line(o, l); });
+    if (!dup) f.lines.lines.push_back(l);
+  };
+  for (size_t i = 0; i + 1 < hb.size(); ++i) consider(hb[i], hb[i + 1]);
+  for (size_t i = 0; i + 1 < ha.size(); ++i) consider(ha[i], ha[i + 1]);
+  for (const Pt& p : hb)
+    for (const Pt& q : ha) consider(p, q);
   if (f.lines.lines.empty()) {
     f.status = HullStatus::Infeasible;
     return f;
@@ -99,6 +114,10 @@ HullFit fit_hulls(const std::vector<Pt>& below, const std::vector<Pt>& above) {
   return f;
 }
 
+HullFit fit_hulls(const std::vector<Pt>& below, const std::vector<Pt>& above) {
+  return fit_hull_points(upper_hull(below), lower_hull(above));
+}
+
 namespace {
 
 struct Tagged {
@@ -106,10 +125,11 @@ struct Tagged {
   bool below;
 };
 
+// pts is ordered by x: the hulls are built in one pass, O(e - s).
 HullFit fit_range(const std::vector<Tagged>& pts, size_t s, size_t e) {
-  std::vector<Pt> b, a;
-  for (size_t i = s; i < e; ++i) (pts[i].below ? b : a).push_back(pts[i].p);
-  return fit_hulls(b, a);
+  PairHulls h;
+  for (size_t i = s; i < e; ++i) (pts[i].below ? h.below : h.above).push(pts[i].p);
+  return fit_hull_points(h.below.points(), h.above.points());
 }
 
 bool not_crossing(const std::vector<Tagged>& pts, size_t s, size_t e) {

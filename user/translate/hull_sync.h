@@ -41,6 +41,9 @@ struct HullFit {
 // Unbounded: too few constraints to bound the slope (e.g. messages in one
 // direction only, or all of one direction's messages left of the other's).
 HullFit fit_hulls(const std::vector<Pt>& below, const std::vector<Pt>& above);
+// The same from the hulls themselves (upper hull of below, lower hull of above,
+// each left to right, as upper_hull/lower_hull or IncrementalHull give them).
+HullFit fit_hull_points(const std::vector<Pt>& hb, const std::vector<Pt>& ha);
 
 struct HullSegment {
   int64_t x_first = 0, x_last = 0;  // from-clock range of its constraint points

@@ -14,7 +14,10 @@
 
 #include <fmt/format.h>
 
+#include "translate/drift_bound.h"
 #include "translate/hull_sync.h"
+#include "translate/packet_pairs.h"
+#include "translate/pair_inputs.h"
 #include "translate/ratio_sync.h"
 #include "translate/sync_pairs.h"
 #include "translate/sync_sanity.h"
@@ -40,6 +43,8 @@ struct Pair {
   std::optional<RatioSync> ratio;
   std::string ratio_error;
   std::optional<HullSync> hull;
+  std::shared_ptr<const DriftBoundRelation> drift;  // --clock-model piecewise
+  PairInputs inputs;  // what the rounds and the matched traffic can each bound
   RelationPtr chosen;  // under the requested method
   std::string why_none;
   RelationPtr ratio_relation() const { return ratio ? ratio->relation : nullptr; }
@@ -124,29 +129,66 @@ void warn_unknown_peers(const std::vector<Node>& nodes) {
   }
 }
 
-Pair build_pair(const std::vector<Node>& nodes, size_t x, size_t y, const std::string& method) {
+// Every node's captured packets (record --net), matched across the traces.
+PacketMatches read_packets(const std::vector<Node>& nodes) {
+  std::vector<NodePackets> np(nodes.size());
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    nodes[i].reader->for_each_net_event([&](const NetEvent& e) {
+      if (e.r.kind == CP_NET_PKT_TX || e.r.kind == CP_NET_PKT_RX) np[i].events.push_back(e);
+    });
+    np[i].complete = nodes[i].reader->net_counters().total_dropped() == 0;
+  }
+  return match_packets(np);
+}
+
+Pair build_pair(const std::vector<Node>& nodes, size_t x, size_t y, const TranslateOptions& opt,
+                const PacketMatches& packets) {
+  const std::string& method = opt.method;
   Pair p;
   p.from = x, p.to = y;
   p.rounds = pair_rounds(rounds_with(nodes[x], nodes[y].name), rounds_with(nodes[y], nodes[x].name));
+  if (opt.inputs == "traffic") p.rounds.rounds.clear();
   std::string name = pair_name(nodes, x, y);
+  Constraints rounds = round_constraints(p.rounds.rounds), traffic;
+  std::pair<size_t, size_t> counts{0, 0};
+  if (opt.inputs != "rounds") traffic = packets.constraints(x, y), counts = packets.counts(x, y);
+  p.inputs = assess_inputs(rounds, p.rounds.rounds.size(), traffic, counts);
+  if (opt.inputs == "traffic") p.inputs.rounds_why = "not used (--inputs traffic)";
+  if (opt.inputs == "rounds") p.inputs.traffic_why = "not used (--inputs rounds)";
   if (p.rounds.rounds.empty()) {
-    p.why_none = fmt::format("{}: no usable MinRTT rounds ({} without kernel stamps, {} inconsistent)", name,
-                             p.rounds.not_kernel, p.rounds.inconsistent);
+    p.ratio_error = fmt::format("{}: no usable MinRTT rounds ({} without kernel stamps, {} inconsistent)", name,
+                                p.rounds.not_kernel, p.rounds.inconsistent);
+  } else {
+    try {
+      p.ratio = ratio_sync(p.rounds.rounds, name);
+    } catch (const std::exception& e) {
+      p.ratio_error = e.what();
+    }
+  }
+  if (rounds.size() + traffic.size() == 0) {
+    p.why_none = p.ratio_error + "; no matched packets";
     return p;
   }
-  try {
-    p.ratio = ratio_sync(p.rounds.rounds, name);
-  } catch (const std::exception& e) {
-    p.ratio_error = e.what();
-  }
-  p.hull = hull_sync(round_constraints(p.rounds.rounds));
+  p.hull = hull_sync(merge(rounds, traffic));
   RelationPtr r = p.ratio ? p.ratio->relation : nullptr, h = p.hull->relation;
-  std::string hull_error = h ? "" : name + ": hull method: " + p.hull->problem;
+  std::string hull_error =
+      h ? ""
+        : fmt::format("{}: hull method: {} (rounds alone: {}; traffic alone: {})", name, p.hull->problem,
+                      p.inputs.rounds_bound ? "bounded" : p.inputs.rounds_why,
+                      p.inputs.traffic_bound ? "bounded" : p.inputs.traffic_why);
   if (method == "ratio") p.chosen = r, p.why_none = p.ratio_error;
   else if (method == "hull") p.chosen = h, p.why_none = hull_error;
   else if (r && h && !p.hull->linear) p.chosen = h;  // the ratio's one line contradicts crossing hulls: split
   else if (r && h) p.chosen = std::make_shared<IntersectRelation>(r, h);
   else p.chosen = r ? r : h, p.why_none = p.ratio_error + "; " + hull_error;
+  if (opt.clock_model == "piecewise") {
+    // Replaces the linear relation: it holds whatever the rates did, within the bound.
+    p.drift = std::make_shared<DriftBoundRelation>(merge(rounds, traffic), std::llround(opt.max_drift_ppm * 1000));
+    p.chosen = p.drift->bounded() ? p.drift : nullptr;
+    p.why_none = p.drift->bounded() ? "" : fmt::format("{}: piecewise model: constraints on one side only (rounds alone: "
+                                                       "{}; traffic alone: {})", name, p.inputs.rounds_why,
+                                                       p.inputs.traffic_why);
+  }
   return p;
 }
 
@@ -155,7 +197,8 @@ json pair_json(const std::vector<Node>& nodes, const Pair& p) {
             {"to", nodes[p.to].name},
             {"rounds", p.rounds.rounds.size()},
             {"rounds_without_kernel_stamps", p.rounds.not_kernel},
-            {"rounds_inconsistent", p.rounds.inconsistent}};
+            {"rounds_inconsistent", p.rounds.inconsistent},
+            {"inputs", p.inputs.to_json()}};
   if (p.ratio) {
     j["ratio"] = p.ratio->report();
     j["ratio"]["relation"] = p.ratio->relation->to_json();
@@ -168,6 +211,8 @@ json pair_json(const std::vector<Node>& nodes, const Pair& p) {
     j["hull"] = p.hull->report();
     if (p.hull->relation) j["hull"]["relation"] = p.hull->relation->to_json();
   }
+  if (p.drift)
+    j["piecewise"] = {{"max_drift_ppm", double(p.drift->max_drift_ppb()) / 1000}, {"kept_constraints", p.drift->kept()}};
   if (p.chosen) j["relation"] = p.chosen->to_json();
   else j["error"] = p.why_none;
   return j;
@@ -208,7 +253,9 @@ std::vector<RelationPtr> paths_to_reference(const std::vector<Node>& nodes, size
       }
       // A non-linear pair has transitions where nothing is guaranteed: any linear
       // path, however wide, is preferred.
-      if (it->second.hull && !it->second.hull->linear && it->second.chosen != it->second.ratio_relation()) w += 1e30L;
+      if (it->second.hull && !it->second.hull->linear && !it->second.drift &&
+          it->second.chosen != it->second.ratio_relation())
+        w += 1e30L;
       if (d + w < dist[v]) {
         dist[v] = d + w, next[v] = u;
         rel[v] = u == ref ? it->second.chosen : std::make_shared<ComposedRelation>(it->second.chosen, rel[u]);
@@ -228,7 +275,7 @@ std::string no_path_error(const std::vector<Node>& nodes, size_t v, size_t ref,
   for (size_t u = 0; u < nodes.size(); ++u) {
     if (u == v) continue;
     auto it = pairs.find({v, u});
-    why += "\n  " + (it == pairs.end() ? pair_name(nodes, v, u) + ": no MinRTT rounds in either trace"
+    why += "\n  " + (it == pairs.end() ? pair_name(nodes, v, u) + ": no MinRTT rounds in either trace and no matched packets"
                                        : it->second.why_none.empty() ? pair_name(nodes, v, u) + ": usable"
                                                                      : it->second.why_none);
   }
@@ -336,6 +383,12 @@ uint64_t translate_node(const Node& n, uint16_t index, const Relation& rel, cons
 TranslateSummary translate(const TranslateOptions& opt) {
   if (opt.method != "ratio" && opt.method != "hull" && opt.method != "best")
     throw std::runtime_error("--method " + opt.method + ": must be ratio, hull or best");
+  if (opt.inputs != "both" && opt.inputs != "rounds" && opt.inputs != "traffic")
+    throw std::runtime_error("--inputs " + opt.inputs + ": must be both, rounds or traffic");
+  if (opt.clock_model != "linear" && opt.clock_model != "piecewise")
+    throw std::runtime_error("--clock-model " + opt.clock_model + ": must be linear or piecewise");
+  if (!(opt.max_drift_ppm > 0) || opt.max_drift_ppm > 100000)
+    throw std::runtime_error(fmt::format("--max-drift-ppm {}: must be in (0, 100000]", opt.max_drift_ppm));
   if (opt.dirs.empty()) throw std::runtime_error("no trace directories given");
   std::vector<Node> nodes = open_nodes(opt.dirs);
   if (nodes.size() > 0xffff) throw std::runtime_error("more than 65535 nodes");
@@ -348,13 +401,16 @@ TranslateSummary translate(const TranslateOptions& opt) {
     throw std::runtime_error("--reference " + opt.reference + ": no such node among the traces (" + have + ")");
   }
   warn_unknown_peers(nodes);
+  PacketMatches packets = read_packets(nodes);
   std::map<std::pair<size_t, size_t>, Pair> pairs;
   for (size_t x = 0; x < nodes.size(); ++x)
     for (size_t y = 0; y < nodes.size(); ++y) {
       if (x == y) continue;
       check_matching(nodes, x, y);
-      Pair p = build_pair(nodes, x, y, opt.method);
-      if (!p.rounds.rounds.empty() || p.rounds.not_kernel + p.rounds.inconsistent > 0) pairs.emplace(std::pair{x, y}, std::move(p));
+      Pair p = build_pair(nodes, x, y, opt, packets);
+      if (!p.rounds.rounds.empty() || p.rounds.not_kernel + p.rounds.inconsistent > 0 ||
+          p.inputs.packets_out + p.inputs.packets_in > 0)
+        pairs.emplace(std::pair{x, y}, std::move(p));
     }
   // Rounds that contradict physics come first: they are why any later step fails.
   std::vector<SyncFinding> findings;
@@ -365,13 +421,16 @@ TranslateSummary translate(const TranslateOptions& opt) {
   for (size_t v = 0; v < nodes.size(); ++v)
     if (!to_ref[v]) throw std::runtime_error(no_path_error(nodes, v, ref, pairs));
 
-  json tr = {{"reference", nodes[ref].name}, {"method", opt.method}};
+  json tr = {{"reference", nodes[ref].name}, {"method", opt.method}, {"clock_model", opt.clock_model},
+             {"inputs", opt.inputs}};
+  if (opt.clock_model == "piecewise") tr["max_drift_ppm"] = opt.max_drift_ppm;
   tr["sync_check"] = checks;
   if (!findings.empty()) {
     tr["suspect_sync"] = json::array();
     for (const SyncFinding& f : findings) tr["suspect_sync"].push_back(f.to_json());
   }
   tr["frequency"] = measure_frequency(nodes[ref], pairs, ref);
+  tr["packets"] = packets.total.to_json();
   tr["pairs"] = json::array();
   for (auto& [k, p] : pairs) tr["pairs"].push_back(pair_json(nodes, p));
   for (size_t v = 0; v < nodes.size(); ++v) {
@@ -395,7 +454,7 @@ TranslateSummary translate(const TranslateOptions& opt) {
   auto t0 = std::chrono::steady_clock::now();
   for (size_t v = 0; v < nodes.size(); ++v) {
     Ranges transitions;
-    if (v != ref && opt.method != "ratio") {
+    if (v != ref && opt.method != "ratio" && opt.clock_model == "linear") {
       size_t hop = 0;
       while (nodes[hop].name != path_names[v][1]) ++hop;
       const Pair& p = pairs.at({v, hop});
@@ -426,6 +485,8 @@ RelationPtr pair_relation(const json& pair, const std::string& method) {
     if (!pair.contains(m) || !pair[m].contains("relation")) return nullptr;
     return relation_from_json(pair[m]["relation"]);
   };
+  // --clock-model piecewise: the rate-bounded relation replaced the linear methods.
+  if (pair.contains("piecewise")) return pair.contains("relation") ? relation_from_json(pair["relation"]) : nullptr;
   if (method == "ratio") return get("ratio");
   if (method == "hull") return get("hull");
   RelationPtr r = get("ratio"), h = get("hull");
@@ -448,7 +509,21 @@ int cmd_translate(const TranslateOptions& opt) {
     if (n.contains("width_mid_ticks")) printf("  bound width mid-span %lld ticks", (long long)n["width_mid_ticks"].get<int64_t>());
     printf("\n");
   }
+  const json& pk = tr["packets"];
+  if (pk["receives"].get<uint64_t>() > 0)
+    printf("  packets: %llu receives, %llu matched, %llu ambiguous (discarded), %llu unmatched, %llu without "
+           "handshake, %llu from senders that dropped records\n",
+           (unsigned long long)pk["receives"].get<uint64_t>(), (unsigned long long)pk["matched"].get<uint64_t>(),
+           (unsigned long long)pk["ambiguous"].get<uint64_t>(), (unsigned long long)pk["unmatched"].get<uint64_t>(),
+           (unsigned long long)pk["no_handshake"].get<uint64_t>(), (unsigned long long)pk["lossy_sender"].get<uint64_t>());
   for (const json& p : tr["pairs"]) {
+    const json& in = p["inputs"];
+    printf("  pair %s->%s bounded by %s (%zu rounds, %zu/%zu packets each way)", p["from"].get<std::string>().c_str(),
+           p["to"].get<std::string>().c_str(), in["bounded_by"].get<std::string>().c_str(),
+           in["rounds"].get<size_t>(), in["packets_from_to"].get<size_t>(), in["packets_to_from"].get<size_t>());
+    for (const char* k : {"rounds_alone", "traffic_alone"})
+      if (in.contains(k)) printf("; %s: %s", k, in[k].get<std::string>().c_str());
+    printf("\n");
     if (p.contains("hull") && !p["hull"].value("linear", true))
       printf("  NON-LINEAR %s->%s: %s\n", p["from"].get<std::string>().c_str(), p["to"].get<std::string>().c_str(),
              p["hull"]["nonlinear"].get<std::string>().c_str());

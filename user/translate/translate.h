@@ -39,6 +39,14 @@ struct TranslateOptions {
   // (sync_sanity.h); the findings are then written into meta.json "translated"
   // "suspect_sync" and printed as WARNING lines. Default: refuse.
   bool accept_suspect_sync = false;
+  // linear: the methods above (clocks linear over the span, or split where hulls
+  // cross); piecewise: the rate-bounded relation (drift_bound.h) over every round
+  // and matched packet, strict whatever the rates do within +-max_drift_ppm.
+  std::string clock_model = "linear";
+  double max_drift_ppm = 500;
+  // Which constraints relate a node pair: MinRTT rounds, matched packets
+  // (traffic), or both (default). One alone is for comparing what each gives.
+  std::string inputs = "both";
 };
 
 struct TranslateSummary {

@@ -1,0 +1,98 @@
+// The rate-bounded relation (translate/drift_bound.h) on clocks that change rate
+// mid-run: every bound contains the truth, with dense traffic the width stays near
+// the local one-way delays, with rounds at start and stop only it grows with the
+// distance to them; and it survives the meta.json round trip.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "translate/drift_bound.h"
+#include "translate/hull_sync.h"
+
+namespace cptrace {
+namespace {
+
+// y = f(x): from-clock x to to-clock y, rate 1 + 50 ppm, then 1 - 30 ppm after x = 150e9.
+long double truth(long double x) {
+  const long double c = 150e9L, y0 = 4e12L;
+  return x <= c ? y0 + x * (1 + 50e-6L) : y0 + c * (1 + 50e-6L) + (x - c) * (1 - 30e-6L);
+}
+
+// Messages both ways every `period` ticks over [1e9, 300e9], delays 100k-400k ticks.
+Constraints traffic(long double period, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  Constraints c;
+  for (long double x = 1e9L; x < 300e9L; x += period) {
+    int64_t d1 = 100000 + int64_t(rng() % 300000), d2 = 100000 + int64_t(rng() % 300000);
+    c.above.push_back({int64_t(x), int64_t(std::ceil(truth(x) + d1))});          // sent at x, received later
+    c.below.push_back({int64_t(x) + 7, int64_t(std::floor(truth(x + 7) - d2))});  // sent earlier, received at x
+  }
+  return c;
+}
+
+// Rounds: 50 at the start and 50 at the stop.
+Constraints rounds() {
+  Constraints c;
+  for (long double base : {1e9L, 299e9L})
+    for (int k = 0; k < 50; ++k) {
+      long double x = base + k * 1e6L;
+      c.above.push_back({int64_t(x), int64_t(std::ceil(truth(x) + 120000))});
+      c.below.push_back({int64_t(x + 500000), int64_t(std::floor(truth(x + 500000) - 120000))});
+    }
+  return c;
+}
+
+void expect_contains(const Relation& r, const char* what, int64_t& max_width, int64_t& mid_width) {
+  max_width = 0;
+  for (long double x = 0; x <= 310e9L; x += 0.37e9L) {
+    Bound b = r.at(int64_t(x));
+    ASSERT_TRUE(b.contains(truth(x))) << what << " x " << (double)x << " [" << b.lo << ", " << b.hi << "] truth "
+                                       << (double)truth(x);
+    max_width = std::max(max_width, b.width());
+  }
+  mid_width = r.at(int64_t(150e9L)).width();
+}
+
+TEST(DriftBound, RateChangeContainedForRoundsTrafficAndBoth) {
+  Constraints t = traffic(1e6L, 5), rd = rounds();
+  Constraints both = t;
+  both.above.insert(both.above.end(), rd.above.begin(), rd.above.end());
+  both.below.insert(both.below.end(), rd.below.begin(), rd.below.end());
+  int64_t wmax[3], wmid[3];
+  const char* names[] = {"rounds", "traffic", "both"};
+  const Constraints* cs[] = {&rd, &t, &both};
+  for (int i = 0; i < 3; ++i) {
+    DriftBoundRelation r(*cs[i], 500000);  // 500 ppm
+    ASSERT_TRUE(r.bounded());
+    expect_contains(r, names[i], wmax[i], wmid[i]);
+    printf("  [%s] %zu constraint points kept (4 families) of %zu, width mid-run %lld ticks, max %lld\n", names[i], r.kept(),
+           cs[i]->size(), (long long)wmid[i], (long long)wmax[i]);
+  }
+  // With traffic the width between the rounds stays near the delays (< 1 ms of
+  // ticks), rounds alone widen by 2 rho per tick away from them.
+  EXPECT_LT(wmid[1], 2000000);
+  EXPECT_LT(wmid[2], 2000000);
+  EXPECT_GT(wmid[0], 100 * wmid[1]);
+  // A single line cannot hold: the hull of the same traffic crosses.
+  EXPECT_FALSE(hull_sync(t).linear);
+}
+
+TEST(DriftBound, JsonRoundTripAndScale) {
+  DriftBoundRelation r(traffic(50e6L, 9), 200000);
+  RelationPtr back = relation_from_json(r.to_json());
+  for (int64_t x : {int64_t(0), int64_t(77e9), int64_t(200e9), int64_t(400e9)}) {
+    EXPECT_EQ(back->at(x).lo, r.at(x).lo);
+    EXPECT_EQ(back->at(x).hi, r.at(x).hi);
+  }
+  Bound d = r.scale({1000000000, 1000000000, 1000000000}, 0);
+  EXPECT_EQ(d.lo, 999800000);
+  EXPECT_EQ(d.hi, 1000200000);
+  Constraints one_way;
+  one_way.above.push_back({1, 2});
+  EXPECT_FALSE(DriftBoundRelation(one_way, 1000).bounded());
+  EXPECT_THROW(DriftBoundRelation(one_way, 0), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace cptrace

@@ -1,0 +1,139 @@
+// Rate-bounded clock relation over causality constraints (see drift_bound.h).
+#include "translate/drift_bound.h"
+
+#include <algorithm>
+#include <limits>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+namespace cptrace {
+namespace {
+
+using i128 = __int128;
+constexpr int64_t kDen = 1000000000;
+
+i128 floor_div(i128 n, i128 d) {
+  i128 q = n / d;
+  return (n % d != 0 && n < 0) ? q - 1 : q;
+}
+i128 ceil_div(i128 n, i128 d) { return -floor_div(-n, d); }
+
+int64_t narrow(i128 v) {
+  if (v > std::numeric_limits<int64_t>::max() || v < std::numeric_limits<int64_t>::min())
+    throw std::overflow_error("drift-bounded relation: value beyond 64 bits");
+  return int64_t(v);
+}
+
+// y * 1e9 - x * rate_num: the key compared along a family (rate = rate_num / 1e9).
+i128 key(const Pt& p, int64_t rate_num) { return i128(p.y) * kDen - i128(p.x) * rate_num; }
+
+// Points whose key is a strict running extreme (max or min), scanning left to right
+// (from_left) or right to left; returned sorted by x.
+std::vector<Pt> records(const std::vector<Pt>& pts, int64_t rate_num, bool max, bool from_left) {
+  std::vector<Pt> out;
+  bool have = false;
+  i128 best = 0;
+  auto visit = [&](const Pt& p) {
+    i128 k = key(p, rate_num);
+    if (!have || (max ? k > best : k < best)) out.push_back(p), best = k, have = true;
+  };
+  if (from_left)
+    for (const Pt& p : pts) visit(p);
+  else
+    for (auto it = pts.rbegin(); it != pts.rend(); ++it) visit(*it);
+  if (!from_left) std::reverse(out.begin(), out.end());
+  return out;
+}
+
+// Last point with x <= q, or null.
+const Pt* last_at_or_before(const std::vector<Pt>& v, int64_t q) {
+  auto it = std::upper_bound(v.begin(), v.end(), q, [](int64_t a, const Pt& p) { return a < p.x; });
+  return it == v.begin() ? nullptr : &*(it - 1);
+}
+// First point with x > q (strictly after), or null.
+const Pt* first_after(const std::vector<Pt>& v, int64_t q) {
+  auto it = std::upper_bound(v.begin(), v.end(), q, [](int64_t a, const Pt& p) { return a < p.x; });
+  return it == v.end() ? nullptr : &*it;
+}
+
+nlohmann::json pts_json(const std::vector<Pt>& v) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const Pt& p : v) a.push_back({p.x, p.y});
+  return a;
+}
+std::vector<Pt> pts_from(const nlohmann::json& a) {
+  std::vector<Pt> v;
+  for (const auto& p : a) v.push_back({p.at(0).get<int64_t>(), p.at(1).get<int64_t>()});
+  for (size_t i = 1; i < v.size(); ++i)
+    if (v[i].x < v[i - 1].x) throw std::runtime_error("drift relation: points out of order");
+  return v;
+}
+
+}  // namespace
+
+DriftBoundRelation::DriftBoundRelation(const Constraints& c, int64_t max_drift_ppb) : rho_(max_drift_ppb) {
+  if (rho_ <= 0 || rho_ > kDen / 10)
+    throw std::invalid_argument(fmt::format("max drift {} ppb: must be in (0, 1e8]", rho_));
+  build(c.below, c.above);
+}
+
+void DriftBoundRelation::build(std::vector<Pt> below, std::vector<Pt> above) {
+  auto by_x = [](const Pt& a, const Pt& b) { return a.x < b.x; };
+  std::stable_sort(below.begin(), below.end(), by_x);
+  std::stable_sort(above.begin(), above.end(), by_x);
+  const int64_t lo = kDen - rho_, hi = kDen + rho_;
+  below_left_ = records(below, lo, true, true);
+  below_right_ = records(below, hi, true, false);
+  above_right_ = records(above, lo, false, false);
+  above_left_ = records(above, hi, false, true);
+}
+
+size_t DriftBoundRelation::kept() const {
+  return below_left_.size() + below_right_.size() + above_left_.size() + above_right_.size();
+}
+
+Bound DriftBoundRelation::at(int64_t x) const {
+  if (!bounded()) throw std::runtime_error("drift-bounded relation without constraints on both sides");
+  const int64_t rlo = kDen - rho_, rhi = kDen + rho_;
+  i128 lo = std::numeric_limits<int64_t>::min(), hi = std::numeric_limits<int64_t>::max();
+  if (const Pt* p = last_at_or_before(below_left_, x)) lo = std::max(lo, p->y + floor_div(i128(x - p->x) * rlo, kDen));
+  if (const Pt* p = first_after(below_right_, x)) lo = std::max(lo, p->y - ceil_div(i128(p->x - x) * rhi, kDen));
+  if (const Pt* p = first_after(above_right_, x - 1)) hi = std::min(hi, p->y - floor_div(i128(p->x - x) * rlo, kDen));
+  if (const Pt* p = last_at_or_before(above_left_, x - 1)) hi = std::min(hi, p->y + ceil_div(i128(x - p->x) * rhi, kDen));
+  if (lo > hi)
+    throw std::runtime_error(fmt::format("drift-bounded relation: empty at {} ([{}, {}]): a constraint violates "
+                                         "causality or the rates exceed +-{} ppm",
+                                         x, int64_t(lo), int64_t(hi), double(rho_) / 1000));
+  Bound b{narrow(lo), 0, narrow(hi)};
+  b.est = b.lo + (b.hi - b.lo) / 2;
+  return b;
+}
+
+Bound DriftBoundRelation::scale(const Bound& d, int64_t) const {
+  const int64_t rlo = kDen - rho_, rhi = kDen + rho_;
+  auto f = [&](int64_t v, int64_t r, bool up) { return narrow(up ? ceil_div(i128(v) * r, kDen) : floor_div(i128(v) * r, kDen)); };
+  Bound r{std::min(f(d.lo, rlo, false), f(d.lo, rhi, false)), d.est, std::max(f(d.hi, rlo, true), f(d.hi, rhi, true))};
+  r.est = std::clamp(r.est, r.lo, r.hi);
+  return r;
+}
+
+nlohmann::json DriftBoundRelation::to_json() const {
+  return {{"type", "drift"},          {"max_drift_ppb", rho_},          {"below_left", pts_json(below_left_)},
+          {"below_right", pts_json(below_right_)}, {"above_left", pts_json(above_left_)},
+          {"above_right", pts_json(above_right_)}};
+}
+
+RelationPtr DriftBoundRelation::from_json(const nlohmann::json& j) {
+  auto r = std::shared_ptr<DriftBoundRelation>(new DriftBoundRelation());
+  r->rho_ = j.at("max_drift_ppb").get<int64_t>();
+  if (r->rho_ <= 0 || r->rho_ > kDen / 10) throw std::runtime_error("drift relation: bad max_drift_ppb");
+  r->below_left_ = pts_from(j.at("below_left"));
+  r->below_right_ = pts_from(j.at("below_right"));
+  r->above_left_ = pts_from(j.at("above_left"));
+  r->above_right_ = pts_from(j.at("above_right"));
+  if (!r->bounded()) throw std::runtime_error("drift relation without constraints on both sides");
+  return r;
+}
+
+}  // namespace cptrace
