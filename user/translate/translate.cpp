@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "translate/hull_sync.h"
+#include "translate/latency.h"
 #include "translate/ratio_sync.h"
 #include "translate/sync_pairs.h"
 #include "trace/trace_reader.h"
@@ -121,6 +122,23 @@ void warn_unknown_peers(const std::vector<Node>& nodes) {
       fprintf(stderr, "cptrace translate: warning: %zu rounds of %s with peer \"%s\" ignored (no trace of %s given)\n", k,
               n.name.c_str(), peer.c_str(), peer.c_str());
   }
+}
+
+// Pairs "X->Y" whose rounds X took without a key (meta.json minrtt.authenticated
+// false: `--insecure`, or a recording made before keys were required).
+std::vector<std::string> unauthenticated_rounds(const std::vector<Node>& nodes) {
+  std::set<std::string> names;
+  for (const Node& n : nodes) names.insert(n.name);
+  std::vector<std::string> out;
+  for (const Node& n : nodes) {
+    const json& m = n.reader->meta();
+    if (!m.contains("minrtt") || m["minrtt"].value("authenticated", true)) continue;
+    std::set<std::string> peers;
+    for (const SyncRound& r : n.reader->sync_rounds())
+      if (names.count(r.peer)) peers.insert(r.peer);
+    for (const std::string& p : peers) out.push_back(n.name + "->" + p);
+  }
+  return out;
 }
 
 Pair build_pair(const std::vector<Node>& nodes, size_t x, size_t y, const std::string& method) {
@@ -330,6 +348,11 @@ TranslateSummary translate(const TranslateOptions& opt) {
     if (!to_ref[v]) throw std::runtime_error(no_path_error(nodes, v, ref, pairs));
 
   json tr = {{"reference", nodes[ref].name}, {"method", opt.method}};
+  std::vector<std::string> unauth = unauthenticated_rounds(nodes);
+  if (!unauth.empty()) {
+    tr["unauthenticated_rounds"] = unauth;
+    fprintf(stderr, "cptrace translate: %s\n", unauthenticated_warning(unauth).c_str());
+  }
   tr["frequency"] = measure_frequency(nodes[ref], pairs, ref);
   tr["pairs"] = json::array();
   for (auto& [k, p] : pairs) tr["pairs"].push_back(pair_json(nodes, p));
