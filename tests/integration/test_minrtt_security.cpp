@@ -450,5 +450,5 @@ TEST(MinrttSecurity, SpoofedProbesNeverGetMoreBytesBackThanTheyCarried) {
   EXPECT_LE(victim.datagrams.load(), uint64_t(sent)) << "more than one datagram for a probe";
   EXPECT_LE(victim.bytes.load(), uint64_t(sent) * probe_bytes);
   EXPECT_EQ(st["answered"].get<uint64_t>(), 0u);
-  EXPECT_EQ(st["cookies"].get<uint64_t>(), victim.datagrams.load());
+  EXPECT_EQ(st.value("cookies", uint64_t(0)), victim.datagrams.load());
 }
