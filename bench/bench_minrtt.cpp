@@ -74,13 +74,13 @@ int main(int argc, char** argv) {
   if (!ok) { fprintf(stderr, "bench_minrtt: could not build the namespaces; skipped\n"); down(); return 0; }
   std::string tmp = "/tmp/" + p;
   fs::create_directories(tmp);
-  std::string d = "ip netns exec " + B + " " + bin.string() + " minrttd --listen 10.78.0.2:7711 --node b --stats-interval 0 >" + tmp + "/d.out 2>&1 & echo $! > " + tmp + "/d.pid";
+  std::string d = "ip netns exec " + B + " " + bin.string() + " minrttd --insecure --allow 10.78.0.1 --listen 10.78.0.2:7711 --node b --stats-interval 0 >" + tmp + "/d.out 2>&1 & echo $! > " + tmp + "/d.pid";
   system(d.c_str());
   usleep(300000);
   std::vector<double> kmin, umin, ratio, rps, settle_k, settle_u, okfrac;
   for (int r = 0; r < runs; ++r) {
     std::string out = tmp + "/run" + std::to_string(r);
-    std::string c = "ip netns exec " + A + " " + bin.string() + " sync --node a --peers 10.78.0.2:7711 --sync-rounds " +
+    std::string c = "ip netns exec " + A + " " + bin.string() + " sync --insecure --node a --peers 10.78.0.2:7711 --sync-rounds " +
                     std::to_string(rounds) + " --gap-ms " + std::to_string(gap_ms) + " -f -o " + out;
     if (sh(c) != 0) { fprintf(stderr, "run %d: sync failed\n", r); continue; }
     TraceReader tr(out);

@@ -32,11 +32,12 @@ peers=("10.77.2.2:7711,10.77.3.2:7711" "10.77.1.2:7711,10.77.3.2:7711" "10.77.1.
 roles=("--role A --connect 10.77.2.2:9000 --tuples 5000 --rate 1000 --connect-timeout 30"
        "--role B --listen 10.77.2.2:9000 --connect 10.77.3.2:9000 --connect-timeout 30"
        "--role C --listen 10.77.3.2:9000")
+$B/cptrace keygen -o "$out/minrtt.key"   # one key, given to every node (mode 0600)
 echo "== recording: 5000 tuples through A -> B -> C, MinRTT rounds between all pairs at start and stop"
 pids=()
 for k in 2 1 0; do   # C listens first, then B, then A starts sending
   ip netns exec $prefix$((k + 1)) $B/cptrace record --no-progress --node ${names[$k]} --peers "${peers[$k]}" \
-    --sync-rounds 100 --sync-wait 20 --simulate-clock "${sims[$k]}" -o "$out/${names[$k]}" -- \
+    --key "$out/minrtt.key" --sync-rounds 100 --sync-wait 20 --simulate-clock "${sims[$k]}" -o "$out/${names[$k]}" -- \
     $B/tests/pipeline ${roles[$k]} >"$out/${names[$k]}.log" 2>&1 &
   pids+=($!)
 done

@@ -11,6 +11,7 @@
 // shorter than the configured floor nor longer than the user-space one.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <atomic>
@@ -39,6 +40,13 @@ double raw_tsc_hz() {
 }
 
 std::string in_ns(const std::string& ns, const std::string& cmd) { return "ip netns exec " + ns + " " + cmd; }
+
+// A key made the way users make one; its path.
+std::string make_key(const testutil::TempDir& tmp, const std::string& name = "key") {
+  auto r = testutil::run(testutil::cptrace_bin() + " keygen -o " + (tmp / name), tmp);
+  EXPECT_EQ(r.status, 0) << r.err;
+  return tmp / name;
+}
 
 struct NodeTrace {
   std::string name;
@@ -102,6 +110,7 @@ TEST(Minrtt, ThreeNodesAllPairsKernelRoundsAreCausalAndBeatUserSpace) {
   ASSERT_TRUE(tb.ok()) << tb.output();
   testutil::TempDir tmp;
   const double hz = raw_tsc_hz();
+  const std::string key = make_key(tmp);
   // Different transforms per node: seconds of offset, +-tens to hundreds of ppm.
   const std::vector<std::string> sims = {"1500000000,35", "-2500000000,-120", "700000,180"};
   const std::vector<std::string> peers = {"10.77.2.2:7711,10.77.3.2:7711", "10.77.1.2:7711,10.77.3.2:7711",
@@ -110,7 +119,7 @@ TEST(Minrtt, ThreeNodesAllPairsKernelRoundsAreCausalAndBeatUserSpace) {
   for (int k = 1; k <= 3; ++k)
     procs.push_back(std::make_unique<testutil::Proc>(
         in_ns(tb.ns(k), testutil::cptrace_bin() + " sync --listen [::]:7711 --node n" + std::to_string(k) +
-                            " --peers " + peers[k - 1] + " --sync-rounds 100 --sync-wait 20 --simulate-clock " +
+                            " --peers " + peers[k - 1] + " --key " + key + " --sync-rounds 100 --sync-wait 20 --simulate-clock " +
                             sims[k - 1] + " -o " + (tmp / ("n" + std::to_string(k)))),
         tmp / ("out" + std::to_string(k)), tmp / ("err" + std::to_string(k))));
   for (int k = 0; k < 3; ++k) {
@@ -187,6 +196,8 @@ TEST(Minrtt, HostileProbesAreCountedIgnoredAndGoodPeersStillServed) {
   testutil::TempDir tmp;
   std::ofstream(tmp / "key") << "4f1c0a7e9b2d4c6e8a0b1c2d3e4f5a6b\n";
   std::ofstream(tmp / "wrong") << "00000000000000000000000000000000\n";
+  chmod((tmp / "key").c_str(), 0600);
+  chmod((tmp / "wrong").c_str(), 0600);
   std::vector<uint8_t> key = minrtt::load_key(tmp / "key"), wrong = minrtt::load_key(tmp / "wrong");
   testutil::Proc d(in_ns(tb.ns(1), testutil::cptrace_bin() + " minrttd --listen 10.77.1.2:7711 --node n1 --key " +
                                        (tmp / "key") + " --rate-limit 300 --stats-interval 0"),
@@ -209,7 +220,7 @@ TEST(Minrtt, HostileProbesAreCountedIgnoredAndGoodPeersStillServed) {
   // 10 of another version, 10 with the wrong key, 10 without MAC, 5 replies (unexpected).
   for (int i = 0; i < 10; ++i) {
     auto b = minrtt::encode(probe(S, 2000 + i), &key);
-    b[4] = 2;
+    b[4] = minrtt::kProtocolVersion + 1;
     bad.send(b.data(), b.size()), pace();
     b = minrtt::encode(probe(S, 3000 + i), &wrong);
     bad.send(b.data(), b.size()), pace();
@@ -287,13 +298,14 @@ TEST(Minrtt, RecordRunsStartStreamAndStopRoundsWithARecordingPeer) {
   const ClockPoint before = sample_clock_point();
   const std::vector<std::string> sims = {"-800000000,-60", "2000000000,95"};
   std::string lib = (testutil::build_dir() / "libcptrace.so").string();
+  const std::string key = make_key(tmp);
   std::vector<std::unique_ptr<testutil::Proc>> procs;
   // Both start together: each one's first probes may find the other not yet listening.
   for (int k = 1; k <= 2; ++k)
     procs.push_back(std::make_unique<testutil::Proc>(
         in_ns(tb.ns(k), testutil::cptrace_bin() + " record --no-progress -o " + (tmp / ("n" + std::to_string(k))) +
                             " --node n" + std::to_string(k) + " --peers 10.77." + std::to_string(3 - k) +
-                            ".2:7711 --minrtt-listen 0.0.0.0:7711 --sync-rounds 50 --sync-rate 20 --simulate-clock " +
+                            ".2:7711 --minrtt-listen 0.0.0.0:7711 --key " + key + " --sync-rounds 50 --sync-rate 20 --simulate-clock " +
                             sims[k - 1] + " --lib " + lib + " -- sleep 3"),
         tmp / ("out" + std::to_string(k)), tmp / ("err" + std::to_string(k))));
   for (auto& p : procs) ASSERT_EQ(p->wait(120), 0) << testutil::read_file(p->err_path);
@@ -342,11 +354,12 @@ TEST(Minrtt, BadFlagsAreRefusedNamingFlagAndValue) {
   } cases[] = {
       {"sync --peers 10.0.0.1:99999 -o " + (tmp / "t"), "--peers '10.0.0.1:99999'"},
       {"sync --peers 10.0.0.1:1,,10.0.0.2 -o " + (tmp / "t"), "empty entry"},
-      {"minrttd --simulate-clock 5", "--simulate-clock 5"},
-      {"minrttd --simulate-clock 1,5000", "SKEW_PPM"},
+      {"minrttd --insecure --simulate-clock 5", "--simulate-clock 5"},
+      {"minrttd --insecure --simulate-clock 1,5000", "SKEW_PPM"},
       {"minrttd --key " + (tmp / "nonexistent"), "--key"},
-      {"minrttd --listen 192.0.2.1:7711", "cannot bind 192.0.2.1:7711"},
-      {"minrttd --node " + std::string(40, 'n') + " --listen 127.0.0.1:0", "--node"},
+      {"minrttd --insecure --listen 192.0.2.1:7711", "cannot bind 192.0.2.1:7711"},
+      {"minrttd --insecure --node " + std::string(40, 'n') + " --listen 127.0.0.1:0", "--node"},
+      {"minrttd --insecure --allow 10.0.0.1,nonsense:x", "--allow"},
   };
   for (const auto& c : cases) {
     auto r = testutil::run(testutil::cptrace_bin() + " " + c.args, tmp);

@@ -61,7 +61,7 @@ std::vector<DirWriter> dir_writers(const TempDir& tmp) {
       {"record", bin + " record --no-progress -o {out} -- /bin/true", {"meta.json", "meta.json.tmp", "events.cpt"}, true},
       {"translate", bin + " translate " + in + " --reference synth -o {out}",
        {"meta.json", "meta.json.tmp", "events.cpt"}, true},
-      {"sync", bin + " sync --peers 127.0.0.1:9 --sync-rounds 1 --sync-wait 0 -o {out}",
+      {"sync", bin + " sync --insecure --peers 127.0.0.1:9 --sync-rounds 1 --sync-wait 0 -o {out}",
        {"meta.json", "meta.json.tmp", "events.cpt"}, false},
       {"export ctf", bin + " export ctf " + in + " -o {out}", {"metadata", "metadata.tmp", "stream_0"}, true},
   };

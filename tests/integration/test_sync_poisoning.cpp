@@ -42,7 +42,11 @@ std::string in_ns(const std::string& ns, const std::string& cmd) { return "ip ne
 
 // Every command line of this file that runs MinRTT without a key goes through
 // here (the one place to add an explicit opt-out when keys become mandatory).
-std::string unkeyed_minrtt(const std::string& args) { return testutil::cptrace_bin() + " " + args; }
+// --insecure right after the subcommand (ARGS starts with it; a command may follow --).
+std::string unkeyed_minrtt(const std::string& args) {
+  size_t sp = args.find(' ');
+  return testutil::cptrace_bin() + " " + args.substr(0, sp) + " --insecure" + args.substr(sp);
+}
 
 long double interp(const std::vector<ClockPoint>& p, long double x, bool tsc_to_mono) {
   auto X = [&](size_t i) { return (long double)(tsc_to_mono ? p[i].tsc : p[i].mono_ns); };

@@ -71,11 +71,13 @@ TEST(TranslateDriftE2E, RateChangeMidRunContainedWithRoundsTrafficAndBoth) {
                                    std::to_string(tuples) + " --rate " + std::to_string(int(rate)),
                                "--role B --listen 10.77.2.2:9000 --echo"};
   const char* names[] = {"A", "B"};
+  auto kg = testutil::run(bin + " keygen -o " + (tmp / "key"), tmp);  // one key, shared by both nodes
+  ASSERT_EQ(kg.status, 0) << kg.err;
   std::vector<std::unique_ptr<testutil::Proc>> rec;
   for (int k = 1; k >= 0; --k)  // B first: A connects to it
     rec.push_back(std::make_unique<testutil::Proc>(
         "ip netns exec " + tb.ns(k + 1) + " " + bin + " record --no-progress --net --netns self --node " + names[k] +
-            " --peers " + peers[k] + " --sync-rounds 40 --sync-wait 20 --simulate-clock " + sims[k] + " -o " +
+            " --peers " + peers[k] + " --key " + (tmp / "key") + " --sync-rounds 40 --sync-wait 20 --simulate-clock " + sims[k] + " -o " +
             (tmp / names[k]) + " -- " + wl + " " + roles[k],
         tmp / (std::string(names[k]) + ".out"), tmp / (std::string(names[k]) + ".err")));
   for (auto& p : rec) ASSERT_EQ(p->wait(secs + 180), 0) << testutil::read_file(p->err_path);

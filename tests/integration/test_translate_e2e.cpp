@@ -73,10 +73,12 @@ TEST(TranslateE2E, ThreeNodePipelineEveryBoundContainsTruth) {
   const std::string roles[] = {"--role A --connect 10.77.2.2:9000 --tuples 2000 --rate 500 --connect-timeout 30",
                                "--role B --listen 10.77.2.2:9000 --connect 10.77.3.2:9000 --connect-timeout 30",
                                "--role C --listen 10.77.3.2:9000"};
+  auto kg = testutil::run(bin + " keygen -o " + (tmp / "key"), tmp);  // one key, shared by the three nodes
+  ASSERT_EQ(kg.status, 0) << kg.err;
   std::vector<std::unique_ptr<testutil::Proc>> rec;
   for (int k = 2; k >= 0; --k)  // C first: B connects to it, A to B
     rec.push_back(std::make_unique<testutil::Proc>(
-        in_ns(tb.ns(k + 1), bin + " record --no-progress --node " + names[k] + " --peers " + peers[k] +
+        in_ns(tb.ns(k + 1), bin + " record --no-progress --node " + names[k] + " --peers " + peers[k] + " --key " + (tmp / "key") +
                                 " --sync-rounds 60 --sync-wait 20 --simulate-clock " + sims[k] + " -o " +
                                 (tmp / names[k]) + " -- " + wl + " " + roles[k]),
         tmp / (std::string(names[k]) + ".out"), tmp / (std::string(names[k]) + ".err")));
@@ -122,9 +124,11 @@ TEST(TranslateE2E, ThreeNodePipelineEveryBoundContainsTruth) {
                            tmp);
     ASSERT_EQ(t.status, 0) << t.out << t.err;
     printf("%s", t.out.c_str());
+    EXPECT_EQ(t.err.find("unauthenticated"), std::string::npos) << "keyed rounds: " << t.err;
     for (auto& [c1, c2] : hops) {
       LatencyResult res = latency(out, c1, c2);
       EXPECT_EQ(res.rows.size(), 2000u) << c1 << "->" << c2;
+      EXPECT_TRUE(res.unauthenticated.empty());
       std::map<std::string, std::vector<int64_t>> widths;
       size_t contained = 0;
       long double max_physical_gap = 0;

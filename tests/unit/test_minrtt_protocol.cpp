@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <fstream>
@@ -49,7 +51,7 @@ void expect_same(const Message& a, const Message& b) {
 const std::vector<uint8_t> kKey(32, 0x5a);
 
 TEST(MinrttProtocol, RoundTripEveryTypeWithAndWithoutKey) {
-  for (MsgType t : {MsgType::Probe, MsgType::Reply, MsgType::Followup})
+  for (MsgType t : {MsgType::Probe, MsgType::Reply, MsgType::Followup, MsgType::Cookie})
     for (const std::vector<uint8_t>* key : {static_cast<const std::vector<uint8_t>*>(nullptr), &kKey}) {
       Message m = sample(t), out;
       Bytes b = encode(m, key);
@@ -111,10 +113,11 @@ TEST(MinrttProtocol, MalformedAndOtherVersionsAreRefusedWithTheirReason) {
   longer.push_back(0);
   EXPECT_EQ(decode(longer.data(), longer.size(), nullptr, out), Reject::Malformed);
   EXPECT_EQ(with(0, 'X'), Reject::Malformed);             // magic
-  EXPECT_EQ(with(4, 2), Reject::BadVersion);              // a future version
+  EXPECT_EQ(with(4, kProtocolVersion + 1), Reject::BadVersion);  // a future version
+  EXPECT_EQ(with(4, 1), Reject::BadVersion);              // version 1 had no cookies
   EXPECT_EQ(with(4, 0), Reject::BadVersion);
   EXPECT_EQ(with(5, 0), Reject::Malformed);               // type
-  EXPECT_EQ(with(5, 4), Reject::Malformed);
+  EXPECT_EQ(with(5, 5), Reject::Malformed);
   EXPECT_EQ(with(6, 0x80), Reject::Malformed);            // unknown flag
   EXPECT_EQ(with(59, 1), Reject::Malformed);              // reserved
   EXPECT_EQ(with(58, 0), Reject::Malformed);              // empty name
@@ -156,6 +159,8 @@ TEST(MinrttProtocol, KeyFiles) {
   testutil::TempDir tmp;
   std::ofstream(tmp / "short") << "tooshort\n";
   std::ofstream(tmp / "good") << "  0123456789abcdef0123\n";
+  chmod((tmp / "short").c_str(), 0600);
+  chmod((tmp / "good").c_str(), 0600);
   try {
     load_key(tmp / "short");
     ADD_FAILURE() << "accepted a short key";

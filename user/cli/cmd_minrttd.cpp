@@ -15,6 +15,7 @@
 #include "sync/minrtt_protocol.h"
 #include "sync/minrtt_record.h"
 #include "sync/minrtt_responder.h"
+#include "sync/minrtt_rounds.h"
 #include "trace/clock_map.h"
 #include "trace/node_info.h"
 
@@ -25,7 +26,8 @@ std::atomic<int> g_stop{0};
 void on_signal(int s) { g_stop = s; }
 
 struct MinrttdArgs {
-  std::string listen, node, key_file, simulate_clock;
+  std::string listen, node, key_file, simulate_clock, allow;
+  bool insecure = false;
   double per_source_hz = 5000, duration_s = 0, stats_s = 10;
 };
 
@@ -43,7 +45,9 @@ int run_minrttd(const MinrttdArgs& a) {
   ResponderOptions ro;
   ro.listen = a.listen;
   ro.node = a.node.empty() ? read_node_info().host : a.node;
-  if (!a.key_file.empty()) ro.key = minrtt::load_key(a.key_file);
+  ro.key = minrtt::key_or_insecure(a.key_file, a.insecure, "minrttd");
+  if (!a.allow.empty())
+    for (const Peer& p : parse_peers(a.allow, "--allow")) ro.allow.push_back(p.addr);
   ro.sim = make_simulated_clock(a.simulate_clock, a.simulate_clock.empty() ? 0 : quick_tsc_hz());
   ro.per_source_hz = a.per_source_hz;
   ro.per_source_burst = std::max(10.0, a.per_source_hz / 10);
@@ -82,7 +86,9 @@ SubcommandRunner add_minrttd_command(CLI::App& app) {
   auto* c = app.add_subcommand("minrttd", "MinRTT responder: answers clock-probe rounds with kernel timestamps");
   c->add_option("--listen", a->listen, "ADDR:PORT to bind (default [::]:7711, IPv4 too; [V6]:PORT for IPv6)");
   c->add_option("--node", a->node, "node name sent to peers (default: host name)");
-  c->add_option("--key", a->key_file, "HMAC key file: answer only authenticated probes");
+  c->add_option("--key", a->key_file, "HMAC key file (cptrace keygen): answer only authenticated probes; required unless --insecure");
+  c->add_flag("--insecure", a->insecure, "no key: answer unauthenticated probes (trials only)");
+  c->add_option("--allow", a->allow, "ADDR,... answered without the cookie check (other sources first get a cookie)");
   c->add_option("--simulate-clock", a->simulate_clock, "TEST ONLY: OFFSET_NS,SKEW_PPM[,CHANGE_TSC,SKEW2_PPM] applied to the stamps sent");
   c->add_option("--rate-limit", a->per_source_hz, "probes per second answered per source address")->check(CLI::Range(1.0, 1e6));
   c->add_option("--duration", a->duration_s, "exit after SEC seconds (default: until SIGINT/SIGTERM)")->check(CLI::NonNegativeNumber);

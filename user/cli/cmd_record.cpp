@@ -53,7 +53,10 @@ SubcommandRunner add_record_command(CLI::App& app) {
   add_minrtt_record_options(record, rec->minrtt);
   add_net_options(record, rec->net);
   record->add_option("cmd", rec->cmd, "command to run and record (after --)");
-  return {record, [rec] { return run_record(*rec); }};
+  return {record, [rec] {
+            check_minrtt_auth(rec->minrtt);  // before anything is created or run
+            return run_record(*rec);
+          }};
 }
 
 }  // namespace cptrace

@@ -27,7 +27,7 @@ struct SyncArgs {
   std::string out_dir, peers, node, listen, key_file, simulate_clock, phase = "start";
   unsigned rounds = 100;
   double wait_s = 10, gap_ms = 1;
-  bool overwrite = false;
+  bool overwrite = false, insecure = false;
 };
 
 SyncOptions session_options(const SyncArgs& a, const std::string& node, const ClockTransform& sim, double tsc_hz) {
@@ -37,7 +37,7 @@ SyncOptions session_options(const SyncArgs& a, const std::string& node, const Cl
   so.rounds = a.rounds;
   so.wait_s = a.wait_s;
   so.gap_ms = a.gap_ms;
-  if (!a.key_file.empty()) so.key = minrtt::load_key(a.key_file);
+  so.key = minrtt::key_or_insecure(a.key_file, a.insecure, "sync");
   so.sim = sim;
   so.tsc_hz = tsc_hz;
   return so;
@@ -50,6 +50,7 @@ std::unique_ptr<Responder> start_responder(const SyncArgs& a, const SyncOptions&
   ro.listen = a.listen;
   ro.node = so.node;
   ro.key = so.key;
+  for (const Peer& p : so.peers) ro.allow.push_back(p.addr);  // our peers need no cookie
   ro.sim = so.sim;
   auto responder = std::make_unique<Responder>(ro);
   responder->start();
@@ -154,7 +155,8 @@ SubcommandRunner add_sync_command(CLI::App& app) {
   c->add_option("--gap-ms", a->gap_ms, "pause between rounds, ms")->check(CLI::Range(0.0, 10000.0));
   c->add_option("--phase", a->phase, "phase written into the rounds")->check(CLI::IsMember({"start", "stop", "stream"}));
   c->add_option("--listen", a->listen, "also answer probes on ADDR:PORT while syncing");
-  c->add_option("--key", a->key_file, "HMAC key file");
+  c->add_option("--key", a->key_file, "HMAC key file (cptrace keygen); required unless --insecure");
+  c->add_flag("--insecure", a->insecure, "no key: unauthenticated rounds, recorded as such in meta.json (trials only)");
   c->add_option("--simulate-clock", a->simulate_clock, "TEST ONLY: OFFSET_NS,SKEW_PPM[,CHANGE_TSC,SKEW2_PPM] applied to every timestamp written");
   c->add_flag("-f,--force", a->overwrite, "overwrite an existing trace in the directory");
   return {c, [a] { return run_sync(*a); }};

@@ -30,6 +30,7 @@ SubcommandRunner add_translate_command(CLI::App& app);   // cmd_translate.cpp
 SubcommandRunner add_latency_command(CLI::App& app);     // cmd_latency.cpp
 SubcommandRunner add_minrttd_command(CLI::App& app);     // cmd_minrttd.cpp
 SubcommandRunner add_sync_command(CLI::App& app);        // cmd_sync.cpp
+SubcommandRunner add_keygen_command(CLI::App& app);      // cmd_keygen.cpp
 // Load generation and measurement.
 SubcommandRunner add_gen_command(CLI::App& app);         // cmd_gen.cpp
 SubcommandRunner add_sink_command(CLI::App& app);        // cmd_sink.cpp

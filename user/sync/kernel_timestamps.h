@@ -53,7 +53,8 @@ struct StampClock {
   uint64_t user_tsc(uint64_t raw) const { return sim ? sim->apply(raw) : raw; }
 };
 
-// A UDP socket of `family` with software timestamping on (tx and/or rx).
+// A UDP socket of `family` with software timestamping on (tx and/or rx). A socket
+// without rx stamps is send-only: it drops every datagram sent to it.
 // Throws std::runtime_error with the errno text.
 int open_stamped_udp(int family, bool tx_stamps, bool rx_stamps);
 

@@ -1,10 +1,15 @@
 // MinRTT wire format, HMAC (OpenSSL) and replay window: see minrtt_protocol.h.
 #include "sync/minrtt_protocol.h"
 
+#include <fcntl.h>
 #include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -51,20 +56,124 @@ const char* reject_name(Reject r) {
 }
 
 std::vector<uint8_t> load_key(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw std::runtime_error(fmt::format("--key {}: cannot read ({})", path, strerror(errno)));
-  std::stringstream ss;
-  ss << f.rdbuf();
-  std::string s = ss.str();
+  // Checked on the descriptor actually read (O_NOFOLLOW, fstat), so a file
+  // switched between the checks and the read cannot slip through.
+  int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ELOOP)
+      throw std::runtime_error(fmt::format("--key {}: is a symlink; give the key file itself (whoever can change "
+                                           "the link can choose the key)", path));
+    throw std::runtime_error(fmt::format("--key {}: cannot read ({})", path, strerror(errno)));
+  }
+  struct stat st {};
+  std::string problem;
+  if (::fstat(fd, &st) != 0)
+    problem = fmt::format("cannot stat ({})", strerror(errno));
+  else if (!S_ISREG(st.st_mode))
+    problem = "not a regular file";
+  else if (st.st_uid != 0 && st.st_uid != ::geteuid())
+    problem = fmt::format("owned by uid {}, neither root nor this user (uid {}): its owner can change the key",
+                          st.st_uid, ::geteuid());
+  else if (st.st_mode & 077)
+    problem = fmt::format("mode {:04o} lets group or others read or change it; it must be 0600 or stricter "
+                          "(chmod 600 {})", st.st_mode & 07777, path);
+  std::string s;
+  if (problem.empty()) {
+    char buf[4096];
+    for (;;) {
+      ssize_t n = ::read(fd, buf, sizeof buf);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) problem = fmt::format("cannot read ({})", strerror(errno));
+      if (n <= 0) break;
+      s.append(buf, size_t(n));
+      if (s.size() > 65536) {
+        problem = "larger than 64 KiB: not a key file";
+        break;
+      }
+    }
+  }
+  ::close(fd);
+  if (!problem.empty()) throw std::runtime_error(fmt::format("--key {}: {}", path, problem));
   auto ws = [](unsigned char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; };
   while (!s.empty() && ws(s.back())) s.pop_back();
   size_t i = 0;
   while (i < s.size() && ws(s[i])) ++i;
   s.erase(0, i);
   if (s.size() < 16)
-    throw std::runtime_error(fmt::format("--key {}: {} bytes, need at least 16 (e.g. `openssl rand -hex 32 > {}`)",
+    throw std::runtime_error(fmt::format("--key {}: {} bytes, need at least 16 (make one with `cptrace keygen -o {}`)",
                                          path, s.size(), path));
   return {s.begin(), s.end()};
+}
+
+std::string generate_key_text() {
+  uint8_t raw[32];
+  size_t got = 0;
+  while (got < sizeof raw) {
+    ssize_t n = getrandom(raw + got, sizeof raw - got, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw std::runtime_error(fmt::format("getrandom failed: {}", strerror(errno)));
+    got += size_t(n);
+  }
+  std::string hex;
+  for (uint8_t b : raw) hex += fmt::format("{:02x}", b);
+  return hex;
+}
+
+void write_key_file(const std::string& path, bool overwrite) {
+  std::filesystem::path p(path);
+  std::string name = p.filename().string();
+  if (name.empty() || name == "." || name == "..")
+    throw std::runtime_error(fmt::format("-o {}: names a directory, not a key file", path));
+  std::string dir = p.has_parent_path() ? p.parent_path().string() : ".";
+  int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0) throw std::runtime_error(fmt::format("-o {}: cannot open directory {} ({})", path, dir, strerror(errno)));
+  auto fail = [&](const std::string& what) {
+    int e = errno;
+    ::close(dfd);
+    throw std::runtime_error(fmt::format("-o {}: {} ({})", path, what, strerror(e)));
+  };
+  // unlinkat removes a symlink itself, never its target; the O_EXCL create below
+  // then refuses anything planted in between.
+  if (overwrite && ::unlinkat(dfd, name.c_str(), 0) != 0 && errno != ENOENT) fail("cannot remove the old file");
+  int fd = ::openat(dfd, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    if (errno == EEXIST) {
+      ::close(dfd);
+      throw std::runtime_error(fmt::format("-o {}: already exists (file or symlink); refusing to overwrite it "
+                                           "(use -f to replace it)", path));
+    }
+    fail("cannot create");
+  }
+  std::string text = generate_key_text() + "\n";
+  bool ok = ::fchmod(fd, 0600) == 0 && ::write(fd, text.data(), text.size()) == ssize_t(text.size()) &&
+            ::fsync(fd) == 0;
+  int e = errno;
+  ::close(fd);
+  if (!ok) {
+    ::unlinkat(dfd, name.c_str(), 0);
+    errno = e;
+    fail("cannot write");
+  }
+  ::fsync(dfd);
+  ::close(dfd);
+}
+
+std::vector<uint8_t> key_or_insecure(const std::string& key_file, bool insecure, const std::string& command,
+                                     bool warn) {
+  if (!key_file.empty() && insecure)
+    throw std::invalid_argument("--key and --insecure: give one of them");
+  if (!key_file.empty()) return load_key(key_file);
+  if (!insecure)
+    throw std::invalid_argument(
+        "MinRTT needs a shared key: give --key FILE (make one with `cptrace keygen -o FILE`, copy it to every node, "
+        "mode 0600), or --insecure to run unauthenticated (anyone who can reach this node can then forge rounds)");
+  if (warn)
+    fprintf(stderr,
+          "cptrace %s: WARNING: --insecure: MinRTT probes and replies are NOT authenticated; anyone who can send to "
+          "this node can forge rounds and move the translation's bounds (the trace records its rounds as "
+          "unauthenticated)\n",
+          command.c_str());
+  return {};
 }
 
 Bytes encode(const Message& m, const std::vector<uint8_t>* key) {
@@ -98,7 +207,7 @@ Reject decode(const uint8_t* p, size_t len, const std::vector<uint8_t>* key, Mes
   if (len != kMessageBytes) return Reject::Malformed;
   uint8_t type = p[5];
   uint16_t flags = get16(p + 6);
-  if (type < 1 || type > 3 || (flags & ~kKnownFlags) || p[59] != 0) return Reject::Malformed;
+  if (type < 1 || type > 4 || (flags & ~kKnownFlags) || p[59] != 0) return Reject::Malformed;
   size_t nl = p[58];
   if (nl == 0 || nl > kMaxNodeName) return Reject::Malformed;
   if (memchr(p + 60, 0, nl) != nullptr) return Reject::Malformed;
@@ -153,6 +262,38 @@ bool ReplayWindow::accept(uint64_t session, uint64_t seq) {
   }
   s.touched = ++clock_;
   return true;
+}
+
+CookieJar::CookieJar() : secret_(32) {
+  if (getrandom(secret_.data(), secret_.size(), 0) != ssize_t(secret_.size()))
+    throw std::runtime_error("getrandom failed");
+}
+
+std::array<uint64_t, 2> CookieJar::at_epoch(const std::string& addr, uint16_t port, int64_t epoch) const {
+  uint8_t in[8 + 2 + 16];
+  put64(in, uint64_t(epoch));
+  put16(in + 8, port);
+  size_t n = std::min(addr.size(), size_t(16));
+  memcpy(in + 10, addr.data(), n);
+  uint8_t full[EVP_MAX_MD_SIZE];
+  unsigned len = 0;
+  if (!HMAC(EVP_sha256(), secret_.data(), int(secret_.size()), in, 10 + n, full, &len) || len < 16)
+    throw std::runtime_error("HMAC-SHA256 failed (OpenSSL)");
+  return {get64(full), get64(full + 8)};
+}
+
+std::array<uint64_t, 2> CookieJar::make(const std::string& addr, uint16_t port, int64_t now_ns) const {
+  return at_epoch(addr, port, now_ns / kEpochNs);
+}
+
+bool CookieJar::check(const std::string& addr, uint16_t port, int64_t now_ns, uint64_t a, uint64_t b) const {
+  int64_t e = now_ns / kEpochNs;
+  for (int64_t k : {e, e - 1}) {
+    auto c = at_epoch(addr, port, k);
+    uint64_t diff = (c[0] ^ a) | (c[1] ^ b);  // no early exit on the first differing byte
+    if (diff == 0) return true;
+  }
+  return false;
 }
 
 uint64_t random_session() {

@@ -7,18 +7,31 @@
 //                      TSC, and whether B trusts them — t3 is only known after the
 //                      reply has left, hence the separate message)
 //
+// Reflection: B sends two datagrams for one probe, so B answers only sources it
+// has reason to believe sent the probe themselves: a listed peer (--allow, or the
+// --peers of record/sync), a probe carrying a valid MAC (--key), or a source that
+// passed a return-routability check. For that, a probe from any other source gets
+// one Cookie datagram, the same size as the probe, instead of an answer:
+//   B -> A  Cookie    (echoes the probe; a, b: a 128-bit cookie = HMAC of B's
+//                      per-process secret over the source address, reply port and
+//                      a 64 s epoch; valid for the current and the previous epoch)
+// A repeats its probe with the cookie in a, b and then gets the reply and the
+// followup. A spoofed source never sees its cookie, so it only ever gets back a
+// datagram no larger than the one it sent.
+//
 // Every message is exactly kMessageBytes, little-endian:
 //   off len field
 //    0   4  magic "CPMR" (0x524D5043)
 //    4   1  version (kProtocolVersion)
-//    5   1  type (1 probe, 2 reply, 3 followup)
+//    5   1  type (1 probe, 2 reply, 3 followup, 4 cookie)
 //    6   2  flags: bit0 MAC present, bit1 kernel stamps valid (followup)
 //    8   8  session   sender's random 64-bit id, new per process
 //   16   8  seq       sender's message counter within the session (replay window)
 //   24   8  echo_session  reply/followup: the probe's session (probe: 0)
 //   32   8  echo_seq      reply/followup: the probe's seq      (probe: 0)
-//   40   8  a         reply: u2, followup: t2                  (probe: 0)
-//   48   8  b         reply: u3, followup: t3                  (probe: 0)
+//   40   8  a         reply: u2, followup: t2, probe/cookie: cookie bytes 0..7
+//   48   8  b         reply: u3, followup: t3, probe/cookie: cookie bytes 8..15
+//                     (a probe without a cookie: 0, 0)
 //   56   2  reply_port  probe: UDP port A receives on          (else 0)
 //   58   1  node_len  1..kMaxNodeName
 //   59   1  reserved  0
@@ -38,14 +51,14 @@
 namespace cptrace::minrtt {
 
 constexpr uint32_t kMagic = 0x524D5043;  // "CPMR" little-endian
-constexpr uint8_t kProtocolVersion = 1;
+constexpr uint8_t kProtocolVersion = 2;  // 2: cookie (return-routability check)
 constexpr size_t kMessageBytes = 112;
 constexpr size_t kMacOffset = 96;
 constexpr size_t kMacBytes = 16;
 constexpr size_t kMaxNodeName = 36;
 constexpr uint16_t kDefaultPort = 7711;
 
-enum class MsgType : uint8_t { Probe = 1, Reply = 2, Followup = 3 };
+enum class MsgType : uint8_t { Probe = 1, Reply = 2, Followup = 3, Cookie = 4 };
 constexpr uint16_t kFlagMac = 1, kFlagKernelOk = 2, kKnownFlags = kFlagMac | kFlagKernelOk;
 
 struct Message {
@@ -70,9 +83,30 @@ enum class Reject {
 };
 const char* reject_name(Reject r);
 
-// HMAC key from a file: its bytes, surrounding whitespace stripped; at least 16
-// bytes. Throws std::runtime_error naming the file.
+// Key file format (as chrony's keys, one key per file): text, the key is the
+// file's bytes with surrounding whitespace stripped, at least 16 bytes; `cptrace
+// keygen` writes 64 hex digits (32 random bytes) and a newline. The same file is
+// copied to every node (scp, configuration management), mode 0600.
+//
+// Loads a key file. Throws std::runtime_error naming the file and the problem when
+// it is a symlink, not a regular file, owned by someone other than root or the
+// effective user, readable or writable by group or others, or too short.
 std::vector<uint8_t> load_key(const std::string& path);
+
+// A new key: 64 hex digits from 32 bytes of getrandom().
+std::string generate_key_text();
+// Writes a new key to `path`, created 0600 with O_EXCL|O_NOFOLLOW (so never
+// through a symlink planted there); an existing file (or symlink) is refused
+// unless `overwrite`, which removes the name itself first (never a link's target).
+// Throws std::runtime_error naming the path.
+void write_key_file(const std::string& path, bool overwrite);
+
+// `--key FILE` or `--insecure`, as every MinRTT command requires one of them:
+// returns the key, or an empty key after printing the --insecure warning on
+// stderr for `command` (when `warn`). Throws std::invalid_argument (a clear
+// message) when neither or both are given, std::runtime_error for a bad key file.
+std::vector<uint8_t> key_or_insecure(const std::string& key_file, bool insecure, const std::string& command,
+                                     bool warn = true);
 
 using Bytes = std::array<uint8_t, kMessageBytes>;
 // Throws std::invalid_argument on a node name that does not fit.
@@ -107,5 +141,23 @@ class ReplayWindow {
 
 // A random 64-bit session id (getrandom).
 uint64_t random_session();
+
+// Return-routability cookies (see the top of this file). Stateless: a random
+// secret per process; a cookie binds the source address, the reply port and the
+// epoch.
+class CookieJar {
+ public:
+  static constexpr int64_t kEpochNs = 64'000'000'000;
+  CookieJar();
+  // The cookie for this source address (IP bytes, 4 or 16) and reply port at
+  // monotonic time now_ns.
+  std::array<uint64_t, 2> make(const std::string& addr, uint16_t port, int64_t now_ns) const;
+  // True when (a, b) is the cookie of the current or the previous epoch.
+  bool check(const std::string& addr, uint16_t port, int64_t now_ns, uint64_t a, uint64_t b) const;
+
+ private:
+  std::array<uint64_t, 2> at_epoch(const std::string& addr, uint16_t port, int64_t epoch) const;
+  std::vector<uint8_t> secret_;
+};
 
 }  // namespace cptrace::minrtt

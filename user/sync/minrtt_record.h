@@ -29,12 +29,17 @@ struct MinrttRecordOptions {
   double rate_hz = 0;          // --sync-rate, stream rounds per second and peer
   double wait_s = 10;          // --sync-wait, retry deadline for peers not yet answering
   std::string key_file;        // --key
+  bool insecure = false;       // --insecure: no key, rounds recorded as unauthenticated
   std::string simulate_clock;  // --simulate-clock OFFSET_NS,SKEW_PPM (test only)
   bool active() const { return !peers.empty() || !listen.empty(); }
 };
 
 // Adds the options above to `record`.
 void add_minrtt_record_options(CLI::App* record, MinrttRecordOptions& o);
+// With --peers or --minrtt-listen, exactly one of --key (a valid key file) and
+// --insecure (warned about on stderr here) is required: throws otherwise. Called
+// before anything is created or started.
+void check_minrtt_auth(const MinrttRecordOptions& o);
 
 // Parses --simulate-clock (identity when empty) and prints the loud warning.
 ClockTransform make_simulated_clock(const std::string& spec, double tsc_hz);

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <functional>
 #include <stdexcept>
 
 #include <fmt/core.h>
@@ -18,11 +19,14 @@ namespace cptrace {
 namespace {
 
 // The source IP alone (not the port): a flooder cannot escape its bucket by
-// changing ports.
+// changing ports. An IPv4 address seen through the dual-stack socket
+// (::ffff:a.b.c.d) is the same source as a.b.c.d.
 std::string source_key(const sockaddr_storage& a) {
   if (a.ss_family == AF_INET)
     return std::string(reinterpret_cast<const char*>(&reinterpret_cast<const sockaddr_in*>(&a)->sin_addr), 4);
-  return std::string(reinterpret_cast<const char*>(&reinterpret_cast<const sockaddr_in6*>(&a)->sin6_addr), 16);
+  const in6_addr& v6 = reinterpret_cast<const sockaddr_in6*>(&a)->sin6_addr;
+  if (IN6_IS_ADDR_V4MAPPED(&v6)) return std::string(reinterpret_cast<const char*>(&v6) + 12, 4);
+  return std::string(reinterpret_cast<const char*>(&v6), 16);
 }
 
 void set_port(sockaddr_storage& a, uint16_t port) {
@@ -59,7 +63,8 @@ uint64_t ResponderStats::rejected() const {
 
 nlohmann::json ResponderStats::to_json() const {
   return {{"received", received.load()},     {"answered", answered.load()},
-          {"followups", followups.load()},   {"rejected", rejected()},
+          {"followups", followups.load()},   {"cookies", cookies.load()},
+          {"rejected", rejected()},
           {"malformed", malformed.load()},   {"bad_version", bad_version.load()},
           {"bad_auth", bad_auth.load()},     {"replayed", replayed.load()},
           {"rate_limited", rate_limited.load()}, {"unexpected", unexpected.load()},
@@ -69,9 +74,9 @@ nlohmann::json ResponderStats::to_json() const {
 
 std::string ResponderStats::line() const {
   return fmt::format(
-      "received {} answered {} rejected {} (malformed {} bad_version {} bad_auth {} replayed {} "
+      "received {} answered {} cookies {} rejected {} (malformed {} bad_version {} bad_auth {} replayed {} "
       "rate_limited {} unexpected {}) no_rx_stamp {} no_tx_stamp {} clock_step {}",
-      received.load(), answered.load(), rejected(), malformed.load(), bad_version.load(),
+      received.load(), answered.load(), cookies.load(), rejected(), malformed.load(), bad_version.load(),
       bad_auth.load(), replayed.load(), rate_limited.load(), unexpected.load(), no_rx_stamp.load(),
       no_tx_stamp.load(), clock_step.load());
 }
@@ -101,6 +106,7 @@ Responder::Responder(ResponderOptions opt) : opt_(std::move(opt)), session_(minr
       throw std::runtime_error(fmt::format("cannot bind reply socket to {}: {}", endpoint_string(src), strerror(errno)));
   }
   total_ = {opt_.total_hz / 10, mono_ns()};
+  for (const sockaddr_storage& a : opt_.allow) allow_.insert(source_key(a));
 }
 
 Responder::~Responder() {
@@ -154,6 +160,34 @@ bool Responder::allow(const sockaddr_storage& from, int64_t now) {
   return refill(it->second, opt_.per_source_hz, opt_.per_source_burst);
 }
 
+bool Responder::verified(const sockaddr_storage& from, const minrtt::Message& probe, int64_t now) const {
+  if (!opt_.key.empty()) return true;  // decode() checked the MAC: sent by a key holder
+  std::string src = source_key(from);
+  if (allow_.count(src)) return true;
+  return cookies_.check(src, probe.reply_port, now, probe.a, probe.b);
+}
+
+// One datagram, the probe's size, from the listening socket (no transmit stamp
+// queued for it).
+void Responder::send_cookie(const sockaddr_storage& to, socklen_t len, const minrtt::Message& probe, int64_t now) {
+  minrtt::Message c;
+  c.type = minrtt::MsgType::Cookie;
+  c.session = session_;
+  c.seq = ++seq_;
+  c.echo_session = probe.session;
+  c.echo_seq = probe.seq;
+  c.node = opt_.node;
+  auto ck = cookies_.make(source_key(to), probe.reply_port, now);
+  c.a = ck[0];
+  c.b = ck[1];
+  // kMessageBytes, as every message: decode() took the probe only at that size.
+  auto bytes = minrtt::encode(c, nullptr);
+  if (sendto(rx_, bytes.data(), bytes.size(), 0, reinterpret_cast<const sockaddr*>(&to), len) != ssize_t(bytes.size()))
+    stats_.send_errors++;
+  else
+    stats_.cookies++;
+}
+
 void Responder::serve_one() {
   // Correlation point and realtime offset BEFORE the datagram is read: with the
   // one after the reply they bracket the round's stamps.
@@ -174,7 +208,11 @@ void Responder::serve_one() {
   if (why == minrtt::Reject::None && m.type != minrtt::MsgType::Probe) why = minrtt::Reject::Unexpected;
   int64_t now = mono_ns();
   if (why == minrtt::Reject::None && !allow(from, now)) why = minrtt::Reject::RateLimited;
-  if (why == minrtt::Reject::None && !replay_.accept(m.session, m.seq)) why = minrtt::Reject::Replayed;
+  bool ok_source = why == minrtt::Reject::None && verified(from, m, now);
+  // Replay windows per source: a stranger sending a peer's session ids from its
+  // own address cannot make this node drop the peer's probes as replays.
+  uint64_t replay_id = m.session ^ std::hash<std::string>{}(source_key(from));
+  if (ok_source && !replay_.accept(replay_id, m.seq)) why = minrtt::Reject::Replayed;
   switch (why) {
     case minrtt::Reject::None: break;
     case minrtt::Reject::Malformed: stats_.malformed++; return;
@@ -186,6 +224,10 @@ void Responder::serve_one() {
   }
   sockaddr_storage to = from;
   set_port(to, m.reply_port);
+  if (!ok_source) {
+    send_cookie(to, fl, m, now);
+    return;
+  }
   minrtt::Message r;
   r.type = minrtt::MsgType::Reply;
   r.session = session_;

@@ -3,15 +3,20 @@
 // in `cptrace record` so that recording peers can probe each other.
 //
 // Hardening: only well-formed probes of this protocol version are answered (with
-// --key: only authenticated ones, each (session, seq) once — replay window), with
-// a token bucket per source address and one overall; every refused datagram is
-// counted by reason. The reply goes out of a separate socket, so transmit-stamp
+// --key: only authenticated ones, each (session, seq) once per source — replay
+// window), with a token bucket per source address and one overall; every refused
+// datagram is counted by reason. A probe is answered (reply + followup) only when
+// its source is verified: authenticated by the key, listed (`allow`), or carrying
+// the cookie this responder gave that address; any other probe gets one cookie
+// datagram of its own size (minrtt_protocol.h), so a spoofed source is never sent
+// more than it sent. The reply goes out of a separate socket, so transmit-stamp
 // notifications never wake the receiving loop.
 #pragma once
 #include <sys/socket.h>
 
 #include <atomic>
 #include <unordered_map>
+#include <unordered_set>
 #include <cstdint>
 #include <string>
 #include <thread>
@@ -28,6 +33,7 @@ struct ResponderOptions {
   std::string listen;            // ADDR:PORT; "" = [::]:7711 (dual stack), else 0.0.0.0:7711
   std::string node;              // name sent in every reply
   std::vector<uint8_t> key;      // empty: no authentication
+  std::vector<sockaddr_storage> allow;  // sources answered without a cookie (ports ignored)
   ClockTransform sim;            // test only
   double per_source_hz = 5000;   // token bucket per source IP
   double per_source_burst = 500;
@@ -36,6 +42,7 @@ struct ResponderOptions {
 
 struct ResponderStats {
   std::atomic<uint64_t> received{0}, answered{0}, followups{0};
+  std::atomic<uint64_t> cookies{0};  // probes from unverified sources answered with a cookie only
   std::atomic<uint64_t> malformed{0}, bad_version{0}, bad_auth{0}, replayed{0}, rate_limited{0},
       unexpected{0};
   std::atomic<uint64_t> no_rx_stamp{0}, no_tx_stamp{0}, clock_step{0}, send_errors{0};
@@ -69,12 +76,16 @@ class Responder {
   };
   void serve_one();
   bool allow(const sockaddr_storage& from, int64_t now_ns);
+  bool verified(const sockaddr_storage& from, const minrtt::Message& probe, int64_t now_ns) const;
+  void send_cookie(const sockaddr_storage& to, socklen_t len, const minrtt::Message& probe, int64_t now_ns);
 
   ResponderOptions opt_;
   int rx_ = -1, tx_ = -1;
   uint32_t tx_count_ = 0;
   uint64_t session_, seq_ = 0;
   minrtt::ReplayWindow replay_;
+  minrtt::CookieJar cookies_;
+  std::unordered_set<std::string> allow_;  // source_key() of the allowed addresses
   std::unordered_map<std::string, Bucket> buckets_;
   Bucket total_;
   ResponderStats stats_;

@@ -34,7 +34,8 @@ std::vector<Peer> parse_peers(const std::string& csv, const std::string& flag) {
 
 nlohmann::json PeerCounters::to_json() const {
   return {{"attempted", attempted}, {"completed", completed}, {"lost", lost},
-          {"no_followup", no_followup}, {"kernel_bad", kernel_bad}, {"rejected", rejected}};
+          {"no_followup", no_followup}, {"kernel_bad", kernel_bad}, {"cookies", cookies},
+          {"rejected", rejected}};
 }
 
 Initiator::Initiator(std::string node, const std::vector<uint8_t>* key, const ClockTransform* sim,
@@ -74,7 +75,7 @@ Initiator::Answers Initiator::await_answers(const Socks& s, uint64_t probe_seq, 
                                             SyncRound& r) {
   Answers got;
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms_);
-  while (!(got.reply && got.followup)) {
+  while (!(got.reply && got.followup) && !got.cookie) {
     int left = int(std::chrono::duration_cast<std::chrono::milliseconds>(
                        deadline - std::chrono::steady_clock::now()).count());
     if (left <= 0) break;
@@ -95,7 +96,10 @@ Initiator::Answers Initiator::await_answers(const Socks& s, uint64_t probe_seq, 
       pc.rejected[minrtt::reject_name(why)]++;
       continue;
     }
-    if (m.type == minrtt::MsgType::Reply && !got.reply) {
+    if (m.type == minrtt::MsgType::Cookie && !got.reply) {
+      got.cookie = true;
+      got.cookie_value = {m.a, m.b};
+    } else if (m.type == minrtt::MsgType::Reply && !got.reply) {
       got.reply = true;
       got.u4 = now;
       got.rt4 = rt;
@@ -116,6 +120,20 @@ Initiator::Answers Initiator::await_answers(const Socks& s, uint64_t probe_seq, 
 std::optional<SyncRound> Initiator::round(const Peer& peer, const std::string& phase, uint64_t seq) {
   PeerCounters& pc = counters_[peer.text];
   pc.attempted++;
+  // A responder that does not know this address yet sends a cookie first (its
+  // return-routability check); the probe is repeated once with it. A cookie
+  // expires after a minute or two: then the peer asks again.
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    bool cookie = false;
+    auto r = try_round(peer, phase, seq, pc, cookie);
+    if (!cookie) return r;
+  }
+  pc.lost++;
+  return std::nullopt;
+}
+
+std::optional<SyncRound> Initiator::try_round(const Peer& peer, const std::string& phase, uint64_t seq,
+                                              PeerCounters& pc, bool& cookie) {
   Socks& s = socks_for(peer.addr.ss_family);
   StampClock sc;
   sc.sim = sim_;
@@ -127,6 +145,8 @@ std::optional<SyncRound> Initiator::round(const Peer& peer, const std::string& p
   probe.seq = ++seq_;
   probe.reply_port = s.rx_port;
   probe.node = node_;
+  auto ck = cookies_.find(peer.text);
+  if (ck != cookies_.end()) probe.a = ck->second[0], probe.b = ck->second[1];
   auto bytes = minrtt::encode(probe, key_);
   uint64_t u1 = rdtsc_now();
   if (sendto(s.tx, bytes.data(), bytes.size(), 0, reinterpret_cast<const sockaddr*>(&peer.addr),
@@ -141,6 +161,13 @@ std::optional<SyncRound> Initiator::round(const Peer& peer, const std::string& p
   r.phase = phase;
   r.seq = seq;
   Answers got = await_answers(s, probe.seq, pc, r);
+  if (got.cookie) {
+    pc.cookies++;
+    cookies_[peer.text] = got.cookie_value;
+    cookie = true;
+    read_tx_stamp(s.tx, probe_id, 0);  // drop the probe's transmit stamp
+    return std::nullopt;
+  }
   if (!got.reply) {
     pc.lost++;
     return std::nullopt;

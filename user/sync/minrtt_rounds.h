@@ -8,6 +8,7 @@
 #pragma once
 #include <sys/socket.h>
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -33,6 +34,7 @@ std::vector<Peer> parse_peers(const std::string& csv, const std::string& flag = 
 // What happened to the rounds with one peer.
 struct PeerCounters {
   uint64_t attempted = 0, completed = 0, lost = 0, no_followup = 0, kernel_bad = 0;
+  uint64_t cookies = 0;  // the peer asked for a return-routability cookie first
   std::map<std::string, uint64_t> rejected;  // replies refused, by reason
   nlohmann::json to_json() const;
 };
@@ -63,9 +65,14 @@ class Initiator {
   // and the followup (t2, t3), filled into the round as they arrive.
   struct Answers {
     bool reply = false, followup = false, peer_kernel_ok = false;
+    bool cookie = false;  // the peer answered with a cookie: probe again with it
+    std::array<uint64_t, 2> cookie_value{};
     uint64_t rt4 = 0, u4 = 0;  // receive stamp of the reply: kernel (realtime ns), rdtsc
   };
   Answers await_answers(const Socks& s, uint64_t probe_seq, PeerCounters& pc, SyncRound& r);
+  // One probe and its answers; `cookie` set when the peer sent a cookie instead.
+  std::optional<SyncRound> try_round(const Peer& peer, const std::string& phase, uint64_t seq, PeerCounters& pc,
+                                     bool& cookie);
 
   std::string node_;
   const std::vector<uint8_t>* key_;
@@ -75,6 +82,7 @@ class Initiator {
   minrtt::ReplayWindow replay_;
   Socks v4_, v6_;
   std::map<std::string, PeerCounters> counters_;
+  std::map<std::string, std::array<uint64_t, 2>> cookies_;  // per peer (as given)
 };
 
 }  // namespace cptrace

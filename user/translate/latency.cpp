@@ -99,6 +99,13 @@ void to_ns(LatencyRow& row, long double hz, long double lo_hz, long double hi_hz
 
 }  // namespace
 
+std::string unauthenticated_warning(const std::vector<std::string>& pairs) {
+  std::string list;
+  for (const std::string& p : pairs) list += (list.empty() ? "" : ", ") + p;
+  return "WARNING: unauthenticated MinRTT rounds (no --key): " + list +
+         "; anyone on their network could have forged them, and the bounds rest on them";
+}
+
 LatencyResult latency(const std::string& dir, const std::string& from, const std::string& to) {
   TraceReader r(dir);
   if (!r.meta().contains("translated"))
@@ -116,6 +123,8 @@ LatencyResult latency(const TraceReader& r, const std::string& from, const std::
   LatencyResult res;
   res.node_names = sc.names();
   res.method = tr.value("method", "");
+  if (tr.contains("unauthenticated_rounds"))
+    res.unauthenticated = tr["unauthenticated_rounds"].get<std::vector<std::string>>();
   for (const json& n : tr.at("nodes"))
     if (n.at("node") == tr.at("reference") && n.contains("span_tsc")) res.ref_origin = n["span_tsc"][0].get<uint64_t>();
   std::unordered_map<uint64_t, Stamp> first, second;
@@ -225,6 +234,7 @@ int cmd_latency(const std::string& dir, const std::string& from, const std::stri
           (unsigned long long)res.from_duplicates, from.c_str(), (unsigned long long)res.to_duplicates, to.c_str());
   if (!res.have_ns) fprintf(o, "note: reference TSC frequency unknown; durations in ticks\n");
   for (const SyncFinding& f : suspect) fprintf(o, "%s\n", suspect_sync_warning(f).c_str());
+  if (!res.unauthenticated.empty()) fprintf(o, "%s\n", unauthenticated_warning(res.unauthenticated).c_str());
   return 0;
 }
 

@@ -42,7 +42,12 @@ struct LatencyResult {
   std::string method;           // translate --method of the trace
   uint64_t ref_origin = 0;      // the reference node's first TSC reading (its span start)
   double hz = 0;                // reference TSC frequency estimate (0 when unknown)
+  std::vector<std::string> unauthenticated;  // "A->B": node pairs whose MinRTT rounds had no key
 };
+
+// The warning line `translate` and `latency` print for rounds taken without a key
+// (--insecure): names the pairs.
+std::string unauthenticated_warning(const std::vector<std::string>& pairs);
 
 // Throws std::runtime_error on an unknown channel or a trace that is not translated.
 LatencyResult latency(const std::string& dir, const std::string& from, const std::string& to);

@@ -18,6 +18,7 @@
 #include "translate/hull_sync.h"
 #include "translate/packet_pairs.h"
 #include "translate/pair_inputs.h"
+#include "translate/latency.h"
 #include "translate/ratio_sync.h"
 #include "translate/sync_pairs.h"
 #include "translate/sync_sanity.h"
@@ -139,6 +140,23 @@ PacketMatches read_packets(const std::vector<Node>& nodes) {
     np[i].complete = nodes[i].reader->net_counters().total_dropped() == 0;
   }
   return match_packets(np);
+}
+
+// Pairs "X->Y" whose rounds X took without a key (meta.json minrtt.authenticated
+// false: `--insecure`, or a recording made before keys were required).
+std::vector<std::string> unauthenticated_rounds(const std::vector<Node>& nodes) {
+  std::set<std::string> names;
+  for (const Node& n : nodes) names.insert(n.name);
+  std::vector<std::string> out;
+  for (const Node& n : nodes) {
+    const json& m = n.reader->meta();
+    if (!m.contains("minrtt") || m["minrtt"].value("authenticated", true)) continue;
+    std::set<std::string> peers;
+    for (const SyncRound& r : n.reader->sync_rounds())
+      if (names.count(r.peer)) peers.insert(r.peer);
+    for (const std::string& p : peers) out.push_back(n.name + "->" + p);
+  }
+  return out;
 }
 
 Pair build_pair(const std::vector<Node>& nodes, size_t x, size_t y, const TranslateOptions& opt,
@@ -428,6 +446,11 @@ TranslateSummary translate(const TranslateOptions& opt) {
   if (!findings.empty()) {
     tr["suspect_sync"] = json::array();
     for (const SyncFinding& f : findings) tr["suspect_sync"].push_back(f.to_json());
+  }
+  std::vector<std::string> unauth = unauthenticated_rounds(nodes);
+  if (!unauth.empty()) {
+    tr["unauthenticated_rounds"] = unauth;
+    fprintf(stderr, "cptrace translate: %s\n", unauthenticated_warning(unauth).c_str());
   }
   tr["frequency"] = measure_frequency(nodes[ref], pairs, ref);
   tr["packets"] = packets.total.to_json();
