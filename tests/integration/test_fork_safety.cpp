@@ -127,3 +127,22 @@ TEST(ForkSafety, PreforkServerUnderPidWhileSecondRecorderDetachesAtRandom) {
     expect_parent_exact(tmp / "t", s.value("parent_emitted", uint64_t(0)));
   }
 }
+
+// `cptrace check` measures both: whether this kernel kills a child forked after
+// an optimized hit (raw fork, no repair) and whether libcptrace's repair holds.
+TEST(ForkSafety, CheckReportsKernelProblemAndRepair) {
+  REQUIRE_BPF();
+  TempDir tmp;
+  auto r = run(cptrace_bin() + " check", tmp);
+  auto line = [&](const std::string& what) {
+    auto at = r.out.find(what);
+    if (at == std::string::npos) return std::string();
+    auto start = r.out.rfind('\n', at);
+    start = start == std::string::npos ? 0 : start + 1;
+    return r.out.substr(start, r.out.find('\n', at) - start);
+  };
+  std::string problem = line("kernel fork problem"), repair = line("fork repair (libcptrace)");
+  ASSERT_FALSE(problem.empty()) << r.out;
+  EXPECT_TRUE(problem.find("yes:") != std::string::npos || problem.find("no:") != std::string::npos) << problem;
+  EXPECT_EQ(repair.rfind("ok", 0), 0u) << repair;
+}
