@@ -779,6 +779,52 @@ TEST(ProbeCalls, ForkedChildKeepsASystemWideProbe) {
   EXPECT_EQ(in_child, 1);
 }
 
+// The fallback: a library file replaced on disk since it was loaded cannot be
+// mapped again (another inode), so the child gets the nop5 written back
+// through /proc/self/mem. A private copy of the library, dlopen()ed, then
+// replaced by a different file at the same path.
+TEST(ProbeCalls, ForkRepairWithReplacedLibraryFileWritesTheNop5) {
+  std::string dir = "/tmp/cp_fork_replaced_XXXXXX";
+  ASSERT_NE(mkdtemp(dir.data()), nullptr);
+  std::string copy = dir + "/libcptrace.so";
+  {
+    std::ifstream in(libcptrace_so_path(), std::ios::binary);
+    std::ofstream out(copy, std::ios::binary);
+    out << in.rdbuf();
+  }
+  void* h = dlopen(copy.c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(h, nullptr) << dlerror();
+  auto logts = reinterpret_cast<void (*)(uint64_t, uint64_t)>(dlsym(h, "cp_logTS"));
+  ASSERT_NE(logts, nullptr);
+  {
+    UprobeSampler s(copy, "cp_logTS", gettid_i());
+    if (!s.ok()) {
+      dlclose(h);
+      GTEST_SKIP() << "perf uprobes unavailable: " << s.error();
+    }
+    for (int i = 0; i < 3; i++) logts(1, i);
+    uint8_t parent_byte = *reinterpret_cast<const volatile uint8_t*>(logts);
+    // Another file at the same path (the loaded one lives on, unlinked).
+    ASSERT_EQ(unlink(copy.c_str()), 0);
+    { std::ofstream(copy) << "not the library"; }
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      uint8_t b = *reinterpret_cast<const volatile uint8_t*>(logts);
+      logts(2, 0);
+      _exit(b == 0x0f ? 0 : 10);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+        << describe_status(status) << " (10: the child's site is not a nop5); parent's site byte 0x"
+        << std::hex << int(parent_byte);
+  }
+  dlclose(h);
+  unlink(copy.c_str());
+  rmdir(dir.c_str());
+}
+
 // The race the repair must survive: uprobes attached and detached at any
 // moment relative to fork(), in the parent, while children call every site.
 // Deterministic in what it asserts (no child dies), whatever the timing.
