@@ -15,4 +15,11 @@
 /* void cp_channel_closed(uint64_t id) */
 	CP_PROBE_SITE cp_channel_closed
 
+/* Registered here, not with __attribute__((constructor)) in fork_safe.c: a
+ * program linked with libcptrace.a pulls this object (it calls cp_logTS), and
+ * through this reference fork_safe.o with it. */
+	.section .init_array, "aw"
+	.balign 8
+	.quad	cp_fork_safe_init
+
 	.section .note.GNU-stack, "", @progbits

@@ -11,7 +11,11 @@
  * Written in assembly so no compiler option (-fcf-protection, -pg,
  * -fpatchable-function-entry, ...) can put anything in front of the NOP. Each
  * site has exactly one name, the exported one, so that symbolizers and the
- * recorder's by-name lookup agree on what these bytes are. */
+ * recorder's by-name lookup agree on what these bytes are.
+ *
+ * Each site's address also goes into the section cp_probe_sites, through a
+ * local label (a RELATIVE relocation, never bound to another object's symbol of
+ * the same name): lib/fork_safe.c repairs those sites in a forked child. */
 #ifndef CPTRACE_PROBE_SITE_H
 #define CPTRACE_PROBE_SITE_H
 
@@ -22,11 +26,16 @@
 	.globl	\name
 	.type	\name, @function
 \name:
+.Lcp_site_\name:
 	.cfi_startproc
 	.byte	0x0f, 0x1f, 0x44, 0x00, 0x00	/* nopl 0x0(%rax,%rax,1) */
 	ret
 	.cfi_endproc
 	.size	\name, . - \name
+	.pushsection cp_probe_sites, "aw", @progbits
+	.balign 8
+	.quad	.Lcp_site_\name
+	.popsection
 .endm
 
 #endif

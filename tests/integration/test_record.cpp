@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "test_util.h"
+#include "probe/proc_registry.h"
 #include "trace/trace_reader.h"
 
 using namespace cptrace;
@@ -155,6 +156,56 @@ TEST(Record, LateAttachToRunningProcessResolvesNames) {
 
 // More channels than the registry's inline array (CP_REGISTRY_CAPACITY) holds: a
 // late-attaching recorder reads the overflow chunks too and learns every name.
+// First byte of `symbol` of the ELF file `elf` as process `pid` runs it
+// (0x0f: the nop5, 0xcc: a uprobe's int3), or -1 when it is not mapped there.
+int mapped_site_byte(pid_t pid, const std::string& elf, const char* symbol) {
+  auto off = elf_symbol_file_offset(elf, symbol);
+  std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
+  std::string line;
+  while (off && std::getline(maps, line)) {
+    unsigned long start, end, moff;
+    char perms[5];
+    int path_at = 0;
+    if (sscanf(line.c_str(), "%lx-%lx %4s %lx %*s %*s %n", &start, &end, perms, &moff, &path_at) < 4 ||
+        !path_at || line.substr(size_t(path_at)) != elf || perms[2] != 'x' || *off < moff ||
+        *off >= moff + (end - start))
+      continue;
+    int fd = open(("/proc/" + std::to_string(pid) + "/mem").c_str(), O_RDONLY | O_CLOEXEC);
+    uint8_t b = 0;
+    bool ok = fd >= 0 && pread(fd, &b, 1, off_t(start + (*off - moff))) == 1;
+    if (fd >= 0) close(fd);
+    return ok ? b : -1;
+  }
+  return -1;
+}
+
+// Attach scope: `record -p` puts breakpoints into the recorded process only,
+// not into another process that maps the same library (whose children would
+// otherwise inherit the patched sites too).
+TEST(Record, AttachToPidLeavesOtherProcessesUntouched) {
+  REQUIRE_BPF();
+  TempDir tmp;
+  std::string lib = std::filesystem::canonical(build_dir() / "libcptrace.so").string();
+  Proc w(workload() + " --threads 1 --events 1000 --channels 1 --mode single --wait-signal",
+         tmp / "w.out", tmp / "w.err");
+  Proc other(workload() + " --threads 1 --events 1000 --channels 1 --mode single --wait-signal",
+             tmp / "o.out", tmp / "o.err");
+  ASSERT_TRUE(w.wait_for("READY", 20)) << read_file(tmp / "w.err");
+  ASSERT_TRUE(other.wait_for("READY", 20)) << read_file(tmp / "o.err");
+  Proc rec(record_cmd(tmp, "-p " + std::to_string(w.pid)), tmp / "r.out", tmp / "r.err");
+  ASSERT_TRUE(rec.wait_for("attached", 30, true)) << read_file(tmp / "r.err");
+  EXPECT_EQ(mapped_site_byte(w.pid, lib, "cp_logTS"), 0xcc) << "the recorded process is not probed";
+  EXPECT_EQ(mapped_site_byte(other.pid, lib, "cp_logTS"), 0x0f) << "another process was patched";
+  EXPECT_EQ(mapped_site_byte(other.pid, lib, "cp_batch_submit"), 0x0f);
+  kill(other.pid, SIGUSR1);
+  EXPECT_EQ(other.wait(), 0);
+  kill(w.pid, SIGUSR1);
+  EXPECT_EQ(w.wait(), 0);
+  EXPECT_EQ(rec.wait(), 0) << read_file(tmp / "r.err");
+  TraceReader tr(tmp / "trace");
+  check_exact_set(tr, Expect{1, 1000, 1});
+}
+
 TEST(Record, LateAttachLearnsTenThousandChannelNames) {
   REQUIRE_BPF();
   TempDir tmp;

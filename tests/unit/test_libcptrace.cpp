@@ -709,24 +709,159 @@ TEST(ProbeCalls, ProcessExitFlushesAndForkDoesNotDuplicate) {
   EXPECT_EQ(batch_sizes(in_parent.drain()), (std::vector<uint64_t>{5}));
 }
 
+// First byte of a probe site as this process runs it: 0x0f (nop5), 0xcc (a
+// uprobe's int3) or 0xe8 (the call into [uprobes-trampoline] of an optimized
+// uprobe, Linux 6.18+).
+uint8_t site_byte(const char* symbol) {
+  return *static_cast<const volatile uint8_t*>(dlsym(libcptrace_handle(), symbol));
+}
+
+// Calls every probe site of the library (the batch one through a flush and the
+// channel ones through open/close); for forked children.
+void call_every_site() {
+  uint64_t ch = cp_open_channel("test.fork.child");
+  cp_logTS(ch, 1);
+  cp_logTS_batch(ch, 2);
+  cp_flush();
+  cp_close_channel(ch);
+}
+
+std::string describe_status(int status) {
+  if (WIFSIGNALED(status)) return std::string("killed by ") + strsignal(WTERMSIG(status));
+  return "exit " + std::to_string(WEXITSTATUS(status));
+}
+
 // Found on Linux 6.18: once a probe site has been hit with a uprobe attached
 // (and so optimized: its nop5 rewritten into a call to the process's
 // [uprobes-trampoline] page), a fork()ed child inherits the rewritten call but
-// not the trampoline mapping, and dies with SIGSEGV at its first hit of that
-// site. This is a kernel matter that libcptrace cannot repair; it concerns
-// recording applications that fork. Disabled so that the suite stays green on
-// such kernels; run it with --gtest_also_run_disabled_tests to check a kernel.
-TEST(ProbeCalls, DISABLED_ForkAfterOptimizedProbeChildSurvives) {
+// not the trampoline mapping. libcptrace's fork handler (lib/fork_safe.c) maps
+// the page again in the child: with no uprobe covering the child (this one
+// follows the parent's thread only) the child's sites are plain nop5s again.
+TEST(ProbeCalls, ForkAfterOptimizedProbeChildSurvives) {
   UprobeSampler s(libcptrace_so_path(), "cp_logTS", gettid_i());
   REQUIRE_SAMPLER(s);
   for (int i = 0; i < 3; i++) cp_logTS(1, i);  // the first hit optimizes
+  uint8_t parent_byte = site_byte("cp_logTS");
   pid_t pid = fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
-    cp_logTS(2, 0);
-    _exit(0);
+    uint8_t b = site_byte("cp_logTS");
+    call_every_site();
+    _exit(b == 0x0f ? 0 : 10);
   }
   int status = 0;
   waitpid(pid, &status, 0);
-  EXPECT_TRUE(WIFEXITED(status)) << "child killed by signal " << WTERMSIG(status);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      << describe_status(status) << " (10: the child's site is not a nop5); parent's site byte 0x"
+      << std::hex << int(parent_byte);
+}
+
+// A uprobe covering every process: the child's remapped page gets the
+// breakpoint back from the kernel, so the child is traced, not just alive.
+TEST(ProbeCalls, ForkedChildKeepsASystemWideProbe) {
+  UprobeSampler s(libcptrace_so_path(), "cp_logTS", UprobeSampler::kAllProcesses);
+  REQUIRE_SAMPLER(s);
+  for (int i = 0; i < 3; i++) cp_logTS(1, i);
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    uint8_t b = site_byte("cp_logTS");
+    cp_logTS(7, 77);
+    _exit(b == 0xcc ? 0 : 10);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      << describe_status(status) << " (10: the child's site is not an int3)";
+  int in_child = 0;
+  for (const Hit& h : s.drain())
+    if (h.pid == static_cast<uint32_t>(pid) && h.rdi == 7 && h.rsi == 77) in_child++;
+  EXPECT_EQ(in_child, 1);
+}
+
+// The fallback: a library file replaced on disk since it was loaded cannot be
+// mapped again (another inode), so the child gets the nop5 written back
+// through /proc/self/mem. A private copy of the library, dlopen()ed, then
+// replaced by a different file at the same path.
+TEST(ProbeCalls, ForkRepairWithReplacedLibraryFileWritesTheNop5) {
+  std::string dir = "/tmp/cp_fork_replaced_XXXXXX";
+  ASSERT_NE(mkdtemp(dir.data()), nullptr);
+  std::string copy = dir + "/libcptrace.so";
+  {
+    std::ifstream in(libcptrace_so_path(), std::ios::binary);
+    std::ofstream out(copy, std::ios::binary);
+    out << in.rdbuf();
+  }
+  void* h = dlopen(copy.c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(h, nullptr) << dlerror();
+  auto logts = reinterpret_cast<void (*)(uint64_t, uint64_t)>(dlsym(h, "cp_logTS"));
+  ASSERT_NE(logts, nullptr);
+  {
+    UprobeSampler s(copy, "cp_logTS", gettid_i());
+    if (!s.ok()) {
+      dlclose(h);
+      GTEST_SKIP() << "perf uprobes unavailable: " << s.error();
+    }
+    for (int i = 0; i < 3; i++) logts(1, i);
+    uint8_t parent_byte = *reinterpret_cast<const volatile uint8_t*>(logts);
+    // Another file at the same path (the loaded one lives on, unlinked).
+    ASSERT_EQ(unlink(copy.c_str()), 0);
+    { std::ofstream(copy) << "not the library"; }
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      uint8_t b = *reinterpret_cast<const volatile uint8_t*>(logts);
+      logts(2, 0);
+      _exit(b == 0x0f ? 0 : 10);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+        << describe_status(status) << " (10: the child's site is not a nop5); parent's site byte 0x"
+        << std::hex << int(parent_byte);
+  }
+  dlclose(h);
+  unlink(copy.c_str());
+  rmdir(dir.c_str());
+}
+
+// The race the repair must survive: uprobes attached and detached at any
+// moment relative to fork(), in the parent, while children call every site.
+// Deterministic in what it asserts (no child dies), whatever the timing.
+TEST(ProbeCalls, ForkRacingAttachAndDetachNeverKillsAChild) {
+  {
+    UprobeSampler probe(libcptrace_so_path(), "cp_logTS", UprobeSampler::kAllProcesses);
+    REQUIRE_SAMPLER(probe);
+  }
+  std::atomic<bool> stop{false};
+  std::atomic<int> cycles{0};
+  std::thread flipper([&] {
+    unsigned seed = 1;
+    while (!stop) {
+      UprobeSampler a(libcptrace_so_path(), "cp_logTS", UprobeSampler::kAllProcesses);
+      UprobeSampler b(libcptrace_so_path(), "cp_channel_announce", UprobeSampler::kAllProcesses);
+      UprobeSampler c(libcptrace_so_path(), "cp_batch_submit", UprobeSampler::kAllProcesses);
+      usleep(rand_r(&seed) % 2000);
+      cycles++;
+    }
+  });
+  constexpr int kChildren = 200;
+  int died = 0;
+  std::string first;
+  for (int i = 0; i < kChildren; i++) {
+    call_every_site();  // optimizes whatever is attached right now
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      for (int k = 0; k < 3; k++) call_every_site();
+      _exit(0);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0) && died++ == 0) first = describe_status(status);
+  }
+  stop = true;
+  flipper.join();
+  EXPECT_EQ(died, 0) << "first: " << first;
+  EXPECT_GT(cycles.load(), 0);
 }

@@ -1,5 +1,6 @@
 // `cptrace check`: one pass/fail line per thing recording needs.
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -26,6 +27,25 @@ struct Checker {
   }
 };
 
+// Measured like the nop5 line: a child forked after its parent's optimized
+// hit, once without libcptrace's repair (raw fork system call) and once with.
+void report_fork_safety(Checker& c) {
+  ForkSafety f = measure_fork_safety();
+  if (!f.error.empty()) {
+    c.line(false, false, "fork after a probe hit", f.error);
+    return;
+  }
+  std::string problem = f.kernel_problem()
+      ? std::string("yes: a child forked after an optimized hit died of ") + strsignal(WTERMSIG(f.raw_fork_status))
+      : f.optimized ? "no: a child forked after an optimized hit survived"
+                    : "no: the site was not optimized, children inherit an int3";
+  c.line(true, false, "kernel fork problem", problem);
+  c.line(f.mitigation_holds(), false, "fork repair (libcptrace)",
+         f.mitigation_holds() ? "a fork() child's probe site works"
+                              : "a fork() child died (status " + std::to_string(f.fork_status) +
+                                    "): recording programs that fork can kill their children");
+}
+
 int run_check() {
   namespace fs = std::filesystem;
   Checker c;
@@ -51,6 +71,7 @@ int run_check() {
       c.line(optimized, false, "optimized nop5 uprobe", std::string(buf) +
              (optimized ? "" : " — not optimized: every hit traps (kernel < 6.18?)"));
     }
+    report_fork_safety(c);
   } else {
     c.line(false, true, "BPF ring buffer / uprobe attach", "skipped: needs root");
   }

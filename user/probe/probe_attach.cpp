@@ -38,7 +38,7 @@ Probes::Probes(const ProbeOptions& opt) {
     throw std::runtime_error(explain_bpf_error(err, "loading the BPF programs"));
   create_rings(opt.ring_bytes);
   if (opt.before_attach) opt.before_attach(*this);
-  for (const auto& t : opt.targets) attach_target(t);
+  for (const auto& t : opt.targets) attach_target(t, opt.filter_tgid);
 }
 
 Probes::~Probes() {
@@ -61,7 +61,7 @@ static bool defines_symbol(const std::string& path, const char* symbol) {
   }
 }
 
-void Probes::attach_target(const std::string& path) {
+void Probes::attach_target(const std::string& path, uint32_t tgid) {
   struct Site {
     bpf_program* prog;
     const char* symbol;
@@ -82,9 +82,13 @@ void Probes::attach_target(const std::string& path) {
   for (const auto& s : sites) {
     if (!s.required && !defines_symbol(path, s.symbol)) continue;
     LIBBPF_OPTS(bpf_uprobe_opts, uo, .bpf_cookie = s.cookie, .func_name = s.symbol);
-    // pid -1: every process mapping the file; the BPF side filters by tgid, which
-    // also covers a process that has not exec'd yet (record -- CMD).
-    bpf_link* l = bpf_program__attach_uprobe_opts(s.prog, -1, path.c_str(), 0, &uo);
+    // With a process (-p, -- CMD): the kernel puts breakpoints in that process
+    // only (its memory, all its threads, also after the exec of a command held
+    // before it), so no other process mapping the file is patched. Without
+    // (--lib alone): every process mapping the file. The BPF side filters by
+    // tgid in both cases.
+    int pid = tgid ? int(tgid) : -1;
+    bpf_link* l = bpf_program__attach_uprobe_opts(s.prog, pid, path.c_str(), 0, &uo);
     if (!l) {
       int err = errno;
       if (!s.required) continue;

@@ -16,7 +16,7 @@ namespace cptrace {
 
 struct ProbeOptions {
   std::vector<std::string> targets;  // ELF files holding cp_logTS
-  uint32_t filter_tgid = 0;          // 0: every process
+  uint32_t filter_tgid = 0;          // 0: every process; else uprobes in it only
   uint32_t ring_bytes = 16u << 20;   // per CPU, power of two
   uint64_t wakeup_bytes = 1u << 20;  // BPF wakes the drain past this fill
   // Called after the programs are loaded, before any uprobe is attached (the
@@ -47,7 +47,7 @@ class Probes {
 
  private:
   void create_rings(uint32_t ring_bytes);
-  void attach_target(const std::string& path);
+  void attach_target(const std::string& path, uint32_t tgid);
 
   cptrace_bpf* skel_ = nullptr;
   std::vector<int> ring_fds_;

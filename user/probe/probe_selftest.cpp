@@ -2,6 +2,8 @@
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -59,6 +61,50 @@ double with_probe(bpf_program* prog, const char* sym, Fn fn, int calls, std::str
 }
 
 }  // namespace
+
+namespace {
+
+// The child calls the site once and reports through its exit status.
+int child_status(bool raw) {
+  pid_t pid = raw ? pid_t(syscall(SYS_fork)) : fork();
+  if (pid == 0) {
+    cp_selftest_nop5(2, 0);
+    syscall(SYS_exit_group, 0);  // nothing of the parent's (atexit, stdio) runs twice
+  }
+  int status = 0;
+  if (pid < 0 || waitpid(pid, &status, 0) != pid) return -1;
+  return status;
+}
+
+}  // namespace
+
+bool ForkSafety::kernel_problem() const { return raw_fork_status > 0 && WIFSIGNALED(raw_fork_status); }
+bool ForkSafety::mitigation_holds() const {
+  return fork_status >= 0 && WIFEXITED(fork_status) && WEXITSTATUS(fork_status) == 0;
+}
+
+ForkSafety measure_fork_safety() {
+  ForkSafety f;
+  cptrace_bpf* s = cptrace_bpf::open();
+  if (!s || cptrace_bpf::load(s)) {
+    f.error = std::string("loading BPF programs: ") + strerror(errno);
+    cptrace_bpf::destroy(s);
+    return f;
+  }
+  LIBBPF_OPTS(bpf_uprobe_opts, uo, .func_name = "cp_selftest_nop5");
+  bpf_link* l = bpf_program__attach_uprobe_opts(s->progs.cp_empty, getpid(), "/proc/self/exe", 0, &uo);
+  if (!l) {
+    f.error = std::string("attaching a uprobe to cp_selftest_nop5: ") + strerror(errno);
+  } else {
+    for (int i = 0; i < 100; ++i) cp_selftest_nop5(1, i);
+    f.optimized = *reinterpret_cast<const volatile uint8_t*>(&cp_selftest_nop5) == 0xe8;
+    f.raw_fork_status = child_status(true);
+    f.fork_status = child_status(false);
+    bpf_link__destroy(l);
+  }
+  cptrace_bpf::destroy(s);
+  return f;
+}
 
 UprobeCost measure_uprobe_cost(int calls) {
   UprobeCost c;

@@ -17,4 +17,18 @@ struct UprobeCost {
 
 UprobeCost measure_uprobe_cost(int calls = 20000);
 
+// Whether a forked child survives a probe site its parent hit with a uprobe
+// attached (Linux 6.18+ rewrites the site into a call to a trampoline page that
+// fork() does not copy), measured on this binary's nop5 site.
+struct ForkSafety {
+  bool optimized = false;   // the parent's site became a call after its hits
+  int raw_fork_status = 0;  // wait status of a child forked by syscall(SYS_fork): no repair
+  int fork_status = 0;      // wait status of a child forked by fork(): libcptrace's repair
+  std::string error;        // non-empty if the measurement could not run
+  bool kernel_problem() const;      // the raw child died of a signal
+  bool mitigation_holds() const;    // the fork() child ended with status 0
+};
+
+ForkSafety measure_fork_safety();
+
 }  // namespace cptrace

@@ -1,0 +1,148 @@
+// Fork safety on the real kernel: a pre-fork server (tests/workloads/prefork.c)
+// recorded in every mode, with a second recorder on the same library that
+// detaches at a random moment. No process of the tree may die, and what the
+// recorded process emitted is in the trace exactly (recorded + dropped).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <map>
+#include <random>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "test_util.h"
+#include "trace/trace_reader.h"
+
+using namespace cptrace;
+using namespace testutil;
+
+namespace {
+
+std::string prefork() { return (build_dir() / "tests" / "prefork").string(); }
+std::string lib() { return std::filesystem::canonical(build_dir() / "libcptrace.so").string(); }
+
+std::string record_cmd(const TempDir& tmp, const std::string& name, const std::string& extra) {
+  return cptrace_bin() + " record --no-progress -o " + (tmp / name) + " " + extra;
+}
+
+// The prefork summary line of `out` (its last line starting with '{').
+nlohmann::json summary(const std::string& out) {
+  auto at = out.rfind("{\"pid\"");
+  EXPECT_NE(at, std::string::npos) << "no summary in: " << out;
+  if (at == std::string::npos) return nlohmann::json::object();
+  return nlohmann::json::parse(out.substr(at, out.find('\n', at) - at));
+}
+
+// User events per channel name; every (channel, tuple) once on "server".
+std::map<std::string, uint64_t> per_channel(const TraceReader& tr, std::set<uint64_t>* server_tuples) {
+  std::map<std::string, uint64_t> n;
+  tr.for_each_event([&](const TraceEvent& e) {
+    if (e.kind != uint8_t(EventKind::User)) return;
+    std::string name = tr.channel_name(e.channel);
+    n[name]++;
+    if (name == "server") {
+      EXPECT_TRUE(server_tuples->insert(e.tuple).second) << "tuple twice: " << e.tuple;
+    }
+  });
+  return n;
+}
+
+// The recorded process's events are all there: tuples 0..emitted-1, once each,
+// or counted as dropped.
+void expect_parent_exact(const std::string& dir, uint64_t emitted) {
+  TraceReader tr(dir);
+  ASSERT_FALSE(tr.error()) << tr.error()->what();
+  std::set<uint64_t> tuples;
+  auto n = per_channel(tr, &tuples);
+  EXPECT_EQ(n.count("worker") + n.count("worker.child"), 0u) << "a child's event in a one-process trace";
+  EXPECT_EQ(tuples.size() + tr.counters().total_dropped(), emitted);
+  if (!tuples.empty()) {
+    EXPECT_LT(*tuples.rbegin(), emitted);
+  }
+}
+
+}  // namespace
+
+// -- CMD: the server and its whole tree survive; the server's events are exact.
+TEST(ForkSafety, PreforkServerUnderCommand) {
+  REQUIRE_BPF();
+  TempDir tmp;
+  auto r = run(record_cmd(tmp, "t", "-- " + prefork() + " --rounds 10 --events 100"), tmp);
+  ASSERT_EQ(r.status, 0) << r.err << r.out;
+  auto s = summary(r.out);
+  EXPECT_EQ(s.value("failed", -1), 0);
+  EXPECT_EQ(s.value("children", 0), 80);
+  expect_parent_exact(tmp / "t", s.value("parent_emitted", uint64_t(0)));
+}
+
+// --lib alone covers every process of the library: each child's sites come
+// back as breakpoints after fork, so workers and their children are recorded
+// exactly too, not only kept alive.
+TEST(ForkSafety, PreforkServerUnderLibRecordsEveryGeneration) {
+  REQUIRE_BPF();
+  TempDir tmp;
+  Proc rec(record_cmd(tmp, "t", "--lib " + lib()), tmp / "r.out", tmp / "r.err");
+  ASSERT_TRUE(rec.wait_for("attached", 30, true)) << read_file(tmp / "r.err");
+  constexpr uint64_t kEvents = 50, kRounds = 5, kWorkers = 4;
+  auto r = run(prefork() + " --rounds 5 --workers 4 --events 50", tmp);
+  kill(rec.pid, SIGINT);
+  EXPECT_EQ(rec.wait(), 0) << read_file(tmp / "r.err");
+  ASSERT_EQ(r.status, 0) << r.err << r.out;
+  EXPECT_EQ(summary(r.out).value("failed", -1), 0);
+  TraceReader tr(tmp / "t");
+  ASSERT_FALSE(tr.error()) << tr.error()->what();
+  std::set<uint64_t> tuples;
+  auto n = per_channel(tr, &tuples);
+  uint64_t dropped = tr.counters().total_dropped();
+  EXPECT_EQ(dropped, 0u) << "drops at this rate";
+  EXPECT_EQ(n["server"], kRounds * 2 * kEvents);
+  EXPECT_EQ(n["worker"], kRounds * kWorkers * 4 * kEvents);
+  EXPECT_EQ(n["worker.child"], kRounds * kWorkers * 2 * kEvents);
+}
+
+// -p, with a second recorder (--lib: every process of the same library) that
+// stops at a random moment of the run, so detach races the forks.
+TEST(ForkSafety, PreforkServerUnderPidWhileSecondRecorderDetachesAtRandom) {
+  REQUIRE_BPF();
+  std::random_device rd;
+  for (int run_i = 0; run_i < 3; run_i++) {
+    unsigned delay_ms = rd() % 400;
+    SCOPED_TRACE("second recorder stopped after " + std::to_string(delay_ms) + " ms");
+    TempDir tmp;
+    Proc w(prefork() + " --wait-signal --rounds 20 --events 100 --pace-ms 10", tmp / "w.out", tmp / "w.err");
+    ASSERT_TRUE(w.wait_for("READY", 20)) << read_file(tmp / "w.err");
+    Proc rec(record_cmd(tmp, "t", "-p " + std::to_string(w.pid)), tmp / "r.out", tmp / "r.err");
+    Proc rec2(record_cmd(tmp, "t2", "--lib " + lib()), tmp / "r2.out", tmp / "r2.err");
+    ASSERT_TRUE(rec.wait_for("attached", 30, true)) << read_file(tmp / "r.err");
+    ASSERT_TRUE(rec2.wait_for("attached", 30, true)) << read_file(tmp / "r2.err");
+    kill(w.pid, SIGUSR1);
+    usleep(delay_ms * 1000);
+    kill(rec2.pid, SIGINT);
+    EXPECT_EQ(rec2.wait(), 0) << read_file(tmp / "r2.err");
+    EXPECT_EQ(w.wait(), 0) << read_file(tmp / "w.out");
+    auto s = summary(read_file(tmp / "w.out"));
+    EXPECT_EQ(s.value("failed", -1), 0);
+    EXPECT_EQ(rec.wait(), 0) << read_file(tmp / "r.err");
+    expect_parent_exact(tmp / "t", s.value("parent_emitted", uint64_t(0)));
+  }
+}
+
+// `cptrace check` measures both: whether this kernel kills a child forked after
+// an optimized hit (raw fork, no repair) and whether libcptrace's repair holds.
+TEST(ForkSafety, CheckReportsKernelProblemAndRepair) {
+  REQUIRE_BPF();
+  TempDir tmp;
+  auto r = run(cptrace_bin() + " check", tmp);
+  auto line = [&](const std::string& what) {
+    auto at = r.out.find(what);
+    if (at == std::string::npos) return std::string();
+    auto start = r.out.rfind('\n', at);
+    start = start == std::string::npos ? 0 : start + 1;
+    return r.out.substr(start, r.out.find('\n', at) - start);
+  };
+  std::string problem = line("kernel fork problem"), repair = line("fork repair (libcptrace)");
+  ASSERT_FALSE(problem.empty()) << r.out;
+  EXPECT_TRUE(problem.find("yes:") != std::string::npos || problem.find("no:") != std::string::npos) << problem;
+  EXPECT_EQ(repair.rfind("ok", 0), 0u) << repair;
+}
