@@ -27,6 +27,7 @@
 
 #include "cptrace.h"
 #include "test_util.h"
+#include "truth_util.h"
 #include "testbed_util.h"
 #include "trace/clock_map.h"
 #include "trace/trace_reader.h"
@@ -46,14 +47,6 @@ std::string in_ns(const std::string& ns, const std::string& cmd) { return "ip ne
 std::string unkeyed_minrtt(const std::string& args) {
   size_t sp = args.find(' ');
   return testutil::cptrace_bin() + " " + args.substr(0, sp) + " --insecure" + args.substr(sp);
-}
-
-long double interp(const std::vector<ClockPoint>& p, long double x, bool tsc_to_mono) {
-  auto X = [&](size_t i) { return (long double)(tsc_to_mono ? p[i].tsc : p[i].mono_ns); };
-  auto Y = [&](size_t i) { return (long double)(tsc_to_mono ? p[i].mono_ns : p[i].tsc); };
-  size_t i = 0;
-  while (i + 2 < p.size() && X(i + 1) <= x) ++i;
-  return Y(i) + (x - X(i)) * (Y(i + 1) - Y(i)) / (X(i + 1) - X(i));
 }
 
 constexpr const char* kSimA = "1500000000,40";
@@ -131,8 +124,8 @@ void print_containment(const Poisoned& run, const std::string& out, const char* 
   size_t outside = 0;
   std::vector<int64_t> width;
   for (const LatencyRow& row : res.rows) {
-    long double ns = interp(pb, (long double)local.at({c2, row.tuple}), true) -
-                     interp(pa, (long double)local.at({c1, row.tuple}), true);
+    long double ns = truth::interp(pb, (long double)local.at({c2, row.tuple}), true) -
+                     truth::interp(pa, (long double)local.at({c1, row.tuple}), true);
     outside += ns < row.ns_lo || ns > row.ns_hi;
     width.push_back(row.ns_hi - row.ns_lo);
   }

@@ -21,6 +21,7 @@
 
 #include "cptrace.h"
 #include "test_util.h"
+#include "truth_util.h"
 #include "testbed_util.h"
 #include "trace/clock_transform.h"
 #include "trace/trace_reader.h"
@@ -31,17 +32,6 @@ namespace {
 
 using testbed::Testbed;
 using testbed::skip_reason;
-
-long double interp(const std::vector<ClockPoint>& p, long double x, bool tsc_to_mono) {
-  auto X = [&](size_t i) { return (long double)(tsc_to_mono ? p[i].tsc : p[i].mono_ns); };
-  auto Y = [&](size_t i) { return (long double)(tsc_to_mono ? p[i].mono_ns : p[i].tsc); };
-  size_t lo = 0, hi = p.size() - 1;  // binary search for the segment holding x
-  while (hi - lo > 1) {
-    size_t mid = (lo + hi) / 2;
-    (X(mid) <= x ? lo : hi) = mid;
-  }
-  return Y(lo) + (x - X(lo)) * (Y(lo + 1) - Y(lo)) / (X(lo + 1) - X(lo));
-}
 
 double tsc_hz() {
   auto t0 = std::chrono::steady_clock::now();
@@ -100,7 +90,7 @@ TEST(TranslateDriftE2E, RateChangeMidRunContainedWithRoundsTrafficAndBoth) {
   const uint64_t b_start = clock[1].front().tsc;
   const double b_hz = (double)(clock[1].back().tsc - clock[1].front().tsc) /
                       (double)(clock[1].back().mono_ns - clock[1].front().mono_ns) * 1e9;
-  auto truth = [&](uint64_t b_ts) { return interp(clock[0], interp(clock[1], (long double)b_ts, true), false); };
+  auto truth = [&](uint64_t b_ts) { return truth::interp(clock[0], truth::interp(clock[1], (long double)b_ts, true), false); };
 
   for (const char* inputs : {"rounds", "traffic", "both"}) {
     std::string out = tmp / (std::string("tr-") + inputs);

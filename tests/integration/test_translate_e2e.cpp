@@ -20,6 +20,7 @@
 #include "cptrace.h"
 #include "translate/latency.h"
 #include "test_util.h"
+#include "truth_util.h"
 #include "testbed_util.h"
 #include "trace/trace_reader.h"
 #include "translate/translated_frame.h"
@@ -31,16 +32,6 @@ using testbed::Testbed;
 using testbed::skip_reason;
 
 std::string in_ns(const std::string& ns, const std::string& cmd) { return "ip netns exec " + ns + " " + cmd; }
-
-// Piecewise-linear interpolation over clock points, like ClockMap but exact in
-// long double (no rounding to ticks or ns).
-long double interp(const std::vector<ClockPoint>& p, long double x, bool tsc_to_mono) {
-  auto X = [&](size_t i) { return (long double)(tsc_to_mono ? p[i].tsc : p[i].mono_ns); };
-  auto Y = [&](size_t i) { return (long double)(tsc_to_mono ? p[i].mono_ns : p[i].tsc); };
-  size_t i = 0;
-  while (i + 2 < p.size() && X(i + 1) <= x) ++i;
-  return Y(i) + (x - X(i)) * (Y(i + 1) - Y(i)) / (X(i + 1) - X(i));
-}
 
 struct Node {
   std::string name;
@@ -106,9 +97,9 @@ TEST(TranslateE2E, ThreeNodePipelineEveryBoundContainsTruth) {
     for (const ClockPoint& p : n.clock) widest = std::max(widest, p.width_ticks);
   const long double stream_precision = 4.0L * widest + 1;
   auto truth_ticks = [&](int node, uint64_t ts) {
-    return interp(ref.clock, interp(nodes[node].clock, (long double)ts, true), false);
+    return truth::interp(ref.clock, truth::interp(nodes[node].clock, (long double)ts, true), false);
   };
-  auto truth_ns = [&](int node, uint64_t ts) { return interp(nodes[node].clock, (long double)ts, true); };
+  auto truth_ns = [&](int node, uint64_t ts) { return truth::interp(nodes[node].clock, (long double)ts, true); };
   // Physical TSC after undoing the transform, continuous: (sim - offset) / (1 + skew).
   auto physical = [&](int node, uint64_t ts) {
     const ClockTransform& s = nodes[node].sim;

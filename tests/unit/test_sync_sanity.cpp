@@ -12,6 +12,7 @@
 
 #include "synth_cluster.h"
 #include "test_util.h"
+#include "truth_util.h"
 #include "trace/trace_reader.h"
 #include "translate/latency.h"
 #include "translate/sync_sanity.h"
@@ -62,20 +63,11 @@ std::vector<std::string> write_forged(const TempDir& tmp, long double extra_ppm,
   return dirs;
 }
 
-std::string error_of(const TranslateOptions& o) {
-  try {
-    translate(o);
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
-}
-
 TEST(TranslateSuspectSync, RateOf600PpmAgainstTheNodesOwnFrequenciesIsRefused) {
   TempDir tmp;
   auto dirs = write_forged(tmp, 600, false, 21);
   for (const char* method : {"ratio", "hull", "best"}) {
-    std::string e = error_of({dirs, "A", tmp / (std::string("o-") + method), method, true});
+    std::string e = truth::translate_error({dirs, "A", tmp / (std::string("o-") + method), method, true});
     EXPECT_NE(e.find("A-B: MinRTT rounds contradict the nodes' own clocks"), std::string::npos) << method << ": " << e;
     EXPECT_NE(e.find("limit +-500 ppm"), std::string::npos) << e;
     EXPECT_NE(e.find("--accept-suspect-sync"), std::string::npos) << e;
@@ -142,7 +134,7 @@ TEST(TranslateSuspectSync, CrossingHullsOfForgedAndGenuineRoundsAreRefused) {
   TempDir tmp;
   auto dirs = write_forged(tmp, 200, true, 24);
   for (const char* method : {"ratio", "hull", "best"}) {
-    std::string e = error_of({dirs, "A", tmp / (std::string("o-") + method), method, true});
+    std::string e = truth::translate_error({dirs, "A", tmp / (std::string("o-") + method), method, true});
     EXPECT_NE(e.find("A-B: MinRTT rounds contradict the nodes' own clocks"), std::string::npos) << method << ": " << e;
     EXPECT_NE(e.find("initiated by A"), std::string::npos) << e;
     EXPECT_NE(e.find("initiated by B"), std::string::npos) << e << ": the pair is one forged and one genuine round";
@@ -164,7 +156,7 @@ TEST(TranslateSuspectSync, CrossingHullsNotSplitByTheRatioMethodAreRefused) {
     dirs.push_back(tmp / cl.clock(i).name);
     cl.write(i, dirs.back(), kSpan);
   }
-  std::string e = error_of({dirs, "A", tmp / "o-ratio", "ratio", true});
+  std::string e = truth::translate_error({dirs, "A", tmp / "o-ratio", "ratio", true});
   EXPECT_NE(e.find("A-B: the rounds' convex hulls cross"), std::string::npos) << e;
   EXPECT_EQ(e.find("contradict the nodes' own clocks"), std::string::npos) << "300 ppm is within the limit: " << e;
   for (const char* method : {"hull", "best"}) {

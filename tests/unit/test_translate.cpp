@@ -9,6 +9,7 @@
 
 #include "translate/latency.h"
 #include "test_util.h"
+#include "truth_util.h"
 #include "trace/trace_reader.h"
 #include "translate/translate.h"
 #include "translate/translated_frame.h"
@@ -189,32 +190,23 @@ TEST(TranslateGroundTruth, NonLinearClockIsReported) {
   EXPECT_GT(checked, skipped);
 }
 
-std::string error_of(const TranslateOptions& o) {
-  try {
-    translate(o);
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
-}
-
 TEST(TranslateErrors, MissingSamplesNoPathOverlapMismatchUnknownChannel) {
   TempDir tmp;
   synth::Cluster cl = three_nodes(15);
   cl.rounds(0, 1, "start", 1e6L, 20, 5e5L);  // A-B: start only; C: nothing
   cl.pipeline(10, 200e6L, 5e6L);
   auto dirs = write_all(cl, tmp);
-  std::string e = error_of({dirs, "A", tmp / "o1", "ratio", true});
+  std::string e = truth::translate_error({dirs, "A", tmp / "o1", "ratio", true});
   EXPECT_NE(e.find("MinRTT2 (stop)"), std::string::npos) << e;
-  e = error_of({{dirs[0], dirs[1]}, "A", tmp / "o2", "ratio", true});
+  e = truth::translate_error({{dirs[0], dirs[1]}, "A", tmp / "o2", "ratio", true});
   EXPECT_NE(e.find("no path"), std::string::npos) << e;
   EXPECT_NE(e.find("MinRTT2"), std::string::npos) << e;
-  e = error_of({dirs, "A", tmp / "o3", "best", true});
+  e = truth::translate_error({dirs, "A", tmp / "o3", "best", true});
   EXPECT_NE(e.find("node \"C\""), std::string::npos) << e;
   EXPECT_NE(e.find("no MinRTT rounds"), std::string::npos) << e;
-  e = error_of({{dirs[0], dirs[0]}, "A", tmp / "o4", "best", true});
+  e = truth::translate_error({{dirs[0], dirs[0]}, "A", tmp / "o4", "best", true});
   EXPECT_NE(e.find("overlapping recordings"), std::string::npos) << e;
-  e = error_of({dirs, "Z", tmp / "o5", "best", true});
+  e = truth::translate_error({dirs, "Z", tmp / "o5", "best", true});
   EXPECT_NE(e.find("--reference Z"), std::string::npos) << e;
 
   // A round whose peer stamps belong to another run of the peer.
@@ -223,7 +215,7 @@ TEST(TranslateErrors, MissingSamplesNoPathOverlapMismatchUnknownChannel) {
   c2.node_rounds(0)[0].t2 += uint64_t(1e12);
   TempDir t2;
   auto d2 = write_all(c2, t2);
-  e = error_of({{d2[0], d2[1]}, "A", t2 / "o", "best", true});
+  e = truth::translate_error({{d2[0], d2[1]}, "A", t2 / "o", "best", true});
   EXPECT_NE(e.find("mismatched recordings"), std::string::npos) << e;
 
   // Unknown channel in latency.
