@@ -26,6 +26,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -731,6 +732,24 @@ std::string describe_status(int status) {
   return "exit " + std::to_string(WEXITSTATUS(status));
 }
 
+// Forks a child that reads a probe site's first byte, then makes its calls:
+// it must live and see a nop5 (0x0f), whatever the parent's site (parent_byte) is.
+void expect_forked_child_sees_nop5(const std::function<uint8_t()>& site_byte_now,
+                                   const std::function<void()>& calls, uint8_t parent_byte) {
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    uint8_t b = site_byte_now();
+    calls();
+    _exit(b == 0x0f ? 0 : 10);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      << describe_status(status) << " (10: the child's site is not a nop5); parent's site byte 0x" << std::hex
+      << int(parent_byte);
+}
+
 // Found on Linux 6.18: once a probe site has been hit with a uprobe attached
 // (and so optimized: its nop5 rewritten into a call to the process's
 // [uprobes-trampoline] page), a fork()ed child inherits the rewritten call but
@@ -741,19 +760,7 @@ TEST(ProbeCalls, ForkAfterOptimizedProbeChildSurvives) {
   UprobeSampler s(libcptrace_so_path(), "cp_logTS", gettid_i());
   REQUIRE_SAMPLER(s);
   for (int i = 0; i < 3; i++) cp_logTS(1, i);  // the first hit optimizes
-  uint8_t parent_byte = site_byte("cp_logTS");
-  pid_t pid = fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    uint8_t b = site_byte("cp_logTS");
-    call_every_site();
-    _exit(b == 0x0f ? 0 : 10);
-  }
-  int status = 0;
-  waitpid(pid, &status, 0);
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
-      << describe_status(status) << " (10: the child's site is not a nop5); parent's site byte 0x"
-      << std::hex << int(parent_byte);
+  expect_forked_child_sees_nop5([] { return site_byte("cp_logTS"); }, call_every_site, site_byte("cp_logTS"));
 }
 
 // A uprobe covering every process: the child's remapped page gets the
@@ -807,18 +814,8 @@ TEST(ProbeCalls, ForkRepairWithReplacedLibraryFileWritesTheNop5) {
     // Another file at the same path (the loaded one lives on, unlinked).
     ASSERT_EQ(unlink(copy.c_str()), 0);
     { std::ofstream(copy) << "not the library"; }
-    pid_t pid = fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0) {
-      uint8_t b = *reinterpret_cast<const volatile uint8_t*>(logts);
-      logts(2, 0);
-      _exit(b == 0x0f ? 0 : 10);
-    }
-    int status = 0;
-    waitpid(pid, &status, 0);
-    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
-        << describe_status(status) << " (10: the child's site is not a nop5); parent's site byte 0x"
-        << std::hex << int(parent_byte);
+    expect_forked_child_sees_nop5([&] { return *reinterpret_cast<const volatile uint8_t*>(logts); },
+                                  [&] { logts(2, 0); }, parent_byte);
   }
   dlclose(h);
   unlink(copy.c_str());
