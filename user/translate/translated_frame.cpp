@@ -56,7 +56,8 @@ struct Cursor {
 void encode_translated(const TranslatedEvent* ev, size_t n, int zstd_level, EncodedFrame& out) {
   if (n > kMaxFrameEvents) throw std::invalid_argument("encode_translated: too many events for one frame");
   thread_local std::vector<uint8_t> raw;
-  raw.resize(n * kMaxEventBytes);
+  // Grown, never shrunk: resizing down and up again zero-filled megabytes per frame.
+  if (raw.size() < n * kMaxEventBytes) raw.resize(n * kMaxEventBytes);
   uint8_t* p = raw.data();
   std::unordered_map<uint64_t, uint64_t> chan;
   // Events of a frame mostly repeat the previous event's channel: skip the map then.
@@ -88,18 +89,18 @@ void encode_translated(const TranslatedEvent* ev, size_t n, int zstd_level, Enco
     *p++ = e.kind;
     prev_ts = e.local_ts, prev_off = off, prev_tuple = int64_t(e.tuple), prev_pid = e.pid, prev_tid = e.tid;
   }
-  raw.resize(size_t(p - raw.data()));
-  if (raw.size() > kMaxRawBytes) throw std::invalid_argument("encode_translated: frame too large");
+  const size_t raw_len = size_t(p - raw.data());
+  if (raw_len > kMaxRawBytes) throw std::invalid_argument("encode_translated: frame too large");
   out.hdr = {};
   out.hdr.type = uint16_t(FrameType::Translated);
   out.hdr.flags = kFrameZstd;
-  out.hdr.raw_len = uint32_t(raw.size());
+  out.hdr.raw_len = uint32_t(raw_len);
   out.hdr.count = uint32_t(n);
-  out.payload.resize(ZSTD_compressBound(raw.size()));
+  out.payload.resize(ZSTD_compressBound(raw_len));
   // One context per thread, reused: same output as ZSTD_compress without its
   // per-frame context allocation and setup.
   thread_local std::unique_ptr<ZSTD_CCtx, size_t (*)(ZSTD_CCtx*)> cctx(ZSTD_createCCtx(), ZSTD_freeCCtx);
-  size_t c = ZSTD_compressCCtx(cctx.get(), out.payload.data(), out.payload.size(), raw.data(), raw.size(), zstd_level);
+  size_t c = ZSTD_compressCCtx(cctx.get(), out.payload.data(), out.payload.size(), raw.data(), raw_len, zstd_level);
   if (ZSTD_isError(c)) throw std::runtime_error(std::string("zstd: ") + ZSTD_getErrorName(c));
   out.payload.resize(c);
   seal_frame(out.hdr, out.payload.data(), out.payload.size());
