@@ -53,6 +53,8 @@ class Cursor {
   Cursor(const uint8_t* p, size_t n) : p_(p), end_(p + n) {}
 
   uint64_t varint() {
+    // Most deltas fit one byte: take them without entering the loop.
+    if (p_ != end_ && *p_ < 0x80) [[likely]] return *p_++;
     uint64_t v = 0;
     for (unsigned shift = 0; shift < 64; shift += 7) {
       if (p_ == end_) [[unlikely]] fail("varint runs past the end of the frame");

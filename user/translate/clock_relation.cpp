@@ -68,20 +68,25 @@ void LineSet::find_extremes() {
 // could be the extreme (within 4 ticks of the screened extreme: the screening error
 // is far below one tick), so the result is the exact floor/ceil envelope.
 Bound LineSet::at(int64_t x) const {
+  // Each line's screened value is computed once (this runs once per translated event).
+  constexpr size_t kStack = 32;
+  double stack[kStack];
+  std::vector<double> heap;
+  double* v = stack;
+  if (lines.size() > kStack) heap.resize(lines.size()), v = heap.data();
   const int64_t y0 = lines[0].a.y;
   double amin = INFINITY, amax = -INFINITY;
-  for (const Line& l : lines) {
-    double v = l.approx_at(x, y0);
-    amin = std::min(amin, v), amax = std::max(amax, v);
+  for (size_t i = 0; i < lines.size(); ++i) {
+    v[i] = lines[i].approx_at(x, y0);
+    amin = std::min(amin, v[i]), amax = std::max(amax, v[i]);
   }
   int64_t lo = std::numeric_limits<int64_t>::max(), hi = std::numeric_limits<int64_t>::min();
-  for (const Line& l : lines) {
-    double v = l.approx_at(x, y0);
-    if (v <= amin + 4) lo = std::min(lo, l.floor_at(x));
-    if (v >= amax - 4) hi = std::max(hi, l.ceil_at(x));
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (v[i] <= amin + 4) lo = std::min(lo, lines[i].floor_at(x));
+    if (v[i] >= amax - 4) hi = std::max(hi, lines[i].ceil_at(x));
   }
   // The estimate needs no exactness, only to lie inside: rounded, then clamped.
-  double mid = (lines[min_slope].approx_at(x, y0) + lines[max_slope].approx_at(x, y0)) / 2;
+  double mid = (v[min_slope] + v[max_slope]) / 2;
   return clamp_est({lo, y0 + int64_t(std::llround(mid)), hi});
 }
 

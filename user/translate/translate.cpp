@@ -382,6 +382,7 @@ uint64_t translate_node(const Node& n, uint16_t index, const Relation& rel, cons
   uint64_t count = 0;
   n.reader->for_each_batch([&](const std::vector<TraceEvent>& evs) {
     out.clear();
+    out.reserve(evs.size());
     for (const TraceEvent& e : evs) {
       if (e.ts > uint64_t(std::numeric_limits<int64_t>::max() / 4))
         throw std::runtime_error(fmt::format("{}: event timestamp {} is beyond the supported TSC range", n.dir, e.ts));
