@@ -1,6 +1,7 @@
 /* bench_logts: cost of one event on each logging path, in ns/event.
  *
  *   bench_logts [--only single|batch|baseline] [--n N] [--uprobe]
+ *   bench_logts --only single|batch --rate PER_S --seconds S
  *
  *   empty_loop   the loop itself, nothing called
  *   local_nop5   a direct call to a `nop5; ret` function in this program (what
@@ -13,7 +14,15 @@
  * ("--only single" / "--only batch" keep the run to the path of interest).
  * --uprobe attaches a bare counting uprobe (perf, no BPF program) to
  * cp_logTS and cp_batch_submit of this process for the runs: the kernel's
- * share of a recorded event, without the recorder (needs root). */
+ * share of a recorded event, without the recorder (needs root).
+ *
+ * --rate: a paced emitter instead (bench/zero_drop.py drives it under the
+ * recorder): one thread logs chunks of 1000 events on the chosen path, busy
+ * waiting until each chunk's due time, for S seconds; then one line
+ *   paced path=P target=R n=N achieved=A late_ms=L cpu_s=C
+ * with the events emitted, the rate achieved, how far the last chunk started
+ * behind its due time, and this process's CPU time since it started (uprobe
+ * programs run in it, so their cost is in C, not in the recorder's). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <link.h>
@@ -23,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -67,6 +77,47 @@ static double run_empty(uint64_t n)
 DEFINE_RUN(run_local_nop5, bench_local_nop5)
 DEFINE_RUN(run_single, cp_logTS)
 DEFINE_RUN(run_batch, cp_logTS_batch)
+
+/* ---- --rate: paced emission ---- */
+
+#define PACE_CHUNK 1000
+
+static double cpu_seconds(void)
+{
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	return ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + ru.ru_stime.tv_sec +
+	       ru.ru_stime.tv_usec / 1e6;
+}
+
+static void run_paced(uint64_t ch, int batch, double rate, double seconds)
+{
+	double chunk_ns = PACE_CHUNK * 1e9 / rate, t0 = now_ns(), end = t0 + seconds * 1e9;
+	double late = 0;
+	uint64_t n = 0;
+	for (uint64_t k = 0;; k++) {
+		double due = t0 + k * chunk_ns, t;
+		if (due >= end)
+			break;
+		while ((t = now_ns()) < due)
+			__asm__ volatile("pause");
+		late = t - due;
+		if (batch)
+			for (int i = 0; i < PACE_CHUNK; i++)
+				cp_logTS_batch(ch, n + i);
+		else
+			for (int i = 0; i < PACE_CHUNK; i++)
+				cp_logTS(ch, n + i);
+		n += PACE_CHUNK;
+	}
+	double secs = (now_ns() - t0) / 1e9;
+	if (batch)
+		cp_flush();
+	printf("paced path=%s target=%.0f n=%llu achieved=%.0f late_ms=%.3f cpu_s=%.3f\n",
+	       batch ? "batch" : "single", rate, (unsigned long long)n, n / secs, late / 1e6,
+	       cpu_seconds());
+	fflush(stdout);
+}
 
 /* ---- --uprobe: a counting uprobe on a probe site of the loaded library ---- */
 
@@ -166,7 +217,10 @@ static void report(const char *name, uint64_t n, double ns)
 
 static void usage(const char *argv0)
 {
-	fprintf(stderr, "usage: %s [--only single|batch|baseline] [--n N] [--uprobe]\n", argv0);
+	fprintf(stderr,
+		"usage: %s [--only single|batch|baseline] [--n N] [--uprobe]\n"
+		"       %s --only single|batch --rate PER_S --seconds S\n",
+		argv0, argv0);
 	exit(2);
 }
 
@@ -175,11 +229,16 @@ int main(int argc, char **argv)
 	const char *only = NULL;
 	uint64_t n = 50000000;
 	int uprobe = 0;
+	double rate = 0, seconds = 10;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--uprobe"))
 			uprobe = 1;
 		else if (!strcmp(argv[i], "--only") && i + 1 < argc)
 			only = argv[++i];
+		else if (!strcmp(argv[i], "--rate") && i + 1 < argc)
+			rate = strtod(argv[++i], NULL);
+		else if (!strcmp(argv[i], "--seconds") && i + 1 < argc)
+			seconds = strtod(argv[++i], NULL);
 		else if (!strcmp(argv[i], "--n") && i + 1 < argc)
 			n = strtoull(argv[++i], NULL, 0);
 		else
@@ -188,8 +247,15 @@ int main(int argc, char **argv)
 	if (n == 0 || (only && strcmp(only, "single") && strcmp(only, "batch") &&
 		       strcmp(only, "baseline")))
 		usage(argv[0]);
+	if (rate < 0 || seconds <= 0 || (rate > 0 && (!only || !strcmp(only, "baseline"))))
+		usage(argv[0]);
 
 	uint64_t ch = cp_open_channel("bench.logts");
+	if (rate > 0) {
+		run_paced(ch, !strcmp(only, "batch"), rate, seconds);
+		cp_close_channel(ch);
+		return 0;
+	}
 	if (uprobe)
 		attach_uprobes();
 	int all = only == NULL;

@@ -38,6 +38,14 @@ print("  %d events in %.2f s = %.1f M events/s, %d dropped, file %.1f MB, %.1fx 
   j["file_bytes"]/1e6, j["compression_ratio"]))'
 
 echo
+echo "== 5b. zero-drop search: paced emitter (chunks of 1000, busy wait), rising rate, ${ZERO_DROP_STEP_S:-10} s per step,"
+echo "   default record options; the recorder's CPU is its rusage less the emitter's own (uprobe programs included)"
+for path in batch single; do
+  echo "-- $path path"
+  python3 bench/zero_drop.py --build $B --path $path
+done
+
+echo
 echo "== 6. codec: plain zstd vs delta/varint + zstd"
 $B/bench/bench_codec
 

@@ -1,7 +1,13 @@
 // The block pipeline under many producers: every event submitted comes out of
 // the writer exactly once, each producer's blocks in submission order.
+#include <bpf/bpf.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <atomic>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <mutex>
 #include <set>
@@ -162,4 +168,59 @@ TEST(RingDrain, DecodesEveryRecordKind) {
   EXPECT_EQ(ch.name, "ingest");
   EXPECT_EQ(ch.id, 77u);
   EXPECT_LT(RingDrain::decode(&c, 4, out, &ch), 0);  // short record
+}
+
+namespace {
+
+// Context switches of every thread of this process but the caller: a thread
+// that polls (yield, short sleeps) switches thousands of times a second, one
+// asleep on a condition variable or in epoll_wait not at all.
+uint64_t other_threads_switches() {
+  uint64_t total = 0;
+  pid_t self = gettid();
+  for (const auto& t : std::filesystem::directory_iterator("/proc/self/task")) {
+    if (t.path().filename() == std::to_string(self)) continue;
+    std::ifstream f(t.path() / "status");
+    for (std::string line; std::getline(f, line);)
+      if (line.rfind("voluntary_ctxt_switches:", 0) == 0 || line.rfind("nonvoluntary_ctxt_switches:", 0) == 0)
+        total += std::stoull(line.substr(line.find(':') + 1));
+  }
+  return total;
+}
+
+}  // namespace
+
+TEST(BlockPipeline, IdleThreadsSleep) {
+  std::atomic<int> frames{0};
+  BlockPipeline pipe([&](const EncodedFrame&) { frames++; }, 100, /*compressors=*/2, 4);
+  Block* b = pipe.acquire();  // one block through, so every thread has run
+  b->events.resize(3);
+  pipe.submit(b);
+  while (frames.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the writer settles
+  uint64_t before = other_threads_switches();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_LE(other_threads_switches() - before, 2u) << "an idle pipeline thread keeps waking up";
+  pipe.finish();
+  EXPECT_EQ(frames.load(), 1);
+}
+
+TEST(RingDrain, IdleDrainSleepsUntilWoken) {
+  int fd = bpf_map_create(BPF_MAP_TYPE_RINGBUF, "idle_ring", 0, 0, 1 << 16, nullptr);
+  ASSERT_GE(fd, 0) << "creating a BPF ring buffer needs root: " << strerror(errno);
+  std::atomic<int> frames{0};
+  {
+    BlockPipeline pipe([&](const EncodedFrame&) { frames++; }, 100, 1, 4);
+    RingDrain drain({fd}, pipe, nullptr);
+    drain.start();
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    uint64_t before = other_threads_switches();
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    EXPECT_LE(other_threads_switches() - before, 2u) << "an idle drain keeps waking up";
+    drain.request_flush();  // nothing to flush: no frame
+    drain.stop_and_flush();
+    pipe.finish();
+  }
+  EXPECT_EQ(frames.load(), 0);
+  close(fd);
 }

@@ -7,16 +7,32 @@
 
 namespace cptrace {
 
-namespace {
-// Idle threads back off to a short sleep: blocks arrive at most every few ms,
-// and a spinning thread would steal one of this machine's two cores.
-void idle(unsigned& spins) {
-  if (++spins < 64)
-    std::this_thread::yield();
-  else
-    std::this_thread::sleep_for(std::chrono::microseconds(200));
+void BlockQueue::push(Block* b) {
+  {
+    std::lock_guard lk(mu_);
+    ring_[(head_ + count_++) % ring_.size()] = b;
+  }
+  cv_.notify_one();
 }
-}  // namespace
+
+bool BlockQueue::pop(Block*& b, bool* waited) {
+  std::unique_lock lk(mu_);
+  if (waited) *waited = count_ == 0 && !closed_;
+  cv_.wait(lk, [this] { return count_ > 0 || closed_; });
+  if (count_ == 0) return false;
+  b = ring_[head_];
+  head_ = (head_ + 1) % ring_.size();
+  count_--;
+  return true;
+}
+
+void BlockQueue::close() {
+  {
+    std::lock_guard lk(mu_);
+    closed_ = true;
+  }
+  cv_.notify_all();
+}
 
 BlockPipeline::BlockPipeline(Sink sink, size_t block_events, unsigned compressors,
                              size_t blocks_in_flight, int zstd_level)
@@ -24,7 +40,11 @@ BlockPipeline::BlockPipeline(Sink sink, size_t block_events, unsigned compressor
       storage_(blocks_in_flight), free_(blocks_in_flight), ready_(blocks_in_flight),
       done_(blocks_in_flight) {
   for (auto& b : storage_) {
-    b.events.reserve(block_events_);
+    // Touched now, not when the first events arrive: first-touch page faults of
+    // tens of MB cost the drain so much time that the rings overflow in the
+    // first second of a fast recording.
+    b.events.resize(block_events_);
+    b.events.clear();
     free_.push(&b);
   }
   for (unsigned i = 0; i < std::max(1u, compressors); ++i)
@@ -36,12 +56,8 @@ BlockPipeline::~BlockPipeline() { finish(); }
 
 Block* BlockPipeline::acquire() {
   Block* b = nullptr;
-  unsigned spins = 0;
   bool waited = false;
-  while (!free_.pop(b)) {
-    waited = true;
-    idle(spins);
-  }
+  free_.pop(b, &waited);  // never closed
   if (waited) stats_.producer_waits++;
   b->events.clear();
   b->precoded = false;
@@ -49,11 +65,11 @@ Block* BlockPipeline::acquire() {
 }
 
 void BlockPipeline::submit(Block* b) {
-  // seq assignment and push must be atomic together, or a later seq could sit in
-  // the queue ahead of an earlier one; that is fine (the writer reorders), but a
-  // seq must never be skipped, so assign before pushing.
-  b->seq = next_seq_.fetch_add(1);
-  while (!ready_.push(b)) std::this_thread::yield();
+  // Sequence numbers are handed out in queue order, so compressors take blocks
+  // oldest first; with several compressors the writer still reorders.
+  std::lock_guard lk(submit_mu_);
+  b->seq = next_seq_++;
+  ready_.push(b);
 }
 
 void BlockPipeline::submit_frame(EncodedFrame f) {
@@ -63,39 +79,25 @@ void BlockPipeline::submit_frame(EncodedFrame f) {
   submit(b);
 }
 
-void BlockPipeline::give_back(Block* b) {
-  while (!free_.push(b)) std::this_thread::yield();
-}
+void BlockPipeline::give_back(Block* b) { free_.push(b); }
 
+// Until finish() closes ready_ and it is empty.
 void BlockPipeline::compress_loop() {
-  unsigned spins = 0;
-  for (;;) {
-    Block* b = nullptr;
-    if (!ready_.pop(b)) {
-      if (stopping_.load() && ready_.empty()) return;
-      idle(spins);
-      continue;
-    }
-    spins = 0;
+  Block* b = nullptr;
+  while (ready_.pop(b)) {
     // Reuses the block's payload buffer: no allocation per frame.
     if (!b->precoded) encode_events_into(b->events.data(), b->events.size(), zstd_level_, b->frame);
-    while (!done_.push(b)) std::this_thread::yield();
+    done_.push(b);
   }
 }
 
+// Until finish() closes done_ (after the last compressor ended) and it is empty.
 void BlockPipeline::write_loop() {
   std::map<uint64_t, Block*> pending;  // out-of-order arrivals from several compressors
   uint64_t next = 0;
-  unsigned spins = 0;
-  for (;;) {
-    Block* b = nullptr;
-    if (done_.pop(b)) {
-      pending.emplace(b->seq, b);
-      spins = 0;
-    } else {
-      if (stopping_.load() && next == next_seq_.load() && pending.empty()) return;
-      idle(spins);
-    }
+  Block* b = nullptr;
+  while (done_.pop(b)) {
+    pending.emplace(b->seq, b);
     for (auto it = pending.begin(); it != pending.end() && it->first == next;
          it = pending.erase(it), ++next) {
       Block* w = it->second;
@@ -103,7 +105,6 @@ void BlockPipeline::write_loop() {
         discard_block(w);
       else
         write_block(w);
-      written_seq_.store(next + 1);
       give_back(w);
     }
   }
@@ -151,7 +152,9 @@ uint64_t DiscardedRecords::events() const {
 
 void BlockPipeline::finish() {
   if (stopping_.exchange(true)) return;
+  ready_.close();
   for (auto& t : compressors_) t.join();
+  done_.close();
   writer_.join();
 }
 

@@ -1,26 +1,30 @@
 // Collector back half: fixed-size blocks of decoded events travel through
-// lock-free queues to compression threads and then, in order, to one writer.
+// blocking queues to compression threads and then, in order, to one writer.
 //
 //   producer(s) --submit()--> [ready queue] --> N compressor threads
 //        --> [done queue] --> writer thread (reorders by sequence) --> TraceWriter
 //
-// Blocks are recycled through a lock-free free list, so steady state allocates
-// nothing. When every block is in flight the producer waits (backpressure): the
-// kernel rings then fill and their drops are counted there — nothing is lost
-// without being counted.
+// Blocks are recycled through a free list, so steady state allocates nothing.
+// Every idle thread sleeps on its queue's condition variable: no stage polls,
+// because on a machine with few CPUs each cycle a recorder thread spends
+// looking for work is taken from the traced application. A queue operation
+// happens once per block (thousands of events), so a mutex costs nothing
+// measurable. When every block is in flight the producer waits (backpressure):
+// the kernel rings then fill and their drops are counted there — nothing is
+// lost without being counted.
 //
 // When the sink throws (disk full, I/O error) the pipeline stops writing but
 // keeps consuming: every later block is discarded and its events counted in
 // discarded(), so the recorder can count them as dropped and stop cleanly.
 #pragma once
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <boost/lockfree/queue.hpp>
 
 #include "trace/block_codec.h"
 #include "trace/trace_format.h"
@@ -55,6 +59,26 @@ struct DiscardedRecords {
 struct SinkFailure {
   std::string what;
   int error = 0;  // errno value when it was a std::system_error, else 0
+};
+
+// A FIFO of blocks whose consumers sleep until a block or close() arrives.
+// Its capacity is the pipeline's block count, so push() never waits.
+class BlockQueue {
+ public:
+  explicit BlockQueue(size_t capacity) : ring_(capacity) {}
+  void push(Block* b);
+  // The oldest block; waits for one. False once closed and empty. *waited:
+  // set when the call had to sleep.
+  bool pop(Block*& b, bool* waited = nullptr);
+  // Wakes every waiter; pop() still returns what is queued.
+  void close();
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<Block*> ring_;
+  size_t head_ = 0, count_ = 0;
+  bool closed_ = false;
 };
 
 class BlockPipeline {
@@ -97,9 +121,9 @@ class BlockPipeline {
   size_t block_events_;
   int zstd_level_;
   std::vector<Block> storage_;
-  boost::lockfree::queue<Block*> free_, ready_, done_;
-  std::atomic<uint64_t> next_seq_{0};
-  std::atomic<uint64_t> written_seq_{0};
+  BlockQueue free_, ready_, done_;
+  std::mutex submit_mu_;  // a sequence number and its place in ready_ go together
+  uint64_t next_seq_ = 0;
   std::atomic<bool> stopping_{false};
   std::vector<std::thread> compressors_;
   std::thread writer_;

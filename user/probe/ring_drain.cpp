@@ -1,6 +1,9 @@
 #include "probe/ring_drain.h"
 
 #include <bpf/libbpf.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <stdexcept>
@@ -22,17 +25,46 @@ RingDrain::RingDrain(const std::vector<int>& ring_fds, BlockPipeline& pipeline,
     if (err) throw std::runtime_error("ring buffer setup failed: " + std::string(strerror(-err)));
   }
   scratch_.reserve(CP_BATCH_MAX);
+  // One epoll set over libbpf's (which holds every ring) and the eventfd.
+  epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
+  wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  bool ok = epoll_fd_ >= 0 && wake_fd_ >= 0;
+  if (ok && rb_) ok = epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, ring_buffer__epoll_fd(rb_), &ev) == 0;
+  if (ok) ok = epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &ev) == 0;
+  if (!ok) {
+    int err = errno;
+    if (epoll_fd_ >= 0) close(epoll_fd_);
+    if (wake_fd_ >= 0) close(wake_fd_);
+    ring_buffer__free(rb_);
+    throw std::runtime_error("ring drain epoll setup failed: " + std::string(strerror(err)));
+  }
 }
 
 RingDrain::~RingDrain() {
   if (thread_.joinable()) stop_and_flush();
   ring_buffer__free(rb_);
+  close(epoll_fd_);
+  close(wake_fd_);
 }
 
 void RingDrain::start() { thread_ = std::thread([this] { loop(); }); }
 
+void RingDrain::wake() {
+  uint64_t one = 1;
+  ssize_t n = write(wake_fd_, &one, sizeof one);
+  (void)n;  // only fails when the counter is near 2^64: a wakeup is pending anyway
+}
+
+void RingDrain::request_flush() {
+  flush_requested_.store(true);
+  wake();
+}
+
 void RingDrain::stop_and_flush() {
   stop_.store(true);
+  wake();
   if (thread_.joinable()) thread_.join();
 }
 
@@ -138,13 +170,17 @@ void RingDrain::flush_block() {
 
 void RingDrain::loop() {
   while (!stop_.load()) {
-    ring_buffer__poll(rb_, poll_ms_);
-    // poll() returns after the first ready ring; consume() empties all of them.
-    ring_buffer__consume(rb_);
+    epoll_event ev[2];
+    epoll_wait(epoll_fd_, ev, 2, poll_ms_);
+    uint64_t n;
+    ssize_t r = read(wake_fd_, &n, sizeof n);  // nonblocking: resets the eventfd if it fired
+    (void)r;
+    // Empties every ring, whichever woke us.
+    if (rb_) ring_buffer__consume(rb_);
     if (flush_requested_.exchange(false)) flush_block();
   }
   // Probes are detached by now: what is left in the rings is final.
-  while (ring_buffer__consume(rb_) > 0) {
+  while (rb_ && ring_buffer__consume(rb_) > 0) {
   }
   flush_block();
   if (cur_) pipeline_.give_back(cur_);  // acquired but still empty

@@ -1,7 +1,10 @@
 // Collector front half: drains the per-CPU BPF ring buffers into pipeline
-// blocks. One thread; it polls with a timeout because the BPF side wakes it
-// only past a fill threshold (a per-event wakeup would cost the application
-// ~8 us per event).
+// blocks. One thread, asleep in epoll_wait on the rings and on an eventfd: the
+// BPF side wakes it only once a ring holds its wakeup threshold (a per-event
+// wakeup would cost the application ~8 us per event), and the recorder's
+// periodic flush, stop_and_flush() and request_flush() wake it through the
+// eventfd, so what stays below the threshold waits at most one flush period.
+// A timeout (poll_ms) only bounds the sleep should every wakeup be missed.
 #pragma once
 #include <atomic>
 #include <functional>
@@ -24,7 +27,7 @@ class RingDrain {
   // ring_fds: one BPF ring buffer per CPU. on_channel: called (on the drain
   // thread) for every channel-name record.
   RingDrain(const std::vector<int>& ring_fds, BlockPipeline& pipeline, ChannelFn on_channel,
-            int poll_ms = 5);
+            int poll_ms = 1000);
   ~RingDrain();
 
   void start();
@@ -33,7 +36,7 @@ class RingDrain {
   void stop_and_flush();
   // Hands the current partial block on now (periodic flush, so a SIGKILL loses
   // at most one flush period). Thread-safe: executed by the drain thread.
-  void request_flush() { flush_requested_.store(true); }
+  void request_flush();
 
   // Test-only simulated clock applied to TSC-timebase events (the batch path);
   // set before start().
@@ -55,11 +58,14 @@ class RingDrain {
   void loop();
   void push_events(const TraceEvent* ev, size_t n);
   void flush_block();
+  void wake();
 
   BlockPipeline& pipeline_;
   ChannelFn on_channel_;
   int poll_ms_;
   ring_buffer* rb_ = nullptr;
+  int epoll_fd_ = -1;  // the rings (libbpf's epoll set) and wake_fd_
+  int wake_fd_ = -1;   // eventfd: flush or stop requested
   Block* cur_ = nullptr;
   std::vector<TraceEvent> scratch_;
   std::set<uint32_t> pids_;

@@ -115,11 +115,19 @@ void finish_frame(EncodedFrame& out, FrameType type, const uint8_t* raw, size_t 
   out.hdr.count = count;
   out.payload.clear();
   if (level != 0 && raw_len > 0) {
-    out.payload.resize(ZSTD_compressBound(raw_len));
-    size_t c = ZSTD_compressCCtx(cctx(), out.payload.data(), out.payload.size(), raw, raw_len, level);
+    // Compressed into a per-thread buffer that only grows, then copied: resizing
+    // the payload to the bound would zero-fill it, for every frame.
+    thread_local std::unique_ptr<uint8_t[]> buf;
+    thread_local size_t buf_size = 0;
+    size_t bound = ZSTD_compressBound(raw_len);
+    if (buf_size < bound) {
+      buf.reset(new uint8_t[bound]);
+      buf_size = bound;
+    }
+    size_t c = ZSTD_compressCCtx(cctx(), buf.get(), bound, raw, raw_len, level);
     if (ZSTD_isError(c)) throw std::runtime_error(std::string("zstd: ") + ZSTD_getErrorName(c));
     if (c < raw_len) {
-      out.payload.resize(c);
+      out.payload.assign(buf.get(), buf.get() + c);
       out.hdr.flags = kFrameZstd;
       seal_frame(out.hdr, out.payload.data(), out.payload.size());
       return;

@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""Zero-drop search: the highest paced rate `cptrace record` keeps without a drop.
+
+  zero_drop.py --build DIR --path batch|single [--rates R1,R2,...] [--step-s S]
+               [--cptrace BIN] [--record-arg ARG]...
+
+For each rate, rising, the paced emitter (bench_logts --rate) runs for S seconds
+(default $ZERO_DROP_STEP_S, else 10) under `cptrace record` with default
+options. A step passes when the trace counts 0 dropped events; the search stops
+at the first step with drops, or when the emitter itself cannot reach the rate.
+Per step it prints what was emitted, recorded and dropped, and the recorder's
+CPU time: the rusage of `cptrace record` (its waited-for child included) less
+the CPU the emitter reports for itself (which includes the uprobe programs, as
+they run in the emitter). Figures only; nothing passes or fails on them.
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+DEFAULT_RATES = {
+    "batch": [5e6, 10e6, 15e6, 20e6, 25e6, 30e6, 40e6],
+    "single": [0.5e6, 1e6, 1.5e6, 2e6, 2.5e6, 3e6, 4e6, 5e6, 6e6],
+}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", default="build")
+    ap.add_argument("--cptrace", help="the recorder binary (default BUILD/cptrace)")
+    ap.add_argument("--path", choices=["batch", "single"], required=True)
+    ap.add_argument("--rates", help="comma-separated events/s, rising")
+    ap.add_argument("--step-s", type=float, default=float(os.environ.get("ZERO_DROP_STEP_S", "10")))
+    ap.add_argument("--record-arg", action="append", default=[])
+    args = ap.parse_args()
+    rates = [float(r) for r in args.rates.split(",")] if args.rates else DEFAULT_RATES[args.path]
+
+    best = None
+    with tempfile.TemporaryDirectory(prefix="cptrace-zero-drop.") as tmp:
+        for i, rate in enumerate(rates):
+            out_dir = os.path.join(tmp, f"step{i}")
+            cmd = [args.cptrace or os.path.join(args.build, "cptrace"), "record", "--no-progress",
+                   *args.record_arg, "-o", out_dir, "--",
+                   os.path.join(args.build, "bench", "bench_logts"), "--only", args.path,
+                   "--rate", str(int(rate)), "--seconds", str(args.step_s)]
+            with open(os.path.join(tmp, "err"), "w+") as ef:
+                p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=ef)
+                out = p.stdout.read().decode()
+                _, status, ru = os.wait4(p.pid, 0)  # the recorder's rusage, its waited-for child included
+                ef.seek(0)
+                err = ef.read()
+            p.returncode = os.waitstatus_to_exitcode(status)
+            m = re.search(r"paced path=\S+ target=\S+ n=(\d+) achieved=(\S+) late_ms=\S+ cpu_s=(\S+)", out)
+            if p.returncode != 0 or not m:
+                print(f"  {rate / 1e6:6.2f} M/s: run failed (exit {p.returncode})\n{err}{out}", file=sys.stderr)
+                break
+            emitted, achieved, emitter_cpu = int(m.group(1)), float(m.group(2)), float(m.group(3))
+            meta = json.load(open(os.path.join(out_dir, "meta.json")))
+            recorded = meta["recorded_events"]
+            dropped = sum(meta["counters"]["dropped"])
+            rec_cpu = ru.ru_utime + ru.ru_stime - emitter_cpu
+            # The emitter's cp_close_channel() is one more recorded event.
+            balance = "" if recorded + dropped == emitted + 1 else f"  MISMATCH: recorded + dropped != emitted + 1"
+            print(f"  {rate / 1e6:6.2f} M/s target, {achieved / 1e6:6.2f} M/s achieved: {emitted} emitted, "
+                  f"{recorded} recorded, {dropped} dropped; recorder {rec_cpu:.2f} CPU s = "
+                  f"{rec_cpu / (emitted / 1e6):.4f} CPU s per M events{balance}", flush=True)
+            if achieved < 0.98 * rate:
+                print(f"  (the emitter cannot reach {rate / 1e6:.2f} M/s on this path: search ends)")
+                break
+            if dropped:
+                break
+            best = (rate, rec_cpu / (emitted / 1e6))
+    if best:
+        print(f"  highest zero-drop rate ({args.path}, {args.step_s:g} s per step): {best[0] / 1e6:.2f} M events/s, "
+              f"recorder {best[1]:.4f} CPU s per M events")
+    else:
+        print(f"  no zero-drop rate among those tried ({args.path})")
+
+
+if __name__ == "__main__":
+    main()
