@@ -9,7 +9,6 @@ PKGS=(
   clang llvm libclang-rt-14-dev            # BPF target, libFuzzer + ASan runtime
   libbpf-dev bpftool libelf-dev zlib1g-dev # BPF loader, skeleton generator, its deps
   libzstd-dev                              # frame compression
-  libboost-dev                             # Boost.Lockfree queues
   libcli11-dev                             # command line
   nlohmann-json3-dev libfmt-dev            # trace metadata (JSON), formatting
   libssl-dev                               # HMAC-SHA256 of MinRTT probes (OpenSSL libcrypto)
@@ -19,6 +18,7 @@ PKGS=(
   babeltrace2                              # tests: reads `cptrace export ctf` output
   chromium                                 # tests: renders `cptrace report` headless
   time                                     # tests: peak memory of the exporters (GNU time)
+  python3                                  # bench: figure scripts (run.sh, zero_drop.py)
 )
 
 missing=()
