@@ -167,16 +167,21 @@ bool Responder::verified(const sockaddr_storage& from, const minrtt::Message& pr
   return cookies_.check(src, probe.reply_port, now, probe.a, probe.b);
 }
 
+minrtt::Message Responder::answer_to(minrtt::MsgType t, const minrtt::Message& probe) {
+  minrtt::Message a;
+  a.type = t;
+  a.session = session_;
+  a.seq = ++seq_;
+  a.echo_session = probe.session;
+  a.echo_seq = probe.seq;
+  a.node = opt_.node;
+  return a;
+}
+
 // One datagram, the probe's size, from the listening socket (no transmit stamp
 // queued for it).
 void Responder::send_cookie(const sockaddr_storage& to, socklen_t len, const minrtt::Message& probe, int64_t now) {
-  minrtt::Message c;
-  c.type = minrtt::MsgType::Cookie;
-  c.session = session_;
-  c.seq = ++seq_;
-  c.echo_session = probe.session;
-  c.echo_seq = probe.seq;
-  c.node = opt_.node;
+  minrtt::Message c = answer_to(minrtt::MsgType::Cookie, probe);
   auto ck = cookies_.make(source_key(to), probe.reply_port, now);
   c.a = ck[0];
   c.b = ck[1];
@@ -228,13 +233,7 @@ void Responder::serve_one() {
     send_cookie(to, fl, m, now);
     return;
   }
-  minrtt::Message r;
-  r.type = minrtt::MsgType::Reply;
-  r.session = session_;
-  r.seq = ++seq_;
-  r.echo_session = m.session;
-  r.echo_seq = m.seq;
-  r.node = opt_.node;
+  minrtt::Message r = answer_to(minrtt::MsgType::Reply, m);
   r.a = sc.user_tsc(u2);
   uint64_t u3 = rdtsc_now();
   r.b = sc.user_tsc(u3);

@@ -78,6 +78,8 @@ class Responder {
   bool allow(const sockaddr_storage& from, int64_t now_ns);
   bool verified(const sockaddr_storage& from, const minrtt::Message& probe, int64_t now_ns) const;
   void send_cookie(const sockaddr_storage& to, socklen_t len, const minrtt::Message& probe, int64_t now_ns);
+  // An answer of type `t` to `probe`: this responder's session, next seq and node, echoing the probe.
+  minrtt::Message answer_to(minrtt::MsgType t, const minrtt::Message& probe);
 
   ResponderOptions opt_;
   int rx_ = -1, tx_ = -1;
