@@ -434,6 +434,62 @@ int BPF_KPROBE(cp_channel_closed, __u64 channel)
 	return record_event(CP_REC_CLOSE, bpf_ktime_get_ns(), channel, 0);
 }
 
+/* ---- Following the process tree -------------------------------------------
+ * A process forked by a followed process is followed too, from the fork on:
+ * the recorder, told through proc_events, attaches the uprobes to its pid
+ * (the child waits for that: lib/follow_wait.c). Threads share their process's
+ * uprobes and are not reported. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, CP_FOLLOW_MAX);
+	__type(key, __u32);
+	__type(value, __u8);
+} followed SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 256 << 10);
+} proc_events SEC(".maps");
+
+static __always_inline void report_proc(__u32 kind, __u32 tgid, __u32 parent)
+{
+	struct cp_proc_rec *r = bpf_ringbuf_reserve(&proc_events, sizeof(*r), 0);
+	if (!r) {
+		cp_count_atomic(&counters, CP_CNT_FOLLOW_LOST, 1); /* not a uprobe: may interrupt one */
+		return;
+	}
+	r->kind = kind;
+	r->tgid = tgid;
+	r->parent = parent;
+	r->pad = 0;
+	bpf_ringbuf_submit(r, 0);
+}
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(cp_follow_fork, struct task_struct *parent, struct task_struct *child)
+{
+	__u32 ptgid = parent->tgid, ctgid = child->tgid;
+	if (ctgid == ptgid || !bpf_map_lookup_elem(&followed, &ptgid))
+		return 0;
+	__u8 one = 1;
+	if (bpf_map_update_elem(&followed, &ctgid, &one, BPF_ANY)) {
+		cp_count_atomic(&counters, CP_CNT_FOLLOW_LOST, 1);
+		return 0;
+	}
+	report_proc(CP_PROC_FORK, ctgid, ptgid);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(cp_follow_exit, struct task_struct *p, bool group_dead)
+{
+	__u32 tgid = p->tgid;
+	if (!group_dead || bpf_map_delete_elem(&followed, &tgid))
+		return 0;
+	report_proc(CP_PROC_EXIT, tgid, 0);
+	return 0;
+}
+
 /* Does nothing: the baseline "empty optimized uprobe" that `cptrace check` and the
  * benchmarks measure cp_logTS against. */
 SEC("uprobe")

@@ -71,6 +71,23 @@ struct cp_channel_rec {
 	char name[CP_CHANNEL_NAME_MAX];
 };
 
+/* ---- Following a process tree (record -p / -- CMD, bpf/cptrace.bpf.c) ----------
+ * The `proc_events` ring tells the recorder that a followed process forked a
+ * new process (it then attaches to the child's pid) or that one ended. */
+#define CP_FOLLOW_MAX 65536 /* processes followed at once */
+
+enum cp_proc_kind {
+	CP_PROC_FORK = 1,
+	CP_PROC_EXIT = 2,
+};
+
+struct cp_proc_rec {
+	__u32 kind;   /* enum cp_proc_kind */
+	__u32 tgid;   /* the new or ended process */
+	__u32 parent; /* CP_PROC_FORK: the forking process */
+	__u32 pad;
+};
+
 /* Index of the per-CPU counters in the BPF `counters` percpu array. Counts are
  * in events (a dropped batch of n counts n), so that
  *   recorded + dropped == emitted   holds exactly. */
@@ -82,6 +99,7 @@ enum cp_counter {
 	                      * recorded + dropped + filtered == seen */
 	CP_CNT_SERIES_LOST = 4, /* `counter` events whose CP_REC_COUNT record was lost
 	                         * (they are also in FILTERED: this says the series misses them) */
+	CP_CNT_FOLLOW_LOST = 5, /* forks of followed processes the recorder was not told of */
 	CP_CNT_MAX = 8,
 };
 

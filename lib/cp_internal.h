@@ -15,4 +15,11 @@
 CP_HIDDEN const char *cp_registry_add(uint64_t id, const char *name);
 CP_HIDDEN void cp_registry_mark_closed(uint64_t id);
 
+/* follow_wait.c: where `cptrace record` lists the processes it follows. */
+#define CP_FOLLOW_DIR "/run/cptrace/follow"
+/* 1 if a live recorder follows the parent but is not attached to us yet. */
+CP_HIDDEN int cp_follow_expected(void);
+/* Waits (bounded) until the recorder is attached to this process. */
+CP_HIDDEN void cp_follow_wait(void);
+
 #endif

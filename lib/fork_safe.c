@@ -99,6 +99,7 @@ static void write_nop5(uintptr_t page)
 	close(fd);
 }
 
+/* Then a child of a followed process waits for its recorder (follow_wait.c). */
 CP_HIDDEN void cp_fork_repair_child(void)
 {
 	for (int i = 0; i < n_pages; i++) {
@@ -108,6 +109,8 @@ CP_HIDDEN void cp_fork_repair_child(void)
 		if (remap_from_file(p) != 0 || page_has_call_site(p->addr))
 			write_nop5(p->addr);
 	}
+	if (cp_follow_expected())
+		cp_follow_wait();
 }
 
 /* The /proc/self/maps line of the mapping holding `addr`, parsed into `p`. */
@@ -169,4 +172,7 @@ CP_HIDDEN void cp_fork_safe_init(void)
 		}
 	}
 	pthread_atfork(NULL, NULL, cp_fork_repair_child);
+	/* Started by a followed process without fork() (posix_spawn, vfork+exec). */
+	if (cp_follow_expected())
+		cp_follow_wait();
 }

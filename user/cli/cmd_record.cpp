@@ -40,7 +40,8 @@ SubcommandRunner add_record_command(CLI::App& app) {
   record->add_option("--lib", rec->libs, "ELF file holding the probe stubs (libcptrace.so, libcptrace_jni.so or a static executable); repeatable")
       ->allow_extra_args(false);  // one path per --lib, so `--lib X -- CMD` still ends at --
   record->add_option("--duration", rec->duration_s, "stop after SEC seconds")->check(CLI::NonNegativeNumber);
-  record->add_option("-p,--pid", rec->pid, "record only this running process (late attach)")->check(CLI::PositiveNumber);
+  record->add_option("-p,--pid", rec->pid, "record this running process (late attach) and the children it forks from now on")->check(CLI::PositiveNumber);
+  record->add_flag("!--no-inherit", rec->inherit, "-p / -- CMD: record that one process only, not the children it forks");
   record->add_option("--node", rec->node, "node name written into the trace (default: host name)");
   record->add_flag("-f,--force", rec->overwrite, "overwrite an existing trace in the directory");
   record->add_flag("!--no-progress", rec->progress, "no progress line on the terminal");

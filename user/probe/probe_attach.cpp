@@ -25,9 +25,17 @@ std::string explain_bpf_error(int err, const std::string& what) {
 
 Probes::Probes(const ProbeOptions& opt) {
   if (opt.targets.empty() && !opt.allow_no_targets) throw std::runtime_error("no target library or executable to attach to");
+  targets_ = opt.targets;
   skel_ = cptrace_bpf::open();
   if (!skel_) throw std::runtime_error(explain_bpf_error(errno, "opening the BPF object"));
-  skel_->rodata->filter_tgid = opt.filter_tgid;
+  follow_ = opt.follow && opt.filter_tgid;
+  // Following, the uprobes are scoped by pid to each process of the tree, whose
+  // tgids the BPF side cannot know in advance: it filters nothing then.
+  skel_->rodata->filter_tgid = follow_ ? 0 : opt.filter_tgid;
+  if (!follow_) {
+    bpf_program__set_autoload(skel_->progs.cp_follow_fork, false);
+    bpf_program__set_autoload(skel_->progs.cp_follow_exit, false);
+  }
   skel_->rodata->wakeup_bytes = opt.wakeup_bytes;
   int ncpu = libbpf_num_possible_cpus();
   if (ncpu <= 0) throw std::runtime_error(explain_bpf_error(ncpu, "counting CPUs"));
@@ -38,7 +46,8 @@ Probes::Probes(const ProbeOptions& opt) {
     throw std::runtime_error(explain_bpf_error(err, "loading the BPF programs"));
   create_rings(opt.ring_bytes);
   if (opt.before_attach) opt.before_attach(*this);
-  for (const auto& t : opt.targets) attach_target(t, opt.filter_tgid);
+  if (follow_) start_following(opt.filter_tgid);
+  for (const auto& t : opt.targets) attach_target(t, opt.filter_tgid, links_);
 }
 
 Probes::~Probes() {
@@ -61,7 +70,24 @@ static bool defines_symbol(const std::string& path, const char* symbol) {
   }
 }
 
-void Probes::attach_target(const std::string& path, uint32_t tgid) {
+void Probes::start_following(uint32_t root) {
+  uint8_t one = 1;
+  if (bpf_map_update_elem(bpf_map__fd(skel_->maps.followed), &root, &one, BPF_ANY) != 0)
+    throw std::runtime_error(explain_bpf_error(errno, "adding the recorded process to the followed set"));
+  for (bpf_program* p : {skel_->progs.cp_follow_fork, skel_->progs.cp_follow_exit}) {
+    bpf_link* l = bpf_program__attach(p);
+    if (!l)
+      throw std::runtime_error(explain_bpf_error(
+          errno, std::string("attaching ") + bpf_program__name(p) +
+                     " (following child processes needs tp_btf; --no-inherit records the process alone)"));
+    follow_links_.push_back(l);
+  }
+}
+
+// Sites in attach order: cp_logTS last, because a new process of a followed
+// tree waits until its cp_logTS holds a breakpoint (lib/follow_wait.c), and
+// must find the other sites attached by then.
+void Probes::attach_target(const std::string& path, uint32_t tgid, std::vector<bpf_link*>& out) {
   struct Site {
     bpf_program* prog;
     const char* symbol;
@@ -69,13 +95,13 @@ void Probes::attach_target(const std::string& path, uint32_t tgid) {
     uint64_t cookie = 0;
   };
   const Site sites[] = {
-      {skel_->progs.cp_logTS, "cp_logTS", true},
       {skel_->progs.cp_batch_submit, "cp_batch_submit", true, CP_COOKIE_BATCH_TSC},
       {skel_->progs.cp_channel_announce, "cp_channel_announce", true},
       {skel_->progs.cp_channel_closed, "cp_channel_closed", true},
       // libcptrace_jni.so (jni/) only: attached where the file defines them.
       {skel_->progs.cp_jni_logTS, "Java_cp_Cloudprofiler_logTS", false},
       {skel_->progs.cp_batch_submit, "cp_batch_submit_mono", false, CP_COOKIE_BATCH_MONO},
+      {skel_->progs.cp_logTS, "cp_logTS", true},
   };
   if (access(path.c_str(), R_OK) != 0)
     throw std::runtime_error("--lib " + path + ": " + strerror(errno));
@@ -96,12 +122,18 @@ void Probes::attach_target(const std::string& path, uint32_t tgid) {
           err, "attaching a uprobe to " + path + ":" + s.symbol +
                    (err == ENOENT ? " (symbol not found: is this a cptrace-instrumented ELF?)" : "")));
     }
-    links_.push_back(l);
-    attached_.push_back(path + ":" + s.symbol);
+    out.push_back(l);
+    if (&out == &links_) attached_.push_back(path + ":" + s.symbol);
   }
 }
 
 void Probes::detach() {
+  std::lock_guard lk(proc_mu_);
+  for (auto* l : follow_links_) bpf_link__destroy(l);  // no new children first
+  follow_links_.clear();
+  for (auto& [tgid, v] : proc_links_)
+    for (auto* l : v) bpf_link__destroy(l);
+  proc_links_.clear();
   for (auto* l : links_) bpf_link__destroy(l);
   links_.clear();
 }
@@ -114,6 +146,48 @@ Counters Probes::read_counters() const {
   c.filtered = read_per_cpu_counter(fd, CP_CNT_FILTERED);
   c.series_lost = read_per_cpu_counter(fd, CP_CNT_SERIES_LOST);
   return c;
+}
+
+int Probes::proc_events_fd() const { return follow_ ? bpf_map__fd(skel_->maps.proc_events) : -1; }
+
+bool Probes::attach_process(uint32_t tgid) {
+  std::vector<bpf_link*> v;
+  try {
+    std::lock_guard lk(proc_mu_);
+    if (follow_links_.empty()) return false;  // detached: stopping
+    for (const auto& t : targets_) attach_target(t, tgid, v);
+    proc_links_[tgid] = std::move(v);
+    return true;
+  } catch (const std::exception&) {
+    for (auto* l : v) bpf_link__destroy(l);
+    return false;  // gone already (ESRCH), or it can no longer be attached
+  }
+}
+
+// Slow (the kernel waits for a grace period per uprobe), hence outside the
+// lock: attaching to new children must not wait for it.
+void Probes::detach_process(uint32_t tgid) {
+  std::vector<bpf_link*> v;
+  {
+    std::lock_guard lk(proc_mu_);
+    auto it = proc_links_.find(tgid);
+    if (it == proc_links_.end()) return;
+    v = std::move(it->second);
+    proc_links_.erase(it);
+  }
+  for (auto* l : v) bpf_link__destroy(l);
+}
+
+uint64_t Probes::follow_lost() const {
+  auto v = read_per_cpu_counter(bpf_map__fd(skel_->maps.counters), CP_CNT_FOLLOW_LOST);
+  uint64_t n = 0;
+  for (auto x : v) n += x;
+  return n;
+}
+
+size_t Probes::followed_processes() const {
+  std::lock_guard lk(proc_mu_);
+  return proc_links_.size();
 }
 
 int Probes::handlers_fd() const { return bpf_map__fd(skel_->maps.handlers); }

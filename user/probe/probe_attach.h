@@ -4,6 +4,8 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -17,6 +19,9 @@ namespace cptrace {
 struct ProbeOptions {
   std::vector<std::string> targets;  // ELF files holding cp_logTS
   uint32_t filter_tgid = 0;          // 0: every process; else uprobes in it only
+  // With filter_tgid: also the processes it forks from now on, each attached
+  // by pid when the kernel reports its fork (attach_process()).
+  bool follow = false;
   uint32_t ring_bytes = 16u << 20;   // per CPU, power of two
   uint64_t wakeup_bytes = 1u << 20;  // BPF wakes the drain past this fill
   // Called after the programs are loaded, before any uprobe is attached (the
@@ -42,16 +47,31 @@ class Probes {
   int last_slots_fd() const;
   int count_slots_fd() const;
   void enable_handlers();
+  // Following the tree: the ring of cp_proc_rec (-1 when not following), and
+  // attaching to / detaching from one process of it. attach_process() returns
+  // false when the process is already gone. detach_process() takes tens of
+  // milliseconds (a kernel grace period per uprobe).
+  int proc_events_fd() const;
+  bool attach_process(uint32_t tgid);
+  void detach_process(uint32_t tgid);
+  size_t followed_processes() const;
+  uint64_t follow_lost() const;  // forks the kernel could not report
   // "path:symbol" for every attached probe.
   const std::vector<std::string>& attached() const { return attached_; }
 
  private:
   void create_rings(uint32_t ring_bytes);
-  void attach_target(const std::string& path, uint32_t tgid);
+  void attach_target(const std::string& path, uint32_t tgid, std::vector<bpf_link*>& out);
+  void start_following(uint32_t root);
 
   cptrace_bpf* skel_ = nullptr;
   std::vector<int> ring_fds_;
   std::vector<bpf_link*> links_;
+  bool follow_ = false;
+  std::vector<std::string> targets_;
+  mutable std::mutex proc_mu_;  // the follower thread attaches while stop detaches
+  std::map<uint32_t, std::vector<bpf_link*>> proc_links_;
+  std::vector<bpf_link*> follow_links_;  // the fork/exit tracepoints
   std::vector<std::string> attached_;
 };
 

@@ -23,6 +23,7 @@
 #include "probe/proc_registry.h"
 #include "probe/ring_drain.h"
 #include "record/channel_table.h"
+#include "record/process_follower.h"
 #include "record/control_socket.h"
 #include "record/held_command.h"
 #include "sync/minrtt_record.h"
@@ -157,6 +158,7 @@ class Recording {
   ClockTransform sim_;
   std::unique_ptr<HandlerTable> handlers_;
   std::unique_ptr<Probes> probes_;
+  std::unique_ptr<ProcessFollower> follower_;  // goes before probes_
   std::unique_ptr<NetCapture> net_;
   std::unique_ptr<MinrttRecording> minrtt_;
   std::vector<SyncRound> sync_rounds_;
@@ -201,6 +203,7 @@ void Recording::load_and_attach() {
   ProbeOptions po;
   po.targets = targets_;
   po.filter_tgid = filter_;
+  po.follow = opt_.inherit && filter_ && !targets_.empty();
   po.ring_bytes = targets_.empty() ? 64 << 10 : opt_.ring_mb << 20;  // network only: rings stay empty
   po.wakeup_bytes = (opt_.ring_mb << 20) / 4;
   po.allow_no_targets = opt_.net.enabled;
@@ -209,6 +212,7 @@ void Recording::load_and_attach() {
     handlers_->set_rules(std::move(rules_));
   };
   probes_ = std::make_unique<Probes>(po);
+  if (po.follow) follower_ = std::make_unique<ProcessFollower>(*probes_, pid_t(filter_));
   if (opt_.net.enabled) {
     NetOptions no = opt_.net;
     no.pid = filter_;
@@ -278,7 +282,10 @@ void Recording::start_drains() {
   if (child_) child_->release();
   fprintf(stderr, "cptrace record: attached %zu probes in %zu file(s)%s%s, writing %s\n",
           probes_->attached().size(), targets_.size(), net_ ? " + network capture" : "",
-          filter_ ? fmt::format(", pid {}", filter_).c_str() : ", all processes", opt_.out_dir.c_str());
+          !filter_     ? ", all processes"
+          : follower_ ? fmt::format(", pid {} and the children it forks", filter_).c_str()
+                      : fmt::format(", pid {}", filter_).c_str(),
+          opt_.out_dir.c_str());
 }
 
 // Pending side frames: new correlation points, channel names, handler changes,
@@ -427,6 +434,12 @@ void Recording::stop_and_flush() {
   if (child_) child_->signal(g_stop_signal ? g_stop_signal.load() : SIGTERM);
   control_.reset();  // no handler change after this point
   probes_->detach();
+  if (follower_) {
+    meta_["follow"] = {{"processes", follower_->forks_followed()},
+                       {"gone_before_attach", follower_->forks_missed()},
+                       {"not_reported", probes_->follow_lost()}};
+    follower_.reset();  // its files go: no new child waits for us
+  }
   if (net_) net_->stop();
   final_counts_ = probes_->read_counters();
   drain_->stop_and_flush();

@@ -16,6 +16,7 @@ struct RecordOptions {
   double duration_s = 0;          // 0: until SIGINT/SIGTERM (or the command exits)
   pid_t pid = 0;                  // -p: late attach to this process
   std::vector<std::string> cmd;   // -- CMD ARGS...: run and record it
+  bool inherit = true;            // -p / -- CMD: also the children forked from then on
   std::string node;               // node name (default: host name)
   bool overwrite = false;
   bool progress = true;           // progress line when stderr is a terminal

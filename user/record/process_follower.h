@@ -1,0 +1,70 @@
+// Following a recorded process tree (record -p / -- CMD, unless --no-inherit).
+//
+// The kernel reports each fork of a followed process (bpf/cptrace.bpf.c,
+// proc_events); this stage attaches the uprobes to the child's pid and detaches
+// them when the child ends. Meanwhile the child waits in libcptrace until its
+// file below says that it is attached (lib/follow_wait.c), so none of its
+// events escapes. Whom we follow is told to the children through one file per
+// process in kFollowDir, holding our pid; a file left by a killed recorder is
+// ignored (its pid is gone) and removed by the next recorder.
+#pragma once
+#include <sys/types.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <set>
+#include <thread>
+
+struct ring_buffer;
+
+namespace cptrace {
+
+class Probes;
+
+inline constexpr const char* kFollowDir = "/run/cptrace/follow";  // = CP_FOLLOW_DIR (lib/cp_internal.h)
+
+class ProcessFollower {
+ public:
+  // Marks `root` as followed (before it can fork) and starts the thread.
+  ProcessFollower(Probes& probes, pid_t root);
+  // Stops the thread and removes every file this recorder wrote.
+  ~ProcessFollower();
+  ProcessFollower(const ProcessFollower&) = delete;
+  ProcessFollower& operator=(const ProcessFollower&) = delete;
+
+  uint64_t forks_followed() const { return forks_; }
+  uint64_t forks_missed() const { return missed_; }  // gone before we could attach
+
+ private:
+  static int on_record(void* self, void* data, size_t size);
+  void run();
+  void release();  // files and descriptors
+  void reap();     // the reaper thread: detaches ended processes
+  void mark(pid_t pid);
+  void unmark(pid_t pid);
+
+  Probes& probes_;
+  int dir_fd_ = -1;
+  int epoll_fd_ = -1;
+  int wake_fd_ = -1;
+  ring_buffer* rb_ = nullptr;
+  std::set<pid_t> marked_;  // touched by the thread only, after the constructor
+  std::atomic<uint64_t> forks_{0}, missed_{0};
+  std::atomic<bool> stop_{false};
+  // Ended processes, detached by their own thread: a detach waits for kernel
+  // grace periods, which would keep new children waiting for their attach.
+  std::mutex reap_mu_;
+  std::condition_variable reap_cv_;
+  std::deque<uint32_t> ended_;
+  bool reap_stop_ = false;
+  std::thread reaper_;
+  std::thread thread_;
+};
+
+// Removes the files of recorders that are gone; exposed for the tests.
+void remove_stale_follow_files(int dir_fd);
+
+}  // namespace cptrace
