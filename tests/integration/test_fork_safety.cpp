@@ -48,6 +48,21 @@ std::map<std::string, uint64_t> per_channel(const TraceReader& tr, std::set<uint
   return n;
 }
 
+// Every generation of a prefork run whose server was recorded (and followed)
+// from its start: exact counts per channel, the server's tuples once each,
+// nothing dropped at these rates.
+void expect_prefork_tree_exact(const std::string& dir, uint64_t rounds, uint64_t workers, uint64_t events) {
+  TraceReader tr(dir);
+  ASSERT_FALSE(tr.error()) << tr.error()->what();
+  std::set<uint64_t> tuples;
+  auto n = per_channel(tr, &tuples);
+  EXPECT_EQ(tr.counters().total_dropped(), 0u) << "drops at this rate";
+  EXPECT_EQ(n["server"], rounds * 2 * events);
+  EXPECT_EQ(tuples.size(), rounds * 2 * events);
+  EXPECT_EQ(n["worker"], rounds * workers * 4 * events);
+  EXPECT_EQ(n["worker.child"], rounds * workers * 2 * events);
+}
+
 // The recorded process's events are all there: tuples 0..emitted-1, once each,
 // or counted as dropped.
 void expect_parent_exact(const std::string& dir, uint64_t emitted) {
@@ -64,11 +79,24 @@ void expect_parent_exact(const std::string& dir, uint64_t emitted) {
 
 }  // namespace
 
-// -- CMD: the server and its whole tree survive; the server's events are exact.
+// -- CMD: the server and its whole tree survive and are recorded, every
+// generation exactly (the recorder follows the children it forks).
 TEST(ForkSafety, PreforkServerUnderCommand) {
   REQUIRE_BPF();
   TempDir tmp;
-  auto r = run(record_cmd(tmp, "t", "-- " + prefork() + " --rounds 10 --events 100"), tmp);
+  auto r = run(record_cmd(tmp, "t", "-- " + prefork() + " --rounds 5 --events 50"), tmp);
+  ASSERT_EQ(r.status, 0) << r.err << r.out;
+  auto s = summary(r.out);
+  EXPECT_EQ(s.value("failed", -1), 0);
+  EXPECT_EQ(s.value("children", 0), 40);
+  expect_prefork_tree_exact(tmp / "t", 5, 4, 50);
+}
+
+// --no-inherit: the server alone, exactly; its tree survives unrecorded.
+TEST(ForkSafety, PreforkServerUnderCommandNoInherit) {
+  REQUIRE_BPF();
+  TempDir tmp;
+  auto r = run(record_cmd(tmp, "t", "--no-inherit -- " + prefork() + " --rounds 10 --events 100"), tmp);
   ASSERT_EQ(r.status, 0) << r.err << r.out;
   auto s = summary(r.out);
   EXPECT_EQ(s.value("failed", -1), 0);
@@ -102,7 +130,8 @@ TEST(ForkSafety, PreforkServerUnderLibRecordsEveryGeneration) {
 }
 
 // -p, with a second recorder (--lib: every process of the same library) that
-// stops at a random moment of the run, so detach races the forks.
+// stops at a random moment of the run, so detach races the forks. The -p
+// recorder follows the workers forked after it attached: all exact.
 TEST(ForkSafety, PreforkServerUnderPidWhileSecondRecorderDetachesAtRandom) {
   REQUIRE_BPF();
   std::random_device rd;
@@ -110,7 +139,7 @@ TEST(ForkSafety, PreforkServerUnderPidWhileSecondRecorderDetachesAtRandom) {
     unsigned delay_ms = rd() % 400;
     SCOPED_TRACE("second recorder stopped after " + std::to_string(delay_ms) + " ms");
     TempDir tmp;
-    Proc w(prefork() + " --wait-signal --rounds 20 --events 100 --pace-ms 10", tmp / "w.out", tmp / "w.err");
+    Proc w(prefork() + " --wait-signal --rounds 10 --events 100 --pace-ms 10", tmp / "w.out", tmp / "w.err");
     ASSERT_TRUE(w.wait_for("READY", 20)) << read_file(tmp / "w.err");
     Proc rec(record_cmd(tmp, "t", "-p " + std::to_string(w.pid)), tmp / "r.out", tmp / "r.err");
     Proc rec2(record_cmd(tmp, "t2", "--lib " + lib()), tmp / "r2.out", tmp / "r2.err");
@@ -124,7 +153,7 @@ TEST(ForkSafety, PreforkServerUnderPidWhileSecondRecorderDetachesAtRandom) {
     auto s = summary(read_file(tmp / "w.out"));
     EXPECT_EQ(s.value("failed", -1), 0);
     EXPECT_EQ(rec.wait(), 0) << read_file(tmp / "r.err");
-    expect_parent_exact(tmp / "t", s.value("parent_emitted", uint64_t(0)));
+    expect_prefork_tree_exact(tmp / "t", 10, 4, 100);
   }
 }
 

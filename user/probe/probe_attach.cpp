@@ -11,6 +11,7 @@
 #include "cptrace.skel.h"
 #include "cptrace_records.h"
 #include "probe/per_cpu_rings.h"
+#include "probe/tracefs_uprobes.h"
 #include "probe/proc_registry.h"
 
 namespace cptrace {
@@ -47,7 +48,7 @@ Probes::Probes(const ProbeOptions& opt) {
   create_rings(opt.ring_bytes);
   if (opt.before_attach) opt.before_attach(*this);
   if (follow_) start_following(opt.filter_tgid);
-  for (const auto& t : opt.targets) attach_target(t, opt.filter_tgid, links_);
+  for (const auto& t : opt.targets) attach_target(t, opt.filter_tgid);
 }
 
 Probes::~Probes() {
@@ -71,6 +72,7 @@ static bool defines_symbol(const std::string& path, const char* symbol) {
 }
 
 void Probes::start_following(uint32_t root) {
+  tracefs_ = std::make_unique<TracefsUprobes>();
   uint8_t one = 1;
   if (bpf_map_update_elem(bpf_map__fd(skel_->maps.followed), &root, &one, BPF_ANY) != 0)
     throw std::runtime_error(explain_bpf_error(errno, "adding the recorded process to the followed set"));
@@ -87,7 +89,7 @@ void Probes::start_following(uint32_t root) {
 // Sites in attach order: cp_logTS last, because a new process of a followed
 // tree waits until its cp_logTS holds a breakpoint (lib/follow_wait.c), and
 // must find the other sites attached by then.
-void Probes::attach_target(const std::string& path, uint32_t tgid, std::vector<bpf_link*>& out) {
+void Probes::attach_target(const std::string& path, uint32_t tgid) {
   struct Site {
     bpf_program* prog;
     const char* symbol;
@@ -107,14 +109,7 @@ void Probes::attach_target(const std::string& path, uint32_t tgid, std::vector<b
     throw std::runtime_error("--lib " + path + ": " + strerror(errno));
   for (const auto& s : sites) {
     if (!s.required && !defines_symbol(path, s.symbol)) continue;
-    LIBBPF_OPTS(bpf_uprobe_opts, uo, .bpf_cookie = s.cookie, .func_name = s.symbol);
-    // With a process (-p, -- CMD): the kernel puts breakpoints in that process
-    // only (its memory, all its threads, also after the exec of a command held
-    // before it), so no other process mapping the file is patched. Without
-    // (--lib alone): every process mapping the file. The BPF side filters by
-    // tgid in both cases.
-    int pid = tgid ? int(tgid) : -1;
-    bpf_link* l = bpf_program__attach_uprobe_opts(s.prog, pid, path.c_str(), 0, &uo);
+    bpf_link* l = attach_site(s.prog, path, s.symbol, s.cookie, tgid);
     if (!l) {
       int err = errno;
       if (!s.required) continue;
@@ -122,20 +117,49 @@ void Probes::attach_target(const std::string& path, uint32_t tgid, std::vector<b
           err, "attaching a uprobe to " + path + ":" + s.symbol +
                    (err == ENOENT ? " (symbol not found: is this a cptrace-instrumented ELF?)" : "")));
     }
-    out.push_back(l);
-    if (&out == &links_) attached_.push_back(path + ":" + s.symbol);
+    links_.push_back(l);
+    attached_.push_back(path + ":" + s.symbol);
   }
+}
+
+// With a process (-p, -- CMD): the kernel puts breakpoints in that process
+// only (its memory, all its threads, also after the exec of a command held
+// before it), so no other process mapping the file is patched; following, the
+// uprobe is a tracefs event that later grows to the children (tracefs_uprobes.h).
+// Without (--lib alone): every process mapping the file.
+bpf_link* Probes::attach_site(bpf_program* prog, const std::string& path, const char* symbol, uint64_t cookie,
+                              uint32_t tgid) {
+  if (!follow_) {
+    LIBBPF_OPTS(bpf_uprobe_opts, uo, .bpf_cookie = cookie, .func_name = symbol);
+    return bpf_program__attach_uprobe_opts(prog, tgid ? int(tgid) : -1, path.c_str(), 0, &uo);
+  }
+  auto off = elf_symbol_file_offset(path, symbol);
+  if (!off) {
+    errno = ENOENT;
+    return nullptr;
+  }
+  int pfd = tracefs_->open(tracefs_->add(path, *off), pid_t(tgid));
+  if (pfd < 0) return nullptr;
+  LIBBPF_OPTS(bpf_perf_event_opts, po, .bpf_cookie = cookie);
+  bpf_link* l = bpf_program__attach_perf_event_opts(prog, pfd, &po);
+  if (!l) {
+    int err = errno;
+    close(pfd);
+    errno = err;
+  }
+  return l;  // owns pfd: destroying the link closes it
 }
 
 void Probes::detach() {
   std::lock_guard lk(proc_mu_);
   for (auto* l : follow_links_) bpf_link__destroy(l);  // no new children first
   follow_links_.clear();
-  for (auto& [tgid, v] : proc_links_)
-    for (auto* l : v) bpf_link__destroy(l);
-  proc_links_.clear();
+  for (auto& [tgid, fds] : proc_fds_)
+    for (int fd : fds) close(fd);
+  proc_fds_.clear();
   for (auto* l : links_) bpf_link__destroy(l);
   links_.clear();
+  if (tracefs_) tracefs_->remove_all();
 }
 
 Counters Probes::read_counters() const {
@@ -150,32 +174,31 @@ Counters Probes::read_counters() const {
 
 int Probes::proc_events_fd() const { return follow_ ? bpf_map__fd(skel_->maps.proc_events) : -1; }
 
+// One more perf event per uprobe event, scoped to the new process: its
+// breakpoints go in, and the programs already on the events run for it.
 bool Probes::attach_process(uint32_t tgid) {
-  std::vector<bpf_link*> v;
-  try {
-    std::lock_guard lk(proc_mu_);
-    if (follow_links_.empty()) return false;  // detached: stopping
-    for (const auto& t : targets_) attach_target(t, tgid, v);
-    proc_links_[tgid] = std::move(v);
-    return true;
-  } catch (const std::exception&) {
-    for (auto* l : v) bpf_link__destroy(l);
-    return false;  // gone already (ESRCH), or it can no longer be attached
+  std::lock_guard lk(proc_mu_);
+  if (follow_links_.empty() || !tracefs_) return false;  // detached: stopping
+  std::vector<int> fds;
+  for (size_t i = 0; i < tracefs_->size(); i++) {
+    int fd = tracefs_->open(i, pid_t(tgid));
+    if (fd < 0) {
+      for (int f : fds) close(f);
+      return false;  // gone already (ESRCH)
+    }
+    fds.push_back(fd);
   }
+  proc_fds_[tgid] = std::move(fds);
+  return true;
 }
 
-// Slow (the kernel waits for a grace period per uprobe), hence outside the
-// lock: attaching to new children must not wait for it.
+// Cheap: the uprobes stay registered; only the ended process leaves their list.
 void Probes::detach_process(uint32_t tgid) {
-  std::vector<bpf_link*> v;
-  {
-    std::lock_guard lk(proc_mu_);
-    auto it = proc_links_.find(tgid);
-    if (it == proc_links_.end()) return;
-    v = std::move(it->second);
-    proc_links_.erase(it);
-  }
-  for (auto* l : v) bpf_link__destroy(l);
+  std::lock_guard lk(proc_mu_);
+  auto it = proc_fds_.find(tgid);
+  if (it == proc_fds_.end()) return;
+  for (int fd : it->second) close(fd);
+  proc_fds_.erase(it);
 }
 
 uint64_t Probes::follow_lost() const {
@@ -187,7 +210,7 @@ uint64_t Probes::follow_lost() const {
 
 size_t Probes::followed_processes() const {
   std::lock_guard lk(proc_mu_);
-  return proc_links_.size();
+  return proc_fds_.size();
 }
 
 int Probes::handlers_fd() const { return bpf_map__fd(skel_->maps.handlers); }

@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <map>
 #include <mutex>
 #include <string>
@@ -13,8 +14,11 @@
 
 struct cptrace_bpf;
 struct bpf_link;
+struct bpf_program;
 
 namespace cptrace {
+
+class TracefsUprobes;
 
 struct ProbeOptions {
   std::vector<std::string> targets;  // ELF files holding cp_logTS
@@ -49,8 +53,8 @@ class Probes {
   void enable_handlers();
   // Following the tree: the ring of cp_proc_rec (-1 when not following), and
   // attaching to / detaching from one process of it. attach_process() returns
-  // false when the process is already gone. detach_process() takes tens of
-  // milliseconds (a kernel grace period per uprobe).
+  // false when the process is already gone. detach_process() closes
+  // descriptors only (tracefs_uprobes.h says why that is cheap).
   int proc_events_fd() const;
   bool attach_process(uint32_t tgid);
   void detach_process(uint32_t tgid);
@@ -61,7 +65,9 @@ class Probes {
 
  private:
   void create_rings(uint32_t ring_bytes);
-  void attach_target(const std::string& path, uint32_t tgid, std::vector<bpf_link*>& out);
+  void attach_target(const std::string& path, uint32_t tgid);
+  bpf_link* attach_site(bpf_program* prog, const std::string& path, const char* symbol, uint64_t cookie,
+                        uint32_t tgid);
   void start_following(uint32_t root);
 
   cptrace_bpf* skel_ = nullptr;
@@ -70,7 +76,8 @@ class Probes {
   bool follow_ = false;
   std::vector<std::string> targets_;
   mutable std::mutex proc_mu_;  // the follower thread attaches while stop detaches
-  std::map<uint32_t, std::vector<bpf_link*>> proc_links_;
+  std::unique_ptr<TracefsUprobes> tracefs_;       // following: the uprobe events
+  std::map<uint32_t, std::vector<int>> proc_fds_;  // following: perf events per process
   std::vector<bpf_link*> follow_links_;  // the fork/exit tracepoints
   std::vector<std::string> attached_;
 };

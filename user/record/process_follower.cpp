@@ -109,7 +109,6 @@ ProcessFollower::ProcessFollower(Probes& probes, pid_t root) : probes_(probes) {
     throw std::runtime_error(fmt::format("following child processes: {}", strerror(err)));
   }
   mark(root);
-  reaper_ = std::thread([this] { reap(); });
   thread_ = std::thread([this] { run(); });
 }
 
@@ -120,28 +119,7 @@ ProcessFollower::~ProcessFollower() {
     (void)!write(wake_fd_, &one, sizeof(one));
     thread_.join();
   }
-  if (reaper_.joinable()) {
-    {
-      std::lock_guard lk(reap_mu_);
-      reap_stop_ = true;
-    }
-    reap_cv_.notify_one();
-    reaper_.join();
-  }
   release();
-}
-
-void ProcessFollower::reap() {
-  std::unique_lock lk(reap_mu_);
-  for (;;) {
-    reap_cv_.wait(lk, [this] { return reap_stop_ || !ended_.empty(); });
-    if (ended_.empty()) return;  // stopping, nothing left
-    uint32_t tgid = ended_.front();
-    ended_.pop_front();
-    lk.unlock();
-    probes_.detach_process(tgid);
-    lk.lock();
-  }
 }
 
 void ProcessFollower::release() {
@@ -185,11 +163,7 @@ int ProcessFollower::on_record(void* self, void* data, size_t size) {
     }
   } else if (r->kind == CP_PROC_EXIT) {
     f->unmark(pid_t(r->tgid));
-    {
-      std::lock_guard lk(f->reap_mu_);
-      f->ended_.push_back(r->tgid);
-    }
-    f->reap_cv_.notify_one();
+    f->probes_.detach_process(r->tgid);
   }
   return 0;
 }

@@ -11,10 +11,7 @@
 #include <sys/types.h>
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
-#include <deque>
-#include <mutex>
 #include <set>
 #include <thread>
 
@@ -42,7 +39,6 @@ class ProcessFollower {
   static int on_record(void* self, void* data, size_t size);
   void run();
   void release();  // files and descriptors
-  void reap();     // the reaper thread: detaches ended processes
   void mark(pid_t pid);
   void unmark(pid_t pid);
 
@@ -54,13 +50,6 @@ class ProcessFollower {
   std::set<pid_t> marked_;  // touched by the thread only, after the constructor
   std::atomic<uint64_t> forks_{0}, missed_{0};
   std::atomic<bool> stop_{false};
-  // Ended processes, detached by their own thread: a detach waits for kernel
-  // grace periods, which would keep new children waiting for their attach.
-  std::mutex reap_mu_;
-  std::condition_variable reap_cv_;
-  std::deque<uint32_t> ended_;
-  bool reap_stop_ = false;
-  std::thread reaper_;
   std::thread thread_;
 };
 
