@@ -18,6 +18,7 @@
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_endian.h>
 #include "cptrace_net.h"
+#include "cptrace_records.h" /* CP_FOLLOW_MAX */
 #include "ring_common.h"
 
 char LICENSE[] SEC("license") = "GPL";
@@ -33,6 +34,7 @@ char LICENSE[] SEC("license") = "GPL";
 /* Filters, set by user/net/net_capture.cpp before load. 0 = no filter. */
 const volatile __u32 filter_netns = 0;  /* netns inode */
 const volatile __u32 filter_tgid = 0;   /* owner tgid */
+const volatile __u8 filter_tree = 0;    /* 1: owner tgid in `followed` instead */
 const volatile __u64 filter_cgroup = 0; /* owner cgroup v2 id */
 const volatile __u8 filter_ports = 0;   /* 1: keep only ports in `ports` */
 const volatile __u64 wakeup_bytes = 1 << 20;
@@ -124,13 +126,24 @@ static __always_inline bool port_ok(__u16 a, __u16 b)
 	return bpf_map_lookup_elem(&ports, &a) || bpf_map_lookup_elem(&ports, &b);
 }
 
+/* The processes `record -p / -- CMD` follows: the map of bpf/cptrace.bpf.c,
+ * shared (user space hands its descriptor over before loading). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, CP_FOLLOW_MAX);
+	__type(key, __u32);
+	__type(value, __u8);
+} followed SEC(".maps");
+
 static __always_inline bool owner_ok(const struct owner *o)
 {
-	if (!filter_tgid && !filter_cgroup)
+	if (!filter_tgid && !filter_tree && !filter_cgroup)
 		return true;
 	if (!o)
 		return false;
-	if (filter_tgid && o->tgid != filter_tgid)
+	if (filter_tree && !bpf_map_lookup_elem(&followed, &o->tgid))
+		return false;
+	if (!filter_tree && filter_tgid && o->tgid != filter_tgid)
 		return false;
 	if (filter_cgroup && o->cgid != filter_cgroup)
 		return false;

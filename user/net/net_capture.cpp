@@ -70,6 +70,9 @@ NetCapture::NetCapture(const NetOptions& opt) : opt_(opt), filt_(resolve_net_fil
   skel_->rodata->filter_netns = filt_.netns;
   skel_->rodata->filter_cgroup = filt_.cgroup;
   skel_->rodata->filter_tgid = opt.pid;
+  skel_->rodata->filter_tree = opt.followed_map_fd >= 0;
+  if (opt.followed_map_fd >= 0 && bpf_map__reuse_fd(skel_->maps.followed, opt.followed_map_fd) != 0)
+    throw std::runtime_error(explain_bpf_error(errno, "sharing the followed process set with the network capture"));
   skel_->rodata->filter_ports = !opt.ports.empty();
   skel_->rodata->wakeup_bytes = opt.ring_bytes / 4;
   int ncpu = libbpf_num_possible_cpus();
@@ -178,7 +181,8 @@ nlohmann::json NetCapture::counters_json() const {
 
 nlohmann::json NetCapture::describe() const {
   return {{"netns", opt_.netns}, {"netns_inode", filt_.netns}, {"cgroup", opt_.cgroup},
-          {"cgroup_id", filt_.cgroup}, {"pid", opt_.pid}, {"ports", opt_.ports}};
+          {"cgroup_id", filt_.cgroup}, {"pid", opt_.pid},
+          {"pid_and_children", opt_.followed_map_fd >= 0}, {"ports", opt_.ports}};
 }
 
 }  // namespace cptrace

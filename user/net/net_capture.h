@@ -25,6 +25,7 @@ struct NetOptions {
   std::string netns;                // --netns PATH|self ("" = every namespace)
   std::string cgroup;               // --cgroup PATH (cgroup v2 directory)
   uint32_t pid = 0;                 // owner tgid filter (record -p / -- CMD)
+  int followed_map_fd = -1;         // or: owner in this tgid set (the followed tree)
   std::vector<uint16_t> ports;      // --port N (either end)
   uint32_t ring_bytes = 16u << 20;  // per CPU, power of two
   int zstd_level = 1;

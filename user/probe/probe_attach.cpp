@@ -172,6 +172,8 @@ Counters Probes::read_counters() const {
   return c;
 }
 
+int Probes::followed_map_fd() const { return follow_ ? bpf_map__fd(skel_->maps.followed) : -1; }
+
 int Probes::proc_events_fd() const { return follow_ ? bpf_map__fd(skel_->maps.proc_events) : -1; }
 
 // One more perf event per uprobe event, scoped to the new process: its

@@ -56,6 +56,7 @@ class Probes {
   // false when the process is already gone. detach_process() closes
   // descriptors only (tracefs_uprobes.h says why that is cheap).
   int proc_events_fd() const;
+  int followed_map_fd() const;  // the tgid set (-1 when not following)
   bool attach_process(uint32_t tgid);
   void detach_process(uint32_t tgid);
   size_t followed_processes() const;

@@ -216,6 +216,7 @@ void Recording::load_and_attach() {
   if (opt_.net.enabled) {
     NetOptions no = opt_.net;
     no.pid = filter_;
+    no.followed_map_fd = probes_->followed_map_fd();
     no.ring_bytes = opt_.ring_mb << 20;
     no.zstd_level = opt_.zstd_level;
     net_ = std::make_unique<NetCapture>(no);
