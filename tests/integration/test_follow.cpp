@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cptrace_net.h"
 #include "record/process_follower.h"
 #include "test_util.h"
 #include "trace/trace_reader.h"
@@ -78,6 +79,28 @@ TEST(Follow, ProgramsStartedEveryWayAreRecorded) {
   EXPECT_EQ(m["follow"].value("processes", 0u), 9u) << m.dump();
   EXPECT_EQ(m["follow"].value("gone_before_attach", 1u), 0u);
   EXPECT_FALSE(fs::exists(fs::path(kFollowDir) / std::to_string(root))) << "follow mark left behind";
+}
+
+// --net follows the same tree: each started program's datagrams are in the
+// trace under its own pid.
+TEST(Follow, NetworkCaptureFollowsTheTree) {
+  REQUIRE_BPF();
+  TempDir tmp;
+  const int port = 47000 + getpid() % 1000;
+  auto r = run(cptrace_bin() + " record --no-progress --net -o " +
+                   (tmp / "t") + " -- " + spawner() + " --children 1 --events 5 --udp " + std::to_string(port),
+               tmp);
+  ASSERT_EQ(r.status, 0) << r.err << r.out;
+  uint32_t root = nlohmann::json::parse(r.out.substr(r.out.rfind("{\"pid\""))).value("pid", 0u);
+  std::map<uint32_t, uint64_t> sends;  // bytes per pid
+  TraceReader tr(tmp / "t");
+  ASSERT_FALSE(tr.error()) << tr.error()->what();
+  tr.for_each_net_event([&](const NetEvent& e) {
+    if (e.r.kind == CP_NET_SOCK_SEND) sends[e.r.pid] += e.r.len;
+  });
+  ASSERT_EQ(sends.size(), 4u) << "the spawner and its 3 programs";
+  EXPECT_EQ(sends.count(root), 1u);
+  for (const auto& [pid, bytes] : sends) EXPECT_EQ(bytes, 300u) << "pid " << pid;
 }
 
 TEST(Follow, NoInheritRecordsTheOneProcess) {
