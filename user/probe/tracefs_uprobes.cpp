@@ -57,18 +57,6 @@ void command(const std::string& tracefs, const std::string& line) {
     throw std::runtime_error(fmt::format("{}: `{}`: {}", file, line, strerror(n < 0 ? err : EIO)));
 }
 
-// The uprobe_events syntax splits on white space and has no quoting.
-void check_path(const std::string& path) {
-  if (path.empty() || path[0] != '/')
-    throw std::runtime_error("following child processes: target path must be absolute: " + path);
-  for (unsigned char c : path)
-    if (c <= ' ' || c == 0x7f)
-      throw std::runtime_error(fmt::format(
-          "following child processes: target path '{}' has a space or control character, which tracefs "
-          "cannot take (--no-inherit records the process alone)",
-          path));
-}
-
 int read_event_id(const std::string& dir) {
   std::ifstream f(dir + "/id");
   int id = -1;
@@ -121,10 +109,21 @@ TracefsUprobes::TracefsUprobes() : tracefs_(find_tracefs()), group_(kGroupPrefix
   remove_group(tracefs_, group_);  // a dead recorder that had our pid
 }
 
+// The file is named to the kernel through a descriptor of ours
+// (/proc/self/fd/N, which the kernel resolves as we write): uprobe_events
+// splits on white space and has no quoting, so a path with a space could not
+// be written, and the event gets exactly the file we opened.
 size_t TracefsUprobes::add(const std::string& path, uint64_t file_offset) {
-  check_path(path);
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw std::runtime_error(fmt::format("{}: {}", path, strerror(errno)));
   std::string name = "s" + std::to_string(names_.size());
-  command(tracefs_, fmt::format("p:{}/{} {}:{:#x}", group_, name, path, file_offset));
+  try {
+    command(tracefs_, fmt::format("p:{}/{} /proc/self/fd/{}:{:#x}", group_, name, fd, file_offset));
+  } catch (...) {
+    close(fd);
+    throw;
+  }
+  close(fd);
   names_.push_back(name);
   ids_.push_back(read_event_id(tracefs_ + "/events/" + group_ + "/" + name));
   return ids_.size() - 1;
