@@ -174,4 +174,6 @@ TEST(ForkSafety, CheckReportsKernelProblemAndRepair) {
   ASSERT_FALSE(problem.empty()) << r.out;
   EXPECT_TRUE(problem.find("yes:") != std::string::npos || problem.find("no:") != std::string::npos) << problem;
   EXPECT_EQ(repair.rfind("ok", 0), 0u) << repair;
+  std::string follow = line("follow children");
+  EXPECT_EQ(follow.rfind("ok", 0), 0u) << follow;
 }

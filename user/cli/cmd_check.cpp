@@ -13,12 +13,32 @@
 #include <bpf/bpf.h>
 
 #include "cli/commands.h"
+#include "probe/proc_registry.h"
 #include "probe/probe_selftest.h"
+#include "probe/tracefs_uprobes.h"
 #include "trace/node_info.h"
 
 namespace cptrace {
 
 namespace {
+
+// What `record` does to follow a tree, tried on ourselves: a tracefs uprobe
+// event on our own cp_logTS, and a perf event of it scoped to this process.
+std::string follow_problem() {
+  try {
+    TracefsUprobes t;
+    std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+    auto off = elf_symbol_file_offset(self, "cp_logTS");
+    if (!off) return "no cp_logTS in " + self;
+    int fd = t.open(t.add(self, *off), getpid());
+    if (fd < 0) return std::string("perf_event_open on a tracefs uprobe event: ") + strerror(errno);
+    close(fd);
+    return "";
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+}
+
 struct Checker {
   int failed = 0;
   void line(bool ok, bool required, const std::string& what, const std::string& detail) {
@@ -72,6 +92,9 @@ int run_check() {
              (optimized ? "" : " — not optimized: every hit traps (kernel < 6.18?)"));
     }
     report_fork_safety(c);
+    std::string f = follow_problem();
+    c.line(f.empty(), false, "follow children (-p, -- CMD)",
+           f.empty() ? "tracefs uprobe event opened on this process" : f + " (record --no-inherit still works)");
   } else {
     c.line(false, true, "BPF ring buffer / uprobe attach", "skipped: needs root");
   }
