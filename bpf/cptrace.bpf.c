@@ -29,6 +29,11 @@ static __always_inline void count(__u32 idx, __u64 n)
 	cp_count(&counters, idx, n); /* uprobes only: task context, no atomics needed */
 }
 
+static __always_inline void count_atomic(__u32 idx, __u64 n)
+{
+	cp_count_atomic(&counters, idx, n);
+}
+
 /* Returns this CPU's ring, or NULL if the process is filtered out. */
 static __always_inline void *my_ring(__u32 *cpu, __u32 *tgid, __u32 *tid)
 {
@@ -358,10 +363,10 @@ static __always_inline int submit_filtered(void *rb, const struct cp_batch_entry
 	return 0;
 }
 
-SEC("uprobe")
-int BPF_KPROBE(cp_batch_submit, const struct cp_batch_entry *entries, __u32 n)
+/* A batch of n entries at `entries` (user memory of the current process):
+ * filtered, copied into this CPU's ring, counted. */
+static __always_inline int emit_batch(const struct cp_batch_entry *entries, __u32 n, __u16 kind, __u64 now)
 {
-	__u64 now = bpf_ktime_get_ns();
 	__u32 cpu, tgid, tid;
 	void *rb = my_ring(&cpu, &tgid, &tid);
 	if (!rb || n == 0)
@@ -373,9 +378,6 @@ int BPF_KPROBE(cp_batch_submit, const struct cp_batch_entry *entries, __u32 n)
 		return 0;
 	}
 	count(CP_CNT_SEEN, n);
-	/* The same program serves cp_batch_submit_mono (Java); the cookie says so. */
-	__u16 kind = bpf_get_attach_cookie(ctx) == CP_COOKIE_BATCH_MONO ? CP_REC_BATCH_MONO
-									   : CP_REC_BATCH;
 	if (handlers_in_use)
 		return submit_filtered(rb, entries, n, now, cpu, tgid, tid, kind);
 	/* The verifier wants a constant reservation size: always reserve a full batch. */
@@ -397,6 +399,71 @@ int BPF_KPROBE(cp_batch_submit, const struct cp_batch_entry *entries, __u32 n)
 	r->ktime_ns = now;
 	bpf_ringbuf_submit(r, wake_flag(rb));
 	return 0;
+}
+
+/* ---- Thread buffers left behind at exit -------------------------------------
+ * The library names each thread's buffer at cp_batch_submit (third argument:
+ * where its entry count lives). When a thread ends with entries still in it
+ * (threads running at exit(), _exit, any signal, SIGKILL), the exit tracepoint,
+ * which runs in the dying thread before its memory goes, hands them over. */
+struct tbuf_ref {
+	__u64 entries; /* user address of the entries */
+	__u64 count;   /* user address of the __u32 entry count */
+	__u16 kind;    /* CP_REC_BATCH or CP_REC_BATCH_MONO */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, CP_TBUF_MAX);
+	__type(key, __u32); /* tid */
+	__type(value, struct tbuf_ref);
+} tbufs SEC(".maps");
+
+/* Once per batch: a lookup, and a write only when the buffer is new. */
+static __always_inline void remember_tbuf(const struct cp_batch_entry *entries, __u32 n,
+					  const __u32 *count_at, __u16 kind)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	if (!count_at) {
+		if (n == 0)
+			bpf_map_delete_elem(&tbufs, &tid); /* about to be freed */
+		return;
+	}
+	struct tbuf_ref *old = bpf_map_lookup_elem(&tbufs, &tid);
+	if (old && old->entries == (__u64)entries && old->count == (__u64)count_at && old->kind == kind)
+		return;
+	struct tbuf_ref ref = {.entries = (__u64)entries, .count = (__u64)count_at, .kind = kind};
+	if (bpf_map_update_elem(&tbufs, &tid, &ref, BPF_ANY))
+		count(CP_CNT_EXIT_UNTRACKED, 1);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(cp_batch_submit, const struct cp_batch_entry *entries, __u32 n, const __u32 *count_at)
+{
+	__u64 now = bpf_ktime_get_ns();
+	/* The same program serves cp_batch_submit_mono (Java); the cookie says so. */
+	__u16 kind = bpf_get_attach_cookie(ctx) == CP_COOKIE_BATCH_MONO ? CP_REC_BATCH_MONO : CP_REC_BATCH;
+	if (filter_tgid && (bpf_get_current_pid_tgid() >> 32) != filter_tgid)
+		return 0;
+	remember_tbuf(entries, n, count_at, kind);
+	return emit_batch(entries, n, kind, now);
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(cp_tbuf_exit, struct task_struct *task, bool group_dead)
+{
+	__u32 tid = task->pid;
+	struct tbuf_ref *ref = bpf_map_lookup_elem(&tbufs, &tid);
+	if (!ref)
+		return 0;
+	struct tbuf_ref r = *ref;
+	bpf_map_delete_elem(&tbufs, &tid);
+	__u32 n = 0;
+	if (bpf_probe_read_user(&n, sizeof(n), (const void *)r.count)) {
+		count_atomic(CP_CNT_EXIT_UNREADABLE, 1); /* how many events: unknown */
+		return 0;
+	}
+	return emit_batch((const struct cp_batch_entry *)r.entries, n, r.kind, bpf_ktime_get_ns());
 }
 
 /* cp.Cloudprofiler.logTS from Java: the JNI entry point in libcptrace_jni.so is

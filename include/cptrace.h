@@ -69,8 +69,8 @@ void cp_logTS(uint64_t channel, uint64_t tuple_id) CP_NOEXCEPT;
  * probe hit each. The buffer is also handed over by cp_flush(),
  * cp_close_channel(), at thread exit and (for the thread calling exit()) at
  * process exit. Events still buffered in threads that are running when the
- * process exits, or when it dies by a signal or _exit(), are lost: call
- * cp_flush() from such threads when it matters. */
+ * process exits, or when it dies by _exit(), a signal or SIGKILL, are handed
+ * over by the recorder as each thread ends (docs/record.md). */
 void cp_logTS_batch(uint64_t channel, uint64_t tuple_id) CP_NOEXCEPT;
 
 /* Hands the calling thread's buffered events over now (no-op when empty). */
@@ -85,9 +85,12 @@ void cp_close_channel(uint64_t channel) CP_NOEXCEPT;
  * declared so their signatures (what the BPF programs read) are written down. */
 struct cp_batch_entry; /* {u64 tsc, channel, tuple}, see cptrace_records.h */
 
-/* PROBE SITE. `e` points to `n` (1..CP_BATCH_MAX) entries in the calling
- * thread's buffer, valid and resident only during the call. */
-void cp_batch_submit(const struct cp_batch_entry *e, uint32_t n) CP_NOEXCEPT;
+/* PROBE SITE. `e` points to `n` (0..CP_BATCH_MAX) entries in the calling
+ * thread's buffer, valid and resident only during the call. `count_at`, when
+ * not NULL, is where that buffer keeps its entry count for as long as the
+ * thread lives: the recorder reads it (and the entries) when the thread ends.
+ * n == 0 with count_at names the buffer only; n == 0 without forgets it. */
+void cp_batch_submit(const struct cp_batch_entry *e, uint32_t n, const uint32_t *count_at) CP_NOEXCEPT;
 /* PROBE SITE. `name` is NUL-terminated, at most CP_CHANNEL_NAME_MAX bytes. */
 void cp_channel_announce(uint64_t id, const char *name) CP_NOEXCEPT;
 /* PROBE SITE. */

@@ -75,6 +75,7 @@ struct cp_channel_rec {
  * The `proc_events` ring tells the recorder that a followed process forked a
  * new process (it then attaches to the child's pid) or that one ended. */
 #define CP_FOLLOW_MAX 65536 /* processes followed at once */
+#define CP_TBUF_MAX 262144  /* thread buffers tracked for their thread's exit */
 
 enum cp_proc_kind {
 	CP_PROC_FORK = 1,
@@ -100,6 +101,9 @@ enum cp_counter {
 	CP_CNT_SERIES_LOST = 4, /* `counter` events whose CP_REC_COUNT record was lost
 	                         * (they are also in FILTERED: this says the series misses them) */
 	CP_CNT_FOLLOW_LOST = 5, /* forks of followed processes the recorder was not told of */
+	CP_CNT_EXIT_UNREADABLE = 6, /* thread buffers unreadable when their thread ended
+	                             * (their events are lost and could not be counted) */
+	CP_CNT_EXIT_UNTRACKED = 7,  /* thread buffers the exit path could not keep track of */
 	CP_CNT_MAX = 8,
 };
 

@@ -67,5 +67,5 @@ JNIEXPORT void JNICALL Java_cp_Cloudprofiler_submitBatch0(JNIEnv *env, jclass cl
 	(void)env, (void)cls;
 	if (n < 1 || n > CP_BATCH_MAX || !address)
 		return; /* Batch never passes these; nothing sensible to hand over */
-	cp_batch_submit_mono((const struct cp_batch_entry *)(uintptr_t)address, (uint32_t)n);
+	cp_batch_submit_mono((const struct cp_batch_entry *)(uintptr_t)address, (uint32_t)n, NULL);
 }

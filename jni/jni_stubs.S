@@ -8,7 +8,7 @@
 /* void Java_cp_Cloudprofiler_logTS(JNIEnv *, jclass, jlong channel, jlong tuple):
  * the native method itself, so a Java logTS() is one JNI call into these bytes. */
 	CP_PROBE_SITE Java_cp_Cloudprofiler_logTS
-/* void cp_batch_submit_mono(const struct cp_batch_entry *e, uint32_t n) */
+/* void cp_batch_submit_mono(const struct cp_batch_entry *e, uint32_t n, const uint32_t *count_at) */
 	CP_PROBE_SITE cp_batch_submit_mono
 
 	.section .note.GNU-stack, "", @progbits

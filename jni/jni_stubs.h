@@ -15,6 +15,6 @@ JNIEXPORT void JNICALL Java_cp_Cloudprofiler_logTS(JNIEnv *env, jclass cls, jlon
 
 /* PROBE SITE. Like cp_batch_submit, but the entries' timestamps are
  * CLOCK_MONOTONIC ns (Java's System.nanoTime()), not TSC ticks. */
-void cp_batch_submit_mono(const struct cp_batch_entry *e, uint32_t n);
+void cp_batch_submit_mono(const struct cp_batch_entry *e, uint32_t n, const uint32_t *count_at);
 
 #endif

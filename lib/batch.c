@@ -22,28 +22,37 @@ static pthread_key_t tbuf_key;       /* its destructor flushes at thread exit */
 static pthread_once_t tbuf_once = PTHREAD_ONCE_INIT;
 static int tbuf_key_ok;              /* 0: no thread-exit flush (no key left) */
 
+/* Every hand-over also names the buffer (&b->n): a recorder that attached
+ * after the buffer was made learns of it here, and reads what is left in it
+ * when the thread ends without handing it over (bpf/cptrace.bpf.c). */
 static void tbuf_submit(struct cp_tbuf *b)
 {
 	if (b->n) {
-		cp_batch_submit(b->e, b->n);
+		cp_batch_submit(b->e, b->n, &b->n);
 		b->n = 0;
 	}
 }
 
+/* The buffer is forgotten before it is freed: its memory may hold anything
+ * afterwards, which the exit path must not read as events. */
 static void tbuf_thread_exit(void *arg)
 {
 	struct cp_tbuf *b = arg;
 	tbuf_submit(b);
+	cp_batch_submit(b->e, 0, NULL);
 	tls_buf = NULL;
 	free(b);
 }
 
 /* A forked child starts with a copy of the forking thread's buffer: the parent
- * still owns those events and will submit them, so the child drops its copy. */
+ * still owns those events and will submit them, so the child drops its copy,
+ * and names the buffer again as its own thread's. */
 static void tbuf_after_fork_child(void)
 {
-	if (tls_buf)
+	if (tls_buf) {
 		tls_buf->n = 0;
+		cp_batch_submit(tls_buf->e, 0, &tls_buf->n);
+	}
 }
 
 static void tbuf_init_once(void)
@@ -65,6 +74,7 @@ static struct cp_tbuf *tbuf_create(void)
 	if (tbuf_key_ok)
 		pthread_setspecific(tbuf_key, b);
 	tls_buf = b;
+	cp_batch_submit(b->e, 0, &b->n);
 	return b;
 }
 
@@ -72,7 +82,7 @@ static struct cp_tbuf *tbuf_create(void)
 static void submit_unbuffered(uint64_t channel, uint64_t tuple_id)
 {
 	struct cp_batch_entry e = {__rdtsc(), channel, tuple_id};
-	cp_batch_submit(&e, 1);
+	cp_batch_submit(&e, 1, NULL);
 }
 
 __attribute__((noinline)) static void tbuf_slow_path(uint64_t channel, uint64_t tuple_id)

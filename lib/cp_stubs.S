@@ -8,7 +8,7 @@
 
 /* void cp_logTS(uint64_t channel, uint64_t tuple_id) */
 	CP_PROBE_SITE cp_logTS
-/* void cp_batch_submit(const struct cp_batch_entry *e, uint32_t n) */
+/* void cp_batch_submit(const struct cp_batch_entry *e, uint32_t n, const uint32_t *count_at) */
 	CP_PROBE_SITE cp_batch_submit
 /* void cp_channel_announce(uint64_t id, const char *name) */
 	CP_PROBE_SITE cp_channel_announce

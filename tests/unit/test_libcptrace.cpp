@@ -197,7 +197,7 @@ class Child {
 
 struct Hit {
   uint32_t pid = 0, tid = 0;
-  uint64_t rdi = 0, rsi = 0;  // first two arguments of the probe site
+  uint64_t rdi = 0, rsi = 0, rdx = 0;  // first three arguments of the probe site
 };
 
 // Samples rdi/rsi at every execution of `symbol` in `elf`, as the recorder's
@@ -269,7 +269,7 @@ class UprobeSampler {
     a.config2 = offset;
     a.sample_period = 1;
     a.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_REGS_USER;
-    a.sample_regs_user = (1ull << PERF_REG_X86_SI) | (1ull << PERF_REG_X86_DI);
+    a.sample_regs_user = (1ull << PERF_REG_X86_DX) | (1ull << PERF_REG_X86_SI) | (1ull << PERF_REG_X86_DI);
     int fd = static_cast<int>(syscall(SYS_perf_event_open, &a, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC));
     if (fd < 0) {
       // An offline CPU is not an error.
@@ -311,15 +311,16 @@ class UprobeSampler {
   }
 
   // PERF_SAMPLE_TID: u32 pid, tid; PERF_SAMPLE_REGS_USER: u64 abi, then the
-  // requested registers in bit order (SI before DI).
+  // requested registers in bit order (DX, SI, DI).
   static Hit parse_sample(const uint8_t* p) {
     Hit hit;
-    uint64_t regs[3];
+    uint64_t regs[4];
     memcpy(&hit.pid, p, 4);
     memcpy(&hit.tid, p + 4, 4);
     memcpy(regs, p + 8, sizeof(regs));
-    hit.rsi = regs[1];
-    hit.rdi = regs[2];
+    hit.rdx = regs[1];
+    hit.rsi = regs[2];
+    hit.rdi = regs[3];
     return hit;
   }
 
@@ -341,9 +342,12 @@ class UprobeSampler {
     if (!(s).ok()) GTEST_SKIP() << "perf uprobes unavailable: " << (s).error(); \
   } while (0)
 
+// Sizes of the hand-overs; a call with n == 0 only names (or forgets) the
+// thread's buffer for the exit path and hands nothing over.
 std::vector<uint64_t> batch_sizes(const std::vector<Hit>& hits) {
   std::vector<uint64_t> n;
-  for (const Hit& h : hits) n.push_back(static_cast<uint32_t>(h.rsi));
+  for (const Hit& h : hits)
+    if (static_cast<uint32_t>(h.rsi) != 0) n.push_back(static_cast<uint32_t>(h.rsi));
   return n;
 }
 
@@ -664,7 +668,17 @@ TEST(ProbeCalls, BatchFullAndThreadExitFlush) {
   go = true;
   t.join();
   REQUIRE_SAMPLER(s);
-  EXPECT_EQ(batch_sizes(s.drain()), (std::vector<uint64_t>{256, 256, 88}));
+  auto hits = s.drain();
+  EXPECT_EQ(batch_sizes(hits), (std::vector<uint64_t>{256, 256, 88}));
+  // The buffer is named when made (n 0, its count's address) and with every
+  // hand-over, and forgotten (n 0, no address) before it is freed at exit.
+  ASSERT_EQ(hits.size(), 5u);
+  EXPECT_EQ(uint32_t(hits[0].rsi), 0u);
+  EXPECT_NE(hits[0].rdx, 0u);
+  for (size_t i = 1; i < 4; i++) EXPECT_EQ(hits[i].rdx, hits[0].rdx) << "hand-over " << i;
+  EXPECT_EQ(hits[0].rdx, hits[0].rdi + CP_BATCH_MAX * sizeof(cp_batch_entry)) << "the count after the entries";
+  EXPECT_EQ(uint32_t(hits[4].rsi), 0u);
+  EXPECT_EQ(hits[4].rdx, 0u);
 }
 
 TEST(ProbeCalls, FlushAndCloseSubmitOnlyWhatIsBuffered) {

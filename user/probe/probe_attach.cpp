@@ -33,6 +33,7 @@ Probes::Probes(const ProbeOptions& opt) {
   // Following, the uprobes are scoped by pid to each process of the tree, whose
   // tgids the BPF side cannot know in advance: it filters nothing then.
   skel_->rodata->filter_tgid = follow_ ? 0 : opt.filter_tgid;
+  if (opt.targets.empty()) bpf_program__set_autoload(skel_->progs.cp_tbuf_exit, false);
   if (!follow_) {
     bpf_program__set_autoload(skel_->progs.cp_follow_fork, false);
     bpf_program__set_autoload(skel_->progs.cp_follow_exit, false);
@@ -49,6 +50,13 @@ Probes::Probes(const ProbeOptions& opt) {
   if (opt.before_attach) opt.before_attach(*this);
   if (follow_) start_following(opt.filter_tgid);
   for (const auto& t : opt.targets) attach_target(t, opt.filter_tgid);
+  if (!opt.targets.empty()) {
+    // Thread buffers left behind when a thread ends (bpf/cptrace.bpf.c).
+    bpf_link* l = bpf_program__attach(skel_->progs.cp_tbuf_exit);
+    if (!l)
+      throw std::runtime_error(explain_bpf_error(errno, "attaching the thread-exit program (tp_btf/sched_process_exit)"));
+    links_.push_back(l);
+  }
 }
 
 Probes::~Probes() {
@@ -203,10 +211,9 @@ void Probes::detach_process(uint32_t tgid) {
   proc_fds_.erase(it);
 }
 
-uint64_t Probes::follow_lost() const {
-  auto v = read_per_cpu_counter(bpf_map__fd(skel_->maps.counters), CP_CNT_FOLLOW_LOST);
+uint64_t Probes::counter_total(uint32_t idx) const {
   uint64_t n = 0;
-  for (auto x : v) n += x;
+  for (auto x : read_per_cpu_counter(bpf_map__fd(skel_->maps.counters), idx)) n += x;
   return n;
 }
 

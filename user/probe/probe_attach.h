@@ -60,7 +60,8 @@ class Probes {
   bool attach_process(uint32_t tgid);
   void detach_process(uint32_t tgid);
   size_t followed_processes() const;
-  uint64_t follow_lost() const;  // forks the kernel could not report
+  // A counter of bpf/cptrace.bpf.c summed over CPUs (enum cp_counter).
+  uint64_t counter_total(uint32_t idx) const;
   // "path:symbol" for every attached probe.
   const std::vector<std::string>& attached() const { return attached_; }
 

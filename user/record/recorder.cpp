@@ -1,5 +1,7 @@
 #include "record/recorder.h"
 
+#include "cptrace_records.h"
+
 #include <signal.h>
 #include <time.h>
 #include <unistd.h>
@@ -435,10 +437,14 @@ void Recording::stop_and_flush() {
   if (child_) child_->signal(g_stop_signal ? g_stop_signal.load() : SIGTERM);
   control_.reset();  // no handler change after this point
   probes_->detach();
+  // Thread buffers the exit path could not hand over: their events are lost
+  // and, unreadable, could not be counted (docs/record.md).
+  meta_["thread_exit"] = {{"unreadable_buffers", probes_->counter_total(CP_CNT_EXIT_UNREADABLE)},
+                          {"untracked_buffers", probes_->counter_total(CP_CNT_EXIT_UNTRACKED)}};
   if (follower_) {
     meta_["follow"] = {{"processes", follower_->forks_followed()},
                        {"gone_before_attach", follower_->forks_missed()},
-                       {"not_reported", probes_->follow_lost()}};
+                       {"not_reported", probes_->counter_total(CP_CNT_FOLLOW_LOST)}};
     follower_.reset();  // its files go: no new child waits for us
   }
   if (net_) net_->stop();
