@@ -410,6 +410,11 @@ struct tbuf_ref {
 	__u64 entries; /* user address of the entries */
 	__u64 count;   /* user address of the __u32 entry count */
 	__u16 kind;    /* CP_REC_BATCH or CP_REC_BATCH_MONO */
+	/* The last hand-over: a thread killed after it but before the library
+	 * reset the count leaves the same n and first timestamp behind, which the
+	 * exit path must not hand over twice. */
+	__u32 last_n;
+	__u64 last_ts0;
 };
 
 struct {
@@ -419,6 +424,27 @@ struct {
 	__type(value, struct tbuf_ref);
 } tbufs SEC(".maps");
 
+/* Entries address -> tid, to forget a buffer by its address (a Java Batch's
+ * buffer is given back from another thread than the one that used it). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, CP_TBUF_MAX);
+	__type(key, __u64);
+	__type(value, __u32);
+} tbuf_owner SEC(".maps");
+
+static __always_inline void forget_tbuf(__u64 entries)
+{
+	__u32 *tid = bpf_map_lookup_elem(&tbuf_owner, &entries);
+	if (!tid)
+		return;
+	__u32 t = *tid;
+	struct tbuf_ref *ref = bpf_map_lookup_elem(&tbufs, &t);
+	if (ref && ref->entries == entries)
+		bpf_map_delete_elem(&tbufs, &t);
+	bpf_map_delete_elem(&tbuf_owner, &entries);
+}
+
 /* Once per batch: a lookup, and a write only when the buffer is new. */
 static __always_inline void remember_tbuf(const struct cp_batch_entry *entries, __u32 n,
 					  const __u32 *count_at, __u16 kind)
@@ -426,14 +452,25 @@ static __always_inline void remember_tbuf(const struct cp_batch_entry *entries, 
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	if (!count_at) {
 		if (n == 0)
-			bpf_map_delete_elem(&tbufs, &tid); /* about to be freed */
+			forget_tbuf((__u64)entries); /* about to be freed or reused */
 		return;
 	}
+	__u64 ts0 = 0;
+	if (n)
+		bpf_probe_read_user(&ts0, sizeof(ts0), entries);
 	struct tbuf_ref *old = bpf_map_lookup_elem(&tbufs, &tid);
-	if (old && old->entries == (__u64)entries && old->count == (__u64)count_at && old->kind == kind)
+	if (old && old->entries == (__u64)entries && old->count == (__u64)count_at && old->kind == kind) {
+		old->last_n = n;
+		old->last_ts0 = ts0;
 		return;
-	struct tbuf_ref ref = {.entries = (__u64)entries, .count = (__u64)count_at, .kind = kind};
-	if (bpf_map_update_elem(&tbufs, &tid, &ref, BPF_ANY))
+	}
+	if (old)
+		bpf_map_delete_elem(&tbuf_owner, &old->entries); /* the thread's previous buffer */
+	struct tbuf_ref ref = {.entries = (__u64)entries, .count = (__u64)count_at, .kind = kind,
+			       .last_n = n, .last_ts0 = ts0};
+	__u64 key = (__u64)entries;
+	if (bpf_map_update_elem(&tbufs, &tid, &ref, BPF_ANY) ||
+	    bpf_map_update_elem(&tbuf_owner, &key, &tid, BPF_ANY))
 		count(CP_CNT_EXIT_UNTRACKED, 1);
 }
 
@@ -458,11 +495,16 @@ int BPF_PROG(cp_tbuf_exit, struct task_struct *task, bool group_dead)
 		return 0;
 	struct tbuf_ref r = *ref;
 	bpf_map_delete_elem(&tbufs, &tid);
+	bpf_map_delete_elem(&tbuf_owner, &r.entries);
 	__u32 n = 0;
-	if (bpf_probe_read_user(&n, sizeof(n), (const void *)r.count)) {
+	__u64 ts0 = 0;
+	if (bpf_probe_read_user(&n, sizeof(n), (const void *)r.count) ||
+	    bpf_probe_read_user(&ts0, sizeof(ts0), (const void *)r.entries)) {
 		count_atomic(CP_CNT_EXIT_UNREADABLE, 1); /* how many events: unknown */
 		return 0;
 	}
+	if (n == 0 || (n == r.last_n && ts0 == r.last_ts0))
+		return 0; /* empty, or handed over already */
 	return emit_batch((const struct cp_batch_entry *)r.entries, n, r.kind, bpf_ktime_get_ns());
 }
 

@@ -10,6 +10,7 @@
  * into libcptrace_jni.so: channel announce and registry (so `-p PID` late
  * attach resolves names), close. */
 #include <jni.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -57,15 +58,70 @@ JNIEXPORT jlong JNICALL Java_cp_Cloudprofiler_bufferAddress0(JNIEnv *env, jclass
 	return (jlong)(uintptr_t)(*env)->GetDirectBufferAddress(env, buf);
 }
 
+/* ---- Buffers of Cloudprofiler.Batch --------------------------------------
+ * Native memory, never freed: the recorder reads a buffer's count and entries
+ * when the thread that last handed it over dies (bpf/cptrace.bpf.c), which can
+ * be after the Batch became garbage. When the Batch is collected (its Cleaner
+ * calls releaseBatchBuffer0), the buffer is forgotten by the recorder and kept
+ * in a pool for the next Batch: memory stays bounded by the Batches alive at
+ * once, and no buffer the recorder may still read is ever reused by malloc. */
+struct jbuf {
+	struct cp_batch_entry e[CP_BATCH_MAX];
+	uint32_t n; /* written by Java (Batch.COUNT_AT) */
+	uint32_t pad;
+	struct jbuf *next; /* in the pool */
+};
+
+static pthread_mutex_t pool_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct jbuf *pool;
+
+/* A Batch's buffer: entries, then the u32 count at BATCH_MAX * 24. */
+JNIEXPORT jobject JNICALL Java_cp_Cloudprofiler_newBatchBuffer0(JNIEnv *env, jclass cls)
+{
+	(void)cls;
+	pthread_mutex_lock(&pool_mu);
+	struct jbuf *b = pool;
+	if (b)
+		pool = b->next;
+	pthread_mutex_unlock(&pool_mu);
+	if (!b && posix_memalign((void **)&b, 64, sizeof(*b))) {
+		jclass oom = (*env)->FindClass(env, "java/lang/OutOfMemoryError");
+		if (oom)
+			(*env)->ThrowNew(env, oom, "cptrace: a Batch buffer");
+		return NULL;
+	}
+	memset(b, 0, sizeof(*b)); /* resident, for the recorder's non-faulting reads */
+	cp_batch_submit_mono(b->e, 0, &b->n); /* named for the exit path */
+	return (*env)->NewDirectByteBuffer(env, b, (jlong)(sizeof(b->e) + sizeof(b->n)));
+}
+
+/* The Batch is unreachable: nothing writes the buffer any more. Pending events
+ * of a Batch never closed nor flushed go to the recorder now. */
+JNIEXPORT void JNICALL Java_cp_Cloudprofiler_releaseBatchBuffer0(JNIEnv *env, jclass cls, jlong address)
+{
+	(void)env, (void)cls;
+	struct jbuf *b = (struct jbuf *)(uintptr_t)address;
+	if (!b)
+		return;
+	if (b->n && b->n <= CP_BATCH_MAX)
+		cp_batch_submit_mono(b->e, b->n, NULL);
+	b->n = 0;
+	cp_batch_submit_mono(b->e, 0, NULL); /* forgotten, by address */
+	pthread_mutex_lock(&pool_mu);
+	b->next = pool;
+	pool = b;
+	pthread_mutex_unlock(&pool_mu);
+}
+
 /* The entries are {nanoTime, channel, tuple} in native byte order, i.e. struct
  * cp_batch_entry with a CLOCK_MONOTONIC ns timestamp in place of the TSC. The
- * buffer belongs to a Cloudprofiler.Batch (address from bufferAddress0), which
- * is reachable for the duration of this call. */
+ * buffer is one of newBatchBuffer0's; its count follows the entries. */
 JNIEXPORT void JNICALL Java_cp_Cloudprofiler_submitBatch0(JNIEnv *env, jclass cls, jlong address,
 							  jint n)
 {
 	(void)env, (void)cls;
 	if (n < 1 || n > CP_BATCH_MAX || !address)
 		return; /* Batch never passes these; nothing sensible to hand over */
-	cp_batch_submit_mono((const struct cp_batch_entry *)(uintptr_t)address, (uint32_t)n, NULL);
+	const struct cp_batch_entry *e = (const struct cp_batch_entry *)(uintptr_t)address;
+	cp_batch_submit_mono(e, (uint32_t)n, (const uint32_t *)(e + CP_BATCH_MAX));
 }

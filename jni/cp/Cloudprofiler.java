@@ -125,6 +125,48 @@ public final class Cloudprofiler {
 
   private static native long bufferAddress0(ByteBuffer direct);
 
+  /** A Batch buffer, native memory from a pool that is never freed (see Batch). */
+  private static native ByteBuffer newBatchBuffer0();
+
+  /** Gives a Batch buffer back to the pool; pending events are handed over first. */
+  private static native void releaseBatchBuffer0(long address);
+
+  /**
+   * Gives the buffer of a collected Batch back to the pool (the jar targets Java 8, which has
+   * no java.lang.ref.Cleaner). One daemon thread, started with the first Batch.
+   */
+  private static final class BufferReleaser extends java.lang.ref.PhantomReference<Batch> {
+    private static final java.lang.ref.ReferenceQueue<Batch> QUEUE = new java.lang.ref.ReferenceQueue<>();
+    private static final java.util.Set<BufferReleaser> LIVE =
+        java.util.Collections.newSetFromMap(new java.util.concurrent.ConcurrentHashMap<>());
+
+    static {
+      Thread t = new Thread(BufferReleaser::run, "cptrace-batch-release");
+      t.setDaemon(true);
+      t.start();
+    }
+
+    private final long address;
+
+    BufferReleaser(Batch b, long address) {
+      super(b, QUEUE);
+      this.address = address;
+      LIVE.add(this); // the reference itself must stay reachable until enqueued
+    }
+
+    private static void run() {
+      for (;;) {
+        try {
+          BufferReleaser r = (BufferReleaser) QUEUE.remove();
+          LIVE.remove(r);
+          releaseBatchBuffer0(r.address);
+        } catch (InterruptedException e) {
+          return;
+        }
+      }
+    }
+  }
+
   /** Hands entries [0, n) of the buffer at {@code address} to the recorder. */
   private static native void submitBatch0(long address, int n);
 
@@ -135,18 +177,26 @@ public final class Cloudprofiler {
    * CLOCK_MONOTONIC nanoseconds (HotSpot's System.nanoTime() on Linux), which the trace
    * stores as such and converts to the node's TSC like the kernel timestamps.
    *
-   * <p>Not thread-safe: use one Batch per thread. Buffered events reach the recorder only
-   * when the buffer fills, at {@link #flush} and at {@link #close}: close (or flush) it
-   * before the thread ends, e.g. with try-with-resources. The thread id recorded for a
-   * batch is that of the thread handing it over.
+   * <p>Not thread-safe: use one Batch per thread. Buffered events reach the recorder when the
+   * buffer fills, at {@link #flush} and at {@link #close}; for a Batch never closed, when it
+   * is garbage-collected, or when the thread that last handed it over ends, or the JVM exits or
+   * is killed (the recorder reads what is left as that thread dies; a Batch that never handed
+   * anything over is read with the thread that made it). The buffer is native memory from a
+   * pool that is never freed, so the recorder never reads memory reused for something else.
+   * The thread id recorded for a batch is that of the thread handing it over.
    */
   public static final class Batch implements AutoCloseable {
-    // Native byte order: the BPF program copies the entries verbatim.
-    private final ByteBuffer buf =
-        ByteBuffer.allocateDirect(BATCH_MAX * ENTRY_BYTES).order(ByteOrder.nativeOrder());
-    // allocateDirect zero-fills the buffer, so its pages are resident: the BPF program's
-    // non-faulting copy needs that.
+    // Native byte order: the BPF program copies the entries verbatim. Zero-filled and
+    // resident: the BPF program's non-faulting copy needs that.
+    private final ByteBuffer buf = newBatchBuffer0().order(ByteOrder.nativeOrder());
     private final long address = bufferAddress0(buf);
+
+    {
+      new BufferReleaser(this, address);
+    }
+
+    // Where the native side and the recorder read the entry count.
+    private static final int COUNT_AT = BATCH_MAX * ENTRY_BYTES;
     private int n;
 
     /** Buffers one event, timestamped now. */
@@ -155,7 +205,8 @@ public final class Cloudprofiler {
       buf.putLong(at, System.nanoTime());
       buf.putLong(at + 8, channel);
       buf.putLong(at + 16, tupleId);
-      if (++n == BATCH_MAX) flush();
+      buf.putInt(COUNT_AT, ++n);
+      if (n == BATCH_MAX) flush();
     }
 
     /** Hands the buffered events over now (no-op when empty). */
@@ -163,6 +214,7 @@ public final class Cloudprofiler {
       if (n > 0) {
         submitBatch0(address, n);
         n = 0;
+        buf.putInt(COUNT_AT, 0);
       }
     }
 

@@ -215,6 +215,46 @@ TEST(Jni, BatchExactSet) {
   check_exact_set(tr);
 }
 
+// A Batch never flushed nor closed, its thread parked, the JVM ending without
+// waiting for it (System.exit, Runtime.halt, SIGKILL): every event still
+// reaches the trace, read by the recorder as each thread dies.
+static void batch_never_closed(const std::string& end) {
+  TempDir tmp;
+  std::string args = workload_args("batch-open") + " --end " + end;
+  Proc rec(record_cmd(tmp, "--ring-mb 64 --lib " + jni_lib() + " -- " + java_cmd(args)), tmp / "r.out",
+           tmp / "r.err");
+  if (end == "kill") {
+    ASSERT_TRUE(rec.wait_for("KILL ME", 120)) << read_file(tmp / "r.err");
+    int pid = 0;
+    std::string out = read_file(tmp / "r.out");
+    ASSERT_EQ(sscanf(out.c_str() + out.find("READY "), "READY %d", &pid), 1) << out;
+    kill(pid, SIGKILL);
+    EXPECT_EQ(rec.wait(120), 128 + SIGKILL) << "record exits as its command did: " << read_file(tmp / "r.err");
+  } else {
+    EXPECT_EQ(rec.wait(120), 0) << read_file(tmp / "r.err");
+  }
+  TraceReader tr(tmp / "trace");
+  check_exact_set(tr, 0);
+}
+
+TEST(Jni, BatchNeverClosedSurvivesSystemExit) {
+  REQUIRE_BPF();
+  REQUIRE_JVM();
+  batch_never_closed("exit");
+}
+
+TEST(Jni, BatchNeverClosedSurvivesHalt) {
+  REQUIRE_BPF();
+  REQUIRE_JVM();
+  batch_never_closed("halt");
+}
+
+TEST(Jni, BatchNeverClosedSurvivesSigkill) {
+  REQUIRE_BPF();
+  REQUIRE_JVM();
+  batch_never_closed("kill");
+}
+
 // Late attach: channels were opened before the recorder existed (names come from
 // the registry inside libcptrace_jni.so, found among the JVM's mappings). The
 // recorded tids are the JVM's native threads, named after the Java threads.
