@@ -115,6 +115,10 @@ UprobeCost measure_uprobe_cost(int calls) {
     return c;
   }
   s->rodata->filter_tgid = getpid();
+  // Nobody drains these rings: a wakeup forced past the usual threshold would
+  // be paid by every record after it (a kernel irq_work each, ~3 us here) and
+  // measure that instead of the program. A recorder's drain keeps rings below it.
+  s->rodata->wakeup_bytes = ~0ull;
   bpf_map__set_max_entries(s->maps.rings, libbpf_num_possible_cpus());
   if (int err = cptrace_bpf::load(s)) {
     c.error = std::string("loading BPF programs: ") + strerror(-err);
