@@ -132,6 +132,34 @@ TEST(Follow, MarkWithoutAttachingRecorderOnlyDelays) {
   EXPECT_EQ(status, 0) << read_file(tmp / "w.out") << read_file(tmp / "w.err");
 }
 
+// Children trust the marks: a /run/cptrace planted as a symlink (to a
+// directory anybody may write) is refused, with a clear error, before the trace
+// exists.
+TEST(Follow, SymlinkedMarkDirectoryIsRefused) {
+  REQUIRE_BPF();
+  TempDir tmp;
+  fs::path top = "/run/cptrace", saved = "/run/cptrace.test-saved";
+  struct Restore {
+    fs::path top, saved;
+    bool had;
+    ~Restore() {
+      std::error_code ec;
+      if (fs::is_symlink(top, ec)) fs::remove(top, ec);
+      if (had) fs::rename(saved, top, ec);
+    }
+  } restore{top, saved, fs::exists(top)};
+  if (restore.had) fs::rename(top, saved);
+  fs::create_directory(tmp.path / "open");
+  fs::permissions(tmp.path / "open", fs::perms::all);
+  fs::create_directory_symlink(tmp.path / "open", top);
+  auto r = run(cptrace_bin() + " record --no-progress -o " + (tmp / "t") + " -- " + spawner() + " --children 1", tmp);
+  EXPECT_NE(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("a symlink is refused"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--no-inherit"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(tmp / "t")) << "the trace directory was created before the refusal";
+  EXPECT_TRUE(fs::is_empty(tmp.path / "open")) << "a mark was written through the symlink";
+}
+
 // Marks of recorders that are gone are removed; a live recorder's stay.
 TEST(Follow, StaleMarksAreRemoved) {
   TempDir tmp;

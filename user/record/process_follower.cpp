@@ -29,13 +29,17 @@ namespace {
 // what they read there).
 int open_dir_level(int parent, const char* name, const std::string& shown) {
   if (mkdirat(parent, name, 0755) != 0 && errno != EEXIST)
-    throw std::runtime_error(fmt::format("creating {}: {}", shown, strerror(errno)));
+    throw std::runtime_error(fmt::format("following child processes: creating {}: {} (--no-inherit records the process alone)",
+                                         shown, strerror(errno)));
   int fd = openat(parent, name, O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) throw std::runtime_error(fmt::format("{}: {} (a symlink is refused)", shown, strerror(errno)));
+  if (fd < 0)
+    throw std::runtime_error(fmt::format("following child processes: {}: {} (a symlink is refused; --no-inherit records the process alone)",
+                                         shown, strerror(errno)));
   struct stat st {};
   if (fstat(fd, &st) != 0 || st.st_uid != 0 || (st.st_mode & 022)) {
     close(fd);
-    throw std::runtime_error(fmt::format("{}: must be a directory owned by root and writable by root only", shown));
+    throw std::runtime_error(fmt::format(
+        "following child processes: {} must be a directory owned by root and writable by root only", shown));
   }
   return fd;
 }
