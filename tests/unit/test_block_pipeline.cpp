@@ -210,7 +210,7 @@ TEST(RingDrain, IdleDrainSleepsUntilWoken) {
   ASSERT_GE(fd, 0) << "creating a BPF ring buffer needs root: " << strerror(errno);
   std::atomic<int> frames{0};
   {
-    BlockPipeline pipe([&](const EncodedFrame&) { frames++; }, 100, 1, 4);
+    BlockPipeline pipe([&](const EncodedFrame&) { frames++; }, 1024, 1, 4);
     RingDrain drain({fd}, pipe, nullptr);
     drain.start();
     std::this_thread::sleep_for(std::chrono::milliseconds(20));

@@ -43,8 +43,7 @@ BlockPipeline::BlockPipeline(Sink sink, size_t block_events, unsigned compressor
     // Touched now, not when the first events arrive: first-touch page faults of
     // tens of MB cost the drain so much time that the rings overflow in the
     // first second of a fast recording.
-    b.events.resize(block_events_);
-    b.events.clear();
+    b.events.reserve(block_events_);
     free_.push(&b);
   }
   for (unsigned i = 0; i < std::max(1u, compressors); ++i)
@@ -86,7 +85,7 @@ void BlockPipeline::compress_loop() {
   Block* b = nullptr;
   while (ready_.pop(b)) {
     // Reuses the block's payload buffer: no allocation per frame.
-    if (!b->precoded) encode_events_into(b->events.data(), b->events.size(), zstd_level_, b->frame);
+    if (!b->precoded) encode_columns_into(b->events, zstd_level_, b->frame);
     done_.push(b);
   }
 }
@@ -137,11 +136,13 @@ void BlockPipeline::discard_block(const Block* b) {
     if (b->frame.hdr.type == uint16_t(FrameType::Net)) d.net_events += b->frame.hdr.count;
     return;  // clock, channel, handler, sync and counter frames: rewritten at stop
   }
-  for (const TraceEvent& e : b->events) {
-    bool series = e.kind == uint8_t(EventKind::Count);
+  const EventColumns& ev = b->events;
+  for (size_t i = 0; i < ev.size(); ++i) {
+    bool series = ev.kind[i] == uint8_t(EventKind::Count);
     auto& v = series ? d.series_per_cpu : d.events_per_cpu;
-    if (v.size() <= e.cpu) v.resize(e.cpu + 1u);
-    v[e.cpu] += series ? e.tuple : 1;
+    uint16_t cpu = ev.cpu[i];
+    if (v.size() <= cpu) v.resize(cpu + 1u);
+    v[cpu] += series ? ev.tuple[i] : 1;
     d.series_points += series;
   }
 }

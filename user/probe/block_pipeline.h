@@ -33,7 +33,7 @@ namespace cptrace {
 
 struct Block {
   uint64_t seq = 0;
-  std::vector<TraceEvent> events;  // events of an Events block
+  EventColumns events;             // events of an Events block
   EncodedFrame frame;              // compressor output, or a ready control frame
   bool precoded = false;           // frame is already encoded (clock, channels, counters)
 };

@@ -5,6 +5,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -24,7 +25,10 @@ RingDrain::RingDrain(const std::vector<int>& ring_fds, BlockPipeline& pipeline,
     }
     if (err) throw std::runtime_error("ring buffer setup failed: " + std::string(strerror(-err)));
   }
-  scratch_.reserve(CP_BATCH_MAX);
+  if (pipeline.block_events() < CP_BATCH_MAX) {
+    ring_buffer__free(rb_);
+    throw std::invalid_argument("ring drain: pipeline blocks smaller than one batch record");
+  }
   // One epoll set over libbpf's (which holds every ring) and the eventfd.
   epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
   wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -68,50 +72,61 @@ void RingDrain::stop_and_flush() {
   if (thread_.joinable()) thread_.join();
 }
 
-int RingDrain::decode(const void* data, size_t size, std::vector<TraceEvent>& out,
-                      ChannelInfo* channel) {
+namespace {
+
+// Appends n events that share a record's header fields; returns the first row.
+size_t append_rows(EventColumns& out, const cp_rec_hdr* h, size_t n, EventKind kind, Timebase tb) {
+  size_t at = out.extend(n);
+  std::fill_n(out.pid.data() + at, n, h->pid);
+  std::fill_n(out.tid.data() + at, n, h->tid);
+  std::fill_n(out.cpu.data() + at, n, h->cpu);
+  std::fill_n(out.kind.data() + at, n, uint8_t(kind));
+  std::fill_n(out.timebase.data() + at, n, uint8_t(tb));
+  return at;
+}
+
+void set_row(EventColumns& out, size_t i, uint64_t ts, uint64_t channel, uint64_t tuple) {
+  out.ts[i] = ts;
+  out.channel[i] = channel;
+  out.tuple[i] = tuple;
+}
+
+}  // namespace
+
+int RingDrain::decode(const void* data, size_t size, EventColumns& out, ChannelInfo* channel) {
   if (size < sizeof(cp_rec_hdr)) return -1;
   const auto* h = static_cast<const cp_rec_hdr*>(data);
-  TraceEvent e;
-  e.pid = h->pid;
-  e.tid = h->tid;
-  e.cpu = h->cpu;
   switch (h->kind) {
     case CP_REC_EVENT:
     case CP_REC_CLOSE: {
       if (size < sizeof(cp_event_rec)) return -1;
       const auto* r = static_cast<const cp_event_rec*>(data);
-      e.ts = r->ktime_ns;
-      e.timebase = uint8_t(Timebase::MonoNs);
-      e.kind = uint8_t(h->kind == CP_REC_EVENT ? EventKind::User : EventKind::ChannelClose);
-      e.channel = r->channel;
-      e.tuple = r->tuple;
-      out.push_back(e);
+      size_t i = append_rows(out, h, 1, h->kind == CP_REC_EVENT ? EventKind::User : EventKind::ChannelClose,
+                             Timebase::MonoNs);
+      set_row(out, i, r->ktime_ns, r->channel, r->tuple);
       return 1;
     }
     case CP_REC_BATCH:
     case CP_REC_BATCH_MONO: {  // Java batches carry System.nanoTime() stamps
       const auto* r = static_cast<const cp_batch_rec*>(data);
       if (size < sizeof(cp_batch_rec) || h->n > CP_BATCH_MAX) return -1;
-      e.timebase = uint8_t(h->kind == CP_REC_BATCH ? Timebase::Tsc : Timebase::MonoNs);
-      e.kind = uint8_t(EventKind::User);
+      size_t at = append_rows(out, h, h->n, EventKind::User,
+                              h->kind == CP_REC_BATCH ? Timebase::Tsc : Timebase::MonoNs);
+      uint64_t* ts = out.ts.data() + at;
+      uint64_t* ch = out.channel.data() + at;
+      uint64_t* tu = out.tuple.data() + at;
       for (uint32_t i = 0; i < h->n; ++i) {
-        e.ts = r->e[i].tsc;
-        e.channel = r->e[i].channel;
-        e.tuple = r->e[i].tuple;
-        out.push_back(e);
+        ts[i] = r->e[i].tsc;
+        ch[i] = r->e[i].channel;
+        tu[i] = r->e[i].tuple;
       }
       return int(h->n);
     }
     case CP_REC_COUNT: {  // one point of a `counter` handler's series
       if (size < sizeof(cp_count_rec)) return -1;
       const auto* r = static_cast<const cp_count_rec*>(data);
-      e.ts = r->start;
-      e.timebase = uint8_t(h->n ? Timebase::Tsc : Timebase::MonoNs);
-      e.kind = uint8_t(EventKind::Count);
-      e.channel = r->channel;
-      e.tuple = r->count;
-      out.push_back(e);
+      size_t i = append_rows(out, h, 1, EventKind::Count, h->n ? Timebase::Tsc : Timebase::MonoNs);
+      set_row(out, i, r->start, r->channel, r->count);
       return 1;
     }
     case CP_REC_CHANNEL: {
@@ -126,39 +141,38 @@ int RingDrain::decode(const void* data, size_t size, std::vector<TraceEvent>& ou
   return -1;
 }
 
+int RingDrain::decode(const void* data, size_t size, std::vector<TraceEvent>& out, ChannelInfo* channel) {
+  EventColumns cols;
+  int n = decode(data, size, cols, channel);
+  for (size_t i = 0; i < cols.size(); ++i) out.push_back(cols.at(i));
+  return n;
+}
+
+// Decodes straight into the current block, which always has room for a whole
+// record; a block with less room left than the largest record is handed on.
 int RingDrain::on_record(void* ctx, void* data, size_t size) {
   auto* self = static_cast<RingDrain*>(ctx);
-  self->scratch_.clear();
+  if (!self->cur_) self->cur_ = self->pipeline_.acquire();
+  EventColumns& ev = self->cur_->events;
+  size_t first = ev.size();
   ChannelInfo ch;
-  int n = decode(data, size, self->scratch_, &ch);
+  int n = decode(data, size, ev, &ch);
   self->records_++;
   if (size >= sizeof(cp_rec_hdr)) {
     uint32_t pid = static_cast<const cp_rec_hdr*>(data)->pid;
     if (pid != self->last_pid_) self->pids_.insert(self->last_pid_ = pid);
   }
-  if (n > 0 && self->tsc_transform_)
-    for (auto& e : self->scratch_)
-      if (e.timebase == uint8_t(Timebase::Tsc)) e.ts = self->tsc_transform_->apply(e.ts);
   if (n > 0) {
+    if (self->tsc_transform_)
+      for (size_t i = first; i < ev.size(); ++i)
+        if (ev.timebase[i] == uint8_t(Timebase::Tsc)) ev.ts[i] = self->tsc_transform_->apply(ev.ts[i]);
     if (static_cast<const cp_rec_hdr*>(data)->kind == CP_REC_COUNT) self->series_points_++;
-    self->push_events(self->scratch_.data(), self->scratch_.size());
+    self->events_ += n;
+    if (self->pipeline_.block_events() - ev.size() < CP_BATCH_MAX) self->flush_block();
   } else if (n == 0 && self->on_channel_) {
     self->on_channel_(ch);
   }
   return 0;  // never abort consumption: an unknown record must not stall the rings
-}
-
-void RingDrain::push_events(const TraceEvent* ev, size_t n) {
-  events_ += n;
-  while (n > 0) {
-    if (!cur_) cur_ = pipeline_.acquire();
-    size_t room = pipeline_.block_events() - cur_->events.size();
-    size_t k = std::min(room, n);
-    cur_->events.insert(cur_->events.end(), ev, ev + k);
-    ev += k;
-    n -= k;
-    if (cur_->events.size() == pipeline_.block_events()) flush_block();
-  }
 }
 
 void RingDrain::flush_block() {

@@ -24,7 +24,8 @@ namespace cptrace {
 class RingDrain {
  public:
   using ChannelFn = std::function<void(const ChannelInfo&)>;
-  // ring_fds: one BPF ring buffer per CPU. on_channel: called (on the drain
+  // ring_fds: one BPF ring buffer per CPU. The pipeline's blocks must hold at
+  // least CP_BATCH_MAX events (a record is never split over two blocks). on_channel: called (on the drain
   // thread) for every channel-name record.
   RingDrain(const std::vector<int>& ring_fds, BlockPipeline& pipeline, ChannelFn on_channel,
             int poll_ms = 1000);
@@ -49,14 +50,17 @@ class RingDrain {
   // Processes whose records were seen (read after stop_and_flush()).
   const std::set<uint32_t>& pids() const { return pids_; }
 
-  // Decodes one ring record into events (exposed for tests).
+  // Decodes one ring record, appending its events to `out` (a channel record
+  // fills *channel instead). Returns the number of events, 0 for a channel
+  // record, -1 for a record too short or of an unknown kind (nothing appended).
+  static int decode(const void* data, size_t size, EventColumns& out, ChannelInfo* channel);
+  // The same into rows (tests).
   static int decode(const void* data, size_t size, std::vector<TraceEvent>& out,
                     ChannelInfo* channel);
 
  private:
   static int on_record(void* ctx, void* data, size_t size);
   void loop();
-  void push_events(const TraceEvent* ev, size_t n);
   void flush_block();
   void wake();
 
@@ -67,7 +71,6 @@ class RingDrain {
   int epoll_fd_ = -1;  // the rings (libbpf's epoll set) and wake_fd_
   int wake_fd_ = -1;   // eventfd: flush or stop requested
   Block* cur_ = nullptr;
-  std::vector<TraceEvent> scratch_;
   std::set<uint32_t> pids_;
   uint32_t last_pid_ = 0;
   const ClockTransform* tsc_transform_ = nullptr;

@@ -7,6 +7,7 @@
 // checks every byte it reads instead.
 #include "trace/block_codec.h"
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 #include <memory>
@@ -199,11 +200,48 @@ class ChannelTable {
   uint32_t last_ = 0;
 };
 
+// Read access to events stored as rows or as columns, for the one encoder.
+struct RowView {
+  const TraceEvent* ev;
+  uint64_t ts(size_t i) const { return ev[i].ts; }
+  uint64_t channel(size_t i) const { return ev[i].channel; }
+  uint64_t tuple(size_t i) const { return ev[i].tuple; }
+  uint32_t pid(size_t i) const { return ev[i].pid; }
+  uint32_t tid(size_t i) const { return ev[i].tid; }
+  uint16_t cpu(size_t i) const { return ev[i].cpu; }
+  uint8_t* put_kind(uint8_t* p, size_t n) const {
+    for (size_t i = 0; i < n; ++i) *p++ = ev[i].kind;
+    return p;
+  }
+  uint8_t* put_timebase(uint8_t* p, size_t n) const {
+    for (size_t i = 0; i < n; ++i) *p++ = ev[i].timebase;
+    return p;
+  }
+};
+
+struct ColumnView {
+  const EventColumns& c;
+  uint64_t ts(size_t i) const { return c.ts[i]; }
+  uint64_t channel(size_t i) const { return c.channel[i]; }
+  uint64_t tuple(size_t i) const { return c.tuple[i]; }
+  uint32_t pid(size_t i) const { return c.pid[i]; }
+  uint32_t tid(size_t i) const { return c.tid[i]; }
+  uint16_t cpu(size_t i) const { return c.cpu[i]; }
+  uint8_t* put_kind(uint8_t* p, size_t n) const {
+    if (n) std::memcpy(p, c.kind.data(), n);
+    return p + n;
+  }
+  uint8_t* put_timebase(uint8_t* p, size_t n) const {
+    if (n) std::memcpy(p, c.timebase.data(), n);
+    return p + n;
+  }
+};
+
 template <class U, class Get>
-uint8_t* put_delta_column(uint8_t* p, const TraceEvent* ev, size_t n, Get get) {
+uint8_t* put_delta_column(uint8_t* p, size_t n, Get get) {
   U prev = 0;
   for (size_t i = 0; i < n; ++i) {
-    U v = get(ev[i]);
+    U v = get(i);
     p = put_varint(p, zigzag_delta<U>(prev, v));
     prev = v;
   }
@@ -211,26 +249,37 @@ uint8_t* put_delta_column(uint8_t* p, const TraceEvent* ev, size_t n, Get get) {
 }
 
 // Channel table followed by every column; returns the end of the written bytes.
-uint8_t* put_event_columns(uint8_t* p, const TraceEvent* ev, size_t n) {
+template <class View>
+uint8_t* put_event_columns(uint8_t* p, const View& v, size_t n) {
   thread_local ChannelTable table;
   thread_local std::vector<uint32_t> idx;
   table.clear();
   idx.resize(n);
-  for (size_t i = 0; i < n; ++i) idx[i] = table.index_of(ev[i].channel);
+  for (size_t i = 0; i < n; ++i) idx[i] = table.index_of(v.channel(i));
 
   p = put_varint(p, table.ids().size());
   if (!table.ids().empty()) std::memcpy(p, table.ids().data(), table.ids().size() * sizeof(uint64_t));
   p += table.ids().size() * sizeof(uint64_t);
 
-  p = put_delta_column<uint64_t>(p, ev, n, [](const TraceEvent& e) { return e.ts; });
+  p = put_delta_column<uint64_t>(p, n, [&](size_t i) { return v.ts(i); });
   for (size_t i = 0; i < n; ++i) p = put_varint(p, idx[i]);
-  p = put_delta_column<uint64_t>(p, ev, n, [](const TraceEvent& e) { return e.tuple; });
-  p = put_delta_column<uint32_t>(p, ev, n, [](const TraceEvent& e) { return e.pid; });
-  p = put_delta_column<uint32_t>(p, ev, n, [](const TraceEvent& e) { return e.tid; });
-  p = put_delta_column<uint16_t>(p, ev, n, [](const TraceEvent& e) { return e.cpu; });
-  for (size_t i = 0; i < n; ++i) *p++ = ev[i].kind;
-  for (size_t i = 0; i < n; ++i) *p++ = ev[i].timebase;
-  return p;
+  p = put_delta_column<uint64_t>(p, n, [&](size_t i) { return v.tuple(i); });
+  p = put_delta_column<uint32_t>(p, n, [&](size_t i) { return v.pid(i); });
+  p = put_delta_column<uint32_t>(p, n, [&](size_t i) { return v.tid(i); });
+  p = put_delta_column<uint16_t>(p, n, [&](size_t i) { return v.cpu(i); });
+  p = v.put_kind(p, n);
+  return v.put_timebase(p, n);
+}
+
+template <class View>
+void encode_view_into(const View& v, size_t n, int zstd_level, EncodedFrame& out) {
+  if (n > kMaxFrameEvents) throw std::invalid_argument("encode_events: more than kMaxFrameEvents events");
+  thread_local std::vector<uint8_t> raw;
+  size_t worst = 16 + n * kWorstEventBytes;
+  if (raw.size() < worst) raw.resize(worst);
+  uint8_t* end = put_event_columns(raw.data(), v, n);
+  finish_frame(out, FrameType::Events, raw.data(), static_cast<size_t>(end - raw.data()),
+               static_cast<uint32_t>(n), zstd_level);
 }
 
 // ---- events: decoder ----------------------------------------------------------------
@@ -280,13 +329,63 @@ void get_event_columns(Cursor& c, std::vector<TraceEvent>& out) {
 // ---- public API -----------------------------------------------------------------------
 
 void encode_events_into(const TraceEvent* ev, size_t n, int zstd_level, EncodedFrame& out) {
-  if (n > kMaxFrameEvents) throw std::invalid_argument("encode_events: more than kMaxFrameEvents events");
-  thread_local std::vector<uint8_t> raw;
-  size_t worst = 16 + n * kWorstEventBytes;
-  if (raw.size() < worst) raw.resize(worst);
-  uint8_t* end = put_event_columns(raw.data(), ev, n);
-  finish_frame(out, FrameType::Events, raw.data(), static_cast<size_t>(end - raw.data()),
-               static_cast<uint32_t>(n), zstd_level);
+  encode_view_into(RowView{ev}, n, zstd_level, out);
+}
+
+void encode_columns_into(const EventColumns& ev, int zstd_level, EncodedFrame& out) {
+  encode_view_into(ColumnView{ev}, ev.size(), zstd_level, out);
+}
+
+// ---- EventColumns -------------------------------------------------------------------
+
+void EventColumns::reserve(size_t cap) {
+  if (cap <= capacity()) return;
+  ts.resize(cap);
+  channel.resize(cap);
+  tuple.resize(cap);
+  pid.resize(cap);
+  tid.resize(cap);
+  cpu.resize(cap);
+  kind.resize(cap);
+  timebase.resize(cap);
+}
+
+size_t EventColumns::extend(size_t k) {
+  if (n_ + k > capacity()) reserve(std::max({n_ + k, 2 * capacity(), size_t(64)}));
+  size_t at = n_;
+  n_ += k;
+  return at;
+}
+
+void EventColumns::resize(size_t k) {
+  size_t old = n_;
+  if (k > old) extend(k - old);
+  n_ = k;
+  for (size_t i = old; i < k; ++i) set(i, TraceEvent{});
+}
+
+TraceEvent EventColumns::at(size_t i) const {
+  TraceEvent e;
+  e.ts = ts[i];
+  e.channel = channel[i];
+  e.tuple = tuple[i];
+  e.pid = pid[i];
+  e.tid = tid[i];
+  e.cpu = cpu[i];
+  e.kind = kind[i];
+  e.timebase = timebase[i];
+  return e;
+}
+
+void EventColumns::set(size_t i, const TraceEvent& e) {
+  ts[i] = e.ts;
+  channel[i] = e.channel;
+  tuple[i] = e.tuple;
+  pid[i] = e.pid;
+  tid[i] = e.tid;
+  cpu[i] = e.cpu;
+  kind[i] = e.kind;
+  timebase[i] = e.timebase;
 }
 
 EncodedFrame encode_events(const TraceEvent* ev, size_t n, int zstd_level) {
