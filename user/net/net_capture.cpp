@@ -109,6 +109,7 @@ void NetCapture::create_rings(uint32_t ring_bytes) {
     }
     if (err) throw std::runtime_error(explain_bpf_error(err, "reading a network ring buffer"));
   }
+  waiter_ = std::make_unique<RingWaiter>(rb_, "the network capture");
 }
 
 void NetCapture::start(BlockPipeline& pipe) {
@@ -148,8 +149,10 @@ void NetCapture::flush() {
 }
 
 void NetCapture::loop() {
+  // Asleep until a ring passes its wakeup threshold or the recorder asks for
+  // its periodic flush or the stop (the timeout only bounds a missed wakeup).
   while (!stop_.load()) {
-    ring_buffer__poll(rb_, 5);
+    waiter_->wait(1000);
     ring_buffer__consume(rb_);
     if (flush_requested_.exchange(false)) flush();
   }
@@ -163,6 +166,7 @@ void NetCapture::stop() {
   for (auto* l : links_) bpf_link__destroy(l);
   links_.clear();
   stop_.store(true);
+  waiter_->wake();
   if (thread_.joinable()) thread_.join();
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -11,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "probe/block_pipeline.h"
+#include "probe/ring_waiter.h"
 #include "cptrace_net.h"
 #include "trace/trace_format.h"
 
@@ -51,7 +53,10 @@ class NetCapture {
   // Attaches the programs and starts the drain thread, which hands Net frames to `pipe`.
   void start(BlockPipeline& pipe);
   // Hands the records drained so far on as a frame (periodic flush).
-  void request_flush() { flush_requested_.store(true); }
+  void request_flush() {
+    flush_requested_.store(true);
+    if (waiter_) waiter_->wake();
+  }
   // Detaches, drains what is left, writes the last frame, stops the thread.
   void stop();
 
@@ -76,6 +81,7 @@ class NetCapture {
   std::vector<int> ring_fds_;
   std::vector<bpf_link*> links_;
   ring_buffer* rb_ = nullptr;
+  std::unique_ptr<RingWaiter> waiter_;  // the rings, flush and stop requests
   std::vector<cp_net_rec> pending_;
   std::atomic<bool> stop_{false}, flush_requested_{false};
   std::atomic<uint64_t> recorded_{0}, malformed_{0};

@@ -1,9 +1,6 @@
 #include "probe/ring_drain.h"
 
 #include <bpf/libbpf.h>
-#include <sys/epoll.h>
-#include <sys/eventfd.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
@@ -29,46 +26,29 @@ RingDrain::RingDrain(const std::vector<int>& ring_fds, BlockPipeline& pipeline,
     ring_buffer__free(rb_);
     throw std::invalid_argument("ring drain: pipeline blocks smaller than one batch record");
   }
-  // One epoll set over libbpf's (which holds every ring) and the eventfd.
-  epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
-  wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  epoll_event ev{};
-  ev.events = EPOLLIN;
-  bool ok = epoll_fd_ >= 0 && wake_fd_ >= 0;
-  if (ok && rb_) ok = epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, ring_buffer__epoll_fd(rb_), &ev) == 0;
-  if (ok) ok = epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &ev) == 0;
-  if (!ok) {
-    int err = errno;
-    if (epoll_fd_ >= 0) close(epoll_fd_);
-    if (wake_fd_ >= 0) close(wake_fd_);
+  try {
+    waiter_ = std::make_unique<RingWaiter>(rb_, "the ring drain");
+  } catch (...) {
     ring_buffer__free(rb_);
-    throw std::runtime_error("ring drain epoll setup failed: " + std::string(strerror(err)));
+    throw;
   }
 }
 
 RingDrain::~RingDrain() {
   if (thread_.joinable()) stop_and_flush();
   ring_buffer__free(rb_);
-  close(epoll_fd_);
-  close(wake_fd_);
 }
 
 void RingDrain::start() { thread_ = std::thread([this] { loop(); }); }
 
-void RingDrain::wake() {
-  uint64_t one = 1;
-  ssize_t n = write(wake_fd_, &one, sizeof one);
-  (void)n;  // only fails when the counter is near 2^64: a wakeup is pending anyway
-}
-
 void RingDrain::request_flush() {
   flush_requested_.store(true);
-  wake();
+  waiter_->wake();
 }
 
 void RingDrain::stop_and_flush() {
   stop_.store(true);
-  wake();
+  waiter_->wake();
   if (thread_.joinable()) thread_.join();
 }
 
@@ -184,11 +164,7 @@ void RingDrain::flush_block() {
 
 void RingDrain::loop() {
   while (!stop_.load()) {
-    epoll_event ev[2];
-    epoll_wait(epoll_fd_, ev, 2, poll_ms_);
-    uint64_t n;
-    ssize_t r = read(wake_fd_, &n, sizeof n);  // nonblocking: resets the eventfd if it fired
-    (void)r;
+    waiter_->wait(poll_ms_);
     // Empties every ring, whichever woke us.
     if (rb_) ring_buffer__consume(rb_);
     if (flush_requested_.exchange(false)) flush_block();

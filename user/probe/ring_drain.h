@@ -8,11 +8,13 @@
 #pragma once
 #include <atomic>
 #include <functional>
+#include <memory>
 #include <set>
 #include <thread>
 #include <vector>
 
 #include "probe/block_pipeline.h"
+#include "probe/ring_waiter.h"
 #include "trace/clock_transform.h"
 #include "cptrace_records.h"
 #include "trace/trace_format.h"
@@ -62,14 +64,12 @@ class RingDrain {
   static int on_record(void* ctx, void* data, size_t size);
   void loop();
   void flush_block();
-  void wake();
 
   BlockPipeline& pipeline_;
   ChannelFn on_channel_;
   int poll_ms_;
   ring_buffer* rb_ = nullptr;
-  int epoll_fd_ = -1;  // the rings (libbpf's epoll set) and wake_fd_
-  int wake_fd_ = -1;   // eventfd: flush or stop requested
+  std::unique_ptr<RingWaiter> waiter_;  // the rings, flush and stop requests
   Block* cur_ = nullptr;
   std::set<uint32_t> pids_;
   uint32_t last_pid_ = 0;

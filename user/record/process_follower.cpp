@@ -4,8 +4,6 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
-#include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -101,16 +99,16 @@ ProcessFollower::ProcessFollower(Probes& probes, pid_t root) : probes_(probes) {
   remove_stale_follow_files(dir_fd_);
   int fd = probes.proc_events_fd();
   rb_ = fd >= 0 ? ring_buffer__new(fd, &ProcessFollower::on_record, this, nullptr) : nullptr;
-  epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
-  wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  epoll_event ev{};
-  ev.events = EPOLLIN;
-  if (!rb_ || epoll_fd_ < 0 || wake_fd_ < 0 ||
-      epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, ring_buffer__epoll_fd(rb_), &ev) != 0 ||
-      epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &ev) != 0) {
+  if (!rb_) {
     int err = errno;
     release();
     throw std::runtime_error(fmt::format("following child processes: {}", strerror(err)));
+  }
+  try {
+    waiter_ = std::make_unique<RingWaiter>(rb_, "following child processes");
+  } catch (...) {
+    release();
+    throw;
   }
   mark(root);
   thread_ = std::thread([this] { run(); });
@@ -119,8 +117,7 @@ ProcessFollower::ProcessFollower(Probes& probes, pid_t root) : probes_(probes) {
 ProcessFollower::~ProcessFollower() {
   if (thread_.joinable()) {
     stop_ = true;
-    uint64_t one = 1;
-    (void)!write(wake_fd_, &one, sizeof(one));
+    waiter_->wake();
     thread_.join();
   }
   release();
@@ -130,12 +127,11 @@ void ProcessFollower::release() {
   if (dir_fd_ >= 0)
     for (pid_t p : marked_) unlinkat(dir_fd_, std::to_string(p).c_str(), 0);
   marked_.clear();
+  waiter_.reset();
   if (rb_) ring_buffer__free(rb_);
-  if (epoll_fd_ >= 0) close(epoll_fd_);
-  if (wake_fd_ >= 0) close(wake_fd_);
   if (dir_fd_ >= 0) close(dir_fd_);
   rb_ = nullptr;
-  epoll_fd_ = wake_fd_ = dir_fd_ = -1;
+  dir_fd_ = -1;
 }
 
 void ProcessFollower::mark(pid_t pid) {
@@ -173,10 +169,8 @@ int ProcessFollower::on_record(void* self, void* data, size_t size) {
 }
 
 void ProcessFollower::run() {
-  epoll_event ev[4];
   while (!stop_) {
-    int n = epoll_wait(epoll_fd_, ev, 4, -1);
-    if (n < 0 && errno != EINTR) break;
+    if (!waiter_->wait(-1)) break;
     ring_buffer__consume(rb_);
   }
   ring_buffer__consume(rb_);

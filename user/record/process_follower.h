@@ -12,8 +12,11 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <set>
 #include <thread>
+
+#include "probe/ring_waiter.h"
 
 struct ring_buffer;
 
@@ -44,9 +47,8 @@ class ProcessFollower {
 
   Probes& probes_;
   int dir_fd_ = -1;
-  int epoll_fd_ = -1;
-  int wake_fd_ = -1;
   ring_buffer* rb_ = nullptr;
+  std::unique_ptr<RingWaiter> waiter_;
   std::set<pid_t> marked_;  // touched by the thread only, after the constructor
   std::atomic<uint64_t> forks_{0}, missed_{0};
   std::atomic<bool> stop_{false};

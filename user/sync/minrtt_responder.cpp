@@ -3,6 +3,7 @@
 
 #include <arpa/inet.h>
 #include <poll.h>
+#include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -112,6 +113,7 @@ Responder::Responder(ResponderOptions opt) : opt_(std::move(opt)), session_(minr
 Responder::~Responder() {
   stop();
   if (rx_ >= 0) close(rx_);
+  if (stop_fd_ >= 0) close(stop_fd_);
   if (tx_ >= 0) close(tx_);
 }
 
@@ -123,19 +125,28 @@ std::string Responder::local_address() const {
 }
 
 void Responder::start() {
-  stop_ = false;
-  thread_ = std::thread([this] { run(stop_); });
+  if (stop_fd_ < 0) stop_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (stop_fd_ < 0) throw std::runtime_error(fmt::format("MinRTT responder: eventfd: {}", strerror(errno)));
+  uint64_t v;
+  (void)!read(stop_fd_, &v, sizeof v);  // a stop() before this start() is over
+  thread_ = std::thread([this] { run(); });
 }
 
 void Responder::stop() {
-  stop_ = true;
-  if (thread_.joinable()) thread_.join();
+  uint64_t one = 1;
+  if (thread_.joinable()) {
+    (void)!write(stop_fd_, &one, sizeof one);
+    thread_.join();
+  }
 }
 
-void Responder::run(const std::atomic<bool>& stop) {
-  while (!stop.load()) {
-    pollfd p{rx_, POLLIN, 0};
-    if (poll(&p, 1, 50) > 0) serve_one();
+void Responder::run() {
+  for (;;) {
+    pollfd p[2] = {{rx_, POLLIN, 0}, {stop_fd_, POLLIN, 0}};
+    int n = poll(p, 2, -1);
+    if (n < 0 && errno != EINTR) return;
+    if (p[1].revents) return;
+    if (p[0].revents) serve_one();
   }
 }
 

@@ -63,8 +63,6 @@ class Responder {
   // Serves on a thread until stop().
   void start();
   void stop();
-  // Serves on the calling thread until `stop` becomes true.
-  void run(const std::atomic<bool>& stop);
 
   std::string local_address() const;
   const ResponderStats& stats() const { return stats_; }
@@ -74,6 +72,8 @@ class Responder {
     double tokens;
     int64_t last_ns;
   };
+  // Asleep in poll() on the socket and stop_fd_ until a datagram or stop().
+  void run();
   void serve_one();
   bool allow(const sockaddr_storage& from, int64_t now_ns);
   bool verified(const sockaddr_storage& from, const minrtt::Message& probe, int64_t now_ns) const;
@@ -91,7 +91,7 @@ class Responder {
   std::unordered_map<std::string, Bucket> buckets_;
   Bucket total_;
   ResponderStats stats_;
-  std::atomic<bool> stop_{false};
+  int stop_fd_ = -1;  // eventfd written by stop()
   std::thread thread_;
 };
 
