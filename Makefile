@@ -79,7 +79,7 @@ $(BUILD)/obj/%.o: user/%.cpp | $(SKELS)
 	$(CXX) -std=c++20 $(CXXFLAGS) $(WARN) $(CPPFLAGS) $(SITE_AS) -MMD -MP -c $< -o $@
 
 # `.include`d by the assembler, which -MMD does not see.
-$(BUILD)/obj/probe/probe_selftest.o: lib/probe_site.h
+$(BUILD)/obj/probe/probe_selftest.o $(BUILD)/obj/probe/stage_flush.o: lib/probe_site.h
 
 # One archive per stage folder (user/X/*.cpp -> build/user/libX.a).
 stage_objs = $(patsubst user/%.cpp,$(BUILD)/obj/%.o,$(wildcard user/$(1)/*.cpp))

@@ -61,6 +61,74 @@ static __always_inline __u64 wake_flag(void *rb)
 	return cp_wake_flag(rb, wakeup_bytes);
 }
 
+/* ---- Staged single events (include/cptrace_records.h says why) --------------
+ * The stage is touched with preemption disabled, so two threads on one CPU
+ * never interleave in it, whatever the kernel's preemption model. */
+extern void bpf_preempt_disable(void) __ksym;
+extern void bpf_preempt_enable(void) __ksym;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct cp_stage);
+} stages SEC(".maps");
+
+/* The staged events go to the ring as one record (preemption disabled). */
+static __always_inline void hand_over_stage(struct cp_stage *st, void *rb, __u32 cpu, __u32 tgid, __u32 tid)
+{
+	__u32 n = st->n;
+	if (!n)
+		return;
+	st->n = 0;
+	if (n > CP_STAGE_MAX)
+		n = CP_STAGE_MAX; /* unreachable */
+	struct cp_singles_rec *r = rb ? bpf_ringbuf_reserve(rb, sizeof(*r), 0) : NULL;
+	if (!r) {
+		count(CP_CNT_DROPPED, n);
+		return;
+	}
+	fill_hdr(&r->h, CP_REC_SINGLES, cpu, tgid, tid, n);
+	__builtin_memcpy(r->e, st->e, sizeof(r->e));
+	bpf_ringbuf_submit(r, wake_flag(rb));
+}
+
+/* Before any other record of this CPU: its staged events go first. */
+static __always_inline void flush_stage(void *rb, __u32 cpu, __u32 tgid, __u32 tid)
+{
+	__u32 zero = 0;
+	bpf_preempt_disable();
+	struct cp_stage *st = bpf_map_lookup_elem(&stages, &zero);
+	if (st)
+		hand_over_stage(st, rb, cpu, tgid, tid);
+	bpf_preempt_enable();
+}
+
+static __always_inline void stage_event(void *rb, __u64 now, __u64 channel, __u64 tuple, __u32 cpu,
+					__u32 tgid, __u32 tid)
+{
+	__u32 zero = 0;
+	bpf_preempt_disable();
+	struct cp_stage *st = bpf_map_lookup_elem(&stages, &zero);
+	if (!st) {
+		count(CP_CNT_DROPPED, 1); /* unreachable: a one-element array */
+	} else {
+		if (st->n >= CP_STAGE_MAX)
+			hand_over_stage(st, rb, cpu, tgid, tid); /* unreachable: emptied when full */
+		__u32 i = st->n & (CP_STAGE_MAX - 1);
+		struct cp_single_entry *e = &st->e[i];
+		e->ktime_ns = now;
+		e->channel = channel;
+		e->tuple = tuple;
+		e->pid = tgid;
+		e->tid = tid;
+		st->n = i + 1;
+		if (i + 1 == CP_STAGE_MAX)
+			hand_over_stage(st, rb, cpu, tgid, tid);
+	}
+	bpf_preempt_enable();
+}
+
 /* ---- Channel handlers --------------------------------------------------------
  * What a handler discards never reaches a ring: it is only counted (FILTERED).
  * Layouts and the meaning of each kind: include/cptrace_records.h. */
@@ -258,7 +326,10 @@ static __always_inline int record_event(__u16 kind, __u64 now, __u64 channel, __
 			count(CP_CNT_FILTERED, 1);
 			return 0;
 		}
+		stage_event(rb, now, channel, tuple, cpu, tgid, tid);
+		return 0;
 	}
+	flush_stage(rb, cpu, tgid, tid);
 	struct cp_event_rec *r = bpf_ringbuf_reserve(rb, sizeof(*r), 0);
 	if (!r) {
 		count(CP_CNT_DROPPED, 1);
@@ -378,6 +449,7 @@ static __always_inline int emit_batch(const struct cp_batch_entry *entries, __u3
 		return 0;
 	}
 	count(CP_CNT_SEEN, n);
+	flush_stage(rb, cpu, tgid, tid);
 	if (handlers_in_use)
 		return submit_filtered(rb, entries, n, now, cpu, tgid, tid, kind);
 	/* The verifier wants a constant reservation size: always reserve a full batch. */
@@ -525,6 +597,7 @@ int BPF_KPROBE(cp_channel_announce, __u64 channel, const char *name)
 	void *rb = my_ring(&cpu, &tgid, &tid);
 	if (!rb)
 		return 0;
+	flush_stage(rb, cpu, tgid, tid);
 	struct cp_channel_rec *r = bpf_ringbuf_reserve(rb, sizeof(*r), 0);
 	if (!r)
 		return 0;
@@ -596,6 +669,18 @@ int BPF_PROG(cp_follow_exit, struct task_struct *p, bool group_dead)
 	if (!group_dead || bpf_map_delete_elem(&followed, &tgid))
 		return 0;
 	report_proc(CP_PROC_EXIT, tgid, 0);
+	return 0;
+}
+
+/* The recorder's own probe (user/probe/stage_flush.cpp), run by its drain thread
+ * on each CPU in turn at every flush: that CPU's staged events go to its ring.
+ * Attached to the recorder's pid only, so no tgid filter applies. */
+SEC("uprobe")
+int cp_stage_flush(void *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 cpu = bpf_get_smp_processor_id();
+	flush_stage(cp_ring_of_cpu(&rings, cpu), cpu, id >> 32, (__u32)id);
 	return 0;
 }
 

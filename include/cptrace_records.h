@@ -27,6 +27,7 @@ enum cp_rec_kind {
 	CP_REC_BATCH_MONO = 5, /* as CP_REC_BATCH, entries stamped CLOCK_MONOTONIC ns
 	                        * (Java's System.nanoTime(), cp_batch_submit_mono) */
 	CP_REC_COUNT = 6,   /* `counter` handler: events of one channel in one period, on one CPU */
+	CP_REC_SINGLES = 7, /* n cp_logTS() calls staged on one CPU (struct cp_singles_rec) */
 };
 
 /* Every ring record starts with this header. */
@@ -62,6 +63,37 @@ struct cp_batch_rec {  /* CP_REC_BATCH and CP_REC_BATCH_MONO */
 	struct cp_rec_hdr h;
 	__u64 ktime_ns;     /* when the batch was handed over */
 	struct cp_batch_entry e[CP_BATCH_MAX];
+};
+
+/* ---- Staged single events ---------------------------------------------------
+ * cp_logTS() events are not reserved in the ring one by one: a reservation and
+ * its commit cost more than the rest of the program (a lock, an atomic, a cache
+ * line of the ring each time). Each CPU stages them in a small per-CPU array
+ * (the BPF map `stages`, value struct cp_stage) and hands CP_STAGE_MAX at a time
+ * to its ring as one CP_REC_SINGLES record. Before any other record goes into
+ * the CPU's ring from a probe, the stage is handed over first, so a CPU's ring
+ * keeps the order in which its events happened. The recorder empties every
+ * CPU's stage at each flush (a probe of its own, run on each CPU) and reads what
+ * is left from the map after the probes are detached. */
+#define CP_STAGE_MAX 32
+
+struct cp_single_entry {
+	__u64 ktime_ns; /* bpf_ktime_get_ns() at probe entry */
+	__u64 channel;
+	__u64 tuple;
+	__u32 pid;      /* tgid */
+	__u32 tid;
+};
+
+struct cp_stage {      /* value of the per-CPU map `stages` */
+	__u32 n;
+	__u32 pad;
+	struct cp_single_entry e[CP_STAGE_MAX];
+};
+
+struct cp_singles_rec { /* CP_REC_SINGLES; h.n entries valid, h.pid/h.tid: who handed them over */
+	struct cp_rec_hdr h;
+	struct cp_single_entry e[CP_STAGE_MAX];
 };
 
 struct cp_channel_rec {

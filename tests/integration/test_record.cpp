@@ -240,6 +240,35 @@ TEST(Record, SigtermMidRunLeavesCompleteTrace) {
   EXPECT_EQ(tr.event_count() + tr.counters().total_dropped(), tr.counters().total_seen());
 }
 
+// A few cp_logTS() events and then nothing: they must not wait in their CPU's
+// stage (include/cptrace_records.h, CP_REC_SINGLES) until the recording stops.
+// Every flush (0.5 s) empties the stage of each CPU into the trace.
+TEST(Record, FewEventsReachTheTraceWhileTheProgramRuns) {
+  REQUIRE_BPF();
+  TempDir tmp;
+  Proc rec(record_cmd(tmp, "-- " + workload() + " --threads 1 --events 5 --channels 1 --mode single --hold"),
+           tmp / "r.out", tmp / "r.err");
+  ASSERT_TRUE(rec.wait_for("LOGGED", 30)) << read_file(tmp / "r.err");
+  pid_t wl = std::stoi(read_file(tmp / "r.out").substr(read_file(tmp / "r.out").find("LOGGED") + 7));
+  uint64_t seen_live = 0;
+  for (int i = 0; i < 150 && seen_live < 5; ++i) {  // the program holds: nothing else will flush
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    TraceReader live(tmp / "trace");
+    seen_live = 0;
+    live.for_each_event([&](const TraceEvent& e) { seen_live += e.kind == uint8_t(EventKind::User); });
+  }
+  EXPECT_EQ(kill(wl, 0), 0) << "the program is still holding";
+  EXPECT_EQ(seen_live, 5u) << "the 5 events reached the trace while the program ran";
+  kill(wl, SIGUSR1);
+  EXPECT_EQ(rec.wait(60), 0) << read_file(tmp / "r.err");
+  TraceReader tr(tmp / "trace");
+  EXPECT_TRUE(tr.meta().value("complete", false));
+  uint64_t user = 0;
+  tr.for_each_event([&](const TraceEvent& e) { user += e.kind == uint8_t(EventKind::User); });
+  EXPECT_EQ(user, 5u) << "each event once";
+  EXPECT_EQ(tr.event_count() + tr.counters().total_dropped(), tr.counters().total_seen());
+}
+
 TEST(Record, SigkillLeavesTraceReadableUpToLastFrame) {
   REQUIRE_BPF();
   TempDir tmp;

@@ -160,6 +160,26 @@ TEST(RingDrain, DecodesEveryRecordKind) {
   EXPECT_LT(RingDrain::decode(batch.get(), sizeof *batch, out, &ch), 0);
   EXPECT_TRUE(out.empty());
 
+  // Staged single events: each entry keeps its own thread, the header's pid is
+  // whoever handed them over.
+  cp_singles_rec st{};
+  st.h = {CP_REC_SINGLES, 1, 999, 999, 2};
+  st.e[0] = {10, 4, 40, 300, 301};
+  st.e[1] = {11, 5, 41, 302, 303};
+  out.clear();
+  ASSERT_EQ(RingDrain::decode(&st, sizeof st, out, &ch), 2);
+  EXPECT_EQ(out[1].ts, 11u);
+  EXPECT_EQ(out[1].channel, 5u);
+  EXPECT_EQ(out[1].tuple, 41u);
+  EXPECT_EQ(out[0].pid, 300u);
+  EXPECT_EQ(out[1].tid, 303u);
+  EXPECT_EQ(out[1].cpu, 1);
+  EXPECT_EQ(out[1].timebase, uint8_t(Timebase::MonoNs));
+  st.h.n = CP_STAGE_MAX + 1;  // corrupt count: refused
+  out.clear();
+  EXPECT_LT(RingDrain::decode(&st, sizeof st, out, &ch), 0);
+  EXPECT_TRUE(out.empty());
+
   cp_channel_rec c{};
   c.h = {CP_REC_CHANNEL, 0, 55, 56, 0};
   c.channel = 77;

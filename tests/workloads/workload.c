@@ -1,7 +1,7 @@
 /* workload: the integration tests' event source.
  *
  *   workload [--threads N] [--events N] [--channels N] [--mode single|batch]
- *            [--wait-signal] [--delay-open-ms N] [--pace-us N] [--all-channels]
+ *            [--wait-signal] [--delay-open-ms N] [--pace-us N] [--all-channels] [--hold]
  *
  * Sleeps --delay-open-ms (so a recorder started first sees the channels being
  * announced live), opens channels chan0..chanK-1, then, with --wait-signal,
@@ -13,7 +13,8 @@
  * is logged on every channel in turn (chan0 first), so each channel sees every
  * tuple id. --pace-us N: event i of a thread is emitted no earlier than
  * start + i*N us (busy wait), so a run lasts long enough to be reconfigured
- * mid-way. Finally the channels are
+ * mid-way. --hold: once every event is logged, print "LOGGED <pid>" and wait
+ * for another SIGUSR1 (events logged, process alive, channels open). Finally the channels are
  * closed and one JSON line tells what was emitted:
  *
  *   {"pid":P,"mode":"batch","threads":N,"events_per_thread":E,"total":T,
@@ -46,6 +47,7 @@ struct options {
 	unsigned delay_open_ms;
 	uint64_t pace_us;
 	int all_channels;
+	int hold;
 };
 
 struct worker {
@@ -63,7 +65,7 @@ static void usage(const char *argv0)
 {
 	fprintf(stderr,
 		"usage: %s [--threads N] [--events N] [--channels N] [--mode single|batch]\n"
-		"          [--wait-signal] [--delay-open-ms N] [--pace-us N] [--all-channels]\n",
+		"          [--wait-signal] [--delay-open-ms N] [--pace-us N] [--all-channels] [--hold]\n",
 		argv0);
 	exit(2);
 }
@@ -85,6 +87,10 @@ static void parse_args(int argc, char **argv)
 		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
 		if (!strcmp(a, "--wait-signal")) {
 			opt.wait_signal = 1;
+			continue;
+		}
+		if (!strcmp(a, "--hold")) {
+			opt.hold = 1;
 			continue;
 		}
 		if (!strcmp(a, "--all-channels")) {
@@ -243,6 +249,13 @@ int main(int argc, char **argv)
 	if (opt.wait_signal)
 		wait_for_go(&usr1);
 	struct worker *ws = run_workers();
+	if (opt.hold) {
+		printf("LOGGED %d\n", (int)getpid());
+		fflush(stdout);
+		int sig;
+		while (sigwait(&usr1, &sig) != 0 || sig != SIGUSR1)
+			;
+	}
 	for (unsigned c = 0; c < opt.channels; c++)
 		cp_close_channel(channel_ids[c]);
 	print_report(ws);

@@ -47,6 +47,7 @@ Probes::Probes(const ProbeOptions& opt) {
   if (int err = cptrace_bpf::load(skel_))
     throw std::runtime_error(explain_bpf_error(err, "loading the BPF programs"));
   create_rings(opt.ring_bytes);
+  stage_ = std::make_unique<StageFlusher>(skel_->progs.cp_stage_flush, bpf_map__fd(skel_->maps.stages));
   if (opt.before_attach) opt.before_attach(*this);
   if (follow_) start_following(opt.filter_tgid);
   for (const auto& t : opt.targets) attach_target(t, opt.filter_tgid);
@@ -61,6 +62,7 @@ Probes::Probes(const ProbeOptions& opt) {
 
 Probes::~Probes() {
   detach();
+  stage_.reset();
   for (int fd : ring_fds_) close(fd);
   cptrace_bpf::destroy(skel_);
 }

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "probe/stage_flush.h"
 #include "trace/trace_format.h"
 
 struct cptrace_bpf;
@@ -42,6 +43,8 @@ class Probes {
   Probes& operator=(const Probes&) = delete;
 
   const std::vector<int>& ring_fds() const { return ring_fds_; }
+  // Empties the per-CPU stages of single events (for the ring drain).
+  StageFlusher* stage() { return stage_.get(); }
   // Removes every uprobe; the rings stay readable.
   void detach();
   // Per-CPU seen/dropped counts (events).
@@ -73,6 +76,7 @@ class Probes {
   void start_following(uint32_t root);
 
   cptrace_bpf* skel_ = nullptr;
+  std::unique_ptr<StageFlusher> stage_;
   std::vector<int> ring_fds_;
   std::vector<bpf_link*> links_;
   bool follow_ = false;

@@ -86,6 +86,18 @@ int RingDrain::decode(const void* data, size_t size, EventColumns& out, ChannelI
       set_row(out, i, r->ktime_ns, r->channel, r->tuple);
       return 1;
     }
+    case CP_REC_SINGLES: {  // staged cp_logTS() calls: each entry has its own thread
+      const auto* r = static_cast<const cp_singles_rec*>(data);
+      if (size < sizeof(cp_singles_rec) || h->n > CP_STAGE_MAX) return -1;
+      size_t at = append_rows(out, h, h->n, EventKind::User, Timebase::MonoNs);
+      for (uint32_t i = 0; i < h->n; ++i) {
+        const cp_single_entry& e = r->e[i];
+        set_row(out, at + i, e.ktime_ns, e.channel, e.tuple);
+        out.pid[at + i] = e.pid;
+        out.tid[at + i] = e.tid;
+      }
+      return int(h->n);
+    }
     case CP_REC_BATCH:
     case CP_REC_BATCH_MONO: {  // Java batches carry System.nanoTime() stamps
       const auto* r = static_cast<const cp_batch_rec*>(data);
@@ -138,10 +150,10 @@ int RingDrain::on_record(void* ctx, void* data, size_t size) {
   ChannelInfo ch;
   int n = decode(data, size, ev, &ch);
   self->records_++;
-  if (size >= sizeof(cp_rec_hdr)) {
-    uint32_t pid = static_cast<const cp_rec_hdr*>(data)->pid;
-    if (pid != self->last_pid_) self->pids_.insert(self->last_pid_ = pid);
-  }
+  // Staged events carry their own pids (the header's is whoever handed them over).
+  bool staged = size >= sizeof(cp_rec_hdr) && static_cast<const cp_rec_hdr*>(data)->kind == CP_REC_SINGLES;
+  for (size_t i = staged ? first : 0; staged && i < ev.size(); ++i) self->note_pid(ev.pid[i]);
+  if (!staged && size >= sizeof(cp_rec_hdr)) self->note_pid(static_cast<const cp_rec_hdr*>(data)->pid);
   if (n > 0) {
     if (self->tsc_transform_)
       for (size_t i = first; i < ev.size(); ++i)
@@ -165,13 +177,18 @@ void RingDrain::flush_block() {
 void RingDrain::loop() {
   while (!stop_.load()) {
     waiter_->wait(poll_ms_);
+    bool flush = flush_requested_.exchange(false);
+    // Staged events of every CPU into the rings first, so the flush holds them.
+    if (flush && stage_) stage_->flush_each_cpu();
     // Empties every ring, whichever woke us.
     if (rb_) ring_buffer__consume(rb_);
-    if (flush_requested_.exchange(false)) flush_block();
+    if (flush) flush_block();
   }
-  // Probes are detached by now: what is left in the rings is final.
+  // Probes are detached by now: what is left in the rings and stages is final.
   while (rb_ && ring_buffer__consume(rb_) > 0) {
   }
+  if (stage_)
+    for (cp_singles_rec& r : stage_->leftovers()) on_record(this, &r, sizeof r);
   flush_block();
   if (cur_) pipeline_.give_back(cur_);  // acquired but still empty
   cur_ = nullptr;

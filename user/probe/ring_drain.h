@@ -15,6 +15,7 @@
 
 #include "probe/block_pipeline.h"
 #include "probe/ring_waiter.h"
+#include "probe/stage_flush.h"
 #include "trace/clock_transform.h"
 #include "cptrace_records.h"
 #include "trace/trace_format.h"
@@ -41,6 +42,9 @@ class RingDrain {
   // at most one flush period). Thread-safe: executed by the drain thread.
   void request_flush();
 
+  // Where cp_logTS() events wait per CPU (probe/stage_flush.h); set before start().
+  void set_stage(StageFlusher* s) { stage_ = s; }
+
   // Test-only simulated clock applied to TSC-timebase events (the batch path);
   // set before start().
   void set_tsc_transform(const ClockTransform* t) { tsc_transform_ = t; }
@@ -64,12 +68,16 @@ class RingDrain {
   static int on_record(void* ctx, void* data, size_t size);
   void loop();
   void flush_block();
+  void note_pid(uint32_t pid) {
+    if (pid != last_pid_) pids_.insert(last_pid_ = pid);
+  }
 
   BlockPipeline& pipeline_;
   ChannelFn on_channel_;
   int poll_ms_;
   ring_buffer* rb_ = nullptr;
   std::unique_ptr<RingWaiter> waiter_;  // the rings, flush and stop requests
+  StageFlusher* stage_ = nullptr;
   Block* cur_ = nullptr;
   std::set<uint32_t> pids_;
   uint32_t last_pid_ = 0;

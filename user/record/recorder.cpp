@@ -272,6 +272,7 @@ void Recording::open_trace() {
 void Recording::start_drains() {
   drain_ = std::make_unique<RingDrain>(probes_->ring_fds(), *pipe_,
                                        [this](const ChannelInfo& c) { channels_.add(c); });
+  drain_->set_stage(probes_->stage());
   if (sim_.enabled) drain_->set_tsc_transform(&sim_);
   if (minrtt_) minrtt_->start();
   drain_->start();
