@@ -7,6 +7,8 @@ CC       ?= gcc
 CLANG    ?= clang
 BPFTOOL  ?= bpftool
 PREFIX   ?= /usr/local
+# The one place the version is written: `cptrace --version`, cptrace.pc, cptraceConfigVersion.cmake.
+VERSION  := $(shell cat VERSION)
 
 ARCH_DEF := -D__TARGET_ARCH_x86
 CXXFLAGS ?= -O2 -g
@@ -77,6 +79,9 @@ $(BUILD)/%.skel.h: $(BUILD)/bpf/%.bpf.o
 $(BUILD)/obj/%.o: user/%.cpp | $(SKELS)
 	@mkdir -p $(@D)
 	$(CXX) -std=c++20 $(CXXFLAGS) $(WARN) $(CPPFLAGS) $(SITE_AS) -MMD -MP -c $< -o $@
+
+$(BUILD)/obj/cli/main.o: CPPFLAGS += -DCPTRACE_VERSION='"$(VERSION)"'
+$(BUILD)/obj/cli/main.o: VERSION
 
 # `.include`d by the assembler, which -MMD does not see.
 $(BUILD)/obj/probe/probe_selftest.o: lib/probe_site.h
