@@ -224,13 +224,24 @@ bench: deps
 	$(MAKE) all $(BENCHES) $(BUILD)/tests/burn $(if $(JAVA_ALL),$(BUILD)/bench/java/.built)
 	bash bench/run.sh
 
+# The build-system files (tools/pkg/*.in) name PREFIX, never DESTDIR: a DESTDIR tree
+# is a staging copy that will be unpacked at PREFIX. The CMake files compute their
+# prefix from their own place; pkg-config's file names it, so it must be absolute.
+PKG_SED := sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' $(if $(JAVA_ALL),,-e '/^jar=/d')
+PKG_DIR := $(DESTDIR)$(PREFIX)/lib
+
 install: all
+	@case '$(PREFIX)' in /*) ;; *) echo "make install: PREFIX must be an absolute path, got '$(PREFIX)'" >&2; exit 1;; esac
 	install -D -m 755 $(BUILD)/cptrace $(DESTDIR)$(PREFIX)/bin/cptrace
 	install -D -m 644 $(BUILD)/libcptrace.so $(DESTDIR)$(PREFIX)/lib/libcptrace.so
 	install -D -m 644 $(BUILD)/libcptrace.a $(DESTDIR)$(PREFIX)/lib/libcptrace.a
 	install -D -m 644 include/cptrace.h $(DESTDIR)$(PREFIX)/include/cptrace.h
 	$(if $(JAVA_ALL),install -D -m 644 $(BUILD)/libcptrace_jni.so $(DESTDIR)$(PREFIX)/lib/libcptrace_jni.so)
 	$(if $(JAVA_ALL),install -D -m 644 $(BUILD)/cptrace.jar $(DESTDIR)$(PREFIX)/lib/cptrace.jar)
+	install -d $(PKG_DIR)/pkgconfig $(PKG_DIR)/cmake/cptrace
+	$(PKG_SED) tools/pkg/cptrace.pc.in > $(PKG_DIR)/pkgconfig/cptrace.pc
+	$(PKG_SED) tools/pkg/cptraceConfig.cmake.in > $(PKG_DIR)/cmake/cptrace/cptraceConfig.cmake
+	$(PKG_SED) tools/pkg/cptraceConfigVersion.cmake.in > $(PKG_DIR)/cmake/cptrace/cptraceConfigVersion.cmake
 
 clean:
 	rm -rf $(BUILD)
