@@ -7,6 +7,8 @@ CC       ?= gcc
 CLANG    ?= clang
 BPFTOOL  ?= bpftool
 PREFIX   ?= /usr/local
+# The one place the version is written: `cptrace --version`, cptrace.pc, cptraceConfigVersion.cmake.
+VERSION  := $(shell cat VERSION)
 
 ARCH_DEF := -D__TARGET_ARCH_x86
 CXXFLAGS ?= -O2 -g
@@ -77,6 +79,9 @@ $(BUILD)/%.skel.h: $(BUILD)/bpf/%.bpf.o
 $(BUILD)/obj/%.o: user/%.cpp | $(SKELS)
 	@mkdir -p $(@D)
 	$(CXX) -std=c++20 $(CXXFLAGS) $(WARN) $(CPPFLAGS) $(SITE_AS) -MMD -MP -c $< -o $@
+
+$(BUILD)/obj/cli/main.o: CPPFLAGS += -DCPTRACE_VERSION='"$(VERSION)"'
+$(BUILD)/obj/cli/main.o: VERSION
 
 # `.include`d by the assembler, which -MMD does not see.
 $(BUILD)/obj/probe/probe_selftest.o $(BUILD)/obj/probe/stage_flush.o: lib/probe_site.h
@@ -219,13 +224,24 @@ bench: deps
 	$(MAKE) all $(BENCHES) $(BUILD)/tests/burn $(if $(JAVA_ALL),$(BUILD)/bench/java/.built)
 	bash bench/run.sh
 
+# The build-system files (tools/pkg/*.in) name PREFIX, never DESTDIR: a DESTDIR tree
+# is a staging copy that will be unpacked at PREFIX. The CMake files compute their
+# prefix from their own place; pkg-config's file names it, so it must be absolute.
+PKG_SED := sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' $(if $(JAVA_ALL),,-e '/^jar=/d')
+PKG_DIR := $(DESTDIR)$(PREFIX)/lib
+
 install: all
+	@case '$(PREFIX)' in /*) ;; *) echo "make install: PREFIX must be an absolute path, got '$(PREFIX)'" >&2; exit 1;; esac
 	install -D -m 755 $(BUILD)/cptrace $(DESTDIR)$(PREFIX)/bin/cptrace
 	install -D -m 644 $(BUILD)/libcptrace.so $(DESTDIR)$(PREFIX)/lib/libcptrace.so
 	install -D -m 644 $(BUILD)/libcptrace.a $(DESTDIR)$(PREFIX)/lib/libcptrace.a
 	install -D -m 644 include/cptrace.h $(DESTDIR)$(PREFIX)/include/cptrace.h
 	$(if $(JAVA_ALL),install -D -m 644 $(BUILD)/libcptrace_jni.so $(DESTDIR)$(PREFIX)/lib/libcptrace_jni.so)
 	$(if $(JAVA_ALL),install -D -m 644 $(BUILD)/cptrace.jar $(DESTDIR)$(PREFIX)/lib/cptrace.jar)
+	install -d $(PKG_DIR)/pkgconfig $(PKG_DIR)/cmake/cptrace
+	$(PKG_SED) tools/pkg/cptrace.pc.in > $(PKG_DIR)/pkgconfig/cptrace.pc
+	$(PKG_SED) tools/pkg/cptraceConfig.cmake.in > $(PKG_DIR)/cmake/cptrace/cptraceConfig.cmake
+	$(PKG_SED) tools/pkg/cptraceConfigVersion.cmake.in > $(PKG_DIR)/cmake/cptrace/cptraceConfigVersion.cmake
 
 clean:
 	rm -rf $(BUILD)

@@ -6,6 +6,7 @@ set -euo pipefail
 
 PKGS=(
   build-essential make pkg-config git      # toolchain
+  cmake                                    # tests: find_package(cptrace) against `make install`
   clang llvm libclang-rt-14-dev            # BPF target, libFuzzer + ASan runtime
   libbpf-dev bpftool libelf-dev zlib1g-dev # BPF loader, skeleton generator, its deps
   libzstd-dev                              # frame compression

@@ -26,7 +26,7 @@ constexpr cptrace::SubcommandRunner (*kCommands[])(CLI::App&) = {
 int main(int argc, char** argv) {
   CLI::App app{"cptrace: cross-machine durations with strict error bounds"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "cptrace 0.1 (trace format 1)");
+  app.set_version_flag("--version", "cptrace " CPTRACE_VERSION " (trace format 1)");
   std::vector<cptrace::SubcommandRunner> commands;
   for (auto add : kCommands) commands.push_back(add(app));
 
