@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs every Debian package cptrace's build, tests, benchmarks and demo need.
+# Installs every Debian package cptrace's build, tests, benchmarks and demo need,
+# then DuckDB for node from the npm registry (tools/duckdb, pinned by its lock file).
 # Idempotent: packages already present are not fetched again, and apt's lists are
 # refreshed only when something is missing.
 set -euo pipefail
@@ -20,7 +21,11 @@ PKGS=(
   chromium                                 # tests: renders `cptrace report` headless
   time                                     # tests: peak memory of the exporters (GNU time)
   python3                                  # bench: figure scripts (run.sh, zero_drop.py)
+  nodejs                                   # tools/duckdb/query.mjs: DuckDB on `export table` output
 )
+# npm: Debian's package, unless a node that brings its own npm is installed
+# (Debian's npm conflicts with such a nodejs).
+command -v npm >/dev/null 2>&1 || PKGS+=(npm)
 
 missing=()
 for p in "${PKGS[@]}"; do
@@ -35,4 +40,17 @@ if ((${#missing[@]})); then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# DuckDB's node bindings (the native library ships inside the package), at the
+# version tools/duckdb/package-lock.json pins, only when that version is not
+# already there. `npm install --no-save` rather than `npm ci`: the lock file lists
+# the bindings of the platform it was made on only (a registry mirror may serve no
+# others), which `npm ci` refuses as out of sync; --no-save never rewrites it.
+duckdb_dir="$(cd "$(dirname "$0")" && pwd)/duckdb"
+want=$(node -p "require('$duckdb_dir/package-lock.json').packages['node_modules/@duckdb/node-api'].version")
+have=$(node -p "try { require('$duckdb_dir/node_modules/@duckdb/node-api/package.json').version } catch { '' }")
+if [[ "$want" != "$have" ]]; then
+  echo "install-deps: npm install in tools/duckdb (@duckdb/node-api $want)"
+  (cd "$duckdb_dir" && npm install --no-save --no-audit --no-fund --loglevel=error)
 fi

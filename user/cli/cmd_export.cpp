@@ -10,7 +10,10 @@
 #include "analyze/export_csv.h"
 #include "analyze/export_ctf.h"
 #include "analyze/export_json.h"
+#include "analyze/export_table.h"
 #include "cli/commands.h"
+#include "translate/latency.h"
+#include "translate/sync_sanity.h"
 
 namespace cptrace {
 
@@ -18,14 +21,37 @@ namespace {
 
 struct ExportArgs {
   std::string format, dir, out;
+  std::vector<std::string> pairs;  // table: FROM,TO
   bool overwrite = false;
+  bool accept_suspect_sync = false;
 };
+
+// `export table`: a translated trace as CSV tables for SQL (export_table.h).
+int run_export_table(const ExportArgs& a) {
+  std::vector<std::pair<std::string, std::string>> pairs;
+  for (const std::string& p : a.pairs) {
+    size_t comma = p.find(',');
+    if (comma == std::string::npos || comma == 0 || comma + 1 == p.size() || p.find(',', comma + 1) != std::string::npos)
+      throw std::runtime_error("--pair '" + p + "': expected FROM,TO (two channel names)");
+    pairs.emplace_back(p.substr(0, comma), p.substr(comma + 1));
+  }
+  std::vector<SyncFinding> suspect = suspect_findings(a.dir, a.accept_suspect_sync);
+  auto r = open_trace(a.dir);
+  TableExportStats s = export_table(*r, a.out, pairs, a.overwrite);
+  fprintf(stderr, "cptrace export: %llu events -> %s/events.csv, %llu tuple rows of %zu pair(s) -> %s/latency.csv\n",
+          (unsigned long long)s.events, a.out.c_str(), (unsigned long long)s.latency_rows, pairs.size(),
+          a.out.c_str());
+  for (const SyncFinding& f : suspect) fprintf(stderr, "%s\n", suspect_sync_warning(f).c_str());
+  return 0;
+}
 
 int run_export(const ExportArgs& a) {
   const std::string& format = a.format;
   const std::string& out = a.out;
+  if (format == "table") return run_export_table(a);
   if (format != "ctf" && format != "json" && format != "csv")
-    throw std::runtime_error("unknown format '" + format + "' (ctf, json or csv)");
+    throw std::runtime_error("unknown format '" + format + "' (ctf, json, csv or table)");
+  if (!a.pairs.empty()) throw std::runtime_error("--pair applies to export table only");
   auto r = open_trace(a.dir);
   Timeline tl = trace_timeline(*r);
   // CTF output is a directory: export_ctf() checks it itself.
@@ -50,11 +76,17 @@ int run_export(const ExportArgs& a) {
 
 SubcommandRunner add_export_command(CLI::App& app) {
   auto a = std::make_shared<ExportArgs>();
-  auto* exp = app.add_subcommand("export", "export a trace: ctf (babeltrace2, Trace Compass), json (Chrome/Perfetto), csv");
-  exp->add_option("format", a->format, "ctf, json or csv")->required();
-  exp->add_option("dir", a->dir, "trace directory")->required();
-  exp->add_option("-o,--output", a->out, "output (a directory for ctf, a file otherwise)")->required();
+  auto* exp = app.add_subcommand("export",
+                                 "export a trace: ctf (babeltrace2, Trace Compass), json (Chrome/Perfetto), csv; table: "
+                                 "a translated trace as CSV tables for SQL (DuckDB, Spark)");
+  exp->add_option("format", a->format, "ctf, json, csv or table")->required();
+  exp->add_option("dir", a->dir, "trace directory (translated, for table)")->required();
+  exp->add_option("-o,--output", a->out, "output (a directory for ctf and table, a file otherwise)")->required();
   exp->add_flag("-f,--force", a->overwrite, "overwrite an existing output");
+  exp->add_option("--pair", a->pairs, "table: also latency.csv rows of this channel pair FROM,TO (repeatable)");
+  exp->add_flag("--accept-suspect-sync", a->accept_suspect_sync,
+                "table: export a trace translated with --accept-suspect-sync (default: refuse), with a WARNING line per "
+                "finding");
   return {exp, [a] { return run_export(*a); }};
 }
 

@@ -13,6 +13,7 @@
 #include "cptrace.h"  // cp_channel_id
 #include "translate/clock_relation.h"
 #include "trace/trace_reader.h"
+#include "translate/latency_summary.h"
 #include "translate/sync_sanity.h"
 #include "translate/translate.h"
 #include "translate/translated_frame.h"
@@ -87,17 +88,18 @@ uint64_t find_channel(const TraceReader& r, const std::string& name) {
   throw std::runtime_error("unknown channel \"" + name + "\" (channels in the trace: " + (have.empty() ? "none" : have) + ")");
 }
 
-// Ticks -> ns over a frequency interval, rounded outward.
-void to_ns(LatencyRow& row, long double hz, long double lo_hz, long double hi_hz) {
-  auto conv = [](int64_t t, long double f) { return (long double)t * 1e9L / f; };
-  long double lo = row.ticks_lo >= 0 ? conv(row.ticks_lo, hi_hz) : conv(row.ticks_lo, lo_hz);
-  long double hi = row.ticks_hi >= 0 ? conv(row.ticks_hi, lo_hz) : conv(row.ticks_hi, hi_hz);
-  row.ns_lo = int64_t(std::floor(lo - 1e-6L));
-  row.ns_hi = int64_t(std::ceil(hi + 1e-6L));
-  row.ns = std::clamp(int64_t(std::llround(conv(row.ticks, hz))), row.ns_lo, row.ns_hi);
-}
-
 }  // namespace
+
+NsBound ticks_to_ns(int64_t ticks, int64_t lo_t, int64_t hi_t, long double hz, long double lo_hz, long double hi_hz) {
+  auto conv = [](int64_t t, long double f) { return (long double)t * 1e9L / f; };
+  long double lo = lo_t >= 0 ? conv(lo_t, hi_hz) : conv(lo_t, lo_hz);
+  long double hi = hi_t >= 0 ? conv(hi_t, lo_hz) : conv(hi_t, hi_hz);
+  NsBound b;
+  b.lo = int64_t(std::floor(lo - 1e-6L));
+  b.hi = int64_t(std::ceil(hi + 1e-6L));
+  b.ns = std::clamp(int64_t(std::llround(conv(ticks, hz))), b.lo, b.hi);
+  return b;
+}
 
 std::string unauthenticated_warning(const std::vector<std::string>& pairs) {
   std::string list;
@@ -146,6 +148,8 @@ LatencyResult latency(const TraceReader& r, const std::string& from, const std::
   const json& f = tr.at("frequency");
   res.have_ns = f.contains("hz_lo");
   res.hz = f.value("hz", 0.0);
+  res.hz_lo = f.value("hz_lo", 0.0);
+  res.hz_hi = f.value("hz_hi", 0.0);
   for (uint64_t t : order) {
     auto a = first.find(t);
     if (a == first.end()) {
@@ -158,7 +162,10 @@ LatencyResult latency(const TraceReader& r, const std::string& from, const std::
     row.from_ref = a->second.est;
     Bound d = sc.duration(a->second, b, row.scenario);
     row.ticks = d.est, row.ticks_lo = d.lo, row.ticks_hi = d.hi;
-    if (res.have_ns) to_ns(row, f["hz"].get<double>(), f["hz_lo"].get<double>(), f["hz_hi"].get<double>());
+    if (res.have_ns) {
+      NsBound ns = ticks_to_ns(d.est, d.lo, d.hi, f["hz"].get<double>(), res.hz_lo, res.hz_hi);
+      row.ns = ns.ns, row.ns_lo = ns.lo, row.ns_hi = ns.hi;
+    }
     res.rows.push_back(row);
   }
   res.from_only = first.size() - (res.rows.size());
@@ -167,16 +174,11 @@ LatencyResult latency(const TraceReader& r, const std::string& from, const std::
 
 namespace {
 
-int64_t pct(std::vector<int64_t>& v, double p) {
-  size_t k = std::min(v.size() - 1, size_t(std::ceil(p * double(v.size()))) - (p > 0 ? 1 : 0));
-  std::nth_element(v.begin(), v.begin() + k, v.end());
-  return v[k];
-}
-
 void summary_line(const char* what, std::vector<int64_t> v, const char* unit) {
   if (v.empty()) return;
-  printf("  %-44s %9zu %12lld %12lld %12lld %12lld %12lld  %s\n", what, v.size(), (long long)pct(v, 0),
-         (long long)pct(v, 0.5), (long long)pct(v, 0.9), (long long)pct(v, 0.99), (long long)pct(v, 1.0), unit);
+  printf("  %-44s %9zu %12lld %12lld %12lld %12lld %12lld  %s\n", what, v.size(), (long long)nearest_rank(v, 0),
+         (long long)nearest_rank(v, 0.5), (long long)nearest_rank(v, 0.9), (long long)nearest_rank(v, 0.99),
+         (long long)nearest_rank(v, 1.0), unit);
 }
 
 }  // namespace
@@ -195,10 +197,12 @@ std::vector<SyncFinding> suspect_findings(const std::string& dir, bool accept) {
 }
 
 int cmd_latency(const std::string& dir, const std::string& from, const std::string& to, bool csv,
-                bool accept_suspect_sync) {
+                bool accept_suspect_sync, bool json) {
   std::vector<SyncFinding> suspect = suspect_findings(dir, accept_suspect_sync);
   LatencyResult res = latency(dir, from, to);
-  if (csv) {
+  if (json) {
+    printf("%s\n", latency_summary_json(res, from, to).dump(2).c_str());
+  } else if (csv) {
     printf("tuple,from_node,to_node,scenario,ticks,ticks_lo,ticks_hi,ns,ns_lo,ns_hi\n");
     for (const LatencyRow& r : res.rows)
       printf("%llu,%s,%s,%s,%lld,%lld,%lld,%lld,%lld,%lld\n", (unsigned long long)r.tuple,
@@ -228,7 +232,7 @@ int cmd_latency(const std::string& dir, const std::string& from, const std::stri
       summary_line((k + " bound width").c_str(), vw.second, unit);
     }
   }
-  FILE* o = csv ? stderr : stdout;
+  FILE* o = csv || json ? stderr : stdout;
   fprintf(o, "unmatched: %llu tuples on %s only, %llu on %s only; repeated tuple ids: %llu on %s, %llu on %s (first used)\n",
           (unsigned long long)res.from_only, from.c_str(), (unsigned long long)res.to_only, to.c_str(),
           (unsigned long long)res.from_duplicates, from.c_str(), (unsigned long long)res.to_duplicates, to.c_str());

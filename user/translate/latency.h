@@ -42,8 +42,17 @@ struct LatencyResult {
   std::string method;           // translate --method of the trace
   uint64_t ref_origin = 0;      // the reference node's first TSC reading (its span start)
   double hz = 0;                // reference TSC frequency estimate (0 when unknown)
+  double hz_lo = 0, hz_hi = 0;  // its strict interval (0 when unknown)
   std::vector<std::string> unauthenticated;  // "A->B": node pairs whose MinRTT rounds had no key
 };
+
+// A reference-TSC tick count (estimate and strict [lo, hi]) in ns over the
+// frequency interval [hz_lo, hz_hi]: the bound rounded outward so that it stays
+// strict, the estimate at hz rounded to the nearest and clamped into the bound.
+struct NsBound {
+  int64_t ns = 0, lo = 0, hi = 0;
+};
+NsBound ticks_to_ns(int64_t ticks, int64_t lo, int64_t hi, long double hz, long double hz_lo, long double hz_hi);
 
 // The warning line `translate` and `latency` print for rounds taken without a key
 // (--insecure): names the pairs.
@@ -53,9 +62,14 @@ std::string unauthenticated_warning(const std::vector<std::string>& pairs);
 LatencyResult latency(const std::string& dir, const std::string& from, const std::string& to);
 // The same on an open reader (the report reuses it; cmd_latency goes through it too).
 LatencyResult latency(const TraceReader& r, const std::string& from, const std::string& to);
+// The sync findings a trace was translated despite (--accept-suspect-sync):
+// throws naming them unless accept (then the caller prints the warnings).
+struct SyncFinding;
+std::vector<SyncFinding> suspect_findings(const std::string& dir, bool accept);
 // Refuses (throws) a trace translated with --accept-suspect-sync unless
-// accept_suspect_sync; then prints one WARNING line per finding.
+// accept_suspect_sync; then prints one WARNING line per finding. json: the
+// summary as JSON (latency_summary.h) on stdout, the notes on stderr.
 int cmd_latency(const std::string& dir, const std::string& from, const std::string& to, bool csv,
-                bool accept_suspect_sync = false);
+                bool accept_suspect_sync = false, bool json = false);
 
 }  // namespace cptrace

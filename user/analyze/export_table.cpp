@@ -1,0 +1,126 @@
+// CSV tables of a translated trace for SQL engines (export_table.h).
+#include "analyze/export_table.h"
+
+#include <stdexcept>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "analyze/csv_util.h"
+#include "trace/event_names.h"
+#include "trace/out_file.h"
+#include "trace/output_dir.h"
+#include "trace/trace_reader.h"
+#include "translate/latency.h"
+#include "translate/translated_frame.h"
+
+namespace cptrace {
+namespace {
+
+bool table_owns(const std::string& name) {
+  return name == "events.csv" || name == "latency.csv" || name == "events.csv.tmp" || name == "latency.csv.tmp";
+}
+const OutputKind kTableOutput{"table export", "events.csv", table_owns};
+
+// What every events.csv row needs from meta.json: node names, which one is the
+// reference, its span start and the frequency interval.
+struct RefClock {
+  std::vector<std::string> nodes;  // CSV-quoted
+  std::vector<bool> reference;
+  int64_t origin = 0;
+  bool have_ns = false;
+  long double hz = 0, hz_lo = 0, hz_hi = 0;
+};
+
+RefClock ref_clock(const nlohmann::json& tr) {
+  RefClock c;
+  for (const nlohmann::json& n : tr.at("nodes")) {
+    c.nodes.push_back(csv_field(n.at("node").get<std::string>()));
+    c.reference.push_back(n.at("node") == tr.at("reference"));
+    if (c.reference.back() && n.contains("span_tsc")) c.origin = n["span_tsc"][0].get<int64_t>();
+  }
+  const nlohmann::json& f = tr.at("frequency");
+  c.have_ns = f.contains("hz_lo");
+  if (c.have_ns) c.hz = f.at("hz").get<double>(), c.hz_lo = f.at("hz_lo").get<double>(), c.hz_hi = f.at("hz_hi").get<double>();
+  return c;
+}
+
+uint64_t write_events(const TraceReader& r, const RefClock& c, const OutputDir& dir) {
+  OutFile f(dir, "events.csv");
+  f.write("node,reference,kind,channel,channel_id,tuple,pid,tid,cpu,local_ts,ref_ts,ref_lo,ref_hi,time_ns,time_lo_ns,"
+          "time_hi_ns\n");
+  std::vector<TranslatedEvent> evs;
+  std::string buf;
+  uint64_t n = 0;
+  r.for_each_frame(FrameType::Translated, [&](const FrameHeader& h, const std::vector<uint8_t>& p) {
+    decode_translated(h, p.data(), p.size(), evs);
+    buf.clear();
+    for (const TranslatedEvent& e : evs) {
+      if (e.node >= c.nodes.size()) throw std::runtime_error("translated event names node index beyond meta.json");
+      fmt::format_to(std::back_inserter(buf), "{},{},{},{},0x{:016x},{},{},{},{},{},{},{},{},", c.nodes[e.node],
+                     c.reference[e.node] ? "true" : "false", event_kind_name(e.kind), csv_field(r.channel_name(e.channel)),
+                     e.channel, e.tuple, e.pid, e.tid, e.cpu, e.local_ts, e.ref_ts, e.ref_lo, e.ref_hi);
+      if (c.have_ns) {
+        NsBound t = ticks_to_ns(e.ref_ts - c.origin, e.ref_lo - c.origin, e.ref_hi - c.origin, c.hz, c.hz_lo, c.hz_hi);
+        fmt::format_to(std::back_inserter(buf), "{},{},{}\n", t.ns, t.lo, t.hi);
+      } else {
+        buf += ",,\n";  // no frequency: empty (NULL) ns columns
+      }
+    }
+    f.write(buf);
+    n += evs.size();
+  });
+  f.close();
+  return n;
+}
+
+struct PairRows {
+  std::string from, to;
+  LatencyResult res;
+};
+
+uint64_t write_latency(const std::vector<PairRows>& pairs, const OutputDir& dir) {
+  OutFile f(dir, "latency.csv");
+  f.write("from_channel,to_channel,tuple,from_node,to_node,scenario,remote,from_ref_ts,ticks,ticks_lo,ticks_hi,ns,ns_lo,"
+          "ns_hi\n");
+  uint64_t n = 0;
+  std::string buf;
+  for (const auto& [from, to, res] : pairs) {
+    buf.clear();
+    for (const LatencyRow& row : res.rows) {
+      fmt::format_to(std::back_inserter(buf), "{},{},{},{},{},{},{},{},{},{},{},", csv_field(from), csv_field(to),
+                     row.tuple, csv_field(res.node_names[row.from_node]), csv_field(res.node_names[row.to_node]),
+                     row.scenario, row.local() ? "false" : "true", row.from_ref, row.ticks, row.ticks_lo, row.ticks_hi);
+      if (res.have_ns) fmt::format_to(std::back_inserter(buf), "{},{},{}\n", row.ns, row.ns_lo, row.ns_hi);
+      else buf += ",,\n";
+    }
+    f.write(buf);
+    n += res.rows.size();
+  }
+  f.close();
+  return n;
+}
+
+}  // namespace
+
+TableExportStats export_table(const TraceReader& r, const std::string& out,
+                              const std::vector<std::pair<std::string, std::string>>& pairs, bool overwrite) {
+  if (!r.meta().contains("translated"))
+    throw std::runtime_error(r.events_path() +
+                             ": not a translated trace (export table needs the output of cptrace translate; "
+                             "export csv writes one node's trace)");
+  // The latency rows would stop at a bad frame; a half table would pass for a whole one.
+  if (r.error()) throw *r.error();
+  RefClock c = ref_clock(r.meta()["translated"]);
+  // All pairs computed before anything is written, so an unknown channel leaves no half export.
+  std::vector<PairRows> rows;
+  for (const auto& [from, to] : pairs) rows.push_back({from, to, latency(r, from, to)});
+  OutputDir dir(out, kTableOutput, overwrite);
+  TableExportStats s;
+  if (!rows.empty()) s.latency_rows = write_latency(rows, dir);
+  // Written last: the marker file, so a directory with events.csv holds a whole export.
+  s.events = write_events(r, c, dir);
+  return s;
+}
+
+}  // namespace cptrace

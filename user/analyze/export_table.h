@@ -1,0 +1,33 @@
+// `cptrace export table OUT -o DIR [--pair FROM,TO]...`: a translated trace
+// (`cptrace translate`) as plain CSV tables that DuckDB, Spark or pandas read
+// without cptrace, schema in docs/analysis-export.md:
+//   events.csv   one row per event: node, channel, tuple, pid/tid/cpu, local TSC,
+//                reference-TSC instant with its strict bound, and the same in ns
+//                since the reference's span start;
+//   latency.csv  per --pair one row per tuple: exactly the rows of `cptrace
+//                latency` (scenario, ticks and ns with strict bounds).
+// Per-tuple bounds of a local or remote-remote-direct duration come from the
+// clock relations, which SQL cannot redo from the events; so they are exported
+// as computed, and a query over latency.csv gives `latency`'s summary exactly.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace cptrace {
+
+class TraceReader;
+
+struct TableExportStats {
+  uint64_t events = 0;
+  uint64_t latency_rows = 0;
+};
+
+// Throws std::runtime_error (naming the cause) on a trace that is not translated
+// or is damaged, an unknown channel, or an output directory that already holds
+// an export (unless overwrite).
+TableExportStats export_table(const TraceReader& r, const std::string& out,
+                              const std::vector<std::pair<std::string, std::string>>& pairs, bool overwrite);
+
+}  // namespace cptrace
