@@ -13,7 +13,7 @@ namespace {
 
 struct LatencyArgs {
   std::string dir, from, to;
-  bool csv = false;
+  bool csv = false, json = false;
   bool accept_suspect_sync = false;
 };
 
@@ -26,10 +26,12 @@ SubcommandRunner add_latency_command(CLI::App& app) {
   latency->add_option("--from", a->from, "channel of the first event")->required();
   latency->add_option("--to", a->to, "channel of the second event")->required();
   latency->add_flag("--csv", a->csv, "one CSV row per tuple instead of the summary");
+  latency->add_flag("--json", a->json,
+                    "JSON: count, p50/p90/p99 of the values with the bound of each percentile, bound widths");
   latency->add_flag("--accept-suspect-sync", a->accept_suspect_sync,
                     "print bounds of a trace translated with --accept-suspect-sync (default: refuse), with a WARNING "
                     "line per finding");
-  return {latency, [a] { return cmd_latency(a->dir, a->from, a->to, a->csv, a->accept_suspect_sync); }};
+  return {latency, [a] { return cmd_latency(a->dir, a->from, a->to, a->csv, a->accept_suspect_sync, a->json); }};
 }
 
 }  // namespace cptrace

@@ -12,6 +12,7 @@
 
 #include "cptrace.h"  // cp_channel_id
 #include "translate/clock_relation.h"
+#include "translate/latency_stats.h"
 #include "trace/trace_reader.h"
 #include "translate/sync_sanity.h"
 #include "translate/translate.h"
@@ -195,10 +196,13 @@ std::vector<SyncFinding> suspect_findings(const std::string& dir, bool accept) {
 }
 
 int cmd_latency(const std::string& dir, const std::string& from, const std::string& to, bool csv,
-                bool accept_suspect_sync) {
+                bool accept_suspect_sync, bool json_out) {
+  if (csv && json_out) throw std::runtime_error("--csv and --json exclude each other");
   std::vector<SyncFinding> suspect = suspect_findings(dir, accept_suspect_sync);
   LatencyResult res = latency(dir, from, to);
-  if (csv) {
+  if (json_out) {
+    printf("%s\n", latency_stats_json(latency_stats(res, from, to)).dump(2).c_str());
+  } else if (csv) {
     printf("tuple,from_node,to_node,scenario,ticks,ticks_lo,ticks_hi,ns,ns_lo,ns_hi\n");
     for (const LatencyRow& r : res.rows)
       printf("%llu,%s,%s,%s,%lld,%lld,%lld,%lld,%lld,%lld\n", (unsigned long long)r.tuple,
@@ -228,7 +232,7 @@ int cmd_latency(const std::string& dir, const std::string& from, const std::stri
       summary_line((k + " bound width").c_str(), vw.second, unit);
     }
   }
-  FILE* o = csv ? stderr : stdout;
+  FILE* o = csv || json_out ? stderr : stdout;
   fprintf(o, "unmatched: %llu tuples on %s only, %llu on %s only; repeated tuple ids: %llu on %s, %llu on %s (first used)\n",
           (unsigned long long)res.from_only, from.c_str(), (unsigned long long)res.to_only, to.c_str(),
           (unsigned long long)res.from_duplicates, from.c_str(), (unsigned long long)res.to_duplicates, to.c_str());

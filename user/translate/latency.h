@@ -54,8 +54,9 @@ LatencyResult latency(const std::string& dir, const std::string& from, const std
 // The same on an open reader (the report reuses it; cmd_latency goes through it too).
 LatencyResult latency(const TraceReader& r, const std::string& from, const std::string& to);
 // Refuses (throws) a trace translated with --accept-suspect-sync unless
-// accept_suspect_sync; then prints one WARNING line per finding.
+// accept_suspect_sync; then prints one WARNING line per finding. json: the
+// percentiles and their bounds of latency_stats.h instead of the text summary.
 int cmd_latency(const std::string& dir, const std::string& from, const std::string& to, bool csv,
-                bool accept_suspect_sync = false);
+                bool accept_suspect_sync = false, bool json = false);
 
 }  // namespace cptrace
