@@ -290,6 +290,9 @@ TEST(Report, TranslatedClusterLatencyMatchesLatencyCommand) {
                         " -&gt; " + w.to_node + "\"")))
         << "no bound-width line for " << w.row;
   }
+  // No node sections without --node-dir, and the page says how to get them.
+  EXPECT_EQ(dom.find("<section class=\"node\""), std::string::npos);
+  EXPECT_NE(dom.find("give each node's own trace with --node-dir (nodes of this run: A, B, C)"), std::string::npos);
   // The method behind each bound is shown.
   EXPECT_NE(dom.find("reference-remote"), std::string::npos);
   EXPECT_NE(dom.find("remote-remote-direct"), std::string::npos);

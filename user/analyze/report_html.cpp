@@ -135,6 +135,7 @@ json report_json(const ReportData& d) {
     j["nodes"].push_back({{"overview", n.overview}, {"drops", n.drops}, {"throughput", n.throughput}});
   for (const auto& s : d.latency) j["latency"].push_back(series_json(s));
   j["path"] = d.path;
+  j["run_nodes"] = d.run_nodes;
   return j;
 }
 
@@ -168,6 +169,7 @@ void translated_report(const TraceReader& r, const ReportOptions& o, ReportData&
   if (o.period_ms && o.node_dirs.empty())
     throw std::runtime_error("--period: a translated trace has no throughput of its own (give the nodes' traces with "
                              "--node-dir)");
+  for (const auto& n : r.meta()["translated"].value("nodes", json::array())) d.run_nodes.push_back(n.value("node", ""));
   if (!o.path.empty()) d.path = path_breakdown(r, o.path);
   for (const auto& p : o.pairs) {
     auto [from, to] = split_pair(p);

@@ -31,6 +31,7 @@ struct ReportData {
   std::vector<NodeSection> nodes;
   std::vector<LatencySeries> latency;
   nlohmann::json path;  // path_breakdown(), or null
+  std::vector<std::string> run_nodes;  // a translated run's nodes (a note when their sections are missing)
 };
 
 struct ReportOptions {

@@ -291,6 +291,9 @@ try {
     throughput(sec, n);
     drops(sec, n);
   });
+  if (!D.nodes.length && D.run_nodes.length)
+    el('p', {'class': 'note no-nodes'}, root, 'Throughput and drops per node: give each node\'s own trace with --node-dir ' +
+       '(nodes of this run: ' + D.run_nodes.join(', ') + ').');
   if (D.path) pathTable(root, D.path);
   latency(el('section', {'class': 'latency'}, root), D.latency);
   root.setAttribute('data-rendered', '1');
