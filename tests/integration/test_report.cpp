@@ -457,6 +457,10 @@ TEST(Report, TranslatedRunOnePagePerNodeAndPath) {
   for (size_t k = 1; k < decades.size(); ++k) EXPECT_DOUBLE_EQ(decades[k], decades[k - 1] * 10);
   EXPECT_EQ(all_matches(cdf, std::regex(R"re(<polyline[^>]*data-pair=)re")).size(), 2u);  // A->C remote, B local
   EXPECT_TRUE(std::regex_search(cdf, std::regex(R"re(data-pair="A.out -&gt; C.in" data-nodes="A -&gt; C")re")));
+  // 1500 tuples: every 4th rank (ranks 4, 8, ..., 1500), the maximum included.
+  std::vector<std::string> points;
+  for (auto& m : all_matches(cdf, std::regex(R"re(data-points="(\d+)")re"))) points.push_back(m[1]);
+  EXPECT_EQ(points, (std::vector<std::string>{"375", "375"}));
 
   // And it paints.
   auto s = run(chromium() + " --headless --no-sandbox --disable-gpu --no-first-run --user-data-dir=" +

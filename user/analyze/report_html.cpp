@@ -49,7 +49,7 @@ double auto_period_ms(double span_ms, size_t max_periods) {
 json cdf_points(const std::vector<double>& v, size_t points) {
   json pts = json::array();
   if (v.empty()) return pts;
-  size_t n = v.size(), step = std::max<size_t>(1, n / points);
+  size_t n = v.size(), step = std::max<size_t>(1, (n + points - 1) / points);
   // Rank i (0-based) holds the value below or at which (i + 1) / n of the tuples lie.
   for (size_t i = step - 1; i < n; i += step) pts.push_back({v[i], double(i + 1) / double(n)});
   if (pts.back()[1].get<double>() < 1) pts.push_back({v.back(), 1.0});

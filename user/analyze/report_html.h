@@ -51,7 +51,7 @@ double auto_period_ms(double span_ms, size_t max_periods = 300);
 nlohmann::json report_json(const ReportData& d);
 std::string render_report_html(const ReportData& d);
 
-// The CDF points of sorted values: at most `points` (value, fraction <= value)
+// The CDF points of sorted values: at most `points` + 1 (value, fraction <= value)
 // pairs at evenly spaced ranks, always with the first and last value.
 nlohmann::json cdf_points(const std::vector<double>& sorted, size_t points = 400);
 
