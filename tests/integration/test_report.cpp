@@ -290,6 +290,9 @@ TEST(Report, TranslatedClusterLatencyMatchesLatencyCommand) {
                         " -&gt; " + w.to_node + "\"")))
         << "no bound-width line for " << w.row;
   }
+  // No node sections without --node-dir, and the page says how to get them.
+  EXPECT_EQ(dom.find("<section class=\"node\""), std::string::npos);
+  EXPECT_NE(dom.find("give each node's own trace with --node-dir (nodes of this run: A, B, C)"), std::string::npos);
   // The method behind each bound is shown.
   EXPECT_NE(dom.find("reference-remote"), std::string::npos);
   EXPECT_NE(dom.find("remote-remote-direct"), std::string::npos);
@@ -299,4 +302,204 @@ TEST(Report, TranslatedClusterLatencyMatchesLatencyCommand) {
   r = run(cptrace_bin() + " report " + (tmp / "out") + " -o " + (tmp / "r2.html") + " --pair A.out,nope", tmp);
   EXPECT_NE(r.status, 0);
   EXPECT_NE(r.err.find("unknown channel \"nope\""), std::string::npos) << r.err;
+}
+
+namespace {
+
+// A translated 3-node pipeline A -> B -> C (synthetic, tests/synth_cluster.h),
+// each node with its own drops per CPU. Returns the translated directory.
+struct TranslatedRun {
+  synth::Cluster cl{{{"A", 1.0e15L, 20}, {"B", 1.0e15L + 8.1e9L, 150}, {"C", 1.0e15L - 4.3e9L, -80}}, 33};
+  std::string out;
+  std::vector<std::string> nodes;
+};
+
+void make_run(TranslatedRun& tr, const TempDir& tmp) {
+  tr.cl.sync_all({{0, 1}, {1, 0}, {0, 2}, {2, 0}, {1, 2}, {2, 1}}, 6e9L, 50, 250e6L);
+  tr.cl.pipeline(1500, 200e6L, 3.5e6L);
+  std::string dirs;
+  for (int i = 0; i < 3; ++i) {
+    std::string d = tmp / tr.cl.clock(i).name;
+    // Counters per CPU: CPU 0 saw every recorded event (the synthetic events are
+    // all on CPU 0) plus 3 * (i + 1) dropped ones; CPU 1 saw 5 + i, all dropped.
+    uint64_t n = tr.cl.events(i).size();
+    std::vector<uint64_t> seen = {n + 3 * (i + 1), uint64_t(5 + i)}, dropped = {3 * uint64_t(i + 1), uint64_t(5 + i)};
+    tr.cl.write(i, d, 6e9L, 16384, [&](TraceWriter& w) {
+      w.write(encode_json(FrameType::Counters, json({{"seen", seen}, {"dropped", dropped}}).dump(), 1));
+    });
+    tr.nodes.push_back(d);
+    dirs += " " + d;
+  }
+  tr.out = tmp / "out";
+  auto r = run(cptrace_bin() + " translate" + dirs + " --reference A -o " + tr.out, tmp);
+  ASSERT_EQ(r.status, 0) << r.err;
+}
+
+// One element of the DOM: from `start` to the first `end` after it.
+std::string dom_part(const std::string& dom, const std::string& start, const std::string& end) {
+  size_t at = dom.find(start);
+  if (at == std::string::npos) return "";
+  return dom.substr(at, dom.find(end, at) - at);
+}
+
+std::string us3(int64_t ns) {
+  char b[64];
+  snprintf(b, sizeof b, "%.3f", double(ns) / 1000.0);
+  return b;
+}
+
+// Nearest-rank percentile (the definition of `cptrace latency`).
+int64_t nearest_rank(std::vector<int64_t> v, double q) {
+  std::sort(v.begin(), v.end());
+  return v[std::max<size_t>(1, size_t(std::ceil(q * double(v.size())))) - 1];
+}
+
+}  // namespace
+
+// `report OUT --node-dir A --node-dir B --node-dir C --path A.out,B.in,B.out,C.in`:
+// one page holding every node's throughput (= `cptrace throughput NODE --json`)
+// and drops per CPU (= `cptrace info NODE --json`), the per-hop table (=
+// `cptrace latency --from X --to Y --json`, whose percentiles are checked against
+// its own --csv rows and the truth), and a CDF on a log axis.
+TEST(Report, TranslatedRunOnePagePerNodeAndPath) {
+  REQUIRE_CHROMIUM();
+  TempDir tmp;
+  TranslatedRun tr;
+  ASSERT_NO_FATAL_FAILURE(make_run(tr, tmp));
+  std::string node_args;
+  for (const auto& d : tr.nodes) node_args += " --node-dir " + d;
+  auto r = run(cptrace_bin() + " report " + tr.out + " -o " + (tmp / "r.html") + node_args +
+                       " --period 50 --path A.out,B.in,B.out,C.in --pair A.out,C.in --pair B.in,B.out",
+                   tmp);
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::string html = read_file(tmp / "r.html");
+  EXPECT_EQ(html.find(" src="), std::string::npos);
+  EXPECT_EQ(html.find("<link"), std::string::npos);
+  EXPECT_EQ(std::regex_search(html, std::regex(R"(https?://(?!www\.w3\.org/2000/svg))")), false);
+
+  std::string dom = rendered_dom(tmp / "r.html", tmp);
+  ASSERT_NE(dom.find("id=\"report\" data-rendered=\"1\""), std::string::npos) << dom.substr(0, 3000);
+  EXPECT_EQ(dom.find("<p class=\"js-error\""), std::string::npos);
+
+  // Every node: its own section, throughput and drops as its own trace says.
+  for (size_t i = 0; i < tr.nodes.size(); ++i) {
+    std::string name = tr.cl.clock(int(i)).name;
+    std::string sec = dom_part(dom, "<section class=\"node\" data-node=\"" + name + "\"", "</section>");
+    ASSERT_FALSE(sec.empty()) << "no section for node " << name;
+    expect_throughput_matches(sec, tr.nodes[i], 50, tmp);
+    auto info = run(cptrace_bin() + " info " + tr.nodes[i] + " --json", tmp);
+    ASSERT_EQ(info.status, 0) << info.err;
+    json ij = json::parse(info.out);
+    std::vector<uint64_t> shown;
+    for (auto& m : all_matches(sec, std::regex(R"re(data-cpu="(\d+)" data-dropped="(\d+)")re")))
+      shown.push_back(std::stoull(m[2]));
+    EXPECT_EQ(shown, ij["dropped_per_cpu"].get<std::vector<uint64_t>>()) << name;
+    EXPECT_EQ(shown, (std::vector<uint64_t>{3 * (i + 1), 5 + i})) << name;
+    EXPECT_NE(sec.find("data-key=\"dropped\">" + std::to_string(ij["dropped"].get<uint64_t>()) + "<"), std::string::npos);
+    EXPECT_NE(sec.find("data-key=\"events\">" + std::to_string(ij["events"].get<uint64_t>()) + "<"), std::string::npos)
+        << info.out;
+    EXPECT_EQ(sec.find("NO: recorded"), std::string::npos) << name;  // events + dropped = seen
+  }
+
+  // The per-hop table: each row = `cptrace latency --json` of that hop.
+  std::string table = dom_part(dom, "<table class=\"path-hops\"", "</table>");
+  ASSERT_FALSE(table.empty());
+  struct Hop {
+    std::string from, to, kind;
+  } hops[] = {{"A.out", "B.in", "hop"}, {"B.in", "B.out", "hop"}, {"B.out", "C.in", "hop"}, {"A.out", "C.in", "end-to-end"}};
+  EXPECT_EQ(all_matches(table, std::regex("<tr data-hop=")).size(), 4u);
+  for (const Hop& h : hops) {
+    std::string row = dom_part(table, "<tr data-hop=\"" + h.from + " -&gt; " + h.to + "\" data-kind=\"" + h.kind + "\"", "</tr>");
+    ASSERT_FALSE(row.empty()) << h.from << " -> " << h.to;
+    auto l = run(cptrace_bin() + " latency " + tr.out + " --from " + h.from + " --to " + h.to + " --json", tmp);
+    ASSERT_EQ(l.status, 0) << l.err;
+    json lj = json::parse(l.out)["all"];
+    EXPECT_EQ(lj["count"], 1500);
+    EXPECT_NE(row.find("data-key=\"count\">1500<"), std::string::npos) << row;
+    // --json against its own --csv rows and against the truth of the synthetic tr.
+    auto csv = run(cptrace_bin() + " latency " + tr.out + " --from " + h.from + " --to " + h.to + " --csv", tmp);
+    std::vector<int64_t> v, lo, hi, truth;
+    std::istringstream in(csv.out);
+    std::string line;
+    std::getline(in, line);
+    while (std::getline(in, line)) {
+      std::vector<std::string> f;
+      std::stringstream ls(line);
+      for (std::string x; std::getline(ls, x, ',');) f.push_back(x);
+      v.push_back(std::stoll(f[7])), lo.push_back(std::stoll(f[8])), hi.push_back(std::stoll(f[9]));
+      truth.push_back(int64_t(std::llround(tr.cl.truth_ns(h.from, h.to, std::stoull(f[0])))));
+    }
+    for (const char* q : {"p50", "p90", "p99"}) {
+      double p = q == std::string("p50") ? 0.5 : q == std::string("p90") ? 0.9 : 0.99;
+      int64_t val = lj[q], l_ = lj[std::string(q) + "_lo"], h_ = lj[std::string(q) + "_hi"];
+      EXPECT_EQ(val, nearest_rank(v, p)) << q;
+      EXPECT_EQ(l_, nearest_rank(lo, p)) << q;
+      EXPECT_EQ(h_, nearest_rank(hi, p)) << q;
+      int64_t t = nearest_rank(truth, p);
+      EXPECT_LE(l_, t) << h.from << " -> " << h.to << " " << q;
+      EXPECT_GE(h_, t) << h.from << " -> " << h.to << " " << q;
+      // The page: exact ns in data attributes, us with 3 decimals as text.
+      EXPECT_NE(row.find("data-key=\"" + std::string(q) + "\" data-ns=\"" + std::to_string(val) + "\">" + us3(val) + "<"),
+                std::string::npos) << q << " " << row;
+      EXPECT_NE(row.find("data-key=\"" + std::string(q) + "_bound\" data-lo-ns=\"" + std::to_string(l_) +
+                         "\" data-hi-ns=\"" + std::to_string(h_) + "\">[" + us3(l_) + ", " + us3(h_) + "]<"),
+                std::string::npos) << q << " " << row;
+    }
+  }
+
+  // The CDF: an SVG with a log10 axis (decade ticks), one line per latency series.
+  std::string cdf = dom_part(dom, "class=\"cdf\"", "</svg>");
+  ASSERT_FALSE(cdf.empty());
+  EXPECT_TRUE(std::regex_search(dom, std::regex(R"re(<svg[^>]*class="cdf"[^>]*data-xscale="log10")re")));
+  std::vector<double> decades;
+  for (auto& m : all_matches(cdf, std::regex(R"re(class="xtick" data-us="([0-9.]+)")re"))) decades.push_back(std::stod(m[1]));
+  ASSERT_GE(decades.size(), 2u);
+  for (size_t k = 1; k < decades.size(); ++k) EXPECT_DOUBLE_EQ(decades[k], decades[k - 1] * 10);
+  EXPECT_EQ(all_matches(cdf, std::regex(R"re(<polyline[^>]*data-pair=)re")).size(), 2u);  // A->C remote, B local
+  EXPECT_TRUE(std::regex_search(cdf, std::regex(R"re(data-pair="A.out -&gt; C.in" data-nodes="A -&gt; C")re")));
+  // 1500 tuples: every 4th rank (ranks 4, 8, ..., 1500), the maximum included.
+  std::vector<std::string> points;
+  for (auto& m : all_matches(cdf, std::regex(R"re(data-points="(\d+)")re"))) points.push_back(m[1]);
+  EXPECT_EQ(points, (std::vector<std::string>{"375", "375"}));
+
+  // And it paints.
+  auto s = run(chromium() + " --headless --no-sandbox --disable-gpu --no-first-run --user-data-dir=" +
+                       (tmp / "chromium-profile") + " --window-size=1100,4000 --screenshot=" + (tmp / "r.png") +
+                       " file://" + (tmp / "r.html"),
+                   tmp);
+  EXPECT_EQ(s.status, 0) << s.err;
+  EXPECT_GT(std::filesystem::file_size(tmp / "r.png"), 10000u);
+}
+
+TEST(Report, TranslatedRunBadInput) {
+  TempDir tmp;
+  TranslatedRun tr;
+  ASSERT_NO_FATAL_FAILURE(make_run(tr, tmp));
+  std::string base = cptrace_bin() + " report " + tr.out + " -o " + (tmp / "r.html");
+  std::string all = " --node-dir " + tr.nodes[0] + " --node-dir " + tr.nodes[1] + " --node-dir " + tr.nodes[2];
+  report_trace().write(tmp / "other");
+  struct Case {
+    std::string args, needle;
+  } cases[] = {
+      {" --path A.out", "--path 'A.out': expected at least two channels"},
+      {" --path A.out,nope,C.in", "--path 'A.out,nope,C.in': unknown channel \"nope\""},
+      {" --path A.out,,C.in", "--path 'A.out,,C.in': an empty channel name"},
+      {" --node-dir " + tr.nodes[0] + " --node-dir " + tr.nodes[1], "no directory for node(s) C of the run"},
+      {all + " --node-dir " + tr.nodes[1], "node 'B' given twice"},
+      {all + " --node-dir " + (tmp / "other"), "node 'synth' is not a node of the translated run (its nodes: A, B, C)"},
+      {" --node-dir " + tr.out, "a translated trace, not a node's own trace"},
+      {" --period 50", "--period: a translated trace has no throughput of its own"},
+  };
+  for (const auto& c : cases) {
+    auto r = run(base + c.args, tmp);
+    EXPECT_NE(r.status, 0) << c.args;
+    EXPECT_NE(r.err.find(c.needle), std::string::npos) << c.args << " -> " << r.err;
+  }
+  // On one node's trace --path and --node-dir are refused by name.
+  auto r = run(cptrace_bin() + " report " + tr.nodes[0] + " -o " + (tmp / "r.html") + " --path A.out,A.out", tmp);
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.err.find("--path: only for a translated trace"), std::string::npos) << r.err;
+  r = run(cptrace_bin() + " latency " + tr.out + " --from A.out --to B.in --json --csv", tmp);
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.err.find("--csv and --json exclude each other"), std::string::npos) << r.err;
 }

@@ -9,6 +9,8 @@
 
 #include "analyze/local_latency.h"
 #include "analyze/report_latency.h"
+#include "analyze/report_nodes.h"
+#include "analyze/report_path.h"
 #include "trace/out_file.h"
 #include "analyze/report_js.h"
 
@@ -42,6 +44,16 @@ double auto_period_ms(double span_ms, size_t max_periods) {
   for (double p = 1e-3;; p *= 10)
     for (double m : {1.0, 2.0, 5.0})
       if (span_ms / (p * m) < double(max_periods)) return p * m;
+}
+
+json cdf_points(const std::vector<double>& v, size_t points) {
+  json pts = json::array();
+  if (v.empty()) return pts;
+  size_t n = v.size(), step = std::max<size_t>(1, (n + points - 1) / points);
+  // Rank i (0-based) holds the value below or at which (i + 1) / n of the tuples lie.
+  for (size_t i = step - 1; i < n; i += step) pts.push_back({v[i], double(i + 1) / double(n)});
+  if (pts.back()[1].get<double>() < 1) pts.push_back({v.back(), 1.0});
+  return pts;
 }
 
 namespace {
@@ -91,6 +103,7 @@ json series_json(const LatencySeries& s) {
           {"duplicates", s.duplicates},
           {"summary", summary_json(summarize(s))},
           {"histogram", v.empty() ? json(nullptr) : histogram(v, 40)},
+          {"cdf", cdf_points(v)},
           {"width_over_time", width_over_time(tmp, 200)}};
 }
 
@@ -121,6 +134,8 @@ json report_json(const ReportData& d) {
   for (const auto& n : d.nodes)
     j["nodes"].push_back({{"overview", n.overview}, {"drops", n.drops}, {"throughput", n.throughput}});
   for (const auto& s : d.latency) j["latency"].push_back(series_json(s));
+  j["path"] = d.path;
+  j["run_nodes"] = d.run_nodes;
   return j;
 }
 
@@ -145,57 +160,56 @@ std::pair<std::string, std::string> split_pair(const std::string& p) {
 }
 
 // A translated trace holds the events of every node on the reference clock but no
-// per-node counters, correlation stream or start instant: no node sections (run
-// the report on each node's own trace for throughput and drops), and the latency
-// table comes from the latency command's computation.
-void translated_report(const TraceReader& r, const std::vector<std::string>& pairs, ReportData& d) {
+// per-node counters, correlation stream or start instant: node sections come from
+// the node directories (report_nodes.h), the latency table from the latency
+// command's computation.
+void translated_report(const TraceReader& r, const ReportOptions& o, ReportData& d) {
   d.title = "cptrace report: translated onto " + r.meta()["translated"].value("reference", "?") + " (--method " +
             r.meta()["translated"].value("method", "?") + ")";
-  for (const auto& p : pairs) {
+  if (o.period_ms && o.node_dirs.empty())
+    throw std::runtime_error("--period: a translated trace has no throughput of its own (give the nodes' traces with "
+                             "--node-dir)");
+  for (const auto& n : r.meta()["translated"].value("nodes", json::array())) d.run_nodes.push_back(n.value("node", ""));
+  if (!o.path.empty()) d.path = path_breakdown(r, o.path);
+  for (const auto& p : o.pairs) {
     auto [from, to] = split_pair(p);
     for (LatencySeries& s : translated_latency_series(r, from, to)) d.latency.push_back(std::move(s));
   }
+  if (!o.node_dirs.empty()) d.nodes = run_node_sections(r, o.node_dirs, o.period_ms);
+}
+
+void node_trace_report(const TraceReader& r, const ReportOptions& o, ReportData& d) {
+  if (!o.node_dirs.empty()) throw std::runtime_error("--node-dir: only for a translated trace (cptrace translate)");
+  if (!o.path.empty()) throw std::runtime_error("--path: only for a translated trace (cptrace translate)");
+  Timeline tl = trace_timeline(r);
+  std::vector<std::pair<uint64_t, uint64_t>> ids;
+  for (const auto& p : o.pairs) {
+    auto [from, to] = split_pair(p);
+    ids.emplace_back(resolve_channel(r, from), resolve_channel(r, to));
+  }
+  d.title = "cptrace report: " + r.meta().value("node", o.dir);
+  d.nodes.push_back(node_report(r, o.period_ms));
+  for (auto [a, b] : ids) d.latency.push_back(same_node_latency(r, tl, a, b));
 }
 
 }  // namespace
 
-int cmd_report(const std::string& dir, const std::string& out, const std::vector<std::string>& pairs,
-               std::optional<double> period) {
-  auto r = open_trace(dir);
+int cmd_report(const ReportOptions& o) {
+  auto r = open_trace(o.dir);
   ReportData d;
-  size_t channels = 0, periods = 0;
-  double period_ms = 0;
-  if (is_translated(*r)) {
-    if (period) throw std::runtime_error("--period: a translated trace has no throughput section (report each node's trace)");
-    translated_report(*r, pairs, d);
-  } else {
-    Timeline tl = trace_timeline(*r);
-    std::vector<std::pair<uint64_t, uint64_t>> ids;
-    for (const auto& p : pairs) {
-      auto [from, to] = split_pair(p);
-      ids.emplace_back(resolve_channel(*r, from), resolve_channel(*r, to));
-    }
-    period_ms = period ? *period : auto_period_ms(tl);
-    Throughput t;
-    try {
-      t = compute_throughput(*r, tl, period_ticks(tl, period_ms, "--period"), period_ms);
-    } catch (const TooManyPeriods& e) {
-      if (period) throw;
-      // Events stamped far outside the recording: an automatic period covers them too.
-      period_ms = auto_period_ms(e.span_ms);
-      fprintf(stderr, "cptrace report: %s; throughput periods of %g ms instead\n", e.what(), period_ms);
-      t = compute_throughput(*r, tl, period_ticks(tl, period_ms, "--period"), period_ms);
-    }
-    d.title = "cptrace report: " + r->meta().value("node", dir);
-    d.nodes.push_back(node_section(*r, tl, t));
-    for (auto [a, b] : ids) d.latency.push_back(same_node_latency(*r, tl, a, b));
-    channels = t.channels.size(), periods = t.periods;
-  }
-  OutFile f(out);
+  if (is_translated(*r)) translated_report(*r, o, d);
+  else node_trace_report(*r, o, d);
+  OutFile f(o.out);
   f.write(render_report_html(d));
   f.close();
-  fprintf(stderr, "cptrace report: wrote %s (%zu channel(s), %zu period(s) of %g ms, %zu latency series)\n",
-          out.c_str(), channels, periods, period_ms, d.latency.size());
+  std::string nodes;
+  for (const auto& n : d.nodes)
+    nodes += fmt::format(", node {}: {} channel(s), {} period(s) of {} ms", n.overview.value("node", ""),
+                         n.throughput["channels"].size(), n.throughput.value("periods", 0),
+                         n.throughput.value("period_ms", 0.0));
+  fprintf(stderr, "cptrace report: wrote %s (%zu node section(s)%s; %zu latency series%s)\n", o.out.c_str(),
+          d.nodes.size(), nodes.c_str(), d.latency.size(),
+          d.path.is_null() ? "" : fmt::format("; {} hop(s)", d.path["hops"].size()).c_str());
   if (r->error()) {
     fprintf(stderr, "cptrace report: %s (the report covers the events before it)\n", r->error()->what());
     return 2;

@@ -5,8 +5,9 @@
 //   - one NodeSection per node trace (overview, drops per CPU, throughput);
 //   - the latency table (latency_table.h): LatencySeries per channel pair (and
 //     node pair), filled by report_latency.h, each drawn as a box plot
-//     with the range its bounds reach, a histogram, and its bound width over time
-//     grouped by node pair.
+//     with the range its bounds reach, a histogram, a CDF on a log time axis,
+//     and its bound width over time grouped by node pair;
+//   - optionally a pipeline path's per-hop breakdown (report_path.h).
 #pragma once
 #include <optional>
 #include <string>
@@ -29,6 +30,16 @@ struct ReportData {
   std::string title;
   std::vector<NodeSection> nodes;
   std::vector<LatencySeries> latency;
+  nlohmann::json path;  // path_breakdown(), or null
+  std::vector<std::string> run_nodes;  // a translated run's nodes (a note when their sections are missing)
+};
+
+struct ReportOptions {
+  std::string dir, out;
+  std::vector<std::string> pairs;      // "FROM,TO" channel names
+  std::optional<double> period_ms;     // none: auto_period_ms()
+  std::vector<std::string> node_dirs;  // translated DIR: the nodes' own traces
+  std::string path;                    // translated DIR: "A,B,C,..." per-hop breakdown
 };
 
 NodeSection node_section(const TraceReader& r, const Timeline& tl, const Throughput& t);
@@ -40,10 +51,13 @@ double auto_period_ms(double span_ms, size_t max_periods = 300);
 nlohmann::json report_json(const ReportData& d);
 std::string render_report_html(const ReportData& d);
 
+// The CDF points of sorted values: at most `points` + 1 (value, fraction <= value)
+// pairs at evenly spaced ranks, always with the first and last value.
+nlohmann::json cdf_points(const std::vector<double>& sorted, size_t points = 400);
+
 // DIR: one node's trace (node section + same-node latency) or a translated trace
-// (latency rows of `cptrace latency`, no node section).
-// pairs: "FROM,TO" channel names of this trace; no period: auto_period_ms().
-int cmd_report(const std::string& dir, const std::string& out, const std::vector<std::string>& pairs,
-               std::optional<double> period_ms);
+// (latency rows of `cptrace latency`; node sections from node_dirs, per-hop
+// breakdown of path).
+int cmd_report(const ReportOptions& o);
 
 }  // namespace cptrace

@@ -167,6 +167,7 @@ function latency(parent, L) {
          s.unmatched_to + ' only on ' + s.to + ', ' + s.duplicates + ' repeated.');
   });
   boxes(parent, L);
+  cdf(parent, L);
   L.forEach(function (s, k) { hist(parent, s, k); });
   widths(parent, L);
 }
@@ -190,6 +191,63 @@ function boxes(parent, L) {
     sv('text', {x: p.m.l + 4, y: cy - 16}, g, s.from + ' -> ' + s.to + (s.remote ? ' (remote)' : ' (local)'));
     sv('title', {}, g, 'p50 ' + us(m.p50_s) + ' us, bounds reach [' + us(m.lo_min_s) + ', ' + us(m.hi_max_s) + '] us');
   });
+}
+
+// Latencies are long-tailed (a p50 of tens of us beside a max of ms): a CDF on a
+// log10 time axis shows the body and the tail at once, where a linear histogram
+// squeezes the body into one bin.
+function cdf(parent, L) {
+  el('h3', {}, parent, 'Cumulative distribution (log time axis)');
+  var S = L.filter(function (s) { return s.cdf && s.cdf.length; });
+  if (!S.length) return;
+  var pos = [], nonpos = 0;
+  S.forEach(function (s) { s.cdf.forEach(function (q) { if (q[0] > 0) pos.push(q[0] * 1e6); else nonpos++; }); });
+  if (!pos.length) { el('p', {'class': 'note'}, parent, 'no positive durations: nothing to draw on a log axis'); return; }
+  var d0 = Math.floor(Math.log10(Math.min.apply(null, pos))), d1 = Math.ceil(Math.log10(Math.max.apply(null, pos)));
+  if (d1 <= d0) d1 = d0 + 1;
+  var p = plot(parent, {x0: d0, x1: d1, y0: 0, y1: 1, height: 260, xlabel: 'microseconds (log scale)',
+                        ylabel: 'fraction of tuples <= x', xticks: false, cls: 'cdf'});
+  p.svg.setAttribute('data-xscale', 'log10');
+  for (var d = d0; d <= d1; d++) {
+    var lbl = d >= 0 ? String(Math.pow(10, d)) : Math.pow(10, d).toFixed(-d);
+    sv('line', {x1: p.x(d), y1: p.m.t, x2: p.x(d), y2: p.H - p.m.b + 4, stroke: '#ddd', 'class': 'decade'}, p.svg);
+    sv('text', {x: p.x(d), y: p.H - p.m.b + 16, 'text-anchor': 'middle', 'class': 'xtick', 'data-us': lbl}, p.svg, lbl);
+    for (var m = 2; m < 10 && d < d1; m++)
+      sv('line', {x1: p.x(d + Math.log10(m)), y1: p.H - p.m.b, x2: p.x(d + Math.log10(m)), y2: p.H - p.m.b + 3, stroke: '#444'}, p.svg);
+  }
+  var X = function (v) { return p.x(v > 0 ? Math.max(d0, Math.log10(v * 1e6)) : d0).toFixed(2); };
+  S.forEach(function (s, k) {
+    // A step function: each point is reached at its value, from the previous fraction.
+    var pts = [], prev = 0;
+    s.cdf.forEach(function (q) { pts.push(X(q[0]) + ',' + p.y(prev).toFixed(2), X(q[0]) + ',' + p.y(q[1]).toFixed(2)); prev = q[1]; });
+    sv('polyline', {points: pts.join(' '), fill: 'none', stroke: color(k), 'stroke-width': 1.5, 'data-pair': s.from + ' -> ' + s.to,
+                    'data-nodes': s.from_node + ' -> ' + s.to_node, 'data-points': s.cdf.length}, p.svg);
+  });
+  legend(parent, S.map(function (s, k) { return {name: s.from_node + ' -> ' + s.to_node + ': ' + s.from + ' -> ' + s.to, color: color(k)}; }));
+  if (nonpos) el('p', {'class': 'note'}, parent, nonpos + ' CDF point(s) at or below 0 us are drawn at the left edge.');
+}
+
+// Per hop of a pipeline path and end to end: p50/p90/p99 and the strict bound of
+// each percentile ([that percentile of the lower bounds, of the upper bounds]).
+function pathTable(parent, P) {
+  var sec = el('section', {'class': 'path'}, parent);
+  el('h2', {}, sec, 'Pipeline path ' + P.channels.join(' -> '));
+  var qs = ['p50', 'p90', 'p99'], t = el('table', {'class': 'path-hops'}, sec), tr = el('tr', {}, t);
+  ['hop', 'count'].concat([].concat.apply([], qs.map(function (q) { return [q + ' (us)', q + ' bound (us)']; })))
+    .forEach(function (h, i) { el('th', {'class': i ? '' : 'l'}, tr, h); });
+  P.hops.map(function (h) { return [h, 'hop']; }).concat([[P.end_to_end, 'end-to-end']]).forEach(function (hk) {
+    var h = hk[0], r = el('tr', {'data-hop': h.from + ' -> ' + h.to, 'data-kind': hk[1]}, t);
+    el('td', {'class': 'l'}, r, (hk[1] === 'hop' ? '' : 'end to end: ') + h.from + ' -> ' + h.to);
+    el('td', {'data-key': 'count'}, r, num(h.count));
+    qs.forEach(function (q) {
+      var lo = h[q + '_lo'], hi = h[q + '_hi'];
+      el('td', {'data-key': q, 'data-ns': h[q]}, r, h.count ? us(h[q] * 1e-9) : '-');
+      el('td', {'data-key': q + '_bound', 'data-lo-ns': lo, 'data-hi-ns': hi}, r,
+                 h.count ? '[' + us(lo * 1e-9) + ', ' + us(hi * 1e-9) + ']' : '-');
+    });
+  });
+  el('p', {'class': 'note'}, sec, 'The same computation as cptrace latency --from X --to Y --json; the end-to-end row is ' +
+     'measured from ' + P.channels[0] + ' to ' + P.channels[P.channels.length - 1] + ' (percentiles do not add up).');
 }
 
 function hist(parent, s, k) {
@@ -228,12 +286,16 @@ function widths(parent, L) {
 try {
   var D = JSON.parse(document.getElementById('cptrace-data').textContent);
   D.nodes.forEach(function (n) {
-    var sec = el('section', {'class': 'node'}, root);
+    var sec = el('section', {'class': 'node', 'data-node': n.overview.node}, root);
     el('h2', {}, sec, 'Node ' + n.overview.node);
     overview(sec, n);
     throughput(sec, n);
     drops(sec, n);
   });
+  if (!D.nodes.length && D.run_nodes.length)
+    el('p', {'class': 'note no-nodes'}, root, 'Throughput and drops per node: give each node\'s own trace with --node-dir ' +
+       '(nodes of this run: ' + D.run_nodes.join(', ') + ').');
+  if (D.path) pathTable(root, D.path);
   latency(el('section', {'class': 'latency'}, root), D.latency);
   root.setAttribute('data-rendered', '1');
 } catch (e) {

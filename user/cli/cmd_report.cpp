@@ -14,8 +14,7 @@ namespace cptrace {
 namespace {
 
 struct ReportArgs {
-  std::string dir, out;
-  std::vector<std::string> pairs;
+  ReportOptions o;
   double period_ms = 1000;
   CLI::Option* period = nullptr;  // given or not: without it the period is chosen from the trace
 };
@@ -25,12 +24,17 @@ struct ReportArgs {
 SubcommandRunner add_report_command(CLI::App& app) {
   auto a = std::make_shared<ReportArgs>();
   auto* report = app.add_subcommand("report", "self-contained HTML report");
-  report->add_option("dir", a->dir, "trace directory (one node's, or translated by cptrace translate)")->required();
-  report->add_option("-o,--output", a->out, "HTML file to write")->required();
-  report->add_option("--pair", a->pairs, "FROM,TO channel pair for latency plots; repeatable");
+  report->add_option("dir", a->o.dir, "trace directory (one node's, or translated by cptrace translate)")->required();
+  report->add_option("-o,--output", a->o.out, "HTML file to write")->required();
+  report->add_option("--pair", a->o.pairs, "FROM,TO channel pair for latency plots; repeatable");
   a->period = report->add_option("--period", a->period_ms, "throughput period in ms (default: automatic)");
+  report->add_option("--node-dir", a->o.node_dirs,
+                     "translated DIR: a node's own trace directory, for its throughput and drops; one per node");
+  report->add_option("--path", a->o.path,
+                     "translated DIR: channels of a pipeline path A,B,C,...: per-hop p50/p90/p99 with bounds");
   return {report, [a] {
-            return cmd_report(a->dir, a->out, a->pairs, a->period->count() ? std::optional(a->period_ms) : std::nullopt);
+            if (a->period->count()) a->o.period_ms = a->period_ms;
+            return cmd_report(a->o);
           }};
 }
 

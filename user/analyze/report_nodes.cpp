@@ -1,0 +1,77 @@
+// Node sections of the report, from node trace directories.
+#include "analyze/report_nodes.h"
+
+#include <cstdio>
+#include <map>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "analyze/report_latency.h"
+#include "analyze/throughput.h"
+#include "trace/trace_timeline.h"
+
+namespace cptrace {
+
+NodeSection node_report(const TraceReader& r, std::optional<double> period) {
+  Timeline tl = trace_timeline(r);
+  double period_ms = period ? *period : auto_period_ms(tl);
+  Throughput t;
+  try {
+    t = compute_throughput(r, tl, period_ticks(tl, period_ms, "--period"), period_ms);
+  } catch (const TooManyPeriods& e) {
+    if (period) throw;
+    // Events stamped far outside the recording: an automatic period covers them too.
+    period_ms = auto_period_ms(e.span_ms);
+    fprintf(stderr, "cptrace report: %s; throughput periods of %g ms instead\n", e.what(), period_ms);
+    t = compute_throughput(r, tl, period_ticks(tl, period_ms, "--period"), period_ms);
+  }
+  return node_section(r, tl, t);
+}
+
+namespace {
+
+std::string joined(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
+  return s;
+}
+
+}  // namespace
+
+std::vector<NodeSection> run_node_sections(const TraceReader& run, const std::vector<std::string>& node_dirs,
+                                           std::optional<double> period) {
+  const nlohmann::json& nodes = run.meta()["translated"]["nodes"];
+  std::vector<std::string> names;
+  for (const auto& n : nodes) names.push_back(n.value("node", ""));
+  std::map<size_t, NodeSection> by_index;
+  for (const std::string& d : node_dirs) {
+    auto r = open_trace(d);
+    if (is_translated(*r)) throw std::runtime_error("--node-dir " + d + ": a translated trace, not a node's own trace");
+    std::string name = r->meta().value("node", "");
+    size_t v = 0;
+    while (v < names.size() && names[v] != name) ++v;
+    if (v == names.size())
+      throw std::runtime_error(fmt::format("--node-dir {}: node '{}' is not a node of the translated run (its nodes: {})",
+                                           d, name, joined(names)));
+    if (by_index.count(v)) throw std::runtime_error("--node-dir " + d + ": node '" + name + "' given twice");
+    // The same name but another recording would put foreign numbers beside the run's latencies.
+    uint64_t want = nodes[v].value("events", uint64_t(0));
+    if (r->event_count() != want)
+      throw std::runtime_error(fmt::format("--node-dir {}: holds {} events, but the run translated {} of node '{}': "
+                                           "not the trace the run was made from",
+                                           d, r->event_count(), want, name));
+    by_index[v] = node_report(*r, period);
+  }
+  std::vector<std::string> missing;
+  for (size_t v = 0; v < names.size(); ++v)
+    if (!by_index.count(v)) missing.push_back(names[v]);
+  if (!missing.empty())
+    throw std::runtime_error(fmt::format("--node-dir: no directory for node(s) {} of the run (give one per node: {})",
+                                         joined(missing), joined(names)));
+  std::vector<NodeSection> out;
+  for (auto& [v, s] : by_index) out.push_back(std::move(s));
+  return out;
+}
+
+}  // namespace cptrace
