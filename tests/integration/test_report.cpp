@@ -501,5 +501,5 @@ TEST(Report, TranslatedRunBadInput) {
   EXPECT_NE(r.err.find("--path: only for a translated trace"), std::string::npos) << r.err;
   r = run(cptrace_bin() + " latency " + tr.out + " --from A.out --to B.in --json --csv", tmp);
   EXPECT_NE(r.status, 0);
-  EXPECT_NE(r.err.find("--csv and --json exclude each other"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("excludes"), std::string::npos) << r.err;  // CLI11: "--json excludes --csv"
 }
