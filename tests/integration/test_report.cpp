@@ -47,6 +47,19 @@ std::string rendered_dom(const std::string& html, const TempDir& tmp) {
   return r.out;
 }
 
+// The page fetches nothing (self-contained) and its script ran without error;
+// returns the DOM Chromium rendered.
+std::string self_contained_dom(const std::string& html_path, const TempDir& tmp) {
+  std::string html = read_file(html_path);
+  EXPECT_EQ(html.find(" src="), std::string::npos);
+  EXPECT_EQ(html.find("<link"), std::string::npos);
+  EXPECT_EQ(std::regex_search(html, std::regex(R"(https?://(?!www\.w3\.org/2000/svg))")), false);
+  std::string dom = rendered_dom(html_path, tmp);
+  EXPECT_NE(dom.find("id=\"report\" data-rendered=\"1\""), std::string::npos) << dom.substr(0, 3000);
+  EXPECT_EQ(dom.find("<p class=\"js-error\""), std::string::npos);
+  return dom;
+}
+
 std::vector<std::smatch> all_matches(const std::string& s, const std::regex& re) {
   std::vector<std::smatch> out;
   for (auto it = std::sregex_iterator(s.begin(), s.end(), re); it != std::sregex_iterator(); ++it) out.push_back(*it);
@@ -155,15 +168,8 @@ TEST(Report, RendersInChromiumWithTheNumbersOfTheTrace) {
   report_trace().write(tmp / "t");
   auto r = run(cptrace_bin() + " report " + (tmp / "t") + " -o " + (tmp / "r.html") + " --pair in,out --period 100", tmp);
   ASSERT_EQ(r.status, 0) << r.err;
-  std::string html = read_file(tmp / "r.html");
-  // Self-contained: nothing to fetch.
-  EXPECT_EQ(html.find(" src="), std::string::npos);
-  EXPECT_EQ(html.find("<link"), std::string::npos);
-  EXPECT_EQ(std::regex_search(html, std::regex(R"(https?://(?!www\.w3\.org/2000/svg))")), false);
-
-  std::string dom = rendered_dom(tmp / "r.html", tmp);
-  ASSERT_NE(dom.find("id=\"report\" data-rendered=\"1\""), std::string::npos) << dom.substr(0, 3000);
-  EXPECT_EQ(dom.find("<p class=\"js-error\""), std::string::npos);
+  std::string dom = self_contained_dom(tmp / "r.html", tmp);
+  ASSERT_NE(dom.find("id=\"report\" data-rendered=\"1\""), std::string::npos);
 
   expect_throughput_matches(dom, tmp / "t", 100, tmp);
 
@@ -372,14 +378,8 @@ TEST(Report, TranslatedRunOnePagePerNodeAndPath) {
                        " --period 50 --path A.out,B.in,B.out,C.in --pair A.out,C.in --pair B.in,B.out",
                    tmp);
   ASSERT_EQ(r.status, 0) << r.err;
-  std::string html = read_file(tmp / "r.html");
-  EXPECT_EQ(html.find(" src="), std::string::npos);
-  EXPECT_EQ(html.find("<link"), std::string::npos);
-  EXPECT_EQ(std::regex_search(html, std::regex(R"(https?://(?!www\.w3\.org/2000/svg))")), false);
-
-  std::string dom = rendered_dom(tmp / "r.html", tmp);
-  ASSERT_NE(dom.find("id=\"report\" data-rendered=\"1\""), std::string::npos) << dom.substr(0, 3000);
-  EXPECT_EQ(dom.find("<p class=\"js-error\""), std::string::npos);
+  std::string dom = self_contained_dom(tmp / "r.html", tmp);
+  ASSERT_NE(dom.find("id=\"report\" data-rendered=\"1\""), std::string::npos);
 
   // Every node: its own section, throughput and drops as its own trace says.
   for (size_t i = 0; i < tr.nodes.size(); ++i) {
