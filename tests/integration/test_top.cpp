@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "analyze/local_latency.h"
 #include "test_util.h"
 
 using namespace testutil;
@@ -123,6 +124,38 @@ TEST(Top, RecorderOutputIsTheSameWithAndWithoutTop) {
   for (auto& e : fs::directory_iterator(tmp / "watched")) b.push_back(e.path().filename());
   std::sort(a.begin(), a.end()), std::sort(b.begin(), b.end());
   EXPECT_EQ(a, b);
+}
+
+// The live view's per-refresh summary is the report's summary of the same pairing.
+TEST(Top, PairSummaryEqualsTheReportsSummary) {
+  using namespace cptrace;
+  SameNodePairing p(7, 9);
+  Timeline tl{1000, 1000 + 3'000'000'000ull, 3e9, "test"};
+  for (uint64_t i = 0; i < 5000; ++i) {
+    uint64_t t = 1000 + i * 600'000;
+    p.add({t, 7, i, 1, 1, 0, uint8_t(EventKind::User), 0});
+    if (i % 7) p.add({t + 3000 + (i * 7919) % 100'000, 9, i, 1, 1, 0, uint8_t(EventKind::User), 0});
+    if (i % 11 == 0) p.add({t + 50, 7, i, 1, 1, 0, uint8_t(EventKind::User), 0});  // a later duplicate
+    p.add({t + 1, 8, i, 1, 1, 0, uint8_t(EventKind::User), 0});                    // another channel
+  }
+  p.add({5, 9, 999999, 1, 1, 0, uint8_t(EventKind::User), 0});  // `to` only
+  LatencySeries s = p.series(tl, 40, "a", "b", "n");
+  LatencySummary want = summarize(s);
+  std::pair<uint64_t, uint64_t> unmatched;
+  LatencySummary got = p.summary(tl, 40, unmatched);
+  EXPECT_EQ(got.count, want.count);
+  EXPECT_EQ(got.count, 5000u - 715u);
+  for (auto [g, w] : {std::pair{got.min, want.min}, {got.p25, want.p25}, {got.p50, want.p50}, {got.p75, want.p75},
+                      {got.p90, want.p90}, {got.p99, want.p99}, {got.max, want.max}, {got.lo_min, want.lo_min},
+                      {got.hi_max, want.hi_max}})
+    EXPECT_EQ(g, w);
+  EXPECT_NEAR(got.mean, want.mean, 1e-15);
+  // hi - lo of each sample there, 2 * bound here: equal up to rounding.
+  EXPECT_NEAR(got.width_p50, want.width_p50, 1e-18);
+  EXPECT_NEAR(got.width_max, want.width_max, 1e-18);
+  EXPECT_EQ(unmatched.first, s.unmatched_from);
+  EXPECT_EQ(unmatched.second, s.unmatched_to);
+  EXPECT_EQ(unmatched, std::make_pair(uint64_t(715), uint64_t(1)));
 }
 
 TEST(Top, BadInputIsAClearError) {

@@ -105,16 +105,15 @@ Throughput LiveView::table_with(const Timeline& tl, uint64_t period, const Clock
   return c.table(tl, period, period_ms_, channels);
 }
 
-nlohmann::json LiveView::pairs_json(const TraceTail& tail) const {
+nlohmann::json LiveView::pairs_json() const {
   auto out = nlohmann::json::array();
   for (size_t i = 0; i < pairs_.size(); ++i) {
-    LatencySeries s = pairs_[i].series(tl_, widest_, pair_names_[i].first, pair_names_[i].second, "");
-    nlohmann::json j = summary_json(summarize(s));
+    std::pair<uint64_t, uint64_t> unmatched;
+    nlohmann::json j = summary_json(pairs_[i].summary(tl_, widest_, unmatched));
     j["from"] = pair_names_[i].first, j["to"] = pair_names_[i].second;
-    j["unmatched_from"] = s.unmatched_from, j["unmatched_to"] = s.unmatched_to;
+    j["unmatched_from"] = unmatched.first, j["unmatched_to"] = unmatched.second;
     out.push_back(std::move(j));
   }
-  (void)tail;
   return out;
 }
 
@@ -139,7 +138,7 @@ nlohmann::json LiveView::snapshot(const TraceTail& tail) const {
     j["rates"].push_back({{"name", c.name}, {"id", c.id}, {"total", c.total}, {"per_s", rate}});
   }
   j["throughput"] = throughput_json(t);
-  j["pairs"] = pairs_json(tail);
+  j["pairs"] = pairs_json();
   return j;
 }
 

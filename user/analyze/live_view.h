@@ -48,7 +48,7 @@ class LiveView {
   void settle_held();
   Throughput table_with(const Timeline& tl, uint64_t period, const ClockMap& map,
                         const std::map<uint64_t, ChannelInfo>& channels) const;
-  nlohmann::json pairs_json(const TraceTail& tail) const;
+  nlohmann::json pairs_json() const;
 
   double period_ms_;
   std::vector<std::pair<std::string, std::string>> pair_names_;

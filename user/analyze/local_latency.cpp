@@ -44,6 +44,31 @@ LatencySeries SameNodePairing::series(const Timeline& tl, uint32_t widest, const
   return s;
 }
 
+LatencySummary SameNodePairing::summary(const Timeline& tl, uint32_t widest,
+                                        std::pair<uint64_t, uint64_t>& unmatched) const {
+  std::vector<double> v;
+  v.reserve(std::min(a_.size(), b_.size()));
+  double sum = 0;
+  for (const auto& [tuple, ta] : a_) {
+    auto it = b_.find(tuple);
+    if (it == b_.end()) continue;
+    v.push_back(tl.ticks_to_s(double(int64_t(it->second - ta))));
+    sum += v.back();
+  }
+  unmatched = {a_.size() - v.size(), b_.size() - v.size()};
+  LatencySummary m;
+  m.count = v.size();
+  if (v.empty()) return m;
+  std::sort(v.begin(), v.end());
+  double w = tl.ticks_to_s(widest);  // the same bound on every sample
+  m.min = v.front(), m.max = v.back(), m.mean = sum / double(m.count);
+  m.p25 = percentile_sorted(v, 0.25), m.p50 = percentile_sorted(v, 0.50), m.p75 = percentile_sorted(v, 0.75);
+  m.p90 = percentile_sorted(v, 0.90), m.p99 = percentile_sorted(v, 0.99);
+  m.lo_min = m.min - w, m.hi_max = m.max + w;
+  m.width_p50 = m.width_max = 2 * w;
+  return m;
+}
+
 LatencySeries same_node_latency(const TraceReader& r, const Timeline& tl, uint64_t from, uint64_t to) {
   SameNodePairing p(from, to);
   r.for_each_event([&](const TraceEvent& e) { p.add(e); });

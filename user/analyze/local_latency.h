@@ -11,6 +11,7 @@
 #pragma once
 #include <string>
 #include <unordered_map>
+#include <utility>
 
 #include "analyze/latency_table.h"
 #include "trace/trace_timeline.h"
@@ -30,6 +31,10 @@ class SameNodePairing {
   // correlation bracket of the trace, in ticks (the bound of each end).
   LatencySeries series(const Timeline& tl, uint32_t widest, const std::string& from_name,
                        const std::string& to_name, const std::string& node) const;
+  // summarize(series(...)) without the per-tuple rows: one duration per paired
+  // tuple, sorted once (the live view asks every refresh). `unmatched`: tuples
+  // on `from` only and on `to` only.
+  LatencySummary summary(const Timeline& tl, uint32_t widest, std::pair<uint64_t, uint64_t>& unmatched) const;
 
  private:
   uint64_t from_, to_;
