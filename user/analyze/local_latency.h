@@ -9,10 +9,39 @@
 // trace; [value - w, value + w] with w = widest bracket / frequency (a TSC-stamped
 // pair is exact to the tick, so this over-covers it).
 #pragma once
+#include <string>
+#include <unordered_map>
+#include <utility>
+
 #include "analyze/latency_table.h"
 #include "trace/trace_timeline.h"
 
 namespace cptrace {
+
+// The pairing of same_node_latency(), fed one event at a time (`cptrace top`
+// pairs the frames of a trace as they are written).
+class SameNodePairing {
+ public:
+  SameNodePairing(uint64_t from, uint64_t to) : from_(from), to_(to) {}
+  uint64_t from() const { return from_; }
+  uint64_t to() const { return to_; }
+  // A user event, ts in TSC; other kinds and channels are ignored.
+  void add(const TraceEvent& e);
+  // The durations of the tuples seen on both sides so far. `widest`: the widest
+  // correlation bracket of the trace, in ticks (the bound of each end).
+  LatencySeries series(const Timeline& tl, uint32_t widest, const std::string& from_name,
+                       const std::string& to_name, const std::string& node) const;
+  // summarize(series(...)) without the per-tuple rows: one duration per paired
+  // tuple, sorted once (the live view asks every refresh). `unmatched`: tuples
+  // on `from` only and on `to` only.
+  LatencySummary summary(const Timeline& tl, uint32_t widest, std::pair<uint64_t, uint64_t>& unmatched) const;
+
+ private:
+  uint64_t from_, to_;
+  // File order is only roughly time order: the earliest stamp of each tuple per side.
+  std::unordered_map<uint64_t, uint64_t> a_, b_;
+  uint64_t duplicates_ = 0;
+};
 
 // Pairs events by tuple id (first occurrence on each side, user events only).
 // Memory: one entry per tuple id seen on either channel.

@@ -11,28 +11,6 @@
 
 namespace cptrace {
 
-namespace {
-
-// Counts indexed by period, growing in either direction as events arrive, but
-// never wider than kMaxThroughputPeriods: an event beyond that is left out, and
-// compute_throughput() refuses the whole table anyway.
-struct Bins {
-  int64_t first = 0;
-  std::vector<uint64_t> counts;
-  void add(int64_t idx) {
-    if (counts.empty()) first = idx;
-    int64_t last = first + int64_t(counts.size()) - 1;
-    if (periods_between(std::min(first, idx), std::max(last, idx)) > kMaxThroughputPeriods) return;
-    if (idx < first) {
-      counts.insert(counts.begin(), size_t(first - idx), 0);
-      first = idx;
-    }
-    if (size_t(idx - first) >= counts.size()) counts.resize(size_t(idx - first) + 1, 0);
-    counts[size_t(idx - first)]++;
-  }
-};
-
-}  // namespace
 
 void refuse_throughput_span(const Timeline& tl, uint64_t period, double period_ms, int64_t lo, int64_t hi) {
   double p_s = tl.ticks_to_s(double(period));
@@ -46,35 +24,59 @@ void refuse_throughput_span(const Timeline& tl, uint64_t period, double period_m
       span_ms);
 }
 
-Throughput compute_throughput(const TraceReader& r, const Timeline& tl, uint64_t period, double period_ms,
-                              std::optional<uint64_t> only) {
-  std::map<uint64_t, Bins> bins;
-  uint64_t last_ts = tl.end;
-  int64_t lo = 0, hi = 0;  // every event's period, kept even where Bins leaves it out
-  r.for_each_event([&](const TraceEvent& e) {
-    if (e.kind != uint8_t(EventKind::User) || (only && e.channel != *only)) return;
-    int64_t idx = period_index(tl, e.ts, period);
-    bins[e.channel].add(idx);
-    lo = std::min(lo, idx), hi = std::max(hi, idx);
-    if (int64_t(e.ts - last_ts) > 0) last_ts = e.ts;
-  });
-  if (!only)
-    for (const auto& [id, c] : r.channels()) bins.try_emplace(id);
-  else
-    bins.try_emplace(*only);
+// Counts indexed by period, growing in either direction as events arrive, but
+// never wider than kMaxThroughputPeriods: an event beyond that is left out, and
+// table() refuses the whole table anyway.
+void ThroughputCounter::Bins::add(int64_t idx, uint64_t n) {
+  if (counts.empty()) first = idx;
+  int64_t last = first + int64_t(counts.size()) - 1;
+  if (periods_between(std::min(first, idx), std::max(last, idx)) > kMaxThroughputPeriods) return;
+  if (idx < first) {
+    counts.insert(counts.begin(), size_t(first - idx), 0);
+    first = idx;
+  }
+  if (size_t(idx - first) >= counts.size()) counts.resize(size_t(idx - first) + 1, 0);
+  counts[size_t(idx - first)] += n;
+}
 
+void ThroughputCounter::add(const Timeline& tl, uint64_t period, const TraceEvent& e) {
+  if (e.kind != uint8_t(EventKind::User) || (only_ && e.channel != *only_)) return;
+  add_at(e.channel, period_index(tl, e.ts, period));
+}
+
+void ThroughputCounter::add_at(uint64_t channel, int64_t idx, uint64_t n) {
+  bins_[channel].add(idx, n);
+  lo_ = std::min(lo_, idx), hi_ = std::max(hi_, idx);
+}
+
+void ThroughputCounter::merge(const ThroughputCounter& other) {
+  for (const auto& [id, b] : other.bins_) {
+    bins_.try_emplace(id);
+    for (size_t i = 0; i < b.counts.size(); ++i)
+      if (b.counts[i]) bins_[id].add(b.first + int64_t(i), b.counts[i]);
+  }
+  lo_ = std::min(lo_, other.lo_), hi_ = std::max(hi_, other.hi_);
+}
+
+Throughput ThroughputCounter::table(const Timeline& tl, uint64_t period, double period_ms,
+                                    const std::map<uint64_t, ChannelInfo>& channels) const {
+  std::map<uint64_t, Bins> bins = bins_;
+  if (!only_)
+    for (const auto& [id, c] : channels) bins.try_emplace(id);
+  else
+    bins.try_emplace(*only_);
   Throughput t;
   t.tl = tl;
   t.period = period;
   t.period_ms = period_ms;
-  hi = std::max(hi, period_index(tl, last_ts, period));
+  int64_t lo = lo_, hi = std::max(hi_, period_index(tl, tl.end, period));
   for (const auto& [id, b] : bins)
     if (!b.counts.empty()) lo = std::min(lo, b.first), hi = std::max(hi, b.first + int64_t(b.counts.size()) - 1);
   if (periods_between(lo, hi) > kMaxThroughputPeriods) refuse_throughput_span(tl, period, period_ms, lo, hi);
   t.first = lo;
   t.periods = size_t(hi - lo + 1);
   for (auto& [id, b] : bins) {
-    ChannelSeries s{id, r.channel_name(id), std::vector<uint64_t>(t.periods, 0), 0};
+    ChannelSeries s{id, channel_label(channels, id), std::vector<uint64_t>(t.periods, 0), 0};
     for (size_t i = 0; i < b.counts.size(); ++i) {
       s.counts[size_t(b.first - lo) + i] = b.counts[i];
       s.total += b.counts[i];
@@ -83,6 +85,13 @@ Throughput compute_throughput(const TraceReader& r, const Timeline& tl, uint64_t
   }
   std::sort(t.channels.begin(), t.channels.end(), [](auto& a, auto& b) { return a.name < b.name; });
   return t;
+}
+
+Throughput compute_throughput(const TraceReader& r, const Timeline& tl, uint64_t period, double period_ms,
+                              std::optional<uint64_t> only) {
+  ThroughputCounter c(only);
+  r.for_each_event([&](const TraceEvent& e) { c.add(tl, period, e); });
+  return c.table(tl, period, period_ms, r.channels());
 }
 
 nlohmann::json throughput_json(const Throughput& t) {

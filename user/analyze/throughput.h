@@ -4,6 +4,7 @@
 // last event), so an idle period is a 0, not a gap.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -52,6 +53,36 @@ struct TooManyPeriods : std::runtime_error {
 // Throws TooManyPeriods for a table from period lo to hi, saying how far the events reach.
 [[noreturn]] void refuse_throughput_span(const Timeline& tl, uint64_t period, double period_ms, int64_t lo,
                                          int64_t hi);
+
+// The counting of compute_throughput(), fed one event at a time, so that a view
+// of a trace still being written (`cptrace top`) cuts the same periods and builds
+// the same table. Counts are kept by period index, so they stay valid for any
+// timeline and period that give each counted event the same index.
+class ThroughputCounter {
+ public:
+  explicit ThroughputCounter(std::optional<uint64_t> only = std::nullopt) : only_(only) {}
+  // A user event (other kinds and other channels than `only` are ignored), ts in TSC.
+  void add(const Timeline& tl, uint64_t period, const TraceEvent& e);
+  // `n` events of `channel` in period `idx`, already placed.
+  void add_at(uint64_t channel, int64_t idx, uint64_t n = 1);
+  // Adds every count of `other` (same `only`).
+  void merge(const ThroughputCounter& other);
+  // The table from the origin (or the earliest event) to max(tl.end, last event),
+  // with a zero row for each channel of `channels` without events. Throws
+  // TooManyPeriods like compute_throughput().
+  Throughput table(const Timeline& tl, uint64_t period, double period_ms,
+                   const std::map<uint64_t, ChannelInfo>& channels) const;
+
+ private:
+  struct Bins {
+    int64_t first = 0;
+    std::vector<uint64_t> counts;
+    void add(int64_t idx, uint64_t n);
+  };
+  std::optional<uint64_t> only_;
+  std::map<uint64_t, Bins> bins_;
+  int64_t lo_ = 0, hi_ = 0;  // every event's period, kept even where Bins leaves it out
+};
 
 // One streaming pass. `only`: restrict to one channel id. Channels of the
 // channel table without events are listed with all-zero counts. Throws

@@ -22,6 +22,7 @@ SubcommandRunner add_config_command(CLI::App& app);      // cmd_config.cpp
 // Analysis and export.
 SubcommandRunner add_throughput_command(CLI::App& app);  // cmd_throughput.cpp
 SubcommandRunner add_rates_command(CLI::App& app);       // cmd_rates.cpp
+SubcommandRunner add_top_command(CLI::App& app);         // cmd_top.cpp
 SubcommandRunner add_report_command(CLI::App& app);      // cmd_report.cpp
 SubcommandRunner add_export_command(CLI::App& app);      // cmd_export.cpp
 SubcommandRunner add_check_command(CLI::App& app);       // cmd_check.cpp

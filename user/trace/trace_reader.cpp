@@ -287,23 +287,32 @@ void TraceReader::take_net(uint64_t off, const FrameHeader& h, const std::vector
   net_count_ += recs.size();
 }
 
-void TraceReader::take_channels(const json& j) {
+std::vector<ChannelInfo> channels_from_json(const json& j) {
   if (!j.is_array()) throw std::runtime_error("channels frame is not a JSON array");
   std::vector<ChannelInfo> add;
   for (const json& e : j) {
     if (!e.is_object()) throw std::runtime_error("channel entry is not an object");
     add.push_back({channel_id(e.at("id")), e.at("name").get<std::string>(), e.value("pid", uint32_t{0})});
   }
-  for (ChannelInfo& c : add) channels_[c.id] = std::move(c);
+  return add;
 }
 
-void TraceReader::take_counters(json j) {
+void TraceReader::take_channels(const json& j) {
+  for (ChannelInfo& c : channels_from_json(j)) channels_[c.id] = std::move(c);
+}
+
+Counters counters_from_json(const json& j) {
   if (!j.is_object()) throw std::runtime_error("counters frame is not a JSON object");
-  Counters c, net;
+  Counters c;
   c.seen = j.value("seen", std::vector<uint64_t>{});
   c.dropped = j.value("dropped", std::vector<uint64_t>{});
   c.filtered = j.value("filtered", std::vector<uint64_t>{});
   c.series_lost = j.value("series_lost", std::vector<uint64_t>{});
+  return c;
+}
+
+void TraceReader::take_counters(json j) {
+  Counters c = counters_from_json(j), net;
   if (j.contains("net")) {
     const json& n = j.at("net");
     if (!n.is_object()) throw std::runtime_error("counters frame: \"net\" is not an object");
@@ -320,9 +329,11 @@ void TraceReader::take_counters(json j) {
 // A name the recorder truncated (to CP_CHANNEL_NAME_MAX-1 bytes, the announce
 // record and registry limit) is shared by every longer name with that beginning;
 // the id, the hash of the full name, tells them apart.
-std::string TraceReader::channel_name(uint64_t id) const {
-  auto it = channels_.find(id);
-  if (it == channels_.end()) return fmt::format("0x{:016x}", id);
+std::string TraceReader::channel_name(uint64_t id) const { return channel_label(channels_, id); }
+
+std::string channel_label(const std::map<uint64_t, ChannelInfo>& channels, uint64_t id) {
+  auto it = channels.find(id);
+  if (it == channels.end()) return fmt::format("0x{:016x}", id);
   const std::string& name = it->second.name;
   if (name.size() >= CP_CHANNEL_NAME_MAX - 1 && cp_channel_id(name.c_str()) != id)
     return fmt::format("{}...[0x{:016x}]", name, id);

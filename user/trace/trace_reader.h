@@ -34,6 +34,15 @@ namespace cptrace {
 
 class ByteSource;
 
+// The label of channel `id` in a channel table: TraceReader::channel_name(), for
+// readers that keep their own table (a trace followed while it is written).
+std::string channel_label(const std::map<uint64_t, ChannelInfo>& channels, uint64_t id);
+// The per-CPU seen/dropped/filtered/series_lost of a Counters frame's JSON;
+// throws std::runtime_error when it is not an object.
+Counters counters_from_json(const nlohmann::json& j);
+// The entries of a Channels frame's JSON; throws std::runtime_error when malformed.
+std::vector<ChannelInfo> channels_from_json(const nlohmann::json& j);
+
 class TraceReader {
  public:
   // `path`: a trace directory, or the events.cpt inside one.

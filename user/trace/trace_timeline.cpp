@@ -24,17 +24,21 @@ std::unique_ptr<TraceReader> open_trace(const std::string& dir) {
 }
 
 Timeline trace_timeline(const TraceReader& r) {
+  return trace_timeline(r.meta(), r.clock(), r.clock_map(), r.events_path());
+}
+
+Timeline trace_timeline(const nlohmann::json& m, const std::vector<ClockPoint>& pts, const ClockMap& map,
+                        const std::string& path) {
   Timeline t;
-  const auto& m = r.meta();
   double meta_hz = m.contains("tsc_hz") && m["tsc_hz"].is_number() ? m["tsc_hz"].get<double>() : 0;
   if (meta_hz > 0 && std::isfinite(meta_hz)) {
     t.hz = meta_hz;
     t.hz_source = "meta.json tsc_hz";
-  } else if (r.clock_map().tsc_hz() > 0) {
-    t.hz = r.clock_map().tsc_hz();
-    t.hz_source = fmt::format("correlation stream ({} points)", r.clock_map().points().size());
+  } else if (map.tsc_hz() > 0) {
+    t.hz = map.tsc_hz();
+    t.hz_source = fmt::format("correlation stream ({} points)", map.points().size());
   } else {
-    throw std::runtime_error(r.events_path() +
+    throw std::runtime_error(path +
                              ": no TSC frequency (meta.json has no tsc_hz and fewer than two correlation points)");
   }
   auto tsc_at = [&](const char* key) -> uint64_t {
@@ -42,13 +46,12 @@ Timeline trace_timeline(const TraceReader& r) {
     if (it == m.end() || !it->is_object() || !it->contains("tsc") || !(*it)["tsc"].is_number_unsigned()) return 0;
     return (*it)["tsc"].get<uint64_t>();
   };
-  const auto& pts = r.clock();
   t.origin = tsc_at("start");
   if (!t.origin && !pts.empty()) t.origin = pts.front().tsc;
   t.end = tsc_at("stop");
   for (const ClockPoint& p : pts) t.end = std::max(t.end, p.tsc);
   if (!t.origin)
-    throw std::runtime_error(r.events_path() + ": no trace start (no meta.json start and no correlation point)");
+    throw std::runtime_error(path + ": no trace start (no meta.json start and no correlation point)");
   t.end = std::max(t.end, t.origin);
   return t;
 }

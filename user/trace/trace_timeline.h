@@ -32,6 +32,11 @@ struct Timeline {
 // Throws std::runtime_error when no frequency is known (no meta.json "tsc_hz"
 // and fewer than two correlation points) or no origin can be found.
 Timeline trace_timeline(const TraceReader& r);
+// The same from a trace's parts (a trace followed while it is written): its
+// meta.json, its correlation points in file order and the map built from them;
+// `path` names the trace in errors.
+Timeline trace_timeline(const nlohmann::json& meta, const std::vector<ClockPoint>& pts, const ClockMap& map,
+                        const std::string& path);
 
 // A channel by name (or "0x<hex id>"), else std::runtime_error listing the
 // channels the trace knows.

@@ -1,0 +1,151 @@
+// `cptrace top`: follow a trace directory while it is written and show its counts.
+#include "analyze/top.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <stdexcept>
+#include <thread>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <unistd.h>
+
+#include "analyze/live_view.h"
+#include "trace/trace_file.h"
+#include "trace/trace_tail.h"
+
+namespace cptrace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+std::vector<std::pair<std::string, std::string>> parse_pairs(const std::vector<std::string>& args) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const std::string& a : args) {
+    size_t comma = a.find(',');
+    if (comma == std::string::npos || comma == 0 || comma + 1 == a.size() || a.find(',', comma + 1) != a.npos)
+      throw std::runtime_error(fmt::format("--pairs {}: expected FROM,TO (two channel names)", a));
+    out.emplace_back(a.substr(0, comma), a.substr(comma + 1));
+  }
+  return out;
+}
+
+void sleep_s(double s) { std::this_thread::sleep_for(std::chrono::duration<double>(s)); }
+
+// The recorder creates DIR, then events.cpt in it: wait for both, at most wait_s.
+std::string wait_for_trace(const std::string& dir, double wait_s) {
+  auto deadline = Clock::now() + std::chrono::duration<double>(wait_s);
+  fs::path events = fs::path(dir) / "events.cpt";
+  for (bool told = false;; told = true) {
+    std::error_code ec;
+    if (fs::exists(dir, ec) && !fs::is_directory(dir, ec))
+      throw std::runtime_error(dir + ": not a trace directory (not a directory)");
+    if (fs::exists(events, ec)) return events.string();
+    bool have_dir = fs::exists(dir, ec);
+    if (Clock::now() >= deadline)
+      throw std::runtime_error(have_dir ? fmt::format("{}: not a cptrace trace directory (no events.cpt in it "
+                                                      "after {} s, --wait)", dir, wait_s)
+                                        : fmt::format("{}: no such directory after waiting {} s (--wait)", dir, wait_s));
+    if (!told) fprintf(stderr, "cptrace top: waiting up to %g s for %s\n", wait_s, events.c_str());
+    sleep_s(0.05);
+  }
+}
+
+// meta.json is replaced by rename, so a read sees one version or the other.
+// Missing or unreadable: the last one read stays.
+void read_meta(const std::string& dir, json& meta) {
+  try {
+    json j = json::parse(read_trace_file((fs::path(dir) / "meta.json").string()));
+    if (j.is_object()) meta = std::move(j);
+  } catch (const std::exception&) {
+  }
+}
+
+void print_text(const std::string& dir, const json& s, bool tty) {
+  std::string out = tty ? "\x1b[H\x1b[2J" : "";
+  out += fmt::format("cptrace top {}  {}  trace {:.1f} s  read {} bytes\n", dir,
+                     s.value("state", ""), s.value("trace_s", 0.0), s.value("bytes_read", uint64_t(0)));
+  out += fmt::format("events {}  seen {}  dropped {}  filtered {}\n\n", s.value("events", uint64_t(0)),
+                     s.value("seen", uint64_t(0)), s.value("dropped", uint64_t(0)), s.value("filtered", uint64_t(0)));
+  out += fmt::format("{:<32} {:>14} {:>14}\n", "channel", "events/s", "total");
+  for (const json& c : s.value("rates", json::array()))
+    out += fmt::format("{:<32} {:>14.0f} {:>14}\n", c["name"].get<std::string>(), c["per_s"].get<double>(),
+                       c["total"].get<uint64_t>());
+  if (!s.value("pairs", json::array()).empty())
+    out += fmt::format("\n{:<40} {:>9} {:>11} {:>11} {:>11} {:>11}\n", "latency (same node, us)", "count", "p50",
+                       "p90", "p99", "max");
+  for (const json& p : s.value("pairs", json::array()))
+    out += fmt::format("{:<40} {:>9} {:>11.3f} {:>11.3f} {:>11.3f} {:>11.3f}\n",
+                       p["from"].get<std::string>() + " -> " + p["to"].get<std::string>(), p["count"].get<uint64_t>(),
+                       p["p50_s"].get<double>() * 1e6, p["p90_s"].get<double>() * 1e6,
+                       p["p99_s"].get<double>() * 1e6, p["max_s"].get<double>() * 1e6);
+  fputs(out.c_str(), stdout);
+  if (!tty) fputs("\n", stdout);
+  fflush(stdout);
+}
+
+void emit(const TopOptions& o, const json& s) {
+  if (o.json) {
+    printf("%s\n", s.dump().c_str());
+    fflush(stdout);
+  } else {
+    print_text(o.dir, s, isatty(STDOUT_FILENO));
+  }
+}
+
+// The last refresh of a completed recording: its whole table is throughput's.
+int finish(const TopOptions& o, const TraceTail& tail, const LiveView& view, const json& meta, json s) {
+  if (tail.offset() < tail.file_bytes()) {
+    fprintf(stderr, "cptrace top: %s at byte %llu: %s (counts cover the frames before it)\n", tail.path().c_str(),
+            (unsigned long long)tail.offset(), tail.pending_reason().c_str());
+    return 2;
+  }
+  bool recounted = false;
+  Throughput t = view.final_table(tail, meta, recounted);
+  s["throughput"] = throughput_json(t);
+  s["recounted"] = recounted;
+  emit(o, s);
+  return 0;
+}
+
+}  // namespace
+
+int cmd_top(const TopOptions& o) {
+  if (!(o.interval_ms >= 1) || !std::isfinite(o.interval_ms))
+    throw std::runtime_error(fmt::format("--interval {}: must be at least 1 ms", o.interval_ms));
+  if (!(o.wait_s >= 0) || !(o.gone_s > 0)) throw std::runtime_error("--wait and --gone-after must be positive");
+  LiveView view(o.period_ms, parse_pairs(o.pairs));
+  TraceTail tail(wait_for_trace(o.dir, o.wait_s));
+  json meta = json::object();
+  auto grew_at = Clock::now();
+  uint64_t last_size = 0;
+  for (long n = 1;; ++n) {
+    read_meta(o.dir, meta);  // before the frames: complete means every frame is already written
+    bool complete = meta.value("complete", false);
+    tail.poll([&](const std::vector<TraceEvent>& evs) { view.add(evs); });
+    view.update(tail, meta);
+    if (tail.file_bytes() != last_size) last_size = tail.file_bytes(), grew_at = Clock::now();
+    json s = view.snapshot(tail);
+    s["refresh"] = n;
+    s["complete"] = complete;
+    s["state"] = complete ? "complete" : "recording";
+    if (complete) return finish(o, tail, view, meta, std::move(s));
+    if (Clock::now() - grew_at > std::chrono::duration<double>(o.gone_s)) {
+      s["state"] = "recorder gone";
+      emit(o, s);
+      fprintf(stderr, "cptrace top: %s has not grown for %g s and meta.json is not complete: the recorder "
+                      "stopped without finishing the trace\n", tail.path().c_str(), o.gone_s);
+      return 3;
+    }
+    emit(o, s);
+    if (o.iterations > 0 && n >= o.iterations) return 0;
+    sleep_s(o.interval_ms / 1e3);
+  }
+}
+
+}  // namespace cptrace

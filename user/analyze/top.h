@@ -1,0 +1,25 @@
+// `cptrace top DIR`: a live view of a recording in progress, refreshed every
+// --interval ms from the frames the recorder has completed (live_view.h), until
+// meta.json says the recording is complete or the recorder is gone.
+#pragma once
+#include <string>
+#include <vector>
+
+namespace cptrace {
+
+struct TopOptions {
+  std::string dir;
+  double interval_ms = 1000;
+  double period_ms = 1000;  // throughput's period, aligned to the trace start
+  double wait_s = 10;       // for DIR and its events.cpt to appear
+  double gone_s = 5;        // events.cpt not growing this long: the recorder is gone
+  long iterations = 0;      // 0: until the recording ends
+  bool json = false;
+  std::vector<std::string> pairs;  // "FROM,TO"
+};
+
+// Exit status: 0 the recording completed (or --iterations refreshes were shown),
+// 2 the trace is damaged, 3 the recorder stopped without completing it.
+int cmd_top(const TopOptions& o);
+
+}  // namespace cptrace

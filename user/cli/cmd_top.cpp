@@ -1,0 +1,28 @@
+// `cptrace top`: live view of a recording in progress.
+#include <memory>
+
+#include <CLI/CLI.hpp>
+
+#include "analyze/top.h"
+#include "cli/commands.h"
+
+namespace cptrace {
+
+SubcommandRunner add_top_command(CLI::App& app) {
+  auto o = std::make_shared<TopOptions>();
+  auto* top = app.add_subcommand("top", "live view of a recording: events/s per channel, drops, latency");
+  top->add_option("dir", o->dir, "trace directory being recorded (waited for, see --wait)")->required();
+  top->add_option("--interval", o->interval_ms, "refresh every MS milliseconds (default 1000)");
+  top->add_option("--period", o->period_ms, "throughput period in ms, aligned to the trace start (default 1000)");
+  top->add_option("--pairs", o->pairs, "FROM,TO: same-node latency percentiles of this channel pair (repeatable)")
+      ->allow_extra_args(false);
+  top->add_option("--iterations", o->iterations, "stop after N refreshes (default: when the recording ends)")
+      ->check(CLI::PositiveNumber);
+  top->add_option("--wait", o->wait_s, "seconds to wait for DIR and its events.cpt to appear (default 10)");
+  top->add_option("--gone-after", o->gone_s,
+                  "seconds without growth of events.cpt after which the recorder counts as gone (default 5)");
+  top->add_flag("--json,--batch", o->json, "one JSON object per refresh, no terminal control codes");
+  return {top, [o] { return cmd_top(*o); }};
+}
+
+}  // namespace cptrace
