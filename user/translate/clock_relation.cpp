@@ -67,27 +67,55 @@ void LineSet::find_extremes() {
 // Screens every vertex line in double precision, then evaluates exactly those that
 // could be the extreme (within 4 ticks of the screened extreme: the screening error
 // is far below one tick), so the result is the exact floor/ceil envelope.
+namespace {
+
+// Every line of a set evaluated at x in doubles, relative to y0 (error << 1
+// tick): only the lines within a few ticks of the extremes are then evaluated
+// exactly, and an intersection of two sets (IntersectRelation) only evaluates
+// the set that decides each side.
+class Screened {
+ public:
+  Screened(const LineSet& s, int64_t x) : s_(s), x_(x), y0_(s.lines[0].a.y) {
+    if (s.lines.size() > kStack) heap_.resize(s.lines.size()), v_ = heap_.data();
+    for (size_t i = 0; i < s.lines.size(); ++i) {
+      v_[i] = s.lines[i].approx_at(x, y0_);
+      amin_ = std::min(amin_, v_[i]), amax_ = std::max(amax_, v_[i]);
+    }
+  }
+  int64_t lo() const {
+    int64_t lo = std::numeric_limits<int64_t>::max();
+    for (size_t i = 0; i < s_.lines.size(); ++i)
+      if (v_[i] <= amin_ + 4) lo = std::min(lo, s_.lines[i].floor_at(x_));
+    return lo;
+  }
+  int64_t hi() const {
+    int64_t hi = std::numeric_limits<int64_t>::min();
+    for (size_t i = 0; i < s_.lines.size(); ++i)
+      if (v_[i] >= amax_ - 4) hi = std::max(hi, s_.lines[i].ceil_at(x_));
+    return hi;
+  }
+  // The estimate needs no exactness, only to lie inside: rounded (then clamped).
+  int64_t est() const { return y0_ + int64_t(std::llround((v_[s_.min_slope] + v_[s_.max_slope]) / 2)); }
+  // Approximate absolute bound and width, for comparing two sets.
+  long double lo_approx() const { return (long double)y0_ + amin_; }
+  long double hi_approx() const { return (long double)y0_ + amax_; }
+  double width_approx() const { return amax_ - amin_; }
+
+ private:
+  static constexpr size_t kStack = 32;
+  const LineSet& s_;
+  int64_t x_, y0_;
+  double stack_[kStack];
+  std::vector<double> heap_;
+  double* v_ = stack_;
+  double amin_ = INFINITY, amax_ = -INFINITY;
+};
+
+}  // namespace
+
 Bound LineSet::at(int64_t x) const {
-  // Each line's screened value is computed once (this runs once per translated event).
-  constexpr size_t kStack = 32;
-  double stack[kStack];
-  std::vector<double> heap;
-  double* v = stack;
-  if (lines.size() > kStack) heap.resize(lines.size()), v = heap.data();
-  const int64_t y0 = lines[0].a.y;
-  double amin = INFINITY, amax = -INFINITY;
-  for (size_t i = 0; i < lines.size(); ++i) {
-    v[i] = lines[i].approx_at(x, y0);
-    amin = std::min(amin, v[i]), amax = std::max(amax, v[i]);
-  }
-  int64_t lo = std::numeric_limits<int64_t>::max(), hi = std::numeric_limits<int64_t>::min();
-  for (size_t i = 0; i < lines.size(); ++i) {
-    if (v[i] <= amin + 4) lo = std::min(lo, lines[i].floor_at(x));
-    if (v[i] >= amax - 4) hi = std::max(hi, lines[i].ceil_at(x));
-  }
-  // The estimate needs no exactness, only to lie inside: rounded, then clamped.
-  double mid = (v[min_slope] + v[max_slope]) / 2;
-  return clamp_est({lo, y0 + int64_t(std::llround(mid)), hi});
+  Screened sc(*this, x);
+  return clamp_est({sc.lo(), sc.est(), sc.hi()});
 }
 
 Bound LineSet::scale(const Bound& d) const {
@@ -169,7 +197,27 @@ Bound intersect(const Bound& a, const Bound& b, const char* what) {
   return clamp_est(r);
 }
 
-Bound IntersectRelation::at(int64_t x) const { return intersect(a_->at(x), b_->at(x), "instant"); }
+// Both methods' line sets screened, each side of the intersection taken from
+// the set that decides it, and both evaluated exactly wherever the screening
+// cannot tell (within 16 ticks): the same result as intersect(a.at(x), b.at(x))
+// with half the exact evaluations (the clamp into the intersection equals the
+// clamp into the narrower set's own bound first). Runs per event of --method best.
+Bound IntersectRelation::at(int64_t x) const {
+  const LineSet* la = a_->lines_at(x);
+  const LineSet* lb = b_->lines_at(x);
+  if (!la || !lb) return intersect(a_->at(x), b_->at(x), "instant");
+  Screened sa(*la, x), sb(*lb, x);
+  constexpr long double kMargin = 16;
+  long double lo_gap = sa.lo_approx() - sb.lo_approx(), hi_gap = sa.hi_approx() - sb.hi_approx();
+  double w_gap = sa.width_approx() - sb.width_approx();
+  long double lo_ap = std::max(sa.lo_approx(), sb.lo_approx()), hi_ap = std::min(sa.hi_approx(), sb.hi_approx());
+  if (std::fabs(lo_gap) < kMargin || std::fabs(hi_gap) < kMargin || std::fabs(w_gap) < kMargin ||
+      hi_ap - lo_ap < kMargin)
+    return intersect(la->at(x), lb->at(x), "instant");
+  Bound r{lo_gap > 0 ? sa.lo() : sb.lo(), (w_gap <= 0 ? sa : sb).est(), hi_gap < 0 ? sa.hi() : sb.hi()};
+  if (r.lo > r.hi) return intersect(la->at(x), lb->at(x), "instant");  // unreachable past the margin; throws there
+  return clamp_est(r);
+}
 Bound IntersectRelation::scale(const Bound& d, int64_t x) const {
   return intersect(a_->scale(d, x), b_->scale(d, x), "duration");
 }

@@ -74,6 +74,8 @@ class Relation {
   // d is a duration in from-ticks (an interval, est inside) taken around instant x.
   virtual Bound scale(const Bound& d, int64_t x) const = 0;
   virtual nlohmann::json to_json() const = 0;
+  // The line set that gives at(x), when there is one (a piecewise relation).
+  virtual const LineSet* lines_at(int64_t) const { return nullptr; }
 };
 using RelationPtr = std::shared_ptr<const Relation>;
 
@@ -90,6 +92,7 @@ class PiecewiseRelation : public Relation {
   Bound at(int64_t x) const override;
   Bound scale(const Bound& d, int64_t x) const override;
   nlohmann::json to_json() const override;
+  const LineSet* lines_at(int64_t x) const override { return &piece(x); }
   const std::vector<Piece>& pieces() const { return pieces_; }
 
  private:
