@@ -22,24 +22,10 @@ std::string endpoint(const cp_net_rec& r, bool local) {
   return fmt::format("{}:{}", a, local ? r.sport : r.dport);
 }
 
-// Bytes indexed by period, growing in either direction as events arrive, never
-// wider than kMaxThroughputPeriods (throughput.h; the table is refused then).
-struct Bins {
-  int64_t first = 0;
-  std::vector<uint64_t> bytes;
+// Bytes of one connection and direction per period, and its calls (those kept).
+struct Bins : PeriodBins {
   uint64_t calls = 0;
-  void add(int64_t idx, uint64_t n) {
-    if (bytes.empty()) first = idx;
-    int64_t last = first + int64_t(bytes.size()) - 1;
-    if (periods_between(std::min(first, idx), std::max(last, idx)) > kMaxThroughputPeriods) return;
-    if (idx < first) {
-      bytes.insert(bytes.begin(), size_t(first - idx), 0);
-      first = idx;
-    }
-    if (size_t(idx - first) >= bytes.size()) bytes.resize(size_t(idx - first) + 1, 0);
-    bytes[size_t(idx - first)] += n;
-    ++calls;
-  }
+  void add(int64_t idx, uint64_t n) { calls += PeriodBins::add(idx, n); }
 };
 
 }  // namespace
@@ -66,15 +52,15 @@ NetThroughput compute_net_throughput(const TraceReader& r, const Timeline& tl, u
   t.period = period;
   t.period_ms = period_ms;
   hi = std::max(hi, period_index(tl, last_ts, period));
-  for (const auto& [k, b] : bins) lo = std::min(lo, b.first), hi = std::max(hi, b.first + int64_t(b.bytes.size()) - 1);
+  for (const auto& [k, b] : bins) lo = std::min(lo, b.first), hi = std::max(hi, b.first + int64_t(b.counts.size()) - 1);
   if (periods_between(lo, hi) > kMaxThroughputPeriods) refuse_throughput_span(tl, period, period_ms, lo, hi);
   t.first = lo;
   t.periods = size_t(hi - lo + 1);
   for (auto& [k, b] : bins) {  // std::map: already sorted by connection, then direction
     ConnectionSeries s{k.first, k.second, std::vector<uint64_t>(t.periods, 0), 0, b.calls};
-    for (size_t i = 0; i < b.bytes.size(); ++i) {
-      s.bytes[size_t(b.first - lo) + i] = b.bytes[i];
-      s.total += b.bytes[i];
+    for (size_t i = 0; i < b.counts.size(); ++i) {
+      s.bytes[size_t(b.first - lo) + i] = b.counts[i];
+      s.total += b.counts[i];
     }
     t.series.push_back(std::move(s));
   }

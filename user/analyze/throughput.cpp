@@ -24,19 +24,17 @@ void refuse_throughput_span(const Timeline& tl, uint64_t period, double period_m
       span_ms);
 }
 
-// Counts indexed by period, growing in either direction as events arrive, but
-// never wider than kMaxThroughputPeriods: an event beyond that is left out, and
-// table() refuses the whole table anyway.
-void ThroughputCounter::Bins::add(int64_t idx, uint64_t n) {
+bool PeriodBins::add(int64_t idx, uint64_t n) {
   if (counts.empty()) first = idx;
   int64_t last = first + int64_t(counts.size()) - 1;
-  if (periods_between(std::min(first, idx), std::max(last, idx)) > kMaxThroughputPeriods) return;
+  if (periods_between(std::min(first, idx), std::max(last, idx)) > kMaxThroughputPeriods) return false;
   if (idx < first) {
     counts.insert(counts.begin(), size_t(first - idx), 0);
     first = idx;
   }
   if (size_t(idx - first) >= counts.size()) counts.resize(size_t(idx - first) + 1, 0);
   counts[size_t(idx - first)] += n;
+  return true;
 }
 
 void ThroughputCounter::add(const Timeline& tl, uint64_t period, const TraceEvent& e) {
@@ -60,7 +58,7 @@ void ThroughputCounter::merge(const ThroughputCounter& other) {
 
 Throughput ThroughputCounter::table(const Timeline& tl, uint64_t period, double period_ms,
                                     const std::map<uint64_t, ChannelInfo>& channels) const {
-  std::map<uint64_t, Bins> bins = bins_;
+  std::map<uint64_t, PeriodBins> bins = bins_;
   if (!only_)
     for (const auto& [id, c] : channels) bins.try_emplace(id);
   else

@@ -54,6 +54,17 @@ struct TooManyPeriods : std::runtime_error {
 [[noreturn]] void refuse_throughput_span(const Timeline& tl, uint64_t period, double period_ms, int64_t lo,
                                          int64_t hi);
 
+// Counts indexed by period, growing in either direction as they arrive, but
+// never wider than kMaxThroughputPeriods: a count beyond that is left out (the
+// tables built on it refuse such a span anyway). Events per channel here, bytes
+// per connection in net_throughput.
+struct PeriodBins {
+  int64_t first = 0;
+  std::vector<uint64_t> counts;
+  // False when idx is left out.
+  bool add(int64_t idx, uint64_t n);
+};
+
 // The counting of compute_throughput(), fed one event at a time, so that a view
 // of a trace still being written (`cptrace top`) cuts the same periods and builds
 // the same table. Counts are kept by period index, so they stay valid for any
@@ -74,13 +85,8 @@ class ThroughputCounter {
                    const std::map<uint64_t, ChannelInfo>& channels) const;
 
  private:
-  struct Bins {
-    int64_t first = 0;
-    std::vector<uint64_t> counts;
-    void add(int64_t idx, uint64_t n);
-  };
   std::optional<uint64_t> only_;
-  std::map<uint64_t, Bins> bins_;
+  std::map<uint64_t, PeriodBins> bins_;
   int64_t lo_ = 0, hi_ = 0;  // every event's period, kept even where Bins leaves it out
 };
 
