@@ -62,4 +62,16 @@ std::string read_trace_file(const std::string& path) {
   return text;
 }
 
+bool read_trace_bytes(int fd, const std::string& path, uint64_t off, void* dst, size_t n) {
+  auto p = static_cast<char*>(dst);
+  while (n > 0) {
+    ssize_t r = ::pread(fd, p, n, static_cast<off_t>(off));
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) throw TraceError(path, off, std::string("cannot read: ") + std::strerror(errno));
+    if (r == 0) return false;
+    p += r, off += static_cast<uint64_t>(r), n -= static_cast<size_t>(r);
+  }
+  return true;
+}
+
 }  // namespace cptrace

@@ -68,15 +68,7 @@ class FileSource : public ByteSource {
 
   uint64_t size() const override { return size_; }
   bool read(uint64_t off, void* dst, size_t n) const override {
-    auto p = static_cast<char*>(dst);
-    while (n > 0) {
-      ssize_t r = ::pread(fd_, p, n, static_cast<off_t>(off));
-      if (r < 0 && errno == EINTR) continue;
-      if (r < 0) throw TraceError(path_, off, std::string("cannot read: ") + std::strerror(errno));
-      if (r == 0) return false;
-      p += r, off += static_cast<uint64_t>(r), n -= static_cast<size_t>(r);
-    }
-    return true;
+    return read_trace_bytes(fd_, path_, off, dst, n);
   }
 
  private:

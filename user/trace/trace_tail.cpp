@@ -17,23 +17,6 @@
 
 namespace cptrace {
 
-namespace {
-
-// pread of exactly n bytes; false when the file ends first.
-bool read_at(int fd, const std::string& path, uint64_t off, void* dst, size_t n) {
-  auto p = static_cast<char*>(dst);
-  while (n > 0) {
-    ssize_t r = ::pread(fd, p, n, static_cast<off_t>(off));
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0) throw TraceError(path, off, std::string("cannot read: ") + std::strerror(errno));
-    if (r == 0) return false;
-    p += r, off += uint64_t(r), n -= size_t(r);
-  }
-  return true;
-}
-
-}  // namespace
-
 TraceTail::TraceTail(const std::string& events_path) : path_(events_path), fd_(open_trace_file(events_path)) {}
 
 TraceTail::~TraceTail() { ::close(fd_); }
@@ -49,7 +32,7 @@ size_t TraceTail::poll(const std::function<void(const std::vector<TraceEvent>&)>
       return 0;
     }
     char head[kFileHeaderSize];
-    if (!read_at(fd_, path_, 0, head, sizeof head)) return 0;
+    if (!read_trace_bytes(fd_, path_, 0, head, sizeof head)) return 0;
     check_file_header(path_, head, sizeof head);
     offset_ = kFileHeaderSize;
   }
@@ -72,7 +55,7 @@ size_t TraceTail::poll(const std::function<void(const std::vector<TraceEvent>&)>
 // The frame at offset_ if it is whole and verifies; otherwise says why in pending_.
 bool TraceTail::next_frame(FrameHeader& h, std::vector<uint8_t>& payload) {
   uint64_t left = size_ - offset_;
-  if (left < sizeof h || !read_at(fd_, path_, offset_, &h, sizeof h)) {
+  if (left < sizeof h || !read_trace_bytes(fd_, path_, offset_, &h, sizeof h)) {
     pending_ = fmt::format("incomplete frame header ({} of {} bytes)", left, sizeof h);
     return false;
   }
@@ -85,7 +68,7 @@ bool TraceTail::next_frame(FrameHeader& h, std::vector<uint8_t>& payload) {
     return false;
   }
   payload.resize(h.payload_len);
-  if (!read_at(fd_, path_, offset_ + sizeof h, payload.data(), payload.size()) ||
+  if (!read_trace_bytes(fd_, path_, offset_ + sizeof h, payload.data(), payload.size()) ||
       !frame_crc_ok(h, payload.data(), payload.size())) {
     pending_ = "frame CRC does not verify";
     return false;
