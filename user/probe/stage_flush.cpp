@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -52,7 +53,12 @@ std::vector<cp_singles_rec> StageFlusher::leftovers() {
   if (ncpu <= 0) return out;
   std::vector<cp_stage> st(ncpu);  // sizeof(cp_stage) is a multiple of 8, as the kernel pads per-CPU values
   uint32_t zero = 0;
-  if (bpf_map_lookup_elem(stages_fd_, &zero, st.data()) != 0) return out;
+  if (bpf_map_lookup_elem(stages_fd_, &zero, st.data()) != 0) {
+    // Counted as seen but never recorded: say so rather than lose them quietly.
+    fprintf(stderr, "cptrace record: reading the staged events of each CPU failed (%s): up to %d events per CPU "
+                    "are missing from the trace\n", strerror(errno), CP_STAGE_MAX - 1);
+    return out;
+  }
   for (int c = 0; c < ncpu; ++c) {
     if (st[c].n == 0 || st[c].n > CP_STAGE_MAX) continue;
     cp_singles_rec r{};
