@@ -1,11 +1,12 @@
 // bench_translate: speed of `cptrace translate` (events/s on one core) on a large
 // synthetic 3-node recording, and its peak memory (to show it stays bounded).
 //
-//   bench_translate [TOTAL_EVENTS (default 50000000)] [DIR (default: a temp dir)]
+//   bench_translate [TOTAL_EVENTS (default 50000000)] [DIR (default: a temp dir)] [METHODS (default ratio,hull,best)]
 //
 // The traces are generated frame by frame (never held in memory): three nodes with
 // offsets of seconds and skews of tens to hundreds of ppm, MinRTT rounds at start
-// and stop plus a stream every 500 ms, events spread evenly over 60 s.
+// and stop plus a stream every 500 ms, events spread evenly over 60 s. With KEEP=1
+// in the environment the traces and the last output stay in DIR.
 #include <sys/resource.h>
 
 #include <chrono>
@@ -50,7 +51,14 @@ int main(int argc, char** argv) {
   }
   double gen = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   printf("generated %llu events on 3 nodes in %.1f s\n", (unsigned long long)total, gen);
-  for (const char* method : {"ratio", "hull", "best"}) {
+  std::vector<std::string> methods;
+  std::string list = argc > 3 ? argv[3] : "ratio,hull,best";
+  for (size_t at = 0; at <= list.size();) {
+    size_t comma = std::min(list.find(',', at), list.size());
+    methods.push_back(list.substr(at, comma - at));
+    at = comma + 1;
+  }
+  for (const std::string& method : methods) {
     cptrace::TranslateOptions o{dirs, "A", dir + "/out", method, true};
     auto t1 = std::chrono::steady_clock::now();
     cptrace::TranslateSummary s = cptrace::translate(o);
@@ -61,9 +69,9 @@ int main(int argc, char** argv) {
     getrusage(RUSAGE_SELF, &ru);
     printf("translate --method %-5s %llu events in %.2f s = %.2f M events/s (one thread); input %.1f MB, output "
            "%.1f MB (%.2f bytes/event); peak RSS so far %.1f MB\n",
-           method, (unsigned long long)s.events, secs, s.events / secs / 1e6, in_bytes / 1e6, out_bytes / 1e6,
+           method.c_str(), (unsigned long long)s.events, secs, s.events / secs / 1e6, in_bytes / 1e6, out_bytes / 1e6,
            double(out_bytes) / s.events, ru.ru_maxrss / 1024.0);
   }
-  std::filesystem::remove_all(dir);
+  if (!getenv("KEEP")) std::filesystem::remove_all(dir);
   return 0;
 }

@@ -7,6 +7,7 @@
 #include "translate/clock_relation.h"
 #include "translate/hull_sync.h"
 #include "translate/ratio_sync.h"
+#include "translate/relation_cursor.h"
 #include "translate/sync_pairs.h"
 #include "translate/translated_frame.h"
 
@@ -237,6 +238,82 @@ TEST(ClockRelation, ComposeIntersectAndJsonRoundTrip) {
   EXPECT_EQ(both.at(500).width(), a->at(500).width());
   Bound disjoint_a{0, 1, 2}, disjoint_b{5, 6, 7};
   EXPECT_THROW(intersect(disjoint_a, disjoint_b, "t"), std::runtime_error);
+}
+
+// Lines near y = x + 8.1e9 at TSC magnitudes, slopes within +-200 ppm, offsets
+// within +-spread ticks at x = 1e15: over a 1.5e11-tick span many of them cross.
+LineSet random_set(std::mt19937_64& rng, int n, int64_t spread) {
+  LineSet s;
+  std::uniform_int_distribution<int64_t> off(-spread, spread), ppm(-200000, 200000);  // ppm in 1e-3 units
+  const int64_t x1 = 1000000000000000, dx = 150000000000;
+  for (int i = 0; i < n; ++i) {
+    int64_t y1 = x1 + 8100000000 + off(rng);
+    s.lines.push_back({{x1, y1}, {x1 + dx, y1 + dx + dx / 1000000000 * ppm(rng)}});
+  }
+  s.find_extremes();
+  return s;
+}
+
+// The cursor's per-range proofs give exactly Relation::at (throwing where it
+// throws) for a single set and an intersection of two, at instants stepping
+// through every range of the span and clustered around the lines' crossings,
+// and at() itself is the brute-force exact envelope of floor/ceil.
+TEST(RelationCursor, EqualsAtEverywhereIncludingCrossings) {
+  std::mt19937_64 rng(7);
+  for (int round = 0; round < 6; ++round) {
+    auto piece = [](LineSet s) {
+      return std::make_shared<PiecewiseRelation>(std::vector<PiecewiseRelation::Piece>{{0, std::move(s)}});
+    };
+    LineSet sa = random_set(rng, 3 + round, 400000), sb = random_set(rng, 2 + round * 2, 300000);
+    auto a = piece(sa), b = piece(sb);
+    IntersectRelation both(a, b);
+    for (const Relation* rel : std::initializer_list<const Relation*>{a.get(), b.get(), &both}) {
+      RelationCursor cur(*rel);
+      std::vector<int64_t> xs;
+      for (int64_t x = 999990000000000; x < 1000160000000000; x += 7777777) xs.push_back(x);
+      std::uniform_int_distribution<int64_t> near(-40000000, 40000000);
+      for (const LineSet* s : {&sa, &sb})  // around each crossing of two lines of a set
+        for (size_t i = 0; i < s->lines.size(); ++i)
+          for (size_t j = i + 1; j < s->lines.size(); ++j) {
+            double di = s->slope[i] - s->slope[j];
+            if (di == 0) continue;
+            double cx = double(s->x0) + (s->icpt[j] - s->icpt[i]) / di;
+            if (cx < 9.9999e14 || cx > 1.0002e15) continue;
+            for (int k = 0; k < 200; ++k) xs.push_back(int64_t(cx) + near(rng));
+          }
+      size_t thrown = 0;
+      for (int64_t x : xs) {
+        Bound want{};
+        bool threw = false;
+        try {
+          want = rel->at(x);
+        } catch (const std::runtime_error&) {
+          threw = true;
+        }
+        if (threw) {
+          EXPECT_THROW(cur.at(x), std::runtime_error) << "x=" << x;
+          ++thrown;
+          continue;
+        }
+        Bound got = cur.at(x);
+        ASSERT_EQ(got.lo, want.lo) << "x=" << x;
+        ASSERT_EQ(got.est, want.est) << "x=" << x;
+        ASSERT_EQ(got.hi, want.hi) << "x=" << x;
+      }
+      EXPECT_LT(thrown, xs.size());
+      EXPECT_GT(cur.proven_ranges(), 0u);
+      if (rel != &both) {
+        EXPECT_LT(cur.proven_ranges(), cur.loaded_ranges());  // some range held a crossing
+        const LineSet& s = rel == a.get() ? sa : sb;
+        for (int64_t x : xs) {
+          int64_t lo = INT64_MAX, hi = INT64_MIN;
+          for (const Line& l : s.lines) lo = std::min(lo, l.floor_at(x)), hi = std::max(hi, l.ceil_at(x));
+          ASSERT_EQ(rel->at(x).lo, lo);
+          ASSERT_EQ(rel->at(x).hi, hi);
+        }
+      }
+    }
+  }
 }
 
 TEST(TranslatedFrame, RoundTripAndCorruption) {

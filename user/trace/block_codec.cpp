@@ -47,15 +47,21 @@ inline U unzigzag(U z) {
 }
 
 [[noreturn]] void fail(const std::string& what) { throw std::runtime_error(what); }
+[[noreturn, gnu::noinline]] void out_of_range(const char* what) { fail(std::string(what) + " out of range"); }
 
 // A bounds-checked reader over the decoded payload.
 class Cursor {
  public:
   Cursor(const uint8_t* p, size_t n) : p_(p), end_(p + n) {}
 
-  uint64_t varint() {
-    // Most deltas fit one byte: take them without entering the loop.
+  // Inlined where it runs (every column value of every frame read): most deltas
+  // fit one byte and take no call.
+  [[gnu::always_inline]] uint64_t varint() {
     if (p_ != end_ && *p_ < 0x80) [[likely]] return *p_++;
+    return varint_long();
+  }
+
+  [[gnu::noinline]] uint64_t varint_long() {
     // Timestamp deltas take a few bytes: with a whole varint's worth left, no
     // bounds check per byte (this runs for every event of every frame read).
     if (end_ - p_ >= 10) [[likely]] {
@@ -86,9 +92,9 @@ class Cursor {
     fail("varint longer than 10 bytes");
   }
 
-  uint64_t varint_max(uint64_t max, const char* what) {
+  [[gnu::always_inline]] uint64_t varint_max(uint64_t max, const char* what) {
     uint64_t v = varint();
-    if (v > max) [[unlikely]] fail(std::string(what) + " out of range");
+    if (v > max) [[unlikely]] out_of_range(what);
     return v;
   }
 
@@ -430,13 +436,14 @@ EncodedFrame encode_json(FrameType type, const std::string& json, uint32_t count
 
 void decode_events_into(const FrameHeader& h, const uint8_t* payload, size_t len,
                         std::vector<TraceEvent>& out) {
-  out.clear();
   if (h.count > kMaxFrameEvents) fail("event count beyond kMaxFrameEvents");
   // Every event takes at least 8 bytes (one per column), the table size one more:
   // checked before decompressing or allocating anything.
   if (uint64_t{h.count} * 8 + 1 > h.raw_len) fail("raw_len too small for the event count");
   auto [raw, raw_len] = frame_bytes(h, FrameType::Events, payload, len);
   Cursor c(raw, raw_len);
+  // Every field of every event is written by the columns: a vector reused from
+  // the previous frame is resized, not cleared and zeroed again.
   out.resize(h.count);
   get_event_columns(c, out);
 }

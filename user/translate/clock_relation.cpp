@@ -43,9 +43,25 @@ int64_t mul_div_ceil(int64_t d, int64_t dy, int64_t dx) { return narrow(ceil_div
 int64_t Line::floor_at(int64_t x) const { return narrow(a.y + floor_div(line_num(*this, x), i128(b.x) - a.x)); }
 int64_t Line::ceil_at(int64_t x) const { return narrow(a.y + ceil_div(line_num(*this, x), i128(b.x) - a.x)); }
 
-double Line::approx_at(int64_t x, int64_t y0) const {
-  double slope = double(b.y - a.y) / double(b.x - a.x);
-  return double(a.y - y0) + slope * double(x - a.x);
+// floor(line(x)) is q when 0 <= num - (q - a.y) * dx < dx; a guess within a few
+// ticks gets there in a step or two.
+int64_t Line::floor_near(int64_t x, int64_t guess) const {
+  const i128 dx = i128(b.x) - a.x, r = line_num(*this, x) - (i128(guess) - a.y) * dx;
+  if (r < -8 * dx || r >= 9 * dx) return floor_at(x);
+  int64_t q = guess;
+  for (i128 left = r; left < 0; left += dx) --q;
+  for (i128 left = r; left >= dx; left -= dx) ++q;
+  return q;
+}
+
+// ceil(line(x)) is q when 0 <= (q - a.y) * dx - num < dx.
+int64_t Line::ceil_near(int64_t x, int64_t guess) const {
+  const i128 dx = i128(b.x) - a.x, r = (i128(guess) - a.y) * dx - line_num(*this, x);
+  if (r < -8 * dx || r >= 9 * dx) return ceil_at(x);
+  int64_t q = guess;
+  for (i128 left = r; left < 0; left += dx) ++q;
+  for (i128 left = r; left >= dx; left -= dx) --q;
+  return q;
 }
 
 int Line::cmp_slope(const Line& o) const {
@@ -62,54 +78,118 @@ void LineSet::find_extremes() {
     if (lines[i].cmp_slope(lines[min_slope]) < 0) min_slope = i;
     if (lines[i].cmp_slope(lines[max_slope]) > 0) max_slope = i;
   }
+  // Intercepts at x0 from the exact numerator, slopes rounded once each: every
+  // term below is within a few units of 2^-53 of its magnitude, so 1e-14 of the
+  // magnitudes is a bound with a wide margin.
+  x0 = lines[0].a.x, y0 = lines[0].a.y;
+  icpt.clear(), slope.clear(), err_c = 0, err_d = 0;
+  for (const Line& l : lines) {
+    long double dx = (long double)(i128(l.b.x) - l.a.x);
+    slope.push_back(double((long double)(l.b.y - l.a.y) / dx));
+    icpt.push_back(double((long double)(l.a.y - y0) + (long double)line_num(l, x0) / dx));
+    err_c = std::max(err_c, 1e-14 * (std::fabs(icpt.back()) + 1));
+    err_d = std::max(err_d, 1e-14 * (std::fabs(slope.back()) + 1));
+  }
 }
 
-// Screens every vertex line in double precision, then evaluates exactly those that
-// could be the extreme (within 4 ticks of the screened extreme: the screening error
-// is far below one tick), so the result is the exact floor/ceil envelope.
+int64_t LineSet::floor_from(size_t i, int64_t x, double v) const {
+  int64_t guess;
+  // Far beyond 64 bits a guess means nothing: the division decides (and throws).
+  if (!(std::fabs(v) < 0x1p60) || __builtin_add_overflow(y0, int64_t(std::floor(v)), &guess))
+    return lines[i].floor_at(x);
+  return lines[i].floor_near(x, guess);
+}
+
+int64_t LineSet::ceil_from(size_t i, int64_t x, double v) const {
+  int64_t guess;
+  if (!(std::fabs(v) < 0x1p60) || __builtin_add_overflow(y0, int64_t(std::ceil(v)), &guess))
+    return lines[i].ceil_at(x);
+  return lines[i].ceil_near(x, guess);
+}
+
+// The estimate needs no exactness, only to lie inside: rounded (then clamped).
+int64_t LineSet::est_from(double v_min_slope, double v_max_slope) const {
+  return y0 + int64_t(std::llround((v_min_slope + v_max_slope) / 2));
+}
+
 namespace {
 
-// Every line of a set evaluated at x in doubles, relative to y0 (error << 1
-// tick): only the lines within a few ticks of the extremes are then evaluated
-// exactly, and an intersection of two sets (IntersectRelation) only evaluates
-// the set that decides each side.
+// x - x0 as a double, false when the difference does not fit 64 bits.
+bool offset_of(const LineSet& s, int64_t x, double& d) {
+  int64_t diff;
+  if (__builtin_sub_overflow(x, s.x0, &diff)) return false;
+  d = double(diff);
+  return true;
+}
+
+// Every line of a set evaluated at x in doubles, relative to the set's y0, with a
+// bound on that error: only the lines that could be the extreme (within the
+// error and 4 ticks of the screened extreme) are evaluated exactly, starting from
+// the screened value, so the result is the exact floor/ceil envelope; an
+// intersection of two sets (IntersectRelation) evaluates only the set that
+// decides each side.
 class Screened {
  public:
-  Screened(const LineSet& s, int64_t x) : s_(s), x_(x), y0_(s.lines[0].a.y) {
+  Screened(const LineSet& s, int64_t x) : s_(s), x_(x) {
     if (s.lines.size() > kStack) heap_.resize(s.lines.size()), v_ = heap_.data();
+    double d = 0;
+    exact_only_ = !offset_of(s, x, d);
     for (size_t i = 0; i < s.lines.size(); ++i) {
-      v_[i] = s.lines[i].approx_at(x, y0_);
+      v_[i] = s.approx(i, d);
       amin_ = std::min(amin_, v_[i]), amax_ = std::max(amax_, v_[i]);
     }
+    err_ = s.error(d);
   }
   int64_t lo() const {
     int64_t lo = std::numeric_limits<int64_t>::max();
     for (size_t i = 0; i < s_.lines.size(); ++i)
-      if (v_[i] <= amin_ + 4) lo = std::min(lo, s_.lines[i].floor_at(x_));
+      if (exact_only_ || v_[i] <= amin_ + 4 + 2 * err_)
+        lo = std::min(lo, exact_only_ ? s_.lines[i].floor_at(x_) : s_.floor_from(i, x_, v_[i]));
     return lo;
   }
   int64_t hi() const {
     int64_t hi = std::numeric_limits<int64_t>::min();
     for (size_t i = 0; i < s_.lines.size(); ++i)
-      if (v_[i] >= amax_ - 4) hi = std::max(hi, s_.lines[i].ceil_at(x_));
+      if (exact_only_ || v_[i] >= amax_ - 4 - 2 * err_)
+        hi = std::max(hi, exact_only_ ? s_.lines[i].ceil_at(x_) : s_.ceil_from(i, x_, v_[i]));
     return hi;
   }
-  // The estimate needs no exactness, only to lie inside: rounded (then clamped).
-  int64_t est() const { return y0_ + int64_t(std::llround((v_[s_.min_slope] + v_[s_.max_slope]) / 2)); }
-  // Approximate absolute bound and width, for comparing two sets.
-  long double lo_approx() const { return (long double)y0_ + amin_; }
-  long double hi_approx() const { return (long double)y0_ + amax_; }
+  int64_t est() const { return s_.est_from(v_[s_.min_slope], v_[s_.max_slope]); }
+  // Approximate absolute bound and width, for comparing two sets, and their error.
+  long double lo_approx() const { return (long double)s_.y0 + amin_; }
+  long double hi_approx() const { return (long double)s_.y0 + amax_; }
   double width_approx() const { return amax_ - amin_; }
+  double error() const { return err_; }
+  bool exact_only() const { return exact_only_; }
 
  private:
   static constexpr size_t kStack = 32;
   const LineSet& s_;
-  int64_t x_, y0_;
+  int64_t x_;
   double stack_[kStack];
   std::vector<double> heap_;
   double* v_ = stack_;
-  double amin_ = INFINITY, amax_ = -INFINITY;
+  double amin_ = INFINITY, amax_ = -INFINITY, err_ = 0;
+  bool exact_only_ = false;
 };
+
+// The line of s lowest (or highest) at every x of [u, w]: the one whose screened
+// values at both ends are beyond every other line's by more than both errors.
+// Lines are straight, so a gap positive at both ends is positive in between.
+bool extreme_over(const LineSet& s, int64_t u, int64_t w, bool lowest, size_t& k) {
+  double du, dw;
+  if (!offset_of(s, u, du) || !offset_of(s, w, dw)) return false;
+  const double sign = lowest ? 1 : -1, mu = 2 * s.error(du) + 1, mw = 2 * s.error(dw) + 1;
+  k = 0;
+  for (size_t i = 1; i < s.lines.size(); ++i)
+    if (sign * (s.approx(k, du) - s.approx(i, du)) > 0) k = i;
+  for (size_t i = 0; i < s.lines.size(); ++i) {
+    if (i == k) continue;
+    if (sign * (s.approx(i, du) - s.approx(k, du)) <= mu) return false;
+    if (sign * (s.approx(i, dw) - s.approx(k, dw)) <= mw) return false;
+  }
+  return true;
+}
 
 }  // namespace
 
@@ -162,6 +242,22 @@ const LineSet& PiecewiseRelation::piece(int64_t x) const {
 }
 
 Bound PiecewiseRelation::at(int64_t x) const { return piece(x).at(x); }
+
+bool PiecewiseRelation::decide(int64_t u, int64_t w, Decision& d) const {
+  const LineSet& s = piece(u);
+  if (&s != &piece(w) || !extreme_over(s, u, w, true, d.lo_line) || !extreme_over(s, u, w, false, d.hi_line))
+    return false;
+  d.lo_set = d.hi_set = d.est_set = &s;
+  return true;
+}
+
+Bound Decision::at(int64_t x) const {
+  // x lies in the range decide() checked, so these differences fit 64 bits.
+  double dl = double(x - lo_set->x0), dh = double(x - hi_set->x0), de = double(x - est_set->x0);
+  return clamp_est({lo_set->floor_from(lo_line, x, lo_set->approx(lo_line, dl)),
+                    est_set->est_from(est_set->approx(est_set->min_slope, de), est_set->approx(est_set->max_slope, de)),
+                    hi_set->ceil_from(hi_line, x, hi_set->approx(hi_line, dh))});
+}
 Bound PiecewiseRelation::scale(const Bound& d, int64_t x) const { return piece(x).scale(d); }
 
 nlohmann::json PiecewiseRelation::to_json() const {
@@ -207,7 +303,8 @@ Bound IntersectRelation::at(int64_t x) const {
   const LineSet* lb = b_->lines_at(x);
   if (!la || !lb) return intersect(a_->at(x), b_->at(x), "instant");
   Screened sa(*la, x), sb(*lb, x);
-  constexpr long double kMargin = 16;
+  if (sa.exact_only() || sb.exact_only()) return intersect(la->at(x), lb->at(x), "instant");
+  const long double kMargin = 16 + 4 * (sa.error() + sb.error());
   long double lo_gap = sa.lo_approx() - sb.lo_approx(), hi_gap = sa.hi_approx() - sb.hi_approx();
   double w_gap = sa.width_approx() - sb.width_approx();
   long double lo_ap = std::max(sa.lo_approx(), sb.lo_approx()), hi_ap = std::min(sa.hi_approx(), sb.hi_approx());
@@ -218,6 +315,42 @@ Bound IntersectRelation::at(int64_t x) const {
   if (r.lo > r.hi) return intersect(la->at(x), lb->at(x), "instant");  // unreachable past the margin; throws there
   return clamp_est(r);
 }
+// Proven over [u, w] when each set's extreme lines are (extreme_over) and, at
+// both ends, the two sides' gaps, the widths' gap and the intersection are
+// beyond at()'s margin with the same signs: all are straight lines over the
+// range, so at() takes the same sides everywhere in it (directly or through its
+// exact fallback, which then agrees).
+bool IntersectRelation::decide(int64_t u, int64_t w, Decision& d) const {
+  const LineSet* la = a_->lines_at(u);
+  const LineSet* lb = b_->lines_at(u);
+  if (!la || !lb || la != a_->lines_at(w) || lb != b_->lines_at(w)) return false;
+  size_t alo, ahi, blo, bhi;
+  if (!extreme_over(*la, u, w, true, alo) || !extreme_over(*la, u, w, false, ahi) ||
+      !extreme_over(*lb, u, w, true, blo) || !extreme_over(*lb, u, w, false, bhi))
+    return false;
+  int signs[2][3];
+  for (int end = 0; end < 2; ++end) {
+    double da, db;
+    if (!offset_of(*la, end ? w : u, da) || !offset_of(*lb, end ? w : u, db)) return false;
+    double va_lo = la->approx(alo, da), va_hi = la->approx(ahi, da), vb_lo = lb->approx(blo, db),
+           vb_hi = lb->approx(bhi, db);
+    long double lo_gap = ((long double)la->y0 + va_lo) - ((long double)lb->y0 + vb_lo);
+    long double hi_gap = ((long double)la->y0 + va_hi) - ((long double)lb->y0 + vb_hi);
+    double w_gap = (va_hi - va_lo) - (vb_hi - vb_lo);
+    long double inside = std::min((long double)la->y0 + va_hi, (long double)lb->y0 + vb_hi) -
+                         std::max((long double)la->y0 + va_lo, (long double)lb->y0 + vb_lo);
+    const long double margin = 17 + 4 * (la->error(da) + lb->error(db));
+    if (std::fabs(lo_gap) < margin || std::fabs(hi_gap) < margin || std::fabs(w_gap) < margin || inside < margin)
+      return false;
+    signs[end][0] = lo_gap > 0, signs[end][1] = hi_gap < 0, signs[end][2] = w_gap <= 0;
+  }
+  if (signs[0][0] != signs[1][0] || signs[0][1] != signs[1][1] || signs[0][2] != signs[1][2]) return false;
+  d.lo_set = signs[0][0] ? la : lb, d.lo_line = signs[0][0] ? alo : blo;
+  d.hi_set = signs[0][1] ? la : lb, d.hi_line = signs[0][1] ? ahi : bhi;
+  d.est_set = signs[0][2] ? la : lb;
+  return true;
+}
+
 Bound IntersectRelation::scale(const Bound& d, int64_t x) const {
   return intersect(a_->scale(d, x), b_->scale(d, x), "duration");
 }

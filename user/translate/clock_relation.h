@@ -31,8 +31,10 @@ struct Line {
   Pt a, b;
   int64_t floor_at(int64_t x) const;
   int64_t ceil_at(int64_t x) const;
-  // Approximate value relative to y0 (for screening only, error << 1 tick).
-  double approx_at(int64_t x, int64_t y0) const;
+  // The same from a guess a few ticks off: a 128-bit multiplication per step
+  // instead of a 128-bit division (falls back to the division when far off).
+  int64_t floor_near(int64_t x, int64_t guess) const;
+  int64_t ceil_near(int64_t x, int64_t guess) const;
   // Exact slope comparison: <0, 0, >0 as this slope is below, equal, above o's.
   int cmp_slope(const Line& o) const;
   bool operator==(const Line&) const = default;
@@ -53,9 +55,24 @@ int64_t mul_div_ceil(int64_t d, int64_t dy, int64_t dx);
 struct LineSet {
   std::vector<Line> lines;
   size_t min_slope = 0, max_slope = 0;  // indices of the extreme lines
+  // Screening coefficients (find_extremes): line i at x is about
+  // y0 + icpt[i] + slope[i] * (x - x0) in doubles, to choose the few lines worth
+  // an exact evaluation; err_c + err_d * |x - x0| bounds that approximation's error.
+  int64_t x0 = 0, y0 = 0;
+  std::vector<double> icpt, slope;
+  double err_c = 0, err_d = 0;
 
-  // Computes min_slope/max_slope from lines (non-empty).
+  // Computes min_slope/max_slope and the screening coefficients from lines
+  // (non-empty); call again after changing lines.
   void find_extremes();
+  // Screening: line i at x where d = double(x - x0), relative to y0, and a bound on
+  // that value's error; exact floor/ceil of line i at x from that value.
+  double approx(size_t i, double d) const { return icpt[i] + slope[i] * d; }
+  double error(double d) const { return err_c + err_d * (d < 0 ? -d : d); }
+  int64_t floor_from(size_t i, int64_t x, double v) const;
+  int64_t ceil_from(size_t i, int64_t x, double v) const;
+  // The bisector estimate from the screened values of the extreme-slope lines.
+  int64_t est_from(double v_min_slope, double v_max_slope) const;
   // Exact bound at x; est is the mean of the two extreme lines (the bisector
   // estimate, always feasible since the polygon is convex).
   Bound at(int64_t x) const;
@@ -64,6 +81,19 @@ struct LineSet {
   Bound scale(const Bound& d) const;
   nlohmann::json to_json() const;
   static LineSet from_json(const nlohmann::json& j);
+};
+
+// Which lines give a relation's at(x) for every x of a range [u, w], found only
+// where the screening proves it (no crossing of the lines that matter inside,
+// with margin): then at(x) is floor of one line, ceil of another and the
+// estimate of one set, and Decision::at(x) equals Relation::at(x) exactly.
+struct Decision {
+  const LineSet* lo_set = nullptr;
+  size_t lo_line = 0;
+  const LineSet* hi_set = nullptr;
+  size_t hi_line = 0;
+  const LineSet* est_set = nullptr;
+  Bound at(int64_t x) const;
 };
 
 // Maps from-clock instants and durations to the to-clock.
@@ -76,6 +106,9 @@ class Relation {
   virtual nlohmann::json to_json() const = 0;
   // The line set that gives at(x), when there is one (a piecewise relation).
   virtual const LineSet* lines_at(int64_t) const { return nullptr; }
+  // The lines that decide at(x) over all of [u, w], when that is proven; false
+  // leaves d unspecified (then call at()).
+  virtual bool decide(int64_t, int64_t, Decision&) const { return false; }
 };
 using RelationPtr = std::shared_ptr<const Relation>;
 
@@ -93,6 +126,7 @@ class PiecewiseRelation : public Relation {
   Bound scale(const Bound& d, int64_t x) const override;
   nlohmann::json to_json() const override;
   const LineSet* lines_at(int64_t x) const override { return &piece(x); }
+  bool decide(int64_t u, int64_t w, Decision& d) const override;
   const std::vector<Piece>& pieces() const { return pieces_; }
 
  private:
@@ -120,6 +154,7 @@ class IntersectRelation : public Relation {
  public:
   IntersectRelation(RelationPtr a, RelationPtr b) : a_(std::move(a)), b_(std::move(b)) {}
   Bound at(int64_t x) const override;
+  bool decide(int64_t u, int64_t w, Decision& d) const override;
   Bound scale(const Bound& d, int64_t x) const override;
   nlohmann::json to_json() const override;
 

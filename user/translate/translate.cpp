@@ -20,6 +20,7 @@
 #include "translate/pair_inputs.h"
 #include "translate/latency.h"
 #include "translate/ratio_sync.h"
+#include "translate/relation_cursor.h"
 #include "translate/sync_pairs.h"
 #include "translate/sync_sanity.h"
 #include "trace/trace_reader.h"
@@ -380,13 +381,14 @@ uint64_t translate_node(const Node& n, uint16_t index, const Relation& rel, cons
   std::vector<TranslatedEvent> out;
   EncodedFrame frame;
   uint64_t count = 0;
+  RelationCursor cursor(rel);
   n.reader->for_each_batch([&](const std::vector<TraceEvent>& evs) {
     out.clear();
     out.reserve(evs.size());
     for (const TraceEvent& e : evs) {
       if (e.ts > uint64_t(std::numeric_limits<int64_t>::max() / 4))
         throw std::runtime_error(fmt::format("{}: event timestamp {} is beyond the supported TSC range", n.dir, e.ts));
-      Bound b = rel.at(int64_t(e.ts));
+      Bound b = cursor.at(int64_t(e.ts));
       for (const auto& [lo, hi] : transitions) in_transition += int64_t(e.ts) >= lo && int64_t(e.ts) <= hi;
       out.push_back({e.ts, b.est, b.lo, b.hi, e.channel, e.tuple, e.pid, e.tid, e.cpu, index, e.kind});
     }
