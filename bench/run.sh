@@ -46,6 +46,12 @@ for path in batch single; do
 done
 
 echo
+echo "== 5c. sizing: recorder CPU per event against --wakeup-kib and --block-events, batch path at 20 M/s"
+echo "   (the defaults, a quarter of the ring and 16384, were chosen from this sweep: docs/record.md)"
+python3 bench/size_sweep.py --build $B --path batch --step-s 5 --repeat 2 --wakeup-kib 64,256,1024,4096 \
+  --block-events 4096,16384,65536 | sed -n '/^summary/,$p'
+
+echo
 echo "== 6. codec: plain zstd vs delta/varint + zstd"
 $B/bench/bench_codec
 

@@ -27,6 +27,38 @@ DEFAULT_RATES = {
 }
 
 
+def run_step(cptrace, build, path, rate, seconds, record_args, out_dir):
+    """One paced run under `cptrace record`; a dict of its figures, or None (printed why)."""
+    cmd = [cptrace, "record", "--no-progress", *record_args, "-o", out_dir, "--",
+           os.path.join(build, "bench", "bench_logts"), "--only", path,
+           "--rate", str(int(rate)), "--seconds", str(seconds)]
+    with open(out_dir + ".err", "w+") as ef:
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=ef)
+        out = p.stdout.read().decode()
+        _, status, ru = os.wait4(p.pid, 0)  # the recorder's rusage, its waited-for child included
+        ef.seek(0)
+        err = ef.read()
+    code = os.waitstatus_to_exitcode(status)
+    m = re.search(r"paced path=\S+ target=\S+ n=(\d+) achieved=(\S+) late_ms=\S+ cpu_s=(\S+)", out)
+    if code != 0 or not m:
+        print(f"  {rate / 1e6:6.2f} M/s: run failed (exit {code})\n{err}{out}", file=sys.stderr)
+        return None
+    emitted, achieved, emitter_cpu = int(m.group(1)), float(m.group(2)), float(m.group(3))
+    meta = json.load(open(os.path.join(out_dir, "meta.json")))
+    rec_cpu = ru.ru_utime + ru.ru_stime - emitter_cpu
+    return {"emitted": emitted, "achieved": achieved, "recorded": meta["recorded_events"],
+            "dropped": sum(meta["counters"]["dropped"]), "rec_cpu": rec_cpu,
+            "cpu_per_m": rec_cpu / (emitted / 1e6)}
+
+
+def describe(rate, r):
+    # The emitter's cp_close_channel() is one more recorded event.
+    balance = "" if r["recorded"] + r["dropped"] == r["emitted"] + 1 else "  MISMATCH: recorded + dropped != emitted + 1"
+    return (f"{rate / 1e6:6.2f} M/s target, {r['achieved'] / 1e6:6.2f} M/s achieved: {r['emitted']} emitted, "
+            f"{r['recorded']} recorded, {r['dropped']} dropped; recorder {r['rec_cpu']:.2f} CPU s = "
+            f"{r['cpu_per_m']:.4f} CPU s per M events{balance}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default="build")
@@ -37,42 +69,22 @@ def main():
     ap.add_argument("--record-arg", action="append", default=[])
     args = ap.parse_args()
     rates = [float(r) for r in args.rates.split(",")] if args.rates else DEFAULT_RATES[args.path]
+    cptrace = args.cptrace or os.path.join(args.build, "cptrace")
 
     best = None
     with tempfile.TemporaryDirectory(prefix="cptrace-zero-drop.") as tmp:
         for i, rate in enumerate(rates):
-            out_dir = os.path.join(tmp, f"step{i}")
-            cmd = [args.cptrace or os.path.join(args.build, "cptrace"), "record", "--no-progress",
-                   *args.record_arg, "-o", out_dir, "--",
-                   os.path.join(args.build, "bench", "bench_logts"), "--only", args.path,
-                   "--rate", str(int(rate)), "--seconds", str(args.step_s)]
-            with open(os.path.join(tmp, "err"), "w+") as ef:
-                p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=ef)
-                out = p.stdout.read().decode()
-                _, status, ru = os.wait4(p.pid, 0)  # the recorder's rusage, its waited-for child included
-                ef.seek(0)
-                err = ef.read()
-            p.returncode = os.waitstatus_to_exitcode(status)
-            m = re.search(r"paced path=\S+ target=\S+ n=(\d+) achieved=(\S+) late_ms=\S+ cpu_s=(\S+)", out)
-            if p.returncode != 0 or not m:
-                print(f"  {rate / 1e6:6.2f} M/s: run failed (exit {p.returncode})\n{err}{out}", file=sys.stderr)
+            r = run_step(cptrace, args.build, args.path, rate, args.step_s, args.record_arg,
+                         os.path.join(tmp, f"step{i}"))
+            if not r:
                 break
-            emitted, achieved, emitter_cpu = int(m.group(1)), float(m.group(2)), float(m.group(3))
-            meta = json.load(open(os.path.join(out_dir, "meta.json")))
-            recorded = meta["recorded_events"]
-            dropped = sum(meta["counters"]["dropped"])
-            rec_cpu = ru.ru_utime + ru.ru_stime - emitter_cpu
-            # The emitter's cp_close_channel() is one more recorded event.
-            balance = "" if recorded + dropped == emitted + 1 else f"  MISMATCH: recorded + dropped != emitted + 1"
-            print(f"  {rate / 1e6:6.2f} M/s target, {achieved / 1e6:6.2f} M/s achieved: {emitted} emitted, "
-                  f"{recorded} recorded, {dropped} dropped; recorder {rec_cpu:.2f} CPU s = "
-                  f"{rec_cpu / (emitted / 1e6):.4f} CPU s per M events{balance}", flush=True)
-            if achieved < 0.98 * rate:
+            print("  " + describe(rate, r), flush=True)
+            if r["achieved"] < 0.98 * rate:
                 print(f"  (the emitter cannot reach {rate / 1e6:.2f} M/s on this path: search ends)")
                 break
-            if dropped:
+            if r["dropped"]:
                 break
-            best = (rate, rec_cpu / (emitted / 1e6))
+            best = (rate, r["cpu_per_m"])
     if best:
         print(f"  highest zero-drop rate ({args.path}, {args.step_s:g} s per step): {best[0] / 1e6:.2f} M events/s, "
               f"recorder {best[1]:.4f} CPU s per M events")

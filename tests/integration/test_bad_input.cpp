@@ -65,6 +65,19 @@ TEST(BadInput, RingMbNotANumberNamesFlagAndValue) {
   }
 }
 
+TEST(BadInput, WakeupAndBlockSizesOutOfRangeNameFlagAndValue) {
+  TempDir tmp;
+  for (auto [flag, v] : std::vector<std::pair<std::string, std::string>>{
+           {"--wakeup-kib", "abc"}, {"--wakeup-kib", "2"}, {"--wakeup-kib", "16385"}, {"--block-events", "1000"},
+           {"--block-events", "65537"}, {"--block-events", "-1"}}) {
+    auto r = run(cptrace_bin() + " record -o " + (tmp / "t") + " " + flag + " '" + v + "' -- true", tmp);
+    expect_clean_failure(r, flag + " " + v);
+    EXPECT_NE(r.err.find(flag), std::string::npos) << v << ": " << r.err;
+    EXPECT_NE(r.err.find(v), std::string::npos) << v << ": " << r.err;
+    EXPECT_FALSE(std::filesystem::exists(tmp / "t")) << v;
+  }
+}
+
 // A FIFO in place of events.cpt or meta.json would block a reader forever (open
 // waits for a writer); every command refuses it instead, naming the file.
 TEST(BadInput, FifoInTraceDirIsRefusedNotWaitedOn) {

@@ -119,6 +119,22 @@ TEST(Record, BatchPathExactSet) {
   check_exact_set(tr, x);
 }
 
+// The sizing knobs change how often the drain wakes and how events are cut into
+// frames, never which events arrive: the smallest wakeup (a wakeup every few
+// dozen records) and the smallest blocks still give the exact set, in frames of
+// at most 1024 events.
+TEST(Record, SmallestWakeupAndBlocksExactSet) {
+  REQUIRE_BPF();
+  TempDir tmp;
+  Expect x{4, 250000, 3};
+  auto r = run(record_cmd(tmp, "--ring-mb 64 --wakeup-kib 4 --block-events 1024 -- " + workload() +
+                                   " --threads 4 --events 250000 --channels 3 --mode batch"), tmp);
+  ASSERT_EQ(r.status, 0) << r.err;
+  TraceReader tr(tmp / "trace");
+  check_exact_set(tr, x);
+  EXPECT_GE(tr.event_frame_count(), 1000000u / 1024);
+}
+
 // Rings far too small for the burst: events are dropped, and every one of them
 // is counted, so recorded + dropped == seen still holds exactly.
 TEST(Record, DropsAreCountedExactly) {

@@ -1,6 +1,7 @@
 // `cptrace record`: its options; the recording itself is record/recorder.cpp.
 #include <charconv>
 #include <memory>
+#include <stdexcept>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -48,6 +49,12 @@ SubcommandRunner add_record_command(CLI::App& app) {
   record->add_option("--compressors", rec->compressors, "compression threads")->check(CLI::Range(1, 64));
   record->add_option("--ring-mb", rec->ring_mb, "ring buffer size per CPU, MiB (power of two)")
       ->check(CLI::Range(1, 1024) & CLI::Validator([](std::string& s) { return power_of_two_problem(s); }, "POW2"));
+  // Defaults sized by bench/size_sweep.py (docs/record.md has the figures).
+  record->add_option("--wakeup-kib", rec->wakeup_kib,
+                     "wake the collector once this many KiB wait in a CPU's ring (default: a quarter of the ring)")
+      ->check(CLI::Range(4, 1 << 20));
+  record->add_option("--block-events", rec->block_events, "events per compressed trace frame")
+      ->check(CLI::Range(1024, 65536));  // 64 blocks in flight: at most 64 x 64 Ki events buffered
   record->add_option("--zstd-level", rec->zstd_level, "zstd level of event frames")->check(CLI::Range(-5, 19));
   record->add_option("--config", rec->config_file, "channel handler rules: lines `PATTERN HANDLER [PARAMS]` (docs/record.md)");
   record->add_option("--control-socket", rec->control_socket, "control socket for `cptrace config` (default: DIR/control.sock)");
@@ -56,6 +63,9 @@ SubcommandRunner add_record_command(CLI::App& app) {
   record->add_option("cmd", rec->cmd, "command to run and record (after --)");
   return {record, [rec] {
             check_minrtt_auth(rec->minrtt);  // before anything is created or run
+            if (uint64_t(rec->wakeup_kib) > uint64_t(rec->ring_mb) << 10)
+              throw std::runtime_error("--wakeup-kib " + std::to_string(rec->wakeup_kib) +
+                                       ": more than a CPU's ring (--ring-mb " + std::to_string(rec->ring_mb) + ")");
             return run_record(*rec);
           }};
 }

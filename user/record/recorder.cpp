@@ -207,7 +207,7 @@ void Recording::load_and_attach() {
   po.filter_tgid = filter_;
   po.follow = opt_.inherit && filter_ && !targets_.empty();
   po.ring_bytes = targets_.empty() ? 64 << 10 : opt_.ring_mb << 20;  // network only: rings stay empty
-  po.wakeup_bytes = (opt_.ring_mb << 20) / 4;
+  po.wakeup_bytes = opt_.wakeup_kib ? uint64_t(opt_.wakeup_kib) << 10 : (uint64_t(opt_.ring_mb) << 20) / 4;
   po.allow_no_targets = opt_.net.enabled;
   po.before_attach = [&](Probes& p) {
     handlers_ = make_handler_table(p, tsc_hz);
@@ -251,7 +251,8 @@ void Recording::open_trace() {
   if (!opt_.control_socket.empty()) ControlSocket::check_address(opt_.control_socket);
   writer_ = std::make_unique<TraceWriter>(opt_.out_dir, meta_, opt_.overwrite);
   writer_->reserve_space(kStopReserveBytes);
-  pipe_ = std::make_unique<BlockPipeline>([w = writer_.get()](const EncodedFrame& f) { w->write(f); }, 16384,
+  pipe_ = std::make_unique<BlockPipeline>([w = writer_.get()](const EncodedFrame& f) { w->write(f); },
+                                          opt_.block_events,
                                           opt_.compressors, 64, opt_.zstd_level);
   pipe_->submit_frame(encode_clock(clock_));
   clock_written_ = clock_.size();

@@ -22,6 +22,8 @@ struct RecordOptions {
   bool progress = true;           // progress line when stderr is a terminal
   unsigned compressors = 1;
   uint32_t ring_mb = 16;
+  uint32_t wakeup_kib = 0;        // wake the drain past this fill of a CPU's ring (0: a quarter of it)
+  uint32_t block_events = 16384;  // events per compressed frame
   int zstd_level = 1;
   double flush_s = 0.5;           // a killed recorder loses at most this much
   std::string config_file;        // --config: channel handler rules (user/probe/handlers.h)
