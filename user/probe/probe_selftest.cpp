@@ -22,6 +22,7 @@ asm(R"(
   .include "probe_site.h"
   .text
   CP_PROBE_SITE cp_selftest_nop5
+  CP_PROBE_SITE cp_selftest_nop5b
   .p2align 4
   .globl cp_selftest_plain
   .type cp_selftest_plain,@function
@@ -31,6 +32,7 @@ cp_selftest_plain:
   .size cp_selftest_plain, .-cp_selftest_plain
 )");
 extern "C" void cp_selftest_nop5(uint64_t, uint64_t);
+extern "C" void cp_selftest_nop5b(uint64_t, uint64_t);
 extern "C" void cp_selftest_plain(uint64_t, uint64_t);
 
 namespace cptrace {
@@ -58,6 +60,33 @@ double with_probe(bpf_program* prog, const char* sym, Fn fn, int calls, std::str
   double ns = time_calls(fn, calls);
   bpf_link__destroy(l);
   return ns;
+}
+
+// cp_logTS on one nop5 site and the empty program on another, attached together;
+// chunks of calls alternate between them (which goes first alternating too), so
+// the ratio of the summed times compares the two programs under the same host.
+double interleaved_ratio(cptrace_bpf* s, int calls, std::string& err) {
+  LIBBPF_OPTS(bpf_uprobe_opts, ua, .func_name = "cp_selftest_nop5");
+  LIBBPF_OPTS(bpf_uprobe_opts, ub, .func_name = "cp_selftest_nop5b");
+  bpf_link* rec = bpf_program__attach_uprobe_opts(s->progs.cp_logTS, getpid(), "/proc/self/exe", 0, &ua);
+  bpf_link* empty = rec ? bpf_program__attach_uprobe_opts(s->progs.cp_empty, getpid(), "/proc/self/exe", 0, &ub) : nullptr;
+  double ratio = 0;
+  if (!rec || !empty) {
+    err = std::string("attaching the interleaved uprobes: ") + strerror(errno);
+  } else {
+    constexpr int kChunk = 500;
+    double t_rec = 0, t_empty = 0;
+    time_calls(cp_selftest_nop5, 100), time_calls(cp_selftest_nop5b, 100);  // both optimized first
+    for (int done = 0, k = 0; done < calls; done += kChunk, ++k) {
+      if (k % 2) t_rec += time_calls(cp_selftest_nop5, kChunk);
+      t_empty += time_calls(cp_selftest_nop5b, kChunk);
+      if (k % 2 == 0) t_rec += time_calls(cp_selftest_nop5, kChunk);
+    }
+    ratio = t_rec / t_empty;
+  }
+  if (empty) bpf_link__destroy(empty);
+  if (rec) bpf_link__destroy(rec);
+  return ratio;
 }
 
 }  // namespace
@@ -135,6 +164,7 @@ UprobeCost measure_uprobe_cost(int calls) {
   if (c.error.empty()) {
     c.nop5_empty_ns = with_probe(s->progs.cp_empty, "cp_selftest_nop5", cp_selftest_nop5, calls, c.error);
     c.nop5_record_ns = with_probe(s->progs.cp_logTS, "cp_selftest_nop5", cp_selftest_nop5, calls, c.error);
+    c.interleaved_ratio = interleaved_ratio(s, calls, c.error);
     c.int3_empty_ns = with_probe(s->progs.cp_empty, "cp_selftest_plain", cp_selftest_plain,
                                  std::max(calls / 10, 100), c.error);
   }

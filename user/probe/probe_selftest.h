@@ -12,6 +12,10 @@ struct UprobeCost {
   double nop5_record_ns = 0;   // the real cp_logTS program (ring record) on a nop5 site
   double int3_empty_ns = 0;    // empty BPF program on a non-nop5 site
   double no_probe_ns = 0;      // the same call with nothing attached
+  // cp_logTS over the empty program with both attached at once (two nop5 sites)
+  // and their calls alternating in short chunks: host speed drifting during the
+  // run moves both sides alike (0 when not measured).
+  double interleaved_ratio = 0;
   std::string error;           // non-empty if the measurement could not run
 };
 
