@@ -83,7 +83,9 @@ void expect_sql_equals_latency(bool bc_rounds, const char* bc_scenario) {
     EXPECT_LT(w["p99_lo"].get<int64_t>(), w["p99_hi"].get<int64_t>());
     EXPECT_LE(w["p99_lo"].get<int64_t>(), w["p99"].get<int64_t>());
     EXPECT_LE(w["p99"].get<int64_t>(), w["p99_hi"].get<int64_t>());
-    if (std::string(p[0]) == "B.out") EXPECT_EQ(want["scenarios"][0]["scenario"], bc_scenario);
+    if (std::string(p[0]) == "B.out") {
+      EXPECT_EQ(want["scenarios"][0]["scenario"], bc_scenario);
+    }
   }
   // events.csv: every event, and the reference-remote bounds redone in SQL from
   // the events' instant bounds equal latency.csv's for every tuple.

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
+#include <sstream>
 
 #include "translate/latency.h"
 #include "test_util.h"
@@ -110,6 +112,42 @@ TEST(TranslateGroundTruth, ThreeNodesEveryBoundContainsTruthAllMethods) {
     EXPECT_TRUE(w.by_scenario.count("local"));
     print_widths(method, w);
   }
+}
+
+// `dump` of a translated trace prints every event once, with its node, the bound
+// around its estimate, and the same instants the trace holds.
+TEST(TranslateGroundTruth, DumpOfTranslatedTraceListsEveryEventWithBound) {
+  synth::Cluster cl = three_nodes(5);
+  cl.sync_all({{0, 1}, {1, 0}, {0, 2}, {2, 0}}, kSpan, 50, 250e6L);
+  cl.pipeline(500, 200e6L, 1.8e6L);
+  TempDir tmp;
+  auto dirs = write_all(cl, tmp);
+  TranslateOptions o{dirs, "A", tmp / "out", "best", true};
+  TranslateSummary s = translate(o);
+  auto r = testutil::run(testutil::cptrace_bin() + " dump --csv " + o.out, tmp);
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::istringstream in(r.out);
+  std::string line;
+  std::getline(in, line);
+  EXPECT_EQ(line, "node,kind,local_ts,ref_est,ref_lo,ref_hi,channel,tuple,pid,tid,cpu");
+  std::map<std::string, size_t> per_node;
+  size_t rows = 0;
+  while (std::getline(in, line)) {
+    std::vector<std::string> f;
+    std::stringstream ls(line);
+    for (std::string x; std::getline(ls, x, ',');) f.push_back(x);
+    ASSERT_EQ(f.size(), 11u) << line;
+    long long est = std::stoll(f[3]), lo = std::stoll(f[4]), hi = std::stoll(f[5]);
+    EXPECT_LE(lo, est) << line;
+    EXPECT_LE(est, hi) << line;
+    if (f[0] == "A") {
+      EXPECT_EQ(lo, hi) << "the reference's own events are exact: " << line;
+    }
+    ++per_node[f[0]], ++rows;
+  }
+  EXPECT_EQ(rows, s.events);
+  EXPECT_EQ(per_node.size(), 3u);
+  EXPECT_GT(per_node["B"], 0u);
 }
 
 // B and C never probe each other: their durations go through the reference.

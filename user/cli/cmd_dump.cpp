@@ -1,6 +1,7 @@
 // `cptrace dump`: every event of a trace as text or CSV, in file order (per CPU
 // ring and block, so only roughly in time order; sort on ts for a timeline):
 // all user events first, then all network events (net_dump.h for their columns).
+// A translated trace prints its events with their instants on the reference.
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -13,6 +14,7 @@
 #include "net/net_dump.h"
 #include "trace/event_names.h"
 #include "trace/trace_reader.h"
+#include "translate/translated_frame.h"
 
 namespace cptrace {
 
@@ -23,8 +25,43 @@ struct DumpArgs {
   bool csv = false;
 };
 
+// A translated trace (`cptrace translate`): each event with its node, its local
+// TSC and its instant on the reference's TSC, estimate and bound.
+int dump_translated(const TraceReader& r, const DumpArgs& a) {
+  std::vector<std::string> names;
+  for (const auto& n : r.meta()["translated"].value("nodes", nlohmann::json::array()))
+    names.push_back(n.value("node", ""));
+  auto node_name = [&](uint16_t i) { return i < names.size() ? names[i] : std::to_string(i); };
+  if (a.csv) printf("node,kind,local_ts,ref_est,ref_lo,ref_hi,channel,tuple,pid,tid,cpu\n");
+  std::vector<TranslatedEvent> evs;
+  r.for_each_frame(FrameType::Translated, [&](const FrameHeader& h, const std::vector<uint8_t>& p) {
+    decode_translated(h, p.data(), p.size(), evs);
+    for (const TranslatedEvent& e : evs) {
+      const std::string ch = r.channel_name(e.channel);
+      if (a.csv)
+        printf("%s,%s,%llu,%lld,%lld,%lld,%s,%llu,%u,%u,%u\n", csv_field(node_name(e.node)).c_str(),
+               event_kind_name(e.kind), (unsigned long long)e.local_ts, (long long)e.ref_ts, (long long)e.ref_lo,
+               (long long)e.ref_hi, csv_field(ch).c_str(), (unsigned long long)e.tuple, e.pid, e.tid, e.cpu);
+      else
+        printf("%20lld [%lld, %lld] %-8s %-6s %-24s tuple=%-20llu pid=%-7u tid=%-7u cpu=%u\n", (long long)e.ref_ts,
+               (long long)e.ref_lo, (long long)e.ref_hi, node_name(e.node).c_str(), event_kind_name(e.kind),
+               ch.c_str(), (unsigned long long)e.tuple, e.pid, e.tid, e.cpu);
+    }
+  });
+  return 0;
+}
+
 int run_dump(const DumpArgs& a) {
   TraceReader r(a.dir);
+  if (r.meta().contains("translated")) {
+    int status = dump_translated(r, a);
+    if (r.error()) {
+      fflush(stdout);
+      fprintf(stderr, "cptrace dump: %s (events before it were printed)\n", r.error()->what());
+      return 2;
+    }
+    return status;
+  }
   std::string node = r.meta().value("node", "");
   bool net = r.net_event_count() > 0;  // without net events the CSV stays as it was
   const char* tail = net ? kNetCsvEmpty : "";
@@ -54,7 +91,9 @@ SubcommandRunner add_dump_command(CLI::App& app) {
   auto a = std::make_shared<DumpArgs>();
   auto* dump = app.add_subcommand("dump", "print every event of a trace");
   dump->add_option("dir", a->dir, "trace directory")->required();
-  dump->add_flag("--csv", a->csv, "CSV: node,kind,ts,channel,tuple,pid,tid,cpu (ts in the node's TSC ticks)");
+  dump->add_flag("--csv", a->csv,
+                 "CSV: node,kind,ts,channel,tuple,pid,tid,cpu (ts in the node's TSC ticks); of a translated trace: "
+                 "node,kind,local_ts,ref_est,ref_lo,ref_hi,channel,tuple,pid,tid,cpu (ref_* on the reference's TSC)");
   return {dump, [a] { return run_dump(*a); }};
 }
 
