@@ -347,6 +347,32 @@ TEST(Minrtt, RecordRunsStartStreamAndStopRoundsWithARecordingPeer) {
   }
 }
 
+// Voluntary context switches of a process's main thread (/proc/PID/task/PID/status).
+long main_thread_switches(pid_t pid) {
+  std::string st = testutil::read_file("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/status");
+  auto at = st.find("voluntary_ctxt_switches:");
+  return at == std::string::npos ? -1 : std::stol(st.substr(at + 24));
+}
+
+// Idle, minrttd's main thread sleeps until a signal: over a second without
+// --stats-interval or --duration it wakes at most for stray reasons (it polled
+// every 100 ms before, 10 wakeups a second), and SIGTERM still ends it cleanly.
+TEST(Minrtt, IdleResponderMainThreadSleepsUntilSignal) {
+  testutil::TempDir tmp;
+  testutil::Proc d(testutil::cptrace_bin() + " minrttd --insecure --listen 127.0.0.1:0 --stats-interval 0",
+                   tmp / "d.out", tmp / "d.err");
+  ASSERT_TRUE(d.wait_for("listening on", 10)) << testutil::read_file(d.err_path);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  long before = main_thread_switches(d.pid);
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  long after = main_thread_switches(d.pid);
+  ASSERT_GE(before, 0);
+  EXPECT_LE(after - before, 2) << "the main thread woke " << after - before << " times in 1 s";
+  kill(d.pid, SIGTERM);
+  EXPECT_EQ(d.wait(10), 0) << testutil::read_file(d.err_path);
+  EXPECT_NE(testutil::read_file(d.out_path).find("minrttd stats "), std::string::npos);
+}
+
 TEST(Minrtt, BadFlagsAreRefusedNamingFlagAndValue) {
   testutil::TempDir tmp;
   struct Case {

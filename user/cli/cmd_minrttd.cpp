@@ -1,8 +1,8 @@
 // `cptrace minrttd`: the standalone MinRTT responder, one per node.
+#include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <memory>
@@ -22,9 +22,6 @@
 namespace cptrace {
 namespace {
 
-std::atomic<int> g_stop{0};
-void on_signal(int s) { g_stop = s; }
-
 struct MinrttdArgs {
   std::string listen, node, key_file, simulate_clock, allow;
   bool insecure = false;
@@ -41,6 +38,38 @@ double quick_tsc_hz(int ms = 20) {
   return m.tsc_hz();
 }
 
+// Sleeps until SIGINT/SIGTERM, the end of --duration, or the next stats line
+// (printed on the way): no periodic wakeup when neither timer is set.
+void wait_for_stop(const sigset_t& stop_signals, const MinrttdArgs& a, const Responder& r) {
+  using clock = std::chrono::steady_clock;
+  const auto t0 = clock::now();
+  const auto end = t0 + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(a.duration_s));
+  const auto every = std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(a.stats_s));
+  auto next_stats = t0 + every;
+  for (;;) {
+    auto now = clock::now();
+    if (a.duration_s > 0 && now >= end) return;
+    if (a.stats_s > 0 && now >= next_stats) {
+      printf("minrttd: %s\n", r.stats().line().c_str());
+      fflush(stdout);
+      next_stats += every;
+      continue;
+    }
+    clock::time_point wake = clock::time_point::max();
+    if (a.duration_s > 0) wake = end;
+    if (a.stats_s > 0) wake = std::min(wake, next_stats);
+    int sig;
+    if (wake == clock::time_point::max()) {
+      sig = sigwaitinfo(&stop_signals, nullptr);
+    } else {
+      auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(wake - now).count();
+      timespec ts{time_t(ns / 1000000000), long(ns % 1000000000)};
+      sig = sigtimedwait(&stop_signals, nullptr, &ts);
+    }
+    if (sig > 0) return;  // -1: timed out (EAGAIN) or another signal's handler ran (EINTR)
+  }
+}
+
 int run_minrttd(const MinrttdArgs& a) {
   ResponderOptions ro;
   ro.listen = a.listen;
@@ -51,27 +80,20 @@ int run_minrttd(const MinrttdArgs& a) {
   ro.sim = make_simulated_clock(a.simulate_clock, a.simulate_clock.empty() ? 0 : quick_tsc_hz());
   ro.per_source_hz = a.per_source_hz;
   ro.per_source_burst = std::max(10.0, a.per_source_hz / 10);
+  // SIGINT/SIGTERM are taken by sigtimedwait below, never by a handler: blocked
+  // here, before the responder's thread exists, so it inherits the mask.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   Responder r(ro);
-  struct sigaction sa {};
-  sa.sa_handler = on_signal;
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
   if (ro.sim.enabled) printf("simulated_clock %s\n", ro.sim.to_json().dump().c_str());
   printf("minrttd: node %s listening on %s (protocol %u%s)\n", ro.node.c_str(), r.local_address().c_str(),
          minrtt::kProtocolVersion, ro.key.empty() ? ", no authentication" : ", HMAC-SHA256");
   fflush(stdout);
   r.start();
-  auto t0 = std::chrono::steady_clock::now(), last = t0;
-  while (!g_stop) {
-    usleep(100000);
-    auto now = std::chrono::steady_clock::now();
-    if (a.duration_s > 0 && std::chrono::duration<double>(now - t0).count() >= a.duration_s) break;
-    if (a.stats_s > 0 && std::chrono::duration<double>(now - last).count() >= a.stats_s) {
-      printf("minrttd: %s\n", r.stats().line().c_str());
-      fflush(stdout);
-      last = now;
-    }
-  }
+  wait_for_stop(stop_signals, a, r);
   r.stop();
   printf("minrttd: %s\n", r.stats().line().c_str());
   printf("minrttd stats %s\n", r.stats().to_json().dump().c_str());
