@@ -30,6 +30,12 @@ int64_t narrow(i128 v) {
 
 i128 line_num(const Line& l, int64_t x) { return i128(l.b.y - l.a.y) * (i128(x) - l.a.x); }
 
+// A guess whose correction (at most 9 steps) stays in 64 bits; beyond, the
+// division decides and narrow() reports the overflow.
+bool near_representable(int64_t guess) {
+  return guess > std::numeric_limits<int64_t>::min() + 9 && guess < std::numeric_limits<int64_t>::max() - 9;
+}
+
 Bound clamp_est(Bound b) {
   b.est = std::clamp(b.est, b.lo, b.hi);
   return b;
@@ -47,7 +53,7 @@ int64_t Line::ceil_at(int64_t x) const { return narrow(a.y + ceil_div(line_num(*
 // ticks gets there in a step or two.
 int64_t Line::floor_near(int64_t x, int64_t guess) const {
   const i128 dx = i128(b.x) - a.x, r = line_num(*this, x) - (i128(guess) - a.y) * dx;
-  if (r < -8 * dx || r >= 9 * dx) return floor_at(x);
+  if (r < -8 * dx || r >= 9 * dx || !near_representable(guess)) return floor_at(x);
   int64_t q = guess;
   for (i128 left = r; left < 0; left += dx) --q;
   for (i128 left = r; left >= dx; left -= dx) ++q;
@@ -57,7 +63,7 @@ int64_t Line::floor_near(int64_t x, int64_t guess) const {
 // ceil(line(x)) is q when 0 <= (q - a.y) * dx - num < dx.
 int64_t Line::ceil_near(int64_t x, int64_t guess) const {
   const i128 dx = i128(b.x) - a.x, r = (i128(guess) - a.y) * dx - line_num(*this, x);
-  if (r < -8 * dx || r >= 9 * dx) return ceil_at(x);
+  if (r < -8 * dx || r >= 9 * dx || !near_representable(guess)) return ceil_at(x);
   int64_t q = guess;
   for (i128 left = r; left < 0; left += dx) ++q;
   for (i128 left = r; left >= dx; left -= dx) --q;
@@ -155,10 +161,9 @@ class Screened {
     return hi;
   }
   int64_t est() const { return s_.est_from(v_[s_.min_slope], v_[s_.max_slope]); }
-  // Approximate absolute bound and width, for comparing two sets, and their error.
+  // Approximate absolute bounds, for comparing two sets, and their error.
   long double lo_approx() const { return (long double)s_.y0 + amin_; }
   long double hi_approx() const { return (long double)s_.y0 + amax_; }
-  double width_approx() const { return amax_ - amin_; }
   double error() const { return err_; }
   bool exact_only() const { return exact_only_; }
 
@@ -172,6 +177,23 @@ class Screened {
   double amin_ = INFINITY, amax_ = -INFINITY, err_ = 0;
   bool exact_only_ = false;
 };
+
+// Which set gives each side of an intersection, from both sets' screened bounds
+// (absolute): the higher low side, the lower high side, the estimate of the
+// narrower set. False where a gap between the sides, between the widths, or the
+// intersection itself is within `margin`: the screening could choose wrong there.
+struct Sides {
+  bool lo_from_a, hi_from_a, est_from_a;
+};
+bool sides_apart(long double a_lo, long double a_hi, long double b_lo, long double b_hi, long double margin,
+                 Sides& s) {
+  long double lo_gap = a_lo - b_lo, hi_gap = a_hi - b_hi, w_gap = (a_hi - a_lo) - (b_hi - b_lo);
+  if (std::fabs(lo_gap) < margin || std::fabs(hi_gap) < margin || std::fabs(w_gap) < margin ||
+      std::min(a_hi, b_hi) - std::max(a_lo, b_lo) < margin)
+    return false;
+  s = {lo_gap > 0, hi_gap < 0, w_gap <= 0};
+  return true;
+}
 
 // The line of s lowest (or highest) at every x of [u, w]: the one whose screened
 // values at both ends are beyond every other line's by more than both errors.
@@ -304,14 +326,11 @@ Bound IntersectRelation::at(int64_t x) const {
   if (!la || !lb) return intersect(a_->at(x), b_->at(x), "instant");
   Screened sa(*la, x), sb(*lb, x);
   if (sa.exact_only() || sb.exact_only()) return intersect(la->at(x), lb->at(x), "instant");
-  const long double kMargin = 16 + 4 * (sa.error() + sb.error());
-  long double lo_gap = sa.lo_approx() - sb.lo_approx(), hi_gap = sa.hi_approx() - sb.hi_approx();
-  double w_gap = sa.width_approx() - sb.width_approx();
-  long double lo_ap = std::max(sa.lo_approx(), sb.lo_approx()), hi_ap = std::min(sa.hi_approx(), sb.hi_approx());
-  if (std::fabs(lo_gap) < kMargin || std::fabs(hi_gap) < kMargin || std::fabs(w_gap) < kMargin ||
-      hi_ap - lo_ap < kMargin)
+  Sides side;
+  if (!sides_apart(sa.lo_approx(), sa.hi_approx(), sb.lo_approx(), sb.hi_approx(),
+                   16 + 4 * (sa.error() + sb.error()), side))
     return intersect(la->at(x), lb->at(x), "instant");
-  Bound r{lo_gap > 0 ? sa.lo() : sb.lo(), (w_gap <= 0 ? sa : sb).est(), hi_gap < 0 ? sa.hi() : sb.hi()};
+  Bound r{side.lo_from_a ? sa.lo() : sb.lo(), (side.est_from_a ? sa : sb).est(), side.hi_from_a ? sa.hi() : sb.hi()};
   if (r.lo > r.hi) return intersect(la->at(x), lb->at(x), "instant");  // unreachable past the margin; throws there
   return clamp_est(r);
 }
@@ -328,26 +347,22 @@ bool IntersectRelation::decide(int64_t u, int64_t w, Decision& d) const {
   if (!extreme_over(*la, u, w, true, alo) || !extreme_over(*la, u, w, false, ahi) ||
       !extreme_over(*lb, u, w, true, blo) || !extreme_over(*lb, u, w, false, bhi))
     return false;
-  int signs[2][3];
+  Sides at_end[2];
   for (int end = 0; end < 2; ++end) {
     double da, db;
     if (!offset_of(*la, end ? w : u, da) || !offset_of(*lb, end ? w : u, db)) return false;
-    double va_lo = la->approx(alo, da), va_hi = la->approx(ahi, da), vb_lo = lb->approx(blo, db),
-           vb_hi = lb->approx(bhi, db);
-    long double lo_gap = ((long double)la->y0 + va_lo) - ((long double)lb->y0 + vb_lo);
-    long double hi_gap = ((long double)la->y0 + va_hi) - ((long double)lb->y0 + vb_hi);
-    double w_gap = (va_hi - va_lo) - (vb_hi - vb_lo);
-    long double inside = std::min((long double)la->y0 + va_hi, (long double)lb->y0 + vb_hi) -
-                         std::max((long double)la->y0 + va_lo, (long double)lb->y0 + vb_lo);
-    const long double margin = 17 + 4 * (la->error(da) + lb->error(db));
-    if (std::fabs(lo_gap) < margin || std::fabs(hi_gap) < margin || std::fabs(w_gap) < margin || inside < margin)
+    auto abs = [](const LineSet& s, size_t line, double d) { return (long double)s.y0 + s.approx(line, d); };
+    if (!sides_apart(abs(*la, alo, da), abs(*la, ahi, da), abs(*lb, blo, db), abs(*lb, bhi, db),
+                     17 + 4 * (la->error(da) + lb->error(db)), at_end[end]))
       return false;
-    signs[end][0] = lo_gap > 0, signs[end][1] = hi_gap < 0, signs[end][2] = w_gap <= 0;
   }
-  if (signs[0][0] != signs[1][0] || signs[0][1] != signs[1][1] || signs[0][2] != signs[1][2]) return false;
-  d.lo_set = signs[0][0] ? la : lb, d.lo_line = signs[0][0] ? alo : blo;
-  d.hi_set = signs[0][1] ? la : lb, d.hi_line = signs[0][1] ? ahi : bhi;
-  d.est_set = signs[0][2] ? la : lb;
+  const Sides& s = at_end[0];
+  if (s.lo_from_a != at_end[1].lo_from_a || s.hi_from_a != at_end[1].hi_from_a ||
+      s.est_from_a != at_end[1].est_from_a)
+    return false;
+  d.lo_set = s.lo_from_a ? la : lb, d.lo_line = s.lo_from_a ? alo : blo;
+  d.hi_set = s.hi_from_a ? la : lb, d.hi_line = s.hi_from_a ? ahi : bhi;
+  d.est_set = s.est_from_a ? la : lb;
   return true;
 }
 
