@@ -1,6 +1,8 @@
 // End to end on the real kernel: a workload calls cp_logTS, `cptrace record`
 // captures it through uprobes, and the trace holds exactly what was emitted.
 #include <gtest/gtest.h>
+
+#include <functional>
 #include <sys/mount.h>
 
 #include <cstring>
@@ -88,35 +90,39 @@ std::string record_cmd(const TempDir& tmp, const std::string& extra) {
   return cptrace_bin() + " record --no-progress -o " + (tmp / "trace") + " " + extra;
 }
 
+// 4 threads x 250,000 events on 3 channels through `mode` (single or batch),
+// recorded with `options` into 64 MiB rings: the exact set arrives. `more`
+// checks the rest of the test on the same trace.
+void record_million_exact(const std::string& options, const char* mode,
+                          const std::function<void(const TraceReader&)>& more = {}) {
+  TempDir tmp;
+  auto r = run(record_cmd(tmp, "--ring-mb 64 " + options + " -- " + workload() +
+                                   " --threads 4 --events 250000 --channels 3 --mode " + mode),
+               tmp);
+  ASSERT_EQ(r.status, 0) << r.err;
+  TraceReader tr(tmp / "trace");
+  check_exact_set(tr, Expect{4, 250000, 3});
+  if (more) more(tr);
+}
+
 }  // namespace
 
 TEST(Record, MillionEventsFromFourThreadsExactSet) {
   REQUIRE_BPF();
-  TempDir tmp;
-  Expect x{4, 250000, 3};
   // 1M records of 48 bytes (with the ring's header): 64 MiB rings hold the whole run
   // even if every thread ran on one CPU, so no drop can happen whatever the speed of
   // the uprobes against the drain (that race is `make bench`'s; DropsAreCountedExactly
   // checks the accounting when rings overflow).
-  auto r = run(record_cmd(tmp, "--ring-mb 64 -- " + workload() + " --threads 4 --events 250000 --channels 3 --mode single"), tmp);
-  ASSERT_EQ(r.status, 0) << r.err;
-  TraceReader tr(tmp / "trace");
-  EXPECT_TRUE(tr.meta().value("complete", false));
-  check_exact_set(tr, x);
+  record_million_exact("", "single",
+                       [](const TraceReader& tr) { EXPECT_TRUE(tr.meta().value("complete", false)); });
 }
 
 TEST(Record, BatchPathExactSet) {
   REQUIRE_BPF();
-  TempDir tmp;
-  Expect x{4, 250000, 3};
   // Flat out, the batch path emits 1M events (24 MB of entries) in ~20 ms, faster
   // than one drain thread copies them on two cores; 64 MiB rings absorb the burst.
   // (Drops under a burst too large for the rings: DropsAreCountedExactly.)
-  auto r = run(record_cmd(tmp, "--ring-mb 64 -- " + workload() +
-                                   " --threads 4 --events 250000 --channels 3 --mode batch"), tmp);
-  ASSERT_EQ(r.status, 0) << r.err;
-  TraceReader tr(tmp / "trace");
-  check_exact_set(tr, x);
+  record_million_exact("", "batch");
 }
 
 // The sizing knobs change how often the drain wakes and how events are cut into
@@ -125,14 +131,8 @@ TEST(Record, BatchPathExactSet) {
 // at most 1024 events.
 TEST(Record, SmallestWakeupAndBlocksExactSet) {
   REQUIRE_BPF();
-  TempDir tmp;
-  Expect x{4, 250000, 3};
-  auto r = run(record_cmd(tmp, "--ring-mb 64 --wakeup-kib 4 --block-events 1024 -- " + workload() +
-                                   " --threads 4 --events 250000 --channels 3 --mode batch"), tmp);
-  ASSERT_EQ(r.status, 0) << r.err;
-  TraceReader tr(tmp / "trace");
-  check_exact_set(tr, x);
-  EXPECT_GE(tr.event_frame_count(), 1000000u / 1024);
+  record_million_exact("--wakeup-kib 4 --block-events 1024", "batch",
+                       [](const TraceReader& tr) { EXPECT_GE(tr.event_frame_count(), 1000000u / 1024); });
 }
 
 // Rings far too small for the burst: events are dropped, and every one of them
