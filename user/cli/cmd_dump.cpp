@@ -27,7 +27,7 @@ struct DumpArgs {
 
 // A translated trace (`cptrace translate`): each event with its node, its local
 // TSC and its instant on the reference's TSC, estimate and bound.
-int dump_translated(const TraceReader& r, const DumpArgs& a) {
+void dump_translated(const TraceReader& r, const DumpArgs& a) {
   std::vector<std::string> names;
   for (const auto& n : r.meta()["translated"].value("nodes", nlohmann::json::array()))
     names.push_back(n.value("node", ""));
@@ -48,20 +48,10 @@ int dump_translated(const TraceReader& r, const DumpArgs& a) {
                ch.c_str(), (unsigned long long)e.tuple, e.pid, e.tid, e.cpu);
     }
   });
-  return 0;
 }
 
-int run_dump(const DumpArgs& a) {
-  TraceReader r(a.dir);
-  if (r.meta().contains("translated")) {
-    int status = dump_translated(r, a);
-    if (r.error()) {
-      fflush(stdout);
-      fprintf(stderr, "cptrace dump: %s (events before it were printed)\n", r.error()->what());
-      return 2;
-    }
-    return status;
-  }
+// A recorded trace: user events, then network events.
+void dump_recorded(const TraceReader& r, const DumpArgs& a) {
   std::string node = r.meta().value("node", "");
   bool net = r.net_event_count() > 0;  // without net events the CSV stays as it was
   const char* tail = net ? kNetCsvEmpty : "";
@@ -77,6 +67,14 @@ int run_dump(const DumpArgs& a) {
              event_kind_name(e.kind), ch.c_str(), (unsigned long long)e.tuple, e.pid, e.tid, e.cpu);
   });
   r.for_each_net_event([&](const NetEvent& e) { a.csv ? print_net_csv(stdout, csv_field(node), e) : print_net_text(stdout, e); });
+}
+
+int run_dump(const DumpArgs& a) {
+  TraceReader r(a.dir);
+  if (r.meta().contains("translated"))
+    dump_translated(r, a);
+  else
+    dump_recorded(r, a);
   if (r.error()) {
     fflush(stdout);
     fprintf(stderr, "cptrace dump: %s (events before it were printed)\n", r.error()->what());
