@@ -55,11 +55,17 @@ JAVA_BENCH := $(wildcard bench/java/*.java)
 JAVA_ALL   := $(if $(wildcard $(JDK_HOME)/include/jni.h),$(BUILD)/cptrace.jar $(BUILD)/libcptrace_jni.so \
               $(BUILD)/tests/java/.built,$(warning no JDK (javac with include/jni.h) found: skipping cptrace.jar and libcptrace_jni.so))
 
-.PHONY: all deps test check-root unit-test check-layers demo bench fuzz fuzz-run install clean
+.PHONY: all deps guest-kernels test check-root unit-test check-layers demo bench fuzz fuzz-run install clean
 all: $(BUILD)/cptrace $(BUILD)/libcptrace.so $(BUILD)/libcptrace.a $(WORKLOADS) $(TOOLS) $(JAVA_ALL)
 
 deps:
 	@bash tools/install-deps.sh
+
+# The Debian kernels the kernel-matrix test boots under QEMU (tests/integration/
+# test_kernel_matrix.cpp): the newest 6.1 and 6.12 cloud images apt knows, into
+# $(BUILD)/kernels; downloads only when a newer package appeared.
+guest-kernels:
+	@bash tools/guest-kernels.sh $(BUILD)/kernels
 
 # ---- BPF: vmlinux.h from the running kernel's BTF, objects, skeletons ----------
 $(BUILD)/vmlinux.h:
@@ -168,7 +174,7 @@ check-layers:
 # Fails on a failed test, on a skipped one not in tests/skip-allowlist.txt (a skip
 # is a test that did not run), and on a fuzz failure. The BPF tests need root, so
 # running as another user fails at once instead of skipping them.
-test: check-root deps check-layers
+test: check-root deps guest-kernels check-layers
 	$(MAKE) -j$$(nproc) all $(BUILD)/cptrace_tests $(BUILD)/fuzz_trace_reader
 	rm -f $(BUILD)/test-report.xml
 	cd $(BUILD) && ./cptrace_tests --gtest_output=xml:test-report.xml $(GTEST_ARGS)

@@ -22,6 +22,8 @@ PKGS=(
   time                                     # tests: peak memory of the exporters (GNU time)
   python3                                  # bench: figure scripts (run.sh, zero_drop.py)
   nodejs                                   # tools/duckdb/query.mjs: DuckDB on `export table` output
+  qemu-system-x86 busybox-static cpio      # tests: boot Debian's 6.1 and 6.12 kernels (TCG) on an initramfs
+  xz-utils zstd                            # tests: decompress those kernels' packaged modules (.ko.xz/.ko.zst)
 )
 # npm: Debian's package, unless a node that brings its own npm is installed
 # (Debian's npm conflicts with such a nodejs).
