@@ -1,0 +1,143 @@
+// The kernel matrix: cptrace on the kernels of Debian's 6.1 and 6.12 packages,
+// beside the host kernel the rest of the suite runs on. Each test boots one
+// kernel (fetched by tools/guest-kernels.sh, `make guest-kernels`, part of `make
+// test`) under QEMU with an initramfs built from this tree
+// (tools/guest-initramfs.sh), whose /init (tests/kernels/guest-init.sh) runs
+// `cptrace check` and exact-count recordings and prints one result line per
+// check. QEMU runs in TCG (no nested KVM on CI machines): slow, and its TSC is not
+// invariant, so the guest asserts what holds there (programs load, exact counts,
+// traced programs unharmed) and timing and bounds stay on the host.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "test_util.h"
+
+using namespace testutil;
+namespace fs = std::filesystem;
+
+namespace {
+
+// What /init runs, in its order; each must print exactly one result line.
+const std::vector<std::string> kChecks = {"check", "single", "batch", "fork", "spawn", "net-udp", "net-tcp"};
+// The whole guest (boot, checks, power off) takes 3-6 minutes under TCG on a
+// loaded 2-CPU machine; a guest still running after this is hung.
+constexpr int kGuestTimeoutS = 1200;
+
+struct GuestResult {
+  std::string verdict, details;  // "PASS" or "FAIL"; the rest of the line
+};
+
+struct GuestRun {
+  int status = -1;       // of `timeout qemu ...`: 124 when the guest hung
+  double seconds = 0;    // QEMU's wall time, boot to power-off
+  std::string console;   // the serial console, \r removed
+  std::string boot;      // the CPTRACE-GUEST-BOOT line's rest: release and uptime
+  bool ended = false;    // /init got to its last line
+  std::map<std::string, GuestResult> results;
+};
+
+fs::path kernel_dir(const std::string& series) { return build_dir() / "kernels" / series; }
+
+// The text after `prefix` on a line that starts with it, for each such line.
+std::vector<std::string> lines_after(const std::string& text, const std::string& prefix) {
+  std::vector<std::string> v;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind(prefix, 0) == 0) v.push_back(line.substr(prefix.size()));
+  return v;
+}
+
+void parse_console(GuestRun& g) {
+  std::erase(g.console, '\r');
+  for (const std::string& rest : lines_after(g.console, "CPTRACE-GUEST ")) {
+    std::istringstream in(rest);
+    std::string name, verdict, details;
+    in >> name >> verdict;
+    std::getline(in >> std::ws, details);
+    g.results[name] = {verdict, details};
+  }
+  auto boot = lines_after(g.console, "CPTRACE-GUEST-BOOT ");
+  if (!boot.empty()) g.boot = boot.front();
+  g.ended = !lines_after(g.console, "CPTRACE-GUEST-END").empty();
+}
+
+std::string tail_lines(const std::string& text, size_t n) {
+  size_t at = text.size();
+  for (size_t i = 0; i <= n && at != std::string::npos && at > 0; ++i) at = text.rfind('\n', at - 1);
+  return at == std::string::npos ? text : text.substr(at + 1);
+}
+
+// Boots `series`'s kernel on `initramfs`: 2 vCPUs (per-CPU rings, migrations),
+// `-cpu max` (rdtsc and every feature TCG emulates), the console on the serial
+// port into a file, no reboot (a panic ends QEMU: panic=-1 reboots at once).
+GuestRun boot(const std::string& series, const fs::path& initramfs, const TempDir& tmp) {
+  std::string console = tmp / "console.log";
+  std::string cmd = fmt::format(
+      "timeout -k 10 {} qemu-system-x86_64 -nodefaults -nographic -monitor none -no-reboot -accel tcg "
+      "-cpu max -smp 2 -m 1536 -kernel {} -initrd {} -append 'console=ttyS0 panic=-1 quiet' "
+      "-serial file:{} </dev/null",
+      kGuestTimeoutS, (kernel_dir(series) / "vmlinuz").string(), initramfs.string(), console);
+  auto t0 = std::chrono::steady_clock::now();
+  RunResult r = run(cmd, tmp);
+  GuestRun g;
+  g.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  g.status = r.status;
+  g.console = read_file(console);
+  if (!r.err.empty()) g.console += "\n[qemu stderr] " + r.err;
+  parse_console(g);
+  return g;
+}
+
+// Every check's line, one per line, and what is wrong with the run: FAIL lines,
+// missing lines, a guest that hung or never got to its end.
+std::string problems(const GuestRun& g) {
+  std::string p;
+  for (const std::string& c : kChecks) {
+    auto it = g.results.find(c);
+    if (it == g.results.end())
+      p += fmt::format("  {}: no result line (the guest never got there)\n", c);
+    else if (it->second.verdict != "PASS")
+      p += fmt::format("  {}: {} {}\n", c, it->second.verdict, it->second.details);
+  }
+  if (g.status == 124) p += fmt::format("  the guest was still running after {} s\n", kGuestTimeoutS);
+  if (!g.ended) p += "  /init did not reach its end (CPTRACE-GUEST-END)\n";
+  return p;
+}
+
+void run_matrix(const std::string& series) {
+  fs::path kdir = kernel_dir(series);
+  // Not a skip: `make test` fetches the kernels first (make guest-kernels).
+  ASSERT_TRUE(fs::exists(kdir / "vmlinuz")) << "no kernel at " << kdir << ": run `make guest-kernels` (as root)";
+  TempDir tmp;
+  fs::path initramfs = tmp.path / "initramfs.cpio";
+  RunResult b = run(fmt::format("bash {} {} {} {}", (source_dir() / "tools" / "guest-initramfs.sh").string(),
+                                build_dir().string(), kdir.string(), initramfs.string()),
+                    tmp);
+  ASSERT_EQ(b.status, 0) << "guest-initramfs.sh failed:\n" << b.err;
+  GuestRun g = boot(series, initramfs, tmp);
+  std::string package = read_file(kdir / "package");
+  package.erase(package.find_last_not_of('\n') + 1);
+  printf("      %s (%s): %.0f s in QEMU, boot %s\n", series.c_str(), package.c_str(), g.seconds, g.boot.c_str());
+  for (const std::string& c : kChecks)
+    if (g.results.count(c)) printf("      %-8s %s %s\n", c.c_str(), g.results[c].verdict.c_str(), g.results[c].details.c_str());
+  ::testing::Test::RecordProperty("kernel_package", package);
+  ::testing::Test::RecordProperty("qemu_seconds", int(g.seconds + 0.5));
+  std::string p = problems(g);
+  EXPECT_TRUE(p.empty()) << "kernel " << series << " (" << package << "), guest " << g.boot << ":\n"
+                         << p << "console tail:\n"
+                         << tail_lines(g.console, 60);
+}
+
+}  // namespace
+
+TEST(KernelMatrix, Debian6_1) { run_matrix("6.1"); }
+
+TEST(KernelMatrix, Debian6_12) { run_matrix("6.12"); }

@@ -1,0 +1,388 @@
+#!/bin/sh
+# /init of a kernel-matrix guest (tests/integration/test_kernel_matrix.cpp boots
+# it under QEMU on each kernel tools/guest-kernels.sh fetched; the archive is
+# tools/guest-initramfs.sh's). It runs the checks below and prints one line each:
+#
+#   CPTRACE-GUEST <check> PASS|FAIL <details>
+#
+# then CPTRACE-GUEST-END, and powers off. The checks assert what holds under
+# TCG too: the BPF programs load, every count is exact (recorded + dropped = seen,
+# and what the traced program emitted is what was recorded, once each), and the
+# traced programs exit 0 with their own reports intact. Timing and bounds stay
+# with the host's suite: TCG's TSC is not invariant and every hit traps.
+#
+# Run by busybox's ash (pipefail is one of its options). Counts are split into
+# words on purpose (`set -- $counts`), and no value holds a space or a glob.
+# shellcheck disable=SC2086,SC2046,SC3040
+# No `set -e`: a failed check must not keep the next ones from running.
+set -uo pipefail
+
+/bin/busybox --install -s /bin
+export PATH=/opt/cptrace:/bin
+# iproute2's ip (veth, netns), by its path: busybox's sh runs its own applet of a
+# name before looking at PATH, and busybox's ip knows neither.
+IP=/usr/sbin/ip
+OPT=/opt/cptrace
+TESTS=$OPT/tests
+LIMIT=300  # seconds any one command may take before it counts as hung
+
+mount_all() {
+	mount -t proc proc /proc
+	mount -t sysfs sysfs /sys
+	mount -t devtmpfs devtmpfs /dev
+	mount -t tmpfs tmpfs /tmp
+	mount -t tmpfs tmpfs /run
+	mount -t tracefs tracefs /sys/kernel/tracing
+	mount -t debugfs debugfs /sys/kernel/debug
+	mount -t bpf bpf /sys/fs/bpf
+}
+
+# ---- reporting ----------------------------------------------------------------
+FAILS=""
+# Records a mismatch: WHAT was ACTUAL, WANT was expected.
+expect() {
+	[ "$2" = "$3" ] || FAILS="$FAILS; $1=$2 (want $3)"
+}
+# Records a failure WHY unless the condition (a `test` expression) holds.
+expect_that() {
+	why=$1
+	shift
+	test "$@" || FAILS="$FAILS; $why"
+}
+# Prints the result line of check NAME, DETAILS appended, and resets FAILS.
+finish() {
+	if [ -z "$FAILS" ]; then
+		echo "CPTRACE-GUEST $1 PASS $2"
+	else
+		echo "CPTRACE-GUEST $1 FAIL ${FAILS#; } | $2"
+	fi
+	FAILS=""
+}
+# Shows the last lines of FILE on the console, each prefixed with NAME.
+show_tail() {
+	[ -s "$2" ] && tail -n 15 "$2" | sed "s/^/  $1| /"
+}
+now() { cut -d' ' -f1 /proc/uptime; }
+since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1fs", b - a }'; }
+# Waits until FILE holds TEXT, at most LIMIT seconds, and while process PID
+# (when given) lives; false if it did not come.
+wait_for() {
+	i=0
+	until grep -qs "$1" "$2"; do
+		[ $i -lt $((LIMIT * 10)) ] || return 1
+		[ -z "${3:-}" ] || kill -0 "$3" 2>/dev/null || return 1
+		sleep 0.1
+		i=$((i + 1))
+	done
+}
+
+# ---- reading traces -------------------------------------------------------------
+# A top-level number of `cptrace info --json` (printed with two-space indents).
+info_num() {
+	sed -n "s/^  \"$1\": \([0-9][0-9]*\),\{0,1\}\$/\1/p" "$2"
+}
+# A number of the "net" object of `cptrace info --json`.
+info_net_num() {
+	sed -n "/^  \"net\": {/,/^  }/ s/^    \"$1\": \([0-9][0-9]*\),\{0,1\}\$/\1/p" "$2"
+}
+# A number of the workload's own JSON report line.
+report_num() {
+	sed -n "s/.*\"$1\":\([0-9][0-9]*\).*/\1/p" "$2" | tail -n 1
+}
+# `cptrace dump --csv DIR` through the awk PROGRAM, which finds the columns by
+# name in col[] (the header line is read first); then awk variables NAME=VALUE.
+dump_awk() {
+	dir=$1 prog=$2
+	shift 2
+	vars=""
+	for v in "$@"; do vars="$vars -v $v"; done
+	# shellcheck disable=SC2086 # one word per assignment: values have no spaces
+	cptrace dump --csv "$dir" | awk -F, $vars "NR == 1 { for (i = 1; i <= NF; i++) col[\$i] = i; next } $prog"
+}
+
+# Records `-- CMD...` into /tmp/NAME (stdout NAME.out, stderr NAME.err), with
+# rings large enough that nothing can be dropped: any drop is then a bug. Fails
+# (recording why) when the recorder or `cptrace info` fails: nothing else of the
+# check can be true then.
+record() {
+	name=$1
+	shift
+	timeout $LIMIT cptrace record --no-progress --ring-mb 16 -o "/tmp/$name" "$@" \
+		>"/tmp/$name.out" 2>"/tmp/$name.err"
+	rc=$?
+	if [ $rc != 0 ]; then
+		show_tail "$name" "/tmp/$name.err"
+		FAILS="$FAILS; record exit $rc: $(tail -n 1 "/tmp/$name.err")"
+		return 1
+	fi
+	timeout $LIMIT cptrace info --json "/tmp/$name" >"/tmp/$name.info" 2>&1
+	rc=$?
+	[ $rc = 0 ] || FAILS="$FAILS; info exit $rc: $(tail -n 1 "/tmp/$name.info")"
+	return $rc
+}
+
+# Records the network into /tmp/NAME while CMD... runs (its output in
+# NAME.out, its status in CMD_STATUS): a recorder of its own, started first and
+# stopped with SIGINT like a user's Ctrl-C, as the host's --net tests do. No
+# `-- CMD`: that would keep only what the command owns, and the receiving end is
+# another process, in another namespace.
+record_net_around() {
+	name=$1
+	shift
+	cptrace record --no-progress --ring-mb 16 --net -o "/tmp/$name" >"/tmp/$name.rec" 2>"/tmp/$name.err" &
+	rec=$!
+	if ! wait_for attached "/tmp/$name.err" $rec; then
+		show_tail "$name" "/tmp/$name.err"
+		FAILS="$FAILS; recorder not attached: $(tail -n 1 "/tmp/$name.err")"
+		kill -9 $rec 2>/dev/null
+		wait $rec
+		return 1
+	fi
+	timeout $LIMIT "$@" >"/tmp/$name.out" 2>&1
+	CMD_STATUS=$?
+	kill -INT $rec
+	i=0
+	while kill -0 $rec 2>/dev/null && [ $i -lt $((LIMIT * 10)) ]; do sleep 0.1; i=$((i + 1)); done
+	kill -9 $rec 2>/dev/null
+	wait $rec
+	rc=$?
+	if [ $rc != 0 ]; then
+		show_tail "$name" "/tmp/$name.err"
+		FAILS="$FAILS; record exit $rc: $(tail -n 1 "/tmp/$name.err")"
+		return 1
+	fi
+	timeout $LIMIT cptrace info --json "/tmp/$name" >"/tmp/$name.info" 2>&1
+	rc=$?
+	[ $rc = 0 ] || FAILS="$FAILS; info exit $rc: $(tail -n 1 "/tmp/$name.info")"
+	return $rc
+}
+
+# The user-event counts every recording must satisfy: nothing dropped or
+# filtered, recorded + dropped = seen, and seen = EMITTED + the CLOSES channel
+# closes (the probes count those too).
+expect_user_accounted() {
+	info=/tmp/$1.info
+	events=$(info_num events "$info")
+	seen=$(info_num seen "$info")
+	dropped=$(info_num dropped "$info")
+	filtered=$(info_num filtered "$info")
+	expect dropped "$dropped" 0
+	expect filtered "$filtered" 0
+	expect "seen" "$seen" $(($2 + $3))
+	expect "recorded+dropped" $((events + dropped)) "$seen"
+	grep -q '^  "complete": true' "$info" || FAILS="$FAILS; trace not complete"
+}
+
+# ---- the checks -------------------------------------------------------------------
+
+# `cptrace check`: every line recording needs is ok, except the invariant TSC,
+# which TCG does not offer (the line is still shown in the details).
+check_check() {
+	t0=$(now)
+	timeout $LIMIT cptrace check >/tmp/check.out 2>&1
+	rc=$?
+	sed 's/^/  check| /' /tmp/check.out
+	# Every FAIL line but the TSC's is a failure.
+	fails=$(grep '^FAIL' /tmp/check.out | grep -v '^FAIL  invariant TSC ' | sed 's/   */  /g' | tr '\n' ';')
+	[ -z "$fails" ] || FAILS="$FAILS; ${fails%;}"
+	# and the lines that prove the probes work must be there: a check that died
+	# half-way prints no FAIL line either.
+	for line in "root" "kernel BTF" "uprobes" "BPF ring buffer"; do
+		grep -q "^ok    $line " /tmp/check.out || FAILS="$FAILS; no 'ok $line' line"
+	done
+	grep -q '^[a-z]*  *optimized nop5 uprobe ' /tmp/check.out || FAILS="$FAILS; no uprobe cost line (attach failed)"
+	# Exit 1 is what the invariant TSC line alone causes; anything else is a crash.
+	expect_that "check exit $rc" "$rc" -le 1
+	tsc=$(grep -q '^ok    invariant TSC' /tmp/check.out && echo invariant || echo "not invariant")
+	nop5=$(sed -n 's/^[a-z]*  *optimized nop5 uprobe  *\([0-9]* ns\/hit recorded\).*/\1/p' /tmp/check.out)
+	finish check "tsc $tsc; ${nop5:-no uprobe cost}; $(since "$t0")"
+}
+
+# 2 threads x 50,000 events on 2 channels through MODE (single: cp_logTS; batch:
+# cp_logTS_batch, handed over by cp_batch_submit): the exact set, once each.
+check_workload() {
+	name=$1 mode=$2 threads=2 events=50000 channels=2
+	t0=$(now)
+	emitted=$((threads * events))
+	if ! record "$name" -- $TESTS/workload --threads $threads --events $events --channels $channels --mode "$mode"; then
+		finish "$name" "$(since "$t0")"
+		return
+	fi
+	expect "workload total" "$(report_num total "/tmp/$name.out")" $emitted
+	expect_user_accounted "$name" $emitted $channels
+	# user events, the same tuple twice, tuples the workload never emitted on
+	# that channel, channel closes
+	counts=$(dump_awk "/tmp/$name" '
+		$col["kind"] == "user" {
+			user++
+			tu = $col["tuple"]
+			if (tu in got) dup++
+			got[tu] = 1
+			t = int(tu / 1000000000); i = tu - t * 1000000000
+			if (t >= T || i >= E || $col["channel"] != "chan" (i % C)) bad++
+		}
+		$col["kind"] == "close" { closes++ }
+		END { printf "%d %d %d %d\n", user, dup, bad, closes }' T=$threads E=$events C=$channels)
+	set -- $counts
+	expect recorded "${1:-none}" $emitted
+	expect duplicates "${2:-none}" 0
+	expect "not emitted" "${3:-none}" 0
+	expect closes "${4:-none}" $channels
+	finish "$name" "emitted $emitted, recorded ${1:-?}, dropped ${dropped:-?}, seen ${seen:-?}; $(since "$t0")"
+}
+
+# A pre-fork server (fork without exec, two generations, both logging paths):
+# every generation followed and recorded exactly, none of them failed.
+check_fork() {
+	rounds=2 workers=2 events=50
+	t0=$(now)
+	if ! record fork -- $TESTS/prefork --rounds $rounds --workers $workers --events $events; then
+		finish fork "$(since "$t0")"
+		return
+	fi
+	expect "prefork failed" "$(report_num failed /tmp/fork.out)" 0
+	server=$((rounds * 2 * events)) worker=$((rounds * workers * 4 * events)) child=$((rounds * workers * 2 * events))
+	# a worker and its child per worker and round
+	expect "prefork children" "$(report_num children /tmp/fork.out)" $((rounds * workers * 2))
+	expect "prefork parent_emitted" "$(report_num parent_emitted /tmp/fork.out)" $server
+	counts=$(dump_awk /tmp/fork '
+		$col["kind"] == "user" {
+			n[$col["channel"]]++
+			if ($col["channel"] == "server" && ($col["tuple"] in got)) dup++
+			if ($col["channel"] == "server") got[$col["tuple"]] = 1
+		}
+		END { printf "%d %d %d %d\n", n["server"], n["worker"], n["worker.child"], dup }')
+	set -- $counts
+	expect server "${1:-none}" $server
+	expect worker "${2:-none}" $worker
+	expect worker.child "${3:-none}" $child
+	expect "server duplicates" "${4:-none}" 0
+	# The server closes its channel; workers and their children exit with theirs open.
+	expect_user_accounted fork $((server + worker + child)) 1
+	finish fork "server $1/$server, worker $2/$worker, worker.child $3/$child, dropped ${dropped:-?}; $(since "$t0")"
+}
+
+# Programs started by fork+exec, posix_spawn and vfork+exec (2 each): each one
+# recorded under its own pid, exactly.
+check_spawn() {
+	children=2 events=20
+	t0=$(now)
+	if ! record spawn -- $TESTS/spawner --children $children --events $events; then
+		finish spawn "$(since "$t0")"
+		return
+	fi
+	root=$(report_num pid /tmp/spawn.out)
+	expect "spawner started" "$(report_num started /tmp/spawn.out)" $((3 * children))
+	expect "spawner failed" "$(report_num failed /tmp/spawn.out)" 0
+	# spawner events of the root, events of other pids on it, started programs,
+	# started programs whose count is not E, events on other channels
+	counts=$(dump_awk /tmp/spawn '
+		$col["kind"] != "user" { next }
+		$col["channel"] == "spawner" { if ($col["pid"] == R) own++; else stray++; next }
+		$col["channel"] == "spawned" { n[$col["pid"]]++; next }
+		{ other++ }
+		END {
+			for (p in n) { procs++; if (n[p] != E) wrong++ }
+			printf "%d %d %d %d %d\n", own, stray, procs, wrong, other
+		}' R="${root:-0}" E=$events)
+	set -- $counts
+	expect "spawner events" "${1:-none}" $((2 * events))
+	expect "spawner events of other pids" "${2:-none}" 0
+	expect "programs recorded" "${3:-none}" $((3 * children))
+	expect "programs with a wrong count" "${4:-none}" 0
+	expect "events on other channels" "${5:-none}" 0
+	finish spawn "spawner $1/$((2 * events)), $3/$((3 * children)) programs x $events; $(since "$t0")"
+}
+
+# A veth pair: cpv0 (10.199.0.1) here, cpv1 (10.199.0.2) in namespace "peer".
+VETH_PROBLEM="unset"
+make_veth() {
+	[ "$VETH_PROBLEM" = unset ] || return 0
+	VETH_PROBLEM=$( {
+		insmod /modules/veth.ko &&
+		$IP link add cpv0 type veth peer name cpv1 &&
+		$IP netns add peer &&
+		$IP link set cpv1 netns peer &&
+		$IP addr add 10.199.0.1/24 dev cpv0 && $IP link set cpv0 up &&
+		$IP -n peer addr add 10.199.0.2/24 dev cpv1 && $IP -n peer link set cpv1 up &&
+		$IP -n peer link set lo up
+	} 2>&1 >/dev/null) || VETH_PROBLEM="veth pair: $(echo "${VETH_PROBLEM:-failed}" | head -n 3 | tr '\n' ' ')"
+}
+
+# `record --net` while a netload client sends COUNT PROTO messages over the veth
+# pair to a server in the peer namespace: the application's bytes on both socket
+# paths, every packet on the wire at both ends, nothing dropped.
+check_net() {
+	proto=$1 port=$2 count=$3 name=net-$1
+	t0=$(now)
+	make_veth
+	if [ -n "$VETH_PROBLEM" ]; then
+		FAILS="$VETH_PROBLEM"
+		finish "$name" "$(since "$t0")"
+		return
+	fi
+	$IP netns exec peer timeout $LIMIT $TESTS/netload server "$proto" 10.199.0.2 $port $count \
+		>"/tmp/$name.srv" 2>&1 &
+	srv=$!
+	wait_for ready "/tmp/$name.srv" $srv || FAILS="$FAILS; server not ready: $(tail -n 1 "/tmp/$name.srv")"
+	if ! record_net_around "$name" $TESTS/netload client "$proto" 10.199.0.2 $port $count; then
+		kill $srv 2>/dev/null
+		wait $srv
+		finish "$name" "$(since "$t0")"
+		return
+	fi
+	wait $srv
+	expect "server exit" $? 0
+	expect "client exit" $CMD_STATUS 0
+	set -- $(sed -n 's/^sent \([0-9]*\) \([0-9]*\)$/\1 \2/p' "/tmp/$name.out")
+	sent=${1:-none} cport=${2:-0}
+	set -- $(sed -n 's/^received \([0-9]*\) \([0-9]*\)$/\1 \2/p' "/tmp/$name.srv")
+	expect "server received" "${1:-none}" "$sent"
+	# Per kind, packets and bytes client -> server (send, tx, rx), and the bytes
+	# the server's socket received (recv: local address first; an unconnected
+	# UDP socket's remote end is 0.0.0.0:0).
+	counts=$(dump_awk "/tmp/$name" '
+		$col["proto"] != P { next }
+		$col["sport"] + 0 == CP && $col["dport"] + 0 == SP { k = $col["kind"]; if ($col["len"] > 0) n[k]++; b[k] += $col["len"] }
+		$col["sport"] + 0 == SP && $col["kind"] == "recv" { recv += $col["len"] }
+		END { printf "%d %d %d %d %d %d\n", b["send"], n["tx"], b["tx"], n["rx"], b["rx"], recv }' \
+		P="$proto" CP="$cport" SP=$port)
+	set -- $counts
+	expect "socket send bytes" "${1:-none}" "$sent"
+	expect "socket recv bytes" "${6:-none}" "$sent"
+	if [ "$proto" = udp ]; then
+		# One datagram, one packet each way: exact.
+		expect "tx datagrams" "${2:-none}" $count
+		expect "tx bytes" "${3:-none}" "$sent"
+		expect "rx datagrams" "${4:-none}" $count
+		expect "rx bytes" "${5:-none}" "$sent"
+	else
+		# TCP may retransmit: at least the stream, and the receiver read all of it.
+		expect_that "tx data bytes ${3:-none} < $sent" "${3:-0}" -ge "${sent:-1}"
+		expect_that "rx data bytes ${5:-none} < $sent" "${5:-0}" -ge "${sent:-1}"
+	fi
+	events=$(info_net_num events "/tmp/$name.info")
+	seen=$(info_net_num seen "/tmp/$name.info")
+	dropped=$(info_net_num dropped "/tmp/$name.info")
+	expect "net dropped" "$dropped" 0
+	expect "net recorded+dropped" $((${events:-0} + ${dropped:-0})) "${seen:-none}"
+	finish "$name" "sent $sent bytes, tx ${2:-?} rx ${4:-?} data packets, net events ${events:-?} seen ${seen:-?} dropped ${dropped:-?}; $(since "$t0")"
+}
+
+main() {
+	mount_all
+	hostname guest
+	$IP link set lo up
+	echo "CPTRACE-GUEST-BOOT $(uname -r) up $(now)s"
+	check_check
+	check_workload single single
+	check_workload batch batch
+	check_fork
+	check_spawn
+	check_net udp 7005 150
+	check_net tcp 7001 100
+	echo "CPTRACE-GUEST-END up $(now)s"
+}
+
+main 2>&1
+poweroff -f
