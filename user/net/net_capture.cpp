@@ -78,9 +78,12 @@ NetCapture::NetCapture(const NetOptions& opt) : opt_(opt), filt_(resolve_net_fil
   int ncpu = libbpf_num_possible_cpus();
   if (ncpu <= 0) throw std::runtime_error(explain_bpf_error(ncpu, "counting CPUs"));
   bpf_map__set_max_entries(skel_->maps.net_rings, ncpu);
-  if (int err = netcap_bpf::load(skel_))
-    throw std::runtime_error(explain_bpf_error(
-        err, "loading the network BPF programs (needs BTF and the net/sock tracepoints)"));
+  {
+    BpfLoadLog log;
+    if (int err = netcap_bpf::load(skel_))
+      throw std::runtime_error(explain_load_failure(
+          err, log.text(), "loading the network BPF programs (needs BTF and the net/sock tracepoints)"));
+  }
   for (uint16_t p : opt.ports) {
     uint8_t one = 1;
     if (bpf_map_update_elem(bpf_map__fd(skel_->maps.ports), &p, &one, BPF_ANY))
