@@ -12,6 +12,7 @@
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace cptrace {
 
@@ -102,6 +103,8 @@ std::vector<std::string> degraded_features(const KernelFeatures& f) {
   if (!f.bpf_loop)
     out.push_back("no bpf_loop helper (Linux 5.17+): channel handlers (--config, handler commands) are "
                   "refused; every event is recorded");
+  if (!f.forced_off.empty())
+    out.push_back(fmt::format("({} turned off by CPTRACE_DISABLE_FEATURES)", fmt::join(f.forced_off, ", ")));
   return out;
 }
 
