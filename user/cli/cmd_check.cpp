@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -85,6 +86,13 @@ void report_kernel_features(Checker& c) {
              : "fatal signals only: no syscall tracepoints, no early sched_process_exit");
   c.line(k.bpf_loop, false, "channel handlers", k.bpf_loop ? "bpf_loop helper present"
                                                            : "no bpf_loop (5.17+): handlers are refused");
+  std::vector<std::string> absent;
+  for (const char* tp : {"net_dev_start_xmit", "netif_receive_skb", "sock_send_length", "sock_recv_length",
+                         "tcp_sendmsg_locked", "inet_sock_set_state", "softirq_entry", "sched_process_fork"})
+    if (!kernel_has_tracepoint(tp)) absent.push_back(tp);
+  c.line(absent.empty(), false, "network capture (--net)",
+         absent.empty() ? "every tracepoint present"
+                        : fmt::format("without {}: record --net says what is not captured", fmt::join(absent, ", ")));
   if (!k.forced_off.empty())
     c.line(false, false, "features turned off", "CPTRACE_DISABLE_FEATURES: " + fmt::format("{}", fmt::join(k.forced_off, ",")));
 }

@@ -81,6 +81,14 @@ KernelFeatures probe_kernel_features() {
   return f;
 }
 
+bool kernel_has_tracepoint(const std::string& name) {
+  static btf* vmlinux = [] {
+    btf* b = btf__load_vmlinux_btf();
+    return libbpf_get_error(b) ? nullptr : b;
+  }();
+  return vmlinux && tracepoint_args(vmlinux, name) >= 0;
+}
+
 const KernelFeatures& kernel_features() {
   static const KernelFeatures f = probe_kernel_features();
   return f;

@@ -29,6 +29,10 @@ KernelFeatures probe_kernel_features();
 // The same probe, cached for the life of the process.
 const KernelFeatures& kernel_features();
 
+// Whether the kernel has the BTF-typed tracepoint `name` (its btf_trace_<name>
+// typedef), for programs of section tp_btf/<name>.
+bool kernel_has_tracepoint(const std::string& name);
+
 // One line per feature the kernel lacks: what degrades, and how.
 std::vector<std::string> degraded_features(const KernelFeatures& f);
 

@@ -288,6 +288,8 @@ void Recording::start_drains() {
   if (child_) child_->release();
   for (const auto& d : degraded_features(kernel_features()))
     fmt::print(stderr, "cptrace record: Linux {}: {}\n", kernel_features().release, d);
+  if (net_)
+    for (const auto& d : net_->missing()) fmt::print(stderr, "cptrace record --net: Linux {}: {}\n", kernel_features().release, d);
   fprintf(stderr, "cptrace record: attached %zu probes in %zu file(s)%s%s, writing %s\n",
           probes_->attached().size(), targets_.size(), net_ ? " + network capture" : "",
           !filter_     ? ", all processes"
