@@ -116,8 +116,8 @@ int run_check() {
       c.line(false, true, "uprobe attach", u.error);
     } else {
       char buf[200];
-      snprintf(buf, sizeof buf, "%.0f ns/hit recorded, %.0f ns empty (int3 path: %.0f ns, no probe: %.1f ns)",
-               u.nop5_record_ns, u.nop5_empty_ns, u.int3_empty_ns, u.no_probe_ns);
+      snprintf(buf, sizeof buf, "%.0f ns/hit recorded, %.0f ns empty (int3 path: %.0f ns recorded, %.0f empty; no probe: %.1f ns)",
+               u.nop5_record_ns, u.nop5_empty_ns, u.int3_record_ns, u.int3_empty_ns, u.no_probe_ns);
       // The optimized path is a jump, not a trap: expect several times cheaper.
       bool optimized = u.nop5_empty_ns * 3 < u.int3_empty_ns;
       c.line(optimized, false, "optimized nop5 uprobe", std::string(buf) +

@@ -171,6 +171,8 @@ UprobeCost measure_uprobe_cost(int calls) {
     c.interleaved_ratio = interleaved_ratio(s, calls, c.error);
     c.int3_empty_ns = with_probe(s->progs.cp_empty, "cp_selftest_plain", cp_selftest_plain,
                                  std::max(calls / 10, 100), c.error);
+    c.int3_record_ns = with_probe(s->progs.cp_logTS, "cp_selftest_plain", cp_selftest_plain,
+                                  std::max(calls / 10, 100), c.error);
   }
   for (int fd : fds) close(fd);
   cptrace_bpf::destroy(s);
