@@ -4,6 +4,8 @@
 
 #include <cerrno>
 #include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <mutex>
@@ -26,10 +28,14 @@ libbpf_print_fn_t g_prev = nullptr;
 
 int capture(enum libbpf_print_level level, const char* format, va_list args) {
   if (level == LIBBPF_DEBUG) return 0;
-  char buf[4096];
-  int n = vsnprintf(buf, sizeof buf, format, args);
+  // The verifier's log comes as one "%s" of up to megabytes: no fixed buffer.
+  char* buf = nullptr;
+  int n = vasprintf(&buf, format, args);
+  if (n < 0) return n;
   std::lock_guard lk(g_mu);
-  g_log += buf;
+  g_log.append(buf, size_t(n));
+  free(buf);
+  if (getenv("CPTRACE_BPF_LOG")) fputs(g_log.c_str() + g_log.size() - size_t(n), stderr);
   return n;
 }
 
