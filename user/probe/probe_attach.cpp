@@ -8,6 +8,8 @@
 #include <cstring>
 #include <stdexcept>
 
+#include <fmt/format.h>
+
 #include "cptrace.skel.h"
 #include "cptrace_records.h"
 #include "probe/per_cpu_rings.h"
@@ -15,14 +17,6 @@
 #include "probe/proc_registry.h"
 
 namespace cptrace {
-
-std::string explain_bpf_error(int err, const std::string& what) {
-  err = err < 0 ? -err : err;
-  std::string s = what + ": " + strerror(err);
-  if (err == EPERM || err == EACCES)
-    s += " (recording needs root, or CAP_BPF + CAP_PERFMON; see `cptrace check`)";
-  return s;
-}
 
 Probes::Probes(const ProbeOptions& opt) {
   if (opt.targets.empty() && !opt.allow_no_targets) throw std::runtime_error("no target library or executable to attach to");
@@ -33,29 +27,53 @@ Probes::Probes(const ProbeOptions& opt) {
   // Following, the uprobes are scoped by pid to each process of the tree, whose
   // tgids the BPF side cannot know in advance: it filters nothing then.
   skel_->rodata->filter_tgid = follow_ ? 0 : opt.filter_tgid;
-  if (opt.targets.empty()) bpf_program__set_autoload(skel_->progs.cp_tbuf_exit, false);
-  if (!follow_) {
-    bpf_program__set_autoload(skel_->progs.cp_follow_fork, false);
-    bpf_program__set_autoload(skel_->progs.cp_follow_exit, false);
-  }
+  configure_for_kernel(skel_, !opt.targets.empty(), follow_);
   skel_->rodata->wakeup_bytes = opt.wakeup_bytes;
   int ncpu = libbpf_num_possible_cpus();
   if (ncpu <= 0) throw std::runtime_error(explain_bpf_error(ncpu, "counting CPUs"));
   bpf_map__set_max_entries(skel_->maps.rings, ncpu);
   // The inner-map template keeps its compiled size: the kernel does not compare
   // ring sizes when we install our own rings (create_rings) into the array.
-  if (int err = cptrace_bpf::load(skel_))
-    throw std::runtime_error(explain_bpf_error(err, "loading the BPF programs"));
+  {
+    BpfLoadLog log;
+    if (int err = cptrace_bpf::load(skel_))
+      throw std::runtime_error(explain_load_failure(err, log.text(), "loading the BPF programs"));
+  }
   create_rings(opt.ring_bytes);
-  stage_ = std::make_unique<StageFlusher>(skel_->progs.cp_stage_flush, bpf_map__fd(skel_->maps.stages));
+  if (kernel_features().preempt_kfunc)
+    stage_ = std::make_unique<StageFlusher>(skel_->progs.cp_stage_flush, bpf_map__fd(skel_->maps.stages));
   if (opt.before_attach) opt.before_attach(*this);
   if (follow_) start_following(opt.filter_tgid);
   for (const auto& t : opt.targets) attach_target(t, opt.filter_tgid);
-  if (!opt.targets.empty()) {
-    // Thread buffers left behind when a thread ends (bpf/cptrace.bpf.c).
-    bpf_link* l = bpf_program__attach(skel_->progs.cp_tbuf_exit);
+  if (!opt.targets.empty()) attach_exit_handover();
+}
+
+// Only the programs this kernel can run are loaded (kernel_features.h); the
+// constants tell the others which path to take.
+void configure_for_kernel(cptrace_bpf* skel, bool thread_buffers, bool follow) {
+  const KernelFeatures& k = kernel_features();
+  skel->rodata->stage_singles = k.preempt_kfunc;
+  skel->rodata->have_bpf_loop = k.bpf_loop;
+  bpf_program__set_autoload(skel->progs.cp_stage_flush, k.preempt_kfunc);
+  bpf_program__set_autoload(skel->progs.cp_tbuf_exit, thread_buffers && k.exit_before_mm);
+  bpf_program__set_autoload(skel->progs.cp_tbuf_exit_sys, thread_buffers && k.syscall_tracepoints);
+  bpf_program__set_autoload(skel->progs.cp_tbuf_exit_group, thread_buffers && k.syscall_tracepoints);
+  bpf_program__set_autoload(skel->progs.cp_tbuf_exit_sig, thread_buffers);
+  bpf_program__set_autoload(skel->progs.cp_follow_fork, follow);
+  bpf_program__set_autoload(skel->progs.cp_follow_exit, follow);
+}
+
+// Thread buffers left behind when a thread ends (bpf/cptrace.bpf.c): every
+// hook this kernel has, the first to see a buffer hands it over.
+void Probes::attach_exit_handover() {
+  for (bpf_program* p : {skel_->progs.cp_tbuf_exit_sys, skel_->progs.cp_tbuf_exit_group,
+                         skel_->progs.cp_tbuf_exit_sig, skel_->progs.cp_tbuf_exit}) {
+    if (!bpf_program__autoload(p)) continue;
+    bpf_link* l = bpf_program__attach(p);
     if (!l)
-      throw std::runtime_error(explain_bpf_error(errno, "attaching the thread-exit program (tp_btf/sched_process_exit)"));
+      throw std::runtime_error(explain_bpf_error(
+          errno, std::string("attaching the thread-exit program ") + bpf_program__name(p) +
+                     " (needs tracefs for classic tracepoints)"));
     links_.push_back(l);
   }
 }
@@ -228,6 +246,12 @@ int Probes::handlers_fd() const { return bpf_map__fd(skel_->maps.handlers); }
 int Probes::last_slots_fd() const { return bpf_map__fd(skel_->maps.last_slots); }
 int Probes::count_slots_fd() const { return bpf_map__fd(skel_->maps.count_slots); }
 // .bss is mmapped by the skeleton: a plain store reaches the programs.
-void Probes::enable_handlers() { __atomic_store_n(&skel_->bss->handlers_in_use, 1, __ATOMIC_SEQ_CST); }
+void Probes::enable_handlers() {
+  if (!kernel_features().bpf_loop)
+    throw std::runtime_error(fmt::format("channel handlers need the bpf_loop helper (Linux 5.17+); this kernel, "
+                                         "Linux {}, lacks it: record without --config / handler commands",
+                                         kernel_features().release));
+  __atomic_store_n(&skel_->bss->handlers_in_use, 1, __ATOMIC_SEQ_CST);
+}
 
 }  // namespace cptrace

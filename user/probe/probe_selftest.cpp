@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "cptrace.skel.h"
+#include "probe/bpf_load_log.h"
+#include "probe/probe_attach.h"
 #include "probe/per_cpu_rings.h"
 
 // Two probe sites in this binary: one made by the macro of every real site
@@ -149,8 +151,10 @@ UprobeCost measure_uprobe_cost(int calls) {
   // measure that instead of the program. A recorder's drain keeps rings below it.
   s->rodata->wakeup_bytes = ~0ull;
   bpf_map__set_max_entries(s->maps.rings, libbpf_num_possible_cpus());
+  configure_for_kernel(s, false, false);
+  BpfLoadLog log;
   if (int err = cptrace_bpf::load(s)) {
-    c.error = std::string("loading BPF programs: ") + strerror(-err);
+    c.error = explain_load_failure(err, log.text(), "loading the BPF programs");
     cptrace_bpf::destroy(s);
     return c;
   }
@@ -167,6 +171,8 @@ UprobeCost measure_uprobe_cost(int calls) {
     c.interleaved_ratio = interleaved_ratio(s, calls, c.error);
     c.int3_empty_ns = with_probe(s->progs.cp_empty, "cp_selftest_plain", cp_selftest_plain,
                                  std::max(calls / 10, 100), c.error);
+    c.int3_record_ns = with_probe(s->progs.cp_logTS, "cp_selftest_plain", cp_selftest_plain,
+                                  std::max(calls / 10, 100), c.error);
   }
   for (int fd : fds) close(fd);
   cptrace_bpf::destroy(s);
