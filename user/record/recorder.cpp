@@ -79,6 +79,16 @@ void check_lib(const std::string& path) {
         "with libcptrace.a)", path));
 }
 
+// One path per file: a library named twice (its host path and the same file
+// through /proc/PID/root) would get every probe twice, every event recorded twice.
+std::vector<std::string> unique_files(std::vector<std::string> paths) {
+  std::vector<std::string> out;
+  for (auto& p : paths)
+    if (std::none_of(out.begin(), out.end(), [&](const std::string& q) { return same_file(p, q); }))
+      out.push_back(std::move(p));
+  return out;
+}
+
 // The ELF files to attach to: --lib, else those of -p's process or of CMD.
 std::vector<std::string> resolve_targets(const RecordOptions& opt) {
   for (const std::string& lib : opt.libs) check_lib(lib);
@@ -98,10 +108,10 @@ std::vector<std::string> resolve_targets(const RecordOptions& opt) {
           opt.cmd[0]));
     throw std::runtime_error("nothing to attach to: give --lib PATH, -p PID or -- CMD");
   }
-  for (auto& p : t) p = fs::weakly_canonical(p).string();
+  for (auto& p : t) p = shown_path(p);
   std::sort(t.begin(), t.end());
   t.erase(std::unique(t.begin(), t.end()), t.end());
-  return t;
+  return unique_files(std::move(t));
 }
 
 // What to record, decided before anything is started: contradictory options,
