@@ -28,6 +28,7 @@
 #include "record/process_follower.h"
 #include "record/control_socket.h"
 #include "record/held_command.h"
+#include "record/namespace_pids.h"
 #include "sync/minrtt_record.h"
 #include "trace/clock_map.h"
 #include "trace/clock_now.h"
@@ -170,6 +171,7 @@ class Recording {
   ClockTransform sim_;
   std::unique_ptr<HandlerTable> handlers_;
   std::unique_ptr<Probes> probes_;
+  NamespacePids ns_pids_;  // before follower_ and drain_, which feed it
   std::unique_ptr<ProcessFollower> follower_;  // goes before probes_
   std::unique_ptr<NetCapture> net_;
   std::unique_ptr<MinrttRecording> minrtt_;
@@ -224,7 +226,9 @@ void Recording::load_and_attach() {
     handlers_->set_rules(std::move(rules_));
   };
   probes_ = std::make_unique<Probes>(po);
-  if (po.follow) follower_ = std::make_unique<ProcessFollower>(*probes_, pid_t(filter_));
+  if (po.follow)
+    follower_ = std::make_unique<ProcessFollower>(
+        *probes_, pid_t(filter_), [this](pid_t p, const std::optional<PidEntry>& e) { ns_pids_.add(uint32_t(p), e); });
   if (opt_.net.enabled) {
     NetOptions no = opt_.net;
     no.pid = filter_;
@@ -274,6 +278,7 @@ void Recording::open_trace() {
     }
   };
   if (opt_.pid) channels_.add_registry(opt_.pid);
+  if (filter_) ns_pids_.add(filter_);
   control_ = std::make_unique<ControlSocket>(
       opt_.control_socket.empty() ? (fs::path(opt_.out_dir) / "control.sock").string() : opt_.control_socket,
       [this](const json& req) { return handle_control(*handlers_, req); });
@@ -284,6 +289,7 @@ void Recording::start_drains() {
   drain_ = std::make_unique<RingDrain>(probes_->ring_fds(), *pipe_,
                                        [this](const ChannelInfo& c) { channels_.add(c); });
   drain_->set_stage(probes_->stage());
+  drain_->set_on_new_pid([this](uint32_t pid) { ns_pids_.add(pid); });
   if (sim_.enabled) drain_->set_tsc_transform(&sim_);
   if (minrtt_) minrtt_->start();
   drain_->start();
@@ -313,6 +319,7 @@ void Recording::flush_side_frames(const Counters& counts) {
   EncodedFrame f;
   if (channels_.take_pending(f)) pipe_->submit_frame(std::move(f));
   if (handlers_->take_pending(f)) pipe_->submit_frame(std::move(f));
+  if (ns_pids_.take_pending(f)) pipe_->submit_frame(std::move(f));
   if (minrtt_) {
     auto rounds = minrtt_->take_rounds();
     if (!rounds.empty()) {
@@ -360,6 +367,9 @@ void Recording::write_last_frames() {
     writer_->write(encode_clock({clock_.back()}));
     json ch = channels_.all_json();
     if (!ch.empty()) writer_->write(encode_json(FrameType::Channels, ch.dump(), uint32_t(ch.size())));
+    json pids = ns_pids_.all_json();
+    if (!pids["processes"].empty())
+      writer_->write(encode_json(FrameType::Processes, pids.dump(), uint32_t(pids["processes"].size())));
   } catch (const std::exception& e) {
     fprintf(stderr, "cptrace record: %s; the trace's last counters are not final, so `info` may not balance\n",
             e.what());
@@ -509,6 +519,7 @@ void Recording::finish_meta(uint64_t held_series_points) {
                    {"reason", stop_reason()}};
   meta_["tsc_hz"] = cmap.tsc_hz();
   meta_["channels"] = channels_.all_json();
+  meta_["pid_namespaces"] = ns_pids_.all_json();
   meta_["counters"] = counters_json(final_counts_);
   meta_["handlers"] = handlers_->history();
   // Series points written: those the drain and the held maps produced, less any
