@@ -7,6 +7,7 @@
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
 #include "cptrace_records.h"
 #include "ring_common.h"
 
@@ -19,6 +20,18 @@ const volatile __u32 filter_tgid = 0;
 /* Wake the collector only when this many bytes wait in a ring (cp_wake_flag). */
 const volatile __u64 wakeup_bytes = 1 << 20;
 
+/* What this kernel offers, set by the loader (user/probe/kernel_features.h)
+ * before load. The verifier knows these constants and never walks the branches
+ * they rule out, so a helper or kfunc in a dead branch is not held against the
+ * program on a kernel without it. */
+/* 1 when the staged variants of the programs are loaded (bpf_preempt_disable,
+ * 6.10+); else the unstaged ones run, each single event is its own ring record,
+ * and counters are updated atomically (before 6.10 a uprobe program can be
+ * preempted on PREEMPT kernels). */
+const volatile __u8 stage_singles = 1;
+/* bpf_loop (5.17+): channel handlers on the batch path. */
+const volatile __u8 have_bpf_loop = 1;
+
 /* One ring buffer per CPU (no cross-CPU contention on the reservation lock) and
  * the per-CPU counters (bpf/ring_common.h). */
 CP_PER_CPU_RINGS(rings);
@@ -26,7 +39,10 @@ CP_PER_CPU_COUNTERS(counters, CP_CNT_MAX);
 
 static __always_inline void count(__u32 idx, __u64 n)
 {
-	cp_count(&counters, idx, n); /* uprobes only: task context, no atomics needed */
+	if (stage_singles)
+		cp_count(&counters, idx, n); /* uprobes only: task context, no atomics needed */
+	else
+		cp_count_atomic(&counters, idx, n); /* a preemptible program (see stage_singles) */
 }
 
 static __always_inline void count_atomic(__u32 idx, __u64 n)
@@ -64,8 +80,10 @@ static __always_inline __u64 wake_flag(void *rb)
 /* ---- Staged single events (include/cptrace_records.h says why) --------------
  * The stage is touched with preemption disabled, so two threads on one CPU
  * never interleave in it, whatever the kernel's preemption model. */
-extern void bpf_preempt_disable(void) __ksym;
-extern void bpf_preempt_enable(void) __ksym;
+/* __weak: absent before 6.10, where only the unstaged variants, which hold no
+ * call to them, are loaded (CP_STAGE_VARIANT below). */
+extern void bpf_preempt_disable(void) __ksym __weak;
+extern void bpf_preempt_enable(void) __ksym __weak;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -94,9 +112,11 @@ static __always_inline void hand_over_stage(struct cp_stage *st, void *rb, __u32
 }
 
 /* Before any other record of this CPU: its staged events go first. */
-static __always_inline void flush_stage(void *rb, __u32 cpu, __u32 tgid, __u32 tid)
+static __always_inline void flush_stage(void *rb, __u32 cpu, __u32 tgid, __u32 tid, const int staged)
 {
 	__u32 zero = 0;
+	if (!staged)
+		return; /* nothing is ever staged */
 	bpf_preempt_disable();
 	struct cp_stage *st = bpf_map_lookup_elem(&stages, &zero);
 	if (st)
@@ -312,7 +332,7 @@ static __always_inline int keep_event(const struct ev_ctx *e)
 
 /* One kernel-timestamped event record (cp_logTS, cp_channel_closed). Handlers
  * apply to user events (CP_REC_EVENT) only: a channel close is always recorded. */
-static __always_inline int record_event(__u16 kind, __u64 now, __u64 channel, __u64 tuple)
+static __always_inline int record_event(__u16 kind, __u64 now, __u64 channel, __u64 tuple, const int staged)
 {
 	__u32 cpu, tgid, tid;
 	void *rb = my_ring(&cpu, &tgid, &tid);
@@ -326,10 +346,13 @@ static __always_inline int record_event(__u16 kind, __u64 now, __u64 channel, __
 			count(CP_CNT_FILTERED, 1);
 			return 0;
 		}
-		stage_event(rb, now, channel, tuple, cpu, tgid, tid);
-		return 0;
+		if (staged) {
+			stage_event(rb, now, channel, tuple, cpu, tgid, tid);
+			return 0;
+		}
+	} else {
+		flush_stage(rb, cpu, tgid, tid, staged);
 	}
-	flush_stage(rb, cpu, tgid, tid);
 	struct cp_event_rec *r = bpf_ringbuf_reserve(rb, sizeof(*r), 0);
 	if (!r) {
 		count(CP_CNT_DROPPED, 1);
@@ -343,12 +366,6 @@ static __always_inline int record_event(__u16 kind, __u64 now, __u64 channel, __
 	return 0;
 }
 
-SEC("uprobe")
-int BPF_KPROBE(cp_logTS, __u64 channel, __u64 tuple)
-{
-	return record_event(CP_REC_EVENT, bpf_ktime_get_ns() /* first: closest to the call */,
-			    channel, tuple);
-}
 
 /* Batch filtering, one bpf_loop() step per entry: compacts the kept entries to
  * the front of the scratch array. */
@@ -424,10 +441,9 @@ static __always_inline int submit_filtered(void *rb, const struct cp_batch_entry
 		count(CP_CNT_DROPPED, kept);
 		return 0;
 	}
-	bytes = kept * sizeof(struct cp_batch_entry);
-	if (bytes > sizeof(r->e))
-		bytes = sizeof(r->e);
-	bpf_probe_read_kernel(r->e, bytes, s->e);
+	/* The whole scratch, a constant size: the verifier of 6.1 loses the bound
+	 * of `kept` across bpf_loop. Entries past `kept` are not read (h.n). */
+	bpf_probe_read_kernel(r->e, sizeof(r->e), s->e);
 	fill_hdr(&r->h, kind, cpu, tgid, tid, kept);
 	r->ktime_ns = now;
 	bpf_ringbuf_submit(r, wake_flag(rb));
@@ -436,7 +452,8 @@ static __always_inline int submit_filtered(void *rb, const struct cp_batch_entry
 
 /* A batch of n entries at `entries` (user memory of the current process):
  * filtered, copied into this CPU's ring, counted. */
-static __always_inline int emit_batch(const struct cp_batch_entry *entries, __u32 n, __u16 kind, __u64 now)
+static __always_inline int emit_batch(const struct cp_batch_entry *entries, __u32 n, __u16 kind, __u64 now,
+				      const int staged)
 {
 	__u32 cpu, tgid, tid;
 	void *rb = my_ring(&cpu, &tgid, &tid);
@@ -449,8 +466,8 @@ static __always_inline int emit_batch(const struct cp_batch_entry *entries, __u3
 		return 0;
 	}
 	count(CP_CNT_SEEN, n);
-	flush_stage(rb, cpu, tgid, tid);
-	if (handlers_in_use)
+	flush_stage(rb, cpu, tgid, tid, staged);
+	if (handlers_in_use && have_bpf_loop) /* the recorder refuses handlers without bpf_loop */
 		return submit_filtered(rb, entries, n, now, cpu, tgid, tid, kind);
 	/* The verifier wants a constant reservation size: always reserve a full batch. */
 	struct cp_batch_rec *r = bpf_ringbuf_reserve(rb, sizeof(*r), 0);
@@ -476,8 +493,16 @@ static __always_inline int emit_batch(const struct cp_batch_entry *entries, __u3
 /* ---- Thread buffers left behind at exit -------------------------------------
  * The library names each thread's buffer at cp_batch_submit (third argument:
  * where its entry count lives). When a thread ends with entries still in it
- * (threads running at exit(), _exit, any signal, SIGKILL), the exit tracepoint,
- * which runs in the dying thread before its memory goes, hands them over. */
+ * (threads running at exit(), _exit, any signal, SIGKILL), they are handed over
+ * from the dying thread while its memory is still there:
+ *  - at the entry of exit and exit_group, and when a fatal signal is delivered
+ *    (SIGKILL of the other threads of an exiting group included): on every
+ *    kernel, through classic tracepoints;
+ *  - at sched_process_exit where the kernel runs it before exit_mm (6.16+, whose
+ *    prototype also has group_dead): this also catches the rarer ends
+ *    (seccomp kill, oops). Before 6.16 it runs after exit_mm and could read
+ *    nothing, so the loader does not load it there.
+ * The first hook to see a thread's buffer hands it over and forgets it. */
 struct tbuf_ref {
 	__u64 entries; /* user address of the entries */
 	__u64 count;   /* user address of the __u32 entry count */
@@ -546,8 +571,8 @@ static __always_inline void remember_tbuf(const struct cp_batch_entry *entries, 
 		count(CP_CNT_EXIT_UNTRACKED, 1);
 }
 
-SEC("uprobe")
-int BPF_KPROBE(cp_batch_submit, const struct cp_batch_entry *entries, __u32 n, const __u32 *count_at)
+static __always_inline int batch_submit(struct pt_regs *ctx, const struct cp_batch_entry *entries, __u32 n,
+					const __u32 *count_at, const int staged)
 {
 	__u64 now = bpf_ktime_get_ns();
 	/* The same program serves cp_batch_submit_mono (Java); the cookie says so. */
@@ -555,13 +580,12 @@ int BPF_KPROBE(cp_batch_submit, const struct cp_batch_entry *entries, __u32 n, c
 	if (filter_tgid && (bpf_get_current_pid_tgid() >> 32) != filter_tgid)
 		return 0;
 	remember_tbuf(entries, n, count_at, kind);
-	return emit_batch(entries, n, kind, now);
+	return emit_batch(entries, n, kind, now, staged);
 }
 
-SEC("tp_btf/sched_process_exit")
-int BPF_PROG(cp_tbuf_exit, struct task_struct *task, bool group_dead)
+/* Hands over what the ending thread `tid` left in its buffer. */
+static __always_inline int hand_over_tbuf(__u32 tid, const int staged)
 {
-	__u32 tid = task->pid;
 	struct tbuf_ref *ref = bpf_map_lookup_elem(&tbufs, &tid);
 	if (!ref)
 		return 0;
@@ -577,27 +601,56 @@ int BPF_PROG(cp_tbuf_exit, struct task_struct *task, bool group_dead)
 	}
 	if (n == 0 || (n == r.last_n && ts0 == r.last_ts0))
 		return 0; /* empty, or handed over already */
-	return emit_batch((const struct cp_batch_entry *)r.entries, n, r.kind, bpf_ktime_get_ns());
+	return emit_batch((const struct cp_batch_entry *)r.entries, n, r.kind, bpf_ktime_get_ns(), staged);
 }
 
-/* cp.Cloudprofiler.logTS from Java: the JNI entry point in libcptrace_jni.so is
- * a nop5 stub called as (JNIEnv *, jclass, jlong channel, jlong tuple). */
-SEC("uprobe")
-int BPF_KPROBE(cp_jni_logTS, void *env, void *cls, __u64 channel, __u64 tuple)
+static __always_inline int hand_over_current(const int staged)
 {
-	return record_event(CP_REC_EVENT, bpf_ktime_get_ns(), channel, tuple);
+	return hand_over_tbuf((__u32)bpf_get_current_pid_tgid(), staged);
 }
+
+
+/* The classic tracepoint's fields (tracefs events/signal/signal_deliver/format,
+ * stable since 2.6.3x). */
+struct signal_deliver_args {
+	__u64 common;
+	int sig;
+	int errno_;
+	int code;
+	unsigned long sa_handler;
+	unsigned long sa_flags;
+};
+
+#define CP_SIGNAL_UNKILLABLE 0x40 /* include/linux/sched/signal.h: a namespace's init */
+
+/* Will the delivery of `sig` (handler `h`) end the thread? Default action of
+ * terminate or dump core, not ignored, and not to an unkillable namespace init
+ * (which the kernel spares after this tracepoint, except for SIGKILL). */
+static __always_inline int fatal_delivery(int sig, unsigned long h)
+{
+	if (sig == 9) /* SIGKILL */
+		return 1;
+	if (h != 0) /* SIG_IGN or a handler */
+		return 0;
+	switch (sig) {
+	case 17: case 18: case 19: case 20: case 21: case 22: case 23: case 28:
+		return 0; /* CHLD CONT STOP TSTP TTIN TTOU URG WINCH: ignore or stop */
+	}
+	struct task_struct *t = (struct task_struct *)bpf_get_current_task();
+	return !(BPF_CORE_READ(t, signal, flags) & CP_SIGNAL_UNKILLABLE);
+}
+
+
 
 /* Channel names: rare, so they are not counted as events. A lost one is still
  * recovered from the process registry when the recording stops. */
-SEC("uprobe")
-int BPF_KPROBE(cp_channel_announce, __u64 channel, const char *name)
+static __always_inline int channel_announce(__u64 channel, const char *name, const int staged)
 {
 	__u32 cpu, tgid, tid;
 	void *rb = my_ring(&cpu, &tgid, &tid);
 	if (!rb)
 		return 0;
-	flush_stage(rb, cpu, tgid, tid);
+	flush_stage(rb, cpu, tgid, tid, staged);
 	struct cp_channel_rec *r = bpf_ringbuf_reserve(rb, sizeof(*r), 0);
 	if (!r)
 		return 0;
@@ -610,11 +663,68 @@ int BPF_KPROBE(cp_channel_announce, __u64 channel, const char *name)
 	return 0;
 }
 
-SEC("uprobe")
-int BPF_KPROBE(cp_channel_closed, __u64 channel)
-{
-	return record_event(CP_REC_CLOSE, bpf_ktime_get_ns(), channel, 0);
-}
+/* ---- The programs that touch the per-CPU stage, in two variants -------------
+ * Staged (the names the loader knows) and unstaged (suffix _u), for kernels
+ * without bpf_preempt_disable (before 6.10): with `staged` a constant 0 the
+ * compiler leaves no kfunc call in them at all, which 5.15's verifier needs
+ * (before 5.18 it refuses a call to an unresolved kfunc even in dead code).
+ * The loader loads one variant (user/probe/probe_attach.cpp). */
+#define CP_STAGE_VARIANT(sfx, staged)                                                          \
+	SEC("uprobe")                                                                          \
+	int BPF_KPROBE(cp_logTS##sfx, __u64 channel, __u64 tuple)                              \
+	{                                                                                      \
+		return record_event(CP_REC_EVENT, bpf_ktime_get_ns() /* first: closest to the call */, \
+				    channel, tuple, staged);                                   \
+	}                                                                                      \
+	/* cp.Cloudprofiler.logTS from Java: the JNI entry point in libcptrace_jni.so is  \
+	 * a nop5 stub called as (JNIEnv *, jclass, jlong channel, jlong tuple). */           \
+	SEC("uprobe")                                                                          \
+	int BPF_KPROBE(cp_jni_logTS##sfx, void *env, void *cls, __u64 channel, __u64 tuple)   \
+	{                                                                                      \
+		return record_event(CP_REC_EVENT, bpf_ktime_get_ns(), channel, tuple, staged); \
+	}                                                                                      \
+	SEC("uprobe")                                                                          \
+	int BPF_KPROBE(cp_batch_submit##sfx, const struct cp_batch_entry *entries, __u32 n,    \
+		       const __u32 *count_at)                                                  \
+	{                                                                                      \
+		return batch_submit(ctx, entries, n, count_at, staged);                        \
+	}                                                                                      \
+	SEC("uprobe")                                                                          \
+	int BPF_KPROBE(cp_channel_announce##sfx, __u64 channel, const char *name)             \
+	{                                                                                      \
+		return channel_announce(channel, name, staged);                                \
+	}                                                                                      \
+	SEC("uprobe")                                                                          \
+	int BPF_KPROBE(cp_channel_closed##sfx, __u64 channel)                                  \
+	{                                                                                      \
+		return record_event(CP_REC_CLOSE, bpf_ktime_get_ns(), channel, 0, staged);     \
+	}                                                                                      \
+	/* One argument: the prototype every kernel has (6.16 added group_dead). */       \
+	SEC("tp_btf/sched_process_exit")                                                       \
+	int BPF_PROG(cp_tbuf_exit##sfx, struct task_struct *task)                              \
+	{                                                                                      \
+		return hand_over_tbuf(task->pid, staged);                                      \
+	}                                                                                      \
+	SEC("tp/syscalls/sys_enter_exit")                                                      \
+	int cp_tbuf_exit_sys##sfx(void *ctx)                                                   \
+	{                                                                                      \
+		return hand_over_current(staged);                                              \
+	}                                                                                      \
+	SEC("tp/syscalls/sys_enter_exit_group")                                                \
+	int cp_tbuf_exit_group##sfx(void *ctx)                                                 \
+	{                                                                                      \
+		return hand_over_current(staged);                                              \
+	}                                                                                      \
+	SEC("tp/signal/signal_deliver")                                                        \
+	int cp_tbuf_exit_sig##sfx(struct signal_deliver_args *a)                               \
+	{                                                                                      \
+		if (!fatal_delivery(a->sig, a->sa_handler))                                    \
+			return 0;                                                              \
+		return hand_over_current(staged);                                              \
+	}
+
+CP_STAGE_VARIANT(, 1)
+CP_STAGE_VARIANT(_u, 0)
 
 /* ---- Following the process tree -------------------------------------------
  * A process forked by a followed process is followed too, from the fork on:
@@ -662,11 +772,14 @@ int BPF_PROG(cp_follow_fork, struct task_struct *parent, struct task_struct *chi
 	return 0;
 }
 
+/* One argument, as every kernel has it: the group is dead once its live count
+ * is zero (decremented before this tracepoint). Two last threads may both see
+ * zero; the one that deletes the pid reports it. */
 SEC("tp_btf/sched_process_exit")
-int BPF_PROG(cp_follow_exit, struct task_struct *p, bool group_dead)
+int BPF_PROG(cp_follow_exit, struct task_struct *p)
 {
 	__u32 tgid = p->tgid;
-	if (!group_dead || bpf_map_delete_elem(&followed, &tgid))
+	if (BPF_CORE_READ(p, signal, live.counter) != 0 || bpf_map_delete_elem(&followed, &tgid))
 		return 0;
 	report_proc(CP_PROC_EXIT, tgid, 0);
 	return 0;
@@ -680,7 +793,7 @@ int cp_stage_flush(void *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 cpu = bpf_get_smp_processor_id();
-	flush_stage(cp_ring_of_cpu(&rings, cpu), cpu, id >> 32, (__u32)id);
+	flush_stage(cp_ring_of_cpu(&rings, cpu), cpu, id >> 32, (__u32)id, 1);
 	return 0;
 }
 

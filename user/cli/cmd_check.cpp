@@ -8,12 +8,16 @@
 #include <cstring>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <bpf/bpf.h>
 
 #include "cli/commands.h"
 #include "probe/proc_registry.h"
+#include "probe/kernel_features.h"
 #include "probe/probe_selftest.h"
 #include "probe/tracefs_uprobes.h"
 #include "trace/node_info.h"
@@ -66,6 +70,33 @@ void report_fork_safety(Checker& c) {
                                     "): recording programs that fork can kill their children");
 }
 
+// What this kernel lets the BPF programs do; each missing feature degrades one
+// thing (docs/kernels.md), never the whole recording.
+void report_kernel_features(Checker& c) {
+  const KernelFeatures& k = kernel_features();
+  c.line(true, false, "kernel", "Linux " + k.release);
+  c.line(k.preempt_kfunc, false, "per-CPU stage of cp_logTS",
+         k.preempt_kfunc ? "bpf_preempt_disable kfunc present"
+                         : "no bpf_preempt_disable kfunc (6.10+): one ring record per event, exact, slower");
+  bool exits = k.exit_before_mm || k.syscall_tracepoints;
+  c.line(exits, false, "thread-exit hand-over",
+         k.exit_before_mm ? "sched_process_exit before exit_mm (6.16+), exit syscalls and fatal signals"
+         : k.syscall_tracepoints
+             ? "at exit/exit_group and fatal signals (sched_process_exit runs after exit_mm before 6.16)"
+             : "fatal signals only: no syscall tracepoints, no early sched_process_exit");
+  c.line(k.bpf_loop, false, "channel handlers", k.bpf_loop ? "bpf_loop helper present"
+                                                           : "no bpf_loop (5.17+): handlers are refused");
+  std::vector<std::string> absent;
+  for (const char* tp : {"net_dev_start_xmit", "netif_receive_skb", "sock_send_length", "sock_recv_length",
+                         "tcp_sendmsg_locked", "inet_sock_set_state", "softirq_entry", "sched_process_fork"})
+    if (!kernel_has_tracepoint(tp)) absent.push_back(tp);
+  c.line(absent.empty(), false, "network capture (--net)",
+         absent.empty() ? "every tracepoint present"
+                        : fmt::format("without {}: record --net says what is not captured", fmt::join(absent, ", ")));
+  if (!k.forced_off.empty())
+    c.line(false, false, "features turned off", "CPTRACE_DISABLE_FEATURES: " + fmt::format("{}", fmt::join(k.forced_off, ",")));
+}
+
 int run_check() {
   namespace fs = std::filesystem;
   Checker c;
@@ -79,17 +110,19 @@ int run_check() {
     int fd = bpf_map_create(BPF_MAP_TYPE_RINGBUF, "cp_check", 0, 0, 1 << 16, nullptr);
     c.line(fd >= 0, true, "BPF ring buffer", fd >= 0 ? "created one" : std::string("bpf(): ") + strerror(errno));
     if (fd >= 0) close(fd);
+    report_kernel_features(c);
     UprobeCost u = measure_uprobe_cost();
     if (!u.error.empty()) {
       c.line(false, true, "uprobe attach", u.error);
     } else {
       char buf[200];
-      snprintf(buf, sizeof buf, "%.0f ns/hit recorded, %.0f ns empty (int3 path: %.0f ns, no probe: %.1f ns)",
-               u.nop5_record_ns, u.nop5_empty_ns, u.int3_empty_ns, u.no_probe_ns);
+      snprintf(buf, sizeof buf, "%.0f ns/hit recorded, %.0f ns empty (int3 path: %.0f ns recorded, %.0f empty; no probe: %.1f ns)",
+               u.nop5_record_ns, u.nop5_empty_ns, u.int3_record_ns, u.int3_empty_ns, u.no_probe_ns);
       // The optimized path is a jump, not a trap: expect several times cheaper.
       bool optimized = u.nop5_empty_ns * 3 < u.int3_empty_ns;
       c.line(optimized, false, "optimized nop5 uprobe", std::string(buf) +
-             (optimized ? "" : " — not optimized: every hit traps (kernel < 6.18?)"));
+             (optimized ? "" : " — not optimized: every hit traps (x86-64 Linux 6.18+ optimizes nop5 sites); "
+                                "hot paths should use cp_logTS_batch"));
     }
     report_fork_safety(c);
     std::string f = follow_problem();

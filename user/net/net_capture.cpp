@@ -20,6 +20,7 @@
 #include "trace/net_codec.h"
 #include "netcap.skel.h"
 #include "probe/per_cpu_rings.h"
+#include "probe/kernel_features.h"
 #include "probe/probe_attach.h"
 
 namespace cptrace {
@@ -78,9 +79,13 @@ NetCapture::NetCapture(const NetOptions& opt) : opt_(opt), filt_(resolve_net_fil
   int ncpu = libbpf_num_possible_cpus();
   if (ncpu <= 0) throw std::runtime_error(explain_bpf_error(ncpu, "counting CPUs"));
   bpf_map__set_max_entries(skel_->maps.net_rings, ncpu);
-  if (int err = netcap_bpf::load(skel_))
-    throw std::runtime_error(explain_bpf_error(
-        err, "loading the network BPF programs (needs BTF and the net/sock tracepoints)"));
+  skip_missing_tracepoints();
+  {
+    BpfLoadLog log;
+    if (int err = netcap_bpf::load(skel_))
+      throw std::runtime_error(explain_load_failure(
+          err, log.text(), "loading the network BPF programs (needs BTF and the net/sock tracepoints)"));
+  }
   for (uint16_t p : opt.ports) {
     uint8_t one = 1;
     if (bpf_map_update_elem(bpf_map__fd(skel_->maps.ports), &p, &one, BPF_ANY))
@@ -112,6 +117,30 @@ void NetCapture::create_rings(uint32_t ring_bytes) {
   waiter_ = std::make_unique<RingWaiter>(rb_, "the network capture");
 }
 
+// What each optional tracepoint brings; the packet ones (net_dev_start_xmit,
+// netif_receive_skb) and the softirq bracket exist on every supported kernel.
+static const char* what_is_lost(const std::string& tp) {
+  if (tp == "sock_send_length" || tp == "sock_recv_length")
+    return "socket send/receive events are not recorded (Linux 6.3+); packets are";
+  if (tp == "tcp_sendmsg_locked")
+    return "the first segment of a TCP flow may have no pid (Linux 6.13+ attributes it)";
+  return "its events are not recorded";
+}
+
+// A program whose tracepoint this kernel lacks is not loaded; said once, in
+// missing(), instead of failing the whole capture.
+void NetCapture::skip_missing_tracepoints() {
+  bpf_program* p;
+  bpf_object__for_each_program(p, skel_->obj) {
+    std::string sec = bpf_program__section_name(p);
+    if (sec.rfind("tp_btf/", 0) != 0) continue;
+    std::string tp = sec.substr(7);
+    if (kernel_has_tracepoint(tp)) continue;
+    bpf_program__set_autoload(p, false);
+    missing_.push_back(fmt::format("no {} tracepoint: {}", tp, what_is_lost(tp)));
+  }
+}
+
 void NetCapture::start(BlockPipeline& pipe) {
   pipe_ = &pipe;
   // The softirq bracket first (the packet programs rely on it to tell process
@@ -122,6 +151,7 @@ void NetCapture::start(BlockPipeline& pipe) {
                           skel_->progs.cp_sock_recv, skel_->progs.cp_tcp_sendmsg,
                           skel_->progs.cp_sock_state};
   for (bpf_program* p : progs) {
+    if (!bpf_program__autoload(p)) continue;  // not on this kernel (missing())
     bpf_link* l = bpf_program__attach(p);
     if (!l)
       throw std::runtime_error(explain_bpf_error(errno, std::string("attaching ") + bpf_program__name(p)));

@@ -44,6 +44,9 @@ NetFilters resolve_net_filters(const NetOptions& opt);
 
 class NetCapture {
  public:
+  // One line per part of the capture this kernel cannot run (its tracepoint
+  // is missing), for record's first lines and `cptrace check`.
+  const std::vector<std::string>& missing() const { return missing_; }
   // Loads the programs (errors before any trace file exists); attaches nothing.
   explicit NetCapture(const NetOptions& opt);
   ~NetCapture();
@@ -69,6 +72,8 @@ class NetCapture {
   uint64_t malformed() const { return malformed_.load(); }
 
  private:
+  void skip_missing_tracepoints();
+  std::vector<std::string> missing_;
   static int on_record(void* ctx, void* data, size_t size);
   void create_rings(uint32_t ring_bytes);
   void loop();

@@ -8,6 +8,8 @@
 #include <cstring>
 #include <stdexcept>
 
+#include <fmt/format.h>
+
 #include "cptrace.skel.h"
 #include "cptrace_records.h"
 #include "probe/per_cpu_rings.h"
@@ -15,14 +17,6 @@
 #include "probe/proc_registry.h"
 
 namespace cptrace {
-
-std::string explain_bpf_error(int err, const std::string& what) {
-  err = err < 0 ? -err : err;
-  std::string s = what + ": " + strerror(err);
-  if (err == EPERM || err == EACCES)
-    s += " (recording needs root, or CAP_BPF + CAP_PERFMON; see `cptrace check`)";
-  return s;
-}
 
 Probes::Probes(const ProbeOptions& opt) {
   if (opt.targets.empty() && !opt.allow_no_targets) throw std::runtime_error("no target library or executable to attach to");
@@ -33,29 +27,68 @@ Probes::Probes(const ProbeOptions& opt) {
   // Following, the uprobes are scoped by pid to each process of the tree, whose
   // tgids the BPF side cannot know in advance: it filters nothing then.
   skel_->rodata->filter_tgid = follow_ ? 0 : opt.filter_tgid;
-  if (opt.targets.empty()) bpf_program__set_autoload(skel_->progs.cp_tbuf_exit, false);
-  if (!follow_) {
-    bpf_program__set_autoload(skel_->progs.cp_follow_fork, false);
-    bpf_program__set_autoload(skel_->progs.cp_follow_exit, false);
-  }
+  configure_for_kernel(skel_, !opt.targets.empty(), follow_);
   skel_->rodata->wakeup_bytes = opt.wakeup_bytes;
   int ncpu = libbpf_num_possible_cpus();
   if (ncpu <= 0) throw std::runtime_error(explain_bpf_error(ncpu, "counting CPUs"));
   bpf_map__set_max_entries(skel_->maps.rings, ncpu);
   // The inner-map template keeps its compiled size: the kernel does not compare
   // ring sizes when we install our own rings (create_rings) into the array.
-  if (int err = cptrace_bpf::load(skel_))
-    throw std::runtime_error(explain_bpf_error(err, "loading the BPF programs"));
+  {
+    BpfLoadLog log;
+    if (int err = cptrace_bpf::load(skel_))
+      throw std::runtime_error(explain_load_failure(err, log.text(), "loading the BPF programs"));
+  }
   create_rings(opt.ring_bytes);
-  stage_ = std::make_unique<StageFlusher>(skel_->progs.cp_stage_flush, bpf_map__fd(skel_->maps.stages));
+  if (kernel_features().preempt_kfunc)
+    stage_ = std::make_unique<StageFlusher>(skel_->progs.cp_stage_flush, bpf_map__fd(skel_->maps.stages));
   if (opt.before_attach) opt.before_attach(*this);
   if (follow_) start_following(opt.filter_tgid);
   for (const auto& t : opt.targets) attach_target(t, opt.filter_tgid);
-  if (!opt.targets.empty()) {
-    // Thread buffers left behind when a thread ends (bpf/cptrace.bpf.c).
-    bpf_link* l = bpf_program__attach(skel_->progs.cp_tbuf_exit);
+  if (!opt.targets.empty()) attach_exit_handover();
+}
+
+// Only the programs this kernel can run are loaded (kernel_features.h); the
+// constants tell the others which path to take.
+StagePrograms stage_programs(cptrace_bpf* skel, bool staged) {
+  auto& p = skel->progs;
+  if (staged)
+    return {p.cp_logTS,         p.cp_jni_logTS,     p.cp_batch_submit,    p.cp_channel_announce, p.cp_channel_closed,
+            p.cp_tbuf_exit,     p.cp_tbuf_exit_sys, p.cp_tbuf_exit_group, p.cp_tbuf_exit_sig};
+  return {p.cp_logTS_u,     p.cp_jni_logTS_u,     p.cp_batch_submit_u,    p.cp_channel_announce_u, p.cp_channel_closed_u,
+          p.cp_tbuf_exit_u, p.cp_tbuf_exit_sys_u, p.cp_tbuf_exit_group_u, p.cp_tbuf_exit_sig_u};
+}
+
+void configure_for_kernel(cptrace_bpf* skel, bool thread_buffers, bool follow) {
+  const KernelFeatures& k = kernel_features();
+  skel->rodata->stage_singles = k.preempt_kfunc;
+  skel->rodata->have_bpf_loop = k.bpf_loop;
+  for (bool staged : {false, true}) {
+    StagePrograms sp = stage_programs(skel, staged);
+    bool on = staged == k.preempt_kfunc;
+    for (bpf_program* p : {sp.logTS, sp.jni_logTS, sp.batch_submit, sp.channel_announce, sp.channel_closed})
+      bpf_program__set_autoload(p, on);
+    bpf_program__set_autoload(sp.tbuf_exit, on && thread_buffers && k.exit_before_mm);
+    bpf_program__set_autoload(sp.tbuf_exit_sys, on && thread_buffers && k.syscall_tracepoints);
+    bpf_program__set_autoload(sp.tbuf_exit_group, on && thread_buffers && k.syscall_tracepoints);
+    bpf_program__set_autoload(sp.tbuf_exit_sig, on && thread_buffers);
+  }
+  bpf_program__set_autoload(skel->progs.cp_stage_flush, k.preempt_kfunc);
+  bpf_program__set_autoload(skel->progs.cp_follow_fork, follow);
+  bpf_program__set_autoload(skel->progs.cp_follow_exit, follow);
+}
+
+// Thread buffers left behind when a thread ends (bpf/cptrace.bpf.c): every
+// hook this kernel has, the first to see a buffer hands it over.
+void Probes::attach_exit_handover() {
+  StagePrograms sp = stage_programs(skel_, kernel_features().preempt_kfunc);
+  for (bpf_program* p : {sp.tbuf_exit_sys, sp.tbuf_exit_group, sp.tbuf_exit_sig, sp.tbuf_exit}) {
+    if (!bpf_program__autoload(p)) continue;
+    bpf_link* l = bpf_program__attach(p);
     if (!l)
-      throw std::runtime_error(explain_bpf_error(errno, "attaching the thread-exit program (tp_btf/sched_process_exit)"));
+      throw std::runtime_error(explain_bpf_error(
+          errno, std::string("attaching the thread-exit program ") + bpf_program__name(p) +
+                     " (needs tracefs for classic tracepoints)"));
     links_.push_back(l);
   }
 }
@@ -106,14 +139,15 @@ void Probes::attach_target(const std::string& path, uint32_t tgid) {
     bool required;
     uint64_t cookie = 0;
   };
+  StagePrograms sp = stage_programs(skel_, kernel_features().preempt_kfunc);
   const Site sites[] = {
-      {skel_->progs.cp_batch_submit, "cp_batch_submit", true, CP_COOKIE_BATCH_TSC},
-      {skel_->progs.cp_channel_announce, "cp_channel_announce", true},
-      {skel_->progs.cp_channel_closed, "cp_channel_closed", true},
+      {sp.batch_submit, "cp_batch_submit", true, CP_COOKIE_BATCH_TSC},
+      {sp.channel_announce, "cp_channel_announce", true},
+      {sp.channel_closed, "cp_channel_closed", true},
       // libcptrace_jni.so (jni/) only: attached where the file defines them.
-      {skel_->progs.cp_jni_logTS, "Java_cp_Cloudprofiler_logTS", false},
-      {skel_->progs.cp_batch_submit, "cp_batch_submit_mono", false, CP_COOKIE_BATCH_MONO},
-      {skel_->progs.cp_logTS, "cp_logTS", true},
+      {sp.jni_logTS, "Java_cp_Cloudprofiler_logTS", false},
+      {sp.batch_submit, "cp_batch_submit_mono", false, CP_COOKIE_BATCH_MONO},
+      {sp.logTS, "cp_logTS", true},
   };
   if (access(path.c_str(), R_OK) != 0)
     throw std::runtime_error("--lib " + path + ": " + strerror(errno));
@@ -228,6 +262,12 @@ int Probes::handlers_fd() const { return bpf_map__fd(skel_->maps.handlers); }
 int Probes::last_slots_fd() const { return bpf_map__fd(skel_->maps.last_slots); }
 int Probes::count_slots_fd() const { return bpf_map__fd(skel_->maps.count_slots); }
 // .bss is mmapped by the skeleton: a plain store reaches the programs.
-void Probes::enable_handlers() { __atomic_store_n(&skel_->bss->handlers_in_use, 1, __ATOMIC_SEQ_CST); }
+void Probes::enable_handlers() {
+  if (!kernel_features().bpf_loop)
+    throw std::runtime_error(fmt::format("channel handlers need the bpf_loop helper (Linux 5.17+); this kernel, "
+                                         "Linux {}, lacks it: record without --config / handler commands",
+                                         kernel_features().release));
+  __atomic_store_n(&skel_->bss->handlers_in_use, 1, __ATOMIC_SEQ_CST);
+}
 
 }  // namespace cptrace

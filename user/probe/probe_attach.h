@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "probe/bpf_load_log.h"
+#include "probe/kernel_features.h"
 #include "probe/stage_flush.h"
 #include "trace/trace_format.h"
 
@@ -74,6 +76,7 @@ class Probes {
   bpf_link* attach_site(bpf_program* prog, const std::string& path, const char* symbol, uint64_t cookie,
                         uint32_t tgid);
   void start_following(uint32_t root);
+  void attach_exit_handover();
 
   cptrace_bpf* skel_ = nullptr;
   std::unique_ptr<StageFlusher> stage_;
@@ -88,8 +91,17 @@ class Probes {
   std::vector<std::string> attached_;
 };
 
-// Root, BTF, bpf() and friends are checked by `cptrace check`; this turns a
-// libbpf error code into the sentence a user needs.
-std::string explain_bpf_error(int err, const std::string& what);
+// The variant of each program that touches the per-CPU stage: staged (needs
+// the bpf_preempt_disable kfunc, 6.10+) or not (bpf/cptrace.bpf.c, CP_STAGE_VARIANT).
+struct StagePrograms {
+  bpf_program *logTS, *jni_logTS, *batch_submit, *channel_announce, *channel_closed;
+  bpf_program *tbuf_exit, *tbuf_exit_sys, *tbuf_exit_group, *tbuf_exit_sig;
+};
+StagePrograms stage_programs(cptrace_bpf* skel, bool staged);
+
+// Sets the object's constants and autoload flags for the running kernel
+// (kernel_features.h): the thread-exit hand-over only with thread buffers to
+// hand over, the fork/exit tracepoints only when following a tree.
+void configure_for_kernel(cptrace_bpf* skel, bool thread_buffers, bool follow);
 
 }  // namespace cptrace

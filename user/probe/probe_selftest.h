@@ -11,6 +11,7 @@ struct UprobeCost {
   double nop5_empty_ns = 0;    // empty BPF program on a nop5 site
   double nop5_record_ns = 0;   // the real cp_logTS program (ring record) on a nop5 site
   double int3_empty_ns = 0;    // empty BPF program on a non-nop5 site
+  double int3_record_ns = 0;   // cp_logTS's program there: the single path before 6.18
   double no_probe_ns = 0;      // the same call with nothing attached
   // cp_logTS over the empty program with both attached at once (two nop5 sites)
   // and their calls alternating in short chunks: host speed drifting during the

@@ -21,6 +21,7 @@
 #include "probe/attach_targets.h"
 #include "probe/block_pipeline.h"
 #include "probe/handlers.h"
+#include "probe/kernel_features.h"
 #include "probe/probe_attach.h"
 #include "probe/proc_registry.h"
 #include "probe/ring_drain.h"
@@ -301,6 +302,10 @@ void Recording::start_drains() {
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
   if (child_) child_->release();
+  for (const auto& d : degraded_features(kernel_features()))
+    fmt::print(stderr, "cptrace record: Linux {}: {}\n", kernel_features().release, d);
+  if (net_)
+    for (const auto& d : net_->missing()) fmt::print(stderr, "cptrace record --net: Linux {}: {}\n", kernel_features().release, d);
   fprintf(stderr, "cptrace record: attached %zu probes in %zu file(s)%s%s, writing %s\n",
           probes_->attached().size(), targets_.size(), net_ ? " + network capture" : "",
           !filter_     ? ", all processes"
