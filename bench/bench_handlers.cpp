@@ -19,6 +19,8 @@
 
 #include "cptrace.skel.h"
 #include "cptrace_records.h"
+#include "probe/kernel_features.h"
+#include "probe/probe_attach.h"
 
 // A probe site made by the library's macro (lib/probe_site.h).
 asm(R"(
@@ -48,6 +50,8 @@ double measure(const Setup& s, Path path, int calls) {
   skel->rodata->filter_tgid = getpid();
   int ncpu = libbpf_num_possible_cpus();
   bpf_map__set_max_entries(skel->maps.rings, ncpu);
+  cptrace::configure_for_kernel(skel, false, false);
+  cptrace::StagePrograms sp = cptrace::stage_programs(skel, cptrace::kernel_features().preempt_kfunc);
   double ns = -1;
   std::vector<int> fds;
   bpf_link* link = nullptr;
@@ -68,7 +72,7 @@ double measure(const Setup& s, Path path, int calls) {
   }
   {
     bpf_program* prog = s.empty_prog ? skel->progs.cp_empty
-                        : path == Path::Single ? skel->progs.cp_logTS : skel->progs.cp_batch_submit;
+                        : path == Path::Single ? sp.logTS : sp.batch_submit;
     LIBBPF_OPTS(bpf_uprobe_opts, uo, .func_name = "bench_handler_site");
     link = bpf_program__attach_uprobe_opts(prog, getpid(), "/proc/self/exe", 0, &uo);
     if (!link) goto out;

@@ -24,9 +24,10 @@ const volatile __u64 wakeup_bytes = 1 << 20;
  * before load. The verifier knows these constants and never walks the branches
  * they rule out, so a helper or kfunc in a dead branch is not held against the
  * program on a kernel without it. */
-/* bpf_preempt_disable/enable (6.10+): single events are staged per CPU; without
- * them each event is its own ring record, and counters are updated atomically
- * (before 6.10 a uprobe program can be preempted on PREEMPT kernels). */
+/* 1 when the staged variants of the programs are loaded (bpf_preempt_disable,
+ * 6.10+); else the unstaged ones run, each single event is its own ring record,
+ * and counters are updated atomically (before 6.10 a uprobe program can be
+ * preempted on PREEMPT kernels). */
 const volatile __u8 stage_singles = 1;
 /* bpf_loop (5.17+): channel handlers on the batch path. */
 const volatile __u8 have_bpf_loop = 1;
@@ -79,9 +80,8 @@ static __always_inline __u64 wake_flag(void *rb)
 /* ---- Staged single events (include/cptrace_records.h says why) --------------
  * The stage is touched with preemption disabled, so two threads on one CPU
  * never interleave in it, whatever the kernel's preemption model. */
-/* __weak: absent before 6.10; the loader then sets stage_singles = 0 and no
- * call to them is reachable (the verifier drops an unresolved kfunc call from a
- * dead branch since 5.18). */
+/* __weak: absent before 6.10, where only the unstaged variants, which hold no
+ * call to them, are loaded (CP_STAGE_VARIANT below). */
 extern void bpf_preempt_disable(void) __ksym __weak;
 extern void bpf_preempt_enable(void) __ksym __weak;
 
@@ -112,10 +112,10 @@ static __always_inline void hand_over_stage(struct cp_stage *st, void *rb, __u32
 }
 
 /* Before any other record of this CPU: its staged events go first. */
-static __always_inline void flush_stage(void *rb, __u32 cpu, __u32 tgid, __u32 tid)
+static __always_inline void flush_stage(void *rb, __u32 cpu, __u32 tgid, __u32 tid, const int staged)
 {
 	__u32 zero = 0;
-	if (!stage_singles)
+	if (!staged)
 		return; /* nothing is ever staged */
 	bpf_preempt_disable();
 	struct cp_stage *st = bpf_map_lookup_elem(&stages, &zero);
@@ -332,7 +332,7 @@ static __always_inline int keep_event(const struct ev_ctx *e)
 
 /* One kernel-timestamped event record (cp_logTS, cp_channel_closed). Handlers
  * apply to user events (CP_REC_EVENT) only: a channel close is always recorded. */
-static __always_inline int record_event(__u16 kind, __u64 now, __u64 channel, __u64 tuple)
+static __always_inline int record_event(__u16 kind, __u64 now, __u64 channel, __u64 tuple, const int staged)
 {
 	__u32 cpu, tgid, tid;
 	void *rb = my_ring(&cpu, &tgid, &tid);
@@ -346,12 +346,12 @@ static __always_inline int record_event(__u16 kind, __u64 now, __u64 channel, __
 			count(CP_CNT_FILTERED, 1);
 			return 0;
 		}
-		if (stage_singles) {
+		if (staged) {
 			stage_event(rb, now, channel, tuple, cpu, tgid, tid);
 			return 0;
 		}
 	} else {
-		flush_stage(rb, cpu, tgid, tid);
+		flush_stage(rb, cpu, tgid, tid, staged);
 	}
 	struct cp_event_rec *r = bpf_ringbuf_reserve(rb, sizeof(*r), 0);
 	if (!r) {
@@ -366,12 +366,6 @@ static __always_inline int record_event(__u16 kind, __u64 now, __u64 channel, __
 	return 0;
 }
 
-SEC("uprobe")
-int BPF_KPROBE(cp_logTS, __u64 channel, __u64 tuple)
-{
-	return record_event(CP_REC_EVENT, bpf_ktime_get_ns() /* first: closest to the call */,
-			    channel, tuple);
-}
 
 /* Batch filtering, one bpf_loop() step per entry: compacts the kept entries to
  * the front of the scratch array. */
@@ -458,7 +452,8 @@ static __always_inline int submit_filtered(void *rb, const struct cp_batch_entry
 
 /* A batch of n entries at `entries` (user memory of the current process):
  * filtered, copied into this CPU's ring, counted. */
-static __always_inline int emit_batch(const struct cp_batch_entry *entries, __u32 n, __u16 kind, __u64 now)
+static __always_inline int emit_batch(const struct cp_batch_entry *entries, __u32 n, __u16 kind, __u64 now,
+				      const int staged)
 {
 	__u32 cpu, tgid, tid;
 	void *rb = my_ring(&cpu, &tgid, &tid);
@@ -471,7 +466,7 @@ static __always_inline int emit_batch(const struct cp_batch_entry *entries, __u3
 		return 0;
 	}
 	count(CP_CNT_SEEN, n);
-	flush_stage(rb, cpu, tgid, tid);
+	flush_stage(rb, cpu, tgid, tid, staged);
 	if (handlers_in_use && have_bpf_loop) /* the recorder refuses handlers without bpf_loop */
 		return submit_filtered(rb, entries, n, now, cpu, tgid, tid, kind);
 	/* The verifier wants a constant reservation size: always reserve a full batch. */
@@ -576,8 +571,8 @@ static __always_inline void remember_tbuf(const struct cp_batch_entry *entries, 
 		count(CP_CNT_EXIT_UNTRACKED, 1);
 }
 
-SEC("uprobe")
-int BPF_KPROBE(cp_batch_submit, const struct cp_batch_entry *entries, __u32 n, const __u32 *count_at)
+static __always_inline int batch_submit(struct pt_regs *ctx, const struct cp_batch_entry *entries, __u32 n,
+					const __u32 *count_at, const int staged)
 {
 	__u64 now = bpf_ktime_get_ns();
 	/* The same program serves cp_batch_submit_mono (Java); the cookie says so. */
@@ -585,11 +580,11 @@ int BPF_KPROBE(cp_batch_submit, const struct cp_batch_entry *entries, __u32 n, c
 	if (filter_tgid && (bpf_get_current_pid_tgid() >> 32) != filter_tgid)
 		return 0;
 	remember_tbuf(entries, n, count_at, kind);
-	return emit_batch(entries, n, kind, now);
+	return emit_batch(entries, n, kind, now, staged);
 }
 
 /* Hands over what the ending thread `tid` left in its buffer. */
-static __always_inline int hand_over_tbuf(__u32 tid)
+static __always_inline int hand_over_tbuf(__u32 tid, const int staged)
 {
 	struct tbuf_ref *ref = bpf_map_lookup_elem(&tbufs, &tid);
 	if (!ref)
@@ -606,32 +601,14 @@ static __always_inline int hand_over_tbuf(__u32 tid)
 	}
 	if (n == 0 || (n == r.last_n && ts0 == r.last_ts0))
 		return 0; /* empty, or handed over already */
-	return emit_batch((const struct cp_batch_entry *)r.entries, n, r.kind, bpf_ktime_get_ns());
+	return emit_batch((const struct cp_batch_entry *)r.entries, n, r.kind, bpf_ktime_get_ns(), staged);
 }
 
-static __always_inline int hand_over_current(void)
+static __always_inline int hand_over_current(const int staged)
 {
-	return hand_over_tbuf((__u32)bpf_get_current_pid_tgid());
+	return hand_over_tbuf((__u32)bpf_get_current_pid_tgid(), staged);
 }
 
-/* One argument: the prototype every kernel has (6.16 added group_dead). */
-SEC("tp_btf/sched_process_exit")
-int BPF_PROG(cp_tbuf_exit, struct task_struct *task)
-{
-	return hand_over_tbuf(task->pid);
-}
-
-SEC("tp/syscalls/sys_enter_exit")
-int cp_tbuf_exit_sys(void *ctx)
-{
-	return hand_over_current();
-}
-
-SEC("tp/syscalls/sys_enter_exit_group")
-int cp_tbuf_exit_group(void *ctx)
-{
-	return hand_over_current();
-}
 
 /* The classic tracepoint's fields (tracefs events/signal/signal_deliver/format,
  * stable since 2.6.3x). */
@@ -663,32 +640,17 @@ static __always_inline int fatal_delivery(int sig, unsigned long h)
 	return !(BPF_CORE_READ(t, signal, flags) & CP_SIGNAL_UNKILLABLE);
 }
 
-SEC("tp/signal/signal_deliver")
-int cp_tbuf_exit_sig(struct signal_deliver_args *a)
-{
-	if (!fatal_delivery(a->sig, a->sa_handler))
-		return 0;
-	return hand_over_current();
-}
 
-/* cp.Cloudprofiler.logTS from Java: the JNI entry point in libcptrace_jni.so is
- * a nop5 stub called as (JNIEnv *, jclass, jlong channel, jlong tuple). */
-SEC("uprobe")
-int BPF_KPROBE(cp_jni_logTS, void *env, void *cls, __u64 channel, __u64 tuple)
-{
-	return record_event(CP_REC_EVENT, bpf_ktime_get_ns(), channel, tuple);
-}
 
 /* Channel names: rare, so they are not counted as events. A lost one is still
  * recovered from the process registry when the recording stops. */
-SEC("uprobe")
-int BPF_KPROBE(cp_channel_announce, __u64 channel, const char *name)
+static __always_inline int channel_announce(__u64 channel, const char *name, const int staged)
 {
 	__u32 cpu, tgid, tid;
 	void *rb = my_ring(&cpu, &tgid, &tid);
 	if (!rb)
 		return 0;
-	flush_stage(rb, cpu, tgid, tid);
+	flush_stage(rb, cpu, tgid, tid, staged);
 	struct cp_channel_rec *r = bpf_ringbuf_reserve(rb, sizeof(*r), 0);
 	if (!r)
 		return 0;
@@ -701,11 +663,68 @@ int BPF_KPROBE(cp_channel_announce, __u64 channel, const char *name)
 	return 0;
 }
 
-SEC("uprobe")
-int BPF_KPROBE(cp_channel_closed, __u64 channel)
-{
-	return record_event(CP_REC_CLOSE, bpf_ktime_get_ns(), channel, 0);
-}
+/* ---- The programs that touch the per-CPU stage, in two variants -------------
+ * Staged (the names the loader knows) and unstaged (suffix _u), for kernels
+ * without bpf_preempt_disable (before 6.10): with `staged` a constant 0 the
+ * compiler leaves no kfunc call in them at all, which 5.15's verifier needs
+ * (before 5.18 it refuses a call to an unresolved kfunc even in dead code).
+ * The loader loads one variant (user/probe/probe_attach.cpp). */
+#define CP_STAGE_VARIANT(sfx, staged)                                                          \
+	SEC("uprobe")                                                                          \
+	int BPF_KPROBE(cp_logTS##sfx, __u64 channel, __u64 tuple)                              \
+	{                                                                                      \
+		return record_event(CP_REC_EVENT, bpf_ktime_get_ns() /* first: closest to the call */, \
+				    channel, tuple, staged);                                   \
+	}                                                                                      \
+	/* cp.Cloudprofiler.logTS from Java: the JNI entry point in libcptrace_jni.so is  \
+	 * a nop5 stub called as (JNIEnv *, jclass, jlong channel, jlong tuple). */           \
+	SEC("uprobe")                                                                          \
+	int BPF_KPROBE(cp_jni_logTS##sfx, void *env, void *cls, __u64 channel, __u64 tuple)   \
+	{                                                                                      \
+		return record_event(CP_REC_EVENT, bpf_ktime_get_ns(), channel, tuple, staged); \
+	}                                                                                      \
+	SEC("uprobe")                                                                          \
+	int BPF_KPROBE(cp_batch_submit##sfx, const struct cp_batch_entry *entries, __u32 n,    \
+		       const __u32 *count_at)                                                  \
+	{                                                                                      \
+		return batch_submit(ctx, entries, n, count_at, staged);                        \
+	}                                                                                      \
+	SEC("uprobe")                                                                          \
+	int BPF_KPROBE(cp_channel_announce##sfx, __u64 channel, const char *name)             \
+	{                                                                                      \
+		return channel_announce(channel, name, staged);                                \
+	}                                                                                      \
+	SEC("uprobe")                                                                          \
+	int BPF_KPROBE(cp_channel_closed##sfx, __u64 channel)                                  \
+	{                                                                                      \
+		return record_event(CP_REC_CLOSE, bpf_ktime_get_ns(), channel, 0, staged);     \
+	}                                                                                      \
+	/* One argument: the prototype every kernel has (6.16 added group_dead). */       \
+	SEC("tp_btf/sched_process_exit")                                                       \
+	int BPF_PROG(cp_tbuf_exit##sfx, struct task_struct *task)                              \
+	{                                                                                      \
+		return hand_over_tbuf(task->pid, staged);                                      \
+	}                                                                                      \
+	SEC("tp/syscalls/sys_enter_exit")                                                      \
+	int cp_tbuf_exit_sys##sfx(void *ctx)                                                   \
+	{                                                                                      \
+		return hand_over_current(staged);                                              \
+	}                                                                                      \
+	SEC("tp/syscalls/sys_enter_exit_group")                                                \
+	int cp_tbuf_exit_group##sfx(void *ctx)                                                 \
+	{                                                                                      \
+		return hand_over_current(staged);                                              \
+	}                                                                                      \
+	SEC("tp/signal/signal_deliver")                                                        \
+	int cp_tbuf_exit_sig##sfx(struct signal_deliver_args *a)                               \
+	{                                                                                      \
+		if (!fatal_delivery(a->sig, a->sa_handler))                                    \
+			return 0;                                                              \
+		return hand_over_current(staged);                                              \
+	}
+
+CP_STAGE_VARIANT(, 1)
+CP_STAGE_VARIANT(_u, 0)
 
 /* ---- Following the process tree -------------------------------------------
  * A process forked by a followed process is followed too, from the fork on:
@@ -774,7 +793,7 @@ int cp_stage_flush(void *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 cpu = bpf_get_smp_processor_id();
-	flush_stage(cp_ring_of_cpu(&rings, cpu), cpu, id >> 32, (__u32)id);
+	flush_stage(cp_ring_of_cpu(&rings, cpu), cpu, id >> 32, (__u32)id, 1);
 	return 0;
 }
 

@@ -8,16 +8,23 @@
  * itself) is followed waits here, in fork()'s atfork child handler and at load,
  * until the recorder says it has attached to it, for at most CP_FOLLOW_WAIT_MS.
  *
- * The recorder says whom it follows, attached, with one file per process,
- * CP_FOLLOW_DIR/<pid>, holding the recorder's own pid: a file left by a killed
- * recorder is recognised by that pid being gone, and costs nothing. Without
- * such a file (no recorder, --no-inherit, --lib) this is one failed open().
+ * The recorder says whom it follows, attached, with one file per process in
+ * CP_FOLLOW_DIR, holding the recorder's own pid. The file is named
+ * "<pid namespace inode>.<pid in that namespace>": a process in a container
+ * (its own pid namespace) knows only its pids there, and both sides can name
+ * it so; the recorder also writes the plain host pid (libraries built before).
+ * Whether the recorder still runs: it holds a lock on CP_FOLLOW_DIR/
+ * recorder.<its pid> (seen from any pid namespace, where kill() cannot see
+ * the recorder); without that file, kill(pid, 0). A file left by a killed
+ * recorder costs nothing. Without such a file (no recorder, --no-inherit,
+ * --lib, a container with its own /run) this is one or two failed open()s.
  * Only system calls here: a forked child of a threaded program may call no
  * more than that. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -25,28 +32,64 @@
 
 #define CP_FOLLOW_WAIT_MS 1000
 
-/* "/run/cptrace/follow/" + decimal pid, without snprintf (not async-signal-safe). */
-static void follow_path(char *out, size_t size, pid_t pid)
+/* Appends the decimal digits of v at out[*at], without snprintf (not
+ * async-signal-safe). */
+static void put_decimal(char *out, size_t size, size_t *at, unsigned long long v)
 {
-	static const char dir[] = CP_FOLLOW_DIR "/";
-	char digits[16];
+	char digits[24];
 	int n = 0;
 	do {
-		digits[n++] = (char)('0' + pid % 10);
-		pid /= 10;
-	} while (pid > 0 && n < (int)sizeof(digits));
-	size_t at = 0;
-	for (; dir[at] && at + 1 < size; at++)
-		out[at] = dir[at];
-	while (n > 0 && at + 1 < size)
-		out[at++] = digits[--n];
-	out[at] = '\0';
+		digits[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v > 0 && n < (int)sizeof(digits));
+	while (n > 0 && *at + 1 < size)
+		out[(*at)++] = digits[--n];
+	out[*at] = '\0';
 }
 
-/* 1 if a live recorder follows `pid`. */
+static void put_text(char *out, size_t size, size_t *at, const char *s)
+{
+	for (; *s && *at + 1 < size; s++)
+		out[(*at)++] = *s;
+	out[*at] = '\0';
+}
+
+/* CP_FOLLOW_DIR "/<pidns>.<pid>", or "/<pid>" where /proc does not tell our
+ * pid namespace. */
+static void follow_path(char *out, size_t size, pid_t pid)
+{
+	struct stat ns;
+	size_t at = 0;
+	put_text(out, size, &at, CP_FOLLOW_DIR "/");
+	if (stat("/proc/self/ns/pid", &ns) == 0) {
+		put_decimal(out, size, &at, (unsigned long long)ns.st_ino);
+		put_text(out, size, &at, ".");
+	}
+	put_decimal(out, size, &at, (unsigned long long)pid);
+}
+
+/* 1 while the recorder of that pid runs (its lock is held), 0 when it is gone. */
+static int recorder_running(long recorder)
+{
+	char path[64];
+	size_t at = 0;
+	put_text(path, sizeof(path), &at, CP_FOLLOW_DIR "/recorder.");
+	put_decimal(path, sizeof(path), &at, (unsigned long long)recorder);
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return kill((pid_t)recorder, 0) == 0 || errno != ESRCH;
+	struct flock lk = {.l_type = F_RDLCK, .l_whence = SEEK_SET};
+	int held = fcntl(fd, F_OFD_GETLK, &lk) == 0 && lk.l_type != F_UNLCK;
+	close(fd);
+	return held;
+}
+
+/* 1 if a live recorder follows `pid` (a pid of our own namespace). */
 static int followed(pid_t pid)
 {
-	char path[64], buf[16];
+	char path[96], buf[16];
+	if (pid <= 0)
+		return 0; /* getppid(): a parent outside our pid namespace */
 	follow_path(path, sizeof(path), pid);
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
@@ -60,7 +103,7 @@ static int followed(pid_t pid)
 		recorder = recorder * 10 + (buf[i] - '0');
 	if (recorder <= 0)
 		return 0;
-	return kill((pid_t)recorder, 0) == 0 || errno != ESRCH;
+	return recorder_running(recorder);
 }
 
 CP_HIDDEN int cp_follow_expected(void)

@@ -5,6 +5,7 @@
 // keeps a process waiting for good.
 #include <gtest/gtest.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -40,6 +41,11 @@ std::map<std::pair<std::string, uint32_t>, uint64_t> per_process(const std::stri
 }
 
 nlohmann::json meta(const std::string& dir) { return nlohmann::json::parse(read_file(fs::path(dir) / "meta.json")); }
+
+uint64_t pid_namespace_inode() {
+  struct stat st {};
+  return stat("/proc/self/ns/pid", &st) == 0 ? st.st_ino : 0;
+}
 
 pid_t dead_pid() {
   pid_t p = fork();
@@ -124,7 +130,8 @@ TEST(Follow, MarkWithoutAttachingRecorderOnlyDelays) {
   Proc w(prefork() + " --wait-signal --rounds 1 --workers 2 --events 10", tmp / "w.out", tmp / "w.err");
   ASSERT_TRUE(w.wait_for("READY", 20)) << read_file(tmp / "w.err");
   fs::create_directories(kFollowDir);
-  fs::path mark = fs::path(kFollowDir) / std::to_string(w.pid);
+  // Under the name the library looks for: "<pid namespace inode>.<pid>".
+  fs::path mark = fs::path(kFollowDir) / (std::to_string(pid_namespace_inode()) + "." + std::to_string(w.pid));
   std::ofstream(mark) << getpid();
   kill(w.pid, SIGUSR1);
   int status = w.wait(60);

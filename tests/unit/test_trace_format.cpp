@@ -558,3 +558,39 @@ TEST(FuzzSeeds, DISABLED_Write) {
 
 }  // namespace
 }  // namespace cptrace
+
+namespace {
+
+std::string frame_image(const cptrace::EncodedFrame& f) {
+  std::string s(reinterpret_cast<const char*>(&f.hdr), sizeof f.hdr);
+  s.append(reinterpret_cast<const char*>(f.payload.data()), f.payload.size());
+  return s;
+}
+
+}  // namespace
+
+// Processes frames (trace/pid_table.h): host pid -> pid in its own namespace; a
+// later entry of a pid wins, a host process has no container pid, and a frame
+// with one malformed entry adds nothing (it is the first bad frame).
+TEST(TraceReader, ProcessesFramesGiveContainerPids) {
+  using namespace cptrace;
+  std::string img = file_header_bytes();
+  img += frame_image(encode_json(FrameType::Processes,
+                                 pid_frame_json(100, {{4242, 7, 200}, {4300, 4300, 100}}).dump(), 2));
+  img += frame_image(encode_json(FrameType::Processes, pid_frame_json(100, {{4242, 8, 200}}).dump(), 1));
+  TraceReader r = TraceReader::from_bytes(img);
+  ASSERT_FALSE(r.error()) << r.error()->what();
+  EXPECT_EQ(r.pids().container_pid(4242), std::optional<uint32_t>(8));
+  EXPECT_EQ(r.pids().container_pid(4300), std::nullopt) << "a host process";
+  EXPECT_EQ(r.pids().container_pid(1), std::nullopt) << "an unknown pid";
+  EXPECT_EQ(r.pids().text_suffix(4242), " nspid=8");
+  EXPECT_EQ(r.pids().csv_field(4300), "");
+  EXPECT_TRUE(r.pids().any_container());
+
+  nlohmann::json bad = pid_frame_json(100, {{5000, 1, 300}});
+  bad["processes"].push_back({{"pid", 5001}});  // no nspid
+  TraceReader b = TraceReader::from_bytes(img + frame_image(encode_json(FrameType::Processes, bad.dump(), 2)));
+  ASSERT_TRUE(b.error());
+  EXPECT_EQ(b.pids().container_pid(5000), std::nullopt) << "part of a malformed frame was applied";
+  EXPECT_EQ(b.pids().container_pid(4242), std::optional<uint32_t>(8)) << "frames before it are kept";
+}

@@ -59,6 +59,15 @@ uint64_t export_json(const TraceReader& r, const Timeline& tl, const std::string
     }
     f.write(buf);
   });
+  // A process that ran in a container: its pid there as the process's label,
+  // which trace viewers show beside the (host) pid.
+  std::string labels;
+  for (const auto& [pid, e] : r.pids().by_pid)
+    if (auto ns = r.pids().container_pid(pid))
+      fmt::format_to(std::back_inserter(labels),
+                     "{}{{\"name\":\"process_labels\",\"ph\":\"M\",\"pid\":{},\"args\":{{\"labels\":\"nspid {}\"}}}}",
+                     n || !labels.empty() ? ",\n" : "", pid, *ns);
+  f.write(labels);
   f.write("\n]}\n");
   f.close();
   return n;

@@ -54,19 +54,27 @@ void dump_translated(const TraceReader& r, const DumpArgs& a) {
 void dump_recorded(const TraceReader& r, const DumpArgs& a) {
   std::string node = r.meta().value("node", "");
   bool net = r.net_event_count() > 0;  // without net events the CSV stays as it was
+  // Likewise the `nspid` column: only when a process ran in a container.
+  const PidTable& pids = r.pids();
+  bool nspid = pids.any_container();
+  auto nspid_tail = [&](uint32_t pid) { return nspid ? "," + pids.csv_field(pid) : std::string(); };
   const char* tail = net ? kNetCsvEmpty : "";
-  if (a.csv) printf("node,kind,ts,channel,tuple,pid,tid,cpu%s\n", net ? kNetCsvColumns : "");
+  if (a.csv) printf("node,kind,ts,channel,tuple,pid,tid,cpu%s%s\n", net ? kNetCsvColumns : "", nspid ? ",nspid" : "");
   if (!a.csv) print_handler_history(r, stdout, "# ");
   r.for_each_event([&](const TraceEvent& e) {
     const std::string ch = r.channel_name(e.channel);
     if (a.csv)
-      printf("%s,%s,%llu,%s,%llu,%u,%u,%u%s\n", csv_field(node).c_str(), event_kind_name(e.kind),
-             (unsigned long long)e.ts, csv_field(ch).c_str(), (unsigned long long)e.tuple, e.pid, e.tid, e.cpu, tail);
+      printf("%s,%s,%llu,%s,%llu,%u,%u,%u%s%s\n", csv_field(node).c_str(), event_kind_name(e.kind),
+             (unsigned long long)e.ts, csv_field(ch).c_str(), (unsigned long long)e.tuple, e.pid, e.tid, e.cpu, tail,
+             nspid_tail(e.pid).c_str());
     else
-      printf("%20llu %-6s %-24s tuple=%-20llu pid=%-7u tid=%-7u cpu=%u\n", (unsigned long long)e.ts,
-             event_kind_name(e.kind), ch.c_str(), (unsigned long long)e.tuple, e.pid, e.tid, e.cpu);
+      printf("%20llu %-6s %-24s tuple=%-20llu pid=%-7s tid=%-7u cpu=%u\n", (unsigned long long)e.ts,
+             event_kind_name(e.kind), ch.c_str(), (unsigned long long)e.tuple,
+             (std::to_string(e.pid) + pids.text_suffix(e.pid)).c_str(), e.tid, e.cpu);
   });
-  r.for_each_net_event([&](const NetEvent& e) { a.csv ? print_net_csv(stdout, csv_field(node), e) : print_net_text(stdout, e); });
+  r.for_each_net_event([&](const NetEvent& e) {
+    a.csv ? print_net_csv(stdout, csv_field(node), e, nspid_tail(e.r.pid)) : print_net_text(stdout, e, &pids);
+  });
 }
 
 int run_dump(const DumpArgs& a) {

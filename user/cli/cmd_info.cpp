@@ -80,6 +80,9 @@ nlohmann::json summary_json(const std::string& dir, const TraceReader& r, const 
   for (auto& [id, c] : t.per)
     j["channels"].push_back({{"id", id}, {"name", r.channel_name(id)}, {"events", c.events},
                              {"counted", c.counted}, {"first_ts", c.first}, {"last_ts", c.last}});
+  for (const auto& [pid, e] : r.pids().by_pid)
+    j["processes"].push_back({{"pid", pid}, {"nspid", e.nspid}, {"pidns", e.pidns},
+                              {"container", e.pidns != r.pids().recorder_pidns}});
   if (!r.sync_rounds().empty()) j["sync"] = summarize_rounds(r.sync_rounds(), hz);
   if (r.net_event_count() || !r.net_counters().seen.empty()) {
     const Counters& nk = r.net_counters();
@@ -114,6 +117,10 @@ void print_summary(const std::string& dir, const TraceReader& r, const EventTota
   for (auto& [id, c] : t.per)
     printf("%016llx   %-28s %12llu %12llu\n", (unsigned long long)id, r.channel_name(id).c_str(),
            (unsigned long long)c.events, (unsigned long long)c.counted);
+  // Host processes are known by their one pid; a container's by two.
+  for (const auto& [pid, e] : r.pids().by_pid)
+    if (e.pidns != r.pids().recorder_pidns)
+      printf("process    pid=%u nspid=%u (pid namespace %llu)\n", pid, e.nspid, (unsigned long long)e.pidns);
   print_handler_history(r, stdout, "handler    ");
   if (j.contains("sync")) print_sync_summary(j["sync"]);
   if (j.contains("write_error"))  // record stopped early: the disk filled up (or another write error)

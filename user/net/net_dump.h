@@ -6,6 +6,7 @@
 #include <string>
 
 #include "trace/net_codec.h"
+#include "trace/pid_table.h"
 
 namespace cptrace {
 
@@ -13,7 +14,9 @@ namespace cptrace {
 extern const char kNetCsvColumns[];
 // As many empty fields as kNetCsvColumns has columns (for user rows).
 extern const char kNetCsvEmpty[];
-void print_net_csv(FILE* out, const std::string& node, const NetEvent& e);
-void print_net_text(FILE* out, const NetEvent& e);
+// `tail`: further CSV fields, each with its leading comma (dump's `nspid`).
+void print_net_csv(FILE* out, const std::string& node, const NetEvent& e, const std::string& tail = "");
+// `pids`: the trace's namespace pids, shown after the host pid (nullptr: none).
+void print_net_text(FILE* out, const NetEvent& e, const PidTable* pids = nullptr);
 
 }  // namespace cptrace

@@ -1,5 +1,6 @@
 #include "probe/attach_targets.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -23,6 +24,34 @@ bool elf_has_probe_site(const std::string& path) {
   }
 }
 
+bool same_file(const std::string& a, const std::string& b) {
+  struct stat sa {}, sb {};
+  return stat(a.c_str(), &sa) == 0 && stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+bool is_through_proc(const std::string& path) { return path.starts_with("/proc/"); }
+
+std::string shown_path(const std::string& path) {
+  if (is_through_proc(path)) return path;
+  std::error_code ec;
+  fs::path p = fs::weakly_canonical(path, ec);
+  return ec ? path : p.string();
+}
+
+// The path to give the kernel for a file mapped by `pid`: the path in the
+// process's maps is its own. In a container (another mount namespace) it names a
+// file only there, or another file of ours, or (a chroot) a path of a mount we
+// cannot reach. /proc/PID/map_files/RANGE always opens the mapped file itself;
+// the host's path, else the one through /proc/PID/root, is preferred when it
+// opens the same file (nicer to read in meta.json, and stable after an unmap).
+std::string path_to_mapped_file(pid_t pid, const std::string& range, const std::string& path) {
+  std::string proc = "/proc/" + std::to_string(pid);
+  std::string mapped = proc + "/map_files/" + range;
+  for (const std::string& p : {path, proc + "/root" + path})
+    if (same_file(p, mapped)) return p;
+  return mapped;
+}
+
 std::vector<std::string> targets_of_process(pid_t pid) {
   std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
   std::set<std::string> seen;
@@ -33,9 +62,8 @@ std::vector<std::string> targets_of_process(pid_t pid) {
     std::string path = line.substr(slash);
     if (path.size() > 10 && path.ends_with(" (deleted)")) continue;
     if (!seen.insert(path).second) continue;
-    // Through /proc/PID/root so a process in another mount namespace works too.
-    std::string via_root = "/proc/" + std::to_string(pid) + "/root" + path;
-    if (elf_has_probe_site(via_root)) out.push_back(fs::exists(path) ? path : via_root);
+    std::string target = path_to_mapped_file(pid, line.substr(0, line.find(' ')), path);
+    if (elf_has_probe_site(target)) out.push_back(target);
   }
   return out;
 }
@@ -57,7 +85,7 @@ std::string bundled_library() {
   if (ec) return "";
   // build/: beside the binary; `make install`: PREFIX/bin/cptrace, PREFIX/lib/libcptrace.so.
   for (const fs::path& p : {bin / "libcptrace.so", bin.parent_path() / "lib" / "libcptrace.so"})
-    if (elf_has_probe_site(p.string())) return fs::canonical(p, ec).string();
+    if (elf_has_probe_site(p.string())) return shown_path(p.string());
   return "";
 }
 
@@ -67,7 +95,7 @@ std::vector<std::string> targets_of_command(const std::string& cmd) {
   if (exe.empty()) return out;
   if (elf_has_probe_site(exe)) out.push_back(exe);
   for (const auto& lib : shared_library_deps(exe))
-    if (elf_has_probe_site(lib)) out.push_back(fs::canonical(lib).string());
+    if (elf_has_probe_site(lib)) out.push_back(shown_path(lib));
   // The command may dlopen it, or start children that load it.
   std::string own = bundled_library();
   if (!own.empty()) out.push_back(own);

@@ -18,6 +18,13 @@ std::vector<std::string> targets_of_command(const std::string& cmd);
 // The libcptrace.so that came with this cptrace binary: beside it (build/), else
 // in ../lib (`make install`'s PREFIX/lib); "" if neither holds the probe site.
 std::string bundled_library();
+// True when both paths open the same file (device and inode).
+bool same_file(const std::string& a, const std::string& b);
+// A target's path as written into the trace: symlinks resolved, except below
+// /proc, kept as given: a /proc/PID/root/... path resolves in that process's
+// mount namespace only as it is (resolving the magic link yields a path of
+// ours, which names another file or none).
+std::string shown_path(const std::string& path);
 // The command name resolved through PATH ("" if not found).
 std::string resolve_in_path(const std::string& cmd);
 

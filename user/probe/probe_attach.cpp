@@ -50,15 +50,30 @@ Probes::Probes(const ProbeOptions& opt) {
 
 // Only the programs this kernel can run are loaded (kernel_features.h); the
 // constants tell the others which path to take.
+StagePrograms stage_programs(cptrace_bpf* skel, bool staged) {
+  auto& p = skel->progs;
+  if (staged)
+    return {p.cp_logTS,         p.cp_jni_logTS,     p.cp_batch_submit,    p.cp_channel_announce, p.cp_channel_closed,
+            p.cp_tbuf_exit,     p.cp_tbuf_exit_sys, p.cp_tbuf_exit_group, p.cp_tbuf_exit_sig};
+  return {p.cp_logTS_u,     p.cp_jni_logTS_u,     p.cp_batch_submit_u,    p.cp_channel_announce_u, p.cp_channel_closed_u,
+          p.cp_tbuf_exit_u, p.cp_tbuf_exit_sys_u, p.cp_tbuf_exit_group_u, p.cp_tbuf_exit_sig_u};
+}
+
 void configure_for_kernel(cptrace_bpf* skel, bool thread_buffers, bool follow) {
   const KernelFeatures& k = kernel_features();
   skel->rodata->stage_singles = k.preempt_kfunc;
   skel->rodata->have_bpf_loop = k.bpf_loop;
+  for (bool staged : {false, true}) {
+    StagePrograms sp = stage_programs(skel, staged);
+    bool on = staged == k.preempt_kfunc;
+    for (bpf_program* p : {sp.logTS, sp.jni_logTS, sp.batch_submit, sp.channel_announce, sp.channel_closed})
+      bpf_program__set_autoload(p, on);
+    bpf_program__set_autoload(sp.tbuf_exit, on && thread_buffers && k.exit_before_mm);
+    bpf_program__set_autoload(sp.tbuf_exit_sys, on && thread_buffers && k.syscall_tracepoints);
+    bpf_program__set_autoload(sp.tbuf_exit_group, on && thread_buffers && k.syscall_tracepoints);
+    bpf_program__set_autoload(sp.tbuf_exit_sig, on && thread_buffers);
+  }
   bpf_program__set_autoload(skel->progs.cp_stage_flush, k.preempt_kfunc);
-  bpf_program__set_autoload(skel->progs.cp_tbuf_exit, thread_buffers && k.exit_before_mm);
-  bpf_program__set_autoload(skel->progs.cp_tbuf_exit_sys, thread_buffers && k.syscall_tracepoints);
-  bpf_program__set_autoload(skel->progs.cp_tbuf_exit_group, thread_buffers && k.syscall_tracepoints);
-  bpf_program__set_autoload(skel->progs.cp_tbuf_exit_sig, thread_buffers);
   bpf_program__set_autoload(skel->progs.cp_follow_fork, follow);
   bpf_program__set_autoload(skel->progs.cp_follow_exit, follow);
 }
@@ -66,8 +81,8 @@ void configure_for_kernel(cptrace_bpf* skel, bool thread_buffers, bool follow) {
 // Thread buffers left behind when a thread ends (bpf/cptrace.bpf.c): every
 // hook this kernel has, the first to see a buffer hands it over.
 void Probes::attach_exit_handover() {
-  for (bpf_program* p : {skel_->progs.cp_tbuf_exit_sys, skel_->progs.cp_tbuf_exit_group,
-                         skel_->progs.cp_tbuf_exit_sig, skel_->progs.cp_tbuf_exit}) {
+  StagePrograms sp = stage_programs(skel_, kernel_features().preempt_kfunc);
+  for (bpf_program* p : {sp.tbuf_exit_sys, sp.tbuf_exit_group, sp.tbuf_exit_sig, sp.tbuf_exit}) {
     if (!bpf_program__autoload(p)) continue;
     bpf_link* l = bpf_program__attach(p);
     if (!l)
@@ -124,14 +139,15 @@ void Probes::attach_target(const std::string& path, uint32_t tgid) {
     bool required;
     uint64_t cookie = 0;
   };
+  StagePrograms sp = stage_programs(skel_, kernel_features().preempt_kfunc);
   const Site sites[] = {
-      {skel_->progs.cp_batch_submit, "cp_batch_submit", true, CP_COOKIE_BATCH_TSC},
-      {skel_->progs.cp_channel_announce, "cp_channel_announce", true},
-      {skel_->progs.cp_channel_closed, "cp_channel_closed", true},
+      {sp.batch_submit, "cp_batch_submit", true, CP_COOKIE_BATCH_TSC},
+      {sp.channel_announce, "cp_channel_announce", true},
+      {sp.channel_closed, "cp_channel_closed", true},
       // libcptrace_jni.so (jni/) only: attached where the file defines them.
-      {skel_->progs.cp_jni_logTS, "Java_cp_Cloudprofiler_logTS", false},
-      {skel_->progs.cp_batch_submit, "cp_batch_submit_mono", false, CP_COOKIE_BATCH_MONO},
-      {skel_->progs.cp_logTS, "cp_logTS", true},
+      {sp.jni_logTS, "Java_cp_Cloudprofiler_logTS", false},
+      {sp.batch_submit, "cp_batch_submit_mono", false, CP_COOKIE_BATCH_MONO},
+      {sp.logTS, "cp_logTS", true},
   };
   if (access(path.c_str(), R_OK) != 0)
     throw std::runtime_error("--lib " + path + ": " + strerror(errno));

@@ -91,6 +91,14 @@ class Probes {
   std::vector<std::string> attached_;
 };
 
+// The variant of each program that touches the per-CPU stage: staged (needs
+// the bpf_preempt_disable kfunc, 6.10+) or not (bpf/cptrace.bpf.c, CP_STAGE_VARIANT).
+struct StagePrograms {
+  bpf_program *logTS, *jni_logTS, *batch_submit, *channel_announce, *channel_closed;
+  bpf_program *tbuf_exit, *tbuf_exit_sys, *tbuf_exit_group, *tbuf_exit_sig;
+};
+StagePrograms stage_programs(cptrace_bpf* skel, bool staged);
+
 // Sets the object's constants and autoload flags for the running kernel
 // (kernel_features.h): the thread-exit hand-over only with thread buffers to
 // hand over, the fork/exit tracepoints only when following a tree.

@@ -52,6 +52,9 @@ double time_calls(Fn fn, int calls) {
   return std::chrono::duration<double, std::nano>(t1 - t0).count() / calls;
 }
 
+// cp_logTS's program in the variant this kernel loads.
+bpf_program* logts_program(cptrace_bpf* s) { return stage_programs(s, kernel_features().preempt_kfunc).logTS; }
+
 double with_probe(bpf_program* prog, const char* sym, Fn fn, int calls, std::string& err) {
   LIBBPF_OPTS(bpf_uprobe_opts, uo, .func_name = sym);
   bpf_link* l = bpf_program__attach_uprobe_opts(prog, getpid(), "/proc/self/exe", 0, &uo);
@@ -70,7 +73,7 @@ double with_probe(bpf_program* prog, const char* sym, Fn fn, int calls, std::str
 double interleaved_ratio(cptrace_bpf* s, int calls, std::string& err) {
   LIBBPF_OPTS(bpf_uprobe_opts, ua, .func_name = "cp_selftest_nop5");
   LIBBPF_OPTS(bpf_uprobe_opts, ub, .func_name = "cp_selftest_nop5b");
-  bpf_link* rec = bpf_program__attach_uprobe_opts(s->progs.cp_logTS, getpid(), "/proc/self/exe", 0, &ua);
+  bpf_link* rec = bpf_program__attach_uprobe_opts(logts_program(s), getpid(), "/proc/self/exe", 0, &ua);
   bpf_link* empty = rec ? bpf_program__attach_uprobe_opts(s->progs.cp_empty, getpid(), "/proc/self/exe", 0, &ub) : nullptr;
   double ratio = 0;
   if (!rec || !empty) {
@@ -167,11 +170,11 @@ UprobeCost measure_uprobe_cost(int calls) {
   }
   if (c.error.empty()) {
     c.nop5_empty_ns = with_probe(s->progs.cp_empty, "cp_selftest_nop5", cp_selftest_nop5, calls, c.error);
-    c.nop5_record_ns = with_probe(s->progs.cp_logTS, "cp_selftest_nop5", cp_selftest_nop5, calls, c.error);
+    c.nop5_record_ns = with_probe(logts_program(s), "cp_selftest_nop5", cp_selftest_nop5, calls, c.error);
     c.interleaved_ratio = interleaved_ratio(s, calls, c.error);
     c.int3_empty_ns = with_probe(s->progs.cp_empty, "cp_selftest_plain", cp_selftest_plain,
                                  std::max(calls / 10, 100), c.error);
-    c.int3_record_ns = with_probe(s->progs.cp_logTS, "cp_selftest_plain", cp_selftest_plain,
+    c.int3_record_ns = with_probe(logts_program(s), "cp_selftest_plain", cp_selftest_plain,
                                   std::max(calls / 10, 100), c.error);
   }
   for (int fd : fds) close(fd);

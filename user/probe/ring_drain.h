@@ -45,6 +45,10 @@ class RingDrain {
   // Where cp_logTS() events wait per CPU (probe/stage_flush.h); set before start().
   void set_stage(StageFlusher* s) { stage_ = s; }
 
+  // Called on the drain thread with each pid the first time its records are
+  // seen (the recorder reads its namespace pid then); set before start().
+  void set_on_new_pid(std::function<void(uint32_t)> fn) { on_new_pid_ = std::move(fn); }
+
   // Test-only simulated clock applied to TSC-timebase events (the batch path);
   // set before start().
   void set_tsc_transform(const ClockTransform* t) { tsc_transform_ = t; }
@@ -69,7 +73,8 @@ class RingDrain {
   void loop();
   void flush_block();
   void note_pid(uint32_t pid) {
-    if (pid != last_pid_) pids_.insert(last_pid_ = pid);
+    if (pid == last_pid_) return;
+    if (pids_.insert(last_pid_ = pid).second && on_new_pid_) on_new_pid_(pid);
   }
 
   BlockPipeline& pipeline_;
@@ -81,6 +86,7 @@ class RingDrain {
   Block* cur_ = nullptr;
   std::set<uint32_t> pids_;
   uint32_t last_pid_ = 0;
+  std::function<void(uint32_t)> on_new_pid_;
   const ClockTransform* tsc_transform_ = nullptr;
   std::atomic<bool> stop_{false};
   std::atomic<bool> flush_requested_{false};

@@ -17,6 +17,7 @@
 
 #include "cptrace_records.h"
 #include "probe/probe_attach.h"
+#include "record/namespace_pids.h"
 
 namespace cptrace {
 
@@ -94,9 +95,16 @@ void remove_stale_follow_files(int dir_fd) {
   closedir(d);
 }
 
-ProcessFollower::ProcessFollower(Probes& probes, pid_t root) : probes_(probes) {
+ProcessFollower::ProcessFollower(Probes& probes, pid_t root, AttachedFn on_attached)
+    : probes_(probes), on_attached_(std::move(on_attached)) {
   dir_fd_ = open_follow_dir();
   remove_stale_follow_files(dir_fd_);
+  try {
+    lock_running();
+  } catch (...) {
+    release();
+    throw;
+  }
   int fd = probes.proc_events_fd();
   rb_ = fd >= 0 ? ring_buffer__new(fd, &ProcessFollower::on_record, this, nullptr) : nullptr;
   if (!rb_) {
@@ -110,7 +118,7 @@ ProcessFollower::ProcessFollower(Probes& probes, pid_t root) : probes_(probes) {
     release();
     throw;
   }
-  mark(root);
+  mark(root, read_namespace_pid(uint32_t(root)));
   thread_ = std::thread([this] { run(); });
 }
 
@@ -123,10 +131,34 @@ ProcessFollower::~ProcessFollower() {
   release();
 }
 
+// recorder.<our pid>, locked while we run: how a process in another pid
+// namespace, which cannot see our pid, tells that we still run (lib/follow_wait.c).
+// Its content is our pid too, so remove_stale_follow_files() treats it as a mark.
+void ProcessFollower::lock_running() {
+  lock_name_ = fmt::format("recorder.{}", getpid());
+  lock_fd_ = openat(dir_fd_, lock_name_.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (lock_fd_ < 0)
+    throw std::runtime_error(fmt::format("following child processes: creating {}/{}: {}", kFollowDir, lock_name_,
+                                         strerror(errno)));
+  std::string me = std::to_string(getpid());
+  struct flock lk {};
+  lk.l_type = F_WRLCK;
+  lk.l_whence = SEEK_SET;
+  if (write(lock_fd_, me.data(), me.size()) != ssize_t(me.size()) || fcntl(lock_fd_, F_OFD_SETLK, &lk) != 0)
+    throw std::runtime_error(fmt::format("following child processes: locking {}/{}: {}", kFollowDir, lock_name_,
+                                         strerror(errno)));
+}
+
 void ProcessFollower::release() {
   if (dir_fd_ >= 0)
-    for (pid_t p : marked_) unlinkat(dir_fd_, std::to_string(p).c_str(), 0);
+    for (const auto& [p, names] : marked_)
+      for (const std::string& n : names) unlinkat(dir_fd_, n.c_str(), 0);
   marked_.clear();
+  if (lock_fd_ >= 0) {
+    unlinkat(dir_fd_, lock_name_.c_str(), 0);
+    close(lock_fd_);
+    lock_fd_ = -1;
+  }
   waiter_.reset();
   if (rb_) ring_buffer__free(rb_);
   if (dir_fd_ >= 0) close(dir_fd_);
@@ -134,18 +166,29 @@ void ProcessFollower::release() {
   dir_fd_ = -1;
 }
 
-void ProcessFollower::mark(pid_t pid) {
-  std::string name = std::to_string(pid);
-  int fd = openat(dir_fd_, name.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
-  if (fd < 0) return;  // the child then does not wait: its first events may be missed
+// The mark under the names the process can compute itself: "<pid namespace
+// inode>.<its pid there>" (in a container it knows no other pid), and the plain
+// host pid, which libcptrace builds older than the namespace names look for.
+void ProcessFollower::mark(pid_t pid, const std::optional<PidEntry>& ns) {
+  std::vector<std::string> names = {std::to_string(pid)};
+  if (ns) names.push_back(fmt::format("{}.{}", ns->pidns, ns->nspid));
   std::string me = std::to_string(getpid());
-  (void)!write(fd, me.data(), me.size());
-  close(fd);
-  marked_.insert(pid);
+  std::vector<std::string> written;
+  for (const std::string& name : names) {
+    int fd = openat(dir_fd_, name.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0) continue;  // the child then does not wait: its first events may be missed
+    (void)!write(fd, me.data(), me.size());
+    close(fd);
+    written.push_back(name);
+  }
+  if (!written.empty()) marked_[pid] = std::move(written);
 }
 
 void ProcessFollower::unmark(pid_t pid) {
-  if (marked_.erase(pid)) unlinkat(dir_fd_, std::to_string(pid).c_str(), 0);
+  auto it = marked_.find(pid);
+  if (it == marked_.end()) return;
+  for (const std::string& n : it->second) unlinkat(dir_fd_, n.c_str(), 0);
+  marked_.erase(it);
 }
 
 // The child waits (lib/follow_wait.c) until its file says that it is
@@ -157,7 +200,9 @@ int ProcessFollower::on_record(void* self, void* data, size_t size) {
   if (r->kind == CP_PROC_FORK) {
     if (f->probes_.attach_process(r->tgid)) {
       f->forks_++;
-      f->mark(pid_t(r->tgid));
+      std::optional<PidEntry> ns = read_namespace_pid(r->tgid);  // the child waits: it is there to read
+      if (f->on_attached_) f->on_attached_(pid_t(r->tgid), ns);
+      f->mark(pid_t(r->tgid), ns);
     } else {
       f->missed_++;
     }

@@ -29,6 +29,7 @@
 #include "record/process_follower.h"
 #include "record/control_socket.h"
 #include "record/held_command.h"
+#include "record/namespace_pids.h"
 #include "sync/minrtt_record.h"
 #include "trace/clock_map.h"
 #include "trace/clock_now.h"
@@ -80,6 +81,16 @@ void check_lib(const std::string& path) {
         "with libcptrace.a)", path));
 }
 
+// One path per file: a library named twice (its host path and the same file
+// through /proc/PID/root) would get every probe twice, every event recorded twice.
+std::vector<std::string> unique_files(std::vector<std::string> paths) {
+  std::vector<std::string> out;
+  for (auto& p : paths)
+    if (std::none_of(out.begin(), out.end(), [&](const std::string& q) { return same_file(p, q); }))
+      out.push_back(std::move(p));
+  return out;
+}
+
 // The ELF files to attach to: --lib, else those of -p's process or of CMD.
 std::vector<std::string> resolve_targets(const RecordOptions& opt) {
   for (const std::string& lib : opt.libs) check_lib(lib);
@@ -99,10 +110,10 @@ std::vector<std::string> resolve_targets(const RecordOptions& opt) {
           opt.cmd[0]));
     throw std::runtime_error("nothing to attach to: give --lib PATH, -p PID or -- CMD");
   }
-  for (auto& p : t) p = fs::weakly_canonical(p).string();
+  for (auto& p : t) p = shown_path(p);
   std::sort(t.begin(), t.end());
   t.erase(std::unique(t.begin(), t.end()), t.end());
-  return t;
+  return unique_files(std::move(t));
 }
 
 // What to record, decided before anything is started: contradictory options,
@@ -161,6 +172,7 @@ class Recording {
   ClockTransform sim_;
   std::unique_ptr<HandlerTable> handlers_;
   std::unique_ptr<Probes> probes_;
+  NamespacePids ns_pids_;  // before follower_ and drain_, which feed it
   std::unique_ptr<ProcessFollower> follower_;  // goes before probes_
   std::unique_ptr<NetCapture> net_;
   std::unique_ptr<MinrttRecording> minrtt_;
@@ -215,7 +227,9 @@ void Recording::load_and_attach() {
     handlers_->set_rules(std::move(rules_));
   };
   probes_ = std::make_unique<Probes>(po);
-  if (po.follow) follower_ = std::make_unique<ProcessFollower>(*probes_, pid_t(filter_));
+  if (po.follow)
+    follower_ = std::make_unique<ProcessFollower>(
+        *probes_, pid_t(filter_), [this](pid_t p, const std::optional<PidEntry>& e) { ns_pids_.add(uint32_t(p), e); });
   if (opt_.net.enabled) {
     NetOptions no = opt_.net;
     no.pid = filter_;
@@ -265,6 +279,7 @@ void Recording::open_trace() {
     }
   };
   if (opt_.pid) channels_.add_registry(opt_.pid);
+  if (filter_) ns_pids_.add(filter_);
   control_ = std::make_unique<ControlSocket>(
       opt_.control_socket.empty() ? (fs::path(opt_.out_dir) / "control.sock").string() : opt_.control_socket,
       [this](const json& req) { return handle_control(*handlers_, req); });
@@ -275,6 +290,7 @@ void Recording::start_drains() {
   drain_ = std::make_unique<RingDrain>(probes_->ring_fds(), *pipe_,
                                        [this](const ChannelInfo& c) { channels_.add(c); });
   drain_->set_stage(probes_->stage());
+  drain_->set_on_new_pid([this](uint32_t pid) { ns_pids_.add(pid); });
   if (sim_.enabled) drain_->set_tsc_transform(&sim_);
   if (minrtt_) minrtt_->start();
   drain_->start();
@@ -308,6 +324,7 @@ void Recording::flush_side_frames(const Counters& counts) {
   EncodedFrame f;
   if (channels_.take_pending(f)) pipe_->submit_frame(std::move(f));
   if (handlers_->take_pending(f)) pipe_->submit_frame(std::move(f));
+  if (ns_pids_.take_pending(f)) pipe_->submit_frame(std::move(f));
   if (minrtt_) {
     auto rounds = minrtt_->take_rounds();
     if (!rounds.empty()) {
@@ -355,6 +372,9 @@ void Recording::write_last_frames() {
     writer_->write(encode_clock({clock_.back()}));
     json ch = channels_.all_json();
     if (!ch.empty()) writer_->write(encode_json(FrameType::Channels, ch.dump(), uint32_t(ch.size())));
+    json pids = ns_pids_.all_json();
+    if (!pids["processes"].empty())
+      writer_->write(encode_json(FrameType::Processes, pids.dump(), uint32_t(pids["processes"].size())));
   } catch (const std::exception& e) {
     fprintf(stderr, "cptrace record: %s; the trace's last counters are not final, so `info` may not balance\n",
             e.what());
@@ -504,6 +524,7 @@ void Recording::finish_meta(uint64_t held_series_points) {
                    {"reason", stop_reason()}};
   meta_["tsc_hz"] = cmap.tsc_hz();
   meta_["channels"] = channels_.all_json();
+  meta_["pid_namespaces"] = ns_pids_.all_json();
   meta_["counters"] = counters_json(final_counts_);
   meta_["handlers"] = handlers_->history();
   // Series points written: those the drain and the held maps produced, less any

@@ -427,7 +427,7 @@ EncodedFrame encode_clock(const std::vector<ClockPoint>& pts) {
 
 EncodedFrame encode_json(FrameType type, const std::string& json, uint32_t count) {
   if (type != FrameType::Channels && type != FrameType::Counters && type != FrameType::Sync &&
-      type != FrameType::Handlers)
+      type != FrameType::Handlers && type != FrameType::Processes)
     throw std::invalid_argument("encode_json: not a JSON frame type");
   EncodedFrame f;
   finish_frame(f, type, reinterpret_cast<const uint8_t*>(json.data()), json.size(), count, 1);
@@ -465,7 +465,7 @@ std::vector<ClockPoint> decode_clock(const FrameHeader& h, const uint8_t* payloa
 std::string decode_json(const FrameHeader& h, const uint8_t* payload, size_t len) {
   auto type = static_cast<FrameType>(h.type);
   bool is_json = type == FrameType::Channels || type == FrameType::Counters || type == FrameType::Sync ||
-                 type == FrameType::Handlers;
+                 type == FrameType::Handlers || type == FrameType::Processes;
   auto [raw, raw_len] = frame_bytes(h, is_json ? type : FrameType::Channels, payload, len);
   return std::string(reinterpret_cast<const char*>(raw), raw_len);
 }

@@ -34,6 +34,7 @@ enum class FrameType : uint16_t {
   Sync = 6,      // JSON: MinRTT probe rounds with a peer, see sync_round.h
   Handlers = 7,  // JSON: channel handler changes, each with the instant it took effect
   Translated = 8,  // events of a merged trace on the reference TSC, see translated_frame.h
+  Processes = 9,   // JSON: host pid -> pid in its own pid namespace, see pid_table.h
 };
 
 // Fixed 24-byte frame header, little-endian, followed by payload_len bytes.

@@ -87,6 +87,7 @@ std::string type_name(uint16_t type) {
     case FrameType::Sync: return "sync";
     case FrameType::Handlers: return "handlers";
     case FrameType::Translated: return "translated";
+    case FrameType::Processes: return "processes";
   }
   return "type-" + std::to_string(type);
 }
@@ -247,6 +248,8 @@ void TraceReader::take_frame(uint64_t off, const FrameHeader& h, const std::vect
       sync_.insert(sync_.end(), rounds.begin(), rounds.end());
       return;
     }
+    case FrameType::Processes:
+      return pids_.merge(json::parse(decode_json(h, payload.data(), payload.size())));
     case FrameType::Handlers: {
       json changes = json::parse(decode_json(h, payload.data(), payload.size()));
       if (!changes.is_array()) throw std::runtime_error("handlers frame is not a JSON array");

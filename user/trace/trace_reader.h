@@ -27,6 +27,7 @@
 
 #include "trace/clock_map.h"
 #include "trace/net_codec.h"
+#include "trace/pid_table.h"
 #include "trace/sync_round.h"
 #include "trace/trace_format.h"
 
@@ -63,6 +64,9 @@ class TraceReader {
   // name cut to CP_CHANNEL_NAME_MAX-1 bytes by the recorder gets "...[0x%016x]" of
   // its id appended, so names that differ only after the cut stay distinct.
   std::string channel_name(uint64_t id) const;
+  // Host pid -> pid in its own pid namespace, from the Processes frames (empty
+  // for a trace recorded before they existed).
+  const PidTable& pids() const { return pids_; }
   // The last Counters frame (empty when there was none), parsed and as JSON.
   const Counters& counters() const { return counters_; }
   const nlohmann::json& counters_json() const { return counters_json_; }
@@ -138,6 +142,7 @@ class TraceReader {
   std::vector<ClockPoint> clock_;
   ClockMap clock_map_;
   std::map<uint64_t, ChannelInfo> channels_;
+  PidTable pids_;
   std::vector<SyncRound> sync_;
   nlohmann::json handler_changes_ = nlohmann::json::array();
   Counters counters_;

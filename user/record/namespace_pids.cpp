@@ -1,0 +1,74 @@
+#include "record/namespace_pids.h"
+
+#include <sys/stat.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace cptrace {
+
+namespace {
+
+// The last pid of an "NStgid:" line: the innermost namespace's.
+std::optional<uint32_t> innermost_tgid(uint32_t pid) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(status, line);) {
+    if (!line.starts_with("NStgid:")) continue;
+    std::istringstream in(line.substr(7));
+    std::optional<uint32_t> last;
+    for (uint32_t v; in >> v;) last = v;
+    return last;
+  }
+  return std::nullopt;
+}
+
+uint64_t pid_namespace_of(const std::string& proc_dir) {
+  struct stat st {};
+  return stat((proc_dir + "/ns/pid").c_str(), &st) == 0 ? uint64_t(st.st_ino) : 0;
+}
+
+}  // namespace
+
+std::optional<PidEntry> read_namespace_pid(uint32_t pid) {
+  std::string dir = "/proc/" + std::to_string(pid);
+  uint64_t ns = pid_namespace_of(dir);
+  std::optional<uint32_t> nspid = innermost_tgid(pid);
+  if (!ns || !nspid) return std::nullopt;
+  return PidEntry{pid, *nspid, ns};
+}
+
+uint64_t own_pid_namespace() { return pid_namespace_of("/proc/self"); }
+
+NamespacePids::NamespacePids() { all_.recorder_pidns = own_pid_namespace(); }
+
+void NamespacePids::add(uint32_t pid) {
+  {
+    std::lock_guard lk(mu_);
+    if (!pid || met_.count(pid)) return;
+  }
+  add(pid, read_namespace_pid(pid));  // outside the lock: /proc reads
+}
+
+void NamespacePids::add(uint32_t pid, const std::optional<PidEntry>& e) {
+  std::lock_guard lk(mu_);
+  if (!pid || !met_.insert(pid).second || !e) return;
+  all_.by_pid[pid] = *e;
+  pending_.push_back(*e);
+}
+
+bool NamespacePids::take_pending(EncodedFrame& f) {
+  std::lock_guard lk(mu_);
+  if (pending_.empty()) return false;
+  f = encode_json(FrameType::Processes, pid_frame_json(all_.recorder_pidns, pending_).dump(),
+                  uint32_t(pending_.size()));
+  pending_.clear();
+  return true;
+}
+
+nlohmann::json NamespacePids::all_json() {
+  std::lock_guard lk(mu_);
+  return all_.to_json();
+}
+
+}  // namespace cptrace
