@@ -60,9 +60,10 @@ extract_modules() {
 
 # Downloads and unpacks package NAME (its candidate version) into DIR/SERIES.
 fetch() {
-  local series=$1 name=$2 target="$dir/$1" work version
+  local series=$1 name=$2 target="$dir/$1" version
+  # Global, not local: the EXIT trap runs after this function has returned.
   work=$(mktemp -d "$dir/.fetch-$series.XXXXXX")
-  trap 'rm -rf "$work"' EXIT  # a failed fetch leaves nothing half-unpacked
+  trap 'rm -rf "${work:-}"' EXIT  # a failed fetch leaves nothing half-unpacked
   echo "guest-kernels: $series: downloading $name"
   # Sandbox user root: the build tree may not be writable by apt's own user.
   (cd "$work" && apt-get download -qq -o APT::Sandbox::User=root "$name")

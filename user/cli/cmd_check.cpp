@@ -92,7 +92,8 @@ void report_kernel_features(Checker& c) {
     if (!kernel_has_tracepoint(tp)) absent.push_back(tp);
   c.line(absent.empty(), false, "network capture (--net)",
          absent.empty() ? "every tracepoint present"
-                        : fmt::format("without {}: record --net says what is not captured", fmt::join(absent, ", ")));
+                        : fmt::format("without {}: record --net says what is not captured (docs/kernels.md)",
+                                     fmt::join(absent, ", ")));
   if (!k.forced_off.empty())
     c.line(false, false, "features turned off", "CPTRACE_DISABLE_FEATURES: " + fmt::format("{}", fmt::join(k.forced_off, ",")));
 }

@@ -120,8 +120,16 @@ bool ForkSafety::mitigation_holds() const {
 ForkSafety measure_fork_safety() {
   ForkSafety f;
   cptrace_bpf* s = cptrace_bpf::open();
-  if (!s || cptrace_bpf::load(s)) {
-    f.error = std::string("loading BPF programs: ") + strerror(errno);
+  if (!s) {
+    f.error = std::string("opening the BPF object: ") + strerror(errno);
+    return f;
+  }
+  // The empty program alone: it runs on every kernel, whatever else the object needs.
+  bpf_program* p;
+  bpf_object__for_each_program(p, s->obj) bpf_program__set_autoload(p, p == s->progs.cp_empty);
+  BpfLoadLog log;
+  if (int err = cptrace_bpf::load(s)) {
+    f.error = explain_load_failure(err, log.text(), "loading the BPF programs");
     cptrace_bpf::destroy(s);
     return f;
   }
