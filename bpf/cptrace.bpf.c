@@ -22,8 +22,8 @@ const volatile __u64 wakeup_bytes = 1 << 20;
 
 /* What this kernel offers, set by the loader (user/probe/kernel_features.h)
  * before load. The verifier knows these constants and never walks the branches
- * they rule out, so a helper or kfunc in a dead branch is not held against the
- * program on a kernel without it. */
+ * they rule out, so a helper in a dead branch is not held against the program
+ * on a kernel without it (kfuncs are another matter: CP_STAGE_VARIANT). */
 /* 1 when the staged variants of the programs are loaded (bpf_preempt_disable,
  * 6.10+); else the unstaged ones run, each single event is its own ring record,
  * and counters are updated atomically (before 6.10 a uprobe program can be
