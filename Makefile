@@ -76,6 +76,10 @@ $(BUILD)/bpf/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) $(BUILD)/vmlinux.h $(wildc
 	@mkdir -p $(@D)
 	$(CLANG) -g -O2 -target bpf $(ARCH_DEF) -I$(BUILD) -Iinclude -c $< -o $@
 
+# Kept: as an intermediate make would delete it and regenerate every skeleton
+# (and recompile their includers) on each run.
+.SECONDARY: $(patsubst bpf/%.bpf.c,$(BUILD)/bpf/%.bpf.o,$(BPF_SRCS))
+
 $(BUILD)/%.skel.h: $(BUILD)/bpf/%.bpf.o
 	$(BPFTOOL) gen skeleton $< > $@.tmp && mv $@.tmp $@
 
