@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "test_util.h"
+#include "probe/probe_site.h"
 #include "probe/proc_registry.h"
 #include "trace/clock_transform.h"
 #include "trace/trace_reader.h"
@@ -176,10 +177,11 @@ TEST(Record, LateAttachToRunningProcessResolvesNames) {
 
 // More channels than the registry's inline array (CP_REGISTRY_CAPACITY) holds: a
 // late-attaching recorder reads the overflow chunks too and learns every name.
-// First byte of `symbol` of the ELF file `elf` as process `pid` runs it
-// (0x0f: the nop5, 0xcc: a uprobe's int3), or -1 when it is not mapped there.
+// First byte of the nop of the probe site `symbol` of the ELF file `elf` (where
+// the uprobe goes) as process `pid` runs it (0x0f: the nop5, 0xcc: a uprobe's
+// int3), or -1 when it is not mapped there.
 int mapped_site_byte(pid_t pid, const std::string& elf, const char* symbol) {
-  auto off = elf_symbol_file_offset(elf, symbol);
+  auto off = probe_site_file_offset(elf, symbol);
   std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
   std::string line;
   while (off && std::getline(maps, line)) {
