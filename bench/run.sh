@@ -12,7 +12,7 @@ echo "== 1. uprobe floor: empty nop5 uprobe vs cp_logTS recording program (same 
 $B/bench/bench_uprobe 50000
 
 echo
-echo "== 2. nothing attached (no-call baseline, local nop5, cp_logTS, batch)"
+echo "== 2. nothing attached (no-call baseline, bare nop5 vs stamped site, cp_logTS, batch)"
 $B/bench/bench_logts --n 50000000
 
 echo
