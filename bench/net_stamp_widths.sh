@@ -7,6 +7,11 @@
 # clock, and `latency --csv A.out -> B.in` gives each tuple's bound. A is the
 # reference, so a bound's width is that of B's clock at the tuple's arrival.
 # Prints, per input, the median / p90 / max width and how receives were stamped.
+# With two or more binaries, the last one's run also carries a shadow `record --net`
+# of the first on each node, so that both stamp the very same packets: then the
+# minimum one-way time of the TCP data segments per direction (rx - tx on the shared
+# CLOCK_MONOTONIC of the namespaces; their sum is about the narrowest traffic bound)
+# with each binary's stamps, and how much earlier the last one stamps each receive.
 #
 # Usage (root, from the repository): bench/net_stamp_widths.sh [CPTRACE ...]
 #   CPTRACE: binaries to compare in one run on the same testbed (default
@@ -32,6 +37,17 @@ trap cleanup EXIT
 # shellcheck disable=SC2086
 "$REPO/tools/testbed.sh" up 2 --prefix $prefix ${NET_WIDTH_TESTBED:-} >/dev/null
 
+# shadow BIN DIR: a --net only recorder of BIN in each node (DIR/shA, DIR/shB).
+shadow() {
+  local bin=$1 d=$2 k n
+  for k in 1 2; do
+    n=$([[ $k == 1 ]] && echo A || echo B)
+    ip netns exec ${prefix}$k "$bin" record --no-progress --net --netns self -o "$d/sh$n" 2>"$d/sh$n.err" &
+    echo $! >>"$d/shadow.pids"
+    for _ in $(seq 400); do grep -q attached "$d/sh$n.err" && break; sleep 0.05; done
+  done
+}
+
 # record BIN DIR: one recording of both nodes into DIR/A and DIR/B.
 record() {
   local bin=$1 d=$2
@@ -53,7 +69,11 @@ for bin in "${bins[@]}"; do
   d=$tmp/run$i
   mkdir -p "$d"
   echo "-- $bin: $tuples tuples at $rate/s, echo mode, 2 nodes${NET_WIDTH_TESTBED:+ ($NET_WIDTH_TESTBED)}"
+  [[ ${#bins[@]} -gt 1 && $i == "${#bins[@]}" ]] && shadow "${bins[0]}" "$d"
   record "$bin" "$d" || continue
+  if [[ -f $d/shadow.pids ]]; then
+    while read -r pid; do kill -INT "$pid"; wait "$pid" || true; done <"$d/shadow.pids"
+  fi
   for n in A B; do
     "$bin" info --json "$d/$n" >"$d/$n.info.json"
   done
@@ -84,3 +104,43 @@ for f, n in zip(sys.argv[1:], "AB"):
         ", ".join("%s %d" % (k, v) for k, v in st.items()) if st else "netif_receive_skb (no stamp_at field)"))
 PY
 done
+
+# The same packets stamped by both: the last binary's recording against its shadow.
+[[ ${#bins[@]} -gt 1 && -d $d/shA ]] || exit 0
+echo "-- the same packets, stamped by ${bins[0]} (shadow) and by $bin, in the last run"
+for n in A B; do
+  "$bin" dump --csv "$d/$n" >"$d/$n.csv"
+  "${bins[0]}" dump --csv "$d/sh$n" >"$d/sh$n.csv"
+done
+python3 - "$d" <<'PY'
+import csv, sys
+d = sys.argv[1]
+def segs(path):  # TCP data segments: (kind, flow, seq, len) -> first mono_ns
+    out = {}
+    for r in csv.DictReader(open(path)):
+        if r.get("proto") != "tcp" or r["kind"] not in ("tx", "rx") or not r["len"] or int(r["len"]) == 0:
+            continue
+        k = (r["kind"], r["saddr"], r["sport"], r["daddr"], r["dport"], r["seq"], r["len"])
+        t = int(r["mono_ns"])
+        out[k] = min(out.get(k, t), t)
+    return out
+def q(v, p): return v[min(len(v) - 1, int(p * len(v)))]
+main = {n: segs("%s/%s.csv" % (d, n)) for n in "AB"}
+shad = {n: segs("%s/sh%s.csv" % (d, n)) for n in "AB"}
+total = {"shadow": 0, "main": 0}
+for src, dst in (("A", "B"), ("B", "A")):
+    for name, tr in (("shadow", shad), ("main", main)):
+        owd = sorted(t - tr[src][("tx",) + k[1:]] for k, t in tr[dst].items()
+                     if k[0] == "rx" and ("tx",) + k[1:] in tr[src])
+        if not owd:
+            print("  %s -> %s %-6s no matched segments" % (src, dst, name)); continue
+        total[name] += owd[0]
+        print("  %s -> %s %-6s %5d segments: one-way min %6.2f us  median %6.2f us  p90 %6.2f us" % (
+            src, dst, name, len(owd), owd[0] / 1e3, q(owd, 0.5) / 1e3, q(owd, 0.9) / 1e3))
+    early = sorted(shad[dst][k] - t for k, t in main[dst].items() if k[0] == "rx" and k in shad[dst])
+    if early:
+        print("  %s -> %s receive stamped earlier by main than by shadow, %d segments: min %.2f us  median %.2f us  p90 %.2f us  max %.2f us" % (
+            src, dst, len(early), early[0] / 1e3, q(early, 0.5) / 1e3, q(early, 0.9) / 1e3, early[-1] / 1e3))
+print("  sum of the two minimum one-way times (about the narrowest traffic bound): shadow %.2f us, main %.2f us" % (
+    total["shadow"] / 1e3, total["main"] / 1e3))
+PY
