@@ -121,3 +121,11 @@ if [[ $(id -u) -eq 0 ]]; then
 else
   echo "   skipped: the testbed needs root"
 fi
+
+echo
+echo "== 16. traffic against rounds: bound widths of translate --inputs rounds|traffic|both on the testbed"
+if [[ $(id -u) -eq 0 ]]; then
+  bash bench/net_stamp_widths.sh
+else
+  echo "   skipped: the testbed needs root"
+fi

@@ -88,8 +88,10 @@ void report_kernel_features(Checker& c) {
   c.line(k.bpf_loop, false, "channel handlers", k.bpf_loop ? "bpf_loop helper present"
                                                            : "no bpf_loop (5.17+): handlers are refused");
   std::vector<std::string> absent;
-  for (const char* tp : {"net_dev_start_xmit", "netif_receive_skb", "sock_send_length", "sock_recv_length",
-                         "tcp_sendmsg_locked", "inet_sock_set_state", "softirq_entry", "sched_process_fork"})
+  for (const char* tp : {"net_dev_start_xmit", "netif_receive_skb", "netif_rx", "netif_receive_skb_entry",
+                         "netif_receive_skb_list_entry", "napi_gro_receive_entry", "napi_gro_frags_entry",
+                         "sock_send_length", "sock_recv_length", "tcp_sendmsg_locked", "inet_sock_set_state",
+                         "softirq_entry", "sched_process_fork"})
     if (!kernel_has_tracepoint(tp)) absent.push_back(tp);
   c.line(absent.empty(), false, "network capture (--net)",
          absent.empty() ? "every tracepoint present"
