@@ -52,11 +52,11 @@ uint64_t convert(const std::vector<ClockPoint>& pts, uint64_t x, Member X, Membe
 
 // One rdtsc / clock_gettime / rdtscp bracket. lfence keeps rdtsc from running
 // early; rdtscp waits for clock_gettime to finish.
-ClockPoint bracket() {
+ClockPoint bracket(clockid_t clock = CLOCK_MONOTONIC) {
   timespec ts{};
   _mm_lfence();
   uint64_t t1 = __rdtsc();
-  clock_gettime(CLOCK_MONOTONIC, &ts);
+  clock_gettime(clock, &ts);
   unsigned aux;
   uint64_t t2 = __rdtscp(&aux);
   uint64_t w = t2 - t1;
@@ -67,16 +67,59 @@ ClockPoint bracket() {
   return p;
 }
 
-}  // namespace
 
-ClockPoint sample_clock_point(int brackets) {
-  ClockPoint best = bracket();
+ClockPoint tightest_bracket(clockid_t clock, int brackets) {
+  ClockPoint best = bracket(clock);
   for (int i = 1; i < brackets; ++i) {
-    ClockPoint p = bracket();
+    ClockPoint p = bracket(clock);
     if (p.width_ticks < best.width_ticks) best = p;
   }
   return best;
 }
+
+int64_t read_ns(clockid_t c) {
+  timespec ts{};
+  clock_gettime(c, &ts);
+  return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+// CLOCK_REALTIME - CLOCK_MONOTONIC as a strict interval [lo, lo + width]: m1 r1 m2
+// r2 m3 gives two intervals [r - m_after, r - m_before] that both contain the
+// offset while it is constant; disjoint ones mean a step happened in between, and
+// the reading is retried. The kernel keeps the offset exactly constant between
+// steps (both clocks add the same accumulated ns to their own base), so any
+// change between two correlation points is a step, not drift.
+bool realtime_offset(int64_t& lo, uint32_t& width, int tries = 5) {
+  bool found = false;
+  for (int i = 0; i < tries; ++i) {
+    int64_t m1 = read_ns(CLOCK_MONOTONIC), r1 = read_ns(CLOCK_REALTIME), m2 = read_ns(CLOCK_MONOTONIC);
+    int64_t r2 = read_ns(CLOCK_REALTIME), m3 = read_ns(CLOCK_MONOTONIC);
+    int64_t l = std::max(r1 - m2, r2 - m3), h = std::min(r1 - m1, r2 - m2);
+    if (l > h) continue;  // a step between the reads
+    if (!found || h - l < int64_t(width)) {
+      lo = l;
+      width = uint32_t(std::min<int64_t>(h - l, std::numeric_limits<uint32_t>::max()));
+      found = true;
+    }
+  }
+  return found;
+}
+
+}  // namespace
+
+ClockPoint sample_clock_point(int brackets) {
+  // MONOTONIC first and alone, as tight as it ever was; RAW and REALTIME after,
+  // each with its own error.
+  ClockPoint best = tightest_bracket(CLOCK_MONOTONIC, brackets);
+  ClockPoint raw = tightest_bracket(CLOCK_MONOTONIC_RAW, std::max(1, brackets / 2));
+  best.raw_tsc = raw.tsc;
+  best.raw_ns = raw.mono_ns;
+  best.raw_width_ticks = raw.width_ticks;
+  best.flags |= kClockHasRaw;
+  if (realtime_offset(best.rt_minus_mono_ns, best.rt_width_ns)) best.flags |= kClockHasRealtime;
+  return best;
+}
+
 
 ClockMap::ClockMap(std::vector<ClockPoint> pts) {
   std::sort(pts.begin(), pts.end(), [](const ClockPoint& a, const ClockPoint& b) {

@@ -11,6 +11,8 @@ namespace cptrace {
 // Tightest of `brackets` (lfence; rdtsc) / clock_gettime(CLOCK_MONOTONIC) / rdtscp
 // brackets: tsc is the bracket midpoint, width_ticks its width (the error of the
 // point). x86-64 only.
+// Also fills the version-2 fields (trace_format.h): CLOCK_MONOTONIC_RAW from its own
+// brackets and CLOCK_REALTIME - CLOCK_MONOTONIC, read after the MONOTONIC brackets.
 ClockPoint sample_clock_point(int brackets = 9);
 
 // Piecewise-linear map between TSC ticks and CLOCK_MONOTONIC ns over correlation

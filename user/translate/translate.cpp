@@ -356,6 +356,8 @@ json check_sync(const std::vector<Node>& nodes, const std::map<std::pair<size_t,
     if (!c.not_checked.empty())
       fprintf(stderr, "cptrace translate: warning: %s: rounds not checked against the clocks' rates: %s\n",
               c.pair.c_str(), c.not_checked.c_str());
+    if (!c.rate_clock_note.empty())
+      fmt::print(stderr, "cptrace translate: note: {}: {}\n", c.pair, c.rate_clock_note);
     findings.insert(findings.end(), c.findings.begin(), c.findings.end());
     checks.push_back(c.to_json());
   }
