@@ -143,11 +143,11 @@ class Cluster {
     return clocks_[b.node].instant(b.ts) - clocks_[a.node].instant(a.ts);
   }
   // The clock stream's CLOCK_MONOTONIC as a function of true time per node (default:
-  // exactly t, an unadjusted clock), e.g. slewed like an NTP client; with raw_points
-  // the points also carry CLOCK_MONOTONIC_RAW == t (version-2 points), as recorders
-  // write them now.
+  // exactly t, an unadjusted clock), e.g. slewed like an NTP client. With raw_points
+  // (the default, as recorders write them now) the points also carry
+  // CLOCK_MONOTONIC_RAW == t; without, they are version-1 points (older recorders).
   std::map<int, std::function<long double(long double)>> mono_of;
-  bool raw_points = false;
+  bool raw_points = true;
 
   // The true reference-clock value of node i's reading ts.
   long double truth_ref(int i, uint64_t ts, int ref) const { return clocks_[ref].at(clocks_[i].instant(ts)); }

@@ -18,6 +18,7 @@
 
 #include "clock_guard.h"
 #include "test_util.h"
+#include "trace/clock_change_candidates.h"
 #include "trace/trace_reader.h"
 
 using namespace cptrace;
@@ -55,11 +56,13 @@ void expect_all_events(const TraceReader& r, const TempDir& tmp) {
   EXPECT_TRUE(r.meta().value("complete", false));
 }
 
-// This process's adjusting calls of `syscall`, in time order.
+// This process's adjusting calls of `syscall` (glibc's adjtimex() is the
+// clock_adjtime system call on CLOCK_REALTIME), in time order.
 std::vector<ClockAdjustment> my_calls(const TraceReader& r, const std::string& syscall) {
   std::vector<ClockAdjustment> v;
   for (const auto& a : r.clock_adjustments())
-    if (a.kind == ClockAdjustKind::Syscall && a.pid == uint32_t(getpid()) && a.syscall == syscall && a.adjusting())
+    if (a.kind == ClockAdjustKind::Syscall && a.pid == uint32_t(getpid()) && a.adjusting() &&
+        (a.syscall == syscall || (syscall == "adjtimex" && a.syscall == "clock_adjtime" && a.clockid == CLOCK_REALTIME)))
       v.push_back(a);
   return v;
 }
@@ -110,14 +113,15 @@ TEST(RecordClockAdjust, FrequencyChangesAreRecordedListedAndSampledDensely) {
   // The NTP state read at the points shows the new frequency between the calls.
   bool seen_high = false;
   for (const auto& a : r.clock_adjustments())
-    if (a.kind == ClockAdjustKind::State && a.mono_ns > a1 && a.mono_ns < b0 &&
+    if (a.kind == ClockAdjustKind::State && a.mono_ns > a0 && a.mono_ns < b0 &&
         a.state.freq == long((base_ppm + 200) * 65536.0))
       seen_high = true;
   EXPECT_TRUE(seen_high);
 
-  // Denser points: one right after each change and more within the next 50 ms;
-  // the regular stream alone has at most 3 in any 250 ms.
-  for (uint64_t at : {a1, b1}) {
+  // Denser points: one right after each change (the recorder may take it before
+  // this thread reads the clock again) and more within the next 50 ms; the
+  // regular stream alone has at most 3 in any 250 ms.
+  for (uint64_t at : {a0, b0}) {
     EXPECT_GE(points_in(r, at, at + 250'000'000), 5u) << "at mono " << at;
     EXPECT_GE(points_in(r, at, at + 20'000'000), 1u) << "a point within 20 ms of the change";
   }
@@ -143,9 +147,9 @@ TEST(RecordClockAdjust, FrequencyChangesAreRecordedListedAndSampledDensely) {
   EXPECT_EQ(listed, 2) << j["clock_adjustments"].dump(2);
   auto text = run(cptrace_bin() + " info " + (tmp / "t"), tmp);
   EXPECT_NE(text.out.find("clock adj"), std::string::npos) << text.out;
-  EXPECT_NE(text.out.find("adjtimex by"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find(me + ": frequency"), std::string::npos) << text.out;
   printf("  points in 250 ms after each change: %zu, %zu; %zu points over %.2f s (%llu extra)\n",
-         points_in(r, a1, a1 + 250'000'000), points_in(r, b1, b1 + 250'000'000), r.clock().size(), span_s,
+         points_in(r, a0, a0 + 250'000'000), points_in(r, b0, b0 + 250'000'000), r.clock().size(), span_s,
          (unsigned long long)r.meta()["clock_discipline"].value("extra_points", uint64_t{0}));
 }
 
@@ -176,12 +180,13 @@ TEST(RecordClockAdjust, RealtimeStepsAreRecordedAndRecordingGoesOn) {
   expect_all_events(r, tmp);
   EXPECT_EQ(my_calls(r, "clock_settime").size(), 2u);
   // Each step is found between the points around it, with its size (our two reads
-  // of REALTIME around clock_settime are microseconds apart).
+  // of REALTIME around clock_settime are microseconds apart). The step happened in
+  // [s0, s1] and the recorder says in (since_mono_ns, mono_ns]: they overlap.
   int found = 0;
   for (const auto& a : r.clock_adjustments()) {
     if (a.kind != ClockAdjustKind::Step) continue;
-    bool fwd = a.since_mono_ns <= s0 && a.mono_ns >= s1 && a.mono_ns < t0;
-    bool back = a.since_mono_ns <= t0 && a.mono_ns >= t1;
+    bool fwd = a.since_mono_ns <= s1 && a.mono_ns >= s0 && a.mono_ns < t0;
+    bool back = a.since_mono_ns <= t1 && a.mono_ns >= t0;
     if (!fwd && !back) continue;
     ++found;
     EXPECT_NEAR(double(a.step_ns), fwd ? 1e9 : -1e9, 5e6) << a.describe();
@@ -191,6 +196,45 @@ TEST(RecordClockAdjust, RealtimeStepsAreRecordedAndRecordingGoesOn) {
   auto text = run(cptrace_bin() + " info " + (tmp / "t"), tmp);
   EXPECT_NE(text.out.find("CLOCK_REALTIME stepped by +1.0"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("CLOCK_REALTIME stepped by -1.0"), std::string::npos) << text.out;
+}
+
+// A kernel-PLL offset slew (ntpd, systemd-timesyncd): the kernel changes the rate at
+// every CLOCK_REALTIME second while it lasts, so the recorder takes points around
+// the boundaries, and clock_change_candidates() names them.
+TEST(RecordClockAdjust, PllSlewGetsPointsAroundRealtimeSeconds) {
+  REQUIRE_BPF();
+  TempDir tmp;
+  ClockGuard guard;
+  auto rec = start_recording(tmp);
+  sleep_ms(300);
+  uint64_t p0 = mono_now();
+  ASSERT_EQ(pll_offset_slew_us(5000), 0);
+  sleep_ms(2300);
+  ASSERT_EQ(guard.restore(), 0);
+  ASSERT_EQ(rec->wait(120), 0) << read_file(tmp / "rec.err");
+
+  TraceReader r(tmp / "t");
+  expect_all_events(r, tmp);
+  bool slewing = false;
+  for (const auto& a : r.clock_adjustments()) slewing |= a.kind == ClockAdjustKind::State && a.state.slewing();
+  ASSERT_TRUE(slewing) << "the NTP state read at the points shows the offset being slewed";
+  std::vector<uint64_t> cand = clock_change_candidates(r);
+  auto my = my_calls(r, "adjtimex");
+  ASSERT_FALSE(my.empty());
+  EXPECT_TRUE(std::binary_search(cand.begin(), cand.end(), my.front().mono_ns)) << "the call itself";
+  // Second boundaries after the call: points just before and just after each.
+  int boundaries = 0, bracketed = 0;
+  for (uint64_t b : cand) {
+    if (b <= p0 + 50'000'000 || b + 20'000'000 > r.clock().back().mono_ns) continue;
+    if (std::binary_search(cand.begin(), cand.end(), b) && b == my.front().mono_ns) continue;
+    ++boundaries;
+    bracketed += points_in(r, b - 10'000'000, b - 1) >= 1 && points_in(r, b, b + 15'000'000) >= 1;
+  }
+  EXPECT_GE(boundaries, 2) << "2.3 s of slewing span at least two REALTIME seconds";
+  EXPECT_GE(bracketed, boundaries - 1) << "boundaries with a point within 10 ms before and 15 ms after";
+  expect_no_busy_points(r);
+  printf("  PLL slew: %d second boundaries, %d with points on both sides; %zu candidates\n", boundaries, bracketed,
+         cand.size());
 }
 
 // A recording of a machine whose clock nobody touches says so: "none".

@@ -64,7 +64,6 @@ TEST(ClockFormat, BadVersionTwoFramesAreClearErrorsWithTheirOffset) {
   ClockPoint p{1, 2, 3, kClockHasRaw};
   std::string head = file_header_bytes() + bytes_of(encode_clock({p}));
   // A version-2 header claiming 24-byte points.
-  EncodedFrame f = encode_clock({p});
   EncodedFrame bad;
   std::vector<uint8_t> raw(kClockPointV1Bytes);
   std::memcpy(raw.data(), &p, raw.size());

@@ -72,7 +72,7 @@ std::string ClockAdjustment::describe() const {
                              ? (modes == 0 ? std::string("read") : timex_request(*this))
                              : args_read ? fmt::format("set to {}.{:09d} s", set_ns / 1000000000, set_ns % 1000000000)
                                          : std::string("set");
-      std::string clk = clockid >= 0 ? fmt::format(" (clock {})", clockid) : "";
+      std::string clk = clockid == 0 ? "(CLOCK_REALTIME)" : clockid > 0 ? fmt::format("(clock {})", clockid) : "";
       std::string res = ret < 0 ? fmt::format(" -> error {}", -ret) : "";
       return fmt::format("{}{} by {}[{}]: {}{}", syscall, clk, comm, pid, what, res);
     }

@@ -142,9 +142,10 @@ SyncCheck check_pair_sync(const std::vector<PairRound>& rounds, const std::strin
   c.expected = {to_hz.lo / from_hz.hi, to_hz.hi / from_hz.lo, from_hz.raw && to_hz.raw};
   if (!c.expected.raw)
     c.rate_clock_note = fmt::format(
-        "{}'s TSC rate is measured against CLOCK_MONOTONIC (its trace has no CLOCK_MONOTONIC_RAW points): an NTP "
-        "slew of that clock during the rounds can make honest rounds look contradictory",
-        from_hz.raw ? to : from);
+        "{} measured against CLOCK_MONOTONIC (no CLOCK_MONOTONIC_RAW in the correlation points: a trace from an "
+        "older recorder): an NTP slew of that clock during the rounds can make honest rounds look contradictory",
+        !from_hz.raw && !to_hz.raw ? fmt::format("{}'s and {}'s TSC rates are", from, to)
+                                   : fmt::format("{}'s TSC rate is", from_hz.raw ? to : from));
   const long double L = limit_ppm * 1e-6L;
   auto ppm = [&](long double rate) { return double((rate / c.expected.mid() - 1) * 1e6L); };
 
