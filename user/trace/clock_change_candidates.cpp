@@ -41,23 +41,33 @@ std::vector<std::pair<uint64_t, uint64_t>> slewing_spans(const TraceReader& r) {
 
 // REALTIME second boundaries in [from, to] as MONOTONIC, with every recorded
 // REALTIME - MONOTONIC offset in force over the span (a step inside it gives the
-// boundaries of both offsets: more candidates, never fewer).
+// boundaries of both offsets: more candidates, never fewer). A point reads the
+// offset as [lo, lo + width]; readings that overlap are one offset (no step), and
+// its upper end gives the earliest MONOTONIC instant of each boundary.
 void second_boundaries(const TraceReader& r, uint64_t from, uint64_t to, std::vector<uint64_t>& out) {
-  std::vector<int64_t> offsets;
-  const auto& pts = r.clock_map().points();
+  std::vector<std::pair<int64_t, int64_t>> offsets;  // [lo, hi], one per step
+  auto add = [&](const ClockPoint& p) {
+    int64_t lo = p.rt_minus_mono_ns, hi = lo + p.rt_width_ns;
+    for (auto& [l, h] : offsets)
+      if (lo <= h && l <= hi) {  // the same offset: keep the tighter reading
+        l = std::max(l, lo), h = std::min(h, hi);
+        return;
+      }
+    offsets.push_back({lo, hi});
+  };
   const ClockPoint* before = nullptr;
-  for (const ClockPoint& p : pts) {
+  for (const ClockPoint& p : r.clock_map().points()) {
     if (!p.has_realtime()) continue;
     if (p.mono_ns <= from) before = &p;
-    else if (p.mono_ns <= to || offsets.empty()) offsets.push_back(p.rt_minus_mono_ns);
+    else if (p.mono_ns <= to || offsets.empty()) add(p);
   }
-  if (before) offsets.push_back(before->rt_minus_mono_ns);
-  if (offsets.empty() && r.meta().contains("start") && r.meta()["start"].contains("realtime_ns"))
-    offsets.push_back(r.meta()["start"]["realtime_ns"].get<int64_t>() - r.meta()["start"]["mono_ns"].get<int64_t>());
-  std::sort(offsets.begin(), offsets.end());
-  offsets.erase(std::unique(offsets.begin(), offsets.end()), offsets.end());
-  for (int64_t off : offsets)
-    for (int64_t s = floor_div(int64_t(from) + off, kSecond) + 1; s * kSecond - off <= int64_t(to); ++s)
+  if (before) add(*before);
+  if (offsets.empty() && r.meta().contains("start") && r.meta()["start"].contains("realtime_ns")) {
+    int64_t off = r.meta()["start"]["realtime_ns"].get<int64_t>() - r.meta()["start"]["mono_ns"].get<int64_t>();
+    offsets.push_back({off, off});
+  }
+  for (const auto& o : offsets)
+    for (int64_t off = o.second, s = floor_div(int64_t(from) + off, kSecond) + 1; s * kSecond - off <= int64_t(to); ++s)
       if (s * kSecond - off >= int64_t(from)) out.push_back(uint64_t(s * kSecond - off));
 }
 
