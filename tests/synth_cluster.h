@@ -142,6 +142,13 @@ class Cluster {
     const Recorded& b = truth_.at({c2, tuple});
     return clocks_[b.node].instant(b.ts) - clocks_[a.node].instant(a.ts);
   }
+  // The clock stream's CLOCK_MONOTONIC as a function of true time per node (default:
+  // exactly t, an unadjusted clock), e.g. slewed like an NTP client. With raw_points
+  // (the default, as recorders write them now) the points also carry
+  // CLOCK_MONOTONIC_RAW == t; without, they are version-1 points (older recorders).
+  std::map<int, std::function<long double(long double)>> mono_of;
+  bool raw_points = true;
+
   // The true reference-clock value of node i's reading ts.
   long double truth_ref(int i, uint64_t ts, int ref) const { return clocks_[ref].at(clocks_[i].instant(ts)); }
 
@@ -151,8 +158,17 @@ class Cluster {
              const std::function<void(cptrace::TraceWriter&)>& more = nullptr) const {
     cptrace::TraceWriter w(dir, {{"node", clocks_[i].name}}, true);
     std::vector<cptrace::ClockPoint> pts;
-    for (long double t = 0; t <= span_ns; t += 100e6L)
-      pts.push_back({clocks_[i].read(t), uint64_t(t), 20, 0});
+    auto mono = mono_of.find(i);
+    for (long double t = 0; t <= span_ns; t += 100e6L) {
+      cptrace::ClockPoint p{clocks_[i].read(t), uint64_t(mono == mono_of.end() ? t : std::floor(mono->second(t))), 20, 0};
+      if (raw_points) {
+        p.flags |= cptrace::kClockHasRaw;
+        p.raw_tsc = p.tsc;
+        p.raw_ns = uint64_t(t);
+        p.raw_width_ticks = 20;
+      }
+      pts.push_back(p);
+    }
     w.write(cptrace::encode_clock(pts));
     nlohmann::json ch = nlohmann::json::array();
     auto chans = channels_.find(i);

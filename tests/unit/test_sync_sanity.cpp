@@ -264,5 +264,83 @@ TEST(TranslateSuspectSync, ContradictionAtOneInstantIsNamedAndSurvivesJson) {
   EXPECT_EQ(back.message, c.findings[0].message);
 }
 
+// B's CLOCK_MONOTONIC slewed like chrony's tick slew: 2 % fast from 1 s to 4 s of
+// the 6 s recording (its TSC rate against MONOTONIC over the rounds' span is 1 %
+// off), while CLOCK_MONOTONIC_RAW stays linear.
+long double tick_slewed(long double t) { return t + 0.02L * std::clamp(t - 1e9L, 0.0L, 3e9L); }
+
+std::vector<std::string> write_slewed(const TempDir& tmp, bool raw_points, long double forged_ppm, uint64_t seed) {
+  synth::Cluster honest({clock_a(), clock_b()}, seed), forged({clock_a(), forged_b(forged_ppm)}, seed);
+  honest.mono_of[1] = tick_slewed;
+  honest.raw_points = raw_points;
+  honest.sync_all({{0, 1}, {1, 0}}, kSpan, 50);
+  if (forged_ppm != 0) {
+    forged.sync_all({{0, 1}}, kSpan, 50);
+    honest.node_rounds(0) = forged.node_rounds(0);
+  }
+  two_node_pipeline(honest);
+  std::vector<std::string> dirs;
+  for (int i = 0; i < 2; ++i) {
+    dirs.push_back(tmp / honest.clock(i).name);
+    honest.write(i, dirs.back(), kSpan);
+  }
+  return dirs;
+}
+
+// Honest rounds while B's MONOTONIC is tick-slewed by 2 %: measured against RAW,
+// B's own TSC rate is the crystal's and the rounds agree with it.
+TEST(SyncSanity, TickSlewOfMonotonicDoesNotRefuseHonestRoundsWithRaw) {
+  TempDir tmp;
+  auto dirs = write_slewed(tmp, true, 0, 31);
+  TranslateSummary s = translate({dirs, "A", tmp / "o", "best", true});
+  const auto& c = s.meta["translated"]["sync_check"][0];
+  EXPECT_TRUE(c["findings"].empty()) << c.dump(2);
+  EXPECT_EQ(c["rate_clock"], "monotonic_raw");
+  EXPECT_FALSE(c.contains("rate_clock_note"));
+  EXPECT_FALSE(s.meta["translated"].contains("suspect_sync"));
+}
+
+// The same recording with version-1 points (no RAW): the check falls back to
+// MONOTONIC, says so, and the slew (1 % over the span) makes it refuse: what the
+// RAW points are for.
+TEST(SyncSanity, WithoutRawTheCheckFallsBackToMonotonicAndSaysSo) {
+  TempDir tmp;
+  auto dirs = write_slewed(tmp, false, 0, 32);
+  std::string e = truth::translate_error({dirs, "A", tmp / "o", "best", true});
+  EXPECT_NE(e.find("MinRTT rounds contradict the nodes' own clocks"), std::string::npos) << e;
+  TranslateOptions o{dirs, "A", tmp / "accepted", "best", true};
+  o.accept_suspect_sync = true;
+  TranslateSummary s = translate(o);
+  const auto& c = s.meta["translated"]["sync_check"][0];
+  EXPECT_EQ(c["rate_clock"], "monotonic");
+  ASSERT_TRUE(c.contains("rate_clock_note")) << c.dump(2);
+  EXPECT_NE(c["rate_clock_note"].get<std::string>().find("A's and B's TSC rates are measured against CLOCK_MONOTONIC"),
+            std::string::npos) << c["rate_clock_note"];
+}
+
+// RAW does not blind the check: a forger answering 600 ppm off B's rate while B's
+// MONOTONIC is slewed is still refused.
+TEST(SyncSanity, ForgedRoundsAreStillRefusedUnderATickSlew) {
+  TempDir tmp;
+  auto dirs = write_slewed(tmp, true, 600, 33);
+  std::string e = truth::translate_error({dirs, "A", tmp / "o", "best", true});
+  EXPECT_NE(e.find("A-B: MinRTT rounds contradict the nodes' own clocks"), std::string::npos) << e;
+}
+
+// stream_rate itself: RAW when both points carry it, MONOTONIC otherwise.
+TEST(SyncSanity, StreamRateUsesRawWhenThePointsCarryIt) {
+  ClockPoint a{1000, 1000, 10, 0}, b{2001000, 1041000, 10, 0};  // MONO 4 % slewed: 1040000 ns for 2e6 ticks
+  RateInterval mono = stream_rate({a, b}, 1000, 2001000);
+  EXPECT_FALSE(mono.raw);
+  EXPECT_LT(mono.hi, 2.0L * 0.97L);
+  for (ClockPoint* p : {&a, &b}) p->flags = kClockHasRaw, p->raw_tsc = p->tsc, p->raw_width_ticks = 10;
+  a.raw_ns = 500, b.raw_ns = 1000500;  // 2 ticks per ns exactly
+  RateInterval raw = stream_rate({a, b}, 1000, 2001000);
+  EXPECT_TRUE(raw.raw);
+  EXPECT_LE(raw.lo, 2.0L);
+  EXPECT_GE(raw.hi, 2.0L);
+  EXPECT_LT(raw.hi - raw.lo, 1e-4L);
+}
+
 }  // namespace
 }  // namespace cptrace

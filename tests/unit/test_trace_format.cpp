@@ -554,6 +554,14 @@ TEST(FuzzSeeds, DISABLED_Write) {
   put("events-raw.cpt", file_header_bytes() + frame(raw));
   put("events-zstd.cpt", file_header_bytes() + frame(z));
   put("truncated.cpt", s.bytes.substr(0, s.bytes.size() - 7));
+  // Version-2 clock points and clock adjustments (trace/clock_adjust.h).
+  ClockPoint p1{1000, 2000, 5, kClockHasRaw | kClockHasRealtime, 1001, 1900, 6, 40, 1'700'000'000'000'000'000};
+  ClockPoint p2{3000, 3000, 5, kClockHasRaw, 3001, 2900, 6, 0, 0};
+  std::string adj = R"([{"kind":"syscall","mono_ns":2500,"syscall":"adjtimex","modes":2,"freq":13107200},)"
+                    R"({"kind":"state","mono_ns":3000,"state":{"status":8193,"freq":0,"tick":10000,"offset":5}},)"
+                    R"({"kind":"step","mono_ns":3000,"step_ns":1000000000}])";
+  put("clock-v2-adjust.cpt",
+      file_header_bytes() + frame(encode_clock({p1, p2})) + frame(encode_json(FrameType::ClockAdjust, adj, 3)));
 }
 
 }  // namespace

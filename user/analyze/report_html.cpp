@@ -12,6 +12,7 @@
 #include "analyze/report_nodes.h"
 #include "analyze/report_path.h"
 #include "trace/out_file.h"
+#include "analyze/clock_adjust_summary.h"
 #include "analyze/report_js.h"
 
 namespace cptrace {
@@ -33,6 +34,7 @@ NodeSection node_section(const TraceReader& r, const Timeline& tl, const Through
                 {"error", r.error() ? json(r.error()->what()) : json(nullptr)}};
   n.drops = {{"dropped", c.dropped}, {"seen", c.seen}};
   n.throughput = throughput_json(t);
+  n.clock = summarize_clock_adjustments(r).to_json();
   return n;
 }
 
@@ -132,7 +134,7 @@ std::string html_escape(const std::string& s) {
 json report_json(const ReportData& d) {
   json j = {{"title", d.title}, {"nodes", json::array()}, {"latency", json::array()}};
   for (const auto& n : d.nodes)
-    j["nodes"].push_back({{"overview", n.overview}, {"drops", n.drops}, {"throughput", n.throughput}});
+    j["nodes"].push_back({{"overview", n.overview}, {"drops", n.drops}, {"throughput", n.throughput}, {"clock", n.clock}});
   for (const auto& s : d.latency) j["latency"].push_back(series_json(s));
   j["path"] = d.path;
   j["run_nodes"] = d.run_nodes;

@@ -24,6 +24,7 @@ struct NodeSection {
   nlohmann::json overview;    // node, host, events, seen, dropped, accounted, span_s, tsc_hz, error
   nlohmann::json drops;       // {"dropped":[per cpu], "seen":[per cpu]}
   nlohmann::json throughput;  // throughput_json()
+  nlohmann::json clock;       // ClockAdjustSummary::to_json(): NTP state at start, adjustments seen
 };
 
 struct ReportData {

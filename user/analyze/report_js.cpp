@@ -108,6 +108,15 @@ function overview(parent, n) {
   if (o.error) el('p', {'class': 'warn'}, parent, 'Trace damaged: ' + o.error + ' (everything before it is shown).');
 }
 
+function clockAdjustments(parent, n) {
+  var c = n.clock || {changes: [], state_at_start: ''};
+  el('h3', {}, parent, 'Clock adjustments (' + c.changes.length + ')');
+  if (c.state_at_start) el('p', {'class': 'note clock-start'}, parent, 'NTP state at start: ' + c.state_at_start);
+  if (!c.changes.length) { el('p', {'class': 'note clock-none'}, parent, 'none'); return; }
+  table(parent, 'clock-adjustments', ['at (s)', 'kind', 'what'],
+        c.changes.map(function (a) { return [a.at_s.toFixed(6), a.kind, a.text]; }));
+}
+
 function drops(parent, n) {
   var d = n.drops.dropped || [], s = n.drops.seen || [], total = d.reduce(function (a, b) { return a + b; }, 0);
   el('h3', {}, parent, 'Drops per CPU (' + total + ' of ' + n.overview.seen + ' events)');
@@ -291,6 +300,7 @@ try {
     overview(sec, n);
     throughput(sec, n);
     drops(sec, n);
+    clockAdjustments(sec, n);
   });
   if (!D.nodes.length && D.run_nodes.length)
     el('p', {'class': 'note no-nodes'}, root, 'Throughput and drops per node: give each node\'s own trace with --node-dir ' +

@@ -22,6 +22,7 @@
 #include "probe/probe_site.h"
 #include "probe/tracefs_uprobes.h"
 #include "trace/node_info.h"
+#include "trace/ntp_state.h"
 
 namespace cptrace {
 
@@ -69,6 +70,22 @@ void report_fork_safety(Checker& c) {
          f.mitigation_holds() ? "a fork() child's probe site works"
                               : "a fork() child died (status " + std::to_string(f.fork_status) +
                                     "): recording programs that fork can kill their children");
+}
+
+// How NTP disciplines this clock now (adjtimex(modes = 0)): recording works
+// either way; a slewed clock is what the clock-adjustment records and the
+// denser correlation points around changes are for.
+void report_clock_discipline(Checker& c) {
+  try {
+    NtpState s = read_ntp_state();
+    c.line(true, false, "clock discipline (NTP)", s.describe());
+  } catch (const std::exception& e) {
+    c.line(false, false, "clock discipline (NTP)", e.what());
+  }
+  bool watch = kernel_features().syscall_tracepoints;
+  c.line(watch, false, "clock-adjusting syscalls",
+         watch ? "watched during recording (syscall tracepoints)"
+               : "not watched (no syscall tracepoints): adjustments seen only at correlation points");
 }
 
 // What this kernel lets the BPF programs do; each missing feature degrades one
@@ -142,6 +159,7 @@ int run_check() {
          n.invariant_tsc() ? "constant_tsc nonstop_tsc" : "TSC not invariant: cross-node bounds would not hold");
   c.line(n.clocksource == "tsc", false, "clocksource", n.clocksource +
          (n.clocksource == "tsc" ? "" : " (not tsc: kernel timestamps convert less tightly)"));
+  report_clock_discipline(c);
   printf("%s\n", c.failed ? "recording cannot work here" : "recording can work here");
   return c.failed ? 1 : 0;
 }

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "analyze/clock_adjust_summary.h"
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "sync/sync_session.h"
@@ -110,6 +111,8 @@ nlohmann::json summary_json(const std::string& dir, const TraceReader& r, const 
                 {"accounted", r.net_event_count() + nk.total_dropped() == nk.total_seen()},
                 {"stamps", net_stamps(r)}};
   }
+  j["clock_adjustments"] = summarize_clock_adjustments(r).to_json();
+  if (r.meta().contains("clock_discipline")) j["clock_discipline"] = r.meta()["clock_discipline"];
   if (r.meta().contains("write_error")) j["write_error"] = r.meta()["write_error"];
   if (r.error()) j["error"] = r.error()->what();
   return j;
@@ -128,6 +131,25 @@ void print_net_stamps(const nlohmann::json& st) {
   if (uint64_t g = st["rx_grew_after_early_stamp"].get<uint64_t>())
     printf(" (%llu of them at netif_receive_skb because GRO merged later segments in)", (unsigned long long)g);
   printf("\n");
+}
+
+// The clock's NTP state at start and every change the recording saw; "none" when
+// it saw none (a trace from before they were recorded says so instead).
+void print_clock_adjustments(const nlohmann::json& j) {
+  const auto& c = j["clock_adjustments"];
+  bool recorded = j.contains("clock_discipline") || !c["state_at_start"].get<std::string>().empty();
+  if (!recorded) {
+    printf("clock adj  not recorded (trace written before clock adjustments were)\n");
+    return;
+  }
+  if (!c["state_at_start"].get<std::string>().empty())
+    printf("clock      NTP at start: %s\n", c["state_at_start"].get<std::string>().c_str());
+  if (j.contains("clock_discipline") && !j["clock_discipline"].value("syscalls_watched", true))
+    printf("clock      clock-adjusting syscalls not watched (%s): changes seen only at correlation points\n",
+           j["clock_discipline"].value("why_not_watched", "").c_str());
+  if (c["changes"].empty()) printf("clock adj  none\n");
+  for (const auto& l : c["changes"])
+    printf("clock adj  %+11.6f s  %s\n", l["at_s"].get<double>(), l["text"].get<std::string>().c_str());
 }
 
 void print_summary(const std::string& dir, const TraceReader& r, const EventTotals& t, const nlohmann::json& j) {
@@ -158,6 +180,7 @@ void print_summary(const std::string& dir, const TraceReader& r, const EventTota
     if (e.pidns != r.pids().recorder_pidns)
       printf("process    pid=%u nspid=%u (pid namespace %llu)\n", pid, e.nspid, (unsigned long long)e.pidns);
   print_handler_history(r, stdout, "handler    ");
+  print_clock_adjustments(j);
   if (j.contains("sync")) print_sync_summary(j["sync"]);
   if (j.contains("write_error"))  // record stopped early: the disk filled up (or another write error)
     printf("stopped    by a write error: %s\n", j["write_error"].value("what", "").c_str());

@@ -109,6 +109,7 @@ int run_sync(const SyncArgs& a) {
   ClockTransform sim = make_simulated_clock(a.simulate_clock, ClockMap({p0, p1}).tsc_hz());
   auto simulated = [&](ClockPoint p) {
     p.tsc = sim.apply(p.tsc);
+    if (p.has_raw()) p.raw_tsc = sim.apply(p.raw_tsc);  // every TSC this node writes
     return p;
   };
   std::vector<ClockPoint> clock{simulated(p0), simulated(p1)};

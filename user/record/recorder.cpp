@@ -2,6 +2,7 @@
 
 #include "cptrace_records.h"
 
+#include <poll.h>
 #include <signal.h>
 #include <time.h>
 #include <unistd.h>
@@ -20,6 +21,7 @@
 
 #include "probe/attach_targets.h"
 #include "probe/block_pipeline.h"
+#include "probe/clock_adjust_watch.h"
 #include "probe/handlers.h"
 #include "probe/kernel_features.h"
 #include "probe/probe_attach.h"
@@ -30,7 +32,9 @@
 #include "record/control_socket.h"
 #include "record/held_command.h"
 #include "record/namespace_pids.h"
+#include "record/clock_schedule.h"
 #include "sync/minrtt_record.h"
+#include "trace/clock_adjust.h"
 #include "trace/clock_map.h"
 #include "trace/clock_now.h"
 #include "trace/node_info.h"
@@ -153,6 +157,10 @@ class Recording {
 
  private:
   ClockPoint sample_clock() const;
+  void take_point();
+  void note_clock_state(const ClockPoint& p);
+  void take_clock_syscalls();
+  void wait_for_clock(uint64_t deadline_mono);
   void flush_side_frames(const Counters& counts);
   json net_counters_json() const;
   void count_discarded();
@@ -169,6 +177,13 @@ class Recording {
   uint32_t filter_ = 0;  // tgid the probes keep (0: all processes)
   std::vector<ClockPoint> clock_;
   size_t clock_written_ = 0;
+  std::unique_ptr<ClockAdjustWatch> clockadj_;  // nullptr: the kernel lacks what it needs
+  std::string clockadj_missing_;
+  std::vector<ClockAdjustment> adjustments_;
+  size_t adjustments_written_ = 0;
+  std::optional<NtpState> ntp_;  // at the last correlation point
+  ClockSchedule schedule_;       // extra correlation points around clock changes
+  uint64_t extra_points_ = 0;
   ClockTransform sim_;
   std::unique_ptr<HandlerTable> handlers_;
   std::unique_ptr<Probes> probes_;
@@ -199,7 +214,76 @@ Recording::Recording(const RecordOptions& opt, RecordPlan plan)
 ClockPoint Recording::sample_clock() const {
   ClockPoint p = sample_clock_point();
   p.tsc = sim_.apply(p.tsc);  // test-only simulated clock: every TSC this node writes
+  if (p.has_raw()) p.raw_tsc = sim_.apply(p.raw_tsc);
   return p;
+}
+
+// One correlation point now, with what changed in the clock's discipline since
+// the last one.
+void Recording::take_point() {
+  clock_.push_back(sample_clock());
+  note_clock_state(clock_.back());
+}
+
+// The NTP state (when it changed) and a step of CLOCK_REALTIME (when REALTIME -
+// MONOTONIC moved beyond both points' reading errors) at point p.
+void Recording::note_clock_state(const ClockPoint& p) {
+  ClockAdjustment a;
+  a.mono_ns = p.mono_ns;
+  a.tsc = p.tsc;
+  try {
+    NtpState s = read_ntp_state();
+    if (!ntp_ || !ntp_->same_discipline(s)) {
+      a.kind = ClockAdjustKind::State;
+      a.state = s;
+      adjustments_.push_back(a);
+      ntp_ = s;
+    }
+  } catch (const std::exception& e) {
+    if (!ntp_) fmt::print(stderr, "cptrace record: NTP state not recorded: {}\n", e.what());
+    ntp_ = NtpState{};
+  }
+  const ClockPoint* prev = nullptr;
+  for (size_t i = clock_.size(); i-- > 0;)
+    if (&clock_[i] != &p && clock_[i].has_realtime() && clock_[i].mono_ns < p.mono_ns) {
+      prev = &clock_[i];
+      break;
+    }
+  if (!p.has_realtime() || !prev) return;
+  int64_t lo = p.rt_minus_mono_ns, hi = lo + p.rt_width_ns;
+  int64_t plo = prev->rt_minus_mono_ns, phi = plo + prev->rt_width_ns;
+  if (lo <= phi && plo <= hi) return;  // the offset is the same: no step
+  a.kind = ClockAdjustKind::Step;
+  a.step_ns = (lo + hi) / 2 - (plo + phi) / 2;
+  a.rt_minus_mono_ns = lo;
+  a.since_mono_ns = prev->mono_ns;
+  adjustments_.push_back(a);
+  schedule_.on_change(p.mono_ns);
+}
+
+// Clock-adjusting calls the BPF watch saw since the last look: recorded, and
+// correlation points scheduled around each change (clock_schedule.h).
+void Recording::take_clock_syscalls() {
+  if (!clockadj_) return;
+  for (const cp_clockadj_rec& r : clockadj_->take()) {
+    ClockAdjustment a = from_syscall_record(r);
+    adjustments_.push_back(a);
+    if (a.adjusting()) schedule_.on_change(mono_ns());
+  }
+}
+
+// Until deadline_mono (CLOCK_MONOTONIC ns), or earlier when the clock watch has
+// records, or a signal arrives. Never a busy loop: one wake-up per deadline.
+void Recording::wait_for_clock(uint64_t deadline_mono) {
+  int64_t left = int64_t(deadline_mono) - mono_ns();
+  if (left <= 0) return;
+  timespec ts{time_t(left / 1000000000), long(left % 1000000000)};
+  if (!clockadj_) {
+    nanosleep(&ts, nullptr);
+    return;
+  }
+  pollfd pfd{clockadj_->fd(), POLLIN, 0};
+  ppoll(&pfd, 1, &ts, nullptr);
 }
 
 // Two correlation points before any event frame can be written, so even a
@@ -207,13 +291,18 @@ ClockPoint Recording::sample_clock() const {
 // before attaching, as `counter` handlers need the TSC rate. Then the probes
 // (handlers installed before attach) and the network capture.
 void Recording::load_and_attach() {
+  clockadj_ = start_clock_adjust_watch(clockadj_missing_);  // first: it sees every change from here on
   clock_ = {sample_clock_point()};
   start_rt_minus_mono_ = realtime_minus_mono_ns();  // with clock_[0]: meta "start" is one instant
   usleep(20000);
   clock_.push_back(sample_clock_point());
   double tsc_hz = ClockMap(clock_).tsc_hz();
   sim_ = make_simulated_clock(opt_.minrtt.simulate_clock, tsc_hz);
-  for (auto& p : clock_) p.tsc = sim_.apply(p.tsc);
+  for (auto& p : clock_) {
+    p.tsc = sim_.apply(p.tsc);
+    if (p.has_raw()) p.raw_tsc = sim_.apply(p.raw_tsc);
+  }
+  for (const auto& p : clock_) note_clock_state(p);
 
   ProbeOptions po;
   po.targets = targets_;
@@ -306,6 +395,9 @@ void Recording::start_drains() {
     fmt::print(stderr, "cptrace record: Linux {}: {}\n", kernel_features().release, d);
   if (net_)
     for (const auto& d : net_->missing()) fmt::print(stderr, "cptrace record --net: Linux {}: {}\n", kernel_features().release, d);
+  if (!clockadj_)
+    fmt::print(stderr, "cptrace record: Linux {}: clock-adjusting syscalls not watched ({}): adjustments are seen "
+               "only through the NTP state at each correlation point\n", kernel_features().release, clockadj_missing_);
   fprintf(stderr, "cptrace record: attached %zu probes in %zu file(s)%s%s, writing %s\n",
           probes_->attached().size(), targets_.size(), net_ ? " + network capture" : "",
           !filter_     ? ", all processes"
@@ -320,6 +412,11 @@ void Recording::flush_side_frames(const Counters& counts) {
   if (clock_.size() > clock_written_) {
     pipe_->submit_frame(encode_clock({clock_.begin() + clock_written_, clock_.end()}));
     clock_written_ = clock_.size();
+  }
+  if (adjustments_.size() > adjustments_written_) {
+    std::vector<ClockAdjustment> fresh(adjustments_.begin() + adjustments_written_, adjustments_.end());
+    pipe_->submit_frame(encode_json(FrameType::ClockAdjust, clock_adjust_frame_json(fresh), uint32_t(fresh.size())));
+    adjustments_written_ = adjustments_.size();
   }
   EncodedFrame f;
   if (channels_.take_pending(f)) pipe_->submit_frame(std::move(f));
@@ -417,15 +514,27 @@ void progress_line(const BlockPipeline& pipe, const Counters& c, double secs, ui
 }
 
 // Until a stop signal, --duration, or the end of the recorded process: the
-// correlation stream every ~100 ms, and a flush (frames, progress) every flush_s.
+// correlation stream every ~100 ms (denser around clock changes: the extra points
+// clock_schedule.h asks for), and a flush (frames, progress) every flush_s.
 void Recording::run() {
   bool tty = opt_.progress && isatty(2);
   auto t0 = std::chrono::steady_clock::now(), last_flush = t0;
   uint64_t prev_ev = 0, prev_bytes = 0;
   bool failure_announced = false;
+  uint64_t next_regular = mono_ns() + kRegularPointNs;
   while (!g_stop_signal.load()) {
-    usleep(100000);
-    clock_.push_back(sample_clock());
+    if (ntp_ && ntp_->slewing() && clock_.back().has_realtime())
+      schedule_.around_second(mono_ns(), clock_.back().rt_minus_mono_ns);
+    wait_for_clock(std::min(next_regular, schedule_.next().value_or(UINT64_MAX)));
+    take_clock_syscalls();
+    uint64_t now_mono = mono_ns();
+    bool regular = now_mono >= next_regular;
+    if (schedule_.take_due(now_mono) || regular) {
+      take_point();
+      if (!regular) ++extra_points_;
+    }
+    if (!regular) continue;
+    next_regular = now_mono + kRegularPointNs;
     auto now = std::chrono::steady_clock::now();
     double secs = std::chrono::duration<double>(now - t0).count();
     double since_flush = std::chrono::duration<double>(now - last_flush).count();
@@ -486,7 +595,8 @@ void Recording::stop_and_flush() {
   for (uint32_t pid : drain_->pids()) channels_.add_registry(pid);
   if (child_) child_->wait();
   if (minrtt_) minrtt_->stop();  // MinRTT2, after the command is gone: a quiet period
-  clock_.push_back(sample_clock());
+  take_clock_syscalls();
+  take_point();
   stop_rt_minus_mono_ = realtime_minus_mono_ns();
   writer_->release_reserve();  // room for the last frames and meta.json, whatever happened
   flush_side_frames(final_counts_);
@@ -523,6 +633,16 @@ void Recording::finish_meta(uint64_t held_series_points) {
                    {"tsc", clock_.back().tsc},
                    {"reason", stop_reason()}};
   meta_["tsc_hz"] = cmap.tsc_hz();
+  meta_["clock_discipline"] = {{"syscalls_watched", bool(clockadj_)},
+                               {"adjustments", adjustments_.size()},
+                               {"extra_points", extra_points_},
+                               {"clocksource", current_clocksource()}};
+  if (clockadj_) {
+    meta_["clock_discipline"]["syscalls_seen"] = clockadj_->seen();
+    meta_["clock_discipline"]["syscalls_dropped"] = clockadj_->dropped();
+  } else {
+    meta_["clock_discipline"]["why_not_watched"] = clockadj_missing_;
+  }
   meta_["channels"] = channels_.all_json();
   meta_["pid_namespaces"] = ns_pids_.all_json();
   meta_["counters"] = counters_json(final_counts_);

@@ -17,6 +17,8 @@
 
 #include <zstd.h>
 
+#include <fmt/format.h>
+
 namespace cptrace {
 namespace {
 
@@ -420,14 +422,14 @@ EncodedFrame encode_events(const TraceEvent* ev, size_t n, int zstd_level) {
 EncodedFrame encode_clock(const std::vector<ClockPoint>& pts) {
   if (pts.size() > kMaxRawBytes / sizeof(ClockPoint)) throw std::invalid_argument("encode_clock: too many points");
   EncodedFrame f;
-  finish_frame(f, FrameType::Clock, reinterpret_cast<const uint8_t*>(pts.data()),
+  finish_frame(f, FrameType::Clock2, reinterpret_cast<const uint8_t*>(pts.data()),
                pts.size() * sizeof(ClockPoint), static_cast<uint32_t>(pts.size()), 1);
   return f;
 }
 
 EncodedFrame encode_json(FrameType type, const std::string& json, uint32_t count) {
   if (type != FrameType::Channels && type != FrameType::Counters && type != FrameType::Sync &&
-      type != FrameType::Handlers && type != FrameType::Processes)
+      type != FrameType::Handlers && type != FrameType::Processes && type != FrameType::ClockAdjust)
     throw std::invalid_argument("encode_json: not a JSON frame type");
   EncodedFrame f;
   finish_frame(f, type, reinterpret_cast<const uint8_t*>(json.data()), json.size(), count, 1);
@@ -454,18 +456,28 @@ std::vector<TraceEvent> decode_events(const FrameHeader& h, const uint8_t* paylo
   return out;
 }
 
+// Both versions: Clock (24-byte points, written before MONOTONIC_RAW and the
+// REALTIME offset were recorded) and Clock2 (56-byte points).
 std::vector<ClockPoint> decode_clock(const FrameHeader& h, const uint8_t* payload, size_t len) {
-  if (uint64_t{h.count} * sizeof(ClockPoint) != h.raw_len) fail("clock frame: raw_len != count * 24");
-  auto [raw, raw_len] = frame_bytes(h, FrameType::Clock, payload, len);
+  bool v2 = h.type == static_cast<uint16_t>(FrameType::Clock2);
+  size_t rec = v2 ? kClockPointV2Bytes : kClockPointV1Bytes;
+  if (uint64_t{h.count} * rec != h.raw_len)
+    fail(fmt::format("clock frame (version {}): raw_len {} != count {} * {}", v2 ? 2 : 1, h.raw_len, h.count, rec));
+  auto [raw, raw_len] = frame_bytes(h, v2 ? FrameType::Clock2 : FrameType::Clock, payload, len);
   std::vector<ClockPoint> pts(h.count);
-  if (raw_len > 0) std::memcpy(pts.data(), raw, raw_len);
+  for (size_t i = 0; i < pts.size(); ++i) std::memcpy(&pts[i], raw + i * rec, rec);
+  if (!v2)
+    for (ClockPoint& p : pts) p.flags = 0;  // version 1's `reserved`: no version-2 field is set
+  else
+    for (const ClockPoint& p : pts)
+      if (p.flags & ~(kClockHasRaw | kClockHasRealtime)) fail(fmt::format("clock point with unknown flags 0x{:x}", p.flags));
   return pts;
 }
 
 std::string decode_json(const FrameHeader& h, const uint8_t* payload, size_t len) {
   auto type = static_cast<FrameType>(h.type);
   bool is_json = type == FrameType::Channels || type == FrameType::Counters || type == FrameType::Sync ||
-                 type == FrameType::Handlers || type == FrameType::Processes;
+                 type == FrameType::Handlers || type == FrameType::Processes || type == FrameType::ClockAdjust;
   auto [raw, raw_len] = frame_bytes(h, is_json ? type : FrameType::Channels, payload, len);
   return std::string(reinterpret_cast<const char*>(raw), raw_len);
 }

@@ -52,11 +52,11 @@ uint64_t convert(const std::vector<ClockPoint>& pts, uint64_t x, Member X, Membe
 
 // One rdtsc / clock_gettime / rdtscp bracket. lfence keeps rdtsc from running
 // early; rdtscp waits for clock_gettime to finish.
-ClockPoint bracket() {
+ClockPoint bracket(clockid_t clock = CLOCK_MONOTONIC) {
   timespec ts{};
   _mm_lfence();
   uint64_t t1 = __rdtsc();
-  clock_gettime(CLOCK_MONOTONIC, &ts);
+  clock_gettime(clock, &ts);
   unsigned aux;
   uint64_t t2 = __rdtscp(&aux);
   uint64_t w = t2 - t1;
@@ -67,14 +67,56 @@ ClockPoint bracket() {
   return p;
 }
 
+
+ClockPoint tightest_bracket(clockid_t clock, int brackets) {
+  ClockPoint best = bracket(clock);
+  for (int i = 1; i < brackets; ++i) {
+    ClockPoint p = bracket(clock);
+    if (p.width_ticks < best.width_ticks) best = p;
+  }
+  return best;
+}
+
+int64_t read_ns(clockid_t c) {
+  timespec ts{};
+  clock_gettime(c, &ts);
+  return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+// CLOCK_REALTIME - CLOCK_MONOTONIC as a strict interval [lo, lo + width]: m1 r1 m2
+// r2 m3 gives two intervals [r - m_after, r - m_before] that both contain the
+// offset while it is constant; disjoint ones mean a step happened in between, and
+// the reading is retried. The kernel keeps the offset exactly constant between
+// steps (both clocks add the same accumulated ns to their own base), so any
+// change between two correlation points is a step, not drift.
+bool realtime_offset(int64_t& lo, uint32_t& width, int tries = 5) {
+  bool found = false;
+  for (int i = 0; i < tries; ++i) {
+    int64_t m1 = read_ns(CLOCK_MONOTONIC), r1 = read_ns(CLOCK_REALTIME), m2 = read_ns(CLOCK_MONOTONIC);
+    int64_t r2 = read_ns(CLOCK_REALTIME), m3 = read_ns(CLOCK_MONOTONIC);
+    int64_t l = std::max(r1 - m2, r2 - m3), h = std::min(r1 - m1, r2 - m2);
+    if (l > h) continue;  // a step between the reads
+    if (!found || h - l < int64_t(width)) {
+      lo = l;
+      width = uint32_t(std::min<int64_t>(h - l, std::numeric_limits<uint32_t>::max()));
+      found = true;
+    }
+  }
+  return found;
+}
+
 }  // namespace
 
 ClockPoint sample_clock_point(int brackets) {
-  ClockPoint best = bracket();
-  for (int i = 1; i < brackets; ++i) {
-    ClockPoint p = bracket();
-    if (p.width_ticks < best.width_ticks) best = p;
-  }
+  // MONOTONIC first and alone, as tight as it ever was; RAW and REALTIME after,
+  // each with its own error.
+  ClockPoint best = tightest_bracket(CLOCK_MONOTONIC, brackets);
+  ClockPoint raw = tightest_bracket(CLOCK_MONOTONIC_RAW, std::max(1, brackets / 2));
+  best.raw_tsc = raw.tsc;
+  best.raw_ns = raw.mono_ns;
+  best.raw_width_ticks = raw.width_ticks;
+  best.flags |= kClockHasRaw;
+  if (realtime_offset(best.rt_minus_mono_ns, best.rt_width_ns)) best.flags |= kClockHasRealtime;
   return best;
 }
 
@@ -105,23 +147,30 @@ uint64_t ClockMap::tsc_to_mono(uint64_t tsc) const {
   return convert(pts_, tsc, &ClockPoint::tsc, &ClockPoint::mono_ns);
 }
 
+// Least-squares slope of TSC over the clock's ns. CLOCK_MONOTONIC_RAW when
+// every point carries it: NTP bends CLOCK_MONOTONIC (a 2 % tick slew would put
+// 2 % into every duration shown in ns), RAW follows the clocksource alone.
 double ClockMap::tsc_hz() const {
   if (pts_.size() < 2) return 0;
+  bool raw = std::all_of(pts_.begin(), pts_.end(), [](const ClockPoint& p) { return p.has_raw(); });
+  auto x = [&](const ClockPoint& p) { return raw ? p.raw_ns : p.mono_ns; };
+  auto y = [&](const ClockPoint& p) { return raw ? p.raw_tsc : p.tsc; };
   // Offsets from the first point keep the long double sums exact enough over hours.
+  const ClockPoint& p0 = pts_[0];
   long double n = pts_.size(), mx = 0, my = 0;
   for (const ClockPoint& p : pts_) {
-    mx += p.mono_ns - pts_[0].mono_ns;
-    my += p.tsc - pts_[0].tsc;
+    mx += (long double)x(p) - x(p0);
+    my += (long double)y(p) - y(p0);
   }
   mx /= n;
   my /= n;
   long double sxy = 0, sxx = 0;
   for (const ClockPoint& p : pts_) {
-    long double dx = (p.mono_ns - pts_[0].mono_ns) - mx, dy = (p.tsc - pts_[0].tsc) - my;
+    long double dx = ((long double)x(p) - x(p0)) - mx, dy = ((long double)y(p) - y(p0)) - my;
     sxy += dx * dy;
     sxx += dx * dx;
   }
-  return static_cast<double>(sxy / sxx * 1e9L);
+  return sxx > 0 ? static_cast<double>(sxy / sxx * 1e9L) : 0;
 }
 
 }  // namespace cptrace

@@ -12,6 +12,8 @@ namespace cptrace {
 // Tightest of `brackets` (lfence; rdtsc) / clock_gettime(CLOCK_MONOTONIC) / rdtscp
 // brackets: tsc is the bracket midpoint, width_ticks its width (the error of the
 // point). x86-64 only.
+// Also fills the version-2 fields (trace_format.h): CLOCK_MONOTONIC_RAW from its own
+// brackets and CLOCK_REALTIME - CLOCK_MONOTONIC, read after the MONOTONIC brackets.
 ClockPoint sample_clock_point(int brackets = 9);
 
 // Piecewise-linear map between TSC ticks and CLOCK_MONOTONIC ns over correlation
@@ -45,8 +47,9 @@ class ClockMap {
   };
   Stamp mono_to_stamp(uint64_t mono_ns) const;
   const ClockModelStats& model_stats() const { return bounds_.stats(); }
-  // Measured TSC frequency: least-squares slope of tsc over mono_ns, in ticks per
-  // second; 0 with fewer than two points.
+  // Measured TSC frequency: least-squares slope of tsc over CLOCK_MONOTONIC_RAW
+  // (over mono_ns for points without RAW), in ticks per second; 0 with fewer
+  // than two points.
   double tsc_hz() const;
 
  private:

@@ -18,6 +18,7 @@
 
 #include "cptrace.h"  // cp_channel_id, CP_CHANNEL_NAME_MAX
 #include "trace/block_codec.h"
+#include "trace/clock_change_candidates.h"
 #include "trace/trace_file.h"
 
 namespace cptrace {
@@ -81,6 +82,8 @@ std::string type_name(uint16_t type) {
   switch (static_cast<FrameType>(type)) {
     case FrameType::Events: return "events";
     case FrameType::Clock: return "clock";
+    case FrameType::Clock2: return "clock (version 2)";
+    case FrameType::ClockAdjust: return "clock adjustments";
     case FrameType::Channels: return "channels";
     case FrameType::Counters: return "counters";
     case FrameType::Net: return "net";
@@ -173,6 +176,12 @@ void TraceReader::scan() {
   }
   valid_bytes_ = off;
   clock_map_ = ClockMap(clock_);
+  if (clock_map_.points().size() >= 2)  // a syscall's instant is between points: interpolated
+    for (ClockAdjustment& a : clock_adjustments_)
+      if (a.kind == ClockAdjustKind::Syscall) a.tsc = clock_map_.mono_to_tsc(a.mono_ns);
+  // Again, now with the instants where the clock's rate may have changed: the
+  // conversion model checks its assumption against them (clock_bounds.h).
+  if (clock_map_.points().size() >= 2) clock_map_ = ClockMap(clock_, clock_change_candidates(*this));
 }
 
 // Whether the frame magic occurs anywhere in [from, end of file). A file that ends
@@ -229,7 +238,8 @@ void TraceReader::take_frame(uint64_t off, const FrameHeader& h, const std::vect
   switch (static_cast<FrameType>(h.type)) {
     case FrameType::Events:
       return take_events(off, h, payload);
-    case FrameType::Clock: {
+    case FrameType::Clock:
+    case FrameType::Clock2: {
       std::vector<ClockPoint> pts = decode_clock(h, payload.data(), payload.size());
       clock_.insert(clock_.end(), pts.begin(), pts.end());
       return;
@@ -246,6 +256,11 @@ void TraceReader::take_frame(uint64_t off, const FrameHeader& h, const std::vect
       for (const auto& j : json::parse(decode_json(h, payload.data(), payload.size())))
         rounds.push_back(sync_round_from_json(j));
       sync_.insert(sync_.end(), rounds.begin(), rounds.end());
+      return;
+    }
+    case FrameType::ClockAdjust: {
+      auto a = clock_adjust_from_frame_json(json::parse(decode_json(h, payload.data(), payload.size())));
+      clock_adjustments_.insert(clock_adjustments_.end(), a.begin(), a.end());
       return;
     }
     case FrameType::Processes:

@@ -25,6 +25,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "trace/clock_adjust.h"
 #include "trace/clock_map.h"
 #include "trace/net_codec.h"
 #include "trace/pid_table.h"
@@ -58,6 +59,9 @@ class TraceReader {
   // All correlation points in file order, and the map built from them.
   const std::vector<ClockPoint>& clock() const { return clock_; }
   const ClockMap& clock_map() const { return clock_map_; }
+  // Clock adjustments the recorder saw (clock_adjust.h), in file order; syscalls'
+  // tsc converted through the correlation points (0 with fewer than two).
+  const std::vector<ClockAdjustment>& clock_adjustments() const { return clock_adjustments_; }
   // Channel table from the Channels frames; a later announcement of an id wins.
   const std::map<uint64_t, ChannelInfo>& channels() const { return channels_; }
   // The channel's name, or "0x%016x" of the id when it was never announced. A
@@ -141,6 +145,7 @@ class TraceReader {
   std::string meta_problem_;
   std::vector<ClockPoint> clock_;
   ClockMap clock_map_;
+  std::vector<ClockAdjustment> clock_adjustments_;
   std::map<uint64_t, ChannelInfo> channels_;
   PidTable pids_;
   std::vector<SyncRound> sync_;

@@ -83,7 +83,8 @@ void TraceTail::take(const FrameHeader& h, const std::vector<uint8_t>& payload,
       decode_events_into(h, payload.data(), payload.size(), events_);
       on_events(events_);
       return;
-    case FrameType::Clock: {
+    case FrameType::Clock:
+    case FrameType::Clock2: {
       std::vector<ClockPoint> pts = decode_clock(h, payload.data(), payload.size());
       clock_.insert(clock_.end(), pts.begin(), pts.end());
       return;

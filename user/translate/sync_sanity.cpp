@@ -91,10 +91,15 @@ RateInterval stream_rate(const std::vector<ClockPoint>& pts, int64_t from, int64
   ClockPoint p1 = nearest(from), p2 = nearest(to);
   if (p2.tsc <= p1.tsc || p2.mono_ns <= p1.mono_ns + 2) p1 = pts.front(), p2 = pts.back();
   if (p2.tsc <= p1.tsc || p2.mono_ns <= p1.mono_ns + 2) return {};
-  long double dt = (long double)(p2.tsc - p1.tsc), dm = (long double)(p2.mono_ns - p1.mono_ns);
-  long double w = (long double)(p1.width_ticks + p2.width_ticks) / 2 + 2;
+  // The RAW brackets of the same two points when both have them (see the header).
+  bool raw = p1.has_raw() && p2.has_raw() && p2.raw_tsc > p1.raw_tsc && p2.raw_ns > p1.raw_ns + 2;
+  uint64_t t1 = raw ? p1.raw_tsc : p1.tsc, t2 = raw ? p2.raw_tsc : p2.tsc;
+  uint64_t n1 = raw ? p1.raw_ns : p1.mono_ns, n2 = raw ? p2.raw_ns : p2.mono_ns;
+  uint32_t w1 = raw ? p1.raw_width_ticks : p1.width_ticks, w2 = raw ? p2.raw_width_ticks : p2.width_ticks;
+  long double dt = (long double)(t2 - t1), dm = (long double)(n2 - n1);
+  long double w = (long double)(w1 + w2) / 2 + 2;
   if (dt <= w) return {};
-  return {(dt - w) / (dm + 1), (dt + w) / (dm - 1)};
+  return {(dt - w) / (dm + 1), (dt + w) / (dm - 1), raw};
 }
 
 nlohmann::json SyncFinding::to_json() const {
@@ -116,6 +121,8 @@ nlohmann::json SyncCheck::to_json() const {
   nlohmann::json j = {{"pair", pair}, {"limit_ppm", kMaxRelativeRatePpm}};
   if (expected.known()) j["expected_rate"] = {double(expected.lo), double(expected.hi)};
   if (!not_checked.empty()) j["not_checked"] = not_checked;
+  if (expected.known()) j["rate_clock"] = expected.raw ? "monotonic_raw" : "monotonic";
+  if (!rate_clock_note.empty()) j["rate_clock_note"] = rate_clock_note;
   if (line_ppm) j["line_rate_ppm"] = {line_ppm->first, line_ppm->second};
   j["findings"] = nlohmann::json::array();
   for (const SyncFinding& f : findings) j["findings"].push_back(f.to_json());
@@ -132,7 +139,13 @@ SyncCheck check_pair_sync(const std::vector<PairRound>& rounds, const std::strin
                                 from_hz.known() ? to : from);
     return c;
   }
-  c.expected = {to_hz.lo / from_hz.hi, to_hz.hi / from_hz.lo};
+  c.expected = {to_hz.lo / from_hz.hi, to_hz.hi / from_hz.lo, from_hz.raw && to_hz.raw};
+  if (!c.expected.raw)
+    c.rate_clock_note = fmt::format(
+        "{} measured against CLOCK_MONOTONIC (no CLOCK_MONOTONIC_RAW in the correlation points: a trace from an "
+        "older recorder): an NTP slew of that clock during the rounds can make honest rounds look contradictory",
+        !from_hz.raw && !to_hz.raw ? fmt::format("{}'s and {}'s TSC rates are", from, to)
+                                   : fmt::format("{}'s TSC rate is", from_hz.raw ? to : from));
   const long double L = limit_ppm * 1e-6L;
   auto ppm = [&](long double rate) { return double((rate / c.expected.mid() - 1) * 1e6L); };
 

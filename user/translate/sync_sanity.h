@@ -4,12 +4,18 @@
 // strict bounds.
 //
 // What the check knows. Each node measured its own TSC frequency against its own
-// CLOCK_MONOTONIC (the correlation stream), so the rate of Y's TSC per tick of X's
-// that the two nodes' clocks imply is hz_Y / hz_X. The rounds imply a rate too.
-// Their ratio is the rate of Y's CLOCK_MONOTONIC against X's: two crystals within
-// about +-100 ppm each, or NTP-disciplined clocks (the kernel caps a frequency
-// correction at 500 ppm). A relative rate beyond kMaxRelativeRatePpm = 500 ppm is
-// therefore not a clock: it is a forged, replayed or corrupted round.
+// CLOCK_MONOTONIC_RAW (the correlation stream), so the rate of Y's TSC per tick of
+// X's that the two nodes' clocks imply is hz_Y / hz_X. The rounds imply a rate too.
+// Their ratio is the rate of Y's RAW clock against X's: RAW is the clocksource
+// scaled by a factor fixed at boot, never NTP-adjusted, so this is two crystals
+// within about +-100 ppm each. A relative rate beyond kMaxRelativeRatePpm = 500 ppm
+// is therefore not a clock: it is a forged, replayed or corrupted round.
+//
+// Why RAW and not CLOCK_MONOTONIC: NTP clients slew MONOTONIC (chrony changes the
+// tick length by up to 10 %), so a TSC rate measured against it is bent by the
+// slew and honest rounds looked contradictory. Traces recorded before the points
+// carried RAW (Clock frame version 1) fall back to MONOTONIC, and the check says so:
+// there a kernel frequency correction (up to 500 ppm) or a tick slew is in the rate.
 //
 // The test is exact and covers a relation that is not a line: is there ANY clock
 // relation y = f(x), linear or not, whose rate stays within the limit around
@@ -45,13 +51,15 @@ constexpr double kMaxRelativeRatePpm = 500;
 // A rate as a strict interval (0, 0: unknown).
 struct RateInterval {
   long double lo = 0, hi = 0;
+  bool raw = false;  // measured against CLOCK_MONOTONIC_RAW (else CLOCK_MONOTONIC)
   bool known() const { return lo > 0 && hi >= lo; }
   long double mid() const { return (lo + hi) / 2; }
 };
 
-// A node's TSC ticks per ns of its CLOCK_MONOTONIC between the correlation points
-// nearest to TSC instants `from` and `to` (its first and last points when those
-// coincide), widened by both points' bracket widths and 1 ns of clock resolution.
+// A node's TSC ticks per ns of its CLOCK_MONOTONIC_RAW between the correlation
+// points nearest to TSC instants `from` and `to` (its first and last points when
+// those coincide), widened by both points' bracket widths and 1 ns of clock
+// resolution. Against CLOCK_MONOTONIC (raw == false) when a point lacks RAW.
 RateInterval stream_rate(const std::vector<ClockPoint>& pts, int64_t from, int64_t to);
 
 struct SyncFinding {
@@ -68,6 +76,7 @@ struct SyncCheck {
   std::string pair;
   RateInterval expected;   // hz_to / hz_from
   std::string not_checked;  // why the rate could not be checked ("" when it was)
+  std::string rate_clock_note;  // "" when both rates are against MONOTONIC_RAW, else why not
   // The rate of the one line through all rounds, relative to `expected`, in ppm
   // (lo, hi), when the hulls admit a line.
   std::optional<std::pair<double, double>> line_ppm;

@@ -20,6 +20,7 @@
 #include "translate/pair_inputs.h"
 #include "translate/latency.h"
 #include "translate/ratio_sync.h"
+#include "translate/realtime_offset.h"
 #include "translate/relation_cursor.h"
 #include "translate/sync_pairs.h"
 #include "translate/sync_sanity.h"
@@ -363,6 +364,8 @@ json check_sync(const std::vector<Node>& nodes, const std::map<std::pair<size_t,
     if (!c.not_checked.empty())
       fprintf(stderr, "cptrace translate: warning: %s: rounds not checked against the clocks' rates: %s\n",
               c.pair.c_str(), c.not_checked.c_str());
+    if (!c.rate_clock_note.empty())
+      fmt::print(stderr, "cptrace translate: note: {}: {}\n", c.pair, c.rate_clock_note);
     findings.insert(findings.end(), c.findings.begin(), c.findings.end());
     checks.push_back(c.to_json());
   }
@@ -379,6 +382,12 @@ json channels_json(const std::vector<Node>& nodes) {
 }
 
 using Ranges = std::vector<std::pair<int64_t, int64_t>>;
+
+// How each node's kernel stamps were bounded (clock_bounds.h).
+json clock_model_json(const ClockModelStats& s) {
+  return {{"segments", s.segments}, {"one_rate", s.one_rate}, {"rate_change", s.rate_change},
+          {"either", s.either},     {"violated", s.violated}, {"crowded", s.crowded}};
+}
 
 // Streams one node's events through its relation, one input frame at a time.
 // Counts the events inside `transitions` (local clock ranges where the first hop
@@ -470,6 +479,13 @@ TranslateSummary translate(const TranslateOptions& opt) {
   tr["packets"] = packets.total.to_json();
   tr["pairs"] = json::array();
   for (auto& [k, p] : pairs) tr["pairs"].push_back(pair_json(nodes, p));
+  tr["realtime_offsets"] = json::array();
+  for (size_t v = 0; v < nodes.size(); ++v)
+    if (v != ref)
+      tr["realtime_offsets"].push_back(measure_realtime_offset(nodes[v].name, nodes[v].reader->clock_map().points(),
+                                                               *to_ref[v], nodes[ref].name,
+                                                               nodes[ref].reader->clock_map())
+                                           .to_json());
   for (size_t v = 0; v < nodes.size(); ++v) {
     json nj = {{"index", v},
                {"node", nodes[v].name},
@@ -477,7 +493,8 @@ TranslateSummary translate(const TranslateOptions& opt) {
                {"span_tsc", {nodes[v].span_lo, nodes[v].span_hi}},
                {"tsc_hz_stream", nodes[v].reader->clock_map().tsc_hz()},
                {"path", path_names[v]},
-               {"to_reference", to_ref[v]->to_json()}};
+               {"to_reference", to_ref[v]->to_json()},
+               {"clock_model", clock_model_json(nodes[v].reader->clock_map().model_stats())}};
     if (v != ref && nodes[v].span_hi > nodes[v].span_lo)
       nj["width_mid_ticks"] = to_ref[v]->at(nodes[v].span_lo + (nodes[v].span_hi - nodes[v].span_lo) / 2).width();
     tr["nodes"].push_back(nj);
@@ -575,6 +592,16 @@ int cmd_translate(const TranslateOptions& opt) {
              c["line_rate_ppm"][1].get<double>(), c["limit_ppm"].get<double>());
   for (const json& f : tr.value("suspect_sync", json::array()))
     printf("  %s\n", suspect_sync_warning(SyncFinding::from_json(f)).c_str());
+  for (const json& n : tr["nodes"]) {
+    const json& cm = n["clock_model"];
+    if (cm["violated"].get<uint64_t>() + cm["crowded"].get<uint64_t>() > 0)
+      fmt::print("  {}: kernel stamps in {} of {} correlation segments bounded without the clock model "
+                 "(its assumption failed there: {} violated, {} with two clock adjustments); wider, not wrong\n",
+                 n["node"].get<std::string>(), cm["violated"].get<uint64_t>() + cm["crowded"].get<uint64_t>(),
+                 cm["segments"].get<uint64_t>(), cm["violated"].get<uint64_t>(), cm["crowded"].get<uint64_t>());
+  }
+  for (const json& o : tr.value("realtime_offsets", json::array()))
+    fmt::print("  {}\n", realtime_offset_line(o));
   const json& f = tr["frequency"];
   if (f.contains("hz")) printf("  reference TSC %.6f GHz [%.9f, %.9f] (%s)\n", f["hz"].get<double>() / 1e9,
                                f["hz_lo"].get<double>() / 1e9, f["hz_hi"].get<double>() / 1e9,

@@ -1,0 +1,197 @@
+// The clock's discipline in the trace: version-1 and version-2 correlation points,
+// clock-adjustment records, the extra points' schedule, and the instants at which
+// the clock's rate may have changed.
+#include <gtest/gtest.h>
+
+#include <sys/timex.h>
+
+#include <cstring>
+
+#include "record/clock_schedule.h"
+#include "trace/block_codec.h"
+#include "trace/clock_adjust.h"
+#include "trace/clock_change_candidates.h"
+#include "trace/clock_map.h"
+#include "trace/trace_reader.h"
+
+namespace cptrace {
+namespace {
+
+std::string bytes_of(const EncodedFrame& f) {
+  std::string b(reinterpret_cast<const char*>(&f.hdr), sizeof f.hdr);
+  b.append(f.payload.begin(), f.payload.end());
+  return b;
+}
+
+// A version-1 Clock frame as older recorders wrote it: 24-byte points.
+EncodedFrame clock_v1(const std::vector<ClockPoint>& pts) {
+  std::string raw;
+  for (const ClockPoint& p : pts) raw.append(reinterpret_cast<const char*>(&p), kClockPointV1Bytes);
+  EncodedFrame f;
+  finish_frame(f, FrameType::Clock, reinterpret_cast<const uint8_t*>(raw.data()), raw.size(), uint32_t(pts.size()), 1);
+  return f;
+}
+
+TEST(ClockFormat, VersionOneFramesStayReadable) {
+  ClockPoint a{1000, 500, 7, 0}, b{3000, 1500, 9, 0};
+  a.raw_ns = 99;  // not stored by version 1
+  TraceReader r = TraceReader::from_bytes(file_header_bytes() + bytes_of(clock_v1({a, b})));
+  ASSERT_FALSE(r.error()) << r.error()->what();
+  ASSERT_EQ(r.clock().size(), 2u);
+  EXPECT_EQ(r.clock()[0].tsc, 1000u);
+  EXPECT_EQ(r.clock()[1].mono_ns, 1500u);
+  EXPECT_EQ(r.clock()[1].width_ticks, 9u);
+  EXPECT_FALSE(r.clock()[0].has_raw());
+  EXPECT_EQ(r.clock()[0].raw_ns, 0u);
+  EXPECT_EQ(r.clock_map().mono_to_tsc(1000), 2000u);
+}
+
+TEST(ClockFormat, VersionTwoRoundTripsRawAndRealtime) {
+  ClockPoint p = sample_clock_point();
+  ASSERT_TRUE(p.has_raw());
+  ASSERT_TRUE(p.has_realtime()) << "no step happens here: the two REALTIME reads agree";
+  EXPECT_LT(p.rt_width_ns, 100000u) << "REALTIME - MONOTONIC read within 100 µs";
+  EncodedFrame f = encode_clock({p});
+  EXPECT_EQ(f.hdr.type, uint16_t(FrameType::Clock2));
+  std::vector<ClockPoint> back = decode_clock(f.hdr, f.payload.data(), f.payload.size());
+  ASSERT_EQ(back.size(), 1u);
+  EXPECT_EQ(back[0], p);
+  // The MONOTONIC_RAW bracket is its own: close to the MONOTONIC one, not the same reading.
+  EXPECT_LT(std::llabs(int64_t(p.raw_tsc) - int64_t(p.tsc)), int64_t(1) << 32);
+}
+
+TEST(ClockFormat, BadVersionTwoFramesAreClearErrorsWithTheirOffset) {
+  ClockPoint p{1, 2, 3, kClockHasRaw};
+  std::string head = file_header_bytes() + bytes_of(encode_clock({p}));
+  // A version-2 header claiming 24-byte points.
+  EncodedFrame bad;
+  std::vector<uint8_t> raw(kClockPointV1Bytes);
+  std::memcpy(raw.data(), &p, raw.size());
+  finish_frame(bad, FrameType::Clock2, raw.data(), raw.size(), 1, 0);
+  TraceReader r = TraceReader::from_bytes(head + bytes_of(bad));
+  ASSERT_TRUE(r.error());
+  EXPECT_EQ(r.error()->offset(), head.size());
+  EXPECT_NE(std::string(r.error()->what()).find("clock frame (version 2): raw_len 24 != count 1 * 56"),
+            std::string::npos) << r.error()->what();
+  EXPECT_EQ(r.clock().size(), 1u) << "the good frame before it is kept";
+  // Unknown flag bits: a newer writer's meaning we cannot honour.
+  ClockPoint q = p;
+  q.flags = 0x80;
+  TraceReader r2 = TraceReader::from_bytes(head + bytes_of(encode_clock({q})));
+  ASSERT_TRUE(r2.error());
+  EXPECT_EQ(r2.error()->offset(), head.size());
+  EXPECT_NE(std::string(r2.error()->what()).find("unknown flags 0x80"), std::string::npos) << r2.error()->what();
+}
+
+ClockAdjustment syscall_adj(uint64_t mono, uint32_t modes, int64_t ret = 0) {
+  ClockAdjustment a;
+  a.kind = ClockAdjustKind::Syscall;
+  a.syscall = "adjtimex";
+  a.mono_ns = mono;
+  a.enter_mono_ns = mono - 1000;
+  a.modes = modes;
+  a.ret = ret;
+  a.args_read = true;
+  a.freq = 200 << 16;
+  a.comm = "ntpd";
+  a.pid = 42;
+  return a;
+}
+
+ClockAdjustment state_adj(uint64_t mono, int32_t status, int64_t offset) {
+  ClockAdjustment a;
+  a.kind = ClockAdjustKind::State;
+  a.mono_ns = a.tsc = mono;
+  a.state.status = status;
+  a.state.offset = offset;
+  a.state.tick = 10000;
+  return a;
+}
+
+TEST(ClockAdjustments, JsonRoundTripAndReaderAccessor) {
+  ClockAdjustment s = syscall_adj(1'500'000'000, ADJ_FREQUENCY);
+  ClockAdjustment st = state_adj(1'600'000'000, STA_PLL | STA_NANO, 2'000'000);
+  ClockAdjustment step;
+  step.kind = ClockAdjustKind::Step;
+  step.mono_ns = step.tsc = 1'700'000'000;
+  step.step_ns = 1'000'000'000;
+  step.since_mono_ns = 1'600'000'000;
+  std::vector<ClockAdjustment> all{s, st, step};
+  std::string j = clock_adjust_frame_json(all);
+  ClockPoint a{1'000'000'000, 1'000'000'000, 1, 0}, b{3'000'000'000, 2'000'000'000, 1, 0};
+  TraceReader r = TraceReader::from_bytes(file_header_bytes() + bytes_of(encode_clock({a, b})) +
+                                          bytes_of(encode_json(FrameType::ClockAdjust, j, 3)));
+  ASSERT_FALSE(r.error()) << r.error()->what();
+  ASSERT_EQ(r.clock_adjustments().size(), 3u);
+  EXPECT_EQ(r.clock_adjustments()[0].tsc, 2'000'000'000u) << "the syscall's instant through the points";
+  EXPECT_EQ(r.clock_adjustments()[0].describe(), "adjtimex by ntpd[42]: frequency +200.000 ppm");
+  EXPECT_TRUE(r.clock_adjustments()[1].state.slewing());
+  EXPECT_EQ(r.clock_adjustments()[1].state.offset_ns(), 2'000'000);
+  EXPECT_EQ(r.clock_adjustments()[2].describe(), "CLOCK_REALTIME stepped by +1.000000 s");
+  EXPECT_EQ(r.clock_adjustments()[2].since_mono_ns, 1'600'000'000u);
+  // A malformed record stops the scan there, naming the frame.
+  std::string good = file_header_bytes() + bytes_of(encode_clock({a, b}));
+  TraceReader bad = TraceReader::from_bytes(good + bytes_of(encode_json(FrameType::ClockAdjust, R"([{"kind":"warp"}])", 1)));
+  ASSERT_TRUE(bad.error());
+  EXPECT_EQ(bad.error()->offset(), good.size());
+  EXPECT_NE(std::string(bad.error()->what()).find("clock adjustments"), std::string::npos) << bad.error()->what();
+}
+
+TEST(ClockAdjustments, OnlyCallsThatCanChangeTheClockAreAdjusting) {
+  EXPECT_TRUE(syscall_adj(1, ADJ_FREQUENCY).adjusting());
+  EXPECT_FALSE(syscall_adj(1, 0).adjusting()) << "a read";
+  EXPECT_FALSE(syscall_adj(1, ADJ_OFFSET_SS_READ).adjusting()) << "the adjtime() remainder read";
+  EXPECT_FALSE(syscall_adj(1, ADJ_FREQUENCY, -1).adjusting()) << "EPERM: nothing changed";
+  ClockAdjustment set = syscall_adj(1, 0);
+  set.syscall = "clock_settime";
+  EXPECT_TRUE(set.adjusting());
+}
+
+TEST(ClockSchedule, PointsAfterAChangeAndAroundSecondBoundaries) {
+  ClockSchedule s;
+  EXPECT_FALSE(s.next());
+  s.on_change(1'000'000'000);
+  std::vector<uint64_t> got;
+  while (auto n = s.next()) {
+    got.push_back(*n);
+    EXPECT_TRUE(s.take_due(*n));
+  }
+  EXPECT_EQ(got, (std::vector<uint64_t>{1'000'000'000, 1'002'000'000, 1'005'000'000, 1'010'000'000, 1'020'000'000,
+                                        1'050'000'000}));
+  EXPECT_FALSE(s.take_due(2'000'000'000));
+  // REALTIME = MONOTONIC + 0.25 s: the next boundary after mono 1.5 s (REALTIME
+  // 1.75 s) is REALTIME 2 s = mono 1.75 s.
+  s.around_second(1'500'000'000, 250'000'000);
+  s.around_second(1'600'000'000, 250'000'000);  // the same boundary: nothing new
+  got.clear();
+  while (auto n = s.next()) got.push_back(*n), s.take_due(*n);
+  EXPECT_EQ(got, (std::vector<uint64_t>{1'747'000'000, 1'753'000'000, 1'760'000'000}));
+}
+
+// Candidates: the adjusting syscalls, and while a slew shows in the NTP state,
+// every REALTIME second boundary as MONOTONIC.
+TEST(ClockChangeCandidates, AdjustingCallsAndSecondsWhileSlewing) {
+  std::vector<ClockPoint> pts;
+  for (uint64_t m = 1'000'000'000; m <= 6'000'000'000; m += 100'000'000) {
+    ClockPoint p{m * 2, m, 10, kClockHasRealtime};
+    p.rt_minus_mono_ns = 400'000'000;  // REALTIME seconds fall at mono x.6 s
+    pts.push_back(p);
+  }
+  std::vector<ClockAdjustment> adj{state_adj(1'000'000'000, STA_NANO, 0),
+                                   syscall_adj(1'234'000'000, ADJ_FREQUENCY),
+                                   syscall_adj(1'300'000'000, 0),  // a read: no candidate
+                                   syscall_adj(1'400'000'000, ADJ_OFFSET | ADJ_STATUS),
+                                   state_adj(1'500'000'000, STA_PLL | STA_NANO, 3'000'000),
+                                   state_adj(2'000'000'000, STA_PLL | STA_NANO, 2'000'000),
+                                   state_adj(3'800'000'000, STA_PLL | STA_NANO, 0)};
+  TraceReader r = TraceReader::from_bytes(file_header_bytes() + bytes_of(encode_clock(pts)) +
+                                          bytes_of(encode_json(FrameType::ClockAdjust, clock_adjust_frame_json(adj),
+                                                               uint32_t(adj.size()))));
+  ASSERT_FALSE(r.error()) << r.error()->what();
+  // Slewing from the point before 1.5 s (1.4 s) to 3.8 s: boundaries at 1.6, 2.6, 3.6 s.
+  EXPECT_EQ(clock_change_candidates(r), (std::vector<uint64_t>{1'234'000'000, 1'400'000'000, 1'600'000'000,
+                                                               2'600'000'000, 3'600'000'000}));
+}
+
+}  // namespace
+}  // namespace cptrace

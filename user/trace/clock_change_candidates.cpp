@@ -1,0 +1,86 @@
+// Instants of possible clock-rate changes (clock_change_candidates.h).
+#include "trace/clock_change_candidates.h"
+
+#include <algorithm>
+
+#include "trace/trace_reader.h"
+
+namespace cptrace {
+namespace {
+
+constexpr int64_t kSecond = 1000000000;
+
+int64_t floor_div(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
+
+// Spans of CLOCK_MONOTONIC during which the recorded NTP state shows a slew.
+std::vector<std::pair<uint64_t, uint64_t>> slewing_spans(const TraceReader& r) {
+  const auto& pts = r.clock_map().points();
+  uint64_t end_of_trace = pts.empty() ? 0 : pts.back().mono_ns;
+  std::vector<const ClockAdjustment*> states;
+  for (const auto& a : r.clock_adjustments())
+    if (a.kind == ClockAdjustKind::State) states.push_back(&a);
+  std::stable_sort(states.begin(), states.end(), [](auto* a, auto* b) { return a->mono_ns < b->mono_ns; });
+  std::vector<std::pair<uint64_t, uint64_t>> spans;
+  for (size_t i = 0; i < states.size(); ++i) {
+    if (!states[i]->state.slewing() || (i > 0 && states[i - 1]->state.slewing())) continue;
+    // The slew began after the last point before this state's reading.
+    auto it = std::lower_bound(pts.begin(), pts.end(), states[i]->mono_ns,
+                               [](const ClockPoint& p, uint64_t m) { return p.mono_ns < m; });
+    uint64_t from = it == pts.begin() ? (pts.empty() ? states[i]->mono_ns : std::min(pts.front().mono_ns, states[i]->mono_ns))
+                                      : std::prev(it)->mono_ns;
+    uint64_t to = std::max(end_of_trace, states[i]->mono_ns);
+    for (size_t k = i + 1; k < states.size(); ++k)
+      if (!states[k]->state.slewing()) {
+        to = states[k]->mono_ns;
+        break;
+      }
+    spans.push_back({from, to});
+  }
+  return spans;
+}
+
+// REALTIME second boundaries in [from, to] as MONOTONIC, with every recorded
+// REALTIME - MONOTONIC offset in force over the span (a step inside it gives the
+// boundaries of both offsets: more candidates, never fewer). A point reads the
+// offset as [lo, lo + width]; readings that overlap are one offset (no step), and
+// its upper end gives the earliest MONOTONIC instant of each boundary.
+void second_boundaries(const TraceReader& r, uint64_t from, uint64_t to, std::vector<uint64_t>& out) {
+  std::vector<std::pair<int64_t, int64_t>> offsets;  // [lo, hi], one per step
+  auto add = [&](const ClockPoint& p) {
+    int64_t lo = p.rt_minus_mono_ns, hi = lo + p.rt_width_ns;
+    for (auto& [l, h] : offsets)
+      if (lo <= h && l <= hi) {  // the same offset: keep the tighter reading
+        l = std::max(l, lo), h = std::min(h, hi);
+        return;
+      }
+    offsets.push_back({lo, hi});
+  };
+  const ClockPoint* before = nullptr;
+  for (const ClockPoint& p : r.clock_map().points()) {
+    if (!p.has_realtime()) continue;
+    if (p.mono_ns <= from) before = &p;
+    else if (p.mono_ns <= to || offsets.empty()) add(p);
+  }
+  if (before) add(*before);
+  if (offsets.empty() && r.meta().contains("start") && r.meta()["start"].contains("realtime_ns")) {
+    int64_t off = r.meta()["start"]["realtime_ns"].get<int64_t>() - r.meta()["start"]["mono_ns"].get<int64_t>();
+    offsets.push_back({off, off});
+  }
+  for (const auto& o : offsets)
+    for (int64_t off = o.second, s = floor_div(int64_t(from) + off, kSecond) + 1; s * kSecond - off <= int64_t(to); ++s)
+      if (s * kSecond - off >= int64_t(from)) out.push_back(uint64_t(s * kSecond - off));
+}
+
+}  // namespace
+
+std::vector<uint64_t> clock_change_candidates(const TraceReader& r) {
+  std::vector<uint64_t> out;
+  for (const auto& a : r.clock_adjustments())
+    if (a.adjusting()) out.push_back(a.mono_ns);
+  for (auto [from, to] : slewing_spans(r)) second_boundaries(r, from, to, out);
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+}  // namespace cptrace

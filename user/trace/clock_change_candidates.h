@@ -1,0 +1,46 @@
+// The instants at which the kernel may have changed the rate of this node's
+// CLOCK_MONOTONIC during a recording, for the model that converts CLOCK_MONOTONIC
+// stamps to TSC (its assumption "at most one rate change within any three
+// consecutive segments between correlation points" is checked against these).
+//
+// Why these instants, and only these. The kernel advances CLOCK_MONOTONIC as
+// clocksource cycles * mult >> shift; the rate changes when mult changes, and
+// mult follows the NTP tick length (kernel/time/ntp.c, timekeeping.c):
+//  - a clock-adjusting call (adjtimex / clock_adjtime with modes != 0:
+//    ADJ_FREQUENCY, ADJ_TICK, ADJ_OFFSET, ADJ_STATUS, ADJ_SETOFFSET, ...;
+//    clock_settime; settimeofday) recomputes the tick length, and for frequency
+//    and tick changes the kernel updates mult inside the call (timekeeping_advance
+//    with TK_ADV_FREQ): the change lies within [enter_mono_ns, mono_ns] of the
+//    syscall record; the candidate is its exit, mono_ns. Failed calls change
+//    nothing and are left out. Setting the time (a step of CLOCK_REALTIME) does
+//    not move CLOCK_MONOTONIC itself but resets the NTP state, so it counts too.
+//  - second_overflow() runs when CLOCK_REALTIME crosses a second boundary and
+//    adds that second's chunk of a PLL/FLL offset slew (and of an adjtime()
+//    single-shot slew) to the tick length, so while an offset is being slewed the
+//    rate changes at every REALTIME second. The change takes effect at the first
+//    timekeeping update at or after the boundary (the next tick on a busy CPU;
+//    later on an idle NOHZ system): the boundary, converted to MONOTONIC with the
+//    recorded REALTIME - MONOTONIC offset, is the earliest instant of that change.
+//    "While slewing" is taken from the recorded NTP states: from the correlation
+//    point before the first state that shows a slew (the slew began after it)
+//    to the first later state that shows none. A PLL/FLL offset that reads 0 may
+//    still hold under 1 ns internally; its remaining chunks change the rate by
+//    under 1 ppb and are ignored.
+// Not candidates: the kernel's own mult dithering (timekeeping_adjust corrects the
+// accumulated NTP error by +-1 of mult at ordinary ticks, a rate change of the
+// order of 1 / mult, ~0.01-0.1 ppm): the model must absorb that as rate noise.
+// Adjustments made while no recorder watched (before start, or with the syscall
+// tracepoints missing) are seen only through the NTP states.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+namespace cptrace {
+
+class TraceReader;
+
+// Sorted, unique CLOCK_MONOTONIC instants (ns) at which the clock's rate may
+// have changed, over the recording's span (see above).
+std::vector<uint64_t> clock_change_candidates(const TraceReader& r);
+
+}  // namespace cptrace
