@@ -349,13 +349,22 @@ TEST_F(SlewTruth, TickToggles2pct) {
   check_all(rec, "tick+-2%");
 }
 
-// A CLOCK_REALTIME step in the middle of the recording, with the frequency toggles
-// going on: recorder, rounds and translate must not care about the wall clock.
+// One CLOCK_REALTIME step (-1.5 s) in the middle of the recording and nothing
+// else: CLOCK_MONOTONIC does not move, so recorder, rounds and translate must not
+// notice the wall clock at all.
 TEST_F(SlewTruth, RealtimeStepDuringRecording) {
   REQUIRE_SLEW_TESTBED();
   Recording rec;
+  record({.freq_ppm = 0, .step_ns = -1500000000, .step_at_ms = 2000}, rec);
+  check_all(rec, "realtime-step-1.5s");
+}
+
+// The step while the frequency toggles: what a client that steps, then slews does.
+TEST_F(SlewTruth, RealtimeStepDuringFrequencyToggles) {
+  REQUIRE_SLEW_TESTBED();
+  Recording rec;
   record({.freq_ppm = 500, .freq_period_ms = 150, .step_ns = -1500000000, .step_at_ms = 2000}, rec);
-  check_all(rec, "step-1.5s+freq");
+  check_all(rec, "step-1.5s+freq+-500ppm");
 }
 
 }  // namespace
