@@ -74,7 +74,11 @@ struct Recording {
   testutil::TempDir tmp;
   std::vector<ClockTransform> sim;                                  // per node
   std::vector<std::map<std::pair<uint64_t, uint64_t>, TruthBracket>> brackets;  // per node
-  std::vector<std::map<std::pair<uint64_t, uint64_t>, uint8_t>> timebase;       // per node
+  struct Raw {
+    uint8_t timebase;  // Timebase as recorded
+    uint64_t ts;       // as recorded (CLOCK_MONOTONIC ns for MonoNs)
+  };
+  std::vector<std::map<std::pair<uint64_t, uint64_t>, Raw>> raw;  // per node
   std::vector<truth::MonoSample> samples;
   std::vector<clockguard::SlewEvent> slews;
   bool ok = false;
@@ -98,33 +102,30 @@ class SlewTruth : public ::testing::Test {
   static void TearDownTestSuite() { tb_.reset(); }
   static std::unique_ptr<Testbed> tb_;
 
-  // Records A and B while `plan` slews the clock; the guard restores it before
-  // returning, whatever happened.
-  void record(const clockguard::SlewPlan& plan, Recording& rec) {
-    const double secs = seconds();
-    const uint64_t tuples = uint64_t(secs * 1000);
-    const std::string bin = testutil::cptrace_bin(), wl = (testutil::build_dir() / "tests" / "pipeline").string();
+  // Records A and B, each running cmds[k] ("[record options] -- command") under
+  // `cptrace record` (with `--net` when net), while `plan` slews the clock and a sampler takes truth every
+  // sample_us; the guard restores the clock before this returns, whatever happened.
+  void record_nodes(const clockguard::SlewPlan& plan, const std::string (&cmds)[2], bool net, int sample_us,
+                    Recording& rec) {
+    const std::string bin = testutil::cptrace_bin();
     const std::string sims[] = {"1500000000,20", "-2700000000,50"};
     const std::string peers[] = {"10.77.2.2:7711", "10.77.1.2:7711"};
-    const std::string roles[] = {"--role A --connect 10.77.2.2:9000 --echo --connect-timeout 30 --rate 1000 --tuples " +
-                                     std::to_string(tuples),
-                                 "--role B --listen 10.77.2.2:9000 --echo"};
     auto kg = testutil::run(bin + " keygen -o " + (rec.tmp / "key"), rec.tmp);
     ASSERT_EQ(kg.status, 0) << kg.err;
     {
       clockguard::ClockGuard guard;
-      truth::MonoSampler sampler;
+      truth::MonoSampler sampler(sample_us);
       std::vector<std::unique_ptr<testutil::Proc>> procs;
       for (int k = 1; k >= 0; --k)  // B first: A connects to it
         procs.push_back(std::make_unique<testutil::Proc>(
-            "ip netns exec " + tb_->ns(k + 1) + " " + bin + " record --no-progress --net --netns self --node " +
-                kNames[k] + " --peers " + peers[k] + " --key " + (rec.tmp / "key") +
-                " --sync-rounds 40 --sync-rate 2 --sync-wait 3 --simulate-clock " + sims[k] + " -o " + (rec.tmp / kNames[k]) +
-                " -- " + wl + " " + roles[k] + " --batch --truth " + (rec.tmp / (std::string(kNames[k]) + ".truth")),
+            "ip netns exec " + tb_->ns(k + 1) + " " + bin + " record --no-progress " +
+                (net ? "--net --netns self " : "") + "--node " + kNames[k] + " --peers " + peers[k] + " --key " +
+                (rec.tmp / "key") + " --sync-rounds 40 --sync-rate 2 --sync-wait 3 --simulate-clock " + sims[k] +
+                " -o " + (rec.tmp / kNames[k]) + " " + cmds[k],
             rec.tmp / (std::string(kNames[k]) + ".out"), rec.tmp / (std::string(kNames[k]) + ".err")));
       clockguard::Slewer slewer(plan);  // from the recorders' start: their sync rounds are slewed too
       std::vector<int> st;
-      for (auto& p : procs) st.push_back(p->wait(secs + 120));
+      for (auto& p : procs) st.push_back(p->wait(seconds() + 120));
       slewer.stop();
       sampler.stop();
       EXPECT_EQ(slewer.errors(), 0);
@@ -138,20 +139,14 @@ class SlewTruth : public ::testing::Test {
       ASSERT_FALSE(r.error()) << r.error()->what();
       rec.sim.push_back(ClockTransform::from_json(r.meta().value("simulated_clock", nlohmann::json())));
       ASSERT_TRUE(rec.sim.back().enabled);
-      ASSERT_GT(r.net_event_count(), tuples) << kNames[k] << " captured no traffic";
       ASSERT_FALSE(r.sync_rounds().empty()) << kNames[k] << " has no MinRTT rounds";
-      std::map<std::pair<uint64_t, uint64_t>, uint8_t> tb;
+      std::map<std::pair<uint64_t, uint64_t>, Recording::Raw> tb;
       TraceTail raw(rec.tmp / (std::string(kNames[k]) + "/events.cpt"));  // timestamps as recorded
       raw.poll([&](const std::vector<TraceEvent>& evs) {
         for (const TraceEvent& e : evs)
-          if (e.kind == uint8_t(EventKind::User)) tb[{e.channel, e.tuple}] = e.timebase;
+          if (e.kind == uint8_t(EventKind::User)) tb[{e.channel, e.tuple}] = {e.timebase, e.ts};
       });
-      rec.timebase.push_back(std::move(tb));
-      std::map<std::pair<uint64_t, uint64_t>, TruthBracket> br;
-      for (const TruthBracket& b : read_brackets(rec.tmp / (std::string(kNames[k]) + ".truth")))
-        br[{b.channel, b.tuple}] = b;
-      ASSERT_EQ(br.size(), 4 * tuples) << kNames[k] << ": one bracket per logging call";
-      rec.brackets.push_back(std::move(br));
+      rec.raw.push_back(std::move(tb));
     }
     printf("  [slew] %zu clock adjustments, %zu truth samples:", rec.slews.size(), rec.samples.size());
     for (size_t i = 0; i < rec.slews.size() && i < 6; i++) printf(" %s;", rec.slews[i].what.c_str());
@@ -159,19 +154,43 @@ class SlewTruth : public ::testing::Test {
     rec.ok = true;
   }
 
+  // The pipeline in echo mode, A -> B -> A, cp_logTS and cp_logTS_batch at every
+  // hop, both nodes with --net; reads the workload's truth brackets.
+  void record(const clockguard::SlewPlan& plan, Recording& rec) {
+    const uint64_t tuples = uint64_t(seconds() * 1000);
+    const std::string wl = (testutil::build_dir() / "tests" / "pipeline").string();
+    const std::string cmds[] = {
+        "-- " + wl + " --role A --connect 10.77.2.2:9000 --echo --connect-timeout 30 --rate 1000 --tuples " +
+            std::to_string(tuples) + " --batch --truth " + (rec.tmp / "A.truth"),
+        "-- " + wl + " --role B --listen 10.77.2.2:9000 --echo --batch --truth " + (rec.tmp / "B.truth")};
+    record_nodes(plan, cmds, true, 1000, rec);
+    if (!rec.ok) return;
+    rec.ok = false;
+    for (int k = 0; k < 2; k++) {
+      TraceReader r(rec.tmp / kNames[k]);
+      ASSERT_GT(r.net_event_count(), tuples) << kNames[k] << " captured no traffic";
+      std::map<std::pair<uint64_t, uint64_t>, TruthBracket> br;
+      for (const TruthBracket& b : read_brackets(rec.tmp / (std::string(kNames[k]) + ".truth")))
+        br[{b.channel, b.tuple}] = b;
+      ASSERT_EQ(br.size(), 4 * tuples) << kNames[k] << ": one bracket per logging call";
+      rec.brackets.push_back(std::move(br));
+    }
+    rec.ok = true;
+  }
+
   // The true instant, on A's TSC, of the event (channel, tuple) of node n stamped ts.
   static Truth truth_of(const Recording& rec, int n, uint64_t channel, uint64_t tuple, uint64_t ts,
                         size_t& outside_bracket) {
     auto bi = rec.brackets[n].find({channel, tuple});
-    auto ti = rec.timebase[n].find({channel, tuple});
-    if (bi == rec.brackets[n].end() || ti == rec.timebase[n].end()) {
+    auto ti = rec.raw[n].find({channel, tuple});
+    if (bi == rec.brackets[n].end() || ti == rec.raw[n].end()) {
       ADD_FAILURE() << "node " << kNames[n] << " channel " << channel << " tuple " << tuple << ": no "
                     << (bi == rec.brackets[n].end() ? "truth bracket" : "raw event");
       return {-1e30L, -1e30L};  // far from any bound: counted as a miss
     }
     const TruthBracket& b = bi->second;
     const ClockTransform& a = rec.sim[0];
-    if (ti->second == uint8_t(Timebase::Tsc)) {
+    if (ti->second.timebase == uint8_t(Timebase::Tsc)) {
       uint64_t phys = rec.sim[n].undo(ts);
       outside_bracket += phys < b.before || phys > b.after;
       long double t = (long double)a.apply(phys);
@@ -304,6 +323,57 @@ void SlewTruth::check_conversion(const Recording& rec, const std::string& label)
   }
 }
 
+// The true instant, on A's TSC, of a CLOCK_MONOTONIC instant m: between the TSC
+// of the last truth sample at or before m and of the first at or after it (both
+// clocks only move forward). Strict, as wide as the sampling period.
+Truth sampled_truth(const Recording& rec, uint64_t m) {
+  const auto& v = rec.samples;
+  auto after = std::lower_bound(v.begin(), v.end(), m, [](const truth::MonoSample& s, uint64_t x) { return s.mono_ns < x; });
+  if (after == v.end() || (after == v.begin() && after->mono_ns > m)) return {-1e30L, 1e30L};  // not sampled: no truth
+  auto before = after->mono_ns == m ? after : std::prev(after);
+  return {(long double)rec.sim[0].apply(before->tsc_lo), (long double)rec.sim[0].apply(after->tsc_hi)};
+}
+
+// Java events of node B on A's clock: TSC-stamped ones exactly, kernel or
+// System.nanoTime stamped ones against the sampler's interval around their instant.
+void check_java(const Recording& rec, const std::string& label, uint64_t events) {
+  const std::string bin = testutil::cptrace_bin(), out = rec.tmp / "tr";
+  auto t = testutil::run(bin + " translate " + (rec.tmp / "A") + " " + (rec.tmp / "B") + " --reference A -o " + out,
+                         rec.tmp);
+  ASSERT_EQ(t.status, 0) << label << " translate: " << t.out << t.err;
+  TraceReader r(out);
+  std::map<std::string, Tally> tallies;
+  std::vector<TranslatedEvent> evs;
+  r.for_each_frame(FrameType::Translated, [&](const FrameHeader& h, const std::vector<uint8_t>& p) {
+    decode_translated(h, p.data(), p.size(), evs);
+    for (const TranslatedEvent& e : evs) {
+      if (e.kind != uint8_t(EventKind::User) || e.node != 1) continue;
+      auto it = rec.raw[1].find({e.channel, e.tuple});
+      if (it == rec.raw[1].end()) {
+        ADD_FAILURE() << label << ": no raw event for tuple " << e.tuple;
+        continue;
+      }
+      bool tsc = it->second.timebase == uint8_t(Timebase::Tsc);
+      Truth tr;
+      if (tsc) {
+        long double x = (long double)rec.sim[0].apply(rec.sim[1].undo(e.local_ts));
+        tr = {x, x};
+      } else {
+        tr = sampled_truth(rec, it->second.ts);
+      }
+      tallies[std::string(tsc ? "TSC-stamped (exact truth)" : "mono-stamped (sampled truth)")].add(e.ref_lo, e.ref_hi,
+                                                                                                   tr);
+    }
+  });
+  size_t n = 0;
+  for (auto& [what, tally] : tallies) {
+    tally.print(label + " events B " + what);
+    EXPECT_EQ(tally.contained, tally.n) << label << " " << what;
+    n += tally.n;
+  }
+  EXPECT_EQ(n, events) << label;
+}
+
 void SlewTruth::check_all(const Recording& rec, const std::string& label) {
   ASSERT_TRUE(rec.ok);
   check_conversion(rec, label);
@@ -365,6 +435,28 @@ TEST_F(SlewTruth, RealtimeStepDuringFrequencyToggles) {
   Recording rec;
   record({.freq_ppm = 500, .freq_period_ms = 150, .step_ns = -1500000000, .step_at_ms = 2000}, rec);
   check_all(rec, "step-1.5s+freq+-500ppm");
+}
+
+// Java on B (JniWorkload, one thread, an event every ~1 ms), A idle, both synced
+// by rounds, while the frequency toggles: Cloudprofiler.logTS, then a Batch
+// (System.nanoTime stamps).
+TEST_F(SlewTruth, JavaSingleAndBatchFrequencyToggles) {
+  REQUIRE_SLEW_TESTBED();
+  const std::string jdir = (testutil::build_dir() / "tests" / "java").string(),
+                    jar = (testutil::build_dir() / "cptrace.jar").string();
+  if (!std::filesystem::exists(jdir + "/JniWorkload.class") || !std::filesystem::exists(jar))
+    GTEST_SKIP() << "SKIPPED: Java parts not built (no JDK at build time?)";
+  const uint64_t events = uint64_t(seconds() * 1000);
+  for (const char* mode : {"single", "batch"}) {
+    Recording rec;
+    const std::string cmds[] = {
+        "-- sleep " + std::to_string(int(seconds()) + 5),
+        "--lib " + (testutil::build_dir() / "libcptrace_jni.so").string() + " -- java -Xshare:auto -cp " + jar + ":" + jdir + " JniWorkload --threads 1 --channels 1 --pace-us 1000 --events " +
+            std::to_string(events) + " --mode " + mode};
+    record_nodes({.freq_ppm = 500, .freq_period_ms = 150}, cmds, false, 200, rec);
+    if (HasFatalFailure()) return;
+    check_java(rec, std::string("java-") + mode + " freq+-500ppm", events);
+  }
 }
 
 }  // namespace
