@@ -437,6 +437,15 @@ TEST_F(SlewTruth, RealtimeStepDuringFrequencyToggles) {
   check_all(rec, "step-1.5s+freq+-500ppm");
 }
 
+// Every adjustment at once (SlewPlan::all_kinds): the step clears the PLL state,
+// the slews go on around it.
+TEST_F(SlewTruth, AllAdjustmentsAtOnce) {
+  REQUIRE_SLEW_TESTBED();
+  Recording rec;
+  record(clockguard::SlewPlan::all_kinds(), rec);
+  check_all(rec, "all-kinds");
+}
+
 // Java on B (JniWorkload, one thread, an event every ~1 ms), A idle, both synced
 // by rounds, while the frequency toggles: Cloudprofiler.logTS, then a Batch
 // (System.nanoTime stamps).
