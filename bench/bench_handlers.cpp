@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "cptrace_probe_site.h"
+
 #include "cptrace.skel.h"
 #include "cptrace_records.h"
 #include "probe/kernel_features.h"
@@ -74,7 +76,7 @@ double measure(const Setup& s, Path path, int calls) {
     bpf_program* prog = s.empty_prog ? skel->progs.cp_empty
                         : path == Path::Single ? sp.logTS : sp.batch_submit;
     LIBBPF_OPTS(bpf_uprobe_opts, uo, .func_name = "bench_handler_site");
-    link = bpf_program__attach_uprobe_opts(prog, getpid(), "/proc/self/exe", 0, &uo);
+    link = bpf_program__attach_uprobe_opts(prog, getpid(), "/proc/self/exe", CP_SITE_NOP_OFFSET, &uo);  // its nop
     if (!link) goto out;
     if (path == Path::Single) {
       for (int i = 0; i < 100; ++i) bench_handler_site(kChannel, i);  // the kernel optimizes on first hits

@@ -4,8 +4,11 @@
  *   bench_logts --only single|batch --rate PER_S --seconds S
  *
  *   empty_loop   the loop itself, nothing called
- *   local_nop5   a direct call to a `nop5; ret` function in this program (what
- *                a probe site costs at best, without the PLT)
+ *   bare_nop5    a direct call to a bare `nop5; ret` (the probe site before it
+ *                stamped the TSC: what the stamp adds, next line)
+ *   local_nop5   a direct call to a probe site made by the library's macro in
+ *                this program (TSC stamp, nop5, ret: what a probe site costs
+ *                at best, without the PLT)
  *   cp_logTS     the probe site through the PLT
  *   batch        cp_logTS_batch, submits included (one per 256 events)
  *
@@ -38,13 +41,19 @@
 #include <unistd.h>
 
 #include "cptrace.h"
+#include "cptrace_probe_site.h"
 
 /* Made by the library's probe-site macro (lib/probe_site.h), but in this
  * executable: the floor for any call. */
 __asm__(".include \"probe_site.h\"\n"
 	".text\n"
-	"CP_PROBE_SITE bench_local_nop5\n");
+	"CP_PROBE_SITE bench_local_nop5\n"
+	".p2align 4\n"
+	"bench_bare_nop5:\n"
+	".byte 0x0f, 0x1f, 0x44, 0x00, 0x00\n"
+	"ret\n");
 void bench_local_nop5(uint64_t a, uint64_t b);
+void bench_bare_nop5(uint64_t a, uint64_t b);
 
 typedef void (*event_fn)(uint64_t channel, uint64_t tuple_id);
 
@@ -75,6 +84,7 @@ static double run_empty(uint64_t n)
 		return (now_ns() - t0) / n;                      \
 	}
 DEFINE_RUN(run_local_nop5, bench_local_nop5)
+DEFINE_RUN(run_bare_nop5, bench_bare_nop5)
 DEFINE_RUN(run_single, cp_logTS)
 DEFINE_RUN(run_batch, cp_logTS_batch)
 
@@ -157,11 +167,12 @@ static int uprobe_pmu_type(void)
 	return t;
 }
 
-/* A perf counter of the hits of `fn` in this thread; -1 if unavailable. */
+/* A perf counter of the hits of the probe site `fn` (on its nop, where the
+ * recorder attaches) in this thread; -1 if unavailable. */
 static int open_uprobe_counter(void *fn)
 {
 	Dl_info info;
-	struct file_offset_query q = {(uintptr_t)fn, NULL, 0, 0};
+	struct file_offset_query q = {(uintptr_t)fn + CP_SITE_NOP_OFFSET, NULL, 0, 0};
 	int type = uprobe_pmu_type();
 	if (type < 0 || !dladdr(fn, &info) || !info.dli_fname)
 		return -1;
@@ -261,6 +272,7 @@ int main(int argc, char **argv)
 	int all = only == NULL;
 	if (all || !strcmp(only, "baseline")) {
 		report("empty_loop", n, run_empty(n));
+		report("bare_nop5", n, run_bare_nop5(ch, n));
 		report("local_nop5", n, run_local_nop5(ch, n));
 	}
 	if (all || !strcmp(only, "single"))

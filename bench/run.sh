@@ -12,7 +12,7 @@ echo "== 1. uprobe floor: empty nop5 uprobe vs cp_logTS recording program (same 
 $B/bench/bench_uprobe 50000
 
 echo
-echo "== 2. nothing attached (no-call baseline, local nop5, cp_logTS, batch)"
+echo "== 2. nothing attached (no-call baseline, bare nop5 vs stamped site, cp_logTS, batch)"
 $B/bench/bench_logts --n 50000000
 
 echo
@@ -123,6 +123,14 @@ else
 fi
 
 echo
-echo "== 16. strict bounds under NTP-style clock adjustments (freq +-500 ppm, PLL slew, tick +-2 %,"
+echo "== 16. traffic against rounds: bound widths of translate --inputs rounds|traffic|both on the testbed"
+if [[ $(id -u) -eq 0 ]]; then
+  bash bench/net_stamp_widths.sh
+else
+  echo "   skipped: the testbed needs root"
+fi
+
+echo
+echo "== 17. strict bounds under NTP-style clock adjustments (freq +-500 ppm, PLL slew, tick +-2 %,"
 echo "   REALTIME step), ${SLEW_S:-30} s per recording on the testbed: contained N of N, widths"
 bash bench/slew_truth.sh

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
-/* Kernel side of `cptrace record`: uprobes on the application library's nop5
- * stub symbols (lib/cp_stubs.S). Each hit becomes one record in the ring buffer
- * of the CPU it fired on; a failed reservation is counted, never silent.
+/* Kernel side of `cptrace record`: uprobes on the nop5 of the application
+ * library's probe sites (lib/cp_stubs.S). Each hit becomes one record in the ring
+ * buffer of the CPU it fired on; a failed reservation is counted, never silent.
+ * An event's time is the site's own stamp (rdtsc at the call, in rax:
+ * lib/probe_site.h), never a clock read here: no NTP slew, no entry delay.
  *
  * Layouts of the records are in include/cptrace_records.h (shared with user/). */
 #include "vmlinux.h"
@@ -124,7 +126,7 @@ static __always_inline void flush_stage(void *rb, __u32 cpu, __u32 tgid, __u32 t
 	bpf_preempt_enable();
 }
 
-static __always_inline void stage_event(void *rb, __u64 now, __u64 channel, __u64 tuple, __u32 cpu,
+static __always_inline void stage_event(void *rb, __u64 tsc, __u64 channel, __u64 tuple, __u32 cpu,
 					__u32 tgid, __u32 tid)
 {
 	__u32 zero = 0;
@@ -137,7 +139,7 @@ static __always_inline void stage_event(void *rb, __u64 now, __u64 channel, __u6
 			hand_over_stage(st, rb, cpu, tgid, tid); /* unreachable: emptied when full */
 		__u32 i = st->n & (CP_STAGE_MAX - 1);
 		struct cp_single_entry *e = &st->e[i];
-		e->ktime_ns = now;
+		e->tsc = tsc;
 		e->channel = channel;
 		e->tuple = tuple;
 		e->pid = tgid;
@@ -204,7 +206,7 @@ struct ev_ctx {
 	__u64 ts;
 	__u64 channel;
 	__u64 tuple;
-	__u32 cpu, tgid, tid, timebase; /* timebase: 0 ktime ns, 1 TSC */
+	__u32 cpu, tgid, tid, timebase; /* timebase: 0 CLOCK_MONOTONIC ns (Java batches), 1 TSC */
 };
 
 static __always_inline const struct cp_handler *find_handler(__u64 channel)
@@ -327,12 +329,13 @@ static __always_inline int keep_event(const struct ev_ctx *e)
 	if (!hv)
 		return 1;
 	/* Stamped before the install: the previous rule (see struct cp_handler). */
-	return apply_rule(e, (!e->timebase && e->ts < hv->since_ns) ? &hv->prev : &hv->cur);
+	return apply_rule(e, (e->timebase && e->ts < hv->since_tsc) ? &hv->prev : &hv->cur);
 }
 
-/* One kernel-timestamped event record (cp_logTS, cp_channel_closed). Handlers
- * apply to user events (CP_REC_EVENT) only: a channel close is always recorded. */
-static __always_inline int record_event(__u16 kind, __u64 now, __u64 channel, __u64 tuple, const int staged)
+/* One event record (cp_logTS, cp_channel_closed), `tsc` the site's stamp.
+ * Handlers apply to user events (CP_REC_EVENT) only: a channel close is always
+ * recorded. */
+static __always_inline int record_event(__u16 kind, __u64 tsc, __u64 channel, __u64 tuple, const int staged)
 {
 	__u32 cpu, tgid, tid;
 	void *rb = my_ring(&cpu, &tgid, &tid);
@@ -340,14 +343,14 @@ static __always_inline int record_event(__u16 kind, __u64 now, __u64 channel, __
 		return 0;
 	count(CP_CNT_SEEN, 1);
 	if (kind == CP_REC_EVENT) {
-		struct ev_ctx e = {.ts = now, .channel = channel, .tuple = tuple,
-				   .cpu = cpu, .tgid = tgid, .tid = tid, .timebase = 0};
+		struct ev_ctx e = {.ts = tsc, .channel = channel, .tuple = tuple,
+				   .cpu = cpu, .tgid = tgid, .tid = tid, .timebase = 1};
 		if (!keep_event(&e)) {
 			count(CP_CNT_FILTERED, 1);
 			return 0;
 		}
 		if (staged) {
-			stage_event(rb, now, channel, tuple, cpu, tgid, tid);
+			stage_event(rb, tsc, channel, tuple, cpu, tgid, tid);
 			return 0;
 		}
 	} else {
@@ -359,7 +362,7 @@ static __always_inline int record_event(__u16 kind, __u64 now, __u64 channel, __
 		return 0;
 	}
 	fill_hdr(&r->h, kind, cpu, tgid, tid, 0);
-	r->ktime_ns = now;
+	r->tsc = tsc;
 	r->channel = channel;
 	r->tuple = tuple;
 	bpf_ringbuf_submit(r, wake_flag(rb));
@@ -669,19 +672,20 @@ static __always_inline int channel_announce(__u64 channel, const char *name, con
  * compiler leaves no kfunc call in them at all, which 5.15's verifier needs
  * (before 5.18 it refuses a call to an unresolved kfunc even in dead code).
  * The loader loads one variant (user/probe/probe_attach.cpp). */
+/* PT_REGS_RC (rax) at a site's nop5 is the TSC its stamp read at the call. */
+#define CP_SITE_TSC(ctx) ((__u64)PT_REGS_RC(ctx))
 #define CP_STAGE_VARIANT(sfx, staged)                                                          \
 	SEC("uprobe")                                                                          \
 	int BPF_KPROBE(cp_logTS##sfx, __u64 channel, __u64 tuple)                              \
 	{                                                                                      \
-		return record_event(CP_REC_EVENT, bpf_ktime_get_ns() /* first: closest to the call */, \
-				    channel, tuple, staged);                                   \
+		return record_event(CP_REC_EVENT, CP_SITE_TSC(ctx), channel, tuple, staged);   \
 	}                                                                                      \
 	/* cp.Cloudprofiler.logTS from Java: the JNI entry point in libcptrace_jni.so is  \
-	 * a nop5 stub called as (JNIEnv *, jclass, jlong channel, jlong tuple). */           \
+	 * a probe site called as (JNIEnv *, jclass, jlong channel, jlong tuple). */          \
 	SEC("uprobe")                                                                          \
 	int BPF_KPROBE(cp_jni_logTS##sfx, void *env, void *cls, __u64 channel, __u64 tuple)   \
 	{                                                                                      \
-		return record_event(CP_REC_EVENT, bpf_ktime_get_ns(), channel, tuple, staged); \
+		return record_event(CP_REC_EVENT, CP_SITE_TSC(ctx), channel, tuple, staged);   \
 	}                                                                                      \
 	SEC("uprobe")                                                                          \
 	int BPF_KPROBE(cp_batch_submit##sfx, const struct cp_batch_entry *entries, __u32 n,    \
@@ -697,7 +701,7 @@ static __always_inline int channel_announce(__u64 channel, const char *name, con
 	SEC("uprobe")                                                                          \
 	int BPF_KPROBE(cp_channel_closed##sfx, __u64 channel)                                  \
 	{                                                                                      \
-		return record_event(CP_REC_CLOSE, bpf_ktime_get_ns(), channel, 0, staged);     \
+		return record_event(CP_REC_CLOSE, CP_SITE_TSC(ctx), channel, 0, staged);       \
 	}                                                                                      \
 	/* One argument: the prototype every kernel has (6.16 added group_dead). */       \
 	SEC("tp_btf/sched_process_exit")                                                       \

@@ -5,6 +5,17 @@
  * one record per event into the ring of the CPU it fired on. Every filter runs
  * here, so filtered-out traffic never crosses into user space.
  *
+ * Stamps: a packet pair (transmit on one node, receive on another) is a causality
+ * constraint, so a transmit is stamped as late and a receive as early as the
+ * kernel allows while the packet certainly exists there. Transmit: at
+ * net_dev_start_xmit, just before the driver gets the frame (net_dev_xmit fires
+ * after the driver returned, when veth has already handed the frame to its peer
+ * and a NIC may have sent it: too late to be a lower bound on the send). Receive:
+ * at the earliest of the receive entry points (netif_rx, before the backlog queue;
+ * napi_gro_*_entry and netif_receive_skb*_entry, before GRO and RPS), remembered
+ * per skb in `rx_early` and taken over by the one record emitted at
+ * netif_receive_skb, where the headers are final and the packet is parsed.
+ *
  * Who owns a packet: a packet transmitted in process context belongs to the
  * current task. Otherwise (softirq transmits such as TCP ACKs and
  * retransmissions, and every receive at the device) we look the flow up in
@@ -251,8 +262,11 @@ static __always_inline void hash_udp(struct cp_net_rec *r, unsigned char *pay, u
 }
 
 /* Fills addresses, ports, TCP/UDP fields from the skb's headers (CO-RE reads).
- * Returns false for anything that is not IPv4/IPv6. */
-static __always_inline bool parse_skb(const struct sk_buff *skb, struct cp_net_rec *r)
+ * Returns false for anything that is not IPv4/IPv6. On receive the L3 header is
+ * at skb->data (the driver pulled the link header; netif_receive_skb resets
+ * network_header to it only after its tracepoint, so that offset may still be a
+ * transmit's or unset); on transmit, network_header is the stack's own. */
+static __always_inline bool parse_skb(const struct sk_buff *skb, struct cp_net_rec *r, bool rx)
 {
 	unsigned char *head = BPF_CORE_READ(skb, head);
 	unsigned char *data = BPF_CORE_READ(skb, data);
@@ -261,11 +275,11 @@ static __always_inline bool parse_skb(const struct sk_buff *skb, struct cp_net_r
 	__u32 len = BPF_CORE_READ(skb, len);
 	__u32 lin = len - BPF_CORE_READ(skb, data_len);
 	unsigned char *lin_end = data + lin;
-	unsigned char *l3 = head + nh;
+	unsigned char *l3 = rx ? data : head + nh;
 	unsigned char *l4;
 	__u8 proto;
 
-	if (nh == 0xffff)
+	if (!rx && nh == 0xffff)
 		return false;
 	if (eth == ETH_P_IP) {
 		struct iphdr ip;
@@ -335,20 +349,20 @@ static __always_inline void gso_info(const struct sk_buff *skb, struct cp_net_re
 	r->gso_segs = BPF_CORE_READ(si, gso_segs);
 }
 
-static __always_inline int on_packet(const struct sk_buff *skb, const struct net_device *dev, __u8 kind)
+static __always_inline int on_packet(const struct sk_buff *skb, const struct net_device *dev, __u8 kind,
+				     __u64 now, __u8 stamp_at, __u8 flags)
 {
-	__u64 now = bpf_ktime_get_ns();
 	__u32 netns = BPF_CORE_READ(dev, nd_net.net, ns.inum);
 	if (filter_netns && netns != filter_netns)
 		return 0;
 	/* On the stack, not in a per-CPU scratch map: a softirq may run this program
 	 * while a task-context one is half-way through its record on the same CPU. */
-	struct cp_net_rec rec = {.ktime_ns = now, .kind = kind};
+	struct cp_net_rec rec = {.ktime_ns = now, .kind = kind, .stamp_at = stamp_at, .flags = flags};
 	struct cp_net_rec *r = &rec;
 	r->netns = netns;
 	r->ifindex = BPF_CORE_READ(dev, ifindex);
 	r->skb_len = BPF_CORE_READ(skb, len);
-	if (!parse_skb(skb, r))
+	if (!parse_skb(skb, r, kind == CP_NET_PKT_RX))
 		return 0;
 	if (!port_ok(r->sport, r->dport))
 		return 0;
@@ -380,13 +394,92 @@ static __always_inline int on_packet(const struct sk_buff *skb, const struct net
 SEC("tp_btf/net_dev_start_xmit")
 int BPF_PROG(cp_net_tx, const struct sk_buff *skb, const struct net_device *dev)
 {
-	return on_packet(skb, dev, CP_NET_PKT_TX);
+	return on_packet(skb, dev, CP_NET_PKT_TX, bpf_ktime_get_ns(), CP_NET_AT_KIND, 0);
 }
 
+/* ---- early receive stamps ------------------------------------------------------ */
+
+/* A receive's stamp from its earliest entry point, keyed by the skb's address until
+ * netif_receive_skb takes it (and deletes it). Entries of skbs that never get
+ * there (dropped on a full backlog, merged by GRO and freed) are overwritten when
+ * the slab hands the address out again, since every path into netif_receive_skb
+ * passes one of the entry points (user space loads all of them or none), or evicted
+ * by the LRU; a lost entry only means the later stamp. */
+struct rx_stamp {
+	__u64 ktime_ns;
+	__u32 len; /* skb->len then: GRO grows an skb it merges later segments into */
+	__u8 at;   /* enum cp_net_stamp */
+	__u8 pad[3];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384); /* in flight: backlogs (netdev_max_backlog) + GRO */
+	__type(key, __u64);
+	__type(value, struct rx_stamp);
+} rx_early SEC(".maps");
+
+static __always_inline int stamp_early(const struct sk_buff *skb, __u8 at)
+{
+	struct rx_stamp s = {.ktime_ns = bpf_ktime_get_ns(), .at = at};
+	__u64 key = (__u64)skb;
+	if (filter_netns && BPF_CORE_READ(skb, dev, nd_net.net, ns.inum) != filter_netns)
+		return 0;
+	s.len = BPF_CORE_READ(skb, len);
+	/* Overwrites: a later entry point of the same skb (a bridge's local delivery
+	 * after the port's) is the stamp of the later netif_receive_skb. */
+	bpf_map_update_elem(&rx_early, &key, &s, BPF_ANY);
+	return 0;
+}
+
+SEC("tp_btf/netif_rx")
+int BPF_PROG(cp_rx_netif_rx, struct sk_buff *skb)
+{
+	return stamp_early(skb, CP_NET_AT_NETIF_RX);
+}
+
+SEC("tp_btf/netif_receive_skb_entry")
+int BPF_PROG(cp_rx_receive_entry, const struct sk_buff *skb)
+{
+	return stamp_early(skb, CP_NET_AT_NETIF_RECEIVE_SKB_ENTRY);
+}
+
+SEC("tp_btf/netif_receive_skb_list_entry")
+int BPF_PROG(cp_rx_list_entry, const struct sk_buff *skb)
+{
+	return stamp_early(skb, CP_NET_AT_NETIF_RECEIVE_SKB_LIST_ENTRY);
+}
+
+SEC("tp_btf/napi_gro_receive_entry")
+int BPF_PROG(cp_rx_gro_entry, const struct sk_buff *skb)
+{
+	return stamp_early(skb, CP_NET_AT_NAPI_GRO_RECEIVE_ENTRY);
+}
+
+SEC("tp_btf/napi_gro_frags_entry")
+int BPF_PROG(cp_rx_frags_entry, const struct sk_buff *skb)
+{
+	return stamp_early(skb, CP_NET_AT_NAPI_GRO_FRAGS_ENTRY);
+}
+
+/* The one receive record: the early stamp when this skb has one and still holds
+ * exactly what it held then; else now, when all its bytes have arrived. */
 SEC("tp_btf/netif_receive_skb")
 int BPF_PROG(cp_net_rx, struct sk_buff *skb)
 {
-	return on_packet(skb, BPF_CORE_READ(skb, dev), CP_NET_PKT_RX);
+	__u64 now = bpf_ktime_get_ns(), key = (__u64)skb;
+	__u8 at = CP_NET_AT_KIND, flags = 0;
+	struct rx_stamp *s = bpf_map_lookup_elem(&rx_early, &key);
+	if (s) {
+		if (s->len != BPF_CORE_READ(skb, len)) {
+			flags = CP_NETF_RX_GREW;
+		} else if (s->ktime_ns <= now) {
+			now = s->ktime_ns;
+			at = s->at;
+		}
+		bpf_map_delete_elem(&rx_early, &key);
+	}
+	return on_packet(skb, BPF_CORE_READ(skb, dev), CP_NET_PKT_RX, now, at, flags);
 }
 
 /* ---- sockets ------------------------------------------------------------------- */

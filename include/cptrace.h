@@ -2,18 +2,19 @@
  *
  * An application names its probe points ("channels") once and then logs events
  * on them: an event is (channel, tuple id) plus a timestamp. Nothing is recorded
- * by the library itself. The functions marked PROBE SITE below are empty
- * (`nop5; ret`); `cptrace record` attaches uprobes to them by symbol name and
- * its BPF programs read the arguments. With no recorder attached an event costs
- * a call and a return.
+ * by the library itself. The functions marked PROBE SITE below only read the
+ * TSC and reach a 5-byte NOP (`rdtsc ...; nop5; ret`); `cptrace record`
+ * attaches uprobes to that NOP and its BPF programs read the arguments and the
+ * TSC. With no recorder attached an event costs a call, a TSC read and a
+ * return (~10 ns).
  *
  *   uint64_t ch = cp_open_channel("parser.in");
- *   for (...) cp_logTS(ch, item_id);          // ~1 ns, or ~0.4 us when recorded
+ *   for (...) cp_logTS(ch, item_id);          // ~10 ns, or ~0.4-2 us when recorded
  *   for (...) cp_logTS_batch(ch, item_id);    // hot loops: buffered, rdtsc-stamped
  *   cp_close_channel(ch);
  *
  * Thread safety: every function may be called from any thread. None is
- * async-signal-safe (cp_logTS itself is, being empty).
+ * async-signal-safe (cp_logTS itself is: it only reads the TSC).
  *
  * Usable from C and C++; link with -lcptrace (or libcptrace.a) and -lpthread. */
 #ifndef CPTRACE_H
@@ -58,9 +59,11 @@ static inline uint64_t cp_channel_id(const char *name) CP_NOEXCEPT
  * the full name. NULL is treated as "". */
 uint64_t cp_open_channel(const char *name) CP_NOEXCEPT;
 
-/* PROBE SITE. Logs one event: the recorder timestamps it in the kernel
- * (CLOCK_MONOTONIC) when the probe fires. Never inlined; its first instruction
- * is a 5-byte NOP so the uprobe on it is the cheap, optimized kind. */
+/* PROBE SITE. Logs one event, stamped with the TSC read at the call (before
+ * the probe fires, so neither the uprobe's entry delay nor an NTP adjustment
+ * of the kernel's clocks is in the stamp). Never inlined; after the TSC read
+ * comes a 5-byte NOP, where the uprobe goes, so that it is the cheap,
+ * optimized kind (x86-64 Linux 6.18+). */
 void cp_logTS(uint64_t channel, uint64_t tuple_id) CP_NOEXCEPT;
 
 /* Logs one event into the calling thread's buffer, stamped with rdtsc. Every

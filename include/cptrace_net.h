@@ -19,7 +19,23 @@ enum cp_net_kind {
 	CP_NET_SOCK_SEND = 1, /* sock:sock_send_length: bytes a sendmsg() accepted */
 	CP_NET_SOCK_RECV = 2, /* sock:sock_recv_length: bytes a recvmsg() returned */
 	CP_NET_PKT_TX = 3,    /* net:net_dev_start_xmit: a frame handed to the driver */
-	CP_NET_PKT_RX = 4,    /* net:netif_receive_skb: a frame entering the stack */
+	CP_NET_PKT_RX = 4,    /* net:netif_receive_skb: a frame entering the stack (its stamp:
+				 the earliest receive point it passed, see cp_net_rec.stamp_at) */
+};
+
+/* cp_net_rec.stamp_at: the tracepoint where ktime_ns was read. 0 is the kind's own
+ * tracepoint (above); a receive is stamped at the earliest point the kernel offers
+ * on its path, before the backlog queue or GRO, and recorded at netif_receive_skb.
+ * Traces written before this field existed hold 0 there. */
+enum cp_net_stamp {
+	CP_NET_AT_KIND = 0,
+	CP_NET_AT_NETIF_RX = 1,                /* net:netif_rx: enqueue onto the backlog (veth,
+						  loopback, tun, tunnels, anything via netif_rx) */
+	CP_NET_AT_NETIF_RECEIVE_SKB_ENTRY = 2, /* net:netif_receive_skb_entry: driver, no GRO */
+	CP_NET_AT_NETIF_RECEIVE_SKB_LIST_ENTRY = 3, /* net:netif_receive_skb_list_entry */
+	CP_NET_AT_NAPI_GRO_RECEIVE_ENTRY = 4,  /* net:napi_gro_receive_entry: NAPI driver, GRO */
+	CP_NET_AT_NAPI_GRO_FRAGS_ENTRY = 5,    /* net:napi_gro_frags_entry: NAPI driver, frags */
+	CP_NET_AT_MAX = 6,
 };
 
 /* cp_net_rec.flags (not the TCP flags). */
@@ -29,6 +45,9 @@ enum cp_net_flag {
 	CP_NETF_HASH_PART = 4, /* UDP payload hash covers fewer than CP_NET_HASH_BYTES (short
 				  datagram or payload outside the linear skb area) */
 	CP_NETF_L4_TRUNC = 8,  /* the L4 header was not in the linear area: ports etc. are 0 */
+	CP_NETF_RX_GREW = 16,  /* receive: the skb grew after its early stamp (GRO merged later
+				  segments into it), so it is stamped at netif_receive_skb,
+				  when all its bytes had arrived */
 };
 
 /* Bytes of UDP payload hashed (FNV-1a 32) for matching a datagram across nodes. */
@@ -58,7 +77,8 @@ struct cp_net_rec {
 	__u8 proto;        /* IPPROTO_TCP (6), IPPROTO_UDP (17), else the L4 number */
 	__u8 tcp_flags;    /* FIN 0x01 SYN 0x02 RST 0x04 PSH 0x08 ACK 0x10 URG 0x20 ECE CWR */
 	__u8 flags;        /* enum cp_net_flag */
-	__u8 pad[3];
+	__u8 stamp_at;     /* enum cp_net_stamp: where ktime_ns was read */
+	__u8 pad[2];
 };
 
 /* Index of the per-CPU counters in the BPF `net_counters` array. seen counts

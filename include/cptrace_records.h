@@ -20,10 +20,10 @@
 #define CP_CHANNEL_NAME_MAX 64
 
 enum cp_rec_kind {
-	CP_REC_EVENT = 1,   /* one cp_logTS() call, kernel-timestamped (CLOCK_MONOTONIC ns) */
+	CP_REC_EVENT = 1,   /* one cp_logTS() call, stamped with the TSC at the call */
 	CP_REC_BATCH = 2,   /* n user-timestamped (TSC) events from cp_batch_submit() */
 	CP_REC_CHANNEL = 3, /* a channel id -> name announcement from cp_open_channel() */
-	CP_REC_CLOSE = 4,   /* cp_close_channel() */
+	CP_REC_CLOSE = 4,   /* cp_close_channel(), stamped with the TSC at the call */
 	CP_REC_BATCH_MONO = 5, /* as CP_REC_BATCH, entries stamped CLOCK_MONOTONIC ns
 	                        * (Java's System.nanoTime(), cp_batch_submit_mono) */
 	CP_REC_COUNT = 6,   /* `counter` handler: events of one channel in one period, on one CPU */
@@ -39,9 +39,10 @@ struct cp_rec_hdr {
 	__u32 n;     /* CP_REC_BATCH: number of valid entries; else 0 */
 };
 
-struct cp_event_rec {
+struct cp_event_rec {   /* CP_REC_EVENT and CP_REC_CLOSE */
 	struct cp_rec_hdr h;
-	__u64 ktime_ns;     /* bpf_ktime_get_ns() at probe entry */
+	__u64 tsc;          /* the site's stamp: rdtsc at the call, before the probe
+	                     * (lib/probe_site.h), handed to the program in rax */
 	__u64 channel;
 	__u64 tuple;
 };
@@ -78,7 +79,7 @@ struct cp_batch_rec {  /* CP_REC_BATCH and CP_REC_BATCH_MONO */
 #define CP_STAGE_MAX 32
 
 struct cp_single_entry {
-	__u64 ktime_ns; /* bpf_ktime_get_ns() at probe entry */
+	__u64 tsc;      /* the site's stamp (as cp_event_rec.tsc) */
 	__u64 channel;
 	__u64 tuple;
 	__u32 pid;      /* tgid */
@@ -150,7 +151,8 @@ enum cp_handler_kind {
 	CP_H_DOWNSAMPLE = 1, /* p1 = N: the 1st, N+1-th, 2N+1-th ... event (global order) */
 	CP_H_XOY = 2,        /* p1 = X, p2 = Y: tuple % Y < X */
 	CP_H_FIRSTLAST = 3,  /* first and last event of the handler's period */
-	CP_H_COUNTER = 4,    /* p1 = period ns (single path), p2 = period TSC ticks (batch) */
+	CP_H_COUNTER = 4,    /* p1 = period ns (CLOCK_MONOTONIC entries: Java batches),
+	                      * p2 = period TSC ticks (cp_logTS and C batches) */
 	CP_H_NULL = 5,       /* nothing */
 };
 
@@ -162,15 +164,15 @@ struct cp_handler_rule {
 	__u64 p2;
 };
 
-/* A channel's map value: the rule installed at CLOCK_MONOTONIC `since_ns`, and the
- * one before it. A kernel-timestamped event stamped before since_ns follows
+/* A channel's map value: the rule installed at TSC `since_tsc`, and the one
+ * before it. A cp_logTS event stamped (at its call) before since_tsc follows
  * `prev` even if its program reads the map after the update, so the switch
  * instant is exact for cp_logTS events: stamped before the recorder's "before"
  * instant -> old rule, after its "after" instant -> new rule. */
 struct cp_handler {
 	struct cp_handler_rule cur;
 	struct cp_handler_rule prev;
-	__u64 since_ns;
+	__u64 since_tsc;
 };
 
 struct cp_hstate_key {
@@ -191,7 +193,7 @@ struct cp_hstate {
  * as the "last" event when the recording stops. */
 struct cp_last_slot {
 	__u64 seq;           /* 1 + the event's place in the handler's order; 0 = empty */
-	__u64 ts;            /* ktime ns (timebase 0) or TSC (timebase 1) */
+	__u64 ts;            /* CLOCK_MONOTONIC ns (timebase 0: Java batches) or TSC (timebase 1) */
 	__u64 tuple;
 	__u32 pid;
 	__u32 tid;
@@ -203,13 +205,13 @@ struct cp_last_slot {
 struct cp_count_slot {
 	__u64 bucket;        /* period index: ts / period */
 	__u64 count;
-	__u32 timebase;      /* 0: ktime ns, 1: TSC ticks */
+	__u32 timebase;      /* 0: CLOCK_MONOTONIC ns, 1: TSC ticks */
 	__u32 pad;
 };
 
 /* A finished period of a `counter` channel on one CPU. */
 struct cp_count_rec {
-	struct cp_rec_hdr h; /* n = timebase (0 ktime ns, 1 TSC) */
+	struct cp_rec_hdr h; /* n = timebase (0 CLOCK_MONOTONIC ns, 1 TSC) */
 	__u64 start;         /* bucket * period, in that timebase */
 	__u64 channel;
 	__u64 count;

@@ -5,8 +5,8 @@
  * JNI_OnLoad/RegisterNatives, so the entry point of logTS is the exported
  * symbol itself and `cptrace record` can find it by name in the ELF file.
  *
- * Java_cp_Cloudprofiler_logTS is not here: it is the probe site `nop5; ret`
- * (jni/jni_stubs.S). Everything else reuses libcptrace (lib/), which is linked
+ * Java_cp_Cloudprofiler_logTS is not here: it is a probe site (a TSC read,
+ * then `nop5; ret`: jni/jni_stubs.S). Everything else reuses libcptrace (lib/), which is linked
  * into libcptrace_jni.so: channel announce and registry (so `-p PID` late
  * attach resolves names), close. */
 #include <jni.h>

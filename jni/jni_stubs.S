@@ -1,5 +1,5 @@
-/* Probe sites of libcptrace_jni.so: `nop5; ret`, like lib/cp_stubs.S (see
- * lib/probe_site.h why a nop5 and why assembly). `cptrace record` attaches to
+/* Probe sites of libcptrace_jni.so: a TSC stamp, then `nop5; ret`, like
+ * lib/cp_stubs.S (see lib/probe_site.h why a stamp, why a nop5, why assembly). `cptrace record` attaches to
  * them by name when the target ELF defines them (user/probe/probe_attach.cpp). */
 #include "probe_site.h"
 

@@ -1,7 +1,7 @@
 /* Probe sites of libcptrace.
  *
  * Every symbol here is a place the recorder attaches a uprobe to, by name; each
- * is exactly `nop5; ret` (lib/probe_site.h says why). */
+ * is a TSC stamp into rax, then `nop5; ret` (lib/probe_site.h says why). */
 #include "probe_site.h"
 
 	.text

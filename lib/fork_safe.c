@@ -37,8 +37,10 @@
 #include <unistd.h>
 
 #include "cp_internal.h"
+#include "cptrace_probe_site.h"
 
-/* Filled by the linker from every CP_PROBE_SITE of this object (lib/probe_site.h). */
+/* Filled by the linker from every CP_PROBE_SITE of this object (lib/probe_site.h):
+ * the address of each site's nop, where the uprobe goes. */
 extern const uintptr_t __start_cp_probe_sites[] __attribute__((visibility("hidden")));
 extern const uintptr_t __stop_cp_probe_sites[] __attribute__((visibility("hidden")));
 
@@ -86,10 +88,11 @@ static int remap_from_file(const struct site_page *p)
 	return ok ? 0 : -1;
 }
 
-/* The fallback: nop5 over every call-form site of the page. */
+/* The fallback: the nop (include/cptrace_probe_site.h) over every call-form
+ * site of the page. */
 static void write_nop5(uintptr_t page)
 {
-	static const uint8_t nop5[5] = {0x0f, 0x1f, 0x44, 0x00, 0x00};
+	static const uint8_t nop5[CP_SITE_NOP_LEN] = {CP_SITE_NOP_BYTES};
 	int fd = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
 	if (fd < 0)
 		return;

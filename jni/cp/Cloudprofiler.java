@@ -12,17 +12,18 @@ import java.nio.charset.StandardCharsets;
  *
  * <pre>
  *   long ch = Cloudprofiler.openChannel("parser.in");
- *   Cloudprofiler.logTS(ch, itemId);            // one event, timestamped in the kernel
+ *   Cloudprofiler.logTS(ch, itemId);            // one event, TSC-stamped at the call
  *   try (Cloudprofiler.Batch b = new Cloudprofiler.Batch()) {
  *     for (...) b.log(ch, itemId);              // hot loops: System.nanoTime(), handed over 256 at a time
  *   }
  *   Cloudprofiler.closeChannel(ch);
  * </pre>
  *
- * Nothing here records anything. {@link #logTS} is a native method whose machine code is
- * {@code nop5; ret}: {@code cptrace record --lib libcptrace_jni.so} (or {@code -p PID})
- * puts a uprobe on it, and the recorder's BPF program reads the two arguments. With no
- * recorder attached an event costs one JNI call. The JVM is not modified and runs no
+ * Nothing here records anything. {@link #logTS} is a native method whose machine code
+ * reads the TSC, then reaches a {@code nop5; ret}: {@code cptrace record --lib
+ * libcptrace_jni.so} (or {@code -p PID}) puts a uprobe on that nop5, and the recorder's
+ * BPF program reads the two arguments and the TSC. With no recorder attached an event
+ * costs one JNI call and a TSC read. The JVM is not modified and runs no
  * tracing code.
  *
  * <p>The native library {@code libcptrace_jni.so} is loaded when this class initializes,
@@ -108,8 +109,8 @@ public final class Cloudprofiler {
   }
 
   /**
-   * PROBE SITE. Logs one event; the recorder timestamps it in the kernel
-   * (CLOCK_MONOTONIC) when the probe fires, and records the calling thread's native tid.
+   * PROBE SITE. Logs one event, stamped with the TSC the native site reads at the call
+   * (before the probe fires); the recorder records it and the calling thread's native tid.
    */
   public static native void logTS(long channel, long tupleId);
 

@@ -4,11 +4,16 @@
 // Java program emitted.
 #include <gtest/gtest.h>
 
+#include <x86intrin.h>
+
 #include <map>
+#include <optional>
 #include <set>
 
 #include "probe/attach_targets.h"
 #include "cptrace.h"
+#include "cptrace_probe_site.h"
+#include "probe/probe_site.h"
 #include "probe/proc_registry.h"
 #include "probe/ring_drain.h"
 #include "test_util.h"
@@ -142,15 +147,22 @@ std::vector<uint8_t> symbol_bytes(const std::string& elf, const std::string& sym
 
 }  // namespace
 
-// The probe sites of libcptrace_jni.so are `nop5; ret` (the optimized uprobe
-// path): the JNI entry point itself, the Java batch site, and libcptrace's own
-// sites linked in; the registry is exported so -p resolves names.
-TEST(JniStub, ProbeSitesAreNop5Ret) {
+// The probe sites of libcptrace_jni.so are stamped sites (a TSC read, then
+// the nop5 of the optimized uprobe path at +16, then ret): the JNI entry point
+// itself, the Java batch site, and libcptrace's own sites linked in; the
+// registry is exported so -p resolves names.
+TEST(JniStub, ProbeSitesAreStampedNop5Sites) {
   if (!fs::exists(jni_lib())) GTEST_SKIP() << "SKIPPED: " << jni_lib() << " not built (no JDK?)";
-  const std::vector<uint8_t> nop5_ret = {0x0f, 0x1f, 0x44, 0x00, 0x00, 0xc3};
+  std::vector<uint8_t> site = {CP_SITE_STAMP_BYTES};
+  for (uint8_t b : {CP_SITE_NOP_BYTES}) site.push_back(b);
+  site.push_back(CP_SITE_RET);
   for (const char* s : {"Java_cp_Cloudprofiler_logTS", "cp_batch_submit_mono", "cp_logTS",
-                        "cp_batch_submit", "cp_channel_announce", "cp_channel_closed"})
-    EXPECT_EQ(symbol_bytes(jni_lib(), s, 6), nop5_ret) << s;
+                        "cp_batch_submit", "cp_channel_announce", "cp_channel_closed"}) {
+    EXPECT_EQ(symbol_bytes(jni_lib(), s, site.size()), site) << s;
+    auto off = elf_symbol_file_offset(jni_lib(), s);
+    ASSERT_TRUE(off.has_value()) << s;
+    EXPECT_EQ(probe_site_file_offset(jni_lib(), s), std::optional<uint64_t>(*off + CP_SITE_NOP_OFFSET)) << s;
+  }
   EXPECT_TRUE(elf_has_probe_site(jni_lib())) << "-p would not find the JNI library";
   // .bss symbol: no file bytes, but defined (the registry reader needs the symbol).
   EXPECT_FALSE(elf_symbol_file_offset(jni_lib(), "cptrace_registry").has_value());
@@ -191,17 +203,34 @@ TEST(Jni, NoRecorderAttachedRunsAndExitsNormally) {
   EXPECT_NE(b.out.find("DONE"), std::string::npos) << b.out;
 }
 
+// Also: Java's logTS events carry the TSC the JNI site read at the call
+// (timebase Tsc, no kernel clock), so each lies inside the TSC window of the
+// JVM's run as this test reads it (lfence-ordered), every one.
 TEST(Jni, RecordByLibExactSet) {
   REQUIRE_BPF();
   REQUIRE_JVM();
   TempDir tmp;
   // 600k records of 48 bytes: 32 MiB rings hold the whole run even on one CPU.
+  _mm_lfence();
+  uint64_t t0 = __rdtsc();
   auto r = run(record_cmd(tmp, "--ring-mb 32 --lib " + jni_lib() + " -- " + java_cmd(workload_args("single"))), tmp);
+  _mm_lfence();
+  uint64_t t1 = __rdtsc();
   ASSERT_EQ(r.status, 0) << r.err;
   check_channel_ids(r.out);
   TraceReader tr(tmp / "trace");
   EXPECT_TRUE(tr.meta().value("complete", false));
   check_exact_set(tr);
+  uint64_t user = 0, not_tsc = 0, outside = 0;
+  tr.for_each_event([&](const TraceEvent& e) {
+    if (e.kind != uint8_t(EventKind::User)) return;
+    user++;
+    not_tsc += e.timebase != uint8_t(Timebase::Tsc);
+    outside += e.ts < t0 || e.ts > t1;
+  });
+  EXPECT_EQ(user, uint64_t(kThreads) * kEvents);
+  EXPECT_EQ(not_tsc, 0u) << "Java single events are stamped by the JNI site's rdtsc";
+  EXPECT_EQ(outside, 0u) << "events stamped outside the JVM run [" << t0 << ", " << t1 << "]";
 }
 
 TEST(Jni, BatchExactSet) {

@@ -54,6 +54,19 @@ TEST(KernelFallbacks, UnstagedSinglePathIsExactAndSaysSo) {
   EXPECT_NE(r.err.find("100002 events recorded, 0 dropped, 0 filtered, 100002 seen"), std::string::npos) << r.err;
 }
 
+// The unstaged single path (before 6.10) records the same call-time stamps:
+// every event inside its caller's rdtsc bracket, plain and simulated clock.
+TEST(KernelFallbacks, UnstagedSinglePathStampsAtTheCall) {
+  TempDir tmp;
+  RunResult r = run("CPTRACE_DISABLE_FEATURES=preempt_kfunc " + (build_dir() / "cptrace_tests").string() +
+                        " --gtest_filter='Record.SingleEventsStampedInsideTheirCallBracket:"
+                        "Record.SimulatedClockTransformsSingleStampsLikeBatchOnes'",
+                    tmp);
+  EXPECT_EQ(r.status, 0) << r.out.substr(r.out.size() > 6000 ? r.out.size() - 6000 : 0);
+  EXPECT_EQ(passed_count(r.out), 2) << r.out;
+  EXPECT_EQ(r.out.find("[  SKIPPED ]"), std::string::npos) << r.out;
+}
+
 TEST(KernelFallbacks, UnknownFeatureNameIsRefused) {
   TempDir tmp;
   RunResult r = run("CPTRACE_DISABLE_FEATURES=preempt_kfnuc " + cptrace_bin() + " check", tmp);

@@ -5,18 +5,28 @@
 // transmits is received by node 2 (TCP: by sequence range; UDP: by payload hash and
 // IPv4 id), byte totals equal what the application sent, nothing of another
 // namespace appears, and no receive precedes its send on the shared clock.
+#include <fcntl.h>
+#include <linux/ethtool.h>
+#include <linux/sockios.h>
+#include <net/if.h>
+#include <sched.h>
 #include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <map>
 #include <set>
+#include <thread>
 #include <tuple>
 
 #include <fmt/format.h>
 
 #include "test_util.h"
 #include "testbed_util.h"
+#include "trace/net_codec.h"
 #include "trace/trace_reader.h"
 
 using namespace cptrace;
@@ -33,6 +43,7 @@ struct NetTrace {
   std::vector<NetEvent> ev;
   Counters counters;
   uint64_t recorded = 0;
+  nlohmann::json net_meta;  // meta.json "net": filters and stamp points
 };
 
 NetTrace load(const std::string& dir) {
@@ -42,6 +53,7 @@ NetTrace load(const std::string& dir) {
   r.for_each_net_event([&](const NetEvent& e) { t.ev.push_back(e); });
   t.counters = r.net_counters();
   t.recorded = r.net_event_count();
+  t.net_meta = r.meta().value("net", nlohmann::json::object());
   return t;
 }
 
@@ -303,6 +315,160 @@ TEST_F(NetCapture, UdpMatchedByPayloadHash) {
     sent.erase(it);  // exactly once
   }
   EXPECT_TRUE(sent.empty());
+}
+
+namespace {
+// `ethtool -K IFNAME gro|tso on|off` inside namespace NS, through the legacy ioctl
+// (ETHTOOL_SGRO, ETHTOOL_STSO), from a thread that enters NS alone. "" or the error.
+std::string set_offload(const std::string& ns, const std::string& ifname, uint32_t cmd, bool on) {
+  std::string err;
+  std::thread t([&] {
+    int target = open(("/run/netns/" + ns).c_str(), O_RDONLY | O_CLOEXEC);
+    if (target < 0 || setns(target, CLONE_NEWNET) != 0) {
+      err = fmt::format("entering {}: {}", ns, strerror(errno));
+      if (target >= 0) close(target);
+      return;
+    }
+    close(target);
+    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    ethtool_value v{cmd, on ? 1u : 0u};
+    ifreq ifr{};
+    strncpy(ifr.ifr_name, ifname.c_str(), IFNAMSIZ - 1);
+    ifr.ifr_data = reinterpret_cast<char*>(&v);
+    if (fd < 0 || ioctl(fd, SIOCETHTOOL, &ifr) != 0)
+      err = fmt::format("ethtool ioctl {:#x} on {} in {}: {}", cmd, ifname, ns, strerror(errno));
+    if (fd >= 0) close(fd);
+  });
+  t.join();
+  return err;
+}
+}  // namespace
+
+// GRO on a veth (NAPI mode), on a direct link between the two nodes (through the
+// router's forwarder frames arrive one by one and are never merged; node 1 without
+// TSO, so that its MSS-sized frames are eligible for GRO): a receive is stamped at
+// napi_gro_receive_entry, before GRO, unless GRO merged later segments into its
+// skb, which then keeps the netif_receive_skb stamp (flag CP_NETF_RX_GREW): a
+// receive spanning several transmitted segments is flagged so, and a flagged one
+// spans several. Every received byte is stamped after the first transmission of
+// that byte (what translate pairs it with). (On this link the poll runs after the
+// merged segments were all queued, so their early stamp would not break that
+// order here; on a NIC the poll can merge segments that arrived after it began.)
+TEST_F(NetCapture, TcpThroughGroNoByteStampedBeforeItsSend) {
+  testbed::Testbed tb("ngro", 2, "");
+  ASSERT_TRUE(tb.ok()) << tb.output();
+  // Destroyed with the nodes' namespaces when the testbed goes down.
+  for (std::string cmd : {"ip link add gro0 netns " + tb.ns(1) + " type veth peer name gro0 netns " + tb.ns(2),
+                          "ip -n " + tb.ns(1) + " addr add 10.77.99.1/24 dev gro0",
+                          "ip -n " + tb.ns(2) + " addr add 10.77.99.2/24 dev gro0",
+                          "ip -n " + tb.ns(1) + " link set gro0 up", "ip -n " + tb.ns(2) + " link set gro0 up"}) {
+    auto c = testutil::run(cmd, tmp);
+    ASSERT_EQ(c.status, 0) << cmd << ": " << c.err;
+  }
+  ASSERT_EQ(set_offload(tb.ns(1), "gro0", ETHTOOL_STSO, false), "");
+  ASSERT_EQ(set_offload(tb.ns(2), "gro0", ETHTOOL_SGRO, true), "");
+  const int port = 7011, count = 2000;  // enough back-to-back segments for GRO to merge some
+  PairRun r = run_pair(tb, tmp, true, "10.77.99.2", port, count);
+  auto tx = select(r.a, CP_NET_PKT_TX, 6, r.cport, port, true);
+  auto rx = select(r.b, CP_NET_PKT_RX, 6, r.cport, port, true);
+  ASSERT_FALSE(tx.empty());
+  ASSERT_FALSE(rx.empty());
+  const nlohmann::json st = r.b.net_meta.value("rx_stamp", nlohmann::json::array());
+  bool early = std::find(st.begin(), st.end(), "napi_gro_receive_entry") != st.end();
+  // First transmission of every byte: [lo, hi) stream offsets first sent at ktime.
+  std::sort(tx.begin(), tx.end(), [](auto& x, auto& y) { return x.r.ktime_ns < y.r.ktime_ns; });
+  uint32_t isn = tx.front().r.seq;
+  std::map<uint64_t, std::pair<uint64_t, uint64_t>> first;  // lo -> (hi, ktime)
+  uint64_t high = 0;
+  std::vector<std::pair<uint64_t, uint64_t>> resent;  // [lo, hi) transmitted again
+  for (const NetEvent& e : tx) {
+    uint64_t lo = uint32_t(e.r.seq - isn), hi = lo + e.r.len;
+    if (lo < high) resent.push_back({lo, hi});
+    if (hi > high) first[std::max(lo, high)] = {hi, e.r.ktime_ns};
+    high = std::max(high, hi);
+  }
+  auto was_resent = [&](uint64_t lo, uint64_t hi) {
+    return std::any_of(resent.begin(), resent.end(), [&](auto& x) { return x.first < hi && lo < x.second; });
+  };
+  auto first_tx = [&](uint64_t b) -> int64_t {  // -1: never transmitted
+    auto it = first.upper_bound(b);
+    if (it == first.begin()) return -1;
+    --it;
+    return b < it->second.first ? int64_t(it->second.second) : -1;
+  };
+  std::map<std::string, int> at;
+  int grew = 0;
+  for (const NetEvent& e : rx) {
+    at[net_stamp_name(e.r.kind, e.r.stamp_at)]++;
+    uint64_t lo = uint32_t(e.r.seq - isn), last = lo + e.r.len - 1;
+    int64_t sent_lo = first_tx(lo), sent_last = first_tx(last);
+    ASSERT_GE(sent_lo, 0) << "received bytes never transmitted at offset " << lo;
+    ASSERT_GE(sent_last, 0) << "received bytes never transmitted at offset " << last;
+    EXPECT_GE(int64_t(e.r.ktime_ns), std::max(sent_lo, sent_last))
+        << "a receive stamped (at " << net_stamp_name(e.r.kind, e.r.stamp_at) << ") before the send of its bytes ["
+        << lo << ", " << last << "]";
+    // Spanning several transmitted segments (and no retransmission, which TCP may
+    // collapse): GRO merged them, so the receive must not claim the early stamp.
+    bool spans = first.upper_bound(lo) != first.upper_bound(last);
+    if (spans && !was_resent(lo, last + 1))
+      EXPECT_TRUE(e.r.flags & CP_NETF_RX_GREW) << "bytes [" << lo << ", " << last << "] merged by GRO, stamped at "
+                                               << net_stamp_name(e.r.kind, e.r.stamp_at);
+    if (e.r.flags & CP_NETF_RX_GREW) {
+      ++grew;
+      EXPECT_EQ(e.r.stamp_at, CP_NET_AT_KIND) << "a grown skb took its early stamp";
+      EXPECT_TRUE(spans) << "grown, yet within one transmitted segment";
+    } else if (early) {
+      EXPECT_EQ(e.r.stamp_at, CP_NET_AT_NAPI_GRO_RECEIVE_ENTRY)
+          << "stamped at " << net_stamp_name(e.r.kind, e.r.stamp_at) << " on the GRO path";
+    }
+  }
+  std::string counts;
+  for (auto& [name, n] : at) counts += fmt::format(" {} {}", n, name);
+  printf("      %zu data segments sent, %zu received:%s; %d merged by GRO\n", tx.size(), rx.size(), counts.c_str(),
+         grew);
+}
+
+// A receive is stamped at the earliest point of its path, and recorded once: the
+// testbed's veths hand every frame to netif_rx (before the backlog queue), so each
+// of the N datagrams gives exactly one rx record, stamped there, after its send.
+TEST_F(NetCapture, UdpReceivesStampedBeforeTheBacklogExactlyOnce) {
+  testbed::Testbed tb("nrxs", 2, "");
+  ASSERT_TRUE(tb.ok()) << tb.output();
+  PairRun r = run_pair(tb, tmp, false, "10.77.2.2", 7010, kUdpMessages);
+  const nlohmann::json& st = r.b.net_meta.value("rx_stamp", nlohmann::json::array());
+  ASSERT_FALSE(st.empty()) << "meta.json net.rx_stamp: " << r.b.net_meta.dump();
+  EXPECT_EQ(st.back(), "netif_receive_skb") << st.dump();
+  EXPECT_EQ(r.b.net_meta.value("tx_stamp", ""), "net_dev_start_xmit");
+  // Where this kernel lacks an entry point, every receive is stamped late (and
+  // record said so): then the records must say that instead.
+  bool early = std::find(st.begin(), st.end(), "netif_rx") != st.end();
+  uint8_t want = early ? CP_NET_AT_NETIF_RX : CP_NET_AT_KIND;
+  auto tx = select(r.a, CP_NET_PKT_TX, 17, r.cport, 7010, false);
+  auto rx = select(r.b, CP_NET_PKT_RX, 17, r.cport, 7010, false);
+  ASSERT_EQ(tx.size(), size_t(kUdpMessages));
+  ASSERT_EQ(rx.size(), size_t(kUdpMessages)) << "receives recorded twice or lost";
+  std::map<std::tuple<uint32_t, uint32_t, uint16_t>, const NetEvent*> sent;
+  for (const NetEvent& e : tx) sent.emplace(std::tuple{e.r.hash, e.r.len, e.r.ip_id}, &e);
+  for (const NetEvent& e : rx) {
+    EXPECT_EQ(e.r.stamp_at, want) << "stamped at " << net_stamp_name(e.r.kind, e.r.stamp_at);
+    EXPECT_EQ(e.r.flags & CP_NETF_RX_GREW, 0) << "a datagram cannot grow in GRO";
+    auto it = sent.find({e.r.hash, e.r.len, e.r.ip_id});
+    ASSERT_NE(it, sent.end()) << "received datagram never sent";
+    EXPECT_GE(e.r.ktime_ns, it->second->r.ktime_ns) << "receive stamped before its send";
+    sent.erase(it);
+  }
+  EXPECT_TRUE(sent.empty());
+  // info says where the receives were stamped, and how many at each point.
+  auto info = testutil::run(testutil::cptrace_bin() + " info --json " + (tmp / "b"), tmp);
+  ASSERT_EQ(info.status, 0) << info.err;
+  auto j = nlohmann::json::parse(info.out);
+  const auto& at = j["net"]["stamps"]["rx_stamped_at"];
+  std::string name = net_stamp_name(CP_NET_PKT_RX, want);
+  ASSERT_TRUE(at.contains(name)) << at.dump();
+  // Every receive of node 2 (the datagrams and whatever else reached it) at one point.
+  size_t all_rx = 0;
+  for (const NetEvent& e : r.b.ev) all_rx += e.r.kind == CP_NET_PKT_RX;
+  EXPECT_EQ(at[name].get<size_t>(), all_rx) << at.dump();
 }
 
 namespace {

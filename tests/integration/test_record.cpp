@@ -6,13 +6,18 @@
 #include <sys/mount.h>
 
 #include <cstring>
+#include <fstream>
 #include <map>
 #include <set>
+
+#include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
 
 #include "test_util.h"
+#include "probe/probe_site.h"
 #include "probe/proc_registry.h"
+#include "trace/clock_transform.h"
 #include "trace/trace_reader.h"
 
 using namespace cptrace;
@@ -172,10 +177,11 @@ TEST(Record, LateAttachToRunningProcessResolvesNames) {
 
 // More channels than the registry's inline array (CP_REGISTRY_CAPACITY) holds: a
 // late-attaching recorder reads the overflow chunks too and learns every name.
-// First byte of `symbol` of the ELF file `elf` as process `pid` runs it
-// (0x0f: the nop5, 0xcc: a uprobe's int3), or -1 when it is not mapped there.
+// First byte of the nop of the probe site `symbol` of the ELF file `elf` (where
+// the uprobe goes) as process `pid` runs it (0x0f: the nop5, 0xcc: a uprobe's
+// int3), or -1 when it is not mapped there.
 int mapped_site_byte(pid_t pid, const std::string& elf, const char* symbol) {
-  auto off = elf_symbol_file_offset(elf, symbol);
+  auto off = probe_site_file_offset(elf, symbol);
   std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
   std::string line;
   while (off && std::getline(maps, line)) {
@@ -475,4 +481,116 @@ TEST(Record, CommandWithoutProbeSitesRecordsNothing) {
   auto targets = tr.meta()["targets"];
   ASSERT_EQ(targets.size(), 1u) << targets.dump();
   EXPECT_EQ(targets[0].get<std::string>(), fs::canonical(build_dir() / "libcptrace.so").string());
+}
+
+namespace {
+
+struct Bracket {
+  uint64_t t0 = 0, t1 = 0;
+};
+
+// The workload `bracket`'s OUT file: tuple -> bracket, and the close's.
+std::map<uint64_t, Bracket> read_brackets(const fs::path& file, Bracket& close) {
+  std::map<uint64_t, Bracket> m;
+  std::ifstream in(file);
+  std::string first;
+  Bracket b;
+  while (in >> first >> b.t0 >> b.t1) {
+    if (first == "close")
+      close = b;
+    else
+      m[std::stoull(first)] = b;
+  }
+  return m;
+}
+
+// Every cp_logTS event carries the TSC its probe site read at the call
+// (lib/probe_site.h), so it lies inside the caller's own lfence-ordered rdtsc
+// bracket: every one, and the channel close too. With the test-only simulated
+// clock (`sim_spec`), that stamp is transformed exactly like a batch stamp, and
+// the transform is monotone: inside the transformed bracket.
+void expect_stamps_in_brackets(const std::string& sim_spec) {
+  TempDir tmp;
+  const int threads = 2, events = 20000;
+  std::string extra = sim_spec.empty() ? "" : "--simulate-clock " + sim_spec + " ";
+  auto r = run(record_cmd(tmp, extra + "-- " + (build_dir() / "tests" / "bracket").string() + " " +
+                                   (tmp / "brackets") + " --threads " + std::to_string(threads) +
+                                   " --events " + std::to_string(events)),
+               tmp);
+  ASSERT_EQ(r.status, 0) << r.err;
+  Bracket close;
+  auto brackets = read_brackets(tmp / "brackets", close);
+  ASSERT_EQ(brackets.size(), size_t(threads * events));
+  TraceReader tr(tmp / "trace");
+  ASSERT_FALSE(tr.error());
+  ClockTransform sim = ClockTransform::from_json(tr.meta().value("simulated_clock", nlohmann::json()));
+  ASSERT_EQ(sim.enabled, !sim_spec.empty());
+  auto image = [&](uint64_t t) { return sim.enabled ? sim.apply(t) : t; };
+  uint64_t user = 0, outside = 0, closes = 0, not_tsc = 0;
+  std::string first_miss;
+  tr.for_each_event([&](const TraceEvent& e) {
+    not_tsc += e.timebase != uint8_t(Timebase::Tsc);
+    Bracket b;
+    if (e.kind == uint8_t(EventKind::ChannelClose)) {
+      closes++;
+      b = close;
+    } else {
+      user++;
+      auto it = brackets.find(e.tuple);
+      if (it == brackets.end()) {
+        outside++;
+        return;
+      }
+      b = it->second;
+    }
+    if (e.ts < image(b.t0) || e.ts > image(b.t1)) {
+      if (outside++ == 0)
+        first_miss = fmt::format("tuple {}: stamp {} outside [{}, {}] ({:+} / {:+} ticks)", e.tuple, e.ts,
+                                 image(b.t0), image(b.t1), int64_t(e.ts - image(b.t0)), int64_t(e.ts - image(b.t1)));
+    }
+  });
+  EXPECT_EQ(user, uint64_t(threads * events));
+  EXPECT_EQ(closes, 1u);
+  EXPECT_EQ(not_tsc, 0u) << "single events and closes are TSC-stamped at the call";
+  EXPECT_EQ(outside, 0u) << first_miss;
+  EXPECT_EQ(tr.counters().total_dropped(), 0u);
+}
+
+}  // namespace
+
+TEST(Record, SingleEventsStampedInsideTheirCallBracket) {
+  REQUIRE_BPF();
+  expect_stamps_in_brackets("");
+}
+
+TEST(Record, SimulatedClockTransformsSingleStampsLikeBatchOnes) {
+  REQUIRE_BPF();
+  expect_stamps_in_brackets("5000000000,250");
+}
+
+// A library whose cp_logTS is the old bare `nop5; ret` (built before the
+// stamp) would give events no call-time TSC: refused, naming file and symbol.
+TEST(RecordErrors, SiteWithoutTheTscStampIsRefused) {
+  REQUIRE_BPF();
+  TempDir tmp;
+  std::ofstream(tmp / "old.S") << R"(.text
+.p2align 4
+.globl cp_logTS, cp_batch_submit, cp_channel_announce, cp_channel_closed
+.type cp_logTS,@function
+cp_logTS:
+cp_batch_submit:
+cp_channel_announce:
+cp_channel_closed:
+.byte 0x0f,0x1f,0x44,0x00,0x00
+ret
+.size cp_logTS,.-cp_logTS
+.section .note.GNU-stack,"",@progbits
+)";
+  std::string so = tmp / "libold.so";
+  ASSERT_EQ(run("cc -shared -fPIC -o " + so + " " + (tmp / "old.S"), tmp).status, 0);
+  auto r = run(record_cmd(tmp, "--lib " + so + " -- sleep 0.1"), tmp);
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.err.find(so), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("is not a cptrace probe site of this version"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("built before the stamp"), std::string::npos) << r.err;
 }

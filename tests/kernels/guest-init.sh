@@ -193,11 +193,11 @@ check_check() {
 	done
 	grep -q '^warn  fork after a probe hit ' /tmp/check.out &&
 		FAILS="$FAILS; $(grep '^warn  fork after a probe hit ' /tmp/check.out | sed 's/   */  /g')"
-	grep -q '^[a-z]*  *optimized nop5 uprobe ' /tmp/check.out || FAILS="$FAILS; no uprobe cost line (attach failed)"
+	grep -q '^[a-z]*  *probe sites  *nop5 ' /tmp/check.out || FAILS="$FAILS; no probe sites line (attach failed)"
 	# Exit 1 is what the invariant TSC line alone causes; anything else is a crash.
 	expect_that "check exit $rc" "$rc" -le 1
 	tsc=$(grep -q '^ok    invariant TSC' /tmp/check.out && echo invariant || echo "not invariant")
-	nop5=$(sed -n 's/^[a-z]*  *optimized nop5 uprobe  *\([0-9]* ns\/hit recorded\).*/\1/p' /tmp/check.out)
+	nop5=$(sed -n 's/^[a-z]*  *probe sites  *nop5 ([0-9a-f ]*), \([a-z ]*\)[:,].* \([0-9]* ns\/hit recorded\).*/\1, \2/p' /tmp/check.out)
 	finish check "tsc $tsc; ${nop5:-no uprobe cost}; $(since "$t0")"
 }
 

@@ -138,12 +138,12 @@ TEST(RingDrain, DecodesEveryRecordKind) {
   ChannelInfo ch;
   cp_event_rec ev{};
   ev.h = {CP_REC_EVENT, 3, 100, 101, 0};
-  ev.ktime_ns = 5;
+  ev.tsc = 5;
   ev.channel = 9;
   ev.tuple = 42;
   ASSERT_EQ(RingDrain::decode(&ev, sizeof ev, out, &ch), 1);
   EXPECT_EQ(out[0].ts, 5u);
-  EXPECT_EQ(out[0].timebase, uint8_t(Timebase::MonoNs));
+  EXPECT_EQ(out[0].timebase, uint8_t(Timebase::Tsc));  // the site's stamp
   EXPECT_EQ(out[0].cpu, 3);
   EXPECT_EQ(out[0].pid, 100u);
   EXPECT_EQ(out[0].tid, 101u);
@@ -174,7 +174,7 @@ TEST(RingDrain, DecodesEveryRecordKind) {
   EXPECT_EQ(out[0].pid, 300u);
   EXPECT_EQ(out[1].tid, 303u);
   EXPECT_EQ(out[1].cpu, 1);
-  EXPECT_EQ(out[1].timebase, uint8_t(Timebase::MonoNs));
+  EXPECT_EQ(out[1].timebase, uint8_t(Timebase::Tsc));
   st.h.n = CP_STAGE_MAX + 1;  // corrupt count: refused
   out.clear();
   EXPECT_LT(RingDrain::decode(&st, sizeof st, out, &ch), 0);

@@ -102,7 +102,7 @@ TEST(HandlerTable, ExactNamesAndDefaultInstalledUpFrontFirstMatchWins) {
   EXPECT_EQ(h.cur.kind, uint32_t(CP_H_XOY));
   EXPECT_EQ(h.prev.kind, uint32_t(CP_H_FIRSTLAST));
   EXPECT_EQ(h.prev.gen, fm.m[0].cur.gen);
-  EXPECT_GT(h.since_ns, 0u);
+  EXPECT_GT(h.since_tsc, 0u);
   t->on_channel(cp_channel_id("zzz"), "zzz");  // only the default: no own entry
   EXPECT_EQ(fm.m.count(cp_channel_id("zzz")), 0u);
   auto hist = t->history();

@@ -20,6 +20,7 @@
 
 #include <asm/perf_regs.h>
 #include <gtest/gtest.h>
+#include <x86intrin.h>
 
 #include <array>
 #include <atomic>
@@ -34,7 +35,9 @@
 #include <vector>
 
 #include "cptrace.h"
+#include "cptrace_probe_site.h"
 #include "cptrace_registry.h"
+#include "probe/probe_site.h"
 #include "probe/proc_registry.h"
 
 extern "C" char** environ;
@@ -44,7 +47,15 @@ namespace {
 using cptrace::ChannelEntry;
 using Bytes = std::vector<uint8_t>;
 
-const Bytes kNop5Ret = {0x0f, 0x1f, 0x44, 0x00, 0x00, 0xc3};
+// Every probe site as lib/probe_site.h emits it: the TSC stamp, the nop the
+// uprobe goes on, ret (include/cptrace_probe_site.h, which the recorder checks).
+const Bytes kSite = [] {
+  Bytes b = {CP_SITE_STAMP_BYTES};
+  for (uint8_t x : {CP_SITE_NOP_BYTES}) b.push_back(x);
+  b.push_back(CP_SITE_RET);
+  return b;
+}();
+const Bytes kNop = {CP_SITE_NOP_BYTES};
 const char* const kProbeSites[] = {"cp_logTS", "cp_batch_submit", "cp_channel_announce",
                                    "cp_channel_closed"};
 
@@ -198,9 +209,11 @@ class Child {
 struct Hit {
   uint32_t pid = 0, tid = 0;
   uint64_t rdi = 0, rsi = 0, rdx = 0;  // first three arguments of the probe site
+  uint64_t rax = 0;                    // the site's TSC stamp
 };
 
-// Samples rdi/rsi at every execution of `symbol` in `elf`, as the recorder's
+// Samples rax/rdi/rsi/rdx at every execution of the nop of the probe site
+// `symbol` in `elf` (where the recorder attaches), as the recorder's
 // BPF program would see it: by one thread (`tid`) or, with kAllProcesses, by
 // every process (the caller filters). Never inherited into new threads or
 // children: the kernel copies config1 (a pointer into *our* memory) again in
@@ -213,7 +226,7 @@ class UprobeSampler {
   static constexpr pid_t kAllProcesses = -1;
 
   UprobeSampler(const std::string& elf, const std::string& symbol, pid_t tid) : path_(elf) {
-    auto off = cptrace::elf_symbol_file_offset(elf, symbol);
+    auto off = cptrace::probe_site_file_offset(elf, symbol);  // the site's nop
     int type = uprobe_pmu_type();
     if (!off || type < 0) {
       error_ = !off ? "no symbol " + symbol : "no uprobe PMU";
@@ -269,7 +282,8 @@ class UprobeSampler {
     a.config2 = offset;
     a.sample_period = 1;
     a.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_REGS_USER;
-    a.sample_regs_user = (1ull << PERF_REG_X86_DX) | (1ull << PERF_REG_X86_SI) | (1ull << PERF_REG_X86_DI);
+    a.sample_regs_user = (1ull << PERF_REG_X86_AX) | (1ull << PERF_REG_X86_DX) | (1ull << PERF_REG_X86_SI) |
+                         (1ull << PERF_REG_X86_DI);
     int fd = static_cast<int>(syscall(SYS_perf_event_open, &a, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC));
     if (fd < 0) {
       // An offline CPU is not an error.
@@ -311,16 +325,17 @@ class UprobeSampler {
   }
 
   // PERF_SAMPLE_TID: u32 pid, tid; PERF_SAMPLE_REGS_USER: u64 abi, then the
-  // requested registers in bit order (DX, SI, DI).
+  // requested registers in bit order (AX, DX, SI, DI).
   static Hit parse_sample(const uint8_t* p) {
     Hit hit;
-    uint64_t regs[4];
+    uint64_t regs[5];
     memcpy(&hit.pid, p, 4);
     memcpy(&hit.tid, p + 4, 4);
     memcpy(regs, p + 8, sizeof(regs));
-    hit.rdx = regs[1];
-    hit.rsi = regs[2];
-    hit.rdi = regs[3];
+    hit.rax = regs[1];
+    hit.rdx = regs[2];
+    hit.rsi = regs[3];
+    hit.rdi = regs[4];
     return hit;
   }
 
@@ -373,7 +388,9 @@ const ChannelEntry* find_entry(const std::vector<ChannelEntry>& v, const std::st
 
 // ==== probe-site bytes ==============================================================
 
-TEST(ProbeSites, ExportedSymbolsStartWithNop5Ret) {
+// The macro (lib/probe_site.h) and the bytes the recorder checks
+// (include/cptrace_probe_site.h) are written in two places: they must agree.
+TEST(ProbeSites, ExportedSymbolsAreStampedSites) {
   void* h = libcptrace_handle();
   ASSERT_NE(h, nullptr) << dlerror();
   for (const char* name : kProbeSites) {
@@ -381,26 +398,70 @@ TEST(ProbeSites, ExportedSymbolsStartWithNop5Ret) {
     // never a PLT stub of the test executable.
     void* sym = dlsym(h, name);
     ASSERT_NE(sym, nullptr) << name;
-    EXPECT_EQ(memory_bytes(sym, 6), kNop5Ret) << name;
+    EXPECT_EQ(memory_bytes(sym, kSite.size()), kSite) << name;
   }
 }
 
-TEST(ProbeSites, SharedLibraryFileHasNop5AtSymbolOffset) {
+TEST(ProbeSites, SharedLibraryFileHasTheSiteAtSymbolOffset) {
   std::string so = libcptrace_so_path();
   ASSERT_FALSE(so.empty());
   for (const char* name : kProbeSites) {
     auto off = cptrace::elf_symbol_file_offset(so, name);
     ASSERT_TRUE(off.has_value()) << name;
-    EXPECT_EQ(file_bytes(so, *off, 6), std::optional<Bytes>(kNop5Ret)) << name;
-    EXPECT_EQ(*off % 16, 0u) << name << " should be 16-byte aligned (nop5 within one page)";
+    EXPECT_EQ(file_bytes(so, *off, kSite.size()), std::optional<Bytes>(kSite)) << name;
+    uint64_t nop = *off + CP_SITE_NOP_OFFSET;
+    EXPECT_EQ(nop % 8, 0u) << name << ": the nop must be 8-byte aligned (within one page)";
+    EXPECT_EQ(cptrace::probe_site_file_offset(so, name), std::optional<uint64_t>(nop)) << name;
   }
+  EXPECT_EQ(cptrace::probe_site_file_offset(so, "no_such_symbol_xyz"), std::nullopt);
 }
 
-TEST(ProbeSites, StaticLibraryObjectHasNop5) {
+TEST(ProbeSites, StaticLibraryObjectHasTheSite) {
   std::string ar = exe_dir() + "/libcptrace.a";
   if (!file_exists(ar)) GTEST_SKIP() << ar << " not built";
   for (const char* name : kProbeSites)
-    EXPECT_EQ(archive_symbol_bytes(ar, name, 6), std::optional<Bytes>(kNop5Ret)) << name;
+    EXPECT_EQ(archive_symbol_bytes(ar, name, kSite.size()), std::optional<Bytes>(kSite)) << name;
+}
+
+// A cp_logTS built before the stamp (a bare `nop5; ret`), and a function of
+// that name that is no site at all: refused, naming the file and the symbol.
+TEST(ProbeSites, SiteWithoutTheStampIsRefused) {
+  char dir[] = "/tmp/cp_old_site_XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  std::string src = std::string(dir) + "/old.S", so = std::string(dir) + "/libold.so";
+  std::ofstream(src) << R"(.text
+.p2align 4
+.globl cp_logTS
+.type cp_logTS,@function
+cp_logTS:
+.byte 0x0f,0x1f,0x44,0x00,0x00
+ret
+.size cp_logTS,.-cp_logTS
+.p2align 4
+.globl cp_channel_closed
+.type cp_channel_closed,@function
+cp_channel_closed:
+xor %eax,%eax
+ret
+.size cp_channel_closed,.-cp_channel_closed
+.section .note.GNU-stack,"",@progbits
+)";
+  std::string cmd = "cc -shared -fPIC -o " + so + " " + src;
+  ASSERT_EQ(system(cmd.c_str()), 0) << cmd;
+  for (const char* sym : {"cp_logTS", "cp_channel_closed"}) {
+    try {
+      cptrace::probe_site_file_offset(so, sym);
+      ADD_FAILURE() << sym << ": accepted without the stamp";
+    } catch (const cptrace::ProbeSiteError& e) {
+      std::string m = e.what();
+      EXPECT_NE(m.find(so), std::string::npos) << m;
+      EXPECT_NE(m.find(std::string(sym) + " is not a cptrace probe site"), std::string::npos) << m;
+      EXPECT_EQ(m.find("built before the stamp") != std::string::npos, std::string(sym) == "cp_logTS") << m;
+    }
+  }
+  unlink(so.c_str());
+  unlink(src.c_str());
+  rmdir(dir);
 }
 
 TEST(ElfSymbolFileOffset, MissingSymbolAndFile) {
@@ -607,7 +668,7 @@ int main(void) {
     EXPECT_EQ(v[1], (ChannelEntry{cp_channel_id("static.b"), "static.b", true}));
     auto off = cptrace::elf_symbol_file_offset(bin, "cp_logTS");
     ASSERT_TRUE(off.has_value());
-    EXPECT_EQ(file_bytes(bin, *off, 6), std::optional<Bytes>(kNop5Ret));
+    EXPECT_EQ(file_bytes(bin, *off, kSite.size()), std::optional<Bytes>(kSite));
   }
   unlink(bin.c_str());
   unlink(src.c_str());
@@ -641,17 +702,31 @@ TEST(ProbeCalls, OpenAnnouncesRegistryName) {
   EXPECT_EQ(hits[0].rsi, reinterpret_cast<uint64_t>(e[0]->name));
 }
 
-TEST(ProbeCalls, LogTSPassesChannelAndTuple) {
+// And the stamp: rax at the probe is the TSC read at the call, inside the
+// caller's own rdtsc bracket (on 6.18+ through the optimized path, whose
+// trampoline must hand the probe the caller's rax, not its own).
+TEST(ProbeCalls, LogTSPassesChannelTupleAndStamp) {
   UprobeSampler s(libcptrace_so_path(), "cp_logTS", gettid_i());
   REQUIRE_SAMPLER(s);
   uint64_t ch = cp_open_channel("test.logts");
-  cp_logTS(ch, 42);
-  cp_logTS(ch, 43);
+  uint64_t t[4];
+  for (int i = 0; i < 2; ++i) {
+    _mm_lfence();
+    t[2 * i] = __rdtsc();
+    _mm_lfence();
+    cp_logTS(ch, 42 + i);
+    _mm_lfence();
+    t[2 * i + 1] = __rdtsc();
+  }
   auto hits = s.drain();
   ASSERT_EQ(hits.size(), 2u);
   EXPECT_EQ(hits[0].rdi, ch);
   EXPECT_EQ(hits[0].rsi, 42u);
   EXPECT_EQ(hits[1].rsi, 43u);
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_GE(hits[i].rax, t[2 * i]) << "call " << i;
+    EXPECT_LE(hits[i].rax, t[2 * i + 1]) << "call " << i;
+  }
 }
 
 TEST(ProbeCalls, BatchFullAndThreadExitFlush) {
@@ -724,12 +799,13 @@ TEST(ProbeCalls, ProcessExitFlushesAndForkDoesNotDuplicate) {
   EXPECT_EQ(batch_sizes(in_parent.drain()), (std::vector<uint64_t>{5}));
 }
 
-// First byte of a probe site as this process runs it: 0x0f (nop5), 0xcc (a
-// uprobe's int3) or 0xe8 (the call into [uprobes-trampoline] of an optimized
-// uprobe, Linux 6.18+).
-uint8_t site_byte(const char* symbol) {
-  return *static_cast<const volatile uint8_t*>(dlsym(libcptrace_handle(), symbol));
+// First byte of a probe site's nop as this process runs it: 0x0f (nop5), 0xcc
+// (a uprobe's int3) or 0xe8 (the call into [uprobes-trampoline] of an
+// optimized uprobe, Linux 6.18+).
+uint8_t nop_byte(const void* site) {
+  return static_cast<const volatile uint8_t*>(site)[CP_SITE_NOP_OFFSET];
 }
+uint8_t site_byte(const char* symbol) { return nop_byte(dlsym(libcptrace_handle(), symbol)); }
 
 // Calls every probe site of the library (the batch one through a flush and the
 // channel ones through open/close); for forked children.
@@ -824,11 +900,11 @@ TEST(ProbeCalls, ForkRepairWithReplacedLibraryFileWritesTheNop5) {
       GTEST_SKIP() << "perf uprobes unavailable: " << s.error();
     }
     for (int i = 0; i < 3; i++) logts(1, i);
-    uint8_t parent_byte = *reinterpret_cast<const volatile uint8_t*>(logts);
+    uint8_t parent_byte = nop_byte(reinterpret_cast<const void*>(logts));
     // Another file at the same path (the loaded one lives on, unlinked).
     ASSERT_EQ(unlink(copy.c_str()), 0);
     { std::ofstream(copy) << "not the library"; }
-    expect_forked_child_sees_nop5([&] { return *reinterpret_cast<const volatile uint8_t*>(logts); },
+    expect_forked_child_sees_nop5([&] { return nop_byte(reinterpret_cast<const void*>(logts)); },
                                   [&] { logts(2, 0); }, parent_byte);
   }
   dlclose(h);

@@ -8,6 +8,7 @@ namespace cptrace {
 
 void SameNodePairing::add(const TraceEvent& e) {
   if (e.kind != uint8_t(EventKind::User)) return;
+  if (e.channel == from_ || e.channel == to_) max_err_ = std::max(max_err_, e.ts_err);
   auto keep = [&](std::unordered_map<uint64_t, uint64_t>& m) {
     auto [it, fresh] = m.emplace(e.tuple, e.ts);
     if (!fresh) {
@@ -26,9 +27,9 @@ LatencySeries SameNodePairing::series(const Timeline& tl, uint32_t widest, const
   s.to_channel = to_name;
   s.from_node = s.to_node = node;
   s.remote = false;
-  s.method = "same node: TSC difference / measured frequency, bound = widest correlation bracket";
+  s.method = "same node: TSC difference / measured frequency, bound = widest correlation bracket or conversion error";
   s.duplicates = duplicates_;
-  double w = tl.ticks_to_s(widest);
+  double w = bound_s(tl, widest);
   for (const auto& [tuple, ta] : a_) {
     auto it = b_.find(tuple);
     if (it == b_.end()) {
@@ -60,7 +61,7 @@ LatencySummary SameNodePairing::summary(const Timeline& tl, uint32_t widest,
   m.count = v.size();
   if (v.empty()) return m;
   std::sort(v.begin(), v.end());
-  double w = tl.ticks_to_s(widest);  // the same bound on every sample
+  double w = bound_s(tl, widest);  // the same bound on every sample
   m.min = v.front(), m.max = v.back(), m.mean = sum / double(m.count);
   m.p25 = percentile_sorted(v, 0.25), m.p50 = percentile_sorted(v, 0.50), m.p75 = percentile_sorted(v, 0.75);
   m.p90 = percentile_sorted(v, 0.90), m.p99 = percentile_sorted(v, 0.99);

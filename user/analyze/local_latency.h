@@ -9,6 +9,7 @@
 // trace; [value - w, value + w] with w = widest bracket / frequency (a TSC-stamped
 // pair is exact to the tick, so this over-covers it).
 #pragma once
+#include <algorithm>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -41,6 +42,12 @@ class SameNodePairing {
   // File order is only roughly time order: the earliest stamp of each tuple per side.
   std::unordered_map<uint64_t, uint64_t> a_, b_;
   uint64_t duplicates_ = 0;
+  // The largest conversion error of a paired-side event (TraceEvent::ts_err):
+  // under NTP slewing it can exceed the widest bracket.
+  uint32_t max_err_ = 0;
+  double bound_s(const Timeline& tl, uint32_t widest) const {
+    return tl.ticks_to_s(double(std::max<uint64_t>(widest, 2 * uint64_t(max_err_))));
+  }
 };
 
 // Pairs events by tuple id (first occurrence on each side, user events only).

@@ -19,6 +19,7 @@
 #include "probe/proc_registry.h"
 #include "probe/kernel_features.h"
 #include "probe/probe_selftest.h"
+#include "probe/probe_site.h"
 #include "probe/tracefs_uprobes.h"
 #include "trace/node_info.h"
 
@@ -32,7 +33,7 @@ std::string follow_problem() {
   try {
     TracefsUprobes t;
     std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
-    auto off = elf_symbol_file_offset(self, "cp_logTS");
+    auto off = probe_site_file_offset(self, "cp_logTS");
     if (!off) return "no cp_logTS in " + self;
     int fd = t.open(t.add(self, *off), getpid());
     if (fd < 0) return std::string("perf_event_open on a tracefs uprobe event: ") + strerror(errno);
@@ -51,7 +52,7 @@ struct Checker {
   }
 };
 
-// Measured like the nop5 line: a child forked after its parent's optimized
+// Measured like the probe sites line: a child forked after its parent's optimized
 // hit, once without libcptrace's repair (raw fork system call) and once with.
 void report_fork_safety(Checker& c) {
   ForkSafety f = measure_fork_safety();
@@ -87,8 +88,10 @@ void report_kernel_features(Checker& c) {
   c.line(k.bpf_loop, false, "channel handlers", k.bpf_loop ? "bpf_loop helper present"
                                                            : "no bpf_loop (5.17+): handlers are refused");
   std::vector<std::string> absent;
-  for (const char* tp : {"net_dev_start_xmit", "netif_receive_skb", "sock_send_length", "sock_recv_length",
-                         "tcp_sendmsg_locked", "inet_sock_set_state", "softirq_entry", "sched_process_fork"})
+  for (const char* tp : {"net_dev_start_xmit", "netif_receive_skb", "netif_rx", "netif_receive_skb_entry",
+                         "netif_receive_skb_list_entry", "napi_gro_receive_entry", "napi_gro_frags_entry",
+                         "sock_send_length", "sock_recv_length", "tcp_sendmsg_locked", "inet_sock_set_state",
+                         "softirq_entry", "sched_process_fork"})
     if (!kernel_has_tracepoint(tp)) absent.push_back(tp);
   c.line(absent.empty(), false, "network capture (--net)",
          absent.empty() ? "every tracepoint present"
@@ -116,14 +119,17 @@ int run_check() {
     if (!u.error.empty()) {
       c.line(false, true, "uprobe attach", u.error);
     } else {
-      char buf[200];
-      snprintf(buf, sizeof buf, "%.0f ns/hit recorded, %.0f ns empty (int3 path: %.0f ns recorded, %.0f empty; no probe: %.1f ns)",
-               u.nop5_record_ns, u.nop5_empty_ns, u.int3_record_ns, u.int3_empty_ns, u.no_probe_ns);
-      // The optimized path is a jump, not a trap: expect several times cheaper.
-      bool optimized = u.nop5_empty_ns * 3 < u.int3_empty_ns;
-      c.line(optimized, false, "optimized nop5 uprobe", std::string(buf) +
-             (optimized ? "" : " — not optimized: every hit traps (x86-64 Linux 6.18+ optimizes nop5 sites); "
-                                "hot paths should use cp_logTS_batch"));
+      // Optimized: the kernel rewrote the nop into a call, and a hit is a
+      // jump, not a trap (several times cheaper than the int3 path).
+      bool optimized = u.nop_rewritten && u.nop5_empty_ns * 3 < u.int3_empty_ns;
+      std::string costs = fmt::format(
+          "{:.0f} ns/hit recorded, {:.0f} ns empty (int3 path: {:.0f} ns recorded, {:.0f} empty; no probe: {:.1f} ns)",
+          u.nop5_record_ns, u.nop5_empty_ns, u.int3_record_ns, u.int3_empty_ns, u.no_probe_ns);
+      c.line(optimized, false, "probe sites",
+             probe_site_nop_form() +
+                 (optimized ? ", optimized by this kernel: " + costs
+                            : ", not optimized: int3 path, every hit traps (x86-64 Linux 6.18+ optimizes nop5 "
+                              "sites; hot paths should use cp_logTS_batch): " + costs));
     }
     report_fork_safety(c);
     std::string f = follow_problem();

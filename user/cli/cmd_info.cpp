@@ -6,11 +6,13 @@
 #include <string>
 
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "sync/sync_session.h"
+#include "trace/net_codec.h"
 #include "trace/trace_reader.h"
 
 namespace cptrace {
@@ -51,6 +53,23 @@ EventTotals count_events(const TraceReader& r) {
   return t;
 }
 
+// Where the packets were stamped: the points the recorder attached (meta.json) and
+// how many receives each stamped (every record says where it was stamped).
+nlohmann::json net_stamps(const TraceReader& r) {
+  nlohmann::json j = {{"tx_stamp", r.meta().value("/net/tx_stamp"_json_pointer, "net_dev_start_xmit")},
+                      {"rx_stamp", r.meta().value("/net/rx_stamp"_json_pointer, nlohmann::json::array())}};
+  std::map<std::string, uint64_t> rx;
+  uint64_t grew = 0;
+  r.for_each_net_event([&](const NetEvent& e) {
+    if (e.r.kind != CP_NET_PKT_RX) return;
+    rx[net_stamp_name(e.r.kind, e.r.stamp_at)]++;
+    grew += (e.r.flags & CP_NETF_RX_GREW) != 0;
+  });
+  j["rx_stamped_at"] = rx;
+  j["rx_grew_after_early_stamp"] = grew;
+  return j;
+}
+
 // The --json summary; the text form prints from it too.
 nlohmann::json summary_json(const std::string& dir, const TraceReader& r, const EventTotals& t) {
   const Counters& k = r.counters();
@@ -88,11 +107,27 @@ nlohmann::json summary_json(const std::string& dir, const TraceReader& r, const 
     const Counters& nk = r.net_counters();
     j["net"] = {{"events", r.net_event_count()}, {"seen", nk.total_seen()}, {"dropped", nk.total_dropped()},
                 {"seen_per_cpu", nk.seen}, {"dropped_per_cpu", nk.dropped},
-                {"accounted", r.net_event_count() + nk.total_dropped() == nk.total_seen()}};
+                {"accounted", r.net_event_count() + nk.total_dropped() == nk.total_seen()},
+                {"stamps", net_stamps(r)}};
   }
   if (r.meta().contains("write_error")) j["write_error"] = r.meta()["write_error"];
   if (r.error()) j["error"] = r.error()->what();
   return j;
+}
+
+void print_net_stamps(const nlohmann::json& st) {
+  std::string rx_points;
+  for (const auto& p : st["rx_stamp"]) rx_points += (rx_points.empty() ? "" : ", ") + p.get<std::string>();
+  printf("net stamps tx at %s; rx at %s\n", st["tx_stamp"].get<std::string>().c_str(),
+         rx_points.empty() ? "netif_receive_skb (recorder did not say)" : rx_points.c_str());
+  if (st["rx_stamped_at"].empty()) return;
+  std::string counts;
+  for (const auto& [at, n] : st["rx_stamped_at"].items())
+    counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", n.get<uint64_t>(), at);
+  printf("           receives stamped: %s", counts.c_str());
+  if (uint64_t g = st["rx_grew_after_early_stamp"].get<uint64_t>())
+    printf(" (%llu of them at netif_receive_skb because GRO merged later segments in)", (unsigned long long)g);
+  printf("\n");
 }
 
 void print_summary(const std::string& dir, const TraceReader& r, const EventTotals& t, const nlohmann::json& j) {
@@ -108,6 +143,7 @@ void print_summary(const std::string& dir, const TraceReader& r, const EventTota
            (unsigned long long)r.net_event_count(), (unsigned long long)r.net_counters().total_dropped(),
            (unsigned long long)r.net_counters().total_seen(),
            j["net"]["accounted"].get<bool>() ? "" : "  [MISMATCH: recorded + dropped != seen]");
+  if (j.contains("net")) print_net_stamps(j["net"]["stamps"]);
   printf("span       %.6f s   TSC %.6f GHz (measured, %zu correlation points)\n", j["span_s"].get<double>(),
          j["tsc_hz"].get<double>() / 1e9, r.clock().size());
   printf("size       %llu bytes in %llu frames, %.1fx smaller than raw events (%llu bytes)\n",

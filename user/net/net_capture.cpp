@@ -16,6 +16,7 @@
 #include <stdexcept>
 
 #include <fmt/core.h>
+#include <fmt/ranges.h>
 
 #include "trace/net_codec.h"
 #include "netcap.skel.h"
@@ -117,6 +118,24 @@ void NetCapture::create_rings(uint32_t ring_bytes) {
   waiter_ = std::make_unique<RingWaiter>(rb_, "the network capture");
 }
 
+// The receive entry points whose stamp a receive record takes over (bpf/netcap.bpf.c),
+// with their programs. All or none: an skb whose early entry was never taken (dropped,
+// merged by GRO) is recycled, and reaching netif_receive_skb through a path without
+// its entry point it would take that stale, too early, stamp.
+static const std::pair<const char*, const char*> kRxEarly[] = {
+    {"netif_rx", "cp_rx_netif_rx"},
+    {"netif_receive_skb_entry", "cp_rx_receive_entry"},
+    {"netif_receive_skb_list_entry", "cp_rx_list_entry"},
+    {"napi_gro_receive_entry", "cp_rx_gro_entry"},
+    {"napi_gro_frags_entry", "cp_rx_frags_entry"},
+};
+
+static bool is_rx_early(const std::string& tp) {
+  for (auto& [t, prog] : kRxEarly)
+    if (tp == t) return true;
+  return false;
+}
+
 // What each optional tracepoint brings; the packet ones (net_dev_start_xmit,
 // netif_receive_skb) and the softirq bracket exist on every supported kernel.
 static const char* what_is_lost(const std::string& tp) {
@@ -128,17 +147,32 @@ static const char* what_is_lost(const std::string& tp) {
 }
 
 // A program whose tracepoint this kernel lacks is not loaded; said once, in
-// missing(), instead of failing the whole capture.
+// missing(), instead of failing the whole capture. The receive entry points go
+// together (kRxEarly).
 void NetCapture::skip_missing_tracepoints() {
+  std::vector<std::string> early_missing;
+  for (auto& [tp, prog] : kRxEarly)
+    if (!kernel_has_tracepoint(tp)) early_missing.push_back(tp);
   bpf_program* p;
   bpf_object__for_each_program(p, skel_->obj) {
     std::string sec = bpf_program__section_name(p);
     if (sec.rfind("tp_btf/", 0) != 0) continue;
     std::string tp = sec.substr(7);
+    if (is_rx_early(tp)) {
+      if (early_missing.empty()) rx_stamp_.push_back(tp);
+      else bpf_program__set_autoload(p, false);
+      continue;
+    }
     if (kernel_has_tracepoint(tp)) continue;
     bpf_program__set_autoload(p, false);
     missing_.push_back(fmt::format("no {} tracepoint: {}", tp, what_is_lost(tp)));
   }
+  if (!early_missing.empty())
+    missing_.push_back(fmt::format(
+        "no {} tracepoint: received packets are stamped at netif_receive_skb, after the backlog queue "
+        "and GRO (later than the earliest receive point, so traffic bounds are wider)",
+        fmt::join(early_missing, ", ")));
+  rx_stamp_.push_back("netif_receive_skb");  // every receive without an early stamp
 }
 
 void NetCapture::start(BlockPipeline& pipe) {
@@ -147,8 +181,14 @@ void NetCapture::start(BlockPipeline& pipe) {
   // context), exit before entry: a softirq caught between the two attachments then
   // shows an exit without entry (clamped at 0), never an entry without exit, which
   // would leave its CPU marked "in softirq" for the whole recording.
-  bpf_program* progs[] = {skel_->progs.cp_softirq_exit, skel_->progs.cp_softirq_entry, skel_->progs.cp_net_tx, skel_->progs.cp_net_rx, skel_->progs.cp_sock_send,
-                          skel_->progs.cp_sock_recv, skel_->progs.cp_tcp_sendmsg,
+  // The receive record before the early receive stamps it takes over: no stamp
+  // is left behind in the map by a packet that passed an entry point first.
+  bpf_program* progs[] = {skel_->progs.cp_softirq_exit,   skel_->progs.cp_softirq_entry,
+                          skel_->progs.cp_net_tx,         skel_->progs.cp_net_rx,
+                          skel_->progs.cp_rx_netif_rx,    skel_->progs.cp_rx_receive_entry,
+                          skel_->progs.cp_rx_list_entry,  skel_->progs.cp_rx_gro_entry,
+                          skel_->progs.cp_rx_frags_entry, skel_->progs.cp_sock_send,
+                          skel_->progs.cp_sock_recv,      skel_->progs.cp_tcp_sendmsg,
                           skel_->progs.cp_sock_state};
   for (bpf_program* p : progs) {
     if (!bpf_program__autoload(p)) continue;  // not on this kernel (missing())
@@ -216,7 +256,8 @@ nlohmann::json NetCapture::counters_json() const {
 nlohmann::json NetCapture::describe() const {
   return {{"netns", opt_.netns}, {"netns_inode", filt_.netns}, {"cgroup", opt_.cgroup},
           {"cgroup_id", filt_.cgroup}, {"pid", opt_.pid},
-          {"pid_and_children", opt_.followed_map_fd >= 0}, {"ports", opt_.ports}};
+          {"pid_and_children", opt_.followed_map_fd >= 0}, {"ports", opt_.ports},
+          {"tx_stamp", "net_dev_start_xmit"}, {"rx_stamp", rx_stamp_}};
 }
 
 }  // namespace cptrace

@@ -66,7 +66,12 @@ class NetCapture {
   // Per-CPU {"seen": [...], "dropped": [...]} from the BPF counters.
   Counters read_counters() const;
   nlohmann::json counters_json() const;
-  // What was asked, for meta.json: {"netns":..,"cgroup":..,"pid":..,"ports":[..]}.
+  // What was asked, for meta.json: {"netns":..,"cgroup":..,"pid":..,"ports":[..]},
+  // and where packets are stamped: "tx_stamp" (a tracepoint) and "rx_stamp" (the
+  // receive entry points whose programs are loaded, a receive taking the stamp of
+  // the one it passed; netif_receive_skb last, for receives that passed none or
+  // grew in GRO after it).
+  const std::vector<std::string>& rx_stamp() const { return rx_stamp_; }
   nlohmann::json describe() const;
   uint64_t recorded() const { return recorded_.load(); }
   uint64_t malformed() const { return malformed_.load(); }
@@ -74,6 +79,7 @@ class NetCapture {
  private:
   void skip_missing_tracepoints();
   std::vector<std::string> missing_;
+  std::vector<std::string> rx_stamp_;
   static int on_record(void* ctx, void* data, size_t size);
   void create_rings(uint32_t ring_bytes);
   void loop();

@@ -201,7 +201,7 @@ json HandlerTable::install(uint64_t id, const std::string& name, const HandlerSp
     enabled_ = true;
   }
   Instant before = now_instant(true);
-  v.since_ns = before.mono_ns;
+  v.since_tsc = before.tsc;  // cp_logTS events carry their call's TSC
   int err = update_(id, v);
   Instant after = now_instant(false);
   if (err)

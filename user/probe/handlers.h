@@ -36,7 +36,7 @@
 //    "params": [10], "spec": "downsample 10", "gen": G, "source":
 //    "config"|"pattern"|"control", "rule": PATTERN,
 //    "before": {"mono_ns":..,"tsc":..}, "after": {"mono_ns":..,"tsc":..},
-//    "period_ticks": P (counter only: the TSC period of the batch path)}
+//    "period_ticks": P (counter only: the period of TSC-stamped events)}
 // The map update happened between `before` and `after`: a cp_logTS event stamped
 // before `before` followed the previous handler, one after `after` the new one
 // (struct cp_handler keeps one previous rule: two changes of one channel within

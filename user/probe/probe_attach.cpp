@@ -13,6 +13,7 @@
 #include "cptrace.skel.h"
 #include "cptrace_records.h"
 #include "probe/per_cpu_rings.h"
+#include "probe/probe_site.h"
 #include "probe/tracefs_uprobes.h"
 #include "probe/proc_registry.h"
 
@@ -104,16 +105,6 @@ void Probes::create_rings(uint32_t ring_bytes) {
   ring_fds_ = install_per_cpu_rings(bpf_map__fd(skel_->maps.rings), ring_bytes, "cp_ring", "a ring buffer");
 }
 
-// Checked before attaching an optional site, so that libbpf does not print a
-// "symbol not found" warning for every file without it.
-static bool defines_symbol(const std::string& path, const char* symbol) {
-  try {
-    return elf_symbol_file_offset(path, symbol).has_value();
-  } catch (const std::exception&) {
-    return false;  // unreadable or not ELF: the required sites report it
-  }
-}
-
 void Probes::start_following(uint32_t root) {
   tracefs_ = std::make_unique<TracefsUprobes>();
   uint8_t one = 1;
@@ -131,7 +122,9 @@ void Probes::start_following(uint32_t root) {
 
 // Sites in attach order: cp_logTS last, because a new process of a followed
 // tree waits until its cp_logTS holds a breakpoint (lib/follow_wait.c), and
-// must find the other sites attached by then.
+// must find the other sites attached by then. Every site is checked first
+// (probe/probe_site.h): a symbol without the TSC stamp is refused, whether the
+// site is required or optional, before any uprobe goes in.
 void Probes::attach_target(const std::string& path, uint32_t tgid) {
   struct Site {
     bpf_program* prog;
@@ -151,15 +144,21 @@ void Probes::attach_target(const std::string& path, uint32_t tgid) {
   };
   if (access(path.c_str(), R_OK) != 0)
     throw std::runtime_error("--lib " + path + ": " + strerror(errno));
-  for (const auto& s : sites) {
-    if (!s.required && !defines_symbol(path, s.symbol)) continue;
-    bpf_link* l = attach_site(s.prog, path, s.symbol, s.cookie, tgid);
+  std::optional<uint64_t> offsets[std::size(sites)];
+  for (size_t i = 0; i < std::size(sites); ++i) {
+    offsets[i] = probe_site_file_offset(path, sites[i].symbol);
+    if (!offsets[i] && sites[i].required)
+      throw std::runtime_error(fmt::format("attaching a uprobe to {}:{}: symbol not found (is this a "
+                                           "cptrace-instrumented ELF?)", path, sites[i].symbol));
+  }
+  for (size_t i = 0; i < std::size(sites); ++i) {
+    const Site& s = sites[i];
+    if (!offsets[i]) continue;  // an optional site this file does not define
+    bpf_link* l = attach_site(s.prog, path, *offsets[i], s.cookie, tgid);
     if (!l) {
       int err = errno;
       if (!s.required) continue;
-      throw std::runtime_error(explain_bpf_error(
-          err, "attaching a uprobe to " + path + ":" + s.symbol +
-                   (err == ENOENT ? " (symbol not found: is this a cptrace-instrumented ELF?)" : "")));
+      throw std::runtime_error(explain_bpf_error(err, "attaching a uprobe to " + path + ":" + s.symbol));
     }
     links_.push_back(l);
     attached_.push_back(path + ":" + s.symbol);
@@ -170,19 +169,15 @@ void Probes::attach_target(const std::string& path, uint32_t tgid) {
 // only (its memory, all its threads, also after the exec of a command held
 // before it), so no other process mapping the file is patched; following, the
 // uprobe is a tracefs event that later grows to the children (tracefs_uprobes.h).
-// Without (--lib alone): every process mapping the file.
-bpf_link* Probes::attach_site(bpf_program* prog, const std::string& path, const char* symbol, uint64_t cookie,
+// Without (--lib alone): every process mapping the file. `file_offset` is the
+// site's nop (probe_site_file_offset()).
+bpf_link* Probes::attach_site(bpf_program* prog, const std::string& path, uint64_t file_offset, uint64_t cookie,
                               uint32_t tgid) {
   if (!follow_) {
-    LIBBPF_OPTS(bpf_uprobe_opts, uo, .bpf_cookie = cookie, .func_name = symbol);
-    return bpf_program__attach_uprobe_opts(prog, tgid ? int(tgid) : -1, path.c_str(), 0, &uo);
+    LIBBPF_OPTS(bpf_uprobe_opts, uo, .bpf_cookie = cookie);
+    return bpf_program__attach_uprobe_opts(prog, tgid ? int(tgid) : -1, path.c_str(), file_offset, &uo);
   }
-  auto off = elf_symbol_file_offset(path, symbol);
-  if (!off) {
-    errno = ENOENT;
-    return nullptr;
-  }
-  int pfd = tracefs_->open(tracefs_->add(path, *off), pid_t(tgid));
+  int pfd = tracefs_->open(tracefs_->add(path, file_offset), pid_t(tgid));
   if (pfd < 0) return nullptr;
   LIBBPF_OPTS(bpf_perf_event_opts, po, .bpf_cookie = cookie);
   bpf_link* l = bpf_program__attach_perf_event_opts(prog, pfd, &po);

@@ -1,5 +1,6 @@
 // Loads bpf/cptrace.bpf.c, creates one ring buffer per CPU and attaches the
-// uprobes to the application library's nop5 stub symbols in every target ELF
+// uprobes to the nop5 of the application library's probe sites (each checked:
+// probe/probe_site.h) in every target ELF
 // (a libcptrace.so, or an executable linked with libcptrace.a).
 #pragma once
 #include <cstdint>
@@ -73,7 +74,7 @@ class Probes {
  private:
   void create_rings(uint32_t ring_bytes);
   void attach_target(const std::string& path, uint32_t tgid);
-  bpf_link* attach_site(bpf_program* prog, const std::string& path, const char* symbol, uint64_t cookie,
+  bpf_link* attach_site(bpf_program* prog, const std::string& path, uint64_t file_offset, uint64_t cookie,
                         uint32_t tgid);
   void start_following(uint32_t root);
   void attach_exit_handover();

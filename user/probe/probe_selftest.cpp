@@ -12,14 +12,16 @@
 #include <vector>
 
 #include "cptrace.skel.h"
+#include "cptrace_probe_site.h"
 #include "probe/bpf_load_log.h"
 #include "probe/probe_attach.h"
 #include "probe/per_cpu_rings.h"
 
-// Two probe sites in this binary: one made by the macro of every real site
-// (lib/probe_site.h, found through -Wa,-Ilib), and one that starts with an
-// instruction the kernel cannot emulate and must single-step (push, jmp, call
-// and nop are emulated, so they would hide the trap cost).
+// Probe sites in this binary: two made by the macro of every real site
+// (lib/probe_site.h, found through -Wa,-Ilib; the uprobe goes on their nop, at
+// +CP_SITE_NOP_OFFSET), and one that starts with an instruction the kernel
+// cannot emulate and must single-step (push, jmp, call and nop are emulated, so
+// they would hide the trap cost).
 asm(R"(
   .include "probe_site.h"
   .text
@@ -55,14 +57,27 @@ double time_calls(Fn fn, int calls) {
 // cp_logTS's program in the variant this kernel loads.
 bpf_program* logts_program(cptrace_bpf* s) { return stage_programs(s, kernel_features().preempt_kfunc).logTS; }
 
-double with_probe(bpf_program* prog, const char* sym, Fn fn, int calls, std::string& err) {
+// A uprobe on `sym` + `offset` of this binary, for this process.
+bpf_link* attach_here(bpf_program* prog, const char* sym, size_t offset) {
   LIBBPF_OPTS(bpf_uprobe_opts, uo, .func_name = sym);
-  bpf_link* l = bpf_program__attach_uprobe_opts(prog, getpid(), "/proc/self/exe", 0, &uo);
+  return bpf_program__attach_uprobe_opts(prog, getpid(), "/proc/self/exe", offset, &uo);
+}
+
+// Where the uprobe of a site of ours goes (its nop); the plain site has none.
+size_t site_offset(const char* sym) { return strcmp(sym, "cp_selftest_plain") ? CP_SITE_NOP_OFFSET : 0; }
+
+// *rewritten: whether the kernel rewrote the site's first byte under the probe
+// into a call (the optimized path), seen while the probe is attached.
+double with_probe(bpf_program* prog, const char* sym, Fn fn, int calls, std::string& err,
+                  bool* rewritten = nullptr) {
+  bpf_link* l = attach_here(prog, sym, site_offset(sym));
   if (!l) {
     err = std::string("attaching a uprobe to ") + sym + ": " + strerror(errno);
     return 0;
   }
   double ns = time_calls(fn, calls);
+  if (rewritten)
+    *rewritten = reinterpret_cast<const volatile uint8_t*>(fn)[site_offset(sym)] == 0xe8;
   bpf_link__destroy(l);
   return ns;
 }
@@ -71,10 +86,8 @@ double with_probe(bpf_program* prog, const char* sym, Fn fn, int calls, std::str
 // chunks of calls alternate between them (which goes first alternating too), so
 // the ratio of the summed times compares the two programs under the same host.
 double interleaved_ratio(cptrace_bpf* s, int calls, std::string& err) {
-  LIBBPF_OPTS(bpf_uprobe_opts, ua, .func_name = "cp_selftest_nop5");
-  LIBBPF_OPTS(bpf_uprobe_opts, ub, .func_name = "cp_selftest_nop5b");
-  bpf_link* rec = bpf_program__attach_uprobe_opts(logts_program(s), getpid(), "/proc/self/exe", 0, &ua);
-  bpf_link* empty = rec ? bpf_program__attach_uprobe_opts(s->progs.cp_empty, getpid(), "/proc/self/exe", 0, &ub) : nullptr;
+  bpf_link* rec = attach_here(logts_program(s), "cp_selftest_nop5", CP_SITE_NOP_OFFSET);
+  bpf_link* empty = rec ? attach_here(s->progs.cp_empty, "cp_selftest_nop5b", CP_SITE_NOP_OFFSET) : nullptr;
   double ratio = 0;
   if (!rec || !empty) {
     err = std::string("attaching the interleaved uprobes: ") + strerror(errno);
@@ -133,13 +146,14 @@ ForkSafety measure_fork_safety() {
     cptrace_bpf::destroy(s);
     return f;
   }
-  LIBBPF_OPTS(bpf_uprobe_opts, uo, .func_name = "cp_selftest_nop5");
-  bpf_link* l = bpf_program__attach_uprobe_opts(s->progs.cp_empty, getpid(), "/proc/self/exe", 0, &uo);
+  bpf_link* l = attach_here(s->progs.cp_empty, "cp_selftest_nop5", CP_SITE_NOP_OFFSET);
   if (!l) {
     f.error = std::string("attaching a uprobe to cp_selftest_nop5: ") + strerror(errno);
   } else {
     for (int i = 0; i < 100; ++i) cp_selftest_nop5(1, i);
-    f.optimized = *reinterpret_cast<const volatile uint8_t*>(&cp_selftest_nop5) == 0xe8;
+    // Optimized: the kernel rewrote the nop into a call to its trampoline.
+    const auto* site = reinterpret_cast<const volatile uint8_t*>(&cp_selftest_nop5) + CP_SITE_NOP_OFFSET;
+    f.optimized = *site == 0xe8;
     f.raw_fork_status = child_status(true);
     f.fork_status = child_status(false);
     bpf_link__destroy(l);
@@ -177,7 +191,8 @@ UprobeCost measure_uprobe_cost(int calls) {
     c.error = e.what();
   }
   if (c.error.empty()) {
-    c.nop5_empty_ns = with_probe(s->progs.cp_empty, "cp_selftest_nop5", cp_selftest_nop5, calls, c.error);
+    c.nop5_empty_ns = with_probe(s->progs.cp_empty, "cp_selftest_nop5", cp_selftest_nop5, calls, c.error,
+                                 &c.nop_rewritten);
     c.nop5_record_ns = with_probe(logts_program(s), "cp_selftest_nop5", cp_selftest_nop5, calls, c.error);
     c.interleaved_ratio = interleaved_ratio(s, calls, c.error);
     c.int3_empty_ns = with_probe(s->progs.cp_empty, "cp_selftest_plain", cp_selftest_plain,

@@ -1,6 +1,7 @@
 // Measures what a uprobe hit costs on this kernel, on probe sites inside the
-// cptrace binary itself: a nop5 site (the optimized path) and a site that starts
-// with another instruction (the int3 + single-step path). Used by `cptrace check`
+// cptrace binary itself: the nop5 of a site made like every probe site (the
+// optimized path) and a site that starts with another instruction (the int3 +
+// single-step path). Used by `cptrace check`
 // and the benchmarks.
 #pragma once
 #include <string>
@@ -17,6 +18,9 @@ struct UprobeCost {
   // and their calls alternating in short chunks: host speed drifting during the
   // run moves both sides alike (0 when not measured).
   double interleaved_ratio = 0;
+  // The kernel rewrote the site's nop into a call under the probe: it
+  // optimizes this nop form (include/cptrace_probe_site.h).
+  bool nop_rewritten = false;
   std::string error;           // non-empty if the measurement could not run
 };
 

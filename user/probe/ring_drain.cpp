@@ -81,18 +81,19 @@ int RingDrain::decode(const void* data, size_t size, EventColumns& out, ChannelI
     case CP_REC_CLOSE: {
       if (size < sizeof(cp_event_rec)) return -1;
       const auto* r = static_cast<const cp_event_rec*>(data);
+      // Stamped by the probe site itself, at the call (lib/probe_site.h).
       size_t i = append_rows(out, h, 1, h->kind == CP_REC_EVENT ? EventKind::User : EventKind::ChannelClose,
-                             Timebase::MonoNs);
-      set_row(out, i, r->ktime_ns, r->channel, r->tuple);
+                             Timebase::Tsc);
+      set_row(out, i, r->tsc, r->channel, r->tuple);
       return 1;
     }
     case CP_REC_SINGLES: {  // staged cp_logTS() calls: each entry has its own thread
       const auto* r = static_cast<const cp_singles_rec*>(data);
       if (size < sizeof(cp_singles_rec) || h->n > CP_STAGE_MAX) return -1;
-      size_t at = append_rows(out, h, h->n, EventKind::User, Timebase::MonoNs);
+      size_t at = append_rows(out, h, h->n, EventKind::User, Timebase::Tsc);
       for (uint32_t i = 0; i < h->n; ++i) {
         const cp_single_entry& e = r->e[i];
-        set_row(out, at + i, e.ktime_ns, e.channel, e.tuple);
+        set_row(out, at + i, e.tsc, e.channel, e.tuple);
         out.pid[at + i] = e.pid;
         out.tid[at + i] = e.tid;
       }

@@ -49,8 +49,8 @@ class RingDrain {
   // seen (the recorder reads its namespace pid then); set before start().
   void set_on_new_pid(std::function<void(uint32_t)> fn) { on_new_pid_ = std::move(fn); }
 
-  // Test-only simulated clock applied to TSC-timebase events (the batch path);
-  // set before start().
+  // Test-only simulated clock applied to TSC-timebase events (every probe
+  // site's stamp and the C batch entries); set before start().
   void set_tsc_transform(const ClockTransform* t) { tsc_transform_ = t; }
 
   uint64_t records() const { return records_.load(); }

@@ -10,6 +10,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "cptrace_probe_site.h"
+
 // The flush probe's site, in this binary: a site like every other (lib/probe_site.h).
 asm(R"(
   .include "probe_site.h"
@@ -23,7 +25,7 @@ namespace cptrace {
 StageFlusher::StageFlusher(bpf_program* prog, int stages_fd) : stages_fd_(stages_fd) {
   if (sched_getaffinity(0, sizeof allowed_, &allowed_) != 0) CPU_ZERO(&allowed_);
   LIBBPF_OPTS(bpf_uprobe_opts, uo, .func_name = "cp_recorder_stage_flush");
-  link_ = bpf_program__attach_uprobe_opts(prog, getpid(), "/proc/self/exe", 0, &uo);
+  link_ = bpf_program__attach_uprobe_opts(prog, getpid(), "/proc/self/exe", CP_SITE_NOP_OFFSET, &uo);
   if (!link_)
     throw std::runtime_error(std::string("attaching the stage flush probe to the recorder itself: ") +
                              strerror(errno));

@@ -78,7 +78,7 @@ ClockPoint sample_clock_point(int brackets) {
   return best;
 }
 
-ClockMap::ClockMap(std::vector<ClockPoint> pts) {
+ClockMap::ClockMap(std::vector<ClockPoint> pts, std::vector<uint64_t> change_marks) {
   std::sort(pts.begin(), pts.end(), [](const ClockPoint& a, const ClockPoint& b) {
     return a.tsc != b.tsc ? a.tsc < b.tsc : a.mono_ns < b.mono_ns;
   });
@@ -87,6 +87,14 @@ ClockMap::ClockMap(std::vector<ClockPoint> pts) {
   // duplicate or a corrupt record.
   for (const ClockPoint& p : pts)
     if (pts_.empty() || (p.tsc > pts_.back().tsc && p.mono_ns > pts_.back().mono_ns)) pts_.push_back(p);
+  bounds_ = ClockBounds(pts_, std::move(change_marks));
+}
+
+ClockMap::Stamp ClockMap::mono_to_stamp(uint64_t mono_ns) const {
+  TscBounds b = bounds_.mono_to_tsc(mono_ns);
+  uint64_t ts = std::clamp(mono_to_tsc(mono_ns), b.lo, b.hi);
+  uint64_t e = std::max(ts - b.lo, b.hi - ts);
+  return {ts, uint32_t(std::min<uint64_t>(e, std::numeric_limits<uint32_t>::max()))};
 }
 
 uint64_t ClockMap::mono_to_tsc(uint64_t mono_ns) const {

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "trace/clock_bounds.h"
 #include "trace/trace_format.h"
 
 namespace cptrace {
@@ -23,7 +24,7 @@ class ClockMap {
   ClockMap() = default;
   // Sorts by TSC and drops every point that does not advance both clocks strictly
   // (duplicates, and points contradicting their predecessor).
-  explicit ClockMap(std::vector<ClockPoint> pts);
+  explicit ClockMap(std::vector<ClockPoint> pts, std::vector<uint64_t> change_marks = {});
 
   bool empty() const { return pts_.empty(); }
   const std::vector<ClockPoint>& points() const { return pts_; }
@@ -31,12 +32,26 @@ class ClockMap {
   // gives no slope, and guessing a frequency would hide the problem.
   uint64_t mono_to_tsc(uint64_t mono_ns) const;
   uint64_t tsc_to_mono(uint64_t tsc) const;
+  // Strict bounds on the TSC at a CLOCK_MONOTONIC stamp while NTP adjusts the
+  // clock (clock_bounds.h: the model, its assumption and how it is checked).
+  // Same exception as mono_to_tsc.
+  TscBounds mono_to_tsc_bounds(uint64_t mono_ns) const { return bounds_.mono_to_tsc(mono_ns); }
+  // A kernel stamp as the reader hands it out: mono_to_tsc's estimate (moved
+  // into the bounds when it falls outside) and the half-width `err` of the
+  // smallest interval around it that holds the bounds (TraceEvent::ts_err).
+  struct Stamp {
+    uint64_t ts = 0;
+    uint32_t err = 0;
+  };
+  Stamp mono_to_stamp(uint64_t mono_ns) const;
+  const ClockModelStats& model_stats() const { return bounds_.stats(); }
   // Measured TSC frequency: least-squares slope of tsc over mono_ns, in ticks per
   // second; 0 with fewer than two points.
   double tsc_hz() const;
 
  private:
   std::vector<ClockPoint> pts_;
+  ClockBounds bounds_;
 };
 
 }  // namespace cptrace

@@ -44,6 +44,25 @@ const char* net_kind_name(uint8_t kind) {
   return "unknown";
 }
 
+const char* net_stamp_name(uint8_t kind, uint8_t stamp_at) {
+  switch (stamp_at) {
+    case CP_NET_AT_KIND: break;
+    case CP_NET_AT_NETIF_RX: return "netif_rx";
+    case CP_NET_AT_NETIF_RECEIVE_SKB_ENTRY: return "netif_receive_skb_entry";
+    case CP_NET_AT_NETIF_RECEIVE_SKB_LIST_ENTRY: return "netif_receive_skb_list_entry";
+    case CP_NET_AT_NAPI_GRO_RECEIVE_ENTRY: return "napi_gro_receive_entry";
+    case CP_NET_AT_NAPI_GRO_FRAGS_ENTRY: return "napi_gro_frags_entry";
+    default: return "unknown";
+  }
+  switch (kind) {
+    case CP_NET_SOCK_SEND: return "sock_send_length";
+    case CP_NET_SOCK_RECV: return "sock_recv_length";
+    case CP_NET_PKT_TX: return "net_dev_start_xmit";
+    case CP_NET_PKT_RX: return "netif_receive_skb";
+  }
+  return "unknown";
+}
+
 const char* net_proto_name(uint8_t proto) {
   return proto == 6 ? "tcp" : proto == 17 ? "udp" : "ip";
 }

@@ -29,6 +29,7 @@ static_assert(sizeof(cp_net_rec) == 96, "cp_net_rec is the on-disk Net record: k
 struct NetEvent {
   uint64_t ts = 0;
   cp_net_rec r{};
+  uint32_t ts_err = 0;  // the true instant is in [ts - ts_err, ts + ts_err]
 };
 
 // n <= kMaxFrameEvents, else std::invalid_argument.
@@ -39,6 +40,9 @@ void decode_net_into(const FrameHeader& h, const uint8_t* payload, size_t len,
 
 // Text helpers shared by dump and tests.
 const char* net_kind_name(uint8_t kind);   // "send", "recv", "tx", "rx"
+// Where a record was stamped (cp_net_rec.stamp_at): its tracepoint's name, e.g.
+// "netif_rx"; the kind's own tracepoint for 0 ("netif_receive_skb" for a receive).
+const char* net_stamp_name(uint8_t kind, uint8_t stamp_at);
 const char* net_proto_name(uint8_t proto); // "tcp", "udp", or "ip" for others
 std::string net_addr(const cp_net_rec& r, bool src);  // inet_ntop of saddr/daddr
 std::string tcp_flags_text(uint8_t flags);            // e.g. "SA", "PA", "F" ("" when none)

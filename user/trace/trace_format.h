@@ -73,6 +73,10 @@ struct TraceEvent {
   uint16_t cpu = 0;
   uint8_t kind = 0;      // EventKind
   uint8_t timebase = 0;  // Timebase
+  // Set by the reader for a converted kernel stamp: the true TSC instant is in
+  // [ts - ts_err, ts + ts_err] (ClockMap::mono_to_stamp); 0 for TSC stamps.
+  // Not stored in events.cpt.
+  uint32_t ts_err = 0;
   bool operator==(const TraceEvent&) const = default;
 };
 

@@ -346,7 +346,9 @@ void TraceReader::check_convertible() const {
 void TraceReader::convert(std::vector<TraceEvent>& evs) const {
   for (TraceEvent& e : evs) {
     if (e.timebase != static_cast<uint8_t>(Timebase::MonoNs)) continue;
-    e.ts = clock_map_.mono_to_tsc(e.ts);
+    ClockMap::Stamp s = clock_map_.mono_to_stamp(e.ts);
+    e.ts = s.ts;
+    e.ts_err = s.err;
     e.timebase = static_cast<uint8_t>(Timebase::Tsc);
   }
 }
@@ -384,7 +386,9 @@ void TraceReader::for_each_net_event(const std::function<void(const NetEvent&)>&
     decode_net_into(h, payload.data(), payload.size(), recs);
     for (const cp_net_rec& r : recs) {
       e.r = r;
-      e.ts = clock_map_.mono_to_tsc(r.ktime_ns);
+      ClockMap::Stamp s = clock_map_.mono_to_stamp(r.ktime_ns);
+      e.ts = s.ts;
+    e.ts_err = s.err;
       fn(e);
     }
   }

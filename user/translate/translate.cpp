@@ -136,7 +136,14 @@ PacketMatches read_packets(const std::vector<Node>& nodes) {
   std::vector<NodePackets> np(nodes.size());
   for (size_t i = 0; i < nodes.size(); ++i) {
     nodes[i].reader->for_each_net_event([&](const NetEvent& e) {
-      if (e.r.kind == CP_NET_PKT_TX || e.r.kind == CP_NET_PKT_RX) np[i].events.push_back(e);
+      if (e.r.kind != CP_NET_PKT_TX && e.r.kind != CP_NET_PKT_RX) return;
+      // Causality holds for the true instants; with each stamp an interval, the
+      // constraint that holds is "received no later than the latest possible
+      // receive, sent no earlier than the earliest possible send".
+      NetEvent c = e;
+      c.ts = e.r.kind == CP_NET_PKT_TX ? e.ts - std::min<uint64_t>(e.ts, e.ts_err) : e.ts + e.ts_err;
+      c.ts_err = 0;
+      np[i].events.push_back(c);
     });
     np[i].complete = nodes[i].reader->net_counters().total_dropped() == 0;
   }
@@ -389,6 +396,10 @@ uint64_t translate_node(const Node& n, uint16_t index, const Relation& rel, cons
       if (e.ts > uint64_t(std::numeric_limits<int64_t>::max() / 4))
         throw std::runtime_error(fmt::format("{}: event timestamp {} is beyond the supported TSC range", n.dir, e.ts));
       Bound b = cursor.at(int64_t(e.ts));
+      if (e.ts_err) {  // a converted kernel stamp: its own interval widens the bound
+        b.lo = cursor.at(int64_t(e.ts - std::min<uint64_t>(e.ts, e.ts_err))).lo;
+        b.hi = cursor.at(int64_t(e.ts + e.ts_err)).hi;
+      }
       for (const auto& [lo, hi] : transitions) in_transition += int64_t(e.ts) >= lo && int64_t(e.ts) <= hi;
       out.push_back({e.ts, b.est, b.lo, b.hi, e.channel, e.tuple, e.pid, e.tid, e.cpu, index, e.kind});
     }

@@ -1,0 +1,214 @@
+// ClockBounds against a simulated timekeeper whose CLOCK_MONOTONIC is an exact
+// piecewise-linear function of the TSC, slewed the ways NTP clients slew it:
+// every stamp's true TSC instant must be inside its bound, whatever the slew,
+// and a run that breaks the model's assumption is counted, never silently wrong.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+#include "trace/clock_map.h"
+
+namespace cptrace {
+namespace {
+
+using ld = long double;
+constexpr ld kHz = 2.1;  // ticks per ns (nominal)
+constexpr uint64_t kTsc0 = 1'000'000'000'000'000ull, kMono0 = 7'000'000'000'000ull;
+
+// MONO(tsc) with the rate changing at given TSC instants (ns per tick there).
+struct Timekeeper {
+  std::vector<std::pair<ld, ld>> changes;  // (tsc, ns per tick from there on), sorted
+  ld mono(ld tsc) const {
+    ld m = kMono0, t = kTsc0, r = 1 / kHz;
+    for (auto& [ct, cr] : changes) {
+      if (ct >= tsc) break;
+      m += (ct - t) * r, t = ct, r = cr;
+    }
+    return m + (tsc - t) * r;
+  }
+  void change_at_ns(ld mono_ns_from_start, ld ppm) {  // approx. instant is fine
+    changes.push_back({kTsc0 + mono_ns_from_start * kHz, 1 / kHz * (1 + ppm * 1e-6L)});
+  }
+};
+
+struct SlewRun {
+  std::vector<ClockPoint> pts;
+  std::vector<uint64_t> marks;
+  std::mt19937_64 rng{42};
+  // A point as sample_clock_point takes it: the mono reading happens at some
+  // instant inside [t1, t1 + w].
+  void point_at(const Timekeeper& k, ld ns) {
+    uint32_t w = 40 + rng() % 200;
+    uint64_t t1 = kTsc0 + uint64_t(ns * kHz);
+    ld read_at = ld(t1) + ld(rng() % (w + 1));
+    pts.push_back({t1 + w / 2, uint64_t(std::floor(k.mono(read_at))), w, 0});
+  }
+  void every(const Timekeeper& k, ld from_ns, ld to_ns, ld step_ns) {
+    for (ld t = from_ns; t <= to_ns; t += step_ns) point_at(k, t);
+  }
+  // What the recorder does after it sees an adjustment at `ns`.
+  void dense_after(const Timekeeper& k, ld ns) {
+    marks.push_back(uint64_t(k.mono(kTsc0 + ns * kHz)));
+    for (ld d : {0.3e6L, 2e6L, 5e6L, 10e6L, 20e6L, 50e6L}) point_at(k, ns + d);
+  }
+};
+
+struct Result {
+  uint64_t checked = 0, contained = 0;
+  ld widest_ticks = 0, sum_width = 0;
+};
+
+// Stamps at random true instants over the run: floor(MONO) as the kernel gives it.
+Result check(const Timekeeper& k, const ClockMap& map, ld span_ns, int n = 200000) {
+  std::mt19937_64 rng(7);
+  Result r;
+  ld first = map.points().front().tsc, last = map.points().back().tsc;
+  for (int i = 0; i < n; ++i) {
+    ld tau = first + (last - first) * ld(rng() % 1000000) / 1e6L;
+    uint64_t m = uint64_t(std::floor(k.mono(tau)));
+    TscBounds b = map.mono_to_tsc_bounds(m);
+    bool ok = ld(b.lo) <= tau && tau <= ld(b.hi);
+    r.checked++, r.contained += ok;
+    if (!ok && r.checked - r.contained < 5)
+      ADD_FAILURE() << "tau " << double(tau - kTsc0) << " bound [" << double(ld(b.lo) - kTsc0) << ", "
+                    << double(ld(b.hi) - kTsc0) << "]";
+    r.widest_ticks = std::max(r.widest_ticks, ld(b.hi - b.lo));
+    r.sum_width += ld(b.hi - b.lo);
+  }
+  (void)span_ns;
+  printf("  [clock bounds] %llu / %llu contained; width mean %.0f ns, max %.0f ns\n",
+         (unsigned long long)r.contained, (unsigned long long)r.checked, double(r.sum_width / r.checked / kHz),
+         double(r.widest_ticks / kHz));
+  return r;
+}
+
+ClockMap build(SlewRun& run) {
+  ClockMap m(run.pts, run.marks);
+  const ClockModelStats& s = m.model_stats();
+  printf("  [clock bounds] segments %llu: one rate %llu, change %llu, either %llu, violated %llu, crowded %llu\n",
+         (unsigned long long)s.segments, (unsigned long long)s.one_rate, (unsigned long long)s.rate_change,
+         (unsigned long long)s.either, (unsigned long long)s.violated, (unsigned long long)s.crowded);
+  return m;
+}
+
+TEST(ClockBounds, UnslewedClockIsTightAndContained) {
+  Timekeeper k;
+  SlewRun run;
+  run.every(k, 0, 10e9, 100e6);
+  ClockMap m = build(run);
+  Result r = check(k, m, 10e9);
+  EXPECT_EQ(r.contained, r.checked);
+  EXPECT_EQ(m.model_stats().violated, 0u);
+  EXPECT_LT(r.widest_ticks, 2000);  // < 1 us: brackets (<= 240 ticks) plus the dither slack
+}
+
+// +-500 ppm toggled every 150 ms, each change applied up to 4 ms after the
+// witnessed call (the next tick), dense points after each call.
+TEST(ClockBounds, FrequencyTogglesAreContained) {
+  Timekeeper k;
+  SlewRun run;
+  std::mt19937_64 rng(3);
+  std::vector<ld> calls;
+  for (ld t = 75e6; t < 6e9; t += 150e6) {
+    calls.push_back(t);
+    k.change_at_ns(t + ld(rng() % 4000000), calls.size() % 2 ? 500 : -500);
+  }
+  run.every(k, 0, 6e9, 100e6);
+  for (ld t : calls) run.dense_after(k, t);
+  std::sort(run.pts.begin(), run.pts.end(), [](auto& a, auto& b) { return a.tsc < b.tsc; });
+  ClockMap m = build(run);
+  Result r = check(k, m, 6e9);
+  EXPECT_EQ(r.contained, r.checked);
+  EXPECT_EQ(m.model_stats().violated + m.model_stats().crowded, 0u);
+  EXPECT_LT(r.widest_ticks, 4000);  // the change is reconstructed: ~1 us, not 1000 ppm x 25 ms
+}
+
+// chrony's tick slews: +-10 % rate changes, witnessed, and the same with
+// 100 ms points only (no dense points: the reconstruction alone).
+TEST(ClockBounds, TickChangesOfTenPercentAreContained) {
+  for (bool dense : {true, false}) {
+    Timekeeper k;
+    SlewRun run;
+    std::vector<ld> calls;
+    for (ld t = 333e6; t < 8e9; t += 700e6) {
+      calls.push_back(t);
+      k.change_at_ns(t + 1.7e6L, calls.size() % 2 ? 100000 : -100000);
+    }
+    run.every(k, 0, 8e9, 100e6);
+    if (dense)
+      for (ld t : calls) run.dense_after(k, t);
+    else
+      for (ld t : calls) run.marks.push_back(uint64_t(k.mono(kTsc0 + t * kHz)));
+    std::sort(run.pts.begin(), run.pts.end(), [](auto& a, auto& b) { return a.tsc < b.tsc; });
+    ClockMap m = build(run);
+    Result r = check(k, m, 8e9);
+    EXPECT_EQ(r.contained, r.checked) << "dense " << dense;
+    EXPECT_EQ(m.model_stats().violated, 0u) << "dense " << dense;
+  }
+}
+
+// A kernel PLL offset slew: the rate steps down at every second boundary, no
+// call to witness it (the recorder marks the boundaries while a slew runs).
+TEST(ClockBounds, PllSlewAtSecondBoundariesIsContained) {
+  Timekeeper k;
+  SlewRun run;
+  ld ppm = 1250;
+  for (int s = 1; s < 10; ++s) {
+    k.change_at_ns(s * 1e9L + 2e6L, ppm);
+    ppm *= 0.75L;
+  }
+  run.every(k, 0, 10e9, 100e6);
+  for (int s = 1; s < 10; ++s) run.marks.push_back(uint64_t(k.mono(kTsc0 + s * 1e9L * kHz)));
+  ClockMap m = build(run);
+  Result r = check(k, m, 10e9);
+  EXPECT_EQ(r.contained, r.checked);
+  EXPECT_EQ(m.model_stats().violated, 0u);
+}
+
+// A change nobody witnessed (a hypervisor's clock update, a simulated clock's
+// rate change): the data alone shows it and H1 reconstructs it.
+TEST(ClockBounds, UnwitnessedSingleChangeIsContained) {
+  Timekeeper k;
+  SlewRun run;
+  k.change_at_ns(4.321e9L, 300);
+  run.every(k, 0, 9e9, 100e6);
+  ClockMap m = build(run);
+  Result r = check(k, m, 9e9);
+  EXPECT_EQ(r.contained, r.checked);
+  EXPECT_GE(m.model_stats().rate_change, 1u);
+}
+
+// Two changes inside one segment (a slew there and back within 100 ms, with
+// nothing witnessed) break the assumption: the segment must be caught as
+// violated and fall back to the assumption-free bound, still containing truth.
+TEST(ClockBounds, TwoChangesInOneSegmentAreCaughtNotWrong) {
+  Timekeeper k;
+  SlewRun run;
+  k.change_at_ns(3.02e9L, 100000);
+  k.change_at_ns(3.06e9L, 0);
+  run.every(k, 0, 6e9, 100e6);
+  ClockMap m = build(run);
+  Result r = check(k, m, 6e9);
+  EXPECT_EQ(r.contained, r.checked);
+  EXPECT_GE(m.model_stats().violated, 1u);
+}
+
+// Two witnessed changes within one three-segment window: not checkable, so the
+// window falls back to the monotonic bound and is counted.
+TEST(ClockBounds, CrowdedWitnessedChangesFallBack) {
+  Timekeeper k;
+  SlewRun run;
+  k.change_at_ns(2.01e9L, 500);
+  k.change_at_ns(2.05e9L, -500);
+  run.every(k, 0, 4e9, 100e6);
+  run.marks = {uint64_t(k.mono(kTsc0 + 2.0e9L * kHz)), uint64_t(k.mono(kTsc0 + 2.04e9L * kHz))};
+  ClockMap m = build(run);
+  Result r = check(k, m, 4e9);
+  EXPECT_EQ(r.contained, r.checked);
+  EXPECT_GE(m.model_stats().crowded, 1u);
+}
+
+}  // namespace
+}  // namespace cptrace

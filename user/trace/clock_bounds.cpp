@@ -1,0 +1,180 @@
+// The mono -> TSC conversion model of clock_bounds.h: per segment, which
+// hypotheses fit the data, and the union of their bounds at an instant.
+#include "trace/clock_bounds.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+namespace cptrace {
+namespace {
+
+using ld = long double;
+
+// A rate change requested at mono instant s takes effect at the timekeeper's
+// next update: the next tick of a busy CPU (<= 10 ms at HZ >= 100), or the
+// recorder's own wake-up for the point it takes right after seeing the call.
+constexpr ld kMarkEffectNs = 10e6L;
+
+bool overlap(ld alo, ld ahi, ld blo, ld bhi) { return alo <= bhi && blo <= ahi; }
+
+// u in [0, span] with k0 + k1 u <= 0, intersected into [lo, hi].
+void solve_le(ld k0, ld k1, ld span, ld& lo, ld& hi) {
+  if (k1 == 0) {
+    if (k0 > 0) lo = 1, hi = 0;  // empty
+    return;
+  }
+  ld r = -k0 / k1;
+  if (k1 > 0) hi = std::min(hi, r);
+  else lo = std::max(lo, r);
+  lo = std::max(lo, ld(0));
+  hi = std::min(hi, span);
+}
+
+uint64_t floor_tick(ld v) { return v <= 0 ? 0 : uint64_t(std::floor(v)); }
+uint64_t ceil_tick(ld v) { return v <= 0 ? 0 : uint64_t(std::ceil(v)); }
+
+}  // namespace
+
+ClockBounds::ClockBounds(const std::vector<ClockPoint>& pts, std::vector<uint64_t> marks) {
+  if (pts.size() < 2) return;
+  // A reading's 1 ns resolution: the instant mono == m_i may be up to 1 ns
+  // (about `per_ns` ticks) before the bracket's start.
+  ld per_ns = ld(pts.back().tsc - pts.front().tsc) / ld(pts.back().mono_ns - pts.front().mono_ns);
+  ld res = std::ceil(per_ns * 1.5L) + 1;
+  for (const ClockPoint& p : pts) {
+    ld t1 = ld(p.tsc - p.width_ticks / 2);  // the bracket's first rdtsc (ClockPoint: midpoint)
+    m_.push_back(ld(p.mono_ns));
+    a_.push_back(t1 - res);
+    b_.push_back(t1 + ld(p.width_ticks) + 1);
+  }
+  std::sort(marks.begin(), marks.end());
+  seg_.resize(pts.size() - 1);
+  for (size_t i = 0; i < seg_.size(); ++i) classify(i, marks);
+}
+
+// Rate bounds between points j < k, widened by `slack` (relative).
+ClockBounds::Rate ClockBounds::rate(size_t j, size_t k, ld slack) const {
+  ld span = m_[k] - m_[j];
+  Rate r{(a_[k] - b_[j]) / span, (b_[k] - a_[j]) / span};
+  r.lo = std::max(ld(0), r.lo * (1 - slack));
+  r.hi *= 1 + slack;
+  return r;
+}
+
+// Where H1's single change can lie: the c (as u = c - m_i) at which the line
+// from point i at segment i-1's rate meets the line back from point i+1 at
+// segment i+1's rate, each band widened by the brackets.
+bool ClockBounds::h1_window(size_t i, Rate ra, Rate rb, ld& c_lo, ld& c_hi) const {
+  ld span = m_[i + 1] - m_[i];
+  c_lo = 0, c_hi = span;
+  solve_le(a_[i] - b_[i + 1] + rb.lo * span, ra.lo - rb.lo, span, c_lo, c_hi);  // A_lo(c) <= B_hi(c)
+  solve_le(a_[i + 1] - b_[i] - rb.hi * span, rb.hi - ra.hi, span, c_lo, c_hi);  // B_lo(c) <= A_hi(c)
+  return c_lo <= c_hi;
+}
+
+void ClockBounds::classify(size_t i, const std::vector<uint64_t>& marks) {
+  Segment& s = seg_[i];
+  const ld d = kDitherPpm * 1e-6L;
+  const size_t last = m_.size() - 1;
+  s.own = rate(i, i + 1, d);
+  bool has_before = i > 0, has_after = i + 2 <= last;
+  Rate nb_before = has_before ? rate(i - 1, i, 2 * d) : Rate{};
+  Rate nb_after = has_after ? rate(i + 1, i + 2, 2 * d) : Rate{};
+  stats_.segments++;
+  // Witnessed changes whose effect can fall inside the three-segment window.
+  ld w_lo = m_[has_before ? i - 1 : i], w_hi = m_[has_after ? i + 2 : i + 1];
+  auto first = std::lower_bound(marks.begin(), marks.end(), uint64_t(std::max(ld(0), w_lo - kMarkEffectNs)));
+  auto end = std::upper_bound(marks.begin(), marks.end(), uint64_t(w_hi));
+  if (end - first >= 2) {
+    s.fit = Fit::Crowded;
+    stats_.crowded++;
+    return;
+  }
+  // H0: the one change (if any) is in a neighbour, so the other neighbour shares
+  // segment i's rate.
+  bool h0 = (!has_before && !has_after) || (has_before && overlap(s.own.lo, s.own.hi, nb_before.lo, nb_before.hi)) ||
+            (has_after && overlap(s.own.lo, s.own.hi, nb_after.lo, nb_after.hi));
+  // H1: the change is in segment i, so the windows on either side hold no other
+  // one: the two segments before and the two after are each one line, and a
+  // longer baseline (when there is one) narrows the rate a short segment gives.
+  bool h1 = has_before && has_after;
+  if (h1) {
+    s.before = nb_before, s.after = nb_after;
+    if (i >= 2) s.before = intersect(s.before, rate(i - 2, i, 2 * d));
+    if (i + 3 <= last) s.after = intersect(s.after, rate(i + 1, i + 3, 2 * d));
+    h1 = s.before.lo <= s.before.hi && s.after.lo <= s.after.hi && h1_window(i, s.before, s.after, s.c_lo, s.c_hi);
+  }
+  s.fit = h0 && h1 ? Fit::Both : h0 ? Fit::H0 : h1 ? Fit::H1 : Fit::Violated;
+  (h0 && h1 ? stats_.either : h0 ? stats_.one_rate : h1 ? stats_.rate_change : stats_.violated)++;
+}
+
+// H0: one rate through segment i, from both of its points.
+void ClockBounds::h0(size_t i, ld m, ld& lo, ld& hi) const {
+  const Rate& r = seg_[i].own;
+  ld u = m - m_[i], v = m_[i + 1] - m;
+  lo = std::max(a_[i] + r.lo * u, a_[i + 1] - r.hi * v);
+  hi = std::min(b_[i] + r.hi * u, b_[i + 1] - r.lo * v);
+}
+
+// H1: before the change the stamp is on the line from point i at the earlier
+// rate, after it on the line back from point i+1 at the later rate; each is
+// also bounded through the change instant from the other side.
+void ClockBounds::h1(size_t i, ld m, ld& lo, ld& hi) const {
+  const Segment& s = seg_[i];
+  const Rate &ra = s.before, &rb = s.after;
+  ld span = m_[i + 1] - m_[i], u = m - m_[i];
+  lo = INFINITY, hi = -INFINITY;
+  if (u <= s.c_hi) {  // m before the change
+    ld c0 = std::max(u, s.c_lo), c1 = s.c_hi;
+    auto via_lo = [&](ld c) { return a_[i + 1] - rb.hi * (span - c) - ra.hi * (c - u); };
+    auto via_hi = [&](ld c) { return b_[i + 1] - rb.lo * (span - c) - ra.lo * (c - u); };
+    ld l = std::max(a_[i] + ra.lo * u, std::min(via_lo(c0), via_lo(c1)));
+    ld h = std::min(b_[i] + ra.hi * u, std::max(via_hi(c0), via_hi(c1)));
+    if (l <= h) lo = std::min(lo, l), hi = std::max(hi, h);
+  }
+  if (u >= s.c_lo) {  // m after the change
+    ld c0 = s.c_lo, c1 = std::min(u, s.c_hi);
+    auto via_lo = [&](ld c) { return a_[i] + ra.lo * c + rb.lo * (u - c); };
+    auto via_hi = [&](ld c) { return b_[i] + ra.hi * c + rb.hi * (u - c); };
+    ld l = std::max(a_[i + 1] - rb.hi * (span - u), std::min(via_lo(c0), via_lo(c1)));
+    ld h = std::min(b_[i + 1] - rb.lo * (span - u), std::max(via_hi(c0), via_hi(c1)));
+    if (l <= h) lo = std::min(lo, l), hi = std::max(hi, h);
+  }
+}
+
+TscBounds ClockBounds::mono_to_tsc(uint64_t mono_ns) const {
+  if (seg_.empty())
+    throw std::domain_error("clock map needs at least two correlation points (has " + std::to_string(m_.size()) + ")");
+  // The stamp was read with 1 ns resolution: the instant is in [m, m + 1).
+  ld m = ld(mono_ns), m1 = m + 1;
+  size_t i = size_t(std::upper_bound(m_.begin(), m_.end(), m) - m_.begin());
+  i = std::min(i == 0 ? 0 : i - 1, seg_.size() - 1);
+  const Segment& s = seg_[i];
+  if (m < m_.front()) {  // before the stream: the first segment's rate, not strict
+    ld lo = a_[0] - s.own.hi * (m_[0] - m), hi = b_[0] - s.own.lo * (m_[0] - m1);
+    return {floor_tick(lo), ceil_tick(std::max(lo, hi))};
+  }
+  if (m1 > m_.back()) {  // after it: the last segment's rate, not strict
+    ld lo = std::max(a_[i], a_[i + 1] + s.own.lo * (m - m_[i + 1]));
+    ld hi = b_[i + 1] + s.own.hi * (m1 - m_[i + 1]);
+    return {floor_tick(lo), ceil_tick(std::max(lo, hi))};
+  }
+  ld lo = INFINITY, hi = -INFINITY;
+  auto take = [&](void (ClockBounds::*f)(size_t, ld, ld&, ld&) const) {
+    ld l0, h0, l1, h1;
+    (this->*f)(i, m, l0, h0);
+    (this->*f)(i, m1, l1, h1);
+    if (l0 <= h0) lo = std::min(lo, l0);
+    if (l1 <= h1) hi = std::max(hi, h1);
+  };
+  if (s.fit == Fit::Both || s.fit == Fit::H0) take(&ClockBounds::h0);
+  if (s.fit == Fit::Both || s.fit == Fit::H1) take(&ClockBounds::h1);
+  // Always true, whatever the model: the clock is monotonic between the points.
+  lo = std::isfinite(lo) ? std::max(lo, a_[i]) : a_[i];
+  hi = std::isfinite(hi) ? std::min(hi, b_[i + 1]) : b_[i + 1];
+  return {floor_tick(lo), ceil_tick(std::max(lo, hi))};
+}
+
+}  // namespace cptrace
