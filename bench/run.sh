@@ -129,3 +129,8 @@ if [[ $(id -u) -eq 0 ]]; then
 else
   echo "   skipped: the testbed needs root"
 fi
+
+echo
+echo "== 17. strict bounds under NTP-style clock adjustments (freq +-500 ppm, PLL slew, tick +-2 %,"
+echo "   REALTIME step), ${SLEW_S:-30} s per recording on the testbed: contained N of N, widths"
+bash bench/slew_truth.sh

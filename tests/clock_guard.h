@@ -232,6 +232,13 @@ struct SlewPlan {
   int pll_at_ms = 0;
   int64_t step_ns = 0;     // one CLOCK_REALTIME step at step_at_ms; 0 = none
   int step_at_ms = 0;
+
+  // Every kind at once, as a machine whose clients fight over the clock would see:
+  // frequency toggles, tick toggles, a 3 ms PLL slew at 0.5 s, a -1 s step at 1.5 s.
+  static SlewPlan all_kinds() {
+    return {.freq_ppm = 500, .freq_period_ms = 150, .tick_pct = 2, .tick_period_ms = 230,
+            .pll_offset_us = 3000, .pll_at_ms = 500, .step_ns = -1000000000, .step_at_ms = 1500};
+  }
 };
 
 // Applies a SlewPlan from a background thread until stop() (or destruction).

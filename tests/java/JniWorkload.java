@@ -13,7 +13,8 @@ import java.io.File;
  * and its idle worker threads alive until that file exists (so a test can look them up
  * under /proc). Closes its channels before exiting. With --end exit|halt|kill the JVM does not
  * wait for its workers but, once they are done, calls System.exit(0), Runtime.halt(0), or
- * prints "KILL ME" and waits for SIGKILL, without closing its channels.
+ * prints "KILL ME" and waits for SIGKILL, without closing its channels. --pace-us N parks each
+ * worker N us after every event (single and batch), so the events spread over time.
  */
 public final class JniWorkload {
   static final long THREAD_STRIDE = 1_000_000_000L;
@@ -21,6 +22,7 @@ public final class JniWorkload {
   public static void main(String[] args) throws Exception {
     int threads = 3, events = 1000, channels = 2;
     String mode = "single", waitFile = null, holdFile = null, end = null;
+    long paceUs = 0;
     for (int a = 0; a < args.length; a++) {
       switch (args[a]) {
         case "--threads": threads = Integer.parseInt(args[++a]); break;
@@ -30,6 +32,7 @@ public final class JniWorkload {
         case "--wait-file": waitFile = args[++a]; break;
         case "--hold-file": holdFile = args[++a]; break;
         case "--end": end = args[++a]; break;
+        case "--pace-us": paceUs = Long.parseLong(args[++a]); break;
         default: throw new IllegalArgumentException("unknown argument " + args[a]);
       }
     }
@@ -47,6 +50,7 @@ public final class JniWorkload {
     waitFor(waitFile);
 
     final int n = events;
+    final long paceNs = paceUs * 1000;
     final String hold = holdFile;
     final java.util.concurrent.CountDownLatch done = new java.util.concurrent.CountDownLatch(threads);
     final boolean batch = mode.equals("batch"), open = mode.equals("batch-open");
@@ -67,10 +71,16 @@ public final class JniWorkload {
           }
         } else if (batch) {
           try (Cloudprofiler.Batch b = new Cloudprofiler.Batch()) {
-            for (int i = 0; i < n; i++) b.log(ch[i % ch.length], base + i);
+            for (int i = 0; i < n; i++) {
+              b.log(ch[i % ch.length], base + i);
+              if (paceNs > 0) java.util.concurrent.locks.LockSupport.parkNanos(paceNs);
+            }
           }
         } else {
-          for (int i = 0; i < n; i++) Cloudprofiler.logTS(ch[i % ch.length], base + i);
+          for (int i = 0; i < n; i++) {
+            Cloudprofiler.logTS(ch[i % ch.length], base + i);
+            if (paceNs > 0) java.util.concurrent.locks.LockSupport.parkNanos(paceNs);
+          }
         }
         done.countDown();
         try {

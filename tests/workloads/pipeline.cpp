@@ -9,6 +9,15 @@
 //
 //   pipeline --role A|B|C [--listen HOST:PORT] [--connect HOST:PORT]
 //            [--tuples N] [--rate PER_S] [--connect-timeout S] [--echo]
+//            [--batch] [--truth FILE]
+//
+// --batch logs every hop a second time through cp_logTS_batch, on the channel
+// named as the hop plus ".b" (e.g. "A.out.b"), right after the cp_logTS call.
+// --truth FILE brackets every logging call with physical TSC reads (lfence; rdtsc
+// before, rdtscp; lfence after) and writes them to FILE at the end as
+// TruthBracket records (tests/truth_bracket.h): whatever clock the recorder stamps
+// with, the call happened inside its bracket, so tests know the truth without
+// trusting CLOCK_MONOTONIC (which an NTP client slews).
 //
 // --echo (A and B only, no C): B sends every tuple back to A on the same
 // connection after logging it, and A logs it again on arrival ("A.in"), so data
@@ -24,6 +33,7 @@
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include <x86intrin.h>
 
 #include <cerrno>
 #include <chrono>
@@ -31,10 +41,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "cptrace.h"
+#include "../truth_bracket.h"
 
 namespace {
 
@@ -45,6 +58,8 @@ struct Options {
   double rate = 1000;
   double connect_timeout = 20;
   bool echo = false;
+  bool batch = false;
+  std::string truth;
 };
 
 [[noreturn]] void usage(const char* why) {
@@ -57,6 +72,50 @@ struct Options {
   fprintf(stderr, "pipeline: %s: %s\n", what.c_str(), strerror(errno));
   exit(1);
 }
+
+// The hop logger: cp_logTS, and with --batch cp_logTS_batch too, each bracketed
+// when --truth is on. The brackets of every thread go into one list (the lock is
+// taken outside the bracket).
+class Hops {
+ public:
+  static void configure(const Options& o) { batch_ = o.batch, truth_ = !o.truth.empty(); }
+  struct Channel {
+    uint64_t single, batched;
+  };
+  static Channel open(const std::string& name) {
+    return {cp_open_channel(name.c_str()), batch_ ? cp_open_channel((name + ".b").c_str()) : 0};
+  }
+  static void log(const Channel& c, uint64_t k) {
+    unsigned aux;
+    uint64_t t0 = (_mm_lfence(), __rdtsc());
+    cp_logTS(c.single, k);
+    uint64_t t1 = __rdtscp(&aux);
+    _mm_lfence();
+    uint64_t t2 = 0, t3 = 0;
+    if (batch_) {
+      t2 = (_mm_lfence(), __rdtsc());
+      cp_logTS_batch(c.batched, k);
+      t3 = __rdtscp(&aux);
+      _mm_lfence();
+    }
+    if (!truth_) return;
+    std::lock_guard<std::mutex> l(mu_);
+    list_.push_back({c.single, k, t0, t1});
+    if (batch_) list_.push_back({c.batched, k, t2, t3});
+  }
+  static void write(const std::string& path) {
+    if (path.empty()) return;
+    std::lock_guard<std::mutex> l(mu_);
+    FILE* f = fopen(path.c_str(), "wb");
+    if (!f || fwrite(list_.data(), sizeof(TruthBracket), list_.size(), f) != list_.size() || fclose(f) != 0)
+      die("write --truth " + path);
+  }
+
+ private:
+  static inline bool batch_ = false, truth_ = false;
+  static inline std::mutex mu_;
+  static inline std::vector<TruthBracket> list_;
+};
 
 sockaddr_storage parse(const std::string& hp, socklen_t& len) {
   auto colon = hp.rfind(':');
@@ -140,18 +199,19 @@ void write_id(int fd, uint64_t k) {
 }
 
 uint64_t run_a(const Options& o) {
-  uint64_t out = cp_open_channel("A.out"), in = cp_open_channel("A.in");
+  Hops::Channel out = Hops::open("A.out"), in = Hops::open("A.in");
   int fd = connect_to(o.connect, o.connect_timeout);
   std::thread back;
   if (o.echo)
     back = std::thread([fd, in] {
       uint64_t k;
-      while (read_id(fd, k)) cp_logTS(in, k);
+      while (read_id(fd, k)) Hops::log(in, k);
+      cp_flush();
     });
   auto start = std::chrono::steady_clock::now();
   for (uint64_t k = 0; k < o.tuples; ++k) {
     std::this_thread::sleep_until(start + std::chrono::duration<double>(double(k) / o.rate));
-    cp_logTS(out, k);
+    Hops::log(out, k);
     write_id(fd, k);
   }
   if (o.echo) {
@@ -163,13 +223,13 @@ uint64_t run_a(const Options& o) {
 }
 
 uint64_t run_b(const Options& o) {
-  uint64_t in = cp_open_channel("B.in"), out = cp_open_channel("B.out");
+  Hops::Channel in = Hops::open("B.in"), out = Hops::open("B.out");
   int next = o.echo ? -1 : connect_to(o.connect, o.connect_timeout);
   int fd = accept_one(o.listen);
   uint64_t k, n = 0;
   while (read_id(fd, k)) {
-    cp_logTS(in, k);
-    cp_logTS(out, k);
+    Hops::log(in, k);
+    Hops::log(out, k);
     write_id(o.echo ? fd : next, k);
     n++;
   }
@@ -178,10 +238,10 @@ uint64_t run_b(const Options& o) {
 }
 
 uint64_t run_c(const Options& o) {
-  uint64_t in = cp_open_channel("C.in");
+  Hops::Channel in = Hops::open("C.in");
   int fd = accept_one(o.listen);
   uint64_t k, n = 0;
-  while (read_id(fd, k)) cp_logTS(in, k), n++;
+  while (read_id(fd, k)) Hops::log(in, k), n++;
   return n;
 }
 
@@ -205,6 +265,8 @@ int main(int argc, char** argv) {
     else if (a == "--rate") o.rate = atof(val().c_str());
     else if (a == "--connect-timeout") o.connect_timeout = atof(val().c_str());
     else if (a == "--echo") o.echo = true;
+    else if (a == "--batch") o.batch = true;
+    else if (a == "--truth") o.truth = val();
     else usage(("unknown argument " + a).c_str());
   }
   if (!o.role) usage("--role is required");
@@ -213,7 +275,10 @@ int main(int argc, char** argv) {
   if ((o.role == 'A' && o.connect.empty()) || (o.role == 'B' && !o.echo && o.connect.empty()) ||
       (o.role != 'A' && o.listen.empty()))
     usage("A needs --connect, B --listen and --connect (or --echo), C --listen");
+  Hops::configure(o);
   uint64_t n = o.role == 'A' ? run_a(o) : o.role == 'B' ? run_b(o) : run_c(o);
+  cp_flush();
+  Hops::write(o.truth);
   printf("{\"role\":\"%c\",\"tuples\":%llu}\n", o.role, (unsigned long long)n);
   return 0;
 }

@@ -1,0 +1,472 @@
+// Ground truth while this machine's clock is adjusted the way NTP clients do it
+// (issue 28): two testbed nodes record the pipeline in echo mode (traffic both
+// ways, `--net`, keyed MinRTT rounds, simulated TSC transforms) while a Slewer
+// thread bends CLOCK_MONOTONIC (frequency toggles of +-500 ppm, a kernel-PLL
+// offset slew, tick +-2 %, a CLOCK_REALTIME step). Then `translate` with rounds
+// only, traffic only and both must bound every event and every cross-node
+// duration, for cp_logTS and cp_logTS_batch. Widths are printed, never asserted.
+//
+// Truth never goes through CLOCK_MONOTONIC (the existing e2e tests interpolate the
+// nodes' own correlation streams, which a slew bends):
+//  - an event stamped in TSC on node N happened at physical TSC simN^-1(ts), so on
+//    the reference A at simA(simN^-1(ts)), exactly (positive skews: undo is exact);
+//  - an event stamped in the kernel (CLOCK_MONOTONIC) happened inside its logging
+//    call, which the workload brackets with physical TSC reads (--truth): the true
+//    instant is inside [simA(before), simA(after)], so a bound that misses that
+//    bracket is certainly wrong (the check has the bracket's resolution, ~1 us);
+//  - the conversion model itself (CLOCK_MONOTONIC -> TSC) is checked against a
+//    sampler thread's rdtsc/clock_gettime/rdtscp brackets every ~1 ms.
+//
+// The clock is restored by a ClockGuard (tests/clock_guard.h) on every exit path.
+// Each recording lasts CPTRACE_SLEW_SECONDS (default 3 s); bench/slew_truth.sh runs
+// them longer.
+#include <gtest/gtest.h>
+#include <x86intrin.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <memory>
+
+#include "clock_guard.h"
+#include "cptrace.h"
+#include "test_util.h"
+#include "testbed_util.h"
+#include "trace/clock_map.h"
+#include "trace/clock_transform.h"
+#include "trace/trace_reader.h"
+#include "trace/trace_tail.h"
+#include "translate/latency.h"
+#include "translate/translated_frame.h"
+#include "truth_bracket.h"
+#include "truth_sampler.h"
+
+namespace cptrace {
+namespace {
+
+using testbed::Testbed;
+using testbed::skip_reason;
+
+double seconds() {
+  const char* env = getenv("CPTRACE_SLEW_SECONDS");
+  return env ? std::max(1.0, atof(env)) : 3.0;
+}
+
+double physical_tsc_hz() {
+  static const double hz = [] {
+    auto t0 = std::chrono::steady_clock::now();
+    uint64_t c0 = __rdtsc();
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    uint64_t c1 = __rdtsc();
+    return double(c1 - c0) / std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }();
+  return hz;
+}
+
+// A true instant on the reference's TSC: exact, or an interval that contains it.
+struct Truth {
+  long double lo = 0, hi = 0;
+  bool exact() const { return lo == hi; }
+};
+
+// What one recording left: both nodes' traces, their transforms, and the truth.
+struct Recording {
+  testutil::TempDir tmp;
+  std::vector<ClockTransform> sim;                                  // per node
+  std::vector<std::map<std::pair<uint64_t, uint64_t>, TruthBracket>> brackets;  // per node
+  struct Raw {
+    uint8_t timebase;  // Timebase as recorded
+    uint64_t ts;       // as recorded (CLOCK_MONOTONIC ns for MonoNs)
+  };
+  std::vector<std::map<std::pair<uint64_t, uint64_t>, Raw>> raw;  // per node
+  std::vector<truth::MonoSample> samples;
+  std::vector<clockguard::SlewEvent> slews;
+  bool ok = false;
+};
+
+constexpr const char* kNames[] = {"A", "B"};
+
+std::vector<TruthBracket> read_brackets(const std::string& path) {
+  std::string s = testutil::read_file(path);
+  std::vector<TruthBracket> v(s.size() / sizeof(TruthBracket));
+  memcpy(v.data(), s.data(), v.size() * sizeof(TruthBracket));
+  return v;
+}
+
+class SlewTruth : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (geteuid() != 0 || !skip_reason().empty()) return;
+    tb_ = std::make_unique<Testbed>("sl", 2, "");
+  }
+  static void TearDownTestSuite() { tb_.reset(); }
+  static std::unique_ptr<Testbed> tb_;
+
+  // Records A and B, each running cmds[k] ("[record options] -- command") under
+  // `cptrace record` (with `--net` when net), while `plan` slews the clock and a sampler takes truth every
+  // sample_us; the guard restores the clock before this returns, whatever happened.
+  void record_nodes(const clockguard::SlewPlan& plan, const std::string (&cmds)[2], bool net, int sample_us,
+                    Recording& rec) {
+    const std::string bin = testutil::cptrace_bin();
+    const std::string sims[] = {"1500000000,20", "-2700000000,50"};
+    const std::string peers[] = {"10.77.2.2:7711", "10.77.1.2:7711"};
+    auto kg = testutil::run(bin + " keygen -o " + (rec.tmp / "key"), rec.tmp);
+    ASSERT_EQ(kg.status, 0) << kg.err;
+    {
+      clockguard::ClockGuard guard;
+      truth::MonoSampler sampler(sample_us);
+      std::vector<std::unique_ptr<testutil::Proc>> procs;
+      for (int k = 1; k >= 0; --k)  // B first: A connects to it
+        procs.push_back(std::make_unique<testutil::Proc>(
+            "ip netns exec " + tb_->ns(k + 1) + " " + bin + " record --no-progress " +
+                (net ? "--net --netns self " : "") + "--node " + kNames[k] + " --peers " + peers[k] + " --key " +
+                (rec.tmp / "key") + " --sync-rounds 40 --sync-rate 2 --sync-wait 3 --simulate-clock " + sims[k] +
+                " -o " + (rec.tmp / kNames[k]) + " " + cmds[k],
+            rec.tmp / (std::string(kNames[k]) + ".out"), rec.tmp / (std::string(kNames[k]) + ".err")));
+      clockguard::Slewer slewer(plan);  // from the recorders' start: their sync rounds are slewed too
+      std::vector<int> st;
+      for (auto& p : procs) st.push_back(p->wait(seconds() + 120));
+      slewer.stop();
+      sampler.stop();
+      EXPECT_EQ(slewer.errors(), 0);
+      rec.slews = slewer.events();
+      rec.samples = sampler.samples();
+      for (size_t i = 0; i < procs.size(); i++)
+        ASSERT_EQ(st[i], 0) << "record " << kNames[1 - i] << ": " << testutil::read_file(procs[i]->err_path);
+    }
+    for (int k = 0; k < 2; k++) {
+      TraceReader r(rec.tmp / kNames[k]);
+      ASSERT_FALSE(r.error()) << r.error()->what();
+      rec.sim.push_back(ClockTransform::from_json(r.meta().value("simulated_clock", nlohmann::json())));
+      ASSERT_TRUE(rec.sim.back().enabled);
+      ASSERT_FALSE(r.sync_rounds().empty()) << kNames[k] << " has no MinRTT rounds";
+      std::map<std::pair<uint64_t, uint64_t>, Recording::Raw> tb;
+      TraceTail raw(rec.tmp / (std::string(kNames[k]) + "/events.cpt"));  // timestamps as recorded
+      raw.poll([&](const std::vector<TraceEvent>& evs) {
+        for (const TraceEvent& e : evs)
+          if (e.kind == uint8_t(EventKind::User)) tb[{e.channel, e.tuple}] = {e.timebase, e.ts};
+      });
+      rec.raw.push_back(std::move(tb));
+    }
+    printf("  [slew] %zu clock adjustments, %zu truth samples:", rec.slews.size(), rec.samples.size());
+    for (size_t i = 0; i < rec.slews.size() && i < 6; i++) printf(" %s;", rec.slews[i].what.c_str());
+    printf("%s\n", rec.slews.size() > 6 ? " ..." : "");
+    rec.ok = true;
+  }
+
+  // The pipeline in echo mode, A -> B -> A, cp_logTS and cp_logTS_batch at every
+  // hop, both nodes with --net; reads the workload's truth brackets.
+  void record(const clockguard::SlewPlan& plan, Recording& rec) {
+    const uint64_t tuples = uint64_t(seconds() * 1000);
+    const std::string wl = (testutil::build_dir() / "tests" / "pipeline").string();
+    const std::string cmds[] = {
+        "-- " + wl + " --role A --connect 10.77.2.2:9000 --echo --connect-timeout 30 --rate 1000 --tuples " +
+            std::to_string(tuples) + " --batch --truth " + (rec.tmp / "A.truth"),
+        "-- " + wl + " --role B --listen 10.77.2.2:9000 --echo --batch --truth " + (rec.tmp / "B.truth")};
+    record_nodes(plan, cmds, true, 1000, rec);
+    if (!rec.ok) return;
+    rec.ok = false;
+    for (int k = 0; k < 2; k++) {
+      TraceReader r(rec.tmp / kNames[k]);
+      ASSERT_GT(r.net_event_count(), tuples) << kNames[k] << " captured no traffic";
+      std::map<std::pair<uint64_t, uint64_t>, TruthBracket> br;
+      for (const TruthBracket& b : read_brackets(rec.tmp / (std::string(kNames[k]) + ".truth")))
+        br[{b.channel, b.tuple}] = b;
+      ASSERT_EQ(br.size(), 4 * tuples) << kNames[k] << ": one bracket per logging call";
+      rec.brackets.push_back(std::move(br));
+    }
+    rec.ok = true;
+  }
+
+  // The true instant, on A's TSC, of the event (channel, tuple) of node n stamped ts.
+  static Truth truth_of(const Recording& rec, int n, uint64_t channel, uint64_t tuple, uint64_t ts,
+                        size_t& outside_bracket) {
+    auto bi = rec.brackets[n].find({channel, tuple});
+    auto ti = rec.raw[n].find({channel, tuple});
+    if (bi == rec.brackets[n].end() || ti == rec.raw[n].end()) {
+      ADD_FAILURE() << "node " << kNames[n] << " channel " << channel << " tuple " << tuple << ": no "
+                    << (bi == rec.brackets[n].end() ? "truth bracket" : "raw event");
+      return {-1e30L, -1e30L};  // far from any bound: counted as a miss
+    }
+    const TruthBracket& b = bi->second;
+    const ClockTransform& a = rec.sim[0];
+    if (ti->second.timebase == uint8_t(Timebase::Tsc)) {
+      uint64_t phys = rec.sim[n].undo(ts);
+      outside_bracket += phys < b.before || phys > b.after;
+      long double t = (long double)a.apply(phys);
+      return {t, t};
+    }
+    return {(long double)a.apply(b.before), (long double)a.apply(b.after)};
+  }
+
+  void check_all(const Recording& rec, const std::string& label);
+  void check_inputs(const Recording& rec, const std::string& label, const std::string& inputs);
+  void check_conversion(const Recording& rec, const std::string& label);
+};
+std::unique_ptr<Testbed> SlewTruth::tb_;
+
+// Containment tally of one case: exact counts, and widths and misses in us.
+struct Tally {
+  size_t n = 0, contained = 0;
+  std::vector<double> width_us, miss_us;
+  // `bound` must contain `t` (exact) or meet it (an interval around the truth).
+  void add(long double lo, long double hi, const Truth& t) {
+    long double miss = std::max(lo - t.hi, t.lo - hi);  // > 0: bound and truth disjoint
+    n++;
+    if (miss <= 0) contained++;
+    else miss_us.push_back(double(miss) / physical_tsc_hz() * 1e6);
+    width_us.push_back(double(hi - lo) / physical_tsc_hz() * 1e6);
+  }
+  static double at(std::vector<double> v, double q) {
+    if (v.empty()) return 0;
+    std::sort(v.begin(), v.end());
+    return v[std::min(v.size() - 1, size_t(q * double(v.size())))];
+  }
+  void print(const std::string& what) const {
+    printf("  [slew] %-44s contained %6zu / %6zu  width median %7.2f us max %8.2f us", what.c_str(), contained, n,
+           at(width_us, 0.5), at(width_us, 1));
+    if (!miss_us.empty()) printf("  misses median %.2f us max %.2f us", at(miss_us, 0.5), at(miss_us, 1));
+    printf("\n");
+  }
+};
+
+bool batch_channel(const std::string& name) { return name.size() > 2 && name.substr(name.size() - 2) == ".b"; }
+
+void SlewTruth::check_inputs(const Recording& rec, const std::string& label, const std::string& inputs) {
+  const std::string bin = testutil::cptrace_bin(), out = rec.tmp / ("tr-" + inputs);
+  auto t = testutil::run(bin + " translate " + (rec.tmp / "A") + " " + (rec.tmp / "B") + " --reference A --inputs " +
+                             inputs + " -o " + out,
+                         rec.tmp);
+  EXPECT_EQ(t.status, 0) << label << " translate --inputs " << inputs << ": " << t.out << t.err;
+  if (t.status != 0) {
+    printf("  [slew] %s %s: translate refused: %s\n", label.c_str(), inputs.c_str(), t.err.substr(0, 300).c_str());
+    return;
+  }
+  const uint64_t tuples = uint64_t(seconds() * 1000);
+  TraceReader r(out);
+  std::map<std::string, Tally> per_event;
+  std::map<std::pair<uint64_t, uint64_t>, std::pair<int, uint64_t>> local;  // (channel, tuple) -> node, ts
+  size_t outside = 0;
+  std::vector<TranslatedEvent> evs;
+  r.for_each_frame(FrameType::Translated, [&](const FrameHeader& h, const std::vector<uint8_t>& p) {
+    decode_translated(h, p.data(), p.size(), evs);
+    for (const TranslatedEvent& e : evs) {
+      if (e.kind != uint8_t(EventKind::User)) continue;
+      local[{e.channel, e.tuple}] = {e.node, e.local_ts};
+      Truth tr = truth_of(rec, e.node, e.channel, e.tuple, e.local_ts, outside);
+      std::string path = batch_channel(r.channel_name(e.channel)) ? "batch" : "cp_logTS";
+      per_event[std::string(kNames[e.node]) + " " + path].add(e.ref_lo, e.ref_hi, tr);
+    }
+  });
+  EXPECT_EQ(outside, 0u) << label << ": TSC stamps outside their logging call's bracket";
+  for (auto& [what, tally] : per_event) {
+    tally.print(label + " " + inputs + " events " + what);
+    EXPECT_EQ(tally.contained, tally.n) << label << " " << inputs << " events " << what;
+    EXPECT_EQ(tally.n, 2 * tuples) << label << " " << inputs << " events " << what;
+  }
+  const std::pair<std::string, std::string> hops[] = {{"A.out", "B.in"}, {"B.out", "A.in"}};
+  for (const char* suffix : {"", ".b"}) {
+    for (auto& [c1, c2] : hops) {
+      std::string from = c1 + suffix, to = c2 + suffix;
+      LatencyResult res = latency(out, from, to);
+      Tally tally;
+      uint64_t ch1 = cp_channel_id(from.c_str()), ch2 = cp_channel_id(to.c_str());
+      for (const LatencyRow& row : res.rows) {
+        auto [na, ta] = local.at({ch1, row.tuple});
+        auto [nb, tb] = local.at({ch2, row.tuple});
+        Truth a = truth_of(rec, na, ch1, row.tuple, ta, outside), b = truth_of(rec, nb, ch2, row.tuple, tb, outside);
+        tally.add(row.ticks_lo, row.ticks_hi, {b.lo - a.hi, b.hi - a.lo});
+      }
+      tally.print(label + " " + inputs + " " + from + " -> " + to);
+      EXPECT_EQ(tally.n, tuples) << label << " " << inputs << " " << from << " -> " << to;
+      EXPECT_EQ(tally.contained, tally.n) << label << " " << inputs << " " << from << " -> " << to;
+    }
+  }
+}
+
+// The model's CLOCK_MONOTONIC -> TSC conversion on each node, at every truth
+// sample inside the node's correlation stream: its bound must meet the sample's
+// TSC bracket. Until the model states a bound, its point estimate is given the
+// stream's own precision (the wider of the two correlation points around it).
+template <class Map>
+std::pair<long double, long double> conversion_bound(const Map& map, uint64_t m) {
+  if constexpr (requires { map.mono_to_tsc_bounds(m); }) {
+    auto b = map.mono_to_tsc_bounds(m);
+    return {(long double)b.lo, (long double)b.hi};
+  } else {
+    const auto& p = map.points();
+    auto it = std::lower_bound(p.begin(), p.end(), m, [](const ClockPoint& c, uint64_t v) { return c.mono_ns < v; });
+    uint32_t w = it == p.end() ? p.back().width_ticks : it->width_ticks;
+    if (it != p.begin()) w = std::max(w, std::prev(it)->width_ticks);
+    long double est = (long double)map.mono_to_tsc(m);
+    return {est - w, est + w};
+  }
+}
+
+void SlewTruth::check_conversion(const Recording& rec, const std::string& label) {
+  for (int k = 0; k < 2; k++) {
+    TraceReader r(rec.tmp / kNames[k]);
+    const ClockMap& map = r.clock_map();
+    ASSERT_GE(map.points().size(), 2u);
+    Tally tally;
+    for (const truth::MonoSample& s : rec.samples) {
+      if (s.mono_ns < map.points().front().mono_ns || s.mono_ns > map.points().back().mono_ns) continue;
+      auto [lo, hi] = conversion_bound(map, s.mono_ns);
+      // The node's stream is in its simulated TSC: the bracket maps through the
+      // node's (monotone) transform.
+      long double slo = rec.sim[k].apply(s.tsc_lo), shi = rec.sim[k].apply(s.tsc_hi);
+      tally.add(lo, hi, {slo, shi});
+    }
+    tally.print(label + " conversion mono->tsc node " + kNames[k]);
+    EXPECT_GT(tally.n, 100u) << "truth samples inside " << kNames[k] << "'s recording";
+    EXPECT_EQ(tally.contained, tally.n) << label << " conversion node " << kNames[k];
+  }
+}
+
+// The true instant, on A's TSC, of a CLOCK_MONOTONIC instant m: between the TSC
+// of the last truth sample at or before m and of the first at or after it (both
+// clocks only move forward). Strict, as wide as the sampling period.
+Truth sampled_truth(const Recording& rec, uint64_t m) {
+  const auto& v = rec.samples;
+  auto after = std::lower_bound(v.begin(), v.end(), m, [](const truth::MonoSample& s, uint64_t x) { return s.mono_ns < x; });
+  if (after == v.end() || (after == v.begin() && after->mono_ns > m)) return {-1e30L, 1e30L};  // not sampled: no truth
+  auto before = after->mono_ns == m ? after : std::prev(after);
+  return {(long double)rec.sim[0].apply(before->tsc_lo), (long double)rec.sim[0].apply(after->tsc_hi)};
+}
+
+// Java events of node B on A's clock: TSC-stamped ones exactly, kernel or
+// System.nanoTime stamped ones against the sampler's interval around their instant.
+void check_java(const Recording& rec, const std::string& label, uint64_t events) {
+  const std::string bin = testutil::cptrace_bin(), out = rec.tmp / "tr";
+  auto t = testutil::run(bin + " translate " + (rec.tmp / "A") + " " + (rec.tmp / "B") + " --reference A -o " + out,
+                         rec.tmp);
+  ASSERT_EQ(t.status, 0) << label << " translate: " << t.out << t.err;
+  TraceReader r(out);
+  std::map<std::string, Tally> tallies;
+  std::vector<TranslatedEvent> evs;
+  r.for_each_frame(FrameType::Translated, [&](const FrameHeader& h, const std::vector<uint8_t>& p) {
+    decode_translated(h, p.data(), p.size(), evs);
+    for (const TranslatedEvent& e : evs) {
+      if (e.kind != uint8_t(EventKind::User) || e.node != 1) continue;
+      auto it = rec.raw[1].find({e.channel, e.tuple});
+      if (it == rec.raw[1].end()) {
+        ADD_FAILURE() << label << ": no raw event for tuple " << e.tuple;
+        continue;
+      }
+      bool tsc = it->second.timebase == uint8_t(Timebase::Tsc);
+      Truth tr;
+      if (tsc) {
+        long double x = (long double)rec.sim[0].apply(rec.sim[1].undo(e.local_ts));
+        tr = {x, x};
+      } else {
+        tr = sampled_truth(rec, it->second.ts);
+      }
+      tallies[std::string(tsc ? "TSC-stamped (exact truth)" : "mono-stamped (sampled truth)")].add(e.ref_lo, e.ref_hi,
+                                                                                                   tr);
+    }
+  });
+  size_t n = 0;
+  for (auto& [what, tally] : tallies) {
+    tally.print(label + " events B " + what);
+    EXPECT_EQ(tally.contained, tally.n) << label << " " << what;
+    n += tally.n;
+  }
+  EXPECT_EQ(n, events) << label;
+}
+
+void SlewTruth::check_all(const Recording& rec, const std::string& label) {
+  ASSERT_TRUE(rec.ok);
+  check_conversion(rec, label);
+  for (const char* inputs : {"rounds", "traffic", "both"}) check_inputs(rec, label, inputs);
+}
+
+#define REQUIRE_SLEW_TESTBED()                                                                     \
+  do {                                                                                             \
+    REQUIRE_BPF();                                                                                 \
+    REQUIRE_TESTBED();                                                                             \
+    timex probe{};                                                                                 \
+    if (adjtimex(&probe) < 0 || clockguard::set_freq_ppm(double(probe.freq) / 65536.0) != 0)      \
+      GTEST_SKIP() << "SKIPPED: needs CAP_SYS_TIME to adjust the clock (adjtimex)";               \
+    ASSERT_TRUE(tb_ && tb_->ok()) << (tb_ ? tb_->output() : "no testbed");                        \
+  } while (0)
+
+// The control: the same recording on a clock nobody adjusts (the Slewer idles).
+TEST_F(SlewTruth, ClockLeftAlone) {
+  REQUIRE_SLEW_TESTBED();
+  Recording rec;
+  record({.freq_ppm = 0}, rec);
+  check_all(rec, "unslewed");
+}
+
+TEST_F(SlewTruth, FrequencyToggles500ppm) {
+  REQUIRE_SLEW_TESTBED();
+  Recording rec;
+  record({.freq_ppm = 500, .freq_period_ms = 150}, rec);
+  check_all(rec, "freq+-500ppm");
+}
+
+TEST_F(SlewTruth, KernelPllOffsetSlew) {
+  REQUIRE_SLEW_TESTBED();
+  Recording rec;
+  record({.freq_ppm = 0, .pll_offset_us = 4000, .pll_at_ms = 500}, rec);
+  check_all(rec, "pll-4ms");
+}
+
+TEST_F(SlewTruth, TickToggles2pct) {
+  REQUIRE_SLEW_TESTBED();
+  Recording rec;
+  record({.freq_ppm = 0, .tick_pct = 2, .tick_period_ms = 230}, rec);
+  check_all(rec, "tick+-2%");
+}
+
+// One CLOCK_REALTIME step (-1.5 s) in the middle of the recording and nothing
+// else: CLOCK_MONOTONIC does not move, so recorder, rounds and translate must not
+// notice the wall clock at all.
+TEST_F(SlewTruth, RealtimeStepDuringRecording) {
+  REQUIRE_SLEW_TESTBED();
+  Recording rec;
+  record({.freq_ppm = 0, .step_ns = -1500000000, .step_at_ms = 2000}, rec);
+  check_all(rec, "realtime-step-1.5s");
+}
+
+// The step while the frequency toggles: what a client that steps, then slews does.
+TEST_F(SlewTruth, RealtimeStepDuringFrequencyToggles) {
+  REQUIRE_SLEW_TESTBED();
+  Recording rec;
+  record({.freq_ppm = 500, .freq_period_ms = 150, .step_ns = -1500000000, .step_at_ms = 2000}, rec);
+  check_all(rec, "step-1.5s+freq+-500ppm");
+}
+
+// Every adjustment at once (SlewPlan::all_kinds): the step clears the PLL state,
+// the slews go on around it.
+TEST_F(SlewTruth, AllAdjustmentsAtOnce) {
+  REQUIRE_SLEW_TESTBED();
+  Recording rec;
+  record(clockguard::SlewPlan::all_kinds(), rec);
+  check_all(rec, "all-kinds");
+}
+
+// Java on B (JniWorkload, one thread, an event every ~1 ms), A idle, both synced
+// by rounds, while the frequency toggles: Cloudprofiler.logTS, then a Batch
+// (System.nanoTime stamps).
+TEST_F(SlewTruth, JavaSingleAndBatchFrequencyToggles) {
+  REQUIRE_SLEW_TESTBED();
+  const std::string jdir = (testutil::build_dir() / "tests" / "java").string(),
+                    jar = (testutil::build_dir() / "cptrace.jar").string();
+  if (!std::filesystem::exists(jdir + "/JniWorkload.class") || !std::filesystem::exists(jar))
+    GTEST_SKIP() << "SKIPPED: Java parts not built (no JDK at build time?)";
+  const uint64_t events = uint64_t(seconds() * 1000);
+  for (const char* mode : {"single", "batch"}) {
+    Recording rec;
+    const std::string cmds[] = {
+        "-- sleep " + std::to_string(int(seconds()) + 5),
+        "--lib " + (testutil::build_dir() / "libcptrace_jni.so").string() + " -- java -Xshare:auto -cp " + jar + ":" + jdir + " JniWorkload --threads 1 --channels 1 --pace-us 1000 --events " +
+            std::to_string(events) + " --mode " + mode};
+    record_nodes({.freq_ppm = 500, .freq_period_ms = 150}, cmds, false, 200, rec);
+    if (HasFatalFailure()) return;
+    check_java(rec, std::string("java-") + mode + " freq+-500ppm", events);
+  }
+}
+
+}  // namespace
+}  // namespace cptrace
