@@ -116,6 +116,17 @@ TEST(TranslateE2E, ThreeNodePipelineEveryBoundContainsTruth) {
     ASSERT_EQ(t.status, 0) << t.out << t.err;
     printf("%s", t.out.c_str());
     EXPECT_EQ(t.err.find("unauthenticated"), std::string::npos) << "keyed rounds: " << t.err;
+    {  // One kernel, one CLOCK_REALTIME: every node's measured offset to A must hold 0.
+      TraceReader tr(out);
+      const auto& offs = tr.meta()["translated"]["realtime_offsets"];
+      ASSERT_EQ(offs.size(), 2u) << method;
+      for (const auto& o : offs) {
+        EXPECT_GT(o["samples"].get<uint64_t>(), 10u) << o.dump();
+        EXPECT_LE(o["offset_lo_ns"].get<int64_t>(), 0) << o.dump();
+        EXPECT_GE(o["offset_hi_ns"].get<int64_t>(), 0) << o.dump();
+        EXPECT_EQ(o["at_least_ns"].get<int64_t>(), 0) << "an interval without 0: " << o.dump();
+      }
+    }
     for (auto& [c1, c2] : hops) {
       LatencyResult res = latency(out, c1, c2);
       EXPECT_EQ(res.rows.size(), 2000u) << c1 << "->" << c2;
