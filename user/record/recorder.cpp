@@ -30,6 +30,7 @@
 #include "record/channel_table.h"
 #include "record/process_follower.h"
 #include "record/control_socket.h"
+#include "record/correlation_keeper.h"
 #include "record/held_command.h"
 #include "record/namespace_pids.h"
 #include "record/clock_schedule.h"
@@ -404,6 +405,9 @@ void Recording::start_drains() {
           : follower_ ? fmt::format(", pid {} and the children it forks", filter_).c_str()
                       : fmt::format(", pid {}", filter_).c_str(),
           opt_.out_dir.c_str());
+  // Loading and attaching took a while (a second on a busy machine): a point
+  // now, so the first kernel stamps do not share one long segment with it.
+  clock_.push_back(sample_clock());
 }
 
 // Pending side frames: new correlation points, channel names, handler changes,
@@ -570,6 +574,8 @@ void Recording::run() {
 // After a write failure the same sequence; the trace's last frames are then
 // written directly (write_last_frames()).
 void Recording::stop_and_flush() {
+  // Detaching, draining and the closing rounds take seconds on a busy machine.
+  CorrelationKeeper keeper([this] { return sample_clock(); }, std::chrono::milliseconds(50));
   if (child_) child_->signal(g_stop_signal ? g_stop_signal.load() : SIGTERM);
   control_.reset();  // no handler change after this point
   probes_->detach();
@@ -595,6 +601,10 @@ void Recording::stop_and_flush() {
   for (uint32_t pid : drain_->pids()) channels_.add_registry(pid);
   if (child_) child_->wait();
   if (minrtt_) minrtt_->stop();  // MinRTT2, after the command is gone: a quiet period
+  for (const ClockPoint& p : keeper.finish()) clock_.push_back(p);
+  // Adjustments made during the stop sequence: without them the model could not
+  // tell that its windows there held two changes (docs/clock.md).
+  take_clock_syscalls();
   take_clock_syscalls();
   take_point();
   stop_rt_minus_mono_ = realtime_minus_mono_ns();

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 
@@ -32,8 +33,10 @@ void solve_le(ld k0, ld k1, ld span, ld& lo, ld& hi) {
   hi = std::min(hi, span);
 }
 
-uint64_t floor_tick(ld v) { return v <= 0 ? 0 : uint64_t(std::floor(v)); }
-uint64_t ceil_tick(ld v) { return v <= 0 ? 0 : uint64_t(std::ceil(v)); }
+// Saturating: a damaged trace's points can put a bound beyond 64 bits.
+constexpr ld kTickMax = ld(UINT64_MAX);
+uint64_t floor_tick(ld v) { return !(v > 0) ? 0 : v >= kTickMax ? UINT64_MAX : uint64_t(std::floor(v)); }
+uint64_t ceil_tick(ld v) { return !(v > 0) ? 0 : v >= kTickMax ? UINT64_MAX : uint64_t(std::ceil(v)); }
 
 }  // namespace
 
