@@ -483,7 +483,10 @@ TEST(TraceWriter, RoundTripThroughDirectory) {
   r.for_each_event([&](const TraceEvent& e) {
     TraceEvent want = ev[i++];
     if (want.timebase == static_cast<uint8_t>(Timebase::MonoNs)) {
-      want.ts = r.clock_map().mono_to_tsc(want.ts);
+      ClockMap::Stamp s = r.clock_map().mono_to_stamp(want.ts);
+      want.ts = s.ts;
+      want.ts_err = s.err;  // the conversion's bound, never 0 for a kernel stamp
+      EXPECT_GT(s.err, 0u);
       want.timebase = static_cast<uint8_t>(Timebase::Tsc);
     }
     EXPECT_EQ(e, want);
