@@ -345,6 +345,7 @@ void get_event_columns(Cursor& c, std::vector<TraceEvent>& out) {
     if (tb[i] > static_cast<uint8_t>(Timebase::MonoNs)) fail("unknown timebase");
     out[i].kind = kind[i];
     out[i].timebase = tb[i];
+    out[i].ts_err = 0;  // not stored; the vector is reused, so a stale reader-set value would stay
   }
   if (c.remaining() != 0) fail("trailing bytes after the last column");
 }
