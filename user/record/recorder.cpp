@@ -184,7 +184,7 @@ class Recording {
   size_t adjustments_written_ = 0;
   std::optional<NtpState> ntp_;  // at the last correlation point
   ClockSchedule schedule_;       // extra correlation points around clock changes
-  uint64_t extra_points_ = 0;
+  uint64_t extra_points_ = 0;   // beyond the 100 ms cadence: the schedule's, after attaching, the stop sequence's
   ClockTransform sim_;
   std::unique_ptr<HandlerTable> handlers_;
   std::unique_ptr<Probes> probes_;
@@ -408,6 +408,7 @@ void Recording::start_drains() {
   // Loading and attaching took a while (a second on a busy machine): a point
   // now, so the first kernel stamps do not share one long segment with it.
   clock_.push_back(sample_clock());
+  ++extra_points_;
 }
 
 // Pending side frames: new correlation points, channel names, handler changes,
@@ -601,7 +602,10 @@ void Recording::stop_and_flush() {
   for (uint32_t pid : drain_->pids()) channels_.add_registry(pid);
   if (child_) child_->wait();
   if (minrtt_) minrtt_->stop();  // MinRTT2, after the command is gone: a quiet period
-  for (const ClockPoint& p : keeper.finish()) clock_.push_back(p);
+  for (const ClockPoint& p : keeper.finish()) {
+    clock_.push_back(p);
+    ++extra_points_;  // beyond the regular cadence, as the schedule's are
+  }
   // Adjustments made during the stop sequence: without them the model could not
   // tell that its windows there held two changes (docs/clock.md).
   take_clock_syscalls();
