@@ -193,5 +193,31 @@ TEST(ClockChangeCandidates, AdjustingCallsAndSecondsWhileSlewing) {
                                                                2'600'000'000, 3'600'000'000}));
 }
 
+// A damaged trace whose points lie centuries apart while a slew shows costs no
+// more than its points: at most the first two and the last boundary per gap (the
+// model only asks whether a window holds two or more), found by fuzzing as an
+// out-of-memory.
+TEST(ClockChangeCandidates, FarApartPointsGiveAFewBoundariesPerGap) {
+  std::vector<ClockPoint> pts;
+  for (uint64_t m : {1'000'000'000ull, 1'500'000'000ull, 4'000'000'000'000'000'000ull, 9'000'000'000'000'000'000ull}) {
+    ClockPoint p{m, m, 10, kClockHasRealtime};
+    p.rt_minus_mono_ns = 400'000'000;
+    pts.push_back(p);
+  }
+  std::vector<ClockAdjustment> adj{state_adj(1'200'000'000, STA_PLL | STA_NANO, 3'000'000)};
+  TraceReader r = TraceReader::from_bytes(file_header_bytes() + bytes_of(encode_clock(pts)) +
+                                          bytes_of(encode_json(FrameType::ClockAdjust, clock_adjust_frame_json(adj),
+                                                               uint32_t(adj.size()))));
+  ASSERT_FALSE(r.error()) << r.error()->what();
+  std::vector<uint64_t> c = clock_change_candidates(r);
+  ASSERT_EQ(c.size(), 6u);
+  EXPECT_EQ(c[0], 1'600'000'000u) << "none between 1 s and 1.5 s; the first two after 1.5 s";
+  EXPECT_EQ(c[1], 2'600'000'000u);
+  EXPECT_EQ(c[2], 3'999'999'999'600'000'000u) << "the last boundary before the third point";
+  EXPECT_EQ(c[3], 4'000'000'000'600'000'000u);
+  EXPECT_EQ(c[4], 4'000'000'001'600'000'000u);
+  EXPECT_EQ(c[5], 8'999'999'999'600'000'000u);
+}
+
 }  // namespace
 }  // namespace cptrace

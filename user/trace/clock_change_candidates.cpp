@@ -10,7 +10,7 @@ namespace {
 
 constexpr int64_t kSecond = 1000000000;
 
-int64_t floor_div(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
+__int128 floor_div128(__int128 a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
 
 // Spans of CLOCK_MONOTONIC during which the recorded NTP state shows a slew.
 std::vector<std::pair<uint64_t, uint64_t>> slewing_spans(const TraceReader& r) {
@@ -39,6 +39,32 @@ std::vector<std::pair<uint64_t, uint64_t>> slewing_spans(const TraceReader& r) {
   return spans;
 }
 
+// The second boundaries of one offset inside [from, to], at most three per gap
+// between consecutive correlation points: the first two and the last. The model
+// only asks whether a three-segment window (reaching kMarkEffectNs, under a
+// second, into the gap before it) holds two or more marks, so more marks per gap
+// change no answer; and a damaged trace whose points span centuries costs no more
+// than its points.
+void boundaries_per_gap(const std::vector<ClockPoint>& pts, uint64_t from, uint64_t to, int64_t off,
+                        std::vector<uint64_t>& out) {
+  using i128 = __int128;
+  auto gap = [&](uint64_t a, uint64_t b) {
+    if (a > b) return;
+    i128 first = floor_div128(i128(a) + off - 1, kSecond) + 1, last = floor_div128(i128(b) + off, kSecond);
+    for (i128 s : {first, first + 1, last}) {
+      i128 m = s * kSecond - off;
+      if (s >= first && s <= last && m >= i128(a) && m <= i128(b)) out.push_back(uint64_t(m));
+    }
+  };
+  uint64_t at = from;
+  for (const ClockPoint& p : pts)
+    if (p.mono_ns > at && p.mono_ns <= to) {
+      gap(at, p.mono_ns);
+      at = p.mono_ns;
+    }
+  gap(at, to);
+}
+
 // REALTIME second boundaries in [from, to] as MONOTONIC, with every recorded
 // REALTIME - MONOTONIC offset in force over the span (a step inside it gives the
 // boundaries of both offsets: more candidates, never fewer). A point reads the
@@ -47,10 +73,12 @@ std::vector<std::pair<uint64_t, uint64_t>> slewing_spans(const TraceReader& r) {
 void second_boundaries(const TraceReader& r, uint64_t from, uint64_t to, std::vector<uint64_t>& out) {
   std::vector<std::pair<int64_t, int64_t>> offsets;  // [lo, hi], one per step
   auto add = [&](const ClockPoint& p) {
-    int64_t lo = p.rt_minus_mono_ns, hi = lo + p.rt_width_ns;
+    int64_t lo = p.rt_minus_mono_ns, hi;
+    if (__builtin_add_overflow(lo, int64_t(p.rt_width_ns), &hi)) return;  // damaged: no offset
     for (auto& [l, h] : offsets)
       if (lo <= h && l <= hi) {  // the same offset: keep the tighter reading
-        l = std::max(l, lo), h = std::min(h, hi);
+        l = std::max(l, lo);
+        h = std::min(h, hi);
         return;
       }
     offsets.push_back({lo, hi});
@@ -63,12 +91,13 @@ void second_boundaries(const TraceReader& r, uint64_t from, uint64_t to, std::ve
   }
   if (before) add(*before);
   if (offsets.empty() && r.meta().contains("start") && r.meta()["start"].contains("realtime_ns")) {
-    int64_t off = r.meta()["start"]["realtime_ns"].get<int64_t>() - r.meta()["start"]["mono_ns"].get<int64_t>();
-    offsets.push_back({off, off});
+    const auto& start = r.meta()["start"];
+    int64_t off = 0;
+    if (start["realtime_ns"].is_number_integer() && start.value("mono_ns", nlohmann::json()).is_number_integer() &&
+        !__builtin_sub_overflow(start["realtime_ns"].get<int64_t>(), start["mono_ns"].get<int64_t>(), &off))
+      offsets.push_back({off, off});
   }
-  for (const auto& o : offsets)
-    for (int64_t off = o.second, s = floor_div(int64_t(from) + off, kSecond) + 1; s * kSecond - off <= int64_t(to); ++s)
-      if (s * kSecond - off >= int64_t(from)) out.push_back(uint64_t(s * kSecond - off));
+  for (const auto& o : offsets) boundaries_per_gap(r.clock_map().points(), from, to, o.second, out);
 }
 
 }  // namespace
