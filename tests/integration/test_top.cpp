@@ -140,7 +140,7 @@ TEST(Top, PairSummaryEqualsTheReportsSummary) {
   }
   p.add({5, 9, 999999, 1, 1, 0, uint8_t(EventKind::User), 0});  // `to` only
   LatencySeries s = p.series(tl, 40, "a", "b", "n");
-  LatencySummary want = summarize(s);
+  LatencySummary want = s.summary;
   std::pair<uint64_t, uint64_t> unmatched;
   LatencySummary got = p.summary(tl, 40, unmatched);
   EXPECT_EQ(got.count, want.count);

@@ -330,17 +330,21 @@ TEST(LocalLatency, KnownDurationsAndBounds) {
   LatencySeries s = same_node_latency(r, tl, 1, 2);
   EXPECT_FALSE(s.remote);
   EXPECT_EQ(s.from_channel, "in");
-  EXPECT_EQ(s.samples.size(), 1000u);
+  EXPECT_EQ(s.summary.count, 1000u);
   EXPECT_EQ(s.unmatched_from, 5u);
   EXPECT_EQ(s.unmatched_to, 3u);
   EXPECT_EQ(s.duplicates, 2u);
-  for (const auto& x : s.samples) {
-    ASSERT_NEAR(x.value_s, (100 + 10 * double(x.tuple % 10)) * 1e-6, 1e-15) << x.tuple;
-    ASSERT_NEAR(x.hi_s - x.value_s, 60e-9, 1e-15);  // the widest correlation bracket
-    ASSERT_NEAR(x.value_s - x.lo_s, 60e-9, 1e-15);
-    ASSERT_NEAR(x.at_s, double(x.tuple) * 1e-3, 1e-12);
-  }
-  LatencySummary m = summarize(s);
+  // Every bound is value +- the widest correlation bracket (60 ns); the tuples
+  // come 1 ms apart over 1 s, so every time slice holds some.
+  ASSERT_EQ(s.width_over_time.size(), 200u);
+  for (const auto& p : s.width_over_time) ASSERT_NEAR(p[1].get<double>(), 120e-9, 1e-15);
+  EXPECT_NEAR(s.width_over_time[0][0].get<double>(), 0, 1e-12);
+  uint64_t binned = 0;
+  for (uint64_t c : s.histogram["counts"]) binned += c;
+  EXPECT_EQ(binned, 1000u);
+  EXPECT_EQ(s.cdf.back()[1].get<double>(), 1.0);
+  EXPECT_NEAR(s.cdf.back()[0].get<double>(), 190e-6, 1e-15);
+  const LatencySummary& m = s.summary;
   EXPECT_NEAR(m.min, 100e-6, 1e-15);
   EXPECT_NEAR(m.p25, 120e-6, 1e-15);
   EXPECT_NEAR(m.p50, 140e-6, 1e-15);

@@ -5,12 +5,19 @@
 //   - translated_latency_series() (report_latency.h) for a translated trace:
 //     the rows of `cptrace latency` (latency.h), one series per node pair
 //     (remote = different nodes), with the scenario(s) that bounded them.
+//
+// A series does not hold its samples: fill_series_stats() reads them (twice)
+// from whoever has them and keeps the summary and the plots' data, so a series
+// of any length costs the budget it is given (rank_select.h), no more.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "translate/memory_budget.h"
 
 namespace cptrace {
 
@@ -23,18 +30,6 @@ struct LatencySample {
   double hi_s = 0;
 };
 
-// All durations of one channel pair.
-struct LatencySeries {
-  std::string from_channel, to_channel;
-  std::string from_node, to_node;
-  bool remote = false;     // different nodes: the bound comes from translation
-  std::string method;      // what produced value and bound (shown in the report)
-  std::vector<LatencySample> samples;
-  uint64_t unmatched_from = 0;  // tuple ids seen on `from` only
-  uint64_t unmatched_to = 0;    // ... on `to` only
-  uint64_t duplicates = 0;      // repeated tuple ids on one side (first occurrence used)
-};
-
 // Order statistics of a series (nearest-rank percentiles), in seconds.
 struct LatencySummary {
   uint64_t count = 0;
@@ -43,9 +38,34 @@ struct LatencySummary {
   double width_p50 = 0, width_max = 0;                    // hi - lo
 };
 
-LatencySummary summarize(const LatencySeries& s);
+// The durations of one channel pair, as the report draws them.
+struct LatencySeries {
+  std::string from_channel, to_channel;
+  std::string from_node, to_node;
+  bool remote = false;     // different nodes: the bound comes from translation
+  std::string method;      // what produced value and bound (shown in the report)
+  uint64_t unmatched_from = 0;  // tuple ids seen on `from` only
+  uint64_t unmatched_to = 0;    // ... on `to` only
+  uint64_t duplicates = 0;      // repeated tuple ids on one side (first occurrence used)
+  LatencySummary summary;
+  nlohmann::json histogram;     // 40 bins over [min, max] of the values; null without samples
+  nlohmann::json cdf = nlohmann::json::array();              // cdf_points() of the values
+  nlohmann::json width_over_time = nlohmann::json::array();  // [at_s, widest bound] per time slice
+};
+
+// scan(fn): fn(sample) for every sample of the series, in the same order on
+// every call (fill_series_stats calls it twice).
+using SampleScan = std::function<void(const std::function<void(const LatencySample&)>&)>;
+// Fills s.summary, histogram, cdf and width_over_time within `budget`. The mean
+// sums the values in scan order.
+void fill_series_stats(LatencySeries& s, const SampleScan& scan, const MemoryBudget& budget);
+
 // Nearest-rank percentile of sorted values, q in [0, 1]; 0 for an empty vector.
 double percentile_sorted(const std::vector<double>& sorted, double q);
+// The CDF points of n sorted values: at most `points` + 1 (value, fraction <=
+// value) pairs at evenly spaced ranks, always with the first and last value;
+// value_at(rank) gives the value of a 0-based rank.
+nlohmann::json cdf_points(uint64_t n, const std::function<double(uint64_t)>& value_at, size_t points = 400);
 nlohmann::json summary_json(const LatencySummary& s);
 
 }  // namespace cptrace

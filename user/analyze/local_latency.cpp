@@ -30,6 +30,7 @@ LatencySeries SameNodePairing::series(const Timeline& tl, uint32_t widest, const
   s.method = "same node: TSC difference / measured frequency, bound = widest correlation bracket or conversion error";
   s.duplicates = duplicates_;
   double w = bound_s(tl, widest);
+  std::vector<LatencySample> samples;
   for (const auto& [tuple, ta] : a_) {
     auto it = b_.find(tuple);
     if (it == b_.end()) {
@@ -37,11 +38,16 @@ LatencySeries SameNodePairing::series(const Timeline& tl, uint32_t widest, const
       continue;
     }
     double v = tl.ticks_to_s(double(int64_t(it->second - ta)));
-    s.samples.push_back({tuple, tl.seconds(ta), v, v - w, v + w});
+    samples.push_back({tuple, tl.seconds(ta), v, v - w, v + w});
   }
-  s.unmatched_to = b_.size() - s.samples.size();
-  std::sort(s.samples.begin(), s.samples.end(),
-            [](const LatencySample& x, const LatencySample& y) { return x.at_s < y.at_s; });
+  s.unmatched_to = b_.size() - samples.size();
+  // Time order, so that the mean's sum has one order whatever the hash map's.
+  std::sort(samples.begin(), samples.end(), [](const LatencySample& x, const LatencySample& y) {
+    return x.at_s < y.at_s || (x.at_s == y.at_s && x.tuple < y.tuple);
+  });
+  MemoryBudget unlimited;
+  unlimited.bytes = ~0ull >> 1;
+  fill_series_stats(s, [&](const auto& fn) { for (const LatencySample& x : samples) fn(x); }, unlimited);
   return s;
 }
 

@@ -48,52 +48,9 @@ double auto_period_ms(double span_ms, size_t max_periods) {
       if (span_ms / (p * m) < double(max_periods)) return p * m;
 }
 
-json cdf_points(const std::vector<double>& v, size_t points) {
-  json pts = json::array();
-  if (v.empty()) return pts;
-  size_t n = v.size(), step = std::max<size_t>(1, (n + points - 1) / points);
-  // Rank i (0-based) holds the value below or at which (i + 1) / n of the tuples lie.
-  for (size_t i = step - 1; i < n; i += step) pts.push_back({v[i], double(i + 1) / double(n)});
-  if (pts.back()[1].get<double>() < 1) pts.push_back({v.back(), 1.0});
-  return pts;
-}
-
 namespace {
 
-json histogram(const std::vector<double>& sorted, int bins) {
-  double lo = sorted.front(), hi = sorted.back();
-  if (hi <= lo) return {{"lo_s", lo}, {"hi_s", hi}, {"counts", {sorted.size()}}};
-  std::vector<uint64_t> counts(size_t(bins), 0);
-  for (double v : sorted) counts[std::min(size_t(bins) - 1, size_t((v - lo) / (hi - lo) * bins))]++;
-  return {{"lo_s", lo}, {"hi_s", hi}, {"counts", counts}};
-}
-
-// Bound width over time: the widest bound in each of up to `buckets` time slices.
-json width_over_time(const LatencySeries& s, size_t buckets) {
-  json pts = json::array();
-  if (s.samples.empty()) return pts;
-  double t0 = s.samples.front().at_s, t1 = s.samples.back().at_s;  // sorted by at_s
-  double step = t1 > t0 ? (t1 - t0) / double(buckets) : 1;
-  size_t i = 0;
-  while (i < s.samples.size()) {
-    size_t b = std::min(buckets - 1, size_t((s.samples[i].at_s - t0) / step));
-    double widest = 0, at = s.samples[i].at_s;
-    for (; i < s.samples.size() && std::min(buckets - 1, size_t((s.samples[i].at_s - t0) / step)) == b; ++i)
-      widest = std::max(widest, s.samples[i].hi_s - s.samples[i].lo_s);
-    pts.push_back({at, widest});
-  }
-  return pts;
-}
-
 json series_json(const LatencySeries& s) {
-  std::vector<LatencySample> sorted_by_time = s.samples;
-  std::sort(sorted_by_time.begin(), sorted_by_time.end(),
-            [](const LatencySample& a, const LatencySample& b) { return a.at_s < b.at_s; });
-  LatencySeries tmp = s;
-  tmp.samples = std::move(sorted_by_time);
-  std::vector<double> v;
-  for (const auto& x : s.samples) v.push_back(x.value_s);
-  std::sort(v.begin(), v.end());
   return {{"from", s.from_channel},
           {"to", s.to_channel},
           {"from_node", s.from_node},
@@ -103,10 +60,10 @@ json series_json(const LatencySeries& s) {
           {"unmatched_from", s.unmatched_from},
           {"unmatched_to", s.unmatched_to},
           {"duplicates", s.duplicates},
-          {"summary", summary_json(summarize(s))},
-          {"histogram", v.empty() ? json(nullptr) : histogram(v, 40)},
-          {"cdf", cdf_points(v)},
-          {"width_over_time", width_over_time(tmp, 200)}};
+          {"summary", summary_json(s.summary)},
+          {"histogram", s.histogram},
+          {"cdf", s.cdf},
+          {"width_over_time", s.width_over_time}};
 }
 
 // JSON inside <script>: "</" would end the element.
@@ -172,10 +129,10 @@ void translated_report(const TraceReader& r, const ReportOptions& o, ReportData&
     throw std::runtime_error("--period: a translated trace has no throughput of its own (give the nodes' traces with "
                              "--node-dir)");
   for (const auto& n : r.meta()["translated"].value("nodes", json::array())) d.run_nodes.push_back(n.value("node", ""));
-  if (!o.path.empty()) d.path = path_breakdown(r, o.path);
+  if (!o.path.empty()) d.path = path_breakdown(r, o.path, o.budget);
   for (const auto& p : o.pairs) {
     auto [from, to] = split_pair(p);
-    for (LatencySeries& s : translated_latency_series(r, from, to)) d.latency.push_back(std::move(s));
+    for (LatencySeries& s : translated_latency_series(r, from, to, o.budget)) d.latency.push_back(std::move(s));
   }
   if (!o.node_dirs.empty()) d.nodes = run_node_sections(r, o.node_dirs, o.period_ms);
 }

@@ -17,6 +17,7 @@
 
 #include "analyze/latency_table.h"
 #include "analyze/throughput.h"
+#include "translate/memory_budget.h"
 
 namespace cptrace {
 
@@ -41,6 +42,7 @@ struct ReportOptions {
   std::optional<double> period_ms;     // none: auto_period_ms()
   std::vector<std::string> node_dirs;  // translated DIR: the nodes' own traces
   std::string path;                    // translated DIR: "A,B,C,..." per-hop breakdown
+  MemoryBudget budget;                 // for the latency rows (--memory, --temp-dir)
 };
 
 NodeSection node_section(const TraceReader& r, const Timeline& tl, const Throughput& t);
@@ -51,10 +53,6 @@ double auto_period_ms(double span_ms, size_t max_periods = 300);
 // The JSON embedded in the page (exposed for tests).
 nlohmann::json report_json(const ReportData& d);
 std::string render_report_html(const ReportData& d);
-
-// The CDF points of sorted values: at most `points` + 1 (value, fraction <= value)
-// pairs at evenly spaced ranks, always with the first and last value.
-nlohmann::json cdf_points(const std::vector<double>& sorted, size_t points = 400);
 
 // DIR: one node's trace (node section + same-node latency) or a translated trace
 // (latency rows of `cptrace latency`; node sections from node_dirs, per-hop

@@ -19,7 +19,8 @@ bool is_translated(const TraceReader& r);
 // ns values and bounds of `cptrace latency`), split by (from node, to node).
 // Throws std::runtime_error when the reference TSC frequency is unknown (the
 // bounds would only exist in ticks) or a channel is unknown.
+// The rows are read within `budget` (latency_stream, fill_series_stats).
 std::vector<LatencySeries> translated_latency_series(const TraceReader& r, const std::string& from,
-                                                     const std::string& to);
+                                                     const std::string& to, const MemoryBudget& budget = {});
 
 }  // namespace cptrace

@@ -25,10 +25,11 @@ std::vector<std::string> split_path(const std::string& path) {
 
 namespace {
 
-nlohmann::json hop(const TraceReader& r, const std::string& path, const std::string& from, const std::string& to) {
+nlohmann::json hop(const TraceReader& r, const std::string& path, const std::string& from, const std::string& to,
+                   const MemoryBudget& budget) {
   LatencyResult res;
   try {
-    res = latency(r, from, to);
+    res = latency_stream(r, from, to, budget);
   } catch (const std::runtime_error& e) {
     throw std::runtime_error("--path '" + path + "': " + e.what());
   }
@@ -45,11 +46,11 @@ nlohmann::json hop(const TraceReader& r, const std::string& path, const std::str
 
 }  // namespace
 
-nlohmann::json path_breakdown(const TraceReader& r, const std::string& path) {
+nlohmann::json path_breakdown(const TraceReader& r, const std::string& path, const MemoryBudget& budget) {
   std::vector<std::string> ch = split_path(path);
   nlohmann::json j = {{"channels", ch}, {"hops", nlohmann::json::array()}};
-  for (size_t i = 0; i + 1 < ch.size(); ++i) j["hops"].push_back(hop(r, path, ch[i], ch[i + 1]));
-  j["end_to_end"] = hop(r, path, ch.front(), ch.back());
+  for (size_t i = 0; i + 1 < ch.size(); ++i) j["hops"].push_back(hop(r, path, ch[i], ch[i + 1], budget));
+  j["end_to_end"] = hop(r, path, ch.front(), ch.back(), budget);
   return j;
 }
 

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "trace/trace_reader.h"
+#include "translate/memory_budget.h"
 
 namespace cptrace {
 
@@ -24,6 +25,7 @@ std::vector<std::string> split_path(const std::string& path);
 // {"channels": [...], "hops": [{from, to, unit} + the "all" group of latency --json...], "end_to_end": {...}}
 // of translated trace `r`. Throws naming --path on an unknown channel, and when
 // the durations exist only in ticks (reference TSC frequency unknown).
-nlohmann::json path_breakdown(const TraceReader& r, const std::string& path);
+// Each hop's rows are read within `budget` (latency_stream).
+nlohmann::json path_breakdown(const TraceReader& r, const std::string& path, const MemoryBudget& budget = {});
 
 }  // namespace cptrace

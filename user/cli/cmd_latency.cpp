@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.h"
+#include "cli/common.h"
 #include "translate/latency.h"
 
 namespace cptrace {
@@ -15,6 +16,7 @@ struct LatencyArgs {
   std::string dir, from, to;
   bool csv = false, json = false;
   bool accept_suspect_sync = false;
+  MemoryBudget budget;
 };
 
 }  // namespace
@@ -33,7 +35,9 @@ SubcommandRunner add_latency_command(CLI::App& app) {
   latency->add_flag("--accept-suspect-sync", a->accept_suspect_sync,
                     "print bounds of a trace translated with --accept-suspect-sync (default: refuse), with a WARNING "
                     "line per finding");
-  return {latency, [a] { return cmd_latency(a->dir, a->from, a->to, a->csv, a->accept_suspect_sync, a->json); }};
+  add_memory_options(latency, a->budget);
+  return {latency,
+          [a] { return cmd_latency(a->dir, a->from, a->to, a->csv, a->accept_suspect_sync, a->json, a->budget); }};
 }
 
 }  // namespace cptrace

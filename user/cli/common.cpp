@@ -1,5 +1,11 @@
 #include "cli/common.h"
 
+#include <stdexcept>
+
+#include <CLI/CLI.hpp>
+
+#include "translate/memory_budget.h"
+
 #include <exception>
 
 #include <fmt/core.h>
@@ -7,6 +13,24 @@
 #include "trace/trace_reader.h"
 
 namespace cptrace {
+
+void add_memory_options(CLI::App* cmd, MemoryBudget& b) {
+  cmd->add_option_function<std::string>(
+         "--memory",
+         [&b](const std::string& v) {
+           try {
+             b.bytes = parse_memory_size("--memory", v);
+           } catch (const std::runtime_error& e) {
+             throw CLI::ValidationError(e.what());
+           }
+         },
+         "memory for the per-tuple data (default 1G); beyond it, data is spilled to --temp-dir")
+      ->type_name("SIZE");
+  cmd->add_option("--temp-dir", b.temp_dir,
+                  "directory for spilled data (default $TMPDIR or /tmp); the files have no name and vanish at exit")
+      ->check(CLI::ExistingDirectory);
+}
+
 
 std::string handler_change_line(const nlohmann::json& c) {
   uint64_t before = c.at("before").at("mono_ns"), after = c.at("after").at("mono_ns");

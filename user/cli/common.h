@@ -5,9 +5,18 @@
 
 #include <nlohmann/json.hpp>
 
+namespace CLI {
+class App;
+}
+
 namespace cptrace {
 
 class TraceReader;
+struct MemoryBudget;
+
+// --memory SIZE and --temp-dir DIR of the analysis commands, into `b` (which
+// must outlive parsing).
+void add_memory_options(CLI::App* cmd, MemoryBudget& b);
 
 // One handler change (an entry of the trace's or the recorder's change list) as
 // one line: `config set` prints its reply this way, dump and info the history.

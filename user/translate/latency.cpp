@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <iterator>
 #include <map>
 #include <stdexcept>
 #include <unordered_map>
@@ -17,6 +18,8 @@
 #include "translate/sync_sanity.h"
 #include "translate/translate.h"
 #include "translate/translated_frame.h"
+#include "translate/tuple_join.h"
+#include "translate/run_merge.h"
 
 namespace cptrace {
 namespace {
@@ -115,7 +118,55 @@ LatencyResult latency(const std::string& dir, const std::string& from, const std
   return latency(r, from, to);
 }
 
+namespace {
+
+// A row and its to-event's position: the key that puts the partitions' rows back
+// in trace order.
+struct SeqRow {
+  uint64_t seq;
+  LatencyRow row;
+};
+struct SeqKey {
+  uint64_t operator()(const SeqRow& r) const { return r.seq; }
+};
+
+class MergedRows : public LatencyRowSource {
+ public:
+  MergedRows(uint64_t bytes, const std::string& dir) : rows(bytes, dir) {}
+  void for_each(const std::function<void(const LatencyRow&)>& fn) const override {
+    rows.for_each([&](const SeqRow& r) { fn(r.row); });
+  }
+  mutable RunMerge<SeqRow, SeqKey> rows;  // reading may move its last runs to file
+};
+
+JoinStamp join_stamp(const TranslatedEvent& e) {
+  JoinStamp s;
+  s.local = e.local_ts;
+  s.est = e.ref_ts, s.lo = e.ref_lo, s.hi = e.ref_hi;
+  s.node = e.node;
+  return s;
+}
+
+}  // namespace
+
+void LatencyResult::for_each_row(const std::function<void(const LatencyRow&)>& fn) const {
+  if (stream) stream->for_each(fn);
+  else
+    for (const LatencyRow& r : rows) fn(r);
+}
+
 LatencyResult latency(const TraceReader& r, const std::string& from, const std::string& to) {
+  MemoryBudget unlimited;
+  unlimited.bytes = ~0ull >> 1;
+  LatencyResult res = latency_stream(r, from, to, unlimited);
+  res.rows.reserve(res.row_count);
+  res.stream->for_each([&](const LatencyRow& row) { res.rows.push_back(row); });
+  res.stream.reset();
+  return res;
+}
+
+LatencyResult latency_stream(const TraceReader& r, const std::string& from, const std::string& to,
+                             const MemoryBudget& budget) {
   if (!r.meta().contains("translated"))
     throw std::runtime_error(r.events_path() + ": not a translated trace (run cptrace translate first)");
   if (r.error()) throw *r.error();
@@ -123,62 +174,97 @@ LatencyResult latency(const TraceReader& r, const std::string& from, const std::
   Scenarios sc(tr);
   uint64_t cf = find_channel(r, from), ct = find_channel(r, to);
   LatencyResult res;
+  res.budget = budget;
   res.node_names = sc.names();
   res.method = tr.value("method", "");
   if (tr.contains("unauthenticated_rounds"))
     res.unauthenticated = tr["unauthenticated_rounds"].get<std::vector<std::string>>();
   for (const json& n : tr.at("nodes"))
     if (n.at("node") == tr.at("reference") && n.contains("span_tsc")) res.ref_origin = n["span_tsc"][0].get<uint64_t>();
-  std::unordered_map<uint64_t, Stamp> first, second;
-  std::vector<uint64_t> order;
+  const json& f = tr.at("frequency");
+  res.have_ns = f.contains("hz_lo");
+  res.hz = f.value("hz", 0.0);
+  res.hz_lo = f.value("hz_lo", 0.0);
+  res.hz_hi = f.value("hz_hi", 0.0);
+  // Half the budget joins; a quarter holds the rows (the rest is the summaries').
+  TupleJoin join(budget.share(0.5));
   std::vector<TranslatedEvent> evs;
   r.for_each_frame(FrameType::Translated, [&](const FrameHeader& h, const std::vector<uint8_t>& p) {
     decode_translated(h, p.data(), p.size(), evs);
     for (const TranslatedEvent& e : evs) {
       if (e.kind != uint8_t(EventKind::User)) continue;
       if (e.node >= res.node_names.size()) throw std::runtime_error("translated event names node index beyond meta.json");
-      Stamp s{e.local_ts, e.ref_ts, e.ref_lo, e.ref_hi, e.node};
-      if (e.channel == cf && !first.emplace(e.tuple, s).second) res.from_duplicates++;
-      if (e.channel == ct) {
-        if (second.emplace(e.tuple, s).second) order.push_back(e.tuple);
-        else res.to_duplicates++;
-      }
+      if (e.channel == cf) join.add(false, e.tuple, join_stamp(e));
+      if (e.channel == ct) join.add(true, e.tuple, join_stamp(e));
     }
   });
-  const json& f = tr.at("frequency");
-  res.have_ns = f.contains("hz_lo");
-  res.hz = f.value("hz", 0.0);
-  res.hz_lo = f.value("hz_lo", 0.0);
-  res.hz_hi = f.value("hz_hi", 0.0);
-  for (uint64_t t : order) {
-    auto a = first.find(t);
-    if (a == first.end()) {
-      res.to_only++;
-      continue;
-    }
-    const Stamp& b = second[t];
-    LatencyRow row;
-    row.tuple = t, row.from_node = a->second.node, row.to_node = b.node;
-    row.from_ref = a->second.est;
-    Bound d = sc.duration(a->second, b, row.scenario);
-    row.ticks = d.est, row.ticks_lo = d.lo, row.ticks_hi = d.hi;
-    if (res.have_ns) {
-      NsBound ns = ticks_to_ns(d.est, d.lo, d.hi, f["hz"].get<double>(), res.hz_lo, res.hz_hi);
-      row.ns = ns.ns, row.ns_lo = ns.lo, row.ns_hi = ns.hi;
-    }
-    res.rows.push_back(row);
-  }
-  res.from_only = first.size() - (res.rows.size());
+  auto rows = std::make_shared<MergedRows>(budget.share(0.25).bytes, budget.spill_dir());
+  double hz = res.hz;
+  JoinCounts c = join.run(
+      [&](uint64_t tuple, uint64_t seq, const JoinStamp& a, const JoinStamp& b) {
+        SeqRow sr{seq, {}};
+        LatencyRow& row = sr.row;
+        row.tuple = tuple, row.from_node = a.node, row.to_node = b.node;
+        row.from_ref = a.est;
+        Bound d = sc.duration(Stamp{a.local, a.est, a.lo, a.hi, a.node}, Stamp{b.local, b.est, b.lo, b.hi, b.node},
+                              row.scenario);
+        row.ticks = d.est, row.ticks_lo = d.lo, row.ticks_hi = d.hi;
+        if (res.have_ns) {
+          NsBound ns = ticks_to_ns(d.est, d.lo, d.hi, hz, res.hz_lo, res.hz_hi);
+          row.ns = ns.ns, row.ns_lo = ns.lo, row.ns_hi = ns.hi;
+        }
+        rows->rows.add(sr);
+      },
+      [&] { rows->rows.end_run(); });
+  res.from_only = c.from_only, res.to_only = c.to_only;
+  res.from_duplicates = c.from_duplicates, res.to_duplicates = c.to_duplicates;
+  res.row_count = c.pairs;
+  res.partitions = c.partitions;
+  res.stream = rows;
   return res;
 }
 
 namespace {
 
-void summary_line(const char* what, std::vector<int64_t> v, const char* unit) {
-  if (v.empty()) return;
-  printf("  %-44s %9zu %12lld %12lld %12lld %12lld %12lld  %s\n", what, v.size(), (long long)nearest_rank(v, 0),
-         (long long)nearest_rank(v, 0.5), (long long)nearest_rank(v, 0.9), (long long)nearest_rank(v, 0.99),
-         (long long)nearest_rank(v, 1.0), unit);
+void summary_line(const std::string& what, const LatencyColumns& cols, const LatencyColumns::Group& g,
+                  ValueColumn LatencyColumns::Leaf::*col, const char* unit) {
+  uint64_t n = LatencyColumns::count(g);
+  if (!n) return;
+  std::vector<int64_t> p = cols.percentiles(g, col, {0, 0.5, 0.9, 0.99, 1.0});
+  fmt::print("  {:<44} {:>9} {:>12} {:>12} {:>12} {:>12} {:>12}  {}\n", what, n, p[0], p[1], p[2], p[3], p[4], unit);
+}
+
+void print_summary(const LatencyResult& res, const std::string& from, const std::string& to) {
+  const char* unit = res.have_ns ? "ns" : "ticks";
+  fmt::print("latency {} -> {}: {} tuples\n", from, to, res.row_count);
+  fmt::print("  {:<44} {:>9} {:>12} {:>12} {:>12} {:>12} {:>12}\n", "", "count", "min", "p50", "p90", "p99", "max");
+  LatencyColumns cols(res);
+  std::map<std::string, LatencyColumns::Group> by;
+  for (const auto& l : cols.leaves()) {
+    by[l->local() ? "local (same node)" : "remote (two nodes)"].push_back(l.get());
+    by["  scenario " + l->scenario].push_back(l.get());
+  }
+  summary_line("value (all)", cols, cols.all(), &LatencyColumns::Leaf::value, unit);
+  summary_line("bound width (all)", cols, cols.all(), &LatencyColumns::Leaf::width, unit);
+  for (auto& [k, g] : by) {
+    summary_line(k + " value", cols, g, &LatencyColumns::Leaf::value, unit);
+    summary_line(k + " bound width", cols, g, &LatencyColumns::Leaf::width, unit);
+  }
+}
+
+// One CSV line per row, written in large chunks.
+void print_csv(const LatencyResult& res) {
+  fmt::memory_buffer out;
+  fmt::format_to(std::back_inserter(out), "tuple,from_node,to_node,scenario,ticks,ticks_lo,ticks_hi,ns,ns_lo,ns_hi\n");
+  res.for_each_row([&](const LatencyRow& r) {
+    fmt::format_to(std::back_inserter(out), "{},{},{},{},{},{},{},{},{},{}\n", r.tuple, res.node_names[r.from_node],
+                   res.node_names[r.to_node], r.scenario, r.ticks, r.ticks_lo, r.ticks_hi, r.ns, r.ns_lo, r.ns_hi);
+    if (out.size() > (1 << 20)) {
+      fwrite(out.data(), 1, out.size(), stdout);
+      out.clear();
+    }
+  });
+  fwrite(out.data(), 1, out.size(), stdout);
 }
 
 }  // namespace
@@ -197,41 +283,19 @@ std::vector<SyncFinding> suspect_findings(const std::string& dir, bool accept) {
 }
 
 int cmd_latency(const std::string& dir, const std::string& from, const std::string& to, bool csv,
-                bool accept_suspect_sync, bool json) {
+                bool accept_suspect_sync, bool json, const MemoryBudget& budget) {
   std::vector<SyncFinding> suspect = suspect_findings(dir, accept_suspect_sync);
-  LatencyResult res = latency(dir, from, to);
-  if (json) {
-    printf("%s\n", latency_summary_json(res, from, to).dump(2).c_str());
-  } else if (csv) {
-    printf("tuple,from_node,to_node,scenario,ticks,ticks_lo,ticks_hi,ns,ns_lo,ns_hi\n");
-    for (const LatencyRow& r : res.rows)
-      printf("%llu,%s,%s,%s,%lld,%lld,%lld,%lld,%lld,%lld\n", (unsigned long long)r.tuple,
-             res.node_names[r.from_node].c_str(), res.node_names[r.to_node].c_str(), r.scenario, (long long)r.ticks,
-             (long long)r.ticks_lo, (long long)r.ticks_hi, (long long)r.ns, (long long)r.ns_lo, (long long)r.ns_hi);
-  } else {
-    const char* unit = res.have_ns ? "ns" : "ticks";
-    printf("latency %s -> %s: %zu tuples\n", from.c_str(), to.c_str(), res.rows.size());
-    printf("  %-44s %9s %12s %12s %12s %12s %12s\n", "", "count", "min", "p50", "p90", "p99", "max");
-    std::map<std::string, std::pair<std::vector<int64_t>, std::vector<int64_t>>> by;
-    for (const LatencyRow& r : res.rows) {
-      for (const std::string& k : {std::string(r.local() ? "local (same node)" : "remote (two nodes)"),
-                                  std::string("  scenario ") + r.scenario}) {
-        by[k].first.push_back(res.have_ns ? r.ns : r.ticks);
-        by[k].second.push_back(res.have_ns ? r.ns_hi - r.ns_lo : r.ticks_hi - r.ticks_lo);
-      }
-    }
-    std::vector<int64_t> all_v, all_w;
-    for (const LatencyRow& r : res.rows) {
-      all_v.push_back(res.have_ns ? r.ns : r.ticks);
-      all_w.push_back(res.have_ns ? r.ns_hi - r.ns_lo : r.ticks_hi - r.ticks_lo);
-    }
-    summary_line("value (all)", all_v, unit);
-    summary_line("bound width (all)", all_w, unit);
-    for (auto& [k, vw] : by) {
-      summary_line((k + " value").c_str(), vw.first, unit);
-      summary_line((k + " bound width").c_str(), vw.second, unit);
-    }
-  }
+  TraceReader r(dir);
+  if (!r.meta().contains("translated"))
+    throw std::runtime_error(dir + ": not a translated trace (run cptrace translate first)");
+  LatencyResult res = latency_stream(r, from, to, budget);
+  if (json) printf("%s\n", latency_summary_json(res, from, to).dump(2).c_str());
+  else if (csv) print_csv(res);
+  else print_summary(res, from, to);
+  fflush(stdout);
+  if (res.partitions > 1)
+    fmt::print(stderr, "note: the tuples did not fit --memory {} MiB: spilled to {} in {} partitions\n",
+               budget.bytes >> 20, budget.spill_dir(), res.partitions);
   FILE* o = csv || json ? stderr : stdout;
   fprintf(o, "unmatched: %llu tuples on %s only, %llu on %s only; repeated tuple ids: %llu on %s, %llu on %s (first used)\n",
           (unsigned long long)res.from_only, from.c_str(), (unsigned long long)res.to_only, to.c_str(),

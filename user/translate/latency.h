@@ -14,14 +14,31 @@
 //                     difference of both instants' bounds; without, only the latter.
 // Durations in ns use the reference's measured TSC frequency interval, so the ns
 // bound is strict too (lo / hz_hi, hi / hz_lo).
+//
+// Memory: rows are produced by a tuple-id join (tuple_join.h) within a budget
+// (memory_budget.h), spilled and merged beyond it, and handed out as a stream
+// (LatencyResult::for_each_row); latency() keeps them all in memory.
 #pragma once
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
+
+#include "translate/memory_budget.h"
 
 namespace cptrace {
 
 class TraceReader;
+struct LatencyRow;
+
+// The rows of one channel pair in to-event order, from memory or spill files,
+// readable any number of times.
+class LatencyRowSource {
+ public:
+  virtual ~LatencyRowSource() = default;
+  virtual void for_each(const std::function<void(const LatencyRow&)>& fn) const = 0;
+};
 
 struct LatencyRow {
   uint64_t tuple = 0;
@@ -34,7 +51,13 @@ struct LatencyRow {
 };
 
 struct LatencyResult {
-  std::vector<LatencyRow> rows;            // in order of the to-channel events
+  std::vector<LatencyRow> rows;            // in order of the to-channel events (latency() only)
+  std::shared_ptr<const LatencyRowSource> stream;  // the same, streamed (latency_stream() only)
+  uint64_t row_count = 0;
+  uint64_t partitions = 1;                 // > 1: the join spilled (tuple_join.h)
+  MemoryBudget budget;                     // what produced it; the summaries take their share of it
+  // fn(row) over the rows, in order, whichever way they are held.
+  void for_each_row(const std::function<void(const LatencyRow&)>& fn) const;
   std::vector<std::string> node_names;
   uint64_t from_only = 0, to_only = 0;     // tuples seen on one channel only
   uint64_t from_duplicates = 0, to_duplicates = 0;  // repeated tuple ids (first one used)
@@ -62,6 +85,9 @@ std::string unauthenticated_warning(const std::vector<std::string>& pairs);
 LatencyResult latency(const std::string& dir, const std::string& from, const std::string& to);
 // The same on an open reader (the report reuses it; cmd_latency goes through it too).
 LatencyResult latency(const TraceReader& r, const std::string& from, const std::string& to);
+// The rows as a stream, within `budget` whatever the run's length.
+LatencyResult latency_stream(const TraceReader& r, const std::string& from, const std::string& to,
+                             const MemoryBudget& budget);
 // The sync findings a trace was translated despite (--accept-suspect-sync):
 // throws naming them unless accept (then the caller prints the warnings).
 struct SyncFinding;
@@ -70,6 +96,6 @@ std::vector<SyncFinding> suspect_findings(const std::string& dir, bool accept);
 // accept_suspect_sync; then prints one WARNING line per finding. json: the
 // summary as JSON (latency_summary.h) on stdout, the notes on stderr.
 int cmd_latency(const std::string& dir, const std::string& from, const std::string& to, bool csv,
-                bool accept_suspect_sync = false, bool json = false);
+                bool accept_suspect_sync = false, bool json = false, const MemoryBudget& budget = {});
 
 }  // namespace cptrace

@@ -1,50 +1,81 @@
 // The summary of `cptrace latency`: nearest-rank percentiles and their bounds.
 #include "translate/latency_summary.h"
 
-#include <algorithm>
-#include <cmath>
 #include <map>
+#include <tuple>
 #include <utility>
 
 namespace cptrace {
 
-int64_t nearest_rank(std::vector<int64_t>& v, double p) {
-  size_t k = std::min(v.size() - 1, size_t(std::ceil(p * double(v.size()))) - (p > 0 ? 1 : 0));
-  std::nth_element(v.begin(), v.begin() + k, v.end());
-  return v[k];
+LatencyColumns::LatencyColumns(const LatencyResult& res)
+    : pool_{res.budget.share(0.25).bytes, 0}, select_bytes_(res.budget.share(0.3).bytes) {
+  std::map<std::tuple<uint16_t, uint16_t, const char*>, Leaf*> index;
+  const std::string dir = res.budget.spill_dir();
+  bool ns = res.have_ns;
+  res.for_each_row([&](const LatencyRow& r) {
+    Leaf*& l = index[{r.from_node, r.to_node, r.scenario}];
+    if (!l) {
+      leaves_.push_back(std::make_unique<Leaf>(pool_, dir));
+      l = leaves_.back().get();
+      l->from_node = r.from_node, l->to_node = r.to_node, l->scenario = r.scenario;
+    }
+    int64_t lo = ns ? r.ns_lo : r.ticks_lo, hi = ns ? r.ns_hi : r.ticks_hi;
+    l->value.add(ns ? r.ns : r.ticks);
+    l->lo.add(lo);
+    l->hi.add(hi);
+    l->width.add(hi - lo);
+  });
 }
 
-void LatencyGroup::add(const LatencyRow& r, bool ns) {
-  value.push_back(ns ? r.ns : r.ticks);
-  lo.push_back(ns ? r.ns_lo : r.ticks_lo);
-  hi.push_back(ns ? r.ns_hi : r.ticks_hi);
+LatencyColumns::Group LatencyColumns::all() const {
+  Group g;
+  for (const auto& l : leaves_) g.push_back(l.get());
+  return g;
 }
 
-nlohmann::json group_json(LatencyGroup g) {
-  nlohmann::json j{{"count", g.value.size()}};
-  if (g.value.empty()) return j;
-  std::vector<int64_t> width(g.value.size());
-  for (size_t i = 0; i < width.size(); ++i) width[i] = g.hi[i] - g.lo[i];
-  j["min"] = nearest_rank(g.value, 0);
-  for (auto [name, p] : {std::pair{"p50", 0.5}, {"p90", 0.9}, {"p99", 0.99}}) {
-    j[name] = nearest_rank(g.value, p);
-    j[std::string(name) + "_lo"] = nearest_rank(g.lo, p);
-    j[std::string(name) + "_hi"] = nearest_rank(g.hi, p);
-    j["width_" + std::string(name)] = nearest_rank(width, p);
+uint64_t LatencyColumns::count(const Group& g) {
+  uint64_t n = 0;
+  for (const Leaf* l : g) n += l->value.size();
+  return n;
+}
+
+std::vector<int64_t> LatencyColumns::percentiles(const Group& g, ValueColumn Leaf::*col,
+                                                 const std::vector<double>& ps) const {
+  std::vector<const ValueColumn*> cols;
+  for (const Leaf* l : g) cols.push_back(&(l->*col));
+  uint64_t n = count(g);
+  std::vector<uint64_t> ks;
+  for (double p : ps) ks.push_back(nearest_rank_index(n, p));
+  return select_ranks(cols, ks, select_bytes_);
+}
+
+nlohmann::json LatencyColumns::group_json(const Group& g) const {
+  nlohmann::json j{{"count", count(g)}};
+  if (!count(g)) return j;
+  std::vector<int64_t> v = percentiles(g, &Leaf::value, {0, 0.5, 0.9, 0.99, 1.0});
+  std::vector<int64_t> lo = percentiles(g, &Leaf::lo, {0.5, 0.9, 0.99});
+  std::vector<int64_t> hi = percentiles(g, &Leaf::hi, {0.5, 0.9, 0.99});
+  std::vector<int64_t> w = percentiles(g, &Leaf::width, {0.5, 0.9, 0.99, 1.0});
+  j["min"] = v[0];
+  const char* names[] = {"p50", "p90", "p99"};
+  for (size_t i = 0; i < 3; ++i) {
+    j[names[i]] = v[i + 1];
+    j[std::string(names[i]) + "_lo"] = lo[i];
+    j[std::string(names[i]) + "_hi"] = hi[i];
+    j["width_" + std::string(names[i])] = w[i];
   }
-  j["max"] = nearest_rank(g.value, 1.0);
-  j["width_max"] = nearest_rank(width, 1.0);
+  j["max"] = v[4];
+  j["width_max"] = w[3];
   return j;
 }
 
 nlohmann::json latency_summary_json(const LatencyResult& res, const std::string& from, const std::string& to) {
-  LatencyGroup all;
-  std::map<std::pair<uint16_t, uint16_t>, LatencyGroup> hops;
-  std::map<std::string, LatencyGroup> scenarios;
-  for (const LatencyRow& r : res.rows) {
-    all.add(r, res.have_ns);
-    hops[{r.from_node, r.to_node}].add(r, res.have_ns);
-    scenarios[r.scenario].add(r, res.have_ns);
+  LatencyColumns cols(res);
+  std::map<std::pair<uint16_t, uint16_t>, LatencyColumns::Group> hops;
+  std::map<std::string, LatencyColumns::Group> scenarios;
+  for (const auto& l : cols.leaves()) {
+    hops[{l->from_node, l->to_node}].push_back(l.get());
+    scenarios[l->scenario].push_back(l.get());
   }
   nlohmann::json j{{"from", from},
                    {"to", to},
@@ -53,17 +84,17 @@ nlohmann::json latency_summary_json(const LatencyResult& res, const std::string&
                    {"to_only", res.to_only},
                    {"from_duplicates", res.from_duplicates},
                    {"to_duplicates", res.to_duplicates},
-                   {"all", group_json(std::move(all))},
+                   {"all", cols.group_json(cols.all())},
                    {"hops", nlohmann::json::array()},
                    {"scenarios", nlohmann::json::array()}};
   for (auto& [nodes, g] : hops) {
     nlohmann::json h{{"from_node", res.node_names[nodes.first]}, {"to_node", res.node_names[nodes.second]}};
-    h.update(group_json(std::move(g)));
+    h.update(cols.group_json(g));
     j["hops"].push_back(h);
   }
   for (auto& [name, g] : scenarios) {
     nlohmann::json s{{"scenario", name}};
-    s.update(group_json(std::move(g)));
+    s.update(cols.group_json(g));
     j["scenarios"].push_back(s);
   }
   return j;

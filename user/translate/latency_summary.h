@@ -10,29 +10,52 @@
 // The bound of a percentile: every true duration d_i lies in [lo_i, hi_i], so
 // the k-th smallest d lies between the k-th smallest lo and the k-th smallest hi
 // (order statistics are monotone); those two are the percentile's bound.
+//
+// Memory: the rows are read once into per-(hop, scenario) columns of value, lo,
+// hi and width (rank_select.h), a quarter of the result's budget in memory and
+// the rest spilled; every group is a union of such leaves, and its percentiles
+// are selected exactly, in memory when they fit.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "translate/latency.h"
+#include "translate/rank_select.h"
 
 namespace cptrace {
 
-// Nearest-rank percentile, p in [0, 1] (0: the minimum); reorders v. v not empty.
-int64_t nearest_rank(std::vector<int64_t>& v, double p);
+class LatencyColumns {
+ public:
+  struct Leaf {
+    uint16_t from_node = 0, to_node = 0;
+    std::string scenario;
+    ValueColumn value, lo, hi, width;
+    Leaf(MemoryPool& p, const std::string& dir) : value(p, dir), lo(p, dir), hi(p, dir), width(p, dir) {}
+    bool local() const { return from_node == to_node; }
+  };
+  using Group = std::vector<const Leaf*>;
 
-// Durations of one group in the summary's unit (ns, or ticks without a frequency).
-struct LatencyGroup {
-  std::vector<int64_t> value, lo, hi;
-  void add(const LatencyRow& r, bool ns);
+  // Reads res's rows once (ns when res.have_ns, else ticks).
+  explicit LatencyColumns(const LatencyResult& res);
+  const std::vector<std::unique_ptr<Leaf>>& leaves() const { return leaves_; }
+  Group all() const;
+
+  static uint64_t count(const Group& g);
+  // The nearest-rank percentiles `ps` (0: min, 1: max) of one column of the group.
+  std::vector<int64_t> percentiles(const Group& g, ValueColumn Leaf::*col, const std::vector<double>& ps) const;
+  // {"count", "min", "p50", "p90", "p99", "max", "p50_lo", "p50_hi", ...,
+  //  "width_p50", "width_p90", "width_p99", "width_max"}.
+  nlohmann::json group_json(const Group& g) const;
+
+ private:
+  MemoryPool pool_;
+  uint64_t select_bytes_;
+  std::vector<std::unique_ptr<Leaf>> leaves_;
 };
-
-// {"count", "min", "p50", "p90", "p99", "max", "p50_lo", "p50_hi", ...,
-//  "width_p50", "width_p90", "width_p99", "width_max"}.
-nlohmann::json group_json(LatencyGroup g);
 
 // The whole summary of one channel pair: from, to, unit, unmatched counts, "all",
 // "hops" (per from_node/to_node) and "scenarios".

@@ -1,0 +1,184 @@
+// The analysis commands within a memory budget (issue: analysis at any size):
+// on a translated 3-node run of scrambled tuple ids, with repeated and
+// unmatched ids, the output with a budget that forces spilling (--memory 16M)
+// is byte for byte the output without one, the counts are exact, the spill
+// really happened, and the process's peak RSS (getrusage through wait4) stays
+// within the budget plus the fixed cost of the same command on a tiny run.
+// (GNU time: installed by tools/install-deps.sh.)
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "synth_cluster.h"
+#include "test_util.h"
+
+using namespace testutil;
+using nlohmann::json;
+
+namespace {
+
+uint64_t scramble(uint64_t x) {  // splitmix64's finalizer: a bijection
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ull;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+struct Expect {
+  uint64_t n = 0, matched = 0, from_only = 0, to_only = 0, from_dups = 0, to_dups = 0;
+};
+
+// A -> B -> C, n tuples with scrambled ids over ~5 s: every 97th never reaches
+// C.in, every 89th C.in id was never sent (from_only / to_only), every 101st is
+// logged twice on A.out and every 103rd twice on C.in.
+std::string translated_run(const TempDir& tmp, uint64_t n, Expect& e) {
+  synth::Clock a{"A", 1.0e15L, 20}, b{"B", 1.0e15L + 8.1e9L, 150}, c{"C", 1.0e15L - 4.3e9L, -80};
+  synth::Cluster cl({a, b, c}, 29);
+  cl.sync_all({{0, 1}, {1, 0}, {0, 2}, {2, 0}, {1, 2}, {2, 1}}, 6e9L, 50, 250e6L);
+  long double period = 5.0e9L / (long double)n;
+  e = {};
+  e.n = n;
+  for (uint64_t k = 0; k < n; ++k) {
+    long double t = 200e6L + k * period;
+    uint64_t id = scramble(k);
+    bool to_reaches = k % 97 != 0, from_sent = k % 89 != 0;
+    if (from_sent) cl.event(0, "A.out", id, t);
+    if (from_sent && k % 101 == 0) cl.event(0, "A.out", id, t + 10);
+    t += cl.delay(0, 1);
+    cl.event(1, "B.in", id, t);
+    t += 2000;
+    cl.event(1, "B.out", id, t);
+    t += cl.delay(1, 2);
+    if (to_reaches) cl.event(2, "C.in", id, t);
+    if (to_reaches && k % 103 == 0) cl.event(2, "C.in", id, t + 10);
+    if (from_sent && to_reaches) e.matched++;
+    if (from_sent && !to_reaches) e.from_only++;
+    if (!from_sent && to_reaches) e.to_only++;
+    if (from_sent && k % 101 == 0) e.from_dups++;
+    if (to_reaches && k % 103 == 0) e.to_dups++;
+  }
+  std::string dirs;
+  for (int i = 0; i < 3; ++i) {
+    cl.write(i, tmp / cl.clock(i).name, 6e9L);
+    dirs += " " + (tmp / cl.clock(i).name);
+  }
+  auto r = run(cptrace_bin() + " translate" + dirs + " --reference A -o " + (tmp / "out"), tmp);
+  EXPECT_EQ(r.status, 0) << r.err;
+  return tmp / "out";
+}
+
+// Exit status and peak RSS (KiB) of a command line, stdout/stderr to files. GNU
+// time reads the RSS with wait4's rusage; it is a small process, so the figure is
+// the command's own (a child forked from this test would start with its RSS).
+struct Measured {
+  int status = -1;
+  long maxrss_kib = 0;
+  std::string out, err;
+};
+Measured measure(const std::string& cmdline, const TempDir& tmp) {
+  std::string rss = tmp / "m.rss";
+  auto r = run("/usr/bin/time -f %M -o " + rss + " " + cmdline, tmp);
+  Measured m;
+  m.status = r.status;
+  m.out = r.out;
+  m.err = r.err;
+  m.maxrss_kib = std::stol("0" + read_file(rss));
+  return m;
+}
+
+class AnalysisBudget : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    tmp_ = new TempDir();
+    dir_ = translated_run(*tmp_, 300000, expect_);
+    tiny_tmp_ = new TempDir();
+    Expect ignored;
+    tiny_ = translated_run(*tiny_tmp_, 2000, ignored);
+  }
+  static void TearDownTestSuite() {
+    delete tmp_;
+    delete tiny_tmp_;
+  }
+  static TempDir* tmp_;
+  static TempDir* tiny_tmp_;
+  static std::string dir_, tiny_;
+  static Expect expect_;
+};
+TempDir* AnalysisBudget::tmp_ = nullptr;
+TempDir* AnalysisBudget::tiny_tmp_ = nullptr;
+std::string AnalysisBudget::dir_, AnalysisBudget::tiny_;
+Expect AnalysisBudget::expect_;
+
+constexpr const char* kPair = " --from A.out --to C.in";
+
+TEST_F(AnalysisBudget, LatencySpilledIsByteForByteTheUnbudgetedOutput) {
+  for (const char* form : {" --csv", " --json", ""}) {
+    std::string cmd = cptrace_bin() + " latency " + dir_ + kPair + form;
+    auto whole = run(cmd, *tmp_);
+    auto spilled = run(cmd + " --memory 16M", *tmp_);
+    ASSERT_EQ(whole.status, 0) << whole.err;
+    ASSERT_EQ(spilled.status, 0) << spilled.err;
+    EXPECT_EQ(whole.out, spilled.out) << "form" << form;
+    EXPECT_EQ(whole.err.find("spilled"), std::string::npos) << whole.err;
+    EXPECT_NE(spilled.err.find("spilled"), std::string::npos) << "the 16M run must really spill: " << spilled.err;
+  }
+  auto j = json::parse(run(cptrace_bin() + " latency " + dir_ + kPair + " --json --memory 16M", *tmp_).out);
+  EXPECT_EQ(j["all"]["count"], expect_.matched);
+  EXPECT_EQ(j["from_only"], expect_.from_only);
+  EXPECT_EQ(j["to_only"], expect_.to_only);
+  EXPECT_EQ(j["from_duplicates"], expect_.from_dups);
+  EXPECT_EQ(j["to_duplicates"], expect_.to_dups);
+}
+
+// Peak RSS within the budget plus the fixed cost (the same command on a run of
+// 2000 tuples); the unbudgeted run of the same data needs more than that, so
+// the assertion can fail.
+TEST_F(AnalysisBudget, LatencyPeakMemoryStaysWithinTheBudget) {
+  const long budget_kib = 16 << 10;
+  for (const char* form : {" --csv", " --json"}) {
+    Measured fixed = measure(cptrace_bin() + " latency " + tiny_ + kPair + form, *tiny_tmp_);
+    Measured whole = measure(cptrace_bin() + " latency " + dir_ + kPair + form, *tmp_);
+    Measured spilled = measure(cptrace_bin() + " latency " + dir_ + kPair + form + " --memory 16M", *tmp_);
+    ASSERT_EQ(spilled.status, 0) << spilled.err;
+    printf("  [budget] latency%s: fixed %ld KiB, unbudgeted %ld KiB, --memory 16M %ld KiB\n", form, fixed.maxrss_kib,
+           whole.maxrss_kib, spilled.maxrss_kib);
+    EXPECT_GT(whole.maxrss_kib, fixed.maxrss_kib + budget_kib) << "the data must not fit the budget unspilled";
+    EXPECT_LE(spilled.maxrss_kib, fixed.maxrss_kib + budget_kib);
+  }
+}
+
+TEST_F(AnalysisBudget, BadMemorySizesAreRefusedNamingTheValue) {
+  for (const char* bad : {"lots", "12X", "1M", "-5G"}) {
+    auto r = run(cptrace_bin() + " latency " + tiny_ + kPair + " --memory " + bad, *tiny_tmp_);
+    EXPECT_NE(r.status, 0) << bad;
+    EXPECT_NE(r.err.find(std::string("--memory")), std::string::npos) << r.err;
+  }
+}
+
+// The report's latency series (summary, histogram, CDF, bound width over time)
+// and its per-hop path table are the same page with and without a budget.
+TEST_F(AnalysisBudget, ReportSpilledIsByteForByteTheUnbudgetedPage) {
+  const std::string args = " --pair A.out,C.in --pair B.in,B.out --path A.out,B.in,C.in";
+  std::string cmd = cptrace_bin() + " report " + dir_ + args;
+  auto whole = run(cmd + " -o " + (*tmp_ / "whole.html"), *tmp_);
+  auto spilled = run(cmd + " -o " + (*tmp_ / "spilled.html") + " --memory 16M", *tmp_);
+  ASSERT_EQ(whole.status, 0) << whole.err;
+  ASSERT_EQ(spilled.status, 0) << spilled.err;
+  std::string a = read_file(*tmp_ / "whole.html"), b = read_file(*tmp_ / "spilled.html");
+  ASSERT_GT(a.size(), 1000u);
+  EXPECT_TRUE(a == b) << "the pages differ";
+  EXPECT_NE(a.find("\"count\":" + std::to_string(expect_.matched)), std::string::npos);
+  Measured fixed = measure(cptrace_bin() + " report " + tiny_ + args + " -o " + (*tiny_tmp_ / "t.html"), *tiny_tmp_);
+  Measured unbudgeted = measure(cmd + " -o " + (*tmp_ / "u.html"), *tmp_);
+  Measured m = measure(cmd + " -o " + (*tmp_ / "m.html") + " --memory 16M", *tmp_);
+  ASSERT_EQ(m.status, 0) << m.err;
+  printf("  [budget] report: fixed %ld KiB, unbudgeted %ld KiB, --memory 16M %ld KiB\n", fixed.maxrss_kib,
+         unbudgeted.maxrss_kib, m.maxrss_kib);
+  EXPECT_GT(unbudgeted.maxrss_kib, fixed.maxrss_kib + (16 << 10)) << "the data must not fit the budget unspilled";
+  EXPECT_LE(m.maxrss_kib, fixed.maxrss_kib + (16 << 10));
+}
+
+}  // namespace

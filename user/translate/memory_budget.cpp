@@ -1,0 +1,47 @@
+// Memory budget of the analysis commands (memory_budget.h).
+#include "translate/memory_budget.h"
+
+#include <cctype>
+#include <cstdlib>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+namespace cptrace {
+
+MemoryBudget MemoryBudget::share(double fraction) const {
+  MemoryBudget b = *this;
+  b.bytes = uint64_t(double(bytes) * fraction);
+  return b;
+}
+
+std::string MemoryBudget::spill_dir() const {
+  if (!temp_dir.empty()) return temp_dir;
+  const char* t = getenv("TMPDIR");
+  return t && *t ? t : "/tmp";
+}
+
+uint64_t parse_memory_size(const std::string& option, const std::string& value) {
+  auto bad = [&](const std::string& why) {
+    return std::runtime_error(fmt::format("{} {}: {} (e.g. 1G, 512M, 64M)", option, value, why));
+  };
+  size_t i = 0;
+  while (i < value.size() && std::isdigit(static_cast<unsigned char>(value[i]))) ++i;
+  if (i == 0 || i > 18) throw bad("not a size");
+  uint64_t n = std::stoull(value.substr(0, i));
+  std::string unit = value.substr(i);
+  for (char& c : unit) c = char(std::toupper(static_cast<unsigned char>(c)));
+  int shift = -1;
+  if (unit == "" || unit == "B") shift = 0;
+  else if (unit == "K" || unit == "KB" || unit == "KIB") shift = 10;
+  else if (unit == "M" || unit == "MB" || unit == "MIB") shift = 20;
+  else if (unit == "G" || unit == "GB" || unit == "GIB") shift = 30;
+  else if (unit == "T" || unit == "TB" || unit == "TIB") shift = 40;
+  if (shift < 0) throw bad("unknown unit \"" + value.substr(i) + "\"");
+  if (shift && n > (~0ull >> shift)) throw bad("too large");
+  n <<= shift;
+  if (n < MemoryBudget::kMinBytes) throw bad(fmt::format("below the minimum of {} MiB", MemoryBudget::kMinBytes >> 20));
+  return n;
+}
+
+}  // namespace cptrace

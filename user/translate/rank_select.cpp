@@ -1,0 +1,143 @@
+// Exact k-th smallest values over spillable columns (rank_select.h).
+#include "translate/rank_select.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+namespace cptrace {
+namespace {
+
+constexpr int kBucketBits = 14;
+
+// One rank being narrowed: its value lies in [lo, hi], as the k-th smallest of
+// the `count` values there.
+struct Query {
+  int64_t lo = 0, hi = 0;
+  uint64_t k = 0, count = 0;
+  bool done = false;
+  int64_t value = 0;
+};
+
+int shift_for(int64_t lo, int64_t hi) {
+  uint64_t span = uint64_t(hi) - uint64_t(lo);
+  int s = 0;
+  while ((span >> s) >= (1ull << kBucketBits)) ++s;
+  return s;
+}
+
+void scan_all(const std::vector<const ValueColumn*>& cols, const auto& fn) {
+  for (const ValueColumn* c : cols) c->scan(fn);
+}
+
+// All values of the union fit: select in memory.
+std::vector<int64_t> select_in_memory(const std::vector<const ValueColumn*>& cols, const std::vector<uint64_t>& ks) {
+  std::vector<int64_t> all;
+  uint64_t n = 0;
+  for (const ValueColumn* c : cols) n += c->size();
+  all.reserve(n);
+  scan_all(cols, [&](const int64_t* v, size_t m) { all.insert(all.end(), v, v + m); });
+  std::vector<int64_t> out;
+  if (ks.size() > 16) std::sort(all.begin(), all.end());
+  for (uint64_t k : ks) {
+    if (ks.size() <= 16) std::nth_element(all.begin(), all.begin() + k, all.end());
+    out.push_back(all[k]);
+  }
+  return out;
+}
+
+// One pass: queries whose range fits `cap` values collect them and finish; the
+// others (sharing a histogram when their ranges are equal) narrow to a bucket.
+void narrow(const std::vector<const ValueColumn*>& cols, std::vector<Query>& qs, uint64_t cap) {
+  std::map<std::pair<int64_t, int64_t>, std::vector<uint64_t>> hists;   // by range
+  std::map<std::pair<int64_t, int64_t>, std::vector<int64_t>> collect;  // by range
+  uint64_t collecting = 0;
+  for (Query& q : qs) {
+    if (q.done) continue;
+    auto key = std::pair{q.lo, q.hi};
+    if (collect.count(key) || hists.count(key)) continue;
+    if (q.lo == q.hi) {
+      q.done = true;
+      q.value = q.lo;
+    } else if (collecting + q.count <= cap) {
+      collecting += q.count;
+      collect[key].reserve(q.count);
+    } else {
+      hists[key].assign(size_t(1) << kBucketBits, 0);
+    }
+  }
+  if (collect.empty() && hists.empty()) return;
+  scan_all(cols, [&](const int64_t* v, size_t m) {
+    for (auto& [r, vals] : collect)
+      for (size_t i = 0; i < m; ++i)
+        if (v[i] >= r.first && v[i] <= r.second) vals.push_back(v[i]);
+    for (auto& [r, h] : hists) {
+      int s = shift_for(r.first, r.second);
+      for (size_t i = 0; i < m; ++i)
+        if (v[i] >= r.first && v[i] <= r.second) h[(uint64_t(v[i]) - uint64_t(r.first)) >> s]++;
+    }
+  });
+  for (Query& q : qs) {
+    if (q.done) continue;
+    auto key = std::pair{q.lo, q.hi};
+    if (auto c = collect.find(key); c != collect.end()) {
+      std::nth_element(c->second.begin(), c->second.begin() + q.k, c->second.end());
+      q.done = true;
+      q.value = c->second[q.k];
+      continue;
+    }
+    const std::vector<uint64_t>& h = hists.at(key);
+    int s = shift_for(q.lo, q.hi);
+    uint64_t below = 0;
+    for (size_t b = 0; b < h.size(); ++b) {
+      if (q.k < below + h[b]) {
+        int64_t blo = int64_t(uint64_t(q.lo) + (uint64_t(b) << s));
+        int64_t bhi = int64_t(std::min<uint64_t>(uint64_t(q.hi) - uint64_t(q.lo), ((uint64_t(b) + 1) << s) - 1) + uint64_t(q.lo));
+        q.k -= below;
+        q.count = h[b];
+        q.lo = blo;
+        q.hi = bhi;
+        break;
+      }
+      below += h[b];
+    }
+  }
+}
+
+}  // namespace
+
+bool ValueColumn::grow() {
+  if (!pool_->take(kChunk * sizeof(int64_t))) return false;
+  chunks_.emplace_back().reserve(kChunk);
+  return true;
+}
+
+void ValueColumn::spill_from_now() { file_ = std::make_unique<SpillFile>(dir_, 64 << 10); }
+
+uint64_t nearest_rank_index(uint64_t n, double p) {
+  return std::min<uint64_t>(n - 1, uint64_t(std::ceil(p * double(n))) - (p > 0 ? 1 : 0));
+}
+
+std::vector<int64_t> select_ranks(const std::vector<const ValueColumn*>& cols, const std::vector<uint64_t>& ks,
+                                  uint64_t mem_bytes) {
+  uint64_t n = 0;
+  int64_t lo = INT64_MAX, hi = INT64_MIN;
+  for (const ValueColumn* c : cols) {
+    n += c->size();
+    if (c->size()) {
+      lo = std::min(lo, c->min());
+      hi = std::max(hi, c->max());
+    }
+  }
+  uint64_t cap = std::max<uint64_t>(1 << 16, mem_bytes / sizeof(int64_t));
+  if (n <= cap) return select_in_memory(cols, ks);
+  std::vector<Query> qs;
+  for (uint64_t k : ks) qs.push_back({lo, hi, k, n});
+  // Each pass divides a range by 2^14 at least: 64-bit ranges end in five.
+  while (std::any_of(qs.begin(), qs.end(), [](const Query& q) { return !q.done; })) narrow(cols, qs, cap);
+  std::vector<int64_t> out;
+  for (const Query& q : qs) out.push_back(q.value);
+  return out;
+}
+
+}  // namespace cptrace

@@ -1,0 +1,116 @@
+// Records that arrive as runs, each already in key order, handed out merged in
+// key order -- any number of times. Runs stay in memory while they fit
+// `memory_bytes`; beyond that every run goes to one spill file and the merge
+// reads each through its own buffer (a share of the budget).
+#pragma once
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <queue>
+#include <string>
+#include <vector>
+
+#include "translate/spill_file.h"
+
+namespace cptrace {
+
+// Key(const T&) -> uint64_t, strictly increasing inside a run.
+template <typename T, typename Key>
+class RunMerge {
+ public:
+  RunMerge(uint64_t memory_bytes, std::string dir, Key key = Key())
+      : limit_(std::max<uint64_t>(memory_bytes / sizeof(T), 1024)), dir_(std::move(dir)), key_(key) {
+    // A real limit: reserved once (address space; pages come as it fills), so the
+    // vector never doubles past it. No limit (latency()): grows as vectors do.
+    if (memory_bytes <= (64ull << 30)) mem_.reserve(limit_);
+  }
+
+  void add(const T& x) {
+    if (mem_.size() >= limit_) spill();
+    mem_.push_back(x);
+  }
+  // The records added since the last end_run() form one run.
+  void end_run() {
+    if (mem_.size() > run_begin_) mem_runs_.push_back({run_begin_, mem_.size()});
+    run_begin_ = mem_.size();
+  }
+  uint64_t size() const { return count_on_file_ + mem_.size(); }
+
+  // fn(const T&) over all records in key order (end_run() first).
+  // Once anything is on file, the first call moves the rest there too and frees
+  // the memory: the merge's read buffers then have the whole budget.
+  template <typename Fn>
+  void for_each(Fn&& fn) {
+    if (file_runs_.empty() && mem_runs_.size() <= 1) {
+      for (const T& x : mem_) fn(x);
+      return;
+    }
+    if (!file_runs_.empty() && !mem_.empty()) {
+      spill();
+      std::vector<T>().swap(mem_);
+      file_->seal();
+    }
+    merge(fn);
+  }
+
+ private:
+  // The memory runs so far (the open one split at this point) go to the file.
+  void spill() {
+    end_run();
+    if (!file_) file_ = std::make_unique<SpillFile>(dir_);
+    for (auto [b, e] : mem_runs_) {
+      uint64_t at = file_->size();
+      file_->append(mem_.data() + b, (e - b) * sizeof(T));
+      file_runs_.push_back({at, file_->size()});
+      count_on_file_ += e - b;
+    }
+    mem_runs_.clear();
+    mem_.clear();
+    run_begin_ = 0;
+  }
+
+  template <typename Fn>
+  void merge(Fn& fn) const {
+    struct Cursor {
+      const T* mem = nullptr;
+      const T* mem_end = nullptr;
+      std::unique_ptr<SpillReader<T>> rd;
+      const T* cur = nullptr;
+      void step() { cur = rd ? rd->next() : (mem != mem_end ? mem++ : nullptr); }
+    };
+    size_t runs = file_runs_.size() + mem_runs_.size();
+    size_t buf = std::max<size_t>(4 << 10, limit_ * sizeof(T) / runs);
+    std::vector<Cursor> cs(runs);
+    size_t i = 0;
+    for (auto [b, e] : file_runs_) cs[i++].rd = std::make_unique<SpillReader<T>>(*file_, b, e, buf);
+    for (auto [b, e] : mem_runs_) {
+      cs[i].mem = mem_.data() + b;
+      cs[i++].mem_end = mem_.data() + e;
+    }
+    auto later = [&](size_t a, size_t b) { return key_(*cs[a].cur) > key_(*cs[b].cur); };
+    std::priority_queue<size_t, std::vector<size_t>, decltype(later)> heap(later);
+    for (size_t c = 0; c < runs; ++c) {
+      cs[c].step();
+      if (cs[c].cur) heap.push(c);
+    }
+    while (!heap.empty()) {
+      size_t c = heap.top();
+      heap.pop();
+      fn(*cs[c].cur);
+      cs[c].step();
+      if (cs[c].cur) heap.push(c);
+    }
+  }
+
+  uint64_t limit_;
+  std::string dir_;
+  Key key_;
+  std::vector<T> mem_;
+  size_t run_begin_ = 0;
+  std::vector<std::pair<size_t, size_t>> mem_runs_;
+  std::unique_ptr<SpillFile> file_;
+  std::vector<std::pair<uint64_t, uint64_t>> file_runs_;
+  uint64_t count_on_file_ = 0;
+};
+
+}  // namespace cptrace

@@ -1,0 +1,73 @@
+// The join under every latency: each tuple id's first event on the `from`
+// channel with its first event on the `to` channel, in any amount of data.
+//
+// Events are added in trace order (their sequence number is their position).
+// While they fit half the memory budget they stay in memory and are joined with
+// one flat hash table; beyond it they are partitioned by a hash of the tuple id
+// into kFanout unnamed spill files (a partition that still does not fit is split
+// again with the next hash bits), and each partition is joined alone. Inside a
+// partition events keep trace order, so its pairs come out in to-event order;
+// the caller merges the partitions' pairs by to_seq (RunMerge). Which event is
+// "first" and what counts as repeated or unmatched is exactly what one hash map
+// over the whole run would say: a tuple id lives in one partition only.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "translate/memory_budget.h"
+#include "translate/spill_file.h"
+
+namespace cptrace {
+
+// What the join carries of an event (the caller's meaning).
+struct JoinStamp {
+  uint64_t local = 0;
+  int64_t est = 0, lo = 0, hi = 0;
+  uint32_t err = 0;
+  uint16_t node = 0;
+};
+
+struct JoinCounts {
+  uint64_t from_only = 0, to_only = 0;          // tuple ids seen on one side only
+  uint64_t from_duplicates = 0, to_duplicates = 0;  // repeated ids (first one used)
+  uint64_t pairs = 0;
+  uint64_t partitions = 1;  // > 1: the events were spilled
+};
+
+class TupleJoin {
+ public:
+  static constexpr int kFanoutBits = 6;
+  explicit TupleJoin(const MemoryBudget& b);
+  ~TupleJoin();
+
+  // One event of the `from` (to_side false) or `to` channel, in trace order. An
+  // event of a channel that is both is added twice, once per side.
+  void add(bool to_side, uint64_t tuple, const JoinStamp& s);
+
+  // pair(tuple, to_seq, from, to) for every tuple seen on both sides, in to_seq
+  // order inside each partition; end_partition() after each partition.
+  using PairFn = std::function<void(uint64_t tuple, uint64_t to_seq, const JoinStamp& from, const JoinStamp& to)>;
+  JoinCounts run(const PairFn& pair, const std::function<void()>& end_partition);
+
+  struct Rec {
+    uint64_t tuple;
+    uint64_t seq;  // top bit: to side
+    JoinStamp s;
+  };
+
+ private:
+  void spill_all();
+  void join_memory(std::vector<Rec>& recs, JoinCounts& c, const PairFn& pair);
+  void join_file(SpillFile& f, int level, JoinCounts& c, const PairFn& pair, const std::function<void()>& end);
+
+  MemoryBudget budget_;
+  uint64_t max_in_memory_;  // records
+  size_t fanout_buffer_;    // write buffer of each partition file (out of the budget)
+  uint64_t seq_ = 0;
+  std::vector<Rec> mem_;
+  std::vector<std::unique_ptr<SpillFile>> parts_;  // empty: all in memory
+};
+
+}  // namespace cptrace
