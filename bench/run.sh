@@ -134,3 +134,12 @@ echo
 echo "== 17. strict bounds under NTP-style clock adjustments (freq +-500 ppm, PLL slew, tick +-2 %,"
 echo "   REALTIME step), ${SLEW_S:-30} s per recording on the testbed: contained N of N, widths"
 bash bench/slew_truth.sh
+
+echo
+echo "== 18. analysis at scale: latency, report, export table on ${ANALYSIS_TUPLES:-5000000 20000000 100000000} tuples"
+echo "   (3 channels, scrambled ids, batch path): seconds, tuples/s, peak RSS against --memory ${ANALYSIS_MEMORY:-1G}"
+if [[ $(id -u) -eq 0 ]]; then
+  bash bench/analysis_scale.sh
+else
+  echo "   skipped: recording needs root"
+fi

@@ -19,7 +19,7 @@ PKGS=(
   openjdk-17-jdk-headless                  # jni/: cptrace.jar, JNI headers, JVM tests
   babeltrace2                              # tests: reads `cptrace export ctf` output
   chromium                                 # tests: renders `cptrace report` headless
-  time                                     # tests: peak memory of the exporters (GNU time)
+  time                                     # tests, bench: peak memory of the analysis (GNU time)
   python3                                  # bench: figure scripts (run.sh, zero_drop.py)
   nodejs                                   # tools/duckdb/query.mjs: DuckDB on `export table` output
   qemu-system-x86 busybox-static cpio      # tests: boot Debian's 6.1 and 6.12 kernels (TCG) on an initramfs
