@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <iterator>
 #include <iterator>
 #include <map>
 #include <stdexcept>
@@ -120,23 +122,57 @@ LatencyResult latency(const std::string& dir, const std::string& from, const std
 
 namespace {
 
-// A row and its to-event's position: the key that puts the partitions' rows back
-// in trace order.
+// A row as the merge holds it: its to-event's position (the key that puts the
+// partitions' rows back in trace order) and what the row cannot be computed
+// from (ns follow from ticks, the scenario is an index): 56 bytes, not 88.
 struct SeqRow {
-  uint64_t seq;
-  LatencyRow row;
+  uint64_t seq, tuple;
+  int64_t ticks, ticks_lo, ticks_hi, from_ref;
+  uint16_t from_node, to_node;
+  uint8_t scenario;
 };
 struct SeqKey {
   uint64_t operator()(const SeqRow& r) const { return r.seq; }
 };
 
+constexpr const char* kScenarios[] = {"local-reference", "local", "reference-remote", "remote-remote-via-reference",
+                                      "remote-remote-direct"};
+uint8_t scenario_index(const char* s) {
+  for (uint8_t i = 0; i < std::size(kScenarios); ++i)
+    if (!strcmp(kScenarios[i], s)) return i;
+  throw std::logic_error(std::string("unlisted latency scenario ") + s);
+}
+
 class MergedRows : public LatencyRowSource {
  public:
-  MergedRows(uint64_t bytes, const std::string& dir) : rows(bytes, dir) {}
+  MergedRows(uint64_t bytes, const std::string& dir, const LatencyResult& res)
+      : rows(bytes, dir), have_ns_(res.have_ns), hz_(res.hz), hz_lo_(res.hz_lo), hz_hi_(res.hz_hi) {}
   void for_each(const std::function<void(const LatencyRow&)>& fn) const override {
-    rows.for_each([&](const SeqRow& r) { fn(r.row); });
+    rows.for_each([&](const SeqRow& r) { fn(expand(r)); });
+  }
+  LatencyRow expand(const SeqRow& r) const {
+    LatencyRow row;
+    row.tuple = r.tuple;
+    row.from_node = r.from_node;
+    row.to_node = r.to_node;
+    row.scenario = kScenarios[r.scenario];
+    row.ticks = r.ticks;
+    row.ticks_lo = r.ticks_lo;
+    row.ticks_hi = r.ticks_hi;
+    row.from_ref = r.from_ref;
+    if (have_ns_) {
+      NsBound ns = ticks_to_ns(r.ticks, r.ticks_lo, r.ticks_hi, hz_, hz_lo_, hz_hi_);
+      row.ns = ns.ns;
+      row.ns_lo = ns.lo;
+      row.ns_hi = ns.hi;
+    }
+    return row;
   }
   mutable RunMerge<SeqRow, SeqKey> rows;  // reading may move its last runs to file
+
+ private:
+  bool have_ns_;
+  double hz_, hz_lo_, hz_hi_;
 };
 
 JoinStamp join_stamp(const TranslatedEvent& e) {
@@ -198,22 +234,13 @@ LatencyResult latency_stream(const TraceReader& r, const std::string& from, cons
       if (e.channel == ct) join.add(true, e.tuple, join_stamp(e));
     }
   });
-  auto rows = std::make_shared<MergedRows>(budget.share(0.25).bytes, budget.spill_dir());
-  double hz = res.hz;
+  auto rows = std::make_shared<MergedRows>(budget.share(0.25).bytes, budget.spill_dir(), res);
   JoinCounts c = join.run(
       [&](uint64_t tuple, uint64_t seq, const JoinStamp& a, const JoinStamp& b) {
-        SeqRow sr{seq, {}};
-        LatencyRow& row = sr.row;
-        row.tuple = tuple, row.from_node = a.node, row.to_node = b.node;
-        row.from_ref = a.est;
+        const char* scenario = "";
         Bound d = sc.duration(Stamp{a.local, a.est, a.lo, a.hi, a.node}, Stamp{b.local, b.est, b.lo, b.hi, b.node},
-                              row.scenario);
-        row.ticks = d.est, row.ticks_lo = d.lo, row.ticks_hi = d.hi;
-        if (res.have_ns) {
-          NsBound ns = ticks_to_ns(d.est, d.lo, d.hi, hz, res.hz_lo, res.hz_hi);
-          row.ns = ns.ns, row.ns_lo = ns.lo, row.ns_hi = ns.hi;
-        }
-        rows->rows.add(sr);
+                              scenario);
+        rows->rows.add({seq, tuple, d.est, d.lo, d.hi, a.est, a.node, b.node, scenario_index(scenario)});
       },
       [&] { rows->rows.end_run(); });
   res.from_only = c.from_only, res.to_only = c.to_only;

@@ -9,9 +9,9 @@ namespace {
 
 constexpr uint64_t kToBit = 1ull << 63;
 constexpr int kMaxLevel = 64 / TupleJoin::kFanoutBits - 1;
-// Per record in memory: the record, its share of a hash table at most half full
-// (16-byte slots, 2 to 4 per record) and of the to-event list.
-constexpr uint64_t kBytesPerRecord = sizeof(TupleJoin::Rec) + 72;
+// Per record in memory: the record, its share of a hash table half full (two
+// 16-byte slots) and of the to-event list.
+constexpr uint64_t kBytesPerRecord = sizeof(TupleJoin::Rec) + 40;
 // Budgets below this are real limits: the record vector is reserved at its
 // full size up front (address space only; pages are touched as it fills), so it
 // never doubles; above it (latency() without a budget) it grows as vectors do.
@@ -86,13 +86,24 @@ JoinCounts TupleJoin::run(const PairFn& pair, const std::function<void()>& end_p
 // One flat open-addressing table over the partition's records: the first from
 // and the first to record of each id; then the first to-records in trace order.
 void TupleJoin::join_memory(std::vector<Rec>& recs, JoinCounts& c, const PairFn& pair) {
-  size_t cap = 16;
-  while (cap < 2 * recs.size()) cap <<= 1;
+  // Exactly twice the records (no power of two: a slot is the high half of
+  // hash * cap), so memory is what kBytesPerRecord says.
+  const size_t cap = std::max<size_t>(16, 2 * recs.size());
+  // The hash's high bits chose the partition (all equal here): the table hashes
+  // the id offset by a constant, an independent bijection.
+  auto home = [cap](uint64_t tuple) {
+    return size_t((unsigned __int128)mix(tuple + 0x9e3779b97f4a7c15ull) * cap >> 64);
+  };
   std::vector<Slot> table(cap);
   std::vector<std::pair<uint32_t, uint32_t>> firsts;  // (to record, slot)
-  for (uint32_t i = 0; i < recs.size(); ++i) {
-    size_t h = mix(recs[i].tuple) & (cap - 1);
-    while ((table[h].from || table[h].to) && table[h].tuple != recs[i].tuple) h = (h + 1) & (cap - 1);
+  // Ids are random over the table: each lookup is a cache miss, so the slot of
+  // the record kPrefetch ahead is fetched while this one is placed.
+  constexpr uint32_t kPrefetch = 16;
+  const uint32_t n = uint32_t(recs.size());
+  for (uint32_t i = 0; i < n; ++i) {
+    if (i + kPrefetch < n) __builtin_prefetch(&table[home(recs[i + kPrefetch].tuple)], 1);
+    size_t h = home(recs[i].tuple);
+    while ((table[h].from || table[h].to) && table[h].tuple != recs[i].tuple) h = h + 1 == cap ? 0 : h + 1;
     Slot& s = table[h];
     s.tuple = recs[i].tuple;
     bool to = recs[i].seq & kToBit;
@@ -104,7 +115,13 @@ void TupleJoin::join_memory(std::vector<Rec>& recs, JoinCounts& c, const PairFn&
     mine = i + 1;
     if (to) firsts.push_back({i, uint32_t(h)});
   }
-  for (auto [i, h] : firsts) {
+  for (size_t j = 0; j < firsts.size(); ++j) {
+    if (j + kPrefetch < firsts.size()) {
+      const Slot& ahead = table[firsts[j + kPrefetch].second];
+      if (ahead.from) __builtin_prefetch(&recs[ahead.from - 1]);
+    }
+    if (j + 2 * kPrefetch < firsts.size()) __builtin_prefetch(&table[firsts[j + 2 * kPrefetch].second]);
+    auto [i, h] = firsts[j];
     const Slot& s = table[h];
     if (!s.from) {
       c.to_only++;
