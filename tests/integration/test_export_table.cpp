@@ -1,15 +1,20 @@
 // `cptrace export table` on a translated 3-node trace (tests/synth_cluster.h):
 // the documented DuckDB query (tools/duckdb/examples/hop_p99.sql, run through
-// tools/duckdb/query.mjs with node) must give, per hop, exactly the count,
-// p50, p99, their bounds and the p99 bound width of `cptrace latency --json`.
+// tools/duckdb/query.mjs with node) on the zstd-compressed tables as they are
+// must give, per hop, exactly the count, p50, p99, their bounds and the p99
+// bound width of `cptrace latency --json`; decompressed, the tables are the
+// --plain ones byte for byte, and their rows those of `dump` and `latency --csv`.
 #include <gtest/gtest.h>
 
+#include <set>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "synth_cluster.h"
 #include "test_util.h"
+#include "zstd_util.h"
 
 using namespace testutil;
 using nlohmann::json;
@@ -53,6 +58,37 @@ json duckdb(const std::string& dir, const std::string& sql, const TempDir& tmp) 
   return json::parse(r.out);
 }
 
+std::set<std::string> listing(const std::string& dir) {
+  std::set<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir)) names.insert(e.path().filename().string());
+  return names;
+}
+
+std::vector<std::string> lines(const std::string& text) {
+  std::vector<std::string> v;
+  for (size_t at = 0; at < text.size();) {
+    size_t nl = text.find('\n', at);
+    if (nl == std::string::npos) nl = text.size();
+    v.push_back(text.substr(at, nl - at));
+    at = nl + 1;
+  }
+  return v;
+}
+
+// The fields `cols` of a CSV line (no quoted fields here), joined by commas.
+std::string project(const std::string& line, const std::vector<size_t>& cols) {
+  std::vector<std::string> f;
+  for (size_t at = 0;;) {
+    size_t comma = line.find(',', at);
+    f.push_back(line.substr(at, comma == std::string::npos ? std::string::npos : comma - at));
+    if (comma == std::string::npos) break;
+    at = comma + 1;
+  }
+  std::string out;
+  for (size_t c : cols) out += (out.empty() ? "" : ",") + f.at(c);
+  return out;
+}
+
 const char* kPairs[][2] = {{"A.out", "B.in"}, {"B.in", "B.out"}, {"B.out", "C.in"}, {"A.out", "C.in"}};
 
 void expect_sql_equals_latency(bool bc_rounds, const char* bc_scenario) {
@@ -62,6 +98,8 @@ void expect_sql_equals_latency(bool bc_rounds, const char* bc_scenario) {
   for (auto& p : kPairs) pairs += std::string(" --pair ") + p[0] + "," + p[1];
   auto r = run(cptrace_bin() + " export table " + out + " -o " + (tmp / "tbl") + pairs, tmp);
   ASSERT_EQ(r.status, 0) << r.err;
+  // DuckDB reads the compressed files: there is nothing else to read.
+  EXPECT_EQ(listing(tmp / "tbl"), (std::set<std::string>{"events.csv.zst", "latency.csv.zst"}));
   json hops = duckdb(tmp / "tbl", source_dir() / "tools/duckdb/examples/hop_p99.sql", tmp);
   ASSERT_EQ(hops.size(), 4u) << hops.dump();
   for (auto& p : kPairs) {
@@ -87,8 +125,8 @@ void expect_sql_equals_latency(bool bc_rounds, const char* bc_scenario) {
       EXPECT_EQ(want["scenarios"][0]["scenario"], bc_scenario);
     }
   }
-  // events.csv: every event, and the reference-remote bounds redone in SQL from
-  // the events' instant bounds equal latency.csv's for every tuple.
+  // events: every event, and the reference-remote bounds redone in SQL from
+  // the events' instant bounds equal the latency table's for every tuple.
   json n = duckdb(tmp / "tbl", "SELECT count(*) AS n, count(DISTINCT node) AS nodes FROM events", tmp);
   EXPECT_EQ(n[0]["n"], 4 * 1500);
   EXPECT_EQ(n[0]["nodes"], 3);
@@ -127,16 +165,17 @@ TEST(ExportTable, BadInputIsNamed) {
       {" export table " + out + " -o " + (tmp / "t2") + " --pair A.out", "--pair 'A.out': expected FROM,TO"},
       {" export table " + out + " -o " + (tmp / "t3") + " --pair A.out,nope", "unknown channel \"nope\""},
       {" export csv " + out + " -o " + (tmp / "t4.csv") + " --pair A.out,B.in", "--pair applies to export table only"},
+      {" export csv " + out + " -o " + (tmp / "t4.csv") + " --plain", "--plain applies to export table only"},
   };
   for (const Case& c : cases) {
     auto r = run(cptrace_bin() + c.args, tmp);
     EXPECT_NE(r.status, 0) << c.args;
     EXPECT_NE(r.err.find(c.needle), std::string::npos) << c.args << " -> " << r.err;
   }
-  EXPECT_FALSE(fs::exists(tmp / "t3" + "/events.csv"));
+  EXPECT_FALSE(fs::exists(tmp / "t3"));
   auto r = run(cptrace_bin() + " export table " + out + " -o " + (tmp / "t5"), tmp);
   ASSERT_EQ(r.status, 0) << r.err;
-  EXPECT_FALSE(fs::exists(tmp / "t5" + "/latency.csv"));  // no --pair, no latency table
+  EXPECT_EQ(listing(tmp / "t5"), std::set<std::string>{"events.csv.zst"});  // no --pair, no latency table
   r = run(cptrace_bin() + " export table " + out + " -o " + (tmp / "t5"), tmp);
   EXPECT_NE(r.status, 0);
   EXPECT_NE(r.err.find("t5"), std::string::npos) << r.err;
@@ -144,10 +183,80 @@ TEST(ExportTable, BadInputIsNamed) {
   EXPECT_EQ(r.status, 0) << r.err;
 }
 
+// Decompressed, the tables are exactly what --plain writes (the text the export
+// always wrote), and their rows are those `dump --csv` and `latency --csv` print
+// of the same trace, field for field; compressed they are a fraction of it.
+TEST(ExportTable, CompressedTablesAreThePlainTextOfDumpAndLatency) {
+  TempDir tmp;
+  std::string out = translated_cluster(tmp, true);
+  std::string pairs;
+  for (auto& p : kPairs) pairs += std::string(" --pair ") + p[0] + "," + p[1];
+  auto r = run(cptrace_bin() + " export table " + out + " -o " + (tmp / "zst") + pairs, tmp);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("-> " + (tmp / "zst") + "/events.csv.zst"), std::string::npos) << r.err;
+  r = run(cptrace_bin() + " export table " + out + " -o " + (tmp / "plain") + pairs + " --plain", tmp);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(listing(tmp / "plain"), (std::set<std::string>{"events.csv", "latency.csv"}));
+  for (const char* t : {"events", "latency"}) {
+    std::string zst = tmp / "zst/" + t + ".csv.zst", plain = tmp / "plain/" + t + ".csv";
+    std::string text = read_zst(zst);
+    EXPECT_TRUE(text == read_file(plain)) << t << ": decompressed differs from --plain";
+    EXPECT_LT(fs::file_size(zst) * 3, fs::file_size(plain)) << t;
+  }
+
+  std::vector<std::string> ev = lines(read_zst(tmp / "zst/events.csv.zst"));
+  ASSERT_EQ(ev.size(), 1u + 4 * 1500);
+  EXPECT_EQ(ev[0], "node,reference,kind,channel,channel_id,tuple,pid,tid,cpu,local_ts,ref_ts,ref_lo,ref_hi,time_ns,"
+                   "time_lo_ns,time_hi_ns");
+  auto d = run(cptrace_bin() + " dump " + out + " --csv", tmp);
+  ASSERT_EQ(d.status, 0) << d.err;
+  std::vector<std::string> dump = lines(d.out);
+  ASSERT_EQ(dump.size(), ev.size()) << dump[0];
+  // dump: node,kind,local_ts,ref_est,ref_lo,ref_hi,channel,tuple,pid,tid,cpu
+  for (size_t i = 1; i < ev.size(); ++i)
+    ASSERT_EQ(project(ev[i], {0, 2, 9, 10, 11, 12, 3, 5, 6, 7, 8}), dump[i]) << "event row " << i;
+
+  std::vector<std::string> lat = lines(read_zst(tmp / "zst/latency.csv.zst"));
+  EXPECT_EQ(lat[0], "from_channel,to_channel,tuple,from_node,to_node,scenario,remote,from_ref_ts,ticks,ticks_lo,"
+                    "ticks_hi,ns,ns_lo,ns_hi");
+  size_t row = 1;
+  for (auto& p : kPairs) {
+    auto l = run(cptrace_bin() + " latency " + out + " --from " + p[0] + " --to " + p[1] + " --csv", tmp);
+    ASSERT_EQ(l.status, 0) << l.err;
+    std::vector<std::string> want = lines(l.out);  // tuple,from_node,to_node,scenario,ticks..ns_hi
+    ASSERT_EQ(want.size(), 1u + 1500) << p[0] << " -> " << p[1];
+    for (size_t i = 1; i < want.size(); ++i, ++row) {
+      ASSERT_LT(row, lat.size());
+      ASSERT_EQ(project(lat[row], {0, 1}), std::string(p[0]) + "," + p[1]) << "latency row " << row;
+      ASSERT_EQ(project(lat[row], {2, 3, 4, 5, 8, 9, 10, 11, 12, 13}), want[i]) << "latency row " << row;
+    }
+  }
+  EXPECT_EQ(row, lat.size());
+}
+
+// -f replaces an export of either form: no plain table is left beside the
+// compressed ones (a reader would take either), nor the reverse.
+TEST(ExportTable, ForceReplacesTheOtherForm) {
+  TempDir tmp;
+  std::string out = translated_cluster(tmp, true);
+  std::string cmd = cptrace_bin() + " export table " + out + " -o " + (tmp / "t") + " --pair A.out,B.in";
+  auto r = run(cmd + " --plain", tmp);
+  ASSERT_EQ(r.status, 0) << r.err;
+  r = run(cmd, tmp);
+  EXPECT_NE(r.status, 0) << "wrote into an existing export without -f";
+  EXPECT_EQ(listing(tmp / "t"), (std::set<std::string>{"events.csv", "latency.csv"}));
+  r = run(cmd + " -f", tmp);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(listing(tmp / "t"), (std::set<std::string>{"events.csv.zst", "latency.csv.zst"}));
+  r = run(cmd + " --plain -f", tmp);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(listing(tmp / "t"), (std::set<std::string>{"events.csv", "latency.csv"}));
+}
+
 TEST(ExportTable, QueryScriptRefusesANonExport) {
   REQUIRE_DUCKDB();
   TempDir tmp;
   auto r = run("node " + duckdb_dir() + "/query.mjs " + tmp.path.string() + " 'SELECT 1'", tmp);
   EXPECT_NE(r.status, 0);
-  EXPECT_NE(r.err.find("no events.csv"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("no events.csv.zst or events.csv"), std::string::npos) << r.err;
 }

@@ -57,6 +57,9 @@ struct DirWriter {
 std::vector<DirWriter> dir_writers(const TempDir& tmp) {
   std::string in = input_trace(tmp);
   std::string bin = cptrace_bin();
+  // export table reads a translated trace.
+  std::string translated = tmp / "translated";
+  EXPECT_EQ(run(bin + " translate " + in + " --reference synth -o " + translated, tmp).status, 0);
   return {
       {"record", bin + " record --no-progress -o {out} -- /bin/true", {"meta.json", "meta.json.tmp", "events.cpt"}, true},
       {"translate", bin + " translate " + in + " --reference synth -o {out}",
@@ -64,6 +67,10 @@ std::vector<DirWriter> dir_writers(const TempDir& tmp) {
       {"sync", bin + " sync --insecure --peers 127.0.0.1:9 --sync-rounds 1 --sync-wait 0 -o {out}",
        {"meta.json", "meta.json.tmp", "events.cpt"}, false},
       {"export ctf", bin + " export ctf " + in + " -o {out}", {"metadata", "metadata.tmp", "stream_0"}, true},
+      {"export table", bin + " export table " + translated + " --pair a,b -o {out}",
+       {"latency.csv.zst", "events.csv", "events.csv.zst"}, true},
+      {"export table --plain", bin + " export table " + translated + " --pair a,b --plain -o {out}",
+       {"latency.csv", "events.csv.zst", "events.csv"}, true},
   };
 }
 
@@ -158,7 +165,7 @@ TEST(OutputSafety, ForceRemovesOnlyTheOutputsOwnFiles) {
     auto r = run(with_out(w.cmd, out, false), tmp);
     ASSERT_EQ(r.status, 0) << w.name << ": " << r.err;
     std::ofstream(out + "/keep.txt") << "keep me\n";
-    std::string planted = out + "/" + w.files[2];  // events.cpt, stream_0
+    std::string planted = out + "/" + w.files[2];  // events.cpt, stream_0, the events table
     fs::remove(planted);
     fs::create_symlink(victim, planted);
     r = run(with_out(w.cmd, out, false), tmp);

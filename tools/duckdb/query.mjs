@@ -4,10 +4,12 @@
 //   node tools/duckdb/query.mjs EXPORT_DIR 'SELECT ...'
 //   node tools/duckdb/query.mjs EXPORT_DIR tools/duckdb/examples/hop_p99.sql
 //
-// The query sees two views, `events` and `latency` (events.csv, latency.csv),
-// with the column types of docs/analysis-export.md given explicitly, so nothing
-// depends on DuckDB's type sniffing. Integers print as JSON numbers when a double
-// holds them exactly, otherwise as strings (tuple ids up to 2^64 - 1).
+// The query sees two views, `events` and `latency` (events.csv.zst,
+// latency.csv.zst, read compressed as they are; or events.csv, latency.csv of an
+// `export table --plain`), with the column types of docs/analysis-export.md
+// given explicitly, so nothing depends on DuckDB's type sniffing. Integers print
+// as JSON numbers when a double holds them exactly, otherwise as strings (tuple
+// ids up to 2^64 - 1).
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
@@ -35,16 +37,23 @@ function view(name, file, columns) {
     `columns = {${cols}}, nullstr = '', quote = '"', escape = '"');`;
 }
 
+// A table's file: compressed (the default of export table), else plain; read_csv
+// decompresses a .zst by its extension.
+function table(dir, name) {
+  for (const file of [`${name}.csv.zst`, `${name}.csv`]) if (existsSync(join(dir, file))) return join(dir, file);
+  return null;
+}
+
 const [dir, query] = process.argv.slice(2);
 if (!dir || !query) fail('usage: query.mjs EXPORT_DIR (SQL | FILE.sql)');
-if (!existsSync(join(dir, 'events.csv')))
-  fail(`${dir}: no events.csv (not the output of cptrace export table)`);
+const events = table(dir, 'events'), latency = table(dir, 'latency');
+if (!events) fail(`${dir}: no events.csv.zst or events.csv (not the output of cptrace export table)`);
 const sql = query.endsWith('.sql') ? readFileSync(query, 'utf8') : query;
 
 const db = await DuckDBInstance.create(':memory:');
 const con = await db.connect();
-await con.run(view('events', join(dir, 'events.csv'), EVENTS));
-if (existsSync(join(dir, 'latency.csv'))) await con.run(view('latency', join(dir, 'latency.csv'), LATENCY));
+await con.run(view('events', events, EVENTS));
+if (latency) await con.run(view('latency', latency, LATENCY));
 let rows;
 try {
   rows = (await con.runAndReadAll(sql)).getRowObjectsJS();

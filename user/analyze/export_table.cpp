@@ -1,12 +1,15 @@
 // CSV tables of a translated trace for SQL engines (export_table.h).
 #include "analyze/export_table.h"
 
+#include <optional>
 #include <stdexcept>
+#include <string_view>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "analyze/csv_util.h"
+#include "analyze/zstd_csv_writer.h"
 #include "trace/event_names.h"
 #include "trace/out_file.h"
 #include "trace/output_dir.h"
@@ -17,10 +20,32 @@
 namespace cptrace {
 namespace {
 
+// Both forms' names, so that -f also clears an export of the other form (or of
+// a version before .zst) instead of leaving two events tables side by side.
 bool table_owns(const std::string& name) {
-  return name == "events.csv" || name == "latency.csv" || name == "events.csv.tmp" || name == "latency.csv.tmp";
+  for (const char* table : {"events.csv", "latency.csv"})
+    for (const char* tail : {"", ".tmp", ".zst", ".zst.tmp"})
+      if (name == std::string(table) + tail) return true;
+  return false;
 }
-const OutputKind kTableOutput{"table export", "events.csv", table_owns};
+const OutputKind kTableOutput{"table export", "events.csv.zst", table_owns};
+const OutputKind kPlainTableOutput{"table export", "events.csv", table_owns};
+
+// One table of the export: `STEM.csv.zst`, or `STEM.csv` with --plain; the same
+// text either way.
+class TableFile {
+ public:
+  TableFile(const OutputDir& dir, const std::string& stem, bool plain) {
+    if (plain) plain_.emplace(dir, table_file_name(stem, true));
+    else zst_.emplace(dir, table_file_name(stem, false));
+  }
+  void write(std::string_view text) { plain_ ? plain_->write(text) : zst_->write(text); }
+  void close() { plain_ ? plain_->close() : zst_->close(); }
+
+ private:
+  std::optional<OutFile> plain_;
+  std::optional<ZstdCsvWriter> zst_;
+};
 
 // What every events.csv row needs from meta.json: node names, which one is the
 // reference, its span start and the frequency interval.
@@ -45,13 +70,14 @@ RefClock ref_clock(const nlohmann::json& tr) {
   return c;
 }
 
-uint64_t write_events(const TraceReader& r, const RefClock& c, const OutputDir& dir) {
-  OutFile f(dir, "events.csv");
+uint64_t write_events(const TraceReader& r, const RefClock& c, const OutputDir& dir, bool plain) {
+  TableFile f(dir, "events", plain);
   f.write("node,reference,kind,channel,channel_id,tuple,pid,tid,cpu,local_ts,ref_ts,ref_lo,ref_hi,time_ns,time_lo_ns,"
           "time_hi_ns\n");
   std::vector<TranslatedEvent> evs;
   std::string buf;
   uint64_t n = 0;
+  // One frame's rows at a time: memory follows the frame size, not the trace.
   r.for_each_frame(FrameType::Translated, [&](const FrameHeader& h, const std::vector<uint8_t>& p) {
     decode_translated(h, p.data(), p.size(), evs);
     buf.clear();
@@ -74,28 +100,52 @@ uint64_t write_events(const TraceReader& r, const RefClock& c, const OutputDir& 
   return n;
 }
 
+// What every latency.csv row of one pair shares, CSV-quoted once rather than per row.
+struct LatencyCsvPair {
+  std::string from, to;
+  std::vector<std::string> nodes;  // by node index
+  bool have_ns = false;
+};
+
+LatencyCsvPair latency_csv_pair(const std::string& from, const std::string& to, const LatencyResult& res) {
+  LatencyCsvPair p{csv_field(from), csv_field(to), {}, res.have_ns};
+  for (const std::string& n : res.node_names) p.nodes.push_back(csv_field(n));
+  return p;
+}
+
+// Appends the latency.csv line of one row. Apart from where the rows come from,
+// so that a producer handing out rows one by one can call it as it makes each.
+void append_latency_line(std::string& out, const LatencyCsvPair& p, const LatencyRow& row) {
+  fmt::format_to(std::back_inserter(out), "{},{},{},{},{},{},{},{},{},{},{},", p.from, p.to, row.tuple,
+                 p.nodes.at(row.from_node), p.nodes.at(row.to_node), row.scenario, row.local() ? "false" : "true",
+                 row.from_ref, row.ticks, row.ticks_lo, row.ticks_hi);
+  if (p.have_ns) fmt::format_to(std::back_inserter(out), "{},{},{}\n", row.ns, row.ns_lo, row.ns_hi);
+  else out += ",,\n";  // no frequency: empty (NULL) ns columns
+}
+
 struct PairRows {
   std::string from, to;
   LatencyResult res;
 };
 
-uint64_t write_latency(const std::vector<PairRows>& pairs, const OutputDir& dir) {
-  OutFile f(dir, "latency.csv");
+uint64_t write_latency(const std::vector<PairRows>& pairs, const OutputDir& dir, bool plain) {
+  TableFile f(dir, "latency", plain);
   f.write("from_channel,to_channel,tuple,from_node,to_node,scenario,remote,from_ref_ts,ticks,ticks_lo,ticks_hi,ns,ns_lo,"
           "ns_hi\n");
   uint64_t n = 0;
-  std::string buf;
-  for (const auto& [from, to, res] : pairs) {
-    buf.clear();
-    for (const LatencyRow& row : res.rows) {
-      fmt::format_to(std::back_inserter(buf), "{},{},{},{},{},{},{},{},{},{},{},", csv_field(from), csv_field(to),
-                     row.tuple, csv_field(res.node_names[row.from_node]), csv_field(res.node_names[row.to_node]),
-                     row.scenario, row.local() ? "false" : "true", row.from_ref, row.ticks, row.ticks_lo, row.ticks_hi);
-      if (res.have_ns) fmt::format_to(std::back_inserter(buf), "{},{},{}\n", row.ns, row.ns_lo, row.ns_hi);
-      else buf += ",,\n";
-    }
-    f.write(buf);
-    n += res.rows.size();
+  std::string line;
+  for (const PairRows& pr : pairs) {
+    LatencyCsvPair p = latency_csv_pair(pr.from, pr.to, pr.res);
+    // Each row goes out as it comes: the writer buffers and compresses.
+    auto write_row = [&](const LatencyRow& row) {
+      line.clear();
+      append_latency_line(line, p, row);
+      f.write(line);
+      ++n;
+    };
+    // latency() has made all rows of the pair already; a producer that hands
+    // them out one by one would take write_row in place of this loop.
+    for (const LatencyRow& row : pr.res.rows) write_row(row);
   }
   f.close();
   return n;
@@ -103,8 +153,11 @@ uint64_t write_latency(const std::vector<PairRows>& pairs, const OutputDir& dir)
 
 }  // namespace
 
+std::string table_file_name(const std::string& stem, bool plain) { return stem + (plain ? ".csv" : ".csv.zst"); }
+
 TableExportStats export_table(const TraceReader& r, const std::string& out,
-                              const std::vector<std::pair<std::string, std::string>>& pairs, bool overwrite) {
+                              const std::vector<std::pair<std::string, std::string>>& pairs, bool overwrite,
+                              bool plain) {
   if (!r.meta().contains("translated"))
     throw std::runtime_error(r.events_path() +
                              ": not a translated trace (export table needs the output of cptrace translate; "
@@ -115,11 +168,11 @@ TableExportStats export_table(const TraceReader& r, const std::string& out,
   // All pairs computed before anything is written, so an unknown channel leaves no half export.
   std::vector<PairRows> rows;
   for (const auto& [from, to] : pairs) rows.push_back({from, to, latency(r, from, to)});
-  OutputDir dir(out, kTableOutput, overwrite);
+  OutputDir dir(out, plain ? kPlainTableOutput : kTableOutput, overwrite);
   TableExportStats s;
-  if (!rows.empty()) s.latency_rows = write_latency(rows, dir);
-  // Written last: the marker file, so a directory with events.csv holds a whole export.
-  s.events = write_events(r, c, dir);
+  if (!rows.empty()) s.latency_rows = write_latency(rows, dir, plain);
+  // Written last: the marker file, so a directory with the events table holds a whole export.
+  s.events = write_events(r, c, dir, plain);
   return s;
 }
 

@@ -1,14 +1,16 @@
-// `cptrace export table OUT -o DIR [--pair FROM,TO]...`: a translated trace
-// (`cptrace translate`) as plain CSV tables that DuckDB, Spark or pandas read
-// without cptrace, schema in docs/analysis-export.md:
-//   events.csv   one row per event: node, channel, tuple, pid/tid/cpu, local TSC,
+// `cptrace export table OUT -o DIR [--pair FROM,TO]... [--plain]`: a translated
+// trace (`cptrace translate`) as CSV tables that DuckDB, Spark or pandas read
+// without cptrace, schema in docs/analysis-export.md, zstd-compressed as they
+// are written (zstd_csv_writer.h: events.csv.zst, latency.csv.zst; --plain:
+// the same text uncompressed, events.csv, latency.csv):
+//   events       one row per event: node, channel, tuple, pid/tid/cpu, local TSC,
 //                reference-TSC instant with its strict bound, and the same in ns
 //                since the reference's span start;
-//   latency.csv  per --pair one row per tuple: exactly the rows of `cptrace
+//   latency      per --pair one row per tuple: exactly the rows of `cptrace
 //                latency` (scenario, ticks and ns with strict bounds).
 // Per-tuple bounds of a local or remote-remote-direct duration come from the
 // clock relations, which SQL cannot redo from the events; so they are exported
-// as computed, and a query over latency.csv gives `latency`'s summary exactly.
+// as computed, and a query over the latency table gives `latency`'s summary exactly.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -24,10 +26,14 @@ struct TableExportStats {
   uint64_t latency_rows = 0;
 };
 
+// A table's file name in the export: "events" -> events.csv.zst (events.csv if plain).
+std::string table_file_name(const std::string& stem, bool plain);
+
 // Throws std::runtime_error (naming the cause) on a trace that is not translated
 // or is damaged, an unknown channel, or an output directory that already holds
 // an export (unless overwrite).
 TableExportStats export_table(const TraceReader& r, const std::string& out,
-                              const std::vector<std::pair<std::string, std::string>>& pairs, bool overwrite);
+                              const std::vector<std::pair<std::string, std::string>>& pairs, bool overwrite,
+                              bool plain = false);
 
 }  // namespace cptrace

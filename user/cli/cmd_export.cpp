@@ -6,6 +6,7 @@
 #include <string>
 
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 
 #include "analyze/export_csv.h"
 #include "analyze/export_ctf.h"
@@ -24,9 +25,10 @@ struct ExportArgs {
   std::vector<std::string> pairs;  // table: FROM,TO
   bool overwrite = false;
   bool accept_suspect_sync = false;
+  bool plain = false;  // table: .csv rather than .csv.zst
 };
 
-// `export table`: a translated trace as CSV tables for SQL (export_table.h).
+// `export table`: a translated trace as CSV tables for SQL, zstd-compressed unless --plain (export_table.h).
 int run_export_table(const ExportArgs& a) {
   std::vector<std::pair<std::string, std::string>> pairs;
   for (const std::string& p : a.pairs) {
@@ -37,10 +39,13 @@ int run_export_table(const ExportArgs& a) {
   }
   std::vector<SyncFinding> suspect = suspect_findings(a.dir, a.accept_suspect_sync);
   auto r = open_trace(a.dir);
-  TableExportStats s = export_table(*r, a.out, pairs, a.overwrite);
-  fprintf(stderr, "cptrace export: %llu events -> %s/events.csv, %llu tuple rows of %zu pair(s) -> %s/latency.csv\n",
-          (unsigned long long)s.events, a.out.c_str(), (unsigned long long)s.latency_rows, pairs.size(),
-          a.out.c_str());
+  TableExportStats s = export_table(*r, a.out, pairs, a.overwrite, a.plain);
+  fmt::print(stderr, "cptrace export: {} events -> {}/{}", s.events, a.out, table_file_name("events", a.plain));
+  // No --pair, no latency table: nothing to name.
+  if (!pairs.empty())
+    fmt::print(stderr, ", {} tuple rows of {} pair(s) -> {}/{}", s.latency_rows, pairs.size(), a.out,
+               table_file_name("latency", a.plain));
+  fmt::print(stderr, "\n");
   for (const SyncFinding& f : suspect) fprintf(stderr, "%s\n", suspect_sync_warning(f).c_str());
   return 0;
 }
@@ -52,6 +57,7 @@ int run_export(const ExportArgs& a) {
   if (format != "ctf" && format != "json" && format != "csv")
     throw std::runtime_error("unknown format '" + format + "' (ctf, json, csv or table)");
   if (!a.pairs.empty()) throw std::runtime_error("--pair applies to export table only");
+  if (a.plain) throw std::runtime_error("--plain applies to export table only");
   auto r = open_trace(a.dir);
   Timeline tl = trace_timeline(*r);
   // CTF output is a directory: export_ctf() checks it itself.
@@ -78,12 +84,13 @@ SubcommandRunner add_export_command(CLI::App& app) {
   auto a = std::make_shared<ExportArgs>();
   auto* exp = app.add_subcommand("export",
                                  "export a trace: ctf (babeltrace2, Trace Compass), json (Chrome/Perfetto), csv; table: "
-                                 "a translated trace as CSV tables for SQL (DuckDB, Spark)");
+                                 "a translated trace as zstd-compressed CSV tables for SQL (DuckDB, Spark)");
   exp->add_option("format", a->format, "ctf, json, csv or table")->required();
   exp->add_option("dir", a->dir, "trace directory (translated, for table)")->required();
   exp->add_option("-o,--output", a->out, "output (a directory for ctf and table, a file otherwise)")->required();
   exp->add_flag("-f,--force", a->overwrite, "overwrite an existing output");
-  exp->add_option("--pair", a->pairs, "table: also latency.csv rows of this channel pair FROM,TO (repeatable)");
+  exp->add_option("--pair", a->pairs, "table: also latency.csv.zst rows of this channel pair FROM,TO (repeatable)");
+  exp->add_flag("--plain", a->plain, "table: uncompressed events.csv, latency.csv (default: zstd, .csv.zst)");
   exp->add_flag("--accept-suspect-sync", a->accept_suspect_sync,
                 "table: export a trace translated with --accept-suspect-sync (default: refuse), with a WARNING line per "
                 "finding");
