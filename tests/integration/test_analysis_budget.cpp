@@ -181,4 +181,27 @@ TEST_F(AnalysisBudget, ReportSpilledIsByteForByteTheUnbudgetedPage) {
   EXPECT_LE(m.maxrss_kib, fixed.maxrss_kib + (16 << 10));
 }
 
+// export table: the same files (zstd is deterministic for the same text) with
+// and without a budget, and the budget honoured.
+TEST_F(AnalysisBudget, ExportTableSpilledWritesTheSameFiles) {
+  const std::string args = " --pair A.out,C.in --pair B.in,B.out";
+  auto whole = run(cptrace_bin() + " export table " + dir_ + args + " -o " + (*tmp_ / "xw"), *tmp_);
+  auto spilled = run(cptrace_bin() + " export table " + dir_ + args + " -o " + (*tmp_ / "xs") + " --memory 16M", *tmp_);
+  ASSERT_EQ(whole.status, 0) << whole.err;
+  ASSERT_EQ(spilled.status, 0) << spilled.err;
+  for (const char* f : {"latency.csv.zst", "events.csv.zst"}) {
+    std::string a = read_file(*tmp_ / (std::string("xw/") + f)), b = read_file(*tmp_ / (std::string("xs/") + f));
+    ASSERT_GT(a.size(), 1000u) << f;
+    EXPECT_TRUE(a == b) << f << " differs";
+  }
+  Measured fixed = measure(cptrace_bin() + " export table " + tiny_ + args + " -o " + (*tiny_tmp_ / "xt"), *tiny_tmp_);
+  Measured unbudgeted = measure(cptrace_bin() + " export table " + dir_ + args + " -o " + (*tmp_ / "xu"), *tmp_);
+  Measured m = measure(cptrace_bin() + " export table " + dir_ + args + " -o " + (*tmp_ / "xm") + " --memory 16M", *tmp_);
+  ASSERT_EQ(m.status, 0) << m.err;
+  printf("  [budget] export table: fixed %ld KiB, unbudgeted %ld KiB, --memory 16M %ld KiB\n", fixed.maxrss_kib,
+         unbudgeted.maxrss_kib, m.maxrss_kib);
+  EXPECT_GT(unbudgeted.maxrss_kib, fixed.maxrss_kib + (16 << 10)) << "the data must not fit the budget unspilled";
+  EXPECT_LE(m.maxrss_kib, fixed.maxrss_kib + (16 << 10));
+}
+
 }  // namespace

@@ -123,29 +123,24 @@ void append_latency_line(std::string& out, const LatencyCsvPair& p, const Latenc
   else out += ",,\n";  // no frequency: empty (NULL) ns columns
 }
 
-struct PairRows {
-  std::string from, to;
-  LatencyResult res;
-};
-
-uint64_t write_latency(const std::vector<PairRows>& pairs, const OutputDir& dir, bool plain) {
+// One pair at a time, each within the budget (latency_stream): the rows go out
+// as the merge hands them over; the writer buffers and compresses.
+uint64_t write_latency(const TraceReader& r, const std::vector<std::pair<std::string, std::string>>& pairs,
+                       const OutputDir& dir, bool plain, const MemoryBudget& budget) {
   TableFile f(dir, "latency", plain);
   f.write("from_channel,to_channel,tuple,from_node,to_node,scenario,remote,from_ref_ts,ticks,ticks_lo,ticks_hi,ns,ns_lo,"
           "ns_hi\n");
   uint64_t n = 0;
   std::string line;
-  for (const PairRows& pr : pairs) {
-    LatencyCsvPair p = latency_csv_pair(pr.from, pr.to, pr.res);
-    // Each row goes out as it comes: the writer buffers and compresses.
-    auto write_row = [&](const LatencyRow& row) {
+  for (const auto& [from, to] : pairs) {
+    LatencyResult res = latency_stream(r, from, to, budget);
+    LatencyCsvPair p = latency_csv_pair(from, to, res);
+    res.for_each_row([&](const LatencyRow& row) {
       line.clear();
       append_latency_line(line, p, row);
       f.write(line);
       ++n;
-    };
-    // latency() has made all rows of the pair already; a producer that hands
-    // them out one by one would take write_row in place of this loop.
-    for (const LatencyRow& row : pr.res.rows) write_row(row);
+    });
   }
   f.close();
   return n;
@@ -157,7 +152,7 @@ std::string table_file_name(const std::string& stem, bool plain) { return stem +
 
 TableExportStats export_table(const TraceReader& r, const std::string& out,
                               const std::vector<std::pair<std::string, std::string>>& pairs, bool overwrite,
-                              bool plain) {
+                              bool plain, const MemoryBudget& budget) {
   if (!r.meta().contains("translated"))
     throw std::runtime_error(r.events_path() +
                              ": not a translated trace (export table needs the output of cptrace translate; "
@@ -165,12 +160,14 @@ TableExportStats export_table(const TraceReader& r, const std::string& out,
   // The latency rows would stop at a bad frame; a half table would pass for a whole one.
   if (r.error()) throw *r.error();
   RefClock c = ref_clock(r.meta()["translated"]);
-  // All pairs computed before anything is written, so an unknown channel leaves no half export.
-  std::vector<PairRows> rows;
-  for (const auto& [from, to] : pairs) rows.push_back({from, to, latency(r, from, to)});
+  // Every channel checked before anything is written, so an unknown one leaves no half export.
+  for (const auto& [from, to] : pairs) {
+    latency_channel(r, from);
+    latency_channel(r, to);
+  }
   OutputDir dir(out, plain ? kPlainTableOutput : kTableOutput, overwrite);
   TableExportStats s;
-  if (!rows.empty()) s.latency_rows = write_latency(rows, dir, plain);
+  if (!pairs.empty()) s.latency_rows = write_latency(r, pairs, dir, plain, budget);
   // Written last: the marker file, so a directory with the events table holds a whole export.
   s.events = write_events(r, c, dir, plain);
   return s;

@@ -17,6 +17,8 @@
 #include <utility>
 #include <vector>
 
+#include "translate/memory_budget.h"
+
 namespace cptrace {
 
 class TraceReader;
@@ -34,6 +36,6 @@ std::string table_file_name(const std::string& stem, bool plain);
 // an export (unless overwrite).
 TableExportStats export_table(const TraceReader& r, const std::string& out,
                               const std::vector<std::pair<std::string, std::string>>& pairs, bool overwrite,
-                              bool plain = false);
+                              bool plain = false, const MemoryBudget& budget = {});
 
 }  // namespace cptrace

@@ -13,6 +13,7 @@
 #include "analyze/export_json.h"
 #include "analyze/export_table.h"
 #include "cli/commands.h"
+#include "cli/common.h"
 #include "translate/latency.h"
 #include "translate/sync_sanity.h"
 
@@ -26,6 +27,7 @@ struct ExportArgs {
   bool overwrite = false;
   bool accept_suspect_sync = false;
   bool plain = false;  // table: .csv rather than .csv.zst
+  MemoryBudget budget;  // table: for the latency rows
 };
 
 // `export table`: a translated trace as CSV tables for SQL, zstd-compressed unless --plain (export_table.h).
@@ -39,7 +41,7 @@ int run_export_table(const ExportArgs& a) {
   }
   std::vector<SyncFinding> suspect = suspect_findings(a.dir, a.accept_suspect_sync);
   auto r = open_trace(a.dir);
-  TableExportStats s = export_table(*r, a.out, pairs, a.overwrite, a.plain);
+  TableExportStats s = export_table(*r, a.out, pairs, a.overwrite, a.plain, a.budget);
   fmt::print(stderr, "cptrace export: {} events -> {}/{}", s.events, a.out, table_file_name("events", a.plain));
   // No --pair, no latency table: nothing to name.
   if (!pairs.empty())
@@ -94,6 +96,7 @@ SubcommandRunner add_export_command(CLI::App& app) {
   exp->add_flag("--accept-suspect-sync", a->accept_suspect_sync,
                 "table: export a trace translated with --accept-suspect-sync (default: refuse), with a WARNING line per "
                 "finding");
+  add_memory_options(exp, a->budget);
   return {exp, [a] { return run_export(*a); }};
 }
 

@@ -95,6 +95,8 @@ uint64_t find_channel(const TraceReader& r, const std::string& name) {
 
 }  // namespace
 
+uint64_t latency_channel(const TraceReader& r, const std::string& name) { return find_channel(r, name); }
+
 NsBound ticks_to_ns(int64_t ticks, int64_t lo_t, int64_t hi_t, long double hz, long double lo_hz, long double hi_hz) {
   auto conv = [](int64_t t, long double f) { return (long double)t * 1e9L / f; };
   long double lo = lo_t >= 0 ? conv(lo_t, hi_hz) : conv(lo_t, lo_hz);

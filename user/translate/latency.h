@@ -85,6 +85,9 @@ std::string unauthenticated_warning(const std::vector<std::string>& pairs);
 LatencyResult latency(const std::string& dir, const std::string& from, const std::string& to);
 // The same on an open reader (the report reuses it; cmd_latency goes through it too).
 LatencyResult latency(const TraceReader& r, const std::string& from, const std::string& to);
+// The channel id of `name` (full name or label) in trace `r`; throws naming the
+// channels the trace has when there is none.
+uint64_t latency_channel(const TraceReader& r, const std::string& name);
 // The rows as a stream, within `budget` whatever the run's length.
 LatencyResult latency_stream(const TraceReader& r, const std::string& from, const std::string& to,
                              const MemoryBudget& budget);
