@@ -204,4 +204,24 @@ TEST_F(AnalysisBudget, ExportTableSpilledWritesTheSameFiles) {
   EXPECT_LE(m.maxrss_kib, fixed.maxrss_kib + (16 << 10));
 }
 
+// One node's own trace (no translation): the report's same-node series pairs
+// through the same join, the same page with and without a budget.
+TEST_F(AnalysisBudget, NodeTraceReportSpilledIsTheSamePage) {
+  std::string node = *tmp_ / "B", tiny_node = *tiny_tmp_ / "B";
+  std::string cmd = cptrace_bin() + " report " + node + " --pair B.in,B.out";
+  auto whole = run(cmd + " -o " + (*tmp_ / "nw.html"), *tmp_);
+  auto spilled = run(cmd + " -o " + (*tmp_ / "ns.html") + " --memory 16M", *tmp_);
+  ASSERT_EQ(whole.status, 0) << whole.err;
+  ASSERT_EQ(spilled.status, 0) << spilled.err;
+  std::string a = read_file(*tmp_ / "nw.html"), b = read_file(*tmp_ / "ns.html");
+  EXPECT_TRUE(a == b) << "the pages differ";
+  EXPECT_NE(a.find("\"count\":" + std::to_string(expect_.n)), std::string::npos) << "every tuple passes B";
+  Measured fixed = measure(cptrace_bin() + " report " + tiny_node + " --pair B.in,B.out -o " + (*tiny_tmp_ / "n.html"),
+                           *tiny_tmp_);
+  Measured m = measure(cmd + " -o " + (*tmp_ / "nm.html") + " --memory 16M", *tmp_);
+  ASSERT_EQ(m.status, 0) << m.err;
+  printf("  [budget] node report: fixed %ld KiB, --memory 16M %ld KiB\n", fixed.maxrss_kib, m.maxrss_kib);
+  EXPECT_LE(m.maxrss_kib, fixed.maxrss_kib + (16 << 10));
+}
+
 }  // namespace

@@ -2,7 +2,11 @@
 #include "analyze/local_latency.h"
 
 #include <algorithm>
+#include <functional>
 #include <unordered_map>
+
+#include "translate/run_merge.h"
+#include "translate/tuple_join.h"
 
 namespace cptrace {
 
@@ -76,12 +80,58 @@ LatencySummary SameNodePairing::summary(const Timeline& tl, uint32_t widest,
   return m;
 }
 
-LatencySeries same_node_latency(const TraceReader& r, const Timeline& tl, uint64_t from, uint64_t to) {
-  SameNodePairing p(from, to);
-  r.for_each_event([&](const TraceEvent& e) { p.add(e); });
+namespace {
+
+// A paired tuple as the merge holds it, keyed by its first to-event's position.
+struct LocalPair {
+  uint64_t seq, tuple, ta, tb;
+};
+struct LocalKey {
+  uint64_t operator()(const LocalPair& p) const { return p.seq; }
+};
+
+}  // namespace
+
+LatencySeries same_node_latency(const TraceReader& r, const Timeline& tl, uint64_t from, uint64_t to,
+                                const MemoryBudget& budget) {
+  // The pairing of SameNodePairing (earliest stamp per side, repeats counted),
+  // through the tuple join, so that any length of trace fits the budget.
+  TupleJoin join(budget.share(0.5), TupleJoin::Keep::Earliest);
+  uint32_t max_err = 0;
+  r.for_each_event([&](const TraceEvent& e) {
+    if (e.kind != uint8_t(EventKind::User)) return;
+    if (e.channel != from && e.channel != to) return;
+    max_err = std::max(max_err, e.ts_err);
+    JoinStamp st;
+    st.local = e.ts;
+    if (e.channel == from) join.add(false, e.tuple, st);
+    if (e.channel == to) join.add(true, e.tuple, st);
+  });
+  RunMerge<LocalPair, LocalKey> pairs(budget.share(0.2).bytes, budget.spill_dir());
+  JoinCounts c = join.run(
+      [&](uint64_t tuple, uint64_t seq, const JoinStamp& a, const JoinStamp& b) {
+        pairs.add({seq, tuple, a.local, b.local});
+      },
+      [&] { pairs.end_run(); });
   uint32_t widest = 0;
   for (const ClockPoint& pt : r.clock_map().points()) widest = std::max(widest, pt.width_ticks);
-  return p.series(tl, widest, r.channel_name(from), r.channel_name(to), r.meta().value("node", ""));
+  LatencySeries s;
+  s.from_channel = r.channel_name(from);
+  s.to_channel = r.channel_name(to);
+  s.from_node = s.to_node = r.meta().value("node", "");
+  s.method = "same node: TSC difference / measured frequency, bound = widest correlation bracket or conversion error";
+  s.duplicates = c.from_duplicates + c.to_duplicates;
+  s.unmatched_from = c.from_only;
+  s.unmatched_to = c.to_only;
+  double w = tl.ticks_to_s(double(std::max<uint64_t>(widest, 2 * uint64_t(max_err))));
+  auto scan = [&](const std::function<void(const LatencySample&)>& fn) {
+    pairs.for_each([&](const LocalPair& p) {
+      double v = tl.ticks_to_s(double(int64_t(p.tb - p.ta)));
+      fn({p.tuple, tl.seconds(p.ta), v, v - w, v + w});
+    });
+  };
+  fill_series_stats(s, scan, budget.share(0.5));
+  return s;
 }
 
 }  // namespace cptrace

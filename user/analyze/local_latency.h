@@ -50,8 +50,10 @@ class SameNodePairing {
   }
 };
 
-// Pairs events by tuple id (first occurrence on each side, user events only).
-// Memory: one entry per tuple id seen on either channel.
-LatencySeries same_node_latency(const TraceReader& r, const Timeline& tl, uint64_t from, uint64_t to);
+// Pairs events by tuple id (the earliest stamp on each side, as SameNodePairing;
+// user events only), through the tuple join (translate/tuple_join.h): within
+// `budget` whatever the trace's length.
+LatencySeries same_node_latency(const TraceReader& r, const Timeline& tl, uint64_t from, uint64_t to,
+                                const MemoryBudget& budget = {});
 
 }  // namespace cptrace

@@ -148,7 +148,7 @@ void node_trace_report(const TraceReader& r, const ReportOptions& o, ReportData&
   }
   d.title = "cptrace report: " + r.meta().value("node", o.dir);
   d.nodes.push_back(node_report(r, o.period_ms));
-  for (auto [a, b] : ids) d.latency.push_back(same_node_latency(r, tl, a, b));
+  for (auto [a, b] : ids) d.latency.push_back(same_node_latency(r, tl, a, b, o.budget));
 }
 
 }  // namespace

@@ -38,8 +38,8 @@ struct Slot {
 
 }  // namespace
 
-TupleJoin::TupleJoin(const MemoryBudget& b)
-    : budget_(b), max_in_memory_(std::clamp<uint64_t>(b.bytes / kBytesPerRecord, 1024, 1ull << 31)) {
+TupleJoin::TupleJoin(const MemoryBudget& b, Keep keep)
+    : budget_(b), keep_(keep), max_in_memory_(std::clamp<uint64_t>(b.bytes / kBytesPerRecord, 1024, 1ull << 31)) {
   // The partition files' write buffers come out of the same budget: the records
   // held before the first spill take under half of it (no table yet), the
   // buffers half.
@@ -110,6 +110,7 @@ void TupleJoin::join_memory(std::vector<Rec>& recs, JoinCounts& c, const PairFn&
     uint32_t& mine = to ? s.to : s.from;
     if (mine) {
       ++(to ? c.to_duplicates : c.from_duplicates);
+      if (keep_ == Keep::Earliest && recs[i].s.local < recs[mine - 1].s.local) mine = i + 1;
       continue;
     }
     mine = i + 1;
@@ -127,7 +128,7 @@ void TupleJoin::join_memory(std::vector<Rec>& recs, JoinCounts& c, const PairFn&
       c.to_only++;
       continue;
     }
-    pair(recs[i].tuple, recs[i].seq & ~kToBit, recs[s.from - 1].s, recs[i].s);
+    pair(recs[i].tuple, recs[i].seq & ~kToBit, recs[s.from - 1].s, recs[s.to - 1].s);
     c.pairs++;
   }
   for (const Slot& s : table)
@@ -172,12 +173,18 @@ void TupleJoin::join_file(SpillFile& f, int level, JoinCounts& c, const PairFn& 
     Firsts& f = first[r->tuple];
     bool to = r->seq & kToBit;
     bool& has = to ? f.has_to : f.has_from;
+    Rec& kept = to ? f.to : f.from;
     if (has) {
       ++(to ? c.to_duplicates : c.from_duplicates);
+      if (keep_ == Keep::Earliest && r->s.local < kept.s.local) {
+        uint64_t first_seq = kept.seq;  // the order stays the first to-event's
+        kept = *r;
+        kept.seq = first_seq;
+      }
       continue;
     }
     has = true;
-    (to ? f.to : f.from) = *r;
+    kept = *r;
   }
   std::vector<Firsts> out;
   for (auto& [id, f] : first) {

@@ -39,7 +39,12 @@ struct JoinCounts {
 class TupleJoin {
  public:
   static constexpr int kFanoutBits = 6;
-  explicit TupleJoin(const MemoryBudget& b);
+  // Which event of an id stands for its side: the first in trace order
+  // (translated latency), or the one with the smallest JoinStamp::local (one
+  // node's trace, whose file order is only roughly time order). Either way the
+  // pairs come in the order of each id's first to-event.
+  enum class Keep { First, Earliest };
+  explicit TupleJoin(const MemoryBudget& b, Keep keep = Keep::First);
   ~TupleJoin();
 
   // One event of the `from` (to_side false) or `to` channel, in trace order. An
@@ -63,6 +68,7 @@ class TupleJoin {
   void join_file(SpillFile& f, int level, JoinCounts& c, const PairFn& pair, const std::function<void()>& end);
 
   MemoryBudget budget_;
+  Keep keep_;
   uint64_t max_in_memory_;  // records
   size_t fanout_buffer_;    // write buffer of each partition file (out of the budget)
   uint64_t seq_ = 0;
