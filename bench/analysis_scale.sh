@@ -35,10 +35,11 @@ NODE=bench
 # export table at ~420 (5 M tuples: 1.4 and 2.0 GiB). A command that would
 # need more than the machine has is skipped rather than OOM-killed.
 UNBOUNDED_BYTES_PER_TUPLE=450
-# export table writes every event (~165 bytes of CSV each) and a latency row
-# per tuple (~120 bytes): checked against the free disk before it runs, with a
-# fifth more for spill files and whatever else fills the disk meanwhile.
-EXPORT_BYTES_PER_TUPLE=$(((3 * 165 + 120) * 6 / 5))
+# export table writes every event (~16-25 bytes of zstd CSV each) and a latency
+# row per tuple (~20 bytes), and spills ~170 bytes per tuple beyond --memory:
+# checked against the free disk before it runs, with a fifth more for whatever
+# else fills the disk meanwhile.
+EXPORT_BYTES_PER_TUPLE=$(((3 * 25 + 20 + 170) * 6 / 5))
 
 command -v /usr/bin/time >/dev/null || { echo "   skipped: no GNU time (tools/install-deps.sh)"; exit 0; }
 
@@ -163,8 +164,14 @@ PY
           continue
         fi
         measure "$n" "export table" /dev/null "export" table "$dir/tr" -o "$dir/table" --pair src.out,sink.in
-        if [[ -f $dir/table/latency.csv ]]; then
-          echo "    latency.csv: $(($(wc -l <"$dir/table/latency.csv") - 1)) tuple rows"
+        if [[ -f $dir/table/latency.csv.zst ]]; then
+          echo "    latency.csv.zst: $(($(zstd -dc "$dir/table/latency.csv.zst" | wc -l) - 1)) tuple rows"
+          trace=$(stat -c %s "$dir/tr/events.cpt")
+          for f in "$dir"/table/*.csv.zst; do
+            size=$(stat -c %s "$f")
+            echo "    $(basename "$f"): $((size >> 20)) MiB, $(awk -v a="$size" -v b="$trace" 'BEGIN { printf "%.1f", a / b }')x" \
+              "the translated trace's events.cpt ($((trace >> 20)) MiB)"
+          done
         fi
         rm -rf "$dir/table"
         ;;
