@@ -194,3 +194,32 @@ TEST(Top, BadInputIsAClearError) {
 }
 
 }  // namespace
+
+// Beyond its budget the live pairing settles paired ids as it goes: with ids
+// that pair once (no repeat after the pair), the summary is exactly the
+// unbudgeted one, while the maps stay within the budget.
+TEST(Top, PairingBeyondTheBudgetSettlesWithTheSameSummary) {
+  using namespace cptrace;
+  SameNodePairing whole(7, 9), small(7, 9, 4 << 20, "/tmp");  // 32768 ids: the never-paired 15385 fit
+  Timeline tl{1000, 1000 + 3'000'000'000ull, 3e9, "test"};
+  for (uint64_t i = 0; i < 200000; ++i) {
+    uint64_t t = 1000 + i * 10'000, id = i * 0x9e3779b97f4a7c15ull;
+    for (TraceEvent e : {TraceEvent{t, 7, id, 1, 1, 0, uint8_t(EventKind::User), 0},
+                         TraceEvent{t + 3000 + (i * 7919) % 100'000, 9, id, 1, 1, 0, uint8_t(EventKind::User), 0}}) {
+      if (e.channel == 9 && i % 13 == 0) continue;  // never reaches `to`
+      whole.add(e);
+      small.add(e);
+    }
+  }
+  EXPECT_FALSE(whole.windowed());
+  EXPECT_TRUE(small.windowed());
+  std::pair<uint64_t, uint64_t> uw, us;
+  LatencySummary w = whole.summary(tl, 40, uw), s = small.summary(tl, 40, us);
+  EXPECT_EQ(s.count, w.count);
+  EXPECT_EQ(s.count, 200000u - 15385u);
+  EXPECT_EQ(us, uw);
+  for (auto [g, x] : {std::pair{s.min, w.min}, {s.p25, w.p25}, {s.p50, w.p50}, {s.p75, w.p75}, {s.p90, w.p90},
+                      {s.p99, w.p99}, {s.max, w.max}, {s.lo_min, w.lo_min}, {s.hi_max, w.hi_max}})
+    EXPECT_EQ(g, x);
+  EXPECT_NEAR(s.mean, w.mean, 1e-15);
+}

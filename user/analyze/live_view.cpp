@@ -32,9 +32,11 @@ bool is_mono(const TraceEvent& e) { return e.timebase == uint8_t(Timebase::MonoN
 
 }  // namespace
 
-LiveView::LiveView(double period_ms, std::vector<std::pair<std::string, std::string>> pairs)
+LiveView::LiveView(double period_ms, std::vector<std::pair<std::string, std::string>> pairs, const MemoryBudget& budget)
     : period_ms_(period_ms), pair_names_(std::move(pairs)) {
-  for (const auto& [from, to] : pair_names_) pairs_.emplace_back(channel_arg_id(from), channel_arg_id(to));
+  for (const auto& [from, to] : pair_names_)
+    pairs_.emplace_back(channel_arg_id(from), channel_arg_id(to), budget.bytes / pair_names_.size(),
+                        budget.spill_dir());
 }
 
 void LiveView::add(const std::vector<TraceEvent>& evs) {
@@ -112,6 +114,8 @@ nlohmann::json LiveView::pairs_json() const {
     nlohmann::json j = summary_json(pairs_[i].summary(tl_, widest_, unmatched));
     j["from"] = pair_names_[i].first, j["to"] = pair_names_[i].second;
     j["unmatched_from"] = unmatched.first, j["unmatched_to"] = unmatched.second;
+    // Beyond --memory the live pairing settles as it goes (local_latency.h).
+    if (pairs_[i].windowed()) j["windowed"] = true;
     out.push_back(std::move(j));
   }
   return out;

@@ -13,6 +13,7 @@
 //    (`guard`) and placed with whatever length is current. If the final length
 //    falls outside the band (never seen), the final table is recounted from the file.
 #pragma once
+#include "translate/memory_budget.h"
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -30,7 +31,7 @@ namespace cptrace {
 
 class LiveView {
  public:
-  LiveView(double period_ms, std::vector<std::pair<std::string, std::string>> pairs);
+  LiveView(double period_ms, std::vector<std::pair<std::string, std::string>> pairs, const MemoryBudget& budget = {});
   // Events of one frame as recorded (TraceTail::poll).
   void add(const std::vector<TraceEvent>& evs);
   // After a poll: the correlation points and meta.json so far. Fixes the

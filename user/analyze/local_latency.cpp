@@ -22,6 +22,31 @@ void SameNodePairing::add(const TraceEvent& e) {
   };
   if (e.channel == from_) keep(a_);
   if (e.channel == to_) keep(b_);
+  if (a_.size() + b_.size() > max_ids_) settle();
+}
+
+// Beyond the budget: paired ids leave the maps for the settled column; if the
+// ids pending on one side alone still do not fit, they are dropped (counted).
+void SameNodePairing::settle() {
+  if (!settled_) settled_ = std::make_unique<ValueColumn>(pool_, spill_dir_);
+  for (auto it = a_.begin(); it != a_.end();) {
+    auto b = b_.find(it->first);
+    if (b == b_.end()) {
+      ++it;
+      continue;
+    }
+    int64_t d = int64_t(b->second - it->second);
+    settled_->add(d);
+    settled_ticks_ += d;
+    b_.erase(b);
+    it = a_.erase(it);
+  }
+  if (a_.size() + b_.size() > max_ids_ / 2) {
+    dropped_from_ += a_.size();
+    dropped_to_ += b_.size();
+    a_.clear();
+    b_.clear();
+  }
 }
 
 LatencySeries SameNodePairing::series(const Timeline& tl, uint32_t widest, const std::string& from_name,
@@ -57,6 +82,7 @@ LatencySeries SameNodePairing::series(const Timeline& tl, uint32_t widest, const
 
 LatencySummary SameNodePairing::summary(const Timeline& tl, uint32_t widest,
                                         std::pair<uint64_t, uint64_t>& unmatched) const {
+  if (settled_) return settled_summary(tl, widest, unmatched);
   std::vector<double> v;
   v.reserve(std::min(a_.size(), b_.size()));
   double sum = 0;
@@ -75,6 +101,37 @@ LatencySummary SameNodePairing::summary(const Timeline& tl, uint32_t widest,
   m.min = v.front(), m.max = v.back(), m.mean = sum / double(m.count);
   m.p25 = percentile_sorted(v, 0.25), m.p50 = percentile_sorted(v, 0.50), m.p75 = percentile_sorted(v, 0.75);
   m.p90 = percentile_sorted(v, 0.90), m.p99 = percentile_sorted(v, 0.99);
+  m.lo_min = m.min - w, m.hi_max = m.max + w;
+  m.width_p50 = m.width_max = 2 * w;
+  return m;
+}
+
+// The same over the settled durations and the ids paired since, selected in
+// ticks (the conversion to seconds is increasing, so ranks are kept).
+LatencySummary SameNodePairing::settled_summary(const Timeline& tl, uint32_t widest,
+                                                std::pair<uint64_t, uint64_t>& unmatched) const {
+  MemoryPool scratch{~0ull >> 1, 0};
+  ValueColumn recent(scratch, spill_dir_);
+  long double ticks = settled_ticks_;
+  uint64_t paired = 0;
+  for (const auto& [tuple, ta] : a_) {
+    auto it = b_.find(tuple);
+    if (it == b_.end()) continue;
+    recent.add(int64_t(it->second - ta));
+    ticks += int64_t(it->second - ta);
+    paired++;
+  }
+  unmatched = {a_.size() - paired + dropped_from_, b_.size() - paired + dropped_to_};
+  LatencySummary m;
+  m.count = settled_->size() + paired;
+  if (!m.count) return m;
+  std::vector<uint64_t> ks{0, m.count - 1};
+  for (double q : {0.25, 0.5, 0.75, 0.9, 0.99}) ks.push_back(nearest_rank_index(m.count, q));
+  std::vector<int64_t> got = select_ranks({settled_.get(), &recent}, ks, pool_.limit);
+  auto s = [&](int64_t t) { return tl.ticks_to_s(double(t)); };
+  double w = bound_s(tl, widest);
+  m.min = s(got[0]), m.max = s(got[1]), m.mean = tl.ticks_to_s(double(ticks / (long double)m.count));
+  m.p25 = s(got[2]), m.p50 = s(got[3]), m.p75 = s(got[4]), m.p90 = s(got[5]), m.p99 = s(got[6]);
   m.lo_min = m.min - w, m.hi_max = m.max + w;
   m.width_p50 = m.width_max = 2 * w;
   return m;

@@ -10,20 +10,33 @@
 // pair is exact to the tick, so this over-covers it).
 #pragma once
 #include <algorithm>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <utility>
 
 #include "analyze/latency_table.h"
+#include "translate/rank_select.h"
 #include "trace/trace_timeline.h"
 
 namespace cptrace {
 
 // The pairing of same_node_latency(), fed one event at a time (`cptrace top`
 // pairs the frames of a trace as they are written).
+//
+// Memory: while both sides' ids fit `memory_bytes` (~64 bytes each) the pairing
+// is exact. Beyond, it settles: each paired id leaves the maps and its duration
+// goes to a spillable column (rank_select.h), and from then on an id pairs the
+// moment both sides have it. A live view then no longer sees a repeat of an id
+// that was already paired (it counts as a new, unmatched one) nor an earlier
+// stamp that arrives after the pair; ids pending beyond the budget (one side
+// only) are dropped and counted as unmatched. `windowed()` says so.
 class SameNodePairing {
  public:
-  SameNodePairing(uint64_t from, uint64_t to) : from_(from), to_(to) {}
+  SameNodePairing(uint64_t from, uint64_t to, uint64_t memory_bytes = ~0ull >> 1, std::string spill_dir = "/tmp")
+      : from_(from), to_(to), max_ids_(std::max<uint64_t>(1024, memory_bytes / 2 / kBytesPerId)),
+        pool_{memory_bytes / 2, 0}, spill_dir_(std::move(spill_dir)) {}
+  bool windowed() const { return settled_ != nullptr; }
   uint64_t from() const { return from_; }
   uint64_t to() const { return to_; }
   // A user event, ts in TSC; other kinds and channels are ignored.
@@ -38,9 +51,18 @@ class SameNodePairing {
   LatencySummary summary(const Timeline& tl, uint32_t widest, std::pair<uint64_t, uint64_t>& unmatched) const;
 
  private:
+  static constexpr uint64_t kBytesPerId = 64;  // an unordered_map node and its bucket
+  void settle();
+  LatencySummary settled_summary(const Timeline& tl, uint32_t widest, std::pair<uint64_t, uint64_t>& unmatched) const;
   uint64_t from_, to_;
   // File order is only roughly time order: the earliest stamp of each tuple per side.
   std::unordered_map<uint64_t, uint64_t> a_, b_;
+  uint64_t max_ids_;
+  MemoryPool pool_;
+  std::string spill_dir_;
+  std::unique_ptr<ValueColumn> settled_;  // durations (ticks) of ids paired beyond the budget
+  long double settled_ticks_ = 0;         // ... their sum, for the mean
+  uint64_t dropped_from_ = 0, dropped_to_ = 0;
   uint64_t duplicates_ = 0;
   // The largest conversion error of a paired-side event (TraceEvent::ts_err):
   // under NTP slewing it can exceed the widest bracket.

@@ -84,6 +84,10 @@ void print_text(const std::string& dir, const json& s, bool tty) {
                        p["from"].get<std::string>() + " -> " + p["to"].get<std::string>(), p["count"].get<uint64_t>(),
                        p["p50_s"].get<double>() * 1e6, p["p90_s"].get<double>() * 1e6,
                        p["p99_s"].get<double>() * 1e6, p["max_s"].get<double>() * 1e6);
+  for (const json& p : s.value("pairs", json::array()))
+    if (p.value("windowed", false))
+      out += fmt::format("  {} -> {}: beyond --memory, paired as events come (repeats of a paired id are new ids)\n",
+                         p["from"].get<std::string>(), p["to"].get<std::string>());
   fputs(out.c_str(), stdout);
   if (!tty) fputs("\n", stdout);
   fflush(stdout);
@@ -119,7 +123,7 @@ int cmd_top(const TopOptions& o) {
   if (!(o.interval_ms >= 1) || !std::isfinite(o.interval_ms))
     throw std::runtime_error(fmt::format("--interval {}: must be at least 1 ms", o.interval_ms));
   if (!(o.wait_s >= 0) || !(o.gone_s > 0)) throw std::runtime_error("--wait and --gone-after must be positive");
-  LiveView view(o.period_ms, parse_pairs(o.pairs));
+  LiveView view(o.period_ms, parse_pairs(o.pairs), o.budget);
   TraceTail tail(wait_for_trace(o.dir, o.wait_s));
   json meta = json::object();
   auto grew_at = Clock::now();

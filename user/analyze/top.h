@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "translate/memory_budget.h"
+
 namespace cptrace {
 
 struct TopOptions {
@@ -16,6 +18,7 @@ struct TopOptions {
   long iterations = 0;      // 0: until the recording ends
   bool json = false;
   std::vector<std::string> pairs;  // "FROM,TO"
+  MemoryBudget budget;             // for --pairs (local_latency.h: exact within it)
 };
 
 // Exit status: 0 the recording completed (or --iterations refreshes were shown),

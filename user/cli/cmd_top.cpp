@@ -5,6 +5,7 @@
 
 #include "analyze/top.h"
 #include "cli/commands.h"
+#include "cli/common.h"
 
 namespace cptrace {
 
@@ -21,6 +22,7 @@ SubcommandRunner add_top_command(CLI::App& app) {
   top->add_option("--wait", o->wait_s, "seconds to wait for DIR and its events.cpt to appear (default 10)");
   top->add_option("--gone-after", o->gone_s,
                   "seconds without growth of events.cpt after which the recorder counts as gone (default 5)");
+  add_memory_options(top, o->budget);
   top->add_flag("--json,--batch", o->json, "one JSON object per refresh, no terminal control codes");
   return {top, [o] { return cmd_top(*o); }};
 }
