@@ -74,6 +74,11 @@ measure() {
   /usr/bin/time -o "$tmp/time" -f '%M %e' $B/cptrace "$@" $budget >"$out" 2>"$tmp/err" || rc=$?
   # GNU time writes a line of its own first when the command failed or was killed.
   read -r kb secs < <(tail -1 "$tmp/time")
+  if ((rc != 0)); then
+    echo "  $label: FAILED (exit $rc):"
+    tail -3 "$tmp/err" | sed 's/^/    /'
+    return 0
+  fi
   local verdict="budget: none (no --memory in this build)"
   if [[ -n $budget ]]; then
     if ((kb * 1024 <= $(bytes "$MEMORY"))); then
@@ -85,10 +90,6 @@ measure() {
   awk -v l="$label" -v n="$n" -v s="$secs" -v kb="$kb" -v v="$verdict" 'BEGIN {
     printf "  %-22s %11d tuples %9.2f s %12.0f tuples/s %9.1f MiB peak RSS  %s\n",
       l, n, s, n / (s > 0 ? s : 0.01), kb / 1024, v }'
-  if ((rc != 0)); then
-    echo "    FAILED (exit $rc):"
-    tail -3 "$tmp/err" | sed 's/^/    /'
-  fi
   return 0
 }
 
