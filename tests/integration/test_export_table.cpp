@@ -166,6 +166,10 @@ TEST(ExportTable, BadInputIsNamed) {
       {" export table " + out + " -o " + (tmp / "t3") + " --pair A.out,nope", "unknown channel \"nope\""},
       {" export csv " + out + " -o " + (tmp / "t4.csv") + " --pair A.out,B.in", "--pair applies to export table only"},
       {" export csv " + out + " -o " + (tmp / "t4.csv") + " --plain", "--plain applies to export table only"},
+      {" export csv " + out + " --stdout events", "--stdout applies to export table only"},
+      {" export table " + out + " --stdout nope", "--stdout 'nope': expected events or latency"},
+      {" export table " + out + " --stdout latency", "--stdout latency needs at least one --pair"},
+      {" export table " + out, "export table needs -o DIR or --stdout TABLE"},
   };
   for (const Case& c : cases) {
     auto r = run(cptrace_bin() + c.args, tmp);
@@ -202,6 +206,10 @@ TEST(ExportTable, CompressedTablesAreThePlainTextOfDumpAndLatency) {
     std::string text = read_zst(zst);
     EXPECT_TRUE(text == read_file(plain)) << t << ": decompressed differs from --plain";
     EXPECT_LT(fs::file_size(zst) * 3, fs::file_size(plain)) << t;
+    // --stdout (the Parquet export's source): the same text, and nothing else on stdout.
+    auto s = run(cptrace_bin() + " export table " + out + " --stdout " + t + pairs, tmp);
+    ASSERT_EQ(s.status, 0) << s.err;
+    EXPECT_TRUE(s.out == text) << t << ": --stdout differs from the exported table";
   }
 
   std::vector<std::string> ev = lines(read_zst(tmp / "zst/events.csv.zst"));
