@@ -21,7 +21,7 @@ PKGS=(
   chromium                                 # tests: renders `cptrace report` headless
   time                                     # tests, bench: peak memory of the analysis (GNU time)
   python3                                  # bench: figure scripts (run.sh, zero_drop.py)
-  nodejs                                   # tools/duckdb/query.mjs: DuckDB on `export table` output
+  nodejs                                   # tools/duckdb: query.mjs, export-parquet.mjs (DuckDB on `export table`)
   qemu-system-x86 busybox-static cpio      # tests: boot Debian's 6.1 and 6.12 kernels (TCG) on an initramfs
   xz-utils zstd                            # tests: decompress those kernels' packaged modules (.ko.xz/.ko.zst)
 )

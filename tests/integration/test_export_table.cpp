@@ -4,6 +4,8 @@
 // must give, per hop, exactly the count, p50, p99, their bounds and the p99
 // bound width of `cptrace latency --json`; decompressed, the tables are the
 // --plain ones byte for byte, and their rows those of `dump` and `latency --csv`.
+// The same query on the Parquet export (tools/duckdb/export-parquet.mjs, cptrace
+// streaming into DuckDB through a named pipe) gives the same numbers.
 #include <gtest/gtest.h>
 
 #include <set>
@@ -91,15 +93,33 @@ std::string project(const std::string& line, const std::vector<size_t>& cols) {
 
 const char* kPairs[][2] = {{"A.out", "B.in"}, {"B.in", "B.out"}, {"B.out", "C.in"}, {"A.out", "C.in"}};
 
-void expect_sql_equals_latency(bool bc_rounds, const char* bc_scenario) {
+// export-parquet.mjs with its temporary directory under `tmpdir` (TMPDIR), so
+// that a test sees whether it is gone afterwards.
+RunResult export_parquet(const std::string& args, const std::string& tmpdir, const TempDir& tmp) {
+  fs::create_directories(tmpdir);
+  return run("TMPDIR=" + tmpdir + " node " + duckdb_dir() + "/export-parquet.mjs --cptrace " + cptrace_bin() + " " +
+                 args,
+             tmp);
+}
+
+void expect_sql_equals_latency(bool bc_rounds, const char* bc_scenario, bool parquet = false) {
   TempDir tmp;
   std::string out = translated_cluster(tmp, bc_rounds);
   std::string pairs;
   for (auto& p : kPairs) pairs += std::string(" --pair ") + p[0] + "," + p[1];
-  auto r = run(cptrace_bin() + " export table " + out + " -o " + (tmp / "tbl") + pairs, tmp);
-  ASSERT_EQ(r.status, 0) << r.err;
-  // DuckDB reads the compressed files: there is nothing else to read.
-  EXPECT_EQ(listing(tmp / "tbl"), (std::set<std::string>{"events.csv.zst", "latency.csv.zst"}));
+  if (parquet) {
+    auto r = export_parquet(out + " " + (tmp / "tbl") + pairs, tmp / "nodetmp", tmp);
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.err.find("6000 events"), std::string::npos) << r.err;
+    // Only the Parquet tables: no CSV was stored on the way, and the pipes' directory is gone.
+    EXPECT_EQ(listing(tmp / "tbl"), (std::set<std::string>{"events.parquet", "latency.parquet"}));
+    EXPECT_EQ(listing(tmp / "nodetmp"), std::set<std::string>{});
+  } else {
+    auto r = run(cptrace_bin() + " export table " + out + " -o " + (tmp / "tbl") + pairs, tmp);
+    ASSERT_EQ(r.status, 0) << r.err;
+    // DuckDB reads the compressed files: there is nothing else to read.
+    EXPECT_EQ(listing(tmp / "tbl"), (std::set<std::string>{"events.csv.zst", "latency.csv.zst"}));
+  }
   json hops = duckdb(tmp / "tbl", source_dir() / "tools/duckdb/examples/hop_p99.sql", tmp);
   ASSERT_EQ(hops.size(), 4u) << hops.dump();
   for (auto& p : kPairs) {
@@ -153,6 +173,48 @@ TEST(ExportTable, DuckDbHopP99EqualsLatencyViaReference) {
   expect_sql_equals_latency(false, "remote-remote-via-reference");
 }
 
+TEST(ExportTable, ParquetHopP99EqualsLatency) {
+  REQUIRE_DUCKDB();
+  expect_sql_equals_latency(true, "remote-remote-direct", true);
+}
+
+// The Parquet export refuses bad input with a non-zero exit and the message of
+// whichever side found it, and leaves neither a table nor its temporary
+// directory (pipes) behind.
+TEST(ExportTable, ParquetExportBadInputIsNamed) {
+  REQUIRE_DUCKDB();
+  TempDir tmp;
+  std::string out = translated_cluster(tmp, true);
+  std::string nodetmp = tmp / "nodetmp";
+  struct Case {
+    std::string args, needle;
+  } cases[] = {
+      {(tmp / "no-such-trace") + " " + (tmp / "p1"), tmp / "no-such-trace"},
+      {(tmp / "A") + " " + (tmp / "p2"), "not a translated trace"},  // cptrace's error, through the pipe's writer
+      {out + " " + (tmp / "p3") + " --pair A.out,nope", "unknown channel \"nope\""},
+      {out + " " + (tmp / "p4") + " --bogus", "unknown option --bogus"},
+  };
+  for (const Case& c : cases) {
+    auto r = export_parquet(c.args, nodetmp, tmp);
+    EXPECT_NE(r.status, 0) << c.args;
+    EXPECT_NE(r.err.find(c.needle), std::string::npos) << c.args << " -> " << r.err;
+    EXPECT_EQ(listing(nodetmp), std::set<std::string>{}) << c.args;
+  }
+  for (const char* d : {"p1", "p2", "p3", "p4"})
+    if (fs::exists(tmp / d)) EXPECT_EQ(listing(tmp / d), std::set<std::string>{}) << d;
+
+  // An existing export needs -f, which replaces the tables of any form.
+  auto r = run(cptrace_bin() + " export table " + out + " -o " + (tmp / "p5") + " --pair A.out,B.in", tmp);
+  ASSERT_EQ(r.status, 0) << r.err;
+  r = export_parquet(out + " " + (tmp / "p5"), nodetmp, tmp);
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.err.find("not empty"), std::string::npos) << r.err;
+  r = export_parquet(out + " " + (tmp / "p5") + " -f", nodetmp, tmp);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(listing(tmp / "p5"), std::set<std::string>{"events.parquet"});
+  EXPECT_EQ(listing(nodetmp), std::set<std::string>{});
+}
+
 // Bad input: an untranslated trace, a malformed --pair, an unknown channel, an
 // existing export; each named, non-zero exit, nothing half-written.
 TEST(ExportTable, BadInputIsNamed) {
@@ -166,6 +228,10 @@ TEST(ExportTable, BadInputIsNamed) {
       {" export table " + out + " -o " + (tmp / "t3") + " --pair A.out,nope", "unknown channel \"nope\""},
       {" export csv " + out + " -o " + (tmp / "t4.csv") + " --pair A.out,B.in", "--pair applies to export table only"},
       {" export csv " + out + " -o " + (tmp / "t4.csv") + " --plain", "--plain applies to export table only"},
+      {" export csv " + out + " --stdout events", "--stdout applies to export table only"},
+      {" export table " + out + " --stdout nope", "--stdout 'nope': expected events or latency"},
+      {" export table " + out + " --stdout latency", "--stdout latency needs at least one --pair"},
+      {" export table " + out, "export table needs -o DIR or --stdout TABLE"},
   };
   for (const Case& c : cases) {
     auto r = run(cptrace_bin() + c.args, tmp);
@@ -202,6 +268,10 @@ TEST(ExportTable, CompressedTablesAreThePlainTextOfDumpAndLatency) {
     std::string text = read_zst(zst);
     EXPECT_TRUE(text == read_file(plain)) << t << ": decompressed differs from --plain";
     EXPECT_LT(fs::file_size(zst) * 3, fs::file_size(plain)) << t;
+    // --stdout (the Parquet export's source): the same text, and nothing else on stdout.
+    auto s = run(cptrace_bin() + " export table " + out + " --stdout " + t + pairs, tmp);
+    ASSERT_EQ(s.status, 0) << s.err;
+    EXPECT_TRUE(s.out == text) << t << ": --stdout differs from the exported table";
   }
 
   std::vector<std::string> ev = lines(read_zst(tmp / "zst/events.csv.zst"));
@@ -258,5 +328,5 @@ TEST(ExportTable, QueryScriptRefusesANonExport) {
   TempDir tmp;
   auto r = run("node " + duckdb_dir() + "/query.mjs " + tmp.path.string() + " 'SELECT 1'", tmp);
   EXPECT_NE(r.status, 0);
-  EXPECT_NE(r.err.find("no events.csv.zst or events.csv"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("no events.parquet, events.csv.zst or events.csv"), std::string::npos) << r.err;
 }

@@ -31,14 +31,15 @@ bool table_owns(const std::string& name) {
 const OutputKind kTableOutput{"table export", "events.csv.zst", table_owns};
 const OutputKind kPlainTableOutput{"table export", "events.csv", table_owns};
 
-// One table of the export: `STEM.csv.zst`, or `STEM.csv` with --plain; the same
-// text either way.
+// One table of the export: `STEM.csv.zst`, or `STEM.csv` with --plain, or the
+// plain text on stdout (export_table_stdout); the same text every way.
 class TableFile {
  public:
   TableFile(const OutputDir& dir, const std::string& stem, bool plain) {
     if (plain) plain_.emplace(dir, table_file_name(stem, true));
     else zst_.emplace(dir, table_file_name(stem, false));
   }
+  explicit TableFile(OutFile::Stdout s) { plain_.emplace(s); }
   void write(std::string_view text) { plain_ ? plain_->write(text) : zst_->write(text); }
   void close() { plain_ ? plain_->close() : zst_->close(); }
 
@@ -70,8 +71,7 @@ RefClock ref_clock(const nlohmann::json& tr) {
   return c;
 }
 
-uint64_t write_events(const TraceReader& r, const RefClock& c, const OutputDir& dir, bool plain) {
-  TableFile f(dir, "events", plain);
+uint64_t write_events(const TraceReader& r, const RefClock& c, TableFile& f) {
   f.write("node,reference,kind,channel,channel_id,tuple,pid,tid,cpu,local_ts,ref_ts,ref_lo,ref_hi,time_ns,time_lo_ns,"
           "time_hi_ns\n");
   std::vector<TranslatedEvent> evs;
@@ -126,8 +126,7 @@ void append_latency_line(std::string& out, const LatencyCsvPair& p, const Latenc
 // One pair at a time, each within the budget (latency_stream): the rows go out
 // as the merge hands them over; the writer buffers and compresses.
 uint64_t write_latency(const TraceReader& r, const std::vector<std::pair<std::string, std::string>>& pairs,
-                       const OutputDir& dir, bool plain, const MemoryBudget& budget) {
-  TableFile f(dir, "latency", plain);
+                       TableFile& f, const MemoryBudget& budget) {
   f.write("from_channel,to_channel,tuple,from_node,to_node,scenario,remote,from_ref_ts,ticks,ticks_lo,ticks_hi,ns,ns_lo,"
           "ns_hi\n");
   uint64_t n = 0;
@@ -146,13 +145,8 @@ uint64_t write_latency(const TraceReader& r, const std::vector<std::pair<std::st
   return n;
 }
 
-}  // namespace
-
-std::string table_file_name(const std::string& stem, bool plain) { return stem + (plain ? ".csv" : ".csv.zst"); }
-
-TableExportStats export_table(const TraceReader& r, const std::string& out,
-                              const std::vector<std::pair<std::string, std::string>>& pairs, bool overwrite,
-                              bool plain, const MemoryBudget& budget) {
+// What the directory and the stdout export check before writing anything.
+RefClock check_export(const TraceReader& r, const std::vector<std::pair<std::string, std::string>>& pairs) {
   if (!r.meta().contains("translated"))
     throw std::runtime_error(r.events_path() +
                              ": not a translated trace (export table needs the output of cptrace translate; "
@@ -165,11 +159,40 @@ TableExportStats export_table(const TraceReader& r, const std::string& out,
     latency_channel(r, from);
     latency_channel(r, to);
   }
+  return c;
+}
+
+}  // namespace
+
+std::string table_file_name(const std::string& stem, bool plain) { return stem + (plain ? ".csv" : ".csv.zst"); }
+
+TableExportStats export_table(const TraceReader& r, const std::string& out,
+                              const std::vector<std::pair<std::string, std::string>>& pairs, bool overwrite,
+                              bool plain, const MemoryBudget& budget) {
+  RefClock c = check_export(r, pairs);
   OutputDir dir(out, plain ? kPlainTableOutput : kTableOutput, overwrite);
   TableExportStats s;
-  if (!pairs.empty()) s.latency_rows = write_latency(r, pairs, dir, plain, budget);
+  if (!pairs.empty()) {
+    TableFile f(dir, "latency", plain);
+    s.latency_rows = write_latency(r, pairs, f, budget);
+  }
   // Written last: the marker file, so a directory with the events table holds a whole export.
-  s.events = write_events(r, c, dir, plain);
+  TableFile f(dir, "events", plain);
+  s.events = write_events(r, c, f);
+  return s;
+}
+
+TableExportStats export_table_stdout(const TraceReader& r, const std::string& table,
+                                     const std::vector<std::pair<std::string, std::string>>& pairs,
+                                     const MemoryBudget& budget) {
+  if (table != "events" && table != "latency")
+    throw std::runtime_error("--stdout '" + table + "': expected events or latency");
+  if (table == "latency" && pairs.empty()) throw std::runtime_error("--stdout latency needs at least one --pair");
+  RefClock c = check_export(r, pairs);
+  TableExportStats s;
+  TableFile f{OutFile::Stdout{}};
+  if (table == "events") s.events = write_events(r, c, f);
+  else s.latency_rows = write_latency(r, pairs, f, budget);
   return s;
 }
 

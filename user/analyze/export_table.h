@@ -38,4 +38,14 @@ TableExportStats export_table(const TraceReader& r, const std::string& out,
                               const std::vector<std::pair<std::string, std::string>>& pairs, bool overwrite,
                               bool plain = false, const MemoryBudget& budget = {});
 
+// One table ("events", or "latency" of `pairs`) as plain CSV text on stdout and
+// nothing else written, for a reader at the other end of a pipe: the Parquet
+// export (tools/duckdb/export-parquet.mjs) streams it into DuckDB, so no
+// table-sized intermediate file is made. The same rows, through the same row
+// writers, as the file export. Throws as export_table, and on a write error
+// (the reader gone: EPIPE) naming stdout.
+TableExportStats export_table_stdout(const TraceReader& r, const std::string& table,
+                                     const std::vector<std::pair<std::string, std::string>>& pairs,
+                                     const MemoryBudget& budget = {});
+
 }  // namespace cptrace

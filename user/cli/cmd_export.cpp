@@ -27,11 +27,13 @@ struct ExportArgs {
   bool overwrite = false;
   bool accept_suspect_sync = false;
   bool plain = false;  // table: .csv rather than .csv.zst
+  std::string stdout_table;  // table: this one table's plain CSV on stdout, no directory
   MemoryBudget budget;  // table: for the latency rows
 };
 
 // `export table`: a translated trace as CSV tables for SQL, zstd-compressed unless --plain (export_table.h).
 int run_export_table(const ExportArgs& a) {
+  if (a.out.empty() && a.stdout_table.empty()) throw std::runtime_error("export table needs -o DIR or --stdout TABLE");
   std::vector<std::pair<std::string, std::string>> pairs;
   for (const std::string& p : a.pairs) {
     size_t comma = p.find(',');
@@ -41,6 +43,13 @@ int run_export_table(const ExportArgs& a) {
   }
   std::vector<SyncFinding> suspect = suspect_findings(a.dir, a.accept_suspect_sync);
   auto r = open_trace(a.dir);
+  if (!a.stdout_table.empty()) {
+    TableExportStats s = export_table_stdout(*r, a.stdout_table, pairs, a.budget);
+    fmt::print(stderr, "cptrace export: {} {} -> stdout\n", a.stdout_table == "events" ? s.events : s.latency_rows,
+               a.stdout_table == "events" ? "events" : "tuple rows");
+    for (const SyncFinding& f : suspect) fprintf(stderr, "%s\n", suspect_sync_warning(f).c_str());
+    return 0;
+  }
   TableExportStats s = export_table(*r, a.out, pairs, a.overwrite, a.plain, a.budget);
   fmt::print(stderr, "cptrace export: {} events -> {}/{}", s.events, a.out, table_file_name("events", a.plain));
   // No --pair, no latency table: nothing to name.
@@ -58,6 +67,8 @@ int run_export(const ExportArgs& a) {
   if (format == "table") return run_export_table(a);
   if (format != "ctf" && format != "json" && format != "csv")
     throw std::runtime_error("unknown format '" + format + "' (ctf, json, csv or table)");
+  if (!a.stdout_table.empty()) throw std::runtime_error("--stdout applies to export table only");
+  if (out.empty()) throw std::runtime_error("export " + format + " needs -o OUT");
   if (!a.pairs.empty()) throw std::runtime_error("--pair applies to export table only");
   if (a.plain) throw std::runtime_error("--plain applies to export table only");
   auto r = open_trace(a.dir);
@@ -89,10 +100,15 @@ SubcommandRunner add_export_command(CLI::App& app) {
                                  "a translated trace as zstd-compressed CSV tables for SQL (DuckDB, Spark)");
   exp->add_option("format", a->format, "ctf, json, csv or table")->required();
   exp->add_option("dir", a->dir, "trace directory (translated, for table)")->required();
-  exp->add_option("-o,--output", a->out, "output (a directory for ctf and table, a file otherwise)")->required();
+  auto* out = exp->add_option("-o,--output", a->out, "output (a directory for ctf and table, a file otherwise)");
   exp->add_flag("-f,--force", a->overwrite, "overwrite an existing output");
   exp->add_option("--pair", a->pairs, "table: also latency.csv.zst rows of this channel pair FROM,TO (repeatable)");
   exp->add_flag("--plain", a->plain, "table: uncompressed events.csv, latency.csv (default: zstd, .csv.zst)");
+  // For a pipe into another program (tools/duckdb/export-parquet.mjs), instead of -o.
+  exp->add_option("--stdout", a->stdout_table,
+                  "table: write only this table (events or latency) as plain CSV to stdout, instead of -o DIR")
+      ->type_name("TABLE")
+      ->excludes(out);
   exp->add_flag("--accept-suspect-sync", a->accept_suspect_sync,
                 "table: export a trace translated with --accept-suspect-sync (default: refuse), with a WARNING line per "
                 "finding");

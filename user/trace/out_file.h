@@ -21,6 +21,10 @@ class OutFile {
   explicit OutFile(const std::string& path) : OutFile(open_output_file(path), path) {}
   // A new file `name` in an output directory: see OutputDir::create.
   OutFile(const OutputDir& dir, const std::string& name) : OutFile(dir.create(name), dir.path_of(name)) {}
+  // The process's stdout, through a duplicate descriptor: close() flushes and
+  // reports errors (a reader gone: EPIPE) without closing fd 1 itself.
+  struct Stdout {};
+  explicit OutFile(Stdout) : OutFile(::dup(STDOUT_FILENO), "stdout") {}
   ~OutFile() {
     if (f_) std::fclose(f_);
   }
@@ -40,10 +44,10 @@ class OutFile {
 
  private:
   OutFile(int fd, const std::string& path) : path_(path) {
-    f_ = ::fdopen(fd, "wb");
+    f_ = fd < 0 ? nullptr : ::fdopen(fd, "wb");
     if (!f_) {
       int err = errno;
-      ::close(fd);
+      if (fd >= 0) ::close(fd);
       throw std::runtime_error(path + ": cannot open: " + std::strerror(err));
     }
     std::setvbuf(f_, nullptr, _IOFBF, 1 << 20);
