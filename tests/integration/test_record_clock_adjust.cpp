@@ -231,7 +231,13 @@ TEST(RecordClockAdjust, PllSlewGetsPointsAroundRealtimeSeconds) {
     bracketed += points_in(r, b - 10'000'000, b - 1) >= 1 && points_in(r, b, b + 15'000'000) >= 1;
   }
   EXPECT_GE(boundaries, 2) << "2.3 s of slewing span at least two REALTIME seconds";
-  EXPECT_GE(bracketed, boundaries - 1) << "boundaries with a point within 10 ms before and 15 ms after";
+  // How many boundaries got a point within 10 ms before and 15 ms after is a
+  // figure, not an assertion: the recorder asks for points 3 ms before and 3 and
+  // 10 ms after (ClockSchedule's unit test pins those deadlines), and a wakeup a
+  // few ms late on a loaded host moves the "before" point past the boundary. The
+  // model's bound holds either way (it needs no point at a boundary; they only
+  // narrow it); SlewTruth checks the bound.
+  EXPECT_GE(bracketed, 1) << "the recorder took points around none of the boundaries";
   expect_no_busy_points(r);
   printf("  PLL slew: %d second boundaries, %d with points on both sides; %zu candidates\n", boundaries, bracketed,
          cand.size());
