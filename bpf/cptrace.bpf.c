@@ -27,9 +27,8 @@ const volatile __u64 wakeup_bytes = 1 << 20;
  * they rule out, so a helper in a dead branch is not held against the program
  * on a kernel without it (kfuncs are another matter: CP_STAGE_VARIANT). */
 /* 1 when the staged variants of the programs are loaded (bpf_preempt_disable,
- * 6.10+); else the unstaged ones run, each single event is its own ring record,
- * and counters are updated atomically (before 6.10 a uprobe program can be
- * preempted on PREEMPT kernels). */
+ * 6.10+); else the unstaged ones run and each single event is its own ring
+ * record (CP_REC_EVENT). */
 const volatile __u8 stage_singles = 1;
 /* bpf_loop (5.17+): channel handlers on the batch path. */
 const volatile __u8 have_bpf_loop = 1;
@@ -39,15 +38,15 @@ const volatile __u8 have_bpf_loop = 1;
 CP_PER_CPU_RINGS(rings);
 CP_PER_CPU_COUNTERS(counters, CP_CNT_MAX);
 
+/* Every counter update is atomic, although the counters are per-CPU: a uprobe
+ * program runs with migration disabled but, on a kernel with full preemption
+ * (preempt=full, PREEMPT_RT), not with preemption disabled, so another thread
+ * on the same CPU can run the same program between the load and the store of a
+ * plain increment and one of the two counts would be lost. An uncontended
+ * locked add on a CPU-local line costs a few ns against the ~1 us of the hit.
+ * (The stage itself is touched with preemption disabled, below.)
+ * tests/integration/test_record.cpp: two threads pinned to one CPU. */
 static __always_inline void count(__u32 idx, __u64 n)
-{
-	if (stage_singles)
-		cp_count(&counters, idx, n); /* uprobes only: task context, no atomics needed */
-	else
-		cp_count_atomic(&counters, idx, n); /* a preemptible program (see stage_singles) */
-}
-
-static __always_inline void count_atomic(__u32 idx, __u64 n)
 {
 	cp_count_atomic(&counters, idx, n);
 }
@@ -599,7 +598,7 @@ static __always_inline int hand_over_tbuf(__u32 tid, const int staged)
 	__u64 ts0 = 0;
 	if (bpf_probe_read_user(&n, sizeof(n), (const void *)r.count) ||
 	    bpf_probe_read_user(&ts0, sizeof(ts0), (const void *)r.entries)) {
-		count_atomic(CP_CNT_EXIT_UNREADABLE, 1); /* how many events: unknown */
+		count(CP_CNT_EXIT_UNREADABLE, 1); /* how many events: unknown */
 		return 0;
 	}
 	if (n == 0 || (n == r.last_n && ts0 == r.last_ts0))

@@ -47,18 +47,10 @@ static __always_inline __u64 cp_wake_flag(void *rb, __u64 wakeup_bytes)
 									 : BPF_RB_NO_WAKEUP;
 }
 
-/* Adds n to this CPU's counter idx. For programs that only run in task context
- * (uprobes): nothing else runs this on the same CPU between load and store. */
-static __always_inline void cp_count(void *counters, __u32 idx, __u64 n)
-{
-	__u64 *c = bpf_map_lookup_elem(counters, &idx);
-	if (c)
-		*c += n;
-}
-
-/* The same, atomic although per-CPU: for programs that also run in softirq
- * context (packet receive), which can interrupt a task-context program on the
- * same CPU between the load and the store of its increment. */
+/* Adds n to this CPU's counter idx. Atomic although per-CPU: a program in
+ * softirq context (packet receive) can interrupt a task-context program on the
+ * same CPU between the load and the store of a plain increment, and so can a
+ * preempting thread on a fully preemptible kernel. */
 static __always_inline void cp_count_atomic(void *counters, __u32 idx, __u64 n)
 {
 	__u64 *c = bpf_map_lookup_elem(counters, &idx);

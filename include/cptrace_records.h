@@ -36,7 +36,9 @@ struct cp_rec_hdr {
 	__u16 cpu;   /* CPU the probe fired on */
 	__u32 pid;   /* tgid */
 	__u32 tid;   /* kernel thread id */
-	__u32 n;     /* CP_REC_BATCH: number of valid entries; else 0 */
+	__u32 n;     /* by kind: CP_REC_BATCH, CP_REC_BATCH_MONO and CP_REC_SINGLES:
+	              * the number of valid entries; CP_REC_COUNT: the timebase of
+	              * its stamps (1 TSC, 0 CLOCK_MONOTONIC ns); else 0 */
 };
 
 struct cp_event_rec {   /* CP_REC_EVENT and CP_REC_CLOSE */

@@ -248,11 +248,6 @@ uint64_t Probes::counter_total(uint32_t idx) const {
   return n;
 }
 
-size_t Probes::followed_processes() const {
-  std::lock_guard lk(proc_mu_);
-  return proc_fds_.size();
-}
-
 int Probes::handlers_fd() const { return bpf_map__fd(skel_->maps.handlers); }
 int Probes::last_slots_fd() const { return bpf_map__fd(skel_->maps.last_slots); }
 int Probes::count_slots_fd() const { return bpf_map__fd(skel_->maps.count_slots); }

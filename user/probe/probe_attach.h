@@ -65,7 +65,6 @@ class Probes {
   int followed_map_fd() const;  // the tgid set (-1 when not following)
   bool attach_process(uint32_t tgid);
   void detach_process(uint32_t tgid);
-  size_t followed_processes() const;
   // A counter of bpf/cptrace.bpf.c summed over CPUs (enum cp_counter).
   uint64_t counter_total(uint32_t idx) const;
   // "path:symbol" for every attached probe.

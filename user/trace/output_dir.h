@@ -48,7 +48,6 @@ class OutputDir {
   std::string path_of(const std::string& name) const;
 
  private:
-  void remove_owned(const OutputKind& kind) const;
   std::string path_;
   int fd_ = -1;
 };

@@ -1,10 +1,12 @@
 // Reads a trace directory written by TraceWriter (layout in trace_format.h).
 //
-// The constructor scans events.cpt once: it checks every frame's header and CRC,
-// decodes the small Clock/Channels/Counters frames and test-decodes each Events
-// frame, but keeps only the offsets of the latter. for_each_event() re-reads and
-// decodes them one frame at a time, so memory stays bounded for traces larger
-// than RAM. Scanning stops at the first bad frame (bad magic or header, CRC
+// The constructor scans events.cpt once: it checks every frame's header and CRC
+// and decodes the small frames (Clock and Clock2, ClockAdjust, Channels,
+// Counters, Sync, Handlers, Processes). Of the large ones it keeps only the
+// offsets: Events frames (test-decoded once), Net frames, and the types other
+// stages decode themselves (Translated, and types newer than this reader).
+// for_each_event() and its kind re-read and decode them one frame at a time, so
+// memory stays bounded for traces larger than RAM. Scanning stops at the first bad frame (bad magic or header, CRC
 // mismatch, truncation, undecodable payload): everything before it is kept,
 // nothing after it is trusted, and error() names its byte offset.
 //
@@ -114,7 +116,7 @@ class TraceReader {
   uint64_t file_bytes() const { return file_bytes_; }
   uint64_t event_count() const { return event_count_; }
   uint64_t raw_event_bytes() const { return event_count_ * sizeof(TraceEvent); }
-  // Good frames of every type (Events, Clock, Channels, Counters, unknown).
+  // Good frames of every type, unknown ones included.
   uint64_t frame_count() const { return frame_count_; }
   uint64_t event_frame_count() const { return event_frames_.size(); }
   const std::string& events_path() const { return file_; }
