@@ -24,7 +24,7 @@ SKELS      := $(patsubst bpf/%.bpf.c,$(BUILD)/%.skel.h,$(BPF_SRCS))
 # user/ is one folder per group of stages, listed bottom-up: a folder may include
 # and call only the folders before it (docs/architecture.md; tools/check-layers.sh
 # checks the includes, and linking the archives in this order checks the calls).
-LAYERS     := trace probe net sync record translate analyze load cli
+LAYERS     := trace collect probe net sync record translate analyze load cli
 reverse    = $(if $(1),$(call reverse,$(wordlist 2,$(words $(1)),$(1))) $(firstword $(1)))
 # Everything below the CLI, linked top-down: a call into a higher layer fails to link.
 CORE_LIBS  := $(foreach l,$(call reverse,$(filter-out cli,$(LAYERS))),$(BUILD)/user/lib$(l).a)
@@ -94,7 +94,7 @@ $(BUILD)/obj/cli/main.o: CPPFLAGS += -DCPTRACE_VERSION='"$(VERSION)"'
 $(BUILD)/obj/cli/main.o: VERSION
 
 # `.include`d by the assembler, which -MMD does not see.
-$(BUILD)/obj/probe/probe_selftest.o $(BUILD)/obj/probe/stage_flush.o: lib/probe_site.h
+$(BUILD)/obj/probe/probe_selftest.o $(BUILD)/obj/collect/stage_flush.o: lib/probe_site.h
 
 # One archive per stage folder (user/X/*.cpp -> build/user/libX.a).
 stage_objs = $(patsubst user/%.cpp,$(BUILD)/obj/%.o,$(wildcard user/$(1)/*.cpp))
