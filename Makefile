@@ -21,9 +21,11 @@ LDLIBS   := -lbpf -lelf -lz -lzstd -lfmt -lcrypto -lpthread
 
 BPF_SRCS   := $(wildcard bpf/*.bpf.c)
 SKELS      := $(patsubst bpf/%.bpf.c,$(BUILD)/%.skel.h,$(BPF_SRCS))
-# user/ is one folder per group of stages, listed bottom-up: a folder may include
-# and call only the folders before it (docs/architecture.md; tools/check-layers.sh
-# checks the includes, and linking the archives in this order checks the calls).
+# user/ is one folder per group of stages. Which folder may include which is the
+# layer table of docs/architecture.md (two branches, recording and analysis, that
+# meet in trace/); LAYERS is the link order, bottom-up, every folder after all it
+# may include. tools/check-layers.sh checks the includes against the table and
+# LAYERS against it; linking the archives in this order checks the calls.
 LAYERS     := trace collect probe net sync record translate analyze load cli
 reverse    = $(if $(1),$(call reverse,$(wordlist 2,$(words $(1)),$(1))) $(firstword $(1)))
 # Everything below the CLI, linked top-down: a call into a higher layer fails to link.
