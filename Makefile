@@ -21,10 +21,12 @@ LDLIBS   := -lbpf -lelf -lz -lzstd -lfmt -lcrypto -lpthread
 
 BPF_SRCS   := $(wildcard bpf/*.bpf.c)
 SKELS      := $(patsubst bpf/%.bpf.c,$(BUILD)/%.skel.h,$(BPF_SRCS))
-# user/ is one folder per group of stages, listed bottom-up: a folder may include
-# and call only the folders before it (docs/architecture.md; tools/check-layers.sh
-# checks the includes, and linking the archives in this order checks the calls).
-LAYERS     := trace probe net sync record translate analyze load cli
+# user/ is one folder per group of stages. Which folder may include which is the
+# layer table of docs/architecture.md (two branches, recording and analysis, that
+# meet in trace/); LAYERS is the link order, bottom-up, every folder after all it
+# may include. tools/check-layers.sh checks the includes against the table and
+# LAYERS against it; linking the archives in this order checks the calls.
+LAYERS     := trace collect probe net sync record translate analyze load cli
 reverse    = $(if $(1),$(call reverse,$(wordlist 2,$(words $(1)),$(1))) $(firstword $(1)))
 # Everything below the CLI, linked top-down: a call into a higher layer fails to link.
 CORE_LIBS  := $(foreach l,$(call reverse,$(filter-out cli,$(LAYERS))),$(BUILD)/user/lib$(l).a)
@@ -55,7 +57,7 @@ JAVA_BENCH := $(wildcard bench/java/*.java)
 JAVA_ALL   := $(if $(wildcard $(JDK_HOME)/include/jni.h),$(BUILD)/cptrace.jar $(BUILD)/libcptrace_jni.so \
               $(BUILD)/tests/java/.built,$(warning no JDK (javac with include/jni.h) found: skipping cptrace.jar and libcptrace_jni.so))
 
-.PHONY: all deps guest-kernels test check-root unit-test check-layers demo bench fuzz fuzz-run install clean
+.PHONY: all deps guest-kernels test check-root unit-test check-layers check-architecture demo bench fuzz fuzz-run install clean
 all: $(BUILD)/cptrace $(BUILD)/libcptrace.so $(BUILD)/libcptrace.a $(WORKLOADS) $(TOOLS) $(JAVA_ALL)
 
 deps:
@@ -94,7 +96,7 @@ $(BUILD)/obj/cli/main.o: CPPFLAGS += -DCPTRACE_VERSION='"$(VERSION)"'
 $(BUILD)/obj/cli/main.o: VERSION
 
 # `.include`d by the assembler, which -MMD does not see.
-$(BUILD)/obj/probe/probe_selftest.o $(BUILD)/obj/probe/stage_flush.o: lib/probe_site.h
+$(BUILD)/obj/probe/probe_selftest.o $(BUILD)/obj/collect/stage_flush.o: lib/probe_site.h
 
 # One archive per stage folder (user/X/*.cpp -> build/user/libX.a).
 stage_objs = $(patsubst user/%.cpp,$(BUILD)/obj/%.o,$(wildcard user/$(1)/*.cpp))
@@ -175,10 +177,14 @@ unit-test: all $(BUILD)/cptrace_tests
 check-layers:
 	@bash tools/check-layers.sh $(LAYERS)
 
+# docs/architecture.md names every module of user/.
+check-architecture:
+	@bash tools/check-architecture.sh
+
 # Fails on a failed test, on a skipped one not in tests/skip-allowlist.txt (a skip
 # is a test that did not run), and on a fuzz failure. The BPF tests need root, so
 # running as another user fails at once instead of skipping them.
-test: check-root deps guest-kernels check-layers
+test: check-root deps guest-kernels check-layers check-architecture
 	$(MAKE) -j$$(nproc) all $(BUILD)/cptrace_tests $(BUILD)/fuzz_trace_reader
 	rm -f $(BUILD)/test-report.xml
 	cd $(BUILD) && ./cptrace_tests --gtest_output=xml:test-report.xml $(GTEST_ARGS)

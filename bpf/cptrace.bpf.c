@@ -788,7 +788,7 @@ int BPF_PROG(cp_follow_exit, struct task_struct *p)
 	return 0;
 }
 
-/* The recorder's own probe (user/probe/stage_flush.cpp), run by its drain thread
+/* The recorder's own probe (user/collect/stage_flush.cpp), run by its drain thread
  * on each CPU in turn at every flush: that CPU's staged events go to its ring.
  * Attached to the recorder's pid only, so no tgid filter applies. */
 SEC("uprobe")

@@ -15,7 +15,7 @@
 #include "cptrace_probe_site.h"
 #include "probe/probe_site.h"
 #include "probe/proc_registry.h"
-#include "probe/ring_drain.h"
+#include "collect/ring_drain.h"
 #include "test_util.h"
 #include "trace/trace_reader.h"
 

@@ -14,8 +14,8 @@
 #include <system_error>
 #include <thread>
 
-#include "probe/block_pipeline.h"
-#include "probe/ring_drain.h"
+#include "collect/block_pipeline.h"
+#include "collect/ring_drain.h"
 
 using namespace cptrace;
 

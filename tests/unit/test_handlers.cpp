@@ -7,7 +7,7 @@
 
 #include "cptrace.h"
 #include "probe/handlers.h"
-#include "probe/ring_drain.h"
+#include "collect/ring_drain.h"
 #include "trace/trace_reader.h"
 
 using namespace cptrace;

@@ -11,8 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "probe/block_pipeline.h"
-#include "probe/ring_waiter.h"
+#include "collect/block_pipeline.h"
+#include "collect/ring_waiter.h"
 #include "cptrace_net.h"
 #include "trace/trace_format.h"
 

@@ -13,7 +13,7 @@
 
 #include "probe/bpf_load_log.h"
 #include "probe/kernel_features.h"
-#include "probe/stage_flush.h"
+#include "collect/stage_flush.h"
 #include "trace/trace_format.h"
 
 struct cptrace_bpf;

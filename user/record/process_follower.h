@@ -22,7 +22,7 @@
 #include <thread>
 #include <vector>
 
-#include "probe/ring_waiter.h"
+#include "collect/ring_waiter.h"
 #include "trace/pid_table.h"
 
 struct ring_buffer;

@@ -20,13 +20,13 @@
 #include <nlohmann/json.hpp>
 
 #include "probe/attach_targets.h"
-#include "probe/block_pipeline.h"
+#include "collect/block_pipeline.h"
 #include "probe/clock_adjust_watch.h"
 #include "probe/handlers.h"
 #include "probe/kernel_features.h"
 #include "probe/probe_attach.h"
 #include "probe/proc_registry.h"
-#include "probe/ring_drain.h"
+#include "collect/ring_drain.h"
 #include "record/channel_table.h"
 #include "record/process_follower.h"
 #include "record/control_socket.h"

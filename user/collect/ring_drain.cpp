@@ -1,4 +1,4 @@
-#include "probe/ring_drain.h"
+#include "collect/ring_drain.h"
 
 #include <bpf/libbpf.h>
 

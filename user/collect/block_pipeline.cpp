@@ -1,4 +1,4 @@
-#include "probe/block_pipeline.h"
+#include "collect/block_pipeline.h"
 
 #include <map>
 #include <mutex>

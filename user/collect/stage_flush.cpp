@@ -1,4 +1,4 @@
-#include "probe/stage_flush.h"
+#include "collect/stage_flush.h"
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>

@@ -1,4 +1,4 @@
-#include "probe/ring_waiter.h"
+#include "collect/ring_waiter.h"
 
 #include <bpf/libbpf.h>
 #include <sys/epoll.h>

@@ -13,9 +13,9 @@
 #include <thread>
 #include <vector>
 
-#include "probe/block_pipeline.h"
-#include "probe/ring_waiter.h"
-#include "probe/stage_flush.h"
+#include "collect/block_pipeline.h"
+#include "collect/ring_waiter.h"
+#include "collect/stage_flush.h"
 #include "trace/clock_transform.h"
 #include "cptrace_records.h"
 #include "trace/trace_format.h"
@@ -42,7 +42,7 @@ class RingDrain {
   // at most one flush period). Thread-safe: executed by the drain thread.
   void request_flush();
 
-  // Where cp_logTS() events wait per CPU (probe/stage_flush.h); set before start().
+  // Where cp_logTS() events wait per CPU (collect/stage_flush.h); set before start().
   void set_stage(StageFlusher* s) { stage_ = s; }
 
   // Called on the drain thread with each pid the first time its records are
