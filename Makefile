@@ -57,7 +57,7 @@ JAVA_BENCH := $(wildcard bench/java/*.java)
 JAVA_ALL   := $(if $(wildcard $(JDK_HOME)/include/jni.h),$(BUILD)/cptrace.jar $(BUILD)/libcptrace_jni.so \
               $(BUILD)/tests/java/.built,$(warning no JDK (javac with include/jni.h) found: skipping cptrace.jar and libcptrace_jni.so))
 
-.PHONY: all deps guest-kernels test check-root unit-test check-layers check-architecture demo bench fuzz fuzz-run install clean
+.PHONY: all deps guest-kernels test check-root unit-test check-layers check-architecture format check-format demo bench fuzz fuzz-run install clean
 all: $(BUILD)/cptrace $(BUILD)/libcptrace.so $(BUILD)/libcptrace.a $(WORKLOADS) $(TOOLS) $(JAVA_ALL)
 
 deps:
@@ -176,6 +176,22 @@ unit-test: all $(BUILD)/cptrace_tests
 
 check-layers:
 	@bash tools/check-layers.sh $(LAYERS)
+
+# One format, applied by `make format` and checked by `make test` (clang-format 14,
+# Debian 12's): C++ in the style of .clang-format, C (and the C headers) in the
+# kernel's, tools/clang-format-c. lib/probe_site.h is assembler macros.
+FMT_CXX := $(wildcard user/*/*.cpp user/*/*.h tests/*.h tests/*/*.cpp bench/*.cpp tools/*.cpp)
+FMT_C   := $(filter-out lib/probe_site.h,$(wildcard bpf/*.c bpf/*.h lib/*.c lib/*.h jni/*.c jni/*.h include/*.h \
+             tests/workloads/*.c bench/*.c tests/install/*.c))
+C_STYLE  = "$$(grep -v '^\#' tools/clang-format-c)"
+format:
+	clang-format -i --style=file $(FMT_CXX)
+	clang-format -i --style=$(C_STYLE) $(FMT_C)
+
+check-format:
+	@clang-format --dry-run -Werror --style=file $(FMT_CXX)
+	@clang-format --dry-run -Werror --style=$(C_STYLE) $(FMT_C)
+	@echo "format: $(words $(FMT_CXX)) C++ and $(words $(FMT_C)) C files as clang-format writes them"
 
 # docs/architecture.md names every module of user/.
 check-architecture:

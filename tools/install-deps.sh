@@ -9,6 +9,7 @@ PKGS=(
   build-essential make pkg-config git      # toolchain
   cmake                                    # tests: find_package(cptrace) against `make install`
   clang llvm libclang-rt-14-dev            # BPF target, libFuzzer + ASan runtime
+  clang-format                             # make format, make check-format (in make test)
   libbpf-dev bpftool libelf-dev zlib1g-dev # BPF loader, skeleton generator, its deps
   libzstd-dev                              # frame compression
   libcli11-dev                             # command line
