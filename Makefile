@@ -57,7 +57,7 @@ JAVA_BENCH := $(wildcard bench/java/*.java)
 JAVA_ALL   := $(if $(wildcard $(JDK_HOME)/include/jni.h),$(BUILD)/cptrace.jar $(BUILD)/libcptrace_jni.so \
               $(BUILD)/tests/java/.built,$(warning no JDK (javac with include/jni.h) found: skipping cptrace.jar and libcptrace_jni.so))
 
-.PHONY: all deps guest-kernels test check-root unit-test check-layers check-architecture format check-format demo bench fuzz fuzz-run install clean
+.PHONY: all deps guest-kernels test check-root unit-test check-layers check-architecture check-commits format check-format demo bench fuzz fuzz-run install clean
 all: $(BUILD)/cptrace $(BUILD)/libcptrace.so $(BUILD)/libcptrace.a $(WORKLOADS) $(TOOLS) $(JAVA_ALL)
 
 deps:
@@ -193,6 +193,10 @@ check-format:
 	@clang-format --dry-run -Werror --style=$(C_STYLE) $(FMT_C)
 	@echo "format: $(words $(FMT_CXX)) C++ and $(words $(FMT_C)) C files as clang-format writes them"
 
+# Commit subjects of at most 72 characters since the rule was adopted.
+check-commits:
+	@bash tools/check-commit-subjects.sh
+
 # docs/architecture.md names every module of user/.
 check-architecture:
 	@bash tools/check-architecture.sh
@@ -200,7 +204,7 @@ check-architecture:
 # Fails on a failed test, on a skipped one not in tests/skip-allowlist.txt (a skip
 # is a test that did not run), and on a fuzz failure. The BPF tests need root, so
 # running as another user fails at once instead of skipping them.
-test: check-root deps guest-kernels check-layers check-architecture
+test: check-root deps guest-kernels check-layers check-architecture check-commits
 	$(MAKE) -j$$(nproc) all $(BUILD)/cptrace_tests $(BUILD)/fuzz_trace_reader
 	rm -f $(BUILD)/test-report.xml
 	cd $(BUILD) && ./cptrace_tests --gtest_output=xml:test-report.xml $(GTEST_ARGS)
