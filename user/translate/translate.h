@@ -34,7 +34,6 @@ struct TranslateOptions {
   std::string out;
   std::string method = "best";  // ratio | hull | best
   bool overwrite = false;
-  bool progress = false;
   // Translate even when a pair's rounds contradict each other or physics
   // (sync_sanity.h); the findings are then written into meta.json "translated"
   // "suspect_sync" and printed as WARNING lines. Default: refuse.
