@@ -228,6 +228,41 @@ TEST(TranslateGroundTruth, NonLinearClockIsReported) {
   EXPECT_GT(checked, skipped);
 }
 
+// latency reads each pair's relation back from meta.json (pair_relation): under
+// every method it is the relation translate chose, also where the hulls of A-B
+// cross (best then uses the split hull alone, not its intersection with the ratio).
+TEST(TranslateGroundTruth, PairRelationReadBackIsTheOneChosen) {
+  synth::Cluster cl = three_nodes(14, 300);
+  cl.sync_all({{0, 1}, {1, 0}, {0, 2}, {2, 0}}, kSpan, 50, 100e6L);
+  cl.pipeline(100, 200e6L, 5e6L);
+  TempDir tmp;
+  auto dirs = write_all(cl, tmp);
+  for (Method m : {Method::Ratio, Method::Hull, Method::Best}) {
+    TranslateOptions o{dirs, "A", tmp / ("out-" + name_of(m)), m, true};
+    o.accept_suspect_sync = true;  // ratio over crossing hulls is a finding
+    TranslateSummary s = translate(o);
+    EXPECT_EQ(s.meta["translated"]["method"], name_of(m));
+    size_t pairs = 0, split = 0;
+    for (const auto& p : s.meta["translated"]["pairs"]) {
+      ASSERT_TRUE(p.contains("relation")) << name_of(m) << " " << p.dump();
+      RelationPtr r = pair_relation(p, m);
+      ASSERT_TRUE(r) << name_of(m) << " " << p["from"] << "->" << p["to"];
+      EXPECT_EQ(r->to_json(), p["relation"]) << name_of(m) << " " << p["from"] << "->" << p["to"];
+      pairs++;
+      if (!p["hull"]["linear"].get<bool>()) {
+        split++;
+        if (m != Method::Ratio) {
+          EXPECT_EQ(p["relation"], p["hull"]["relation"]) << name_of(m);
+        }
+      } else if (m == Method::Best) {
+        EXPECT_EQ(p["relation"]["type"], "intersect");
+      }
+    }
+    EXPECT_EQ(pairs, 4u) << name_of(m);
+    EXPECT_EQ(split, 2u) << name_of(m) << ": A->B and B->A cross";
+  }
+}
+
 // Every choice has one name, the same both ways; anything else is refused with
 // the flag (or where it was read), the value and the names there are.
 TEST(TranslateChoices, NamesRoundTripAndBadNamesAreNamed) {

@@ -234,11 +234,18 @@ Pair build_pair(const std::vector<Node>& nodes, size_t x, size_t y, const Transl
         : fmt::format("{}: hull method: {} (rounds alone: {}; traffic alone: {})", name, p.hull->problem,
                       p.inputs.rounds_bound ? "bounded" : p.inputs.rounds_why,
                       p.inputs.traffic_bound ? "bounded" : p.inputs.traffic_why);
-  if (opt.method == Method::Ratio) p.chosen = r, p.why_none = p.ratio_error;
-  else if (opt.method == Method::Hull) p.chosen = h, p.why_none = hull_error;
-  else if (r && h && !p.hull->linear) p.chosen = h;  // the ratio's one line contradicts crossing hulls: split
-  else if (r && h) p.chosen = std::make_shared<IntersectRelation>(r, h);
-  else p.chosen = r ? r : h, p.why_none = p.ratio_error + "; " + hull_error;
+  p.chosen = choose_relation(opt.method, r, h, p.hull->linear);
+  switch (opt.method) {
+    case Method::Ratio:
+      p.why_none = p.ratio_error;
+      break;
+    case Method::Hull:
+      p.why_none = hull_error;
+      break;
+    case Method::Best:
+      if (!r || !h) p.why_none = p.ratio_error + "; " + hull_error;
+      break;
+  }
   if (opt.clock_model == ClockModel::Piecewise) {
     // Replaces the linear relation: it holds whatever the rates did, within the bound.
     p.drift = std::make_shared<DriftBoundRelation>(merge(rounds, traffic), std::llround(opt.max_drift_ppm * 1000));
@@ -566,6 +573,20 @@ Method parse_method(std::string_view s, std::string_view what) { return parse_ch
 ClockModel parse_clock_model(std::string_view s, std::string_view what) { return parse_choice(kClockModels, s, what); }
 Inputs parse_inputs(std::string_view s, std::string_view what) { return parse_choice(kInputs, s, what); }
 
+RelationPtr choose_relation(Method method, const RelationPtr& ratio, const RelationPtr& hull, bool hull_linear) {
+  switch (method) {
+    case Method::Ratio:
+      return ratio;
+    case Method::Hull:
+      return hull;
+    case Method::Best:
+      break;
+  }
+  if (ratio && hull && !hull_linear) return hull;  // the ratio's one line contradicts crossing hulls: split
+  if (ratio && hull) return std::make_shared<IntersectRelation>(ratio, hull);
+  return ratio ? ratio : hull;
+}
+
 RelationPtr pair_relation(const json& pair, Method method) {
   auto get = [&](const char* m) -> RelationPtr {
     if (!pair.contains(m) || !pair[m].contains("relation")) return nullptr;
@@ -573,12 +594,10 @@ RelationPtr pair_relation(const json& pair, Method method) {
   };
   // --clock-model piecewise: the rate-bounded relation replaced the linear methods.
   if (pair.contains("piecewise")) return pair.contains("relation") ? relation_from_json(pair["relation"]) : nullptr;
-  if (method == Method::Ratio) return get("ratio");
-  if (method == Method::Hull) return get("hull");
-  RelationPtr r = get("ratio"), h = get("hull");
-  if (r && h && !pair["hull"].value("linear", true)) return h;  // as build_pair: crossing hulls are split
-  if (r && h) return std::make_shared<IntersectRelation>(r, h);
-  return r ? r : h;
+  // Only the relations `method` can use are read.
+  RelationPtr r = method == Method::Hull ? nullptr : get("ratio");
+  RelationPtr h = method == Method::Ratio ? nullptr : get("hull");
+  return choose_relation(method, r, h, !pair.contains("hull") || pair["hull"].value("linear", true));
 }
 
 int cmd_translate(const TranslateOptions& opt) {

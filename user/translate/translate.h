@@ -74,6 +74,13 @@ struct TranslateSummary {
 TranslateSummary translate(const TranslateOptions& opt);
 int cmd_translate(const TranslateOptions& opt);
 
+// The relation a node pair is translated with under `method`, from its ratio and
+// hull relations (either may be null): the one asked for; under best, both hold,
+// so their intersection, except where the hulls cross (not hull_linear): the
+// ratio's one line contradicts the rounds there and the split hull is used.
+// translate and pair_relation both decide through this.
+RelationPtr choose_relation(Method method, const RelationPtr& ratio, const RelationPtr& hull, bool hull_linear);
+
 // The relation of a pair entry of the translated meta.json under `method`
 // (null when that method has none for the pair).
 RelationPtr pair_relation(const nlohmann::json& pair, Method method);
