@@ -34,7 +34,8 @@ SubcommandRunner add_translate_command(CLI::App& app) {
   auto tr = std::make_shared<TranslateOptions>();
   auto* translate = app.add_subcommand("translate", "put every node's events on the reference node's TSC, with bounds");
   translate->add_option("dirs", tr->dirs, "trace directories, one per node")->required();
-  translate->add_option("--reference", tr->reference, "node whose TSC is the common timebase")->required();
+  translate->add_option("--reference", tr->reference,
+                        "node whose TSC is the common timebase (needed when the traces hold several nodes)");
   translate->add_option("-o,--output", tr->out, "translated trace directory to create")->required();
   add_choice(translate, "--method", tr->method, parse_method,
              "ratio (MinRTT1/MinRTT2), hull (convex hulls) or best (both, intersected)");

@@ -123,6 +123,22 @@ std::vector<Node> open_nodes(const std::vector<std::string>& dirs) {
   return nodes;
 }
 
+// The node whose TSC is the timebase: the one named, or without a name the only
+// node there is (with several, which one is the user's choice).
+size_t reference_index(const std::vector<Node>& nodes, const std::string& reference) {
+  std::string have;
+  for (const Node& n : nodes) have += (have.empty() ? "" : ", ") + n.name;
+  if (reference.empty()) {
+    if (nodes.size() == 1) return 0;
+    throw std::runtime_error(fmt::format("the traces hold {} nodes ({}): name the one whose TSC is the common "
+                                         "timebase with --reference",
+                                         nodes.size(), have));
+  }
+  for (size_t i = 0; i < nodes.size(); ++i)
+    if (nodes[i].name == reference) return i;
+  throw std::runtime_error("--reference " + reference + ": no such node among the traces (" + have + ")");
+}
+
 std::vector<SyncRound> rounds_with(const Node& n, const std::string& peer) {
   std::vector<SyncRound> v;
   for (const SyncRound& r : n.reader->sync_rounds())
@@ -465,14 +481,7 @@ TranslateSummary translate(const TranslateOptions& opt) {
   if (opt.dirs.empty()) throw std::runtime_error("no trace directories given");
   std::vector<Node> nodes = open_nodes(opt.dirs);
   if (nodes.size() > 0xffff) throw std::runtime_error("more than 65535 nodes");
-  size_t ref = nodes.size();
-  for (size_t i = 0; i < nodes.size(); ++i)
-    if (nodes[i].name == opt.reference) ref = i;
-  if (ref == nodes.size()) {
-    std::string have;
-    for (const Node& n : nodes) have += (have.empty() ? "" : ", ") + n.name;
-    throw std::runtime_error("--reference " + opt.reference + ": no such node among the traces (" + have + ")");
-  }
+  size_t ref = reference_index(nodes, opt.reference);
   warn_unknown_peers(nodes);
   PacketMatches packets = read_packets(nodes);
   std::map<std::pair<size_t, size_t>, Pair> pairs;

@@ -53,7 +53,7 @@ Inputs parse_inputs(std::string_view s, std::string_view what = "--inputs");
 
 struct TranslateOptions {
   std::vector<std::string> dirs;
-  std::string reference;
+  std::string reference;  // empty: the only node (an error with several)
   std::string out;
   Method method = Method::Best;
   bool overwrite = false;
