@@ -117,7 +117,10 @@ std::vector<Node> open_nodes(const std::vector<std::string>& dirs) {
                                            it->second, d));
     check_damage(*n.reader);
     const auto& cp = n.reader->clock_map().points();
-    if (!cp.empty()) n.span_lo = int64_t(cp.front().tsc), n.span_hi = int64_t(cp.back().tsc);
+    if (!cp.empty()) {
+      n.span_lo = int64_t(cp.front().tsc);
+      n.span_hi = int64_t(cp.back().tsc);
+    }
     nodes.push_back(std::move(n));
   }
   return nodes;
@@ -376,16 +379,26 @@ json measure_frequency(const Node& ref, const std::map<std::pair<size_t, size_t>
   }
   int64_t a = std::numeric_limits<int64_t>::max(), b = std::numeric_limits<int64_t>::min();
   for (const auto& [k, p] : pairs)
-    if (p.to == ref_idx && p.ratio) a = std::min(a, p.ratio->j.y), b = std::max(b, p.ratio->m.y);
+    if (p.to == ref_idx && p.ratio) {
+      a = std::min(a, p.ratio->j.y);
+      b = std::max(b, p.ratio->m.y);
+    }
   std::string source = "reference clock stream between the MinRTT1 and MinRTT2 instants";
-  if (a >= b) a = int64_t(pts.front().tsc), b = int64_t(pts.back().tsc), source = "reference clock stream, first to last point";
+  if (a >= b) {
+    a = int64_t(pts.front().tsc);
+    b = int64_t(pts.back().tsc);
+    source = "reference clock stream, first to last point";
+  }
   auto nearest = [&](int64_t t) {
     return *std::min_element(pts.begin(), pts.end(), [t](const ClockPoint& x, const ClockPoint& y) {
       return std::llabs(int64_t(x.tsc) - t) < std::llabs(int64_t(y.tsc) - t);
     });
   };
   ClockPoint p1 = nearest(a), p2 = nearest(b);
-  if (p2.tsc <= p1.tsc) p1 = pts.front(), p2 = pts.back();
+  if (p2.tsc <= p1.tsc) {
+    p1 = pts.front();
+    p2 = pts.back();
+  }
   long double dt = (long double)(p2.tsc - p1.tsc), dm = (long double)(p2.mono_ns - p1.mono_ns);
   long double w = (long double)(p1.width_ticks + p2.width_ticks) / 2 + 2;
   j["hz"] = double(dt / dm * 1e9L);
