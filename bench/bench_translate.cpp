@@ -59,7 +59,7 @@ int main(int argc, char** argv) {
     at = comma + 1;
   }
   for (const std::string& method : methods) {
-    cptrace::TranslateOptions o{dirs, "A", dir + "/out", method, true};
+    cptrace::TranslateOptions o{dirs, "A", dir + "/out", cptrace::parse_method(method), true};
     auto t1 = std::chrono::steady_clock::now();
     cptrace::TranslateSummary s = cptrace::translate(o);
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();

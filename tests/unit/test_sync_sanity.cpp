@@ -67,7 +67,7 @@ TEST(TranslateSuspectSync, RateOf600PpmAgainstTheNodesOwnFrequenciesIsRefused) {
   TempDir tmp;
   auto dirs = write_forged(tmp, 600, false, 21);
   for (const char* method : {"ratio", "hull", "best"}) {
-    std::string e = truth::translate_error({dirs, "A", tmp / (std::string("o-") + method), method, true});
+    std::string e = truth::translate_error({dirs, "A", tmp / (std::string("o-") + method), parse_method(method), true});
     EXPECT_NE(e.find("A-B: MinRTT rounds contradict the nodes' own clocks"), std::string::npos) << method << ": " << e;
     EXPECT_NE(e.find("limit +-500 ppm"), std::string::npos) << e;
     EXPECT_NE(e.find("--accept-suspect-sync"), std::string::npos) << e;
@@ -75,7 +75,7 @@ TEST(TranslateSuspectSync, RateOf600PpmAgainstTheNodesOwnFrequenciesIsRefused) {
         << "nothing is written when translate refuses";
   }
   // The needed rate is measured, not assumed: between the limit and the forgery.
-  TranslateOptions o{dirs, "A", tmp / "accepted", "best", true};
+  TranslateOptions o{dirs, "A", tmp / "accepted", Method::Best, true};
   o.accept_suspect_sync = true;
   TranslateSummary s = translate(o);
   const auto& f = s.meta["translated"]["suspect_sync"];
@@ -98,7 +98,7 @@ TEST(TranslateSuspectSync, RateOf50PpmIsAccepted) {
   TempDir tmp;
   auto dirs = write_forged(tmp, 50, false, 22);
   for (const char* method : {"ratio", "hull", "best"}) {
-    TranslateSummary s = translate({dirs, "A", tmp / (std::string("o-") + method), method, true});
+    TranslateSummary s = translate({dirs, "A", tmp / (std::string("o-") + method), parse_method(method), true});
     EXPECT_FALSE(s.meta["translated"].contains("suspect_sync")) << method << s.meta["translated"].dump(2);
     const auto& c = s.meta["translated"]["sync_check"];
     ASSERT_EQ(c.size(), 1u);
@@ -119,7 +119,7 @@ TEST(TranslateSuspectSync, HonestRoundsAgreeWithTheNodesFrequencies) {
     dirs.push_back(tmp / cl.clock(i).name);
     cl.write(i, dirs.back(), kSpan);
   }
-  TranslateSummary s = translate({dirs, "A", tmp / "o", "best", true});
+  TranslateSummary s = translate({dirs, "A", tmp / "o", Method::Best, true});
   const auto& c = s.meta["translated"]["sync_check"][0];
   EXPECT_TRUE(c["findings"].empty());
   EXPECT_LE(c["line_rate_ppm"][0].get<double>(), 0);
@@ -134,7 +134,7 @@ TEST(TranslateSuspectSync, CrossingHullsOfForgedAndGenuineRoundsAreRefused) {
   TempDir tmp;
   auto dirs = write_forged(tmp, 200, true, 24);
   for (const char* method : {"ratio", "hull", "best"}) {
-    std::string e = truth::translate_error({dirs, "A", tmp / (std::string("o-") + method), method, true});
+    std::string e = truth::translate_error({dirs, "A", tmp / (std::string("o-") + method), parse_method(method), true});
     EXPECT_NE(e.find("A-B: MinRTT rounds contradict the nodes' own clocks"), std::string::npos) << method << ": " << e;
     EXPECT_NE(e.find("initiated by A"), std::string::npos) << e;
     EXPECT_NE(e.find("initiated by B"), std::string::npos) << e << ": the pair is one forged and one genuine round";
@@ -156,11 +156,11 @@ TEST(TranslateSuspectSync, CrossingHullsNotSplitByTheRatioMethodAreRefused) {
     dirs.push_back(tmp / cl.clock(i).name);
     cl.write(i, dirs.back(), kSpan);
   }
-  std::string e = truth::translate_error({dirs, "A", tmp / "o-ratio", "ratio", true});
+  std::string e = truth::translate_error({dirs, "A", tmp / "o-ratio", Method::Ratio, true});
   EXPECT_NE(e.find("A-B: the rounds' convex hulls cross"), std::string::npos) << e;
   EXPECT_EQ(e.find("contradict the nodes' own clocks"), std::string::npos) << "300 ppm is within the limit: " << e;
   for (const char* method : {"hull", "best"}) {
-    TranslateSummary s = translate({dirs, "A", tmp / (std::string("o-") + method), method, true});
+    TranslateSummary s = translate({dirs, "A", tmp / (std::string("o-") + method), parse_method(method), true});
     EXPECT_FALSE(s.meta["translated"].contains("suspect_sync")) << method;
     // Outside the reported transitions every instant's bound holds (best no longer
     // intersects the ratio's contradicted line).
@@ -292,7 +292,7 @@ std::vector<std::string> write_slewed(const TempDir& tmp, bool raw_points, long 
 TEST(SyncSanity, TickSlewOfMonotonicDoesNotRefuseHonestRoundsWithRaw) {
   TempDir tmp;
   auto dirs = write_slewed(tmp, true, 0, 31);
-  TranslateSummary s = translate({dirs, "A", tmp / "o", "best", true});
+  TranslateSummary s = translate({dirs, "A", tmp / "o", Method::Best, true});
   const auto& c = s.meta["translated"]["sync_check"][0];
   EXPECT_TRUE(c["findings"].empty()) << c.dump(2);
   EXPECT_EQ(c["rate_clock"], "monotonic_raw");
@@ -306,9 +306,9 @@ TEST(SyncSanity, TickSlewOfMonotonicDoesNotRefuseHonestRoundsWithRaw) {
 TEST(SyncSanity, WithoutRawTheCheckFallsBackToMonotonicAndSaysSo) {
   TempDir tmp;
   auto dirs = write_slewed(tmp, false, 0, 32);
-  std::string e = truth::translate_error({dirs, "A", tmp / "o", "best", true});
+  std::string e = truth::translate_error({dirs, "A", tmp / "o", Method::Best, true});
   EXPECT_NE(e.find("MinRTT rounds contradict the nodes' own clocks"), std::string::npos) << e;
-  TranslateOptions o{dirs, "A", tmp / "accepted", "best", true};
+  TranslateOptions o{dirs, "A", tmp / "accepted", Method::Best, true};
   o.accept_suspect_sync = true;
   TranslateSummary s = translate(o);
   const auto& c = s.meta["translated"]["sync_check"][0];
@@ -323,7 +323,7 @@ TEST(SyncSanity, WithoutRawTheCheckFallsBackToMonotonicAndSaysSo) {
 TEST(SyncSanity, ForgedRoundsAreStillRefusedUnderATickSlew) {
   TempDir tmp;
   auto dirs = write_slewed(tmp, true, 600, 33);
-  std::string e = truth::translate_error({dirs, "A", tmp / "o", "best", true});
+  std::string e = truth::translate_error({dirs, "A", tmp / "o", Method::Best, true});
   EXPECT_NE(e.find("A-B: MinRTT rounds contradict the nodes' own clocks"), std::string::npos) << e;
 }
 

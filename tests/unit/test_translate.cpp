@@ -98,7 +98,7 @@ TEST(TranslateGroundTruth, ThreeNodesEveryBoundContainsTruthAllMethods) {
   TempDir tmp;
   auto dirs = write_all(cl, tmp);
   for (const char* method : {"ratio", "hull", "best"}) {
-    TranslateOptions o{dirs, "A", tmp / (std::string("out-") + method), method, true};
+    TranslateOptions o{dirs, "A", tmp / (std::string("out-") + method), parse_method(method), true};
     TranslateSummary s = translate(o);
     EXPECT_EQ(s.events, 4u * 3000u);
     size_t instants = 0;
@@ -122,7 +122,7 @@ TEST(TranslateGroundTruth, DumpOfTranslatedTraceListsEveryEventWithBound) {
   cl.pipeline(500, 200e6L, 1.8e6L);
   TempDir tmp;
   auto dirs = write_all(cl, tmp);
-  TranslateOptions o{dirs, "A", tmp / "out", "best", true};
+  TranslateOptions o{dirs, "A", tmp / "out", Method::Best, true};
   TranslateSummary s = translate(o);
   auto r = testutil::run(testutil::cptrace_bin() + " dump --csv " + o.out, tmp);
   ASSERT_EQ(r.status, 0) << r.err;
@@ -159,7 +159,7 @@ TEST(TranslateGroundTruth, ViaReferenceAndComposedPaths) {
     cl.pipeline(1000, 200e6L, 5e6L);
     TempDir tmp;
     auto dirs = write_all(cl, tmp);
-    TranslateOptions o{dirs, "A", tmp / "out", "best", true};
+    TranslateOptions o{dirs, "A", tmp / "out", Method::Best, true};
     translate(o);
     Widths w;
     for (auto& [c1, c2] : kHops) check_latency(cl, o.out, c1, c2, w);
@@ -174,7 +174,7 @@ TEST(TranslateGroundTruth, ViaReferenceAndComposedPaths) {
     TempDir tmp;
     auto dirs = write_all(cl, tmp);
     for (const char* method : {"ratio", "hull", "best"}) {
-      TranslateOptions o{dirs, "A", tmp / (std::string("out") + method), method, true};
+      TranslateOptions o{dirs, "A", tmp / (std::string("out") + method), parse_method(method), true};
       TranslateSummary s = translate(o);
       EXPECT_EQ(s.meta["translated"]["nodes"][2]["path"], nlohmann::json({"C", "B", "A"}));
       size_t n = 0;
@@ -195,7 +195,7 @@ TEST(TranslateGroundTruth, NonLinearClockIsReported) {
   cl.pipeline(1000, 200e6L, 5e6L);
   TempDir tmp;
   auto dirs = write_all(cl, tmp);
-  TranslateOptions o{dirs, "A", tmp / "out", "hull", true};
+  TranslateOptions o{dirs, "A", tmp / "out", Method::Hull, true};
   TranslateSummary s = translate(o);
   bool reported = false;
   std::vector<std::pair<int64_t, int64_t>> tr;
@@ -228,23 +228,81 @@ TEST(TranslateGroundTruth, NonLinearClockIsReported) {
   EXPECT_GT(checked, skipped);
 }
 
+// latency reads each pair's relation back from meta.json (pair_relation): under
+// every method it is the relation translate chose, also where the hulls of A-B
+// cross (best then uses the split hull alone, not its intersection with the ratio).
+TEST(TranslateGroundTruth, PairRelationReadBackIsTheOneChosen) {
+  synth::Cluster cl = three_nodes(14, 300);
+  cl.sync_all({{0, 1}, {1, 0}, {0, 2}, {2, 0}}, kSpan, 50, 100e6L);
+  cl.pipeline(100, 200e6L, 5e6L);
+  TempDir tmp;
+  auto dirs = write_all(cl, tmp);
+  for (Method m : {Method::Ratio, Method::Hull, Method::Best}) {
+    TranslateOptions o{dirs, "A", tmp / ("out-" + name_of(m)), m, true};
+    o.accept_suspect_sync = true;  // ratio over crossing hulls is a finding
+    TranslateSummary s = translate(o);
+    EXPECT_EQ(s.meta["translated"]["method"], name_of(m));
+    size_t pairs = 0, split = 0;
+    for (const auto& p : s.meta["translated"]["pairs"]) {
+      ASSERT_TRUE(p.contains("relation")) << name_of(m) << " " << p.dump();
+      RelationPtr r = pair_relation(p, m);
+      ASSERT_TRUE(r) << name_of(m) << " " << p["from"] << "->" << p["to"];
+      EXPECT_EQ(r->to_json(), p["relation"]) << name_of(m) << " " << p["from"] << "->" << p["to"];
+      pairs++;
+      if (!p["hull"]["linear"].get<bool>()) {
+        split++;
+        if (m != Method::Ratio) {
+          EXPECT_EQ(p["relation"], p["hull"]["relation"]) << name_of(m);
+        }
+      } else if (m == Method::Best) {
+        EXPECT_EQ(p["relation"]["type"], "intersect");
+      }
+    }
+    EXPECT_EQ(pairs, 4u) << name_of(m);
+    EXPECT_EQ(split, 2u) << name_of(m) << ": A->B and B->A cross";
+  }
+}
+
+// Every choice has one name, the same both ways; anything else is refused with
+// the flag (or where it was read), the value and the names there are.
+TEST(TranslateChoices, NamesRoundTripAndBadNamesAreNamed) {
+  for (Method m : {Method::Ratio, Method::Hull, Method::Best}) EXPECT_EQ(parse_method(name_of(m)), m);
+  for (ClockModel c : {ClockModel::Linear, ClockModel::Piecewise}) EXPECT_EQ(parse_clock_model(name_of(c)), c);
+  for (Inputs i : {Inputs::Both, Inputs::Rounds, Inputs::Traffic}) EXPECT_EQ(parse_inputs(name_of(i)), i);
+  EXPECT_EQ(name_of(Method::Best), "best");
+  EXPECT_EQ(name_of(ClockModel::Piecewise), "piecewise");
+  EXPECT_EQ(name_of(Inputs::Traffic), "traffic");
+  auto message = [](auto parse) {
+    try {
+      parse();
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_EQ(message([] { parse_method("Best"); }), "--method Best: must be ratio, hull or best");
+  EXPECT_EQ(message([] { parse_clock_model(""); }), "--clock-model : must be linear or piecewise");
+  EXPECT_EQ(message([] { parse_inputs("all", "meta.json translated.inputs"); }),
+            "meta.json translated.inputs all: must be both, rounds or traffic");
+}
+
 TEST(TranslateErrors, MissingSamplesNoPathOverlapMismatchUnknownChannel) {
   TempDir tmp;
   synth::Cluster cl = three_nodes(15);
   cl.rounds(0, 1, "start", 1e6L, 20, 5e5L);  // A-B: start only; C: nothing
   cl.pipeline(10, 200e6L, 5e6L);
   auto dirs = write_all(cl, tmp);
-  std::string e = truth::translate_error({dirs, "A", tmp / "o1", "ratio", true});
+  std::string e = truth::translate_error({dirs, "A", tmp / "o1", Method::Ratio, true});
   EXPECT_NE(e.find("MinRTT2 (stop)"), std::string::npos) << e;
-  e = truth::translate_error({{dirs[0], dirs[1]}, "A", tmp / "o2", "ratio", true});
+  e = truth::translate_error({{dirs[0], dirs[1]}, "A", tmp / "o2", Method::Ratio, true});
   EXPECT_NE(e.find("no path"), std::string::npos) << e;
   EXPECT_NE(e.find("MinRTT2"), std::string::npos) << e;
-  e = truth::translate_error({dirs, "A", tmp / "o3", "best", true});
+  e = truth::translate_error({dirs, "A", tmp / "o3", Method::Best, true});
   EXPECT_NE(e.find("node \"C\""), std::string::npos) << e;
   EXPECT_NE(e.find("no MinRTT rounds"), std::string::npos) << e;
-  e = truth::translate_error({{dirs[0], dirs[0]}, "A", tmp / "o4", "best", true});
+  e = truth::translate_error({{dirs[0], dirs[0]}, "A", tmp / "o4", Method::Best, true});
   EXPECT_NE(e.find("overlapping recordings"), std::string::npos) << e;
-  e = truth::translate_error({dirs, "Z", tmp / "o5", "best", true});
+  e = truth::translate_error({dirs, "Z", tmp / "o5", Method::Best, true});
   EXPECT_NE(e.find("--reference Z"), std::string::npos) << e;
 
   // A round whose peer stamps belong to another run of the peer.
@@ -253,7 +311,7 @@ TEST(TranslateErrors, MissingSamplesNoPathOverlapMismatchUnknownChannel) {
   c2.node_rounds(0)[0].t2 += uint64_t(1e12);
   TempDir t2;
   auto d2 = write_all(c2, t2);
-  e = truth::translate_error({{d2[0], d2[1]}, "A", t2 / "o", "best", true});
+  e = truth::translate_error({{d2[0], d2[1]}, "A", t2 / "o", Method::Best, true});
   EXPECT_NE(e.find("mismatched recordings"), std::string::npos) << e;
 
   // Unknown channel in latency.
@@ -262,7 +320,7 @@ TEST(TranslateErrors, MissingSamplesNoPathOverlapMismatchUnknownChannel) {
   c3.pipeline(10, 200e6L, 5e6L);
   TempDir t3;
   auto d3 = write_all(c3, t3);
-  translate({d3, "A", t3 / "o", "best", true});
+  translate({d3, "A", t3 / "o", Method::Best, true});
   try {
     latency(t3 / "o", "A.out", "nope");
     ADD_FAILURE() << "no error for an unknown channel";
@@ -282,7 +340,7 @@ TEST(TranslateGroundTruth, UnmatchedTuplesAreCounted) {
   cl.event(2, "C.in", 7000, 4e9L);   // never left A
   TempDir tmp;
   auto dirs = write_all(cl, tmp);
-  translate({dirs, "A", tmp / "o", "best", true});
+  translate({dirs, "A", tmp / "o", Method::Best, true});
   LatencyResult r = latency(tmp / "o", "A.out", "C.in");
   EXPECT_EQ(r.rows.size(), 100u);
   EXPECT_EQ(r.from_only, 2u);

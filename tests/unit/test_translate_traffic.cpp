@@ -108,7 +108,7 @@ TEST(TranslateTraffic, TrafficAloneRoundsAloneAndBothContainTruth) {
     TempDir tmp;
     auto dirs = write_two(cl, tr, tmp);
     for (const char* method : {"hull", "best"}) {
-      TranslateSummary s = translate({dirs, "A", tmp / (std::string("out-") + method), method, true});
+      TranslateSummary s = translate({dirs, "A", tmp / (std::string("out-") + method), parse_method(method), true});
       const auto& in = pair_of(s, "B")["inputs"];
       EXPECT_EQ(in["bounded_by"], variant) << in.dump();
       if (!rounds) {
@@ -133,7 +133,7 @@ TEST(TranslateTraffic, OneWayTrafficAloneIsRefusedWithTheReason) {
   auto dirs = write_two(cl, tr, tmp);
   std::string err;
   try {
-    translate({dirs, "A", tmp / "out", "best", true});
+    translate({dirs, "A", tmp / "out", Method::Best, true});
   } catch (const std::exception& e) {
     err = e.what();
   }
@@ -145,7 +145,7 @@ TEST(TranslateTraffic, OneWayTrafficAloneIsRefusedWithTheReason) {
   c2.sync_all({{0, 1}, {1, 0}}, kSpan, 30);
   Traffic t2 = make_traffic(c2, false, 1e6L);
   TempDir tmp2;
-  TranslateSummary s = translate({write_two(c2, t2, tmp2), "A", tmp2 / "out", "best", true});
+  TranslateSummary s = translate({write_two(c2, t2, tmp2), "A", tmp2 / "out", Method::Best, true});
   const auto& in = pair_of(s, "B")["inputs"];
   EXPECT_EQ(in["bounded_by"], "rounds");
   EXPECT_NE(in["traffic_alone"].get<std::string>().find("one direction only"), std::string::npos);
@@ -170,8 +170,8 @@ TEST(TranslateTraffic, PiecewiseModelContainsTruthAcrossARateChange) {
     Traffic tr = traffic ? make_traffic(cl, true, 1e6L) : Traffic{};
     TempDir tmp;
     auto dirs = write_two(cl, tr, tmp);
-    TranslateOptions o{dirs, "A", tmp / "out", "best", true};
-    o.clock_model = "piecewise";
+    TranslateOptions o{dirs, "A", tmp / "out", Method::Best, true};
+    o.clock_model = ClockModel::Piecewise;
     TranslateSummary s = translate(o);
     const auto& p = pair_of(s, "B");
     EXPECT_EQ(p["inputs"]["bounded_by"], variant);

@@ -67,7 +67,11 @@ RefClock ref_clock(const nlohmann::json& tr) {
   }
   const nlohmann::json& f = tr.at("frequency");
   c.have_ns = f.contains("hz_lo");
-  if (c.have_ns) c.hz = f.at("hz").get<double>(), c.hz_lo = f.at("hz_lo").get<double>(), c.hz_hi = f.at("hz_hi").get<double>();
+  if (c.have_ns) {
+    c.hz = f.at("hz").get<double>();
+    c.hz_lo = f.at("hz_lo").get<double>();
+    c.hz_hi = f.at("hz_hi").get<double>();
+  }
   return c;
 }
 

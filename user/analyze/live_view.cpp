@@ -54,7 +54,10 @@ void LiveView::add(const std::vector<TraceEvent>& evs) {
 
 void LiveView::settle(const TraceEvent& raw) {
   TraceEvent e = raw;
-  if (is_mono(e)) e.ts = map_.mono_to_tsc(e.ts), e.timebase = uint8_t(Timebase::Tsc);
+  if (is_mono(e)) {
+    e.ts = map_.mono_to_tsc(e.ts);
+    e.timebase = uint8_t(Timebase::Tsc);
+  }
   for (SameNodePairing& p : pairs_) p.add(e);
   if (e.kind != uint8_t(EventKind::User)) return;
   // Index under the longest and the shortest length of the band: equal means

@@ -52,7 +52,10 @@ NetThroughput compute_net_throughput(const TraceReader& r, const Timeline& tl, u
   t.period = period;
   t.period_ms = period_ms;
   hi = std::max(hi, period_index(tl, last_ts, period));
-  for (const auto& [k, b] : bins) lo = std::min(lo, b.first), hi = std::max(hi, b.first + int64_t(b.counts.size()) - 1);
+  for (const auto& [k, b] : bins) {
+    lo = std::min(lo, b.first);
+    hi = std::max(hi, b.first + int64_t(b.counts.size()) - 1);
+  }
   if (periods_between(lo, hi) > kMaxThroughputPeriods) refuse_throughput_span(tl, period, period_ms, lo, hi);
   t.first = lo;
   t.periods = size_t(hi - lo + 1);

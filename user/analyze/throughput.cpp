@@ -69,7 +69,10 @@ Throughput ThroughputCounter::table(const Timeline& tl, uint64_t period, double 
   t.period_ms = period_ms;
   int64_t lo = lo_, hi = std::max(hi_, period_index(tl, tl.end, period));
   for (const auto& [id, b] : bins)
-    if (!b.counts.empty()) lo = std::min(lo, b.first), hi = std::max(hi, b.first + int64_t(b.counts.size()) - 1);
+    if (!b.counts.empty()) {
+      lo = std::min(lo, b.first);
+      hi = std::max(hi, b.first + int64_t(b.counts.size()) - 1);
+    }
   if (periods_between(lo, hi) > kMaxThroughputPeriods) refuse_throughput_span(tl, period, period_ms, lo, hi);
   t.first = lo;
   t.periods = size_t(hi - lo + 1);

@@ -133,7 +133,10 @@ int cmd_top(const TopOptions& o) {
     bool complete = meta.value("complete", false);
     tail.poll([&](const std::vector<TraceEvent>& evs) { view.add(evs); });
     view.update(tail, meta);
-    if (tail.file_bytes() != last_size) last_size = tail.file_bytes(), grew_at = Clock::now();
+    if (tail.file_bytes() != last_size) {
+      last_size = tail.file_bytes();
+      grew_at = Clock::now();
+    }
     json s = view.snapshot(tail);
     s["refresh"] = n;
     s["complete"] = complete;

@@ -81,7 +81,10 @@ struct alignas(64) Spinner {
     while (mono_ns() < end) {
       int64_t c0 = thread_cpu_ns(), w0 = mono_ns();
       uint64_t u0 = n;
-      while (mono_ns() - w0 < 10000000) x = work_unit(x), n++;
+      while (mono_ns() - w0 < 10000000) {
+        x = work_unit(x);
+        n++;
+      }
       int64_t dc = thread_cpu_ns() - c0;
       if (dc >= 2000000) rates.push_back(double(n - u0) * 1e9 / double(dc));
     }

@@ -155,7 +155,10 @@ json ControlServer::end_round(uint64_t emitted) {
   while (st_.round_unique.load() < emitted && !st_.stop.load()) {
     int64_t now = mono_ns();
     uint64_t u = st_.round_unique.load();
-    if (u != last) last = u, last_change = now;
+    if (u != last) {
+      last = u;
+      last_change = now;
+    }
     if (now - last_change > int64_t(o_.drain_idle_s * 1e9) || now - t_end > int64_t(o_.drain_max_s * 1e9)) break;
     usleep(2000);
   }

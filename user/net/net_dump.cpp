@@ -20,7 +20,10 @@ void print_net_csv(FILE* out, const std::string& node, const NetEvent& e, const 
 void print_net_text(FILE* out, const NetEvent& e, const PidTable* pids) {
   const cp_net_rec& r = e.r;
   std::string src = net_addr(r, true), dst = net_addr(r, false);
-  if (r.family == 10) src = "[" + src + "]", dst = "[" + dst + "]";
+  if (r.family == 10) {
+    src = "[" + src + "]";
+    dst = "[" + dst + "]";
+  }
   fprintf(out, "%20llu %-6s %s %s:%u > %s:%u len=%u", (unsigned long long)e.ts, net_kind_name(r.kind),
           net_proto_name(r.proto), src.c_str(), r.sport, dst.c_str(), r.dport, r.len);
   bool pkt = r.kind == CP_NET_PKT_TX || r.kind == CP_NET_PKT_RX;

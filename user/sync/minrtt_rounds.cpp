@@ -146,7 +146,10 @@ std::optional<SyncRound> Initiator::try_round(const Peer& peer, const std::strin
   probe.reply_port = s.rx_port;
   probe.node = node_;
   auto ck = cookies_.find(peer.text);
-  if (ck != cookies_.end()) probe.a = ck->second[0], probe.b = ck->second[1];
+  if (ck != cookies_.end()) {
+    probe.a = ck->second[0];
+    probe.b = ck->second[1];
+  }
   auto bytes = minrtt::encode(probe, key_);
   uint64_t u1 = rdtsc_now();
   if (sendto(s.tx, bytes.data(), bytes.size(), 0, reinterpret_cast<const sockaddr*>(&peer.addr),

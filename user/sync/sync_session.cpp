@@ -33,9 +33,15 @@ nlohmann::json summarize_rounds(const std::vector<SyncRound>& rounds, double tsc
       a.n++;
       if (r.kernel_ok) {
         a.kok++;
-        if (r.kernel_rtt() < a.kmin) a.kmin = r.kernel_rtt(), a.kmin_seq = r.seq;
+        if (r.kernel_rtt() < a.kmin) {
+          a.kmin = r.kernel_rtt();
+          a.kmin_seq = r.seq;
+        }
       }
-      if (r.user_ok) a.uok++, a.umin = std::min(a.umin, r.user_rtt());
+      if (r.user_ok) {
+        a.uok++;
+        a.umin = std::min(a.umin, r.user_rtt());
+      }
     }
   }
   nlohmann::json out = nlohmann::json::object();

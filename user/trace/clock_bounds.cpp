@@ -23,7 +23,10 @@ bool overlap(ld alo, ld ahi, ld blo, ld bhi) { return alo <= bhi && blo <= ahi; 
 // u in [0, span] with k0 + k1 u <= 0, intersected into [lo, hi].
 void solve_le(ld k0, ld k1, ld span, ld& lo, ld& hi) {
   if (k1 == 0) {
-    if (k0 > 0) lo = 1, hi = 0;  // empty
+    if (k0 > 0) {  // empty
+      lo = 1;
+      hi = 0;
+    }
     return;
   }
   ld r = -k0 / k1;
@@ -135,7 +138,10 @@ void ClockBounds::h1(size_t i, ld m, ld& lo, ld& hi) const {
     auto via_hi = [&](ld c) { return b_[i + 1] - rb.lo * (span - c) - ra.lo * (c - u); };
     ld l = std::max(a_[i] + ra.lo * u, std::min(via_lo(c0), via_lo(c1)));
     ld h = std::min(b_[i] + ra.hi * u, std::max(via_hi(c0), via_hi(c1)));
-    if (l <= h) lo = std::min(lo, l), hi = std::max(hi, h);
+    if (l <= h) {
+      lo = std::min(lo, l);
+      hi = std::max(hi, h);
+    }
   }
   if (u >= s.c_lo) {  // m after the change
     ld c0 = s.c_lo, c1 = std::min(u, s.c_hi);
@@ -143,7 +149,10 @@ void ClockBounds::h1(size_t i, ld m, ld& lo, ld& hi) const {
     auto via_hi = [&](ld c) { return b_[i] + ra.hi * c + rb.hi * (u - c); };
     ld l = std::max(a_[i + 1] - rb.hi * (span - u), std::min(via_lo(c0), via_lo(c1)));
     ld h = std::min(b_[i + 1] - rb.lo * (span - u), std::max(via_hi(c0), via_hi(c1)));
-    if (l <= h) lo = std::min(lo, l), hi = std::max(hi, h);
+    if (l <= h) {
+      lo = std::min(lo, l);
+      hi = std::max(hi, h);
+    }
   }
 }
 

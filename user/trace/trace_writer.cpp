@@ -25,7 +25,11 @@ void write_all(int fd, iovec* iov, int n, const std::string& path) {
       throw_errno("cannot write", path);
     }
     auto left = static_cast<size_t>(w);
-    while (n > 0 && left >= iov->iov_len) left -= iov->iov_len, ++iov, --n;
+    while (n > 0 && left >= iov->iov_len) {
+      left -= iov->iov_len;
+      ++iov;
+      --n;
+    }
     if (n > 0) {
       iov->iov_base = static_cast<char*>(iov->iov_base) + left;
       iov->iov_len -= left;

@@ -137,7 +137,10 @@ bool offset_of(const LineSet& s, int64_t x, double& d) {
 class Screened {
  public:
   Screened(const LineSet& s, int64_t x) : s_(s), x_(x) {
-    if (s.lines.size() > kStack) heap_.resize(s.lines.size()), v_ = heap_.data();
+    if (s.lines.size() > kStack) {
+      heap_.resize(s.lines.size());
+      v_ = heap_.data();
+    }
     double d = 0;
     exact_only_ = !offset_of(s, x, d);
     for (size_t i = 0; i < s.lines.size(); ++i) {

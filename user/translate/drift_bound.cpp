@@ -36,7 +36,11 @@ std::vector<Pt> records(const std::vector<Pt>& pts, int64_t rate_num, bool max, 
   i128 best = 0;
   auto visit = [&](const Pt& p) {
     i128 k = key(p, rate_num);
-    if (!have || (max ? k > best : k < best)) out.push_back(p), best = k, have = true;
+    if (!have || (max ? k > best : k < best)) {
+      out.push_back(p);
+      best = k;
+      have = true;
+    }
   };
   if (from_left)
     for (const Pt& p : pts) visit(p);

@@ -185,7 +185,10 @@ HullSync hull_sync(const Constraints& c) {
     }
     // The boundary between two pieces: halfway between their constraint ranges.
     int64_t from = k == 0 ? 0 : h.segments[k - 1].x_last + (seg.x_first - h.segments[k - 1].x_last) / 2;
-    if (k > 0) seg.apply_from = from, h.segments[k - 1].apply_to = from - 1;
+    if (k > 0) {
+      seg.apply_from = from;
+      h.segments[k - 1].apply_to = from - 1;
+    }
     pieces.push_back({from, seg.fit.lines});
   }
   if (h.segments.empty()) h.problem = "no constraints";

@@ -37,7 +37,7 @@ struct Stamp {
 class Scenarios {
  public:
   explicit Scenarios(const json& tr) {
-    const std::string method = tr.at("method").get<std::string>();
+    const Method method = parse_method(tr.at("method").get<std::string>(), "meta.json translated.method");
     std::map<std::string, size_t> index;
     for (const json& n : tr.at("nodes")) {
       index[n.at("node").get<std::string>()] = to_ref_.size();

@@ -57,7 +57,10 @@ std::optional<Violation> worst_violation(std::vector<Tagged> t, long double s_lo
   Tagged arg;
   for (size_t s = 0, e; s < t.size(); s = e) {
     for (e = s; e < t.size() && t[e].x == t[s].x; ++e)
-      if (t[e].below && t[e].y - s_lo * t[e].x > best) best = t[e].y - s_lo * t[e].x, arg = t[e];
+      if (t[e].below && t[e].y - s_lo * t[e].x > best) {
+        best = t[e].y - s_lo * t[e].x;
+        arg = t[e];
+      }
     for (size_t k = s; k < e; ++k)
       if (!t[k].below && best > -INFINITY && t[k].y - s_lo * t[k].x < best) note(best - (t[k].y - s_lo * t[k].x), arg, t[k]);
   }
@@ -69,7 +72,10 @@ std::optional<Violation> worst_violation(std::vector<Tagged> t, long double s_lo
     for (size_t k = s; k < e; ++k)
       if (!t[k].below && best > -INFINITY && t[k].y - s_hi * t[k].x < best) note(best - (t[k].y - s_hi * t[k].x), arg, t[k]);
     for (size_t k = s; k < e; ++k)
-      if (t[k].below && t[k].y - s_hi * t[k].x > best) best = t[k].y - s_hi * t[k].x, arg = t[k];
+      if (t[k].below && t[k].y - s_hi * t[k].x > best) {
+        best = t[k].y - s_hi * t[k].x;
+        arg = t[k];
+      }
   }
   if (v) v->count = size_t(std::count(violated.begin(), violated.end(), true));
   return v;
@@ -89,7 +95,10 @@ RateInterval stream_rate(const std::vector<ClockPoint>& pts, int64_t from, int64
     });
   };
   ClockPoint p1 = nearest(from), p2 = nearest(to);
-  if (p2.tsc <= p1.tsc || p2.mono_ns <= p1.mono_ns + 2) p1 = pts.front(), p2 = pts.back();
+  if (p2.tsc <= p1.tsc || p2.mono_ns <= p1.mono_ns + 2) {
+    p1 = pts.front();
+    p2 = pts.back();
+  }
   if (p2.tsc <= p1.tsc || p2.mono_ns <= p1.mono_ns + 2) return {};
   // The RAW brackets of the same two points when both have them (see the header).
   bool raw = p1.has_raw() && p2.has_raw() && p2.raw_tsc > p1.raw_tsc && p2.raw_ns > p1.raw_ns + 2;

@@ -33,6 +33,35 @@ namespace {
 
 using nlohmann::json;
 
+// The names of translate's choices, one table per option: name_of and the
+// parse functions below read the same table.
+template <class E>
+struct Choice {
+  E value;
+  const char* name;
+};
+constexpr Choice<Method> kMethods[] = {{Method::Ratio, "ratio"}, {Method::Hull, "hull"}, {Method::Best, "best"}};
+constexpr Choice<ClockModel> kClockModels[] = {{ClockModel::Linear, "linear"}, {ClockModel::Piecewise, "piecewise"}};
+constexpr Choice<Inputs> kInputs[] = {{Inputs::Both, "both"}, {Inputs::Rounds, "rounds"}, {Inputs::Traffic, "traffic"}};
+
+template <class E, size_t N>
+std::string choice_name(const Choice<E> (&table)[N], E v) {
+  for (const Choice<E>& c : table)
+    if (c.value == v) return c.name;
+  throw std::logic_error("translate option value without a name");
+}
+
+// "--method fast: must be ratio, hull or best".
+template <class E, size_t N>
+E parse_choice(const Choice<E> (&table)[N], std::string_view s, std::string_view what) {
+  std::string names;
+  for (size_t i = 0; i < N; ++i) {
+    if (s == table[i].name) return table[i].value;
+    names += (i == 0 ? "" : i + 1 == N ? " or " : ", ") + std::string(table[i].name);
+  }
+  throw std::invalid_argument(fmt::format("{} {}: must be {}", what, s, names));
+}
+
 struct Node {
   std::string name, dir;
   std::unique_ptr<TraceReader> reader;
@@ -88,10 +117,29 @@ std::vector<Node> open_nodes(const std::vector<std::string>& dirs) {
                                            it->second, d));
     check_damage(*n.reader);
     const auto& cp = n.reader->clock_map().points();
-    if (!cp.empty()) n.span_lo = int64_t(cp.front().tsc), n.span_hi = int64_t(cp.back().tsc);
+    if (!cp.empty()) {
+      n.span_lo = int64_t(cp.front().tsc);
+      n.span_hi = int64_t(cp.back().tsc);
+    }
     nodes.push_back(std::move(n));
   }
   return nodes;
+}
+
+// The node whose TSC is the timebase: the one named, or without a name the only
+// node there is (with several, which one is the user's choice).
+size_t reference_index(const std::vector<Node>& nodes, const std::string& reference) {
+  std::string have;
+  for (const Node& n : nodes) have += (have.empty() ? "" : ", ") + n.name;
+  if (reference.empty()) {
+    if (nodes.size() == 1) return 0;
+    throw std::runtime_error(fmt::format("the traces hold {} nodes ({}): name the one whose TSC is the common "
+                                         "timebase with --reference",
+                                         nodes.size(), have));
+  }
+  for (size_t i = 0; i < nodes.size(); ++i)
+    if (nodes[i].name == reference) return i;
+  throw std::runtime_error("--reference " + reference + ": no such node among the traces (" + have + ")");
 }
 
 std::vector<SyncRound> rounds_with(const Node& n, const std::string& peer) {
@@ -170,18 +218,20 @@ std::vector<std::string> unauthenticated_rounds(const std::vector<Node>& nodes) 
 
 Pair build_pair(const std::vector<Node>& nodes, size_t x, size_t y, const TranslateOptions& opt,
                 const PacketMatches& packets) {
-  const std::string& method = opt.method;
   Pair p;
   p.from = x, p.to = y;
   p.rounds = pair_rounds(rounds_with(nodes[x], nodes[y].name), rounds_with(nodes[y], nodes[x].name));
-  if (opt.inputs == "traffic") p.rounds.rounds.clear();
+  if (opt.inputs == Inputs::Traffic) p.rounds.rounds.clear();
   std::string name = pair_name(nodes, x, y);
   Constraints rounds = round_constraints(p.rounds.rounds), traffic;
   std::pair<size_t, size_t> counts{0, 0};
-  if (opt.inputs != "rounds") traffic = packets.constraints(x, y), counts = packets.counts(x, y);
+  if (opt.inputs != Inputs::Rounds) {
+    traffic = packets.constraints(x, y);
+    counts = packets.counts(x, y);
+  }
   p.inputs = assess_inputs(rounds, p.rounds.rounds.size(), traffic, counts);
-  if (opt.inputs == "traffic") p.inputs.rounds_why = "not used (--inputs traffic)";
-  if (opt.inputs == "rounds") p.inputs.traffic_why = "not used (--inputs rounds)";
+  if (opt.inputs == Inputs::Traffic) p.inputs.rounds_why = "not used (--inputs traffic)";
+  if (opt.inputs == Inputs::Rounds) p.inputs.traffic_why = "not used (--inputs rounds)";
   if (p.rounds.rounds.empty()) {
     p.ratio_error = fmt::format("{}: no usable MinRTT rounds ({} without kernel stamps, {} inconsistent)", name,
                                 p.rounds.not_kernel, p.rounds.inconsistent);
@@ -203,12 +253,19 @@ Pair build_pair(const std::vector<Node>& nodes, size_t x, size_t y, const Transl
         : fmt::format("{}: hull method: {} (rounds alone: {}; traffic alone: {})", name, p.hull->problem,
                       p.inputs.rounds_bound ? "bounded" : p.inputs.rounds_why,
                       p.inputs.traffic_bound ? "bounded" : p.inputs.traffic_why);
-  if (method == "ratio") p.chosen = r, p.why_none = p.ratio_error;
-  else if (method == "hull") p.chosen = h, p.why_none = hull_error;
-  else if (r && h && !p.hull->linear) p.chosen = h;  // the ratio's one line contradicts crossing hulls: split
-  else if (r && h) p.chosen = std::make_shared<IntersectRelation>(r, h);
-  else p.chosen = r ? r : h, p.why_none = p.ratio_error + "; " + hull_error;
-  if (opt.clock_model == "piecewise") {
+  p.chosen = choose_relation(opt.method, r, h, p.hull->linear);
+  switch (opt.method) {
+    case Method::Ratio:
+      p.why_none = p.ratio_error;
+      break;
+    case Method::Hull:
+      p.why_none = hull_error;
+      break;
+    case Method::Best:
+      if (!r || !h) p.why_none = p.ratio_error + "; " + hull_error;
+      break;
+  }
+  if (opt.clock_model == ClockModel::Piecewise) {
     // Replaces the linear relation: it holds whatever the rates did, within the bound.
     p.drift = std::make_shared<DriftBoundRelation>(merge(rounds, traffic), std::llround(opt.max_drift_ppm * 1000));
     p.chosen = p.drift->bounded() ? p.drift : nullptr;
@@ -322,16 +379,26 @@ json measure_frequency(const Node& ref, const std::map<std::pair<size_t, size_t>
   }
   int64_t a = std::numeric_limits<int64_t>::max(), b = std::numeric_limits<int64_t>::min();
   for (const auto& [k, p] : pairs)
-    if (p.to == ref_idx && p.ratio) a = std::min(a, p.ratio->j.y), b = std::max(b, p.ratio->m.y);
+    if (p.to == ref_idx && p.ratio) {
+      a = std::min(a, p.ratio->j.y);
+      b = std::max(b, p.ratio->m.y);
+    }
   std::string source = "reference clock stream between the MinRTT1 and MinRTT2 instants";
-  if (a >= b) a = int64_t(pts.front().tsc), b = int64_t(pts.back().tsc), source = "reference clock stream, first to last point";
+  if (a >= b) {
+    a = int64_t(pts.front().tsc);
+    b = int64_t(pts.back().tsc);
+    source = "reference clock stream, first to last point";
+  }
   auto nearest = [&](int64_t t) {
     return *std::min_element(pts.begin(), pts.end(), [t](const ClockPoint& x, const ClockPoint& y) {
       return std::llabs(int64_t(x.tsc) - t) < std::llabs(int64_t(y.tsc) - t);
     });
   };
   ClockPoint p1 = nearest(a), p2 = nearest(b);
-  if (p2.tsc <= p1.tsc) p1 = pts.front(), p2 = pts.back();
+  if (p2.tsc <= p1.tsc) {
+    p1 = pts.front();
+    p2 = pts.back();
+  }
   long double dt = (long double)(p2.tsc - p1.tsc), dm = (long double)(p2.mono_ns - p1.mono_ns);
   long double w = (long double)(p1.width_ticks + p2.width_ticks) / 2 + 2;
   j["hz"] = double(dt / dm * 1e9L);
@@ -347,7 +414,7 @@ json measure_frequency(const Node& ref, const std::map<std::pair<size_t, size_t>
 // --method ratio, hulls that cross are a finding too: the ratio's one line
 // ignores the split.
 json check_sync(const std::vector<Node>& nodes, const std::map<std::pair<size_t, size_t>, Pair>& pairs,
-                const std::string& method, std::vector<SyncFinding>& findings) {
+                Method method, std::vector<SyncFinding>& findings) {
   json checks = json::array();
   for (const auto& [k, p] : pairs) {
     if (p.from > p.to || p.rounds.rounds.empty()) continue;
@@ -359,7 +426,7 @@ json check_sync(const std::vector<Node>& nodes, const std::map<std::pair<size_t,
     SyncCheck c = check_pair_sync(p.rounds.rounds, nodes[p.from].name, nodes[p.to].name,
                                   stream_rate(nodes[p.from].reader->clock_map().points(), xlo, xhi),
                                   stream_rate(nodes[p.to].reader->clock_map().points(), ylo, yhi));
-    if (method == "ratio" && p.hull && !p.hull->linear)
+    if (method == Method::Ratio && p.hull && !p.hull->linear)
       c.findings.push_back(crossing_not_split(c.pair, p.hull->segments.size()));
     if (!c.not_checked.empty())
       fprintf(stderr, "cptrace translate: warning: %s: rounds not checked against the clocks' rates: %s\n",
@@ -422,25 +489,12 @@ uint64_t translate_node(const Node& n, uint16_t index, const Relation& rel, cons
 }  // namespace
 
 TranslateSummary translate(const TranslateOptions& opt) {
-  if (opt.method != "ratio" && opt.method != "hull" && opt.method != "best")
-    throw std::runtime_error("--method " + opt.method + ": must be ratio, hull or best");
-  if (opt.inputs != "both" && opt.inputs != "rounds" && opt.inputs != "traffic")
-    throw std::runtime_error("--inputs " + opt.inputs + ": must be both, rounds or traffic");
-  if (opt.clock_model != "linear" && opt.clock_model != "piecewise")
-    throw std::runtime_error("--clock-model " + opt.clock_model + ": must be linear or piecewise");
   if (!(opt.max_drift_ppm > 0) || opt.max_drift_ppm > 100000)
     throw std::runtime_error(fmt::format("--max-drift-ppm {}: must be in (0, 100000]", opt.max_drift_ppm));
   if (opt.dirs.empty()) throw std::runtime_error("no trace directories given");
   std::vector<Node> nodes = open_nodes(opt.dirs);
   if (nodes.size() > 0xffff) throw std::runtime_error("more than 65535 nodes");
-  size_t ref = nodes.size();
-  for (size_t i = 0; i < nodes.size(); ++i)
-    if (nodes[i].name == opt.reference) ref = i;
-  if (ref == nodes.size()) {
-    std::string have;
-    for (const Node& n : nodes) have += (have.empty() ? "" : ", ") + n.name;
-    throw std::runtime_error("--reference " + opt.reference + ": no such node among the traces (" + have + ")");
-  }
+  size_t ref = reference_index(nodes, opt.reference);
   warn_unknown_peers(nodes);
   PacketMatches packets = read_packets(nodes);
   std::map<std::pair<size_t, size_t>, Pair> pairs;
@@ -462,9 +516,9 @@ TranslateSummary translate(const TranslateOptions& opt) {
   for (size_t v = 0; v < nodes.size(); ++v)
     if (!to_ref[v]) throw std::runtime_error(no_path_error(nodes, v, ref, pairs));
 
-  json tr = {{"reference", nodes[ref].name}, {"method", opt.method}, {"clock_model", opt.clock_model},
-             {"inputs", opt.inputs}};
-  if (opt.clock_model == "piecewise") tr["max_drift_ppm"] = opt.max_drift_ppm;
+  json tr = {{"reference", nodes[ref].name}, {"method", name_of(opt.method)}, {"clock_model", name_of(opt.clock_model)},
+             {"inputs", name_of(opt.inputs)}};
+  if (opt.clock_model == ClockModel::Piecewise) tr["max_drift_ppm"] = opt.max_drift_ppm;
   tr["sync_check"] = checks;
   if (!findings.empty()) {
     tr["suspect_sync"] = json::array();
@@ -508,7 +562,7 @@ TranslateSummary translate(const TranslateOptions& opt) {
   auto t0 = std::chrono::steady_clock::now();
   for (size_t v = 0; v < nodes.size(); ++v) {
     Ranges transitions;
-    if (v != ref && opt.method != "ratio" && opt.clock_model == "linear") {
+    if (v != ref && opt.method != Method::Ratio && opt.clock_model == ClockModel::Linear) {
       size_t hop = 0;
       while (nodes[hop].name != path_names[v][1]) ++hop;
       const Pair& p = pairs.at({v, hop});
@@ -534,19 +588,38 @@ TranslateSummary translate(const TranslateOptions& opt) {
   return s;
 }
 
-RelationPtr pair_relation(const json& pair, const std::string& method) {
+std::string name_of(Method m) { return choice_name(kMethods, m); }
+std::string name_of(ClockModel m) { return choice_name(kClockModels, m); }
+std::string name_of(Inputs i) { return choice_name(kInputs, i); }
+Method parse_method(std::string_view s, std::string_view what) { return parse_choice(kMethods, s, what); }
+ClockModel parse_clock_model(std::string_view s, std::string_view what) { return parse_choice(kClockModels, s, what); }
+Inputs parse_inputs(std::string_view s, std::string_view what) { return parse_choice(kInputs, s, what); }
+
+RelationPtr choose_relation(Method method, const RelationPtr& ratio, const RelationPtr& hull, bool hull_linear) {
+  switch (method) {
+    case Method::Ratio:
+      return ratio;
+    case Method::Hull:
+      return hull;
+    case Method::Best:
+      break;
+  }
+  if (ratio && hull && !hull_linear) return hull;  // the ratio's one line contradicts crossing hulls: split
+  if (ratio && hull) return std::make_shared<IntersectRelation>(ratio, hull);
+  return ratio ? ratio : hull;
+}
+
+RelationPtr pair_relation(const json& pair, Method method) {
   auto get = [&](const char* m) -> RelationPtr {
     if (!pair.contains(m) || !pair[m].contains("relation")) return nullptr;
     return relation_from_json(pair[m]["relation"]);
   };
   // --clock-model piecewise: the rate-bounded relation replaced the linear methods.
   if (pair.contains("piecewise")) return pair.contains("relation") ? relation_from_json(pair["relation"]) : nullptr;
-  if (method == "ratio") return get("ratio");
-  if (method == "hull") return get("hull");
-  RelationPtr r = get("ratio"), h = get("hull");
-  if (r && h && !pair["hull"].value("linear", true)) return h;  // as build_pair: crossing hulls are split
-  if (r && h) return std::make_shared<IntersectRelation>(r, h);
-  return r ? r : h;
+  // Only the relations `method` can use are read.
+  RelationPtr r = method == Method::Hull ? nullptr : get("ratio");
+  RelationPtr h = method == Method::Ratio ? nullptr : get("hull");
+  return choose_relation(method, r, h, !pair.contains("hull") || pair["hull"].value("linear", true));
 }
 
 int cmd_translate(const TranslateOptions& opt) {
@@ -554,7 +627,7 @@ int cmd_translate(const TranslateOptions& opt) {
   const json& tr = s.meta["translated"];
   printf("translated %llu events of %zu nodes onto %s's TSC (method %s) in %.2f s -> %s\n",
          (unsigned long long)s.events, tr["nodes"].size(), tr["reference"].get<std::string>().c_str(),
-         opt.method.c_str(), tr["seconds"].get<double>(), opt.out.c_str());
+         name_of(opt.method).c_str(), tr["seconds"].get<double>(), opt.out.c_str());
   for (const json& n : tr["nodes"]) {
     std::string path;
     for (const auto& p : n["path"]) path += (path.empty() ? "" : " -> ") + p.get<std::string>();

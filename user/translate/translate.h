@@ -20,6 +20,7 @@
 // input frame at a time, so memory stays bounded whatever the trace size.
 #pragma once
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -28,25 +29,41 @@
 
 namespace cptrace {
 
+// --method: which relation of a node pair is used (see above).
+enum class Method { Ratio, Hull, Best };
+// --clock-model: linear, the methods above (clocks linear over the span, or split
+// where hulls cross); piecewise, the rate-bounded relation (drift_bound.h) over
+// every round and matched packet, strict whatever the rates do within
+// +-max_drift_ppm.
+enum class ClockModel { Linear, Piecewise };
+// --inputs: which constraints relate a node pair: MinRTT rounds, matched packets
+// (traffic), or both. One alone is for comparing what each gives.
+enum class Inputs { Both, Rounds, Traffic };
+
+// The one spelling of each value, on the command line and in meta.json "translated".
+std::string name_of(Method m);
+std::string name_of(ClockModel m);
+std::string name_of(Inputs i);
+// The value a name spells; anything else throws std::invalid_argument naming
+// `what` (the flag, or where in meta.json the name was read), the bad name and
+// the names that exist.
+Method parse_method(std::string_view s, std::string_view what = "--method");
+ClockModel parse_clock_model(std::string_view s, std::string_view what = "--clock-model");
+Inputs parse_inputs(std::string_view s, std::string_view what = "--inputs");
+
 struct TranslateOptions {
   std::vector<std::string> dirs;
-  std::string reference;
+  std::string reference;  // empty: the only node (an error with several)
   std::string out;
-  std::string method = "best";  // ratio | hull | best
+  Method method = Method::Best;
   bool overwrite = false;
-  bool progress = false;
   // Translate even when a pair's rounds contradict each other or physics
   // (sync_sanity.h); the findings are then written into meta.json "translated"
   // "suspect_sync" and printed as WARNING lines. Default: refuse.
   bool accept_suspect_sync = false;
-  // linear: the methods above (clocks linear over the span, or split where hulls
-  // cross); piecewise: the rate-bounded relation (drift_bound.h) over every round
-  // and matched packet, strict whatever the rates do within +-max_drift_ppm.
-  std::string clock_model = "linear";
+  ClockModel clock_model = ClockModel::Linear;
   double max_drift_ppm = 500;
-  // Which constraints relate a node pair: MinRTT rounds, matched packets
-  // (traffic), or both (default). One alone is for comparing what each gives.
-  std::string inputs = "both";
+  Inputs inputs = Inputs::Both;
 };
 
 struct TranslateSummary {
@@ -57,8 +74,15 @@ struct TranslateSummary {
 TranslateSummary translate(const TranslateOptions& opt);
 int cmd_translate(const TranslateOptions& opt);
 
+// The relation a node pair is translated with under `method`, from its ratio and
+// hull relations (either may be null): the one asked for; under best, both hold,
+// so their intersection, except where the hulls cross (not hull_linear): the
+// ratio's one line contradicts the rounds there and the split hull is used.
+// translate and pair_relation both decide through this.
+RelationPtr choose_relation(Method method, const RelationPtr& ratio, const RelationPtr& hull, bool hull_linear);
+
 // The relation of a pair entry of the translated meta.json under `method`
 // (null when that method has none for the pair).
-RelationPtr pair_relation(const nlohmann::json& pair, const std::string& method);
+RelationPtr pair_relation(const nlohmann::json& pair, Method method);
 
 }  // namespace cptrace

@@ -17,7 +17,10 @@ int64_t unzz(uint64_t z) { return int64_t(z >> 1) ^ -int64_t(z & 1); }
 // Writes into a buffer sized beforehand for the worst case (kMaxEventBytes per
 // event): no capacity check per byte, which was a large share of translate's time.
 inline uint8_t* put(uint8_t* p, uint64_t v) {
-  while (v >= 0x80) *p++ = uint8_t(v) | 0x80, v >>= 7;
+  while (v >= 0x80) {
+    *p++ = uint8_t(v) | 0x80;
+    v >>= 7;
+  }
   *p++ = uint8_t(v);
   return p;
 }
