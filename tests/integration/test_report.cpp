@@ -11,6 +11,7 @@
 #include <sstream>
 #include <regex>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "synth_cluster.h"
@@ -244,6 +245,78 @@ TEST(Report, BadInput) {
     auto r = run(cptrace_bin() + " " + c.args, tmp);
     EXPECT_NE(r.status, 0) << c.args;
     EXPECT_NE(r.err.find(c.needle), std::string::npos) << c.args << " -> " << r.err;
+  }
+}
+
+// One node's own trace needs no translation: `latency` answers from it, in the
+// shape of a translated run's rows (the node paired with itself), and `report
+// --pair` shows the same tuples. Known durations 100 + 10 * (i % 10) us at
+// exactly 1 GHz; bound +-60 ticks (the widest correlation bracket), in ns
+// rounded outward over the frequency interval of the two correlation points.
+TEST(Latency, OneNodeTraceWithoutTranslate) {
+  TempDir tmp;
+  report_trace().write(tmp / "t");
+  std::string base = cptrace_bin() + " latency " + (tmp / "t") + " --from in --to out";
+  auto r = run(base + " --csv", tmp);
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::istringstream in(r.out);
+  std::string line;
+  std::getline(in, line);
+  EXPECT_EQ(line, "tuple,from_node,to_node,scenario,ticks,ticks_lo,ticks_hi,ns,ns_lo,ns_hi");
+  uint64_t rows = 0;
+  while (std::getline(in, line)) {
+    uint64_t i = std::stoull(line.substr(0, line.find(',')));
+    int64_t d = int64_t(100 + 10 * (i % 10)) * 1000;
+    EXPECT_EQ(line, fmt::format("{},synth,synth,same-node,{},{},{},{},{},{}", i, d, d - 60, d + 60, d, d - 61, d + 61));
+    rows++;
+  }
+  EXPECT_EQ(rows, 1000u);
+  EXPECT_NE(r.err.find("unmatched: 0 tuples on in only, 0 on out only"), std::string::npos) << r.err;
+
+  r = run(base + " --json --memory 16M", tmp);
+  ASSERT_EQ(r.status, 0) << r.err;
+  json j = json::parse(r.out);
+  EXPECT_EQ(j["all"]["count"], 1000);
+  EXPECT_EQ(j["all"]["min"], 100000);
+  EXPECT_EQ(j["all"]["p50"], 140000);
+  EXPECT_EQ(j["all"]["max"], 190000);
+  EXPECT_EQ(j["all"]["width_max"], 122);
+  ASSERT_EQ(j["hops"].size(), 1u);
+  EXPECT_EQ(j["hops"][0]["from_node"], "synth");
+  EXPECT_EQ(j["hops"][0]["to_node"], "synth");
+  ASSERT_EQ(j["scenarios"].size(), 1u);
+  EXPECT_EQ(j["scenarios"][0]["scenario"], "same-node");
+
+  r = run(base, tmp);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out.substr(0, r.out.find('\n')), "latency in -> out: 1000 tuples");
+  EXPECT_TRUE(std::regex_search(r.out, std::regex(R"(value \(all\) +1000 +100000 +140000 +180000 +190000 +190000  ns)")))
+      << r.out;
+
+  // The report of the same trace: the same tuples, one local series.
+  r = run(cptrace_bin() + " report " + (tmp / "t") + " -o " + (tmp / "r.html") + " --pair in,out", tmp);
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::string html = read_file(tmp / "r.html");
+  size_t at = html.find("id=\"cptrace-data\">");
+  ASSERT_NE(at, std::string::npos);
+  at = html.find('>', at) + 1;
+  json data = json::parse(html.substr(at, html.find("</script>", at) - at));
+  ASSERT_EQ(data["latency"].size(), 1u);
+  EXPECT_EQ(data["latency"][0]["summary"]["count"], 1000);
+  EXPECT_EQ(data["latency"][0]["from_node"], "synth");
+  EXPECT_EQ(data["latency"][0]["remote"], false);
+
+  // A directory of several nodes' traces still needs translating.
+  std::filesystem::create_directories(tmp / "run");
+  report_trace().write(tmp / "run/A");
+  report_trace().write(tmp / "run/B");
+  for (std::string cmd : {" latency " + (tmp / "run") + " --from in --to out",
+                          " report " + (tmp / "run") + " -o " + (tmp / "r2.html") + " --pair in,out"}) {
+    r = run(cptrace_bin() + cmd, tmp);
+    EXPECT_NE(r.status, 0) << cmd;
+    EXPECT_NE(r.err.find("not a translated trace (run cptrace translate first): it holds the traces of 2 node(s) (A, B)"),
+              std::string::npos)
+        << cmd << " -> " << r.err;
   }
 }
 

@@ -154,7 +154,7 @@ void node_trace_report(const TraceReader& r, const ReportOptions& o, ReportData&
 }  // namespace
 
 int cmd_report(const ReportOptions& o) {
-  auto r = open_trace(o.dir);
+  auto r = open_latency_trace(o.dir);  // several nodes' traces: translate first
   ReportData d;
   if (is_translated(*r)) translated_report(*r, o, d);
   else node_trace_report(*r, o, d);
