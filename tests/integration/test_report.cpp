@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <set>
 #include <sstream>
 #include <regex>
 
@@ -474,6 +475,37 @@ TEST(Report, TranslatedRunOnePagePerNodeAndPath) {
     EXPECT_EQ(sec.find("NO: recorded"), std::string::npos) << name;  // events + dropped = seen
   }
 
+  // The question people come with is on top: the end-to-end line, the per-hop
+  // table and the pairs' table come before the first node section.
+  size_t first_node = dom.find("<section class=\"node\"");
+  ASSERT_NE(first_node, std::string::npos);
+  for (std::string top : {"<p class=\"end-to-end\"", "<table class=\"path-hops\"", "class=\"lat-stats\""}) {
+    ASSERT_NE(dom.find(top), std::string::npos) << top;
+    EXPECT_LT(dom.find(top), first_node) << top;
+  }
+  EXPECT_GT(dom.find("class=\"cdf\""), first_node);  // the plots behind the numbers come after
+  std::string e2e = dom_part(dom, "<p class=\"end-to-end\"", "</p>");
+  EXPECT_NE(e2e.find("data-count=\"1500\">End to end A.out -&gt; C.in: p50 "), std::string::npos) << e2e;
+  EXPECT_NE(e2e.find(" over 1500 tuples"), std::string::npos) << e2e;
+
+  // The nodes' throughput plots share one x axis, the reference's seconds: the
+  // same range on every node's plot, and A (the reference) is its own axis.
+  std::set<std::pair<std::string, std::string>> ranges;
+  for (auto& m : all_matches(dom, std::regex(R"re(<svg[^>]*class="throughput"[^>]*data-x0="([^"]+)" data-x1="([^"]+)")re")))
+    ranges.insert({m[1], m[2]});
+  EXPECT_EQ(all_matches(dom, std::regex(R"re(<svg[^>]*class="throughput")re")).size(), 3u);
+  EXPECT_EQ(ranges.size(), 1u) << "every node's plot must have the same x range";
+  EXPECT_NE(dom.find("seconds since the trace start of A (the reference)"), std::string::npos);
+  {
+    std::string html = read_file(tmp / "r.html");
+    size_t at = html.find('>', html.find("id=\"cptrace-data\"")) + 1;
+    json data = json::parse(html.substr(at, html.find("</script>", at) - at));
+    ASSERT_EQ(data["nodes"].size(), 3u);
+    EXPECT_EQ(data["nodes"][0]["axis"]["reference"], "A");
+    EXPECT_NEAR(data["nodes"][0]["axis"]["scale"].get<double>(), 1.0, 1e-12);
+    for (auto& n : data["nodes"]) EXPECT_NEAR(n["axis"]["scale"].get<double>(), 1.0, 1e-3) << n["overview"]["node"];
+  }
+
   // The per-hop table: each row = `cptrace latency --json` of that hop.
   std::string table = dom_part(dom, "<table class=\"path-hops\"", "</table>");
   ASSERT_FALSE(table.empty());
@@ -542,6 +574,26 @@ TEST(Report, TranslatedRunOnePagePerNodeAndPath) {
                    tmp);
   EXPECT_EQ(s.status, 0) << s.err;
   EXPECT_GT(std::filesystem::file_size(tmp / "r.png"), 10000u);
+}
+
+// Nothing dropped: no chart of zero bars, one line with the real numbers.
+TEST(Report, NoDropsIsOneLine) {
+  REQUIRE_CHROMIUM();
+  TempDir tmp;
+  SyntheticTrace t = report_trace();
+  t.seen = {1000, 1000};
+  t.dropped = {0, 0};
+  t.write(tmp / "t");
+  auto r = run(cptrace_bin() + " report " + (tmp / "t") + " -o " + (tmp / "r.html") + " --period 100", tmp);
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::string dom = self_contained_dom(tmp / "r.html", tmp);
+  EXPECT_EQ(dom.find("class=\"drops\""), std::string::npos);
+  EXPECT_EQ(dom.find("<h3>Drops per CPU"), std::string::npos);
+  EXPECT_EQ(all_matches(dom, std::regex("class=\"no-drops\"")).size(), 1u);
+  EXPECT_NE(dom.find("<p class=\"no-drops\" data-events=\"2000\" data-dropped=\"0\">No drops: 2000 events recorded, 0 "
+                     "dropped (2000 seen by the probes, 2 CPUs).</p>"),
+            std::string::npos)
+      << dom_part(dom, "<section class=\"node\"", "</section>");
 }
 
 TEST(Report, TranslatedRunBadInput) {

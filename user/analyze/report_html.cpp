@@ -91,7 +91,8 @@ std::string html_escape(const std::string& s) {
 json report_json(const ReportData& d) {
   json j = {{"title", d.title}, {"nodes", json::array()}, {"latency", json::array()}};
   for (const auto& n : d.nodes)
-    j["nodes"].push_back({{"overview", n.overview}, {"drops", n.drops}, {"throughput", n.throughput}, {"clock", n.clock}});
+    j["nodes"].push_back({{"overview", n.overview}, {"drops", n.drops}, {"throughput", n.throughput}, {"clock", n.clock},
+                          {"axis", n.axis}});
   for (const auto& s : d.latency) j["latency"].push_back(series_json(s));
   j["path"] = d.path;
   j["run_nodes"] = d.run_nodes;
