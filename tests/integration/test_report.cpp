@@ -176,14 +176,15 @@ TEST(Report, RendersInChromiumWithTheNumbersOfTheTrace) {
   expect_throughput_matches(dom, tmp / "t", 100, tmp);
 
   // Latency table: the known durations 100..190 us, 100 tuples each (nearest-rank
-  // percentiles), bound = +-60 ns (the widest correlation bracket).
+  // percentiles), bound = +-60 ticks (the widest correlation bracket), +-61 ns
+  // rounded outward over the frequency interval (as `cptrace latency` prints).
   auto lat = dom.substr(dom.find("class=\"lat-stats\""));
   std::map<std::string, std::string> cells;
   for (auto& m : all_matches(lat.substr(0, lat.find("</table>")), std::regex(R"re(data-key="(\w+)">([^<]*)<)re")))
     cells[m[1]] = m[2];
   std::map<std::string, std::string> want = {{"count", "1000"},          {"min_s", "100.000"}, {"p50_s", "140.000"},
                                              {"p90_s", "180.000"},       {"p99_s", "190.000"}, {"max_s", "190.000"},
-                                             {"width_p50_s", "0.120"},   {"width_max_s", "0.120"}};
+                                             {"width_p50_s", "0.122"},   {"width_max_s", "0.122"}};
   EXPECT_EQ(cells, want);
   EXPECT_NE(lat.find("local (synth)"), std::string::npos);
 
@@ -294,8 +295,11 @@ TEST(Latency, OneNodeTraceWithoutTranslate) {
   EXPECT_TRUE(std::regex_search(r.out, std::regex(R"(value \(all\) +1000 +100000 +140000 +180000 +190000 +190000  ns)")))
       << r.out;
 
-  // The report of the same trace: the same tuples, one local series.
-  r = run(cptrace_bin() + " report " + (tmp / "t") + " -o " + (tmp / "r.html") + " --pair in,out", tmp);
+  // The report of the same trace: the same rows, one local series whose table
+  // is what `latency --csv` gives; --path works on one node too (its
+  // end-to-end row is `latency --json`'s "all").
+  std::string csv = run(base + " --csv", tmp).out;
+  r = run(cptrace_bin() + " report " + (tmp / "t") + " -o " + (tmp / "r.html") + " --pair in,out --path in,out", tmp);
   ASSERT_EQ(r.status, 0) << r.err;
   std::string html = read_file(tmp / "r.html");
   size_t at = html.find("id=\"cptrace-data\">");
@@ -306,6 +310,15 @@ TEST(Latency, OneNodeTraceWithoutTranslate) {
   EXPECT_EQ(data["latency"][0]["summary"]["count"], 1000);
   EXPECT_EQ(data["latency"][0]["from_node"], "synth");
   EXPECT_EQ(data["latency"][0]["remote"], false);
+  EXPECT_EQ(data["path"]["end_to_end"]["count"], 1000);
+  EXPECT_EQ(data["path"]["end_to_end"]["p50"], 140000);
+  EXPECT_EQ(data["path"]["end_to_end"]["p50_lo"], 140000 - 61);
+  EXPECT_EQ(data["path"]["end_to_end"]["p50_hi"], 140000 + 61);
+  if (!chromium().empty()) {
+    std::string dom = self_contained_dom(tmp / "r.html", tmp);
+    EXPECT_EQ(latency_rows(dom)["in -&gt; out | local (synth)"], table_from_latency_csv(csv, "synth", "synth"));
+    EXPECT_LT(dom.find("<p class=\"end-to-end\""), dom.find("<section class=\"node\""));
+  }
 
   // A directory of several nodes' traces still needs translating.
   std::filesystem::create_directories(tmp / "run");
@@ -620,10 +633,10 @@ TEST(Report, TranslatedRunBadInput) {
     EXPECT_NE(r.status, 0) << c.args;
     EXPECT_NE(r.err.find(c.needle), std::string::npos) << c.args << " -> " << r.err;
   }
-  // On one node's trace --path and --node-dir are refused by name.
-  auto r = run(cptrace_bin() + " report " + tr.nodes[0] + " -o " + (tmp / "r.html") + " --path A.out,A.out", tmp);
+  // On one node's trace --node-dir is refused by name.
+  auto r = run(cptrace_bin() + " report " + tr.nodes[0] + " -o " + (tmp / "r.html") + " --node-dir " + tr.nodes[1], tmp);
   EXPECT_NE(r.status, 0);
-  EXPECT_NE(r.err.find("--path: only for a translated trace"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--node-dir: only for a translated trace"), std::string::npos) << r.err;
   r = run(cptrace_bin() + " latency " + tr.out + " --from A.out --to B.in --json --csv", tmp);
   EXPECT_NE(r.status, 0);
   EXPECT_NE(r.err.find("excludes"), std::string::npos) << r.err;  // CLI11: "--json excludes --csv"
