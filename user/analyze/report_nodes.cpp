@@ -57,12 +57,20 @@ nlohmann::json reference_axis(const TraceReader& run, size_t v, const NodeSectio
     }
   double hz = s.overview.value("tsc_hz", 0.0), span_s = s.overview.value("span_s", 0.0);
   if (ref_hz <= 0 || hz <= 0) return nullptr;
-  RelationPtr to_ref = relation_from_json(node.at("to_reference"));
-  int64_t origin = s.throughput.value("origin_tsc", int64_t(0));
-  auto on_ref = [&](int64_t t) { return double(to_ref->at(t).est - ref_origin) / ref_hz; };
-  double a = on_ref(origin), b = 1;
-  if (span_s > 0) b = (on_ref(origin + int64_t(span_s * hz)) - a) / span_s;
-  return {{"reference", ref}, {"offset_s", a}, {"scale", b}};
+  try {
+    RelationPtr to_ref = relation_from_json(node.at("to_reference"));
+    int64_t origin = s.throughput.value("origin_tsc", int64_t(0));
+    auto on_ref = [&](int64_t t) { return double(to_ref->at(t).est - ref_origin) / ref_hz; };
+    double a = on_ref(origin), b = 1;
+    if (span_s > 0) b = (on_ref(origin + int64_t(span_s * hz)) - a) / span_s;
+    return {{"reference", ref}, {"offset_s", a}, {"scale", b}};
+  } catch (const std::exception& e) {
+    // A relation with no estimate there: this node keeps its own axis (and the
+    // plots theirs), which the page says by its axis label.
+    fmt::print(stderr, "cptrace report: node {}: no place on {}'s time axis ({}); its plots keep their own\n",
+               node.value("node", ""), ref, e.what());
+    return nullptr;
+  }
 }
 
 std::vector<NodeSection> run_node_sections(const TraceReader& run, const std::vector<std::string>& node_dirs,
