@@ -140,18 +140,18 @@ function drops(parent, n) {
   });
 }
 
-// A node's own seconds on the shared axis: the reference's, for a translated
-// run's nodes (n.axis), else its own.
-function onAxis(n, s) { return n.axis ? n.axis.offset_s + n.axis.scale * s : s; }
-function ownRange(n) {
+// A node's own seconds on axis `ax`: the reference's for a translated run's
+// nodes (n.axis), none (its own seconds) otherwise.
+function onAxis(ax, s) { return ax ? ax.offset_s + ax.scale * s : s; }
+function ownRange(n, ax) {
   var t = n.throughput, per = t.period_ms / 1e3;
-  return [onAxis(n, t.first_period * per), onAxis(n, (t.first_period + t.periods) * per)];
+  return [onAxis(ax, t.first_period * per), onAxis(ax, (t.first_period + t.periods) * per)];
 }
 // One x range for every node's throughput plot, so that the nodes line up;
 // null when the nodes are not on one reference (one node's own report).
 function sharedAxis(nodes) {
   if (!nodes.length || !nodes.every(function (n) { return n.axis; })) return null;
-  var r = nodes.map(ownRange);
+  var r = nodes.map(function (n) { return ownRange(n, n.axis); });
   return {x0: Math.min.apply(null, r.map(function (v) { return v[0]; })),
           x1: Math.max.apply(null, r.map(function (v) { return v[1]; })), reference: nodes[0].axis.reference};
 }
@@ -162,7 +162,8 @@ function throughput(parent, n, shared) {
   if (!chans.length) { el('p', {'class': 'note'}, parent, 'no channels'); return; }
   var ymax = 1;
   chans.forEach(function (c) { c.counts.forEach(function (v) { if (v > ymax) ymax = v; }); });
-  var own = ownRange(n), x0 = shared ? shared.x0 : own[0], x1 = shared ? shared.x1 : own[1];
+  var ax = shared ? n.axis : null, own = ownRange(n, ax);
+  var x0 = shared ? shared.x0 : own[0], x1 = shared ? shared.x1 : own[1];
   var p = plot(parent, {x0: x0, x1: x1, y0: 0, y1: ymax, ylabel: 'events / period', cls: 'throughput',
                         xlabel: shared ? 'seconds since the trace start of ' + shared.reference + ' (the reference)'
                                        : 'seconds since trace start'});
@@ -170,7 +171,7 @@ function throughput(parent, n, shared) {
   p.svg.setAttribute('data-x1', x1);
   chans.forEach(function (c, k) {
     var pts = c.counts.map(function (v, i) {
-      return p.x(onAxis(n, (t.first_period + i + 0.5) * per)).toFixed(2) + ',' + p.y(v).toFixed(2);
+      return p.x(onAxis(ax, (t.first_period + i + 0.5) * per)).toFixed(2) + ',' + p.y(v).toFixed(2);
     });
     sv('polyline', {points: pts.join(' '), fill: 'none', stroke: color(k), 'stroke-width': 1.5,
                     'data-channel': c.name, 'data-counts': c.counts.join(',')}, p.svg);
