@@ -232,4 +232,24 @@ TEST_F(AnalysisBudget, NodeTraceReportSpilledIsTheSamePage) {
       false);
 }
 
+// `latency` on one node's own trace (no translation): the same within
+// --memory as without, spilled, and within the budget.
+TEST_F(AnalysisBudget, NodeTraceLatencySpilledIsTheSameOutputWithinBudget) {
+  std::string cmd = cptrace_bin() + " latency " + (*tmp_ / "B") + " --from B.in --to B.out --csv";
+  auto whole = run(cmd, *tmp_);
+  auto spilled = run(cmd + " --memory 16M", *tmp_);
+  ASSERT_EQ(whole.status, 0) << whole.err;
+  ASSERT_EQ(spilled.status, 0) << spilled.err;
+  EXPECT_TRUE(whole.out == spilled.out) << "the outputs differ";
+  EXPECT_EQ(uint64_t(std::count(whole.out.begin(), whole.out.end(), '\n')), expect_.n + 1) << "every tuple passes B";
+  EXPECT_NE(spilled.err.find("spilled"), std::string::npos) << "the 16M run must really spill: " << spilled.err;
+  expect_budget_honoured(
+      "node latency",
+      [&](const std::string& dir, const std::string&) {
+        std::string node_dir = (dir == dir_ ? *tmp_ : *tiny_tmp_) / "B";  // B's own trace, untranslated
+        return cptrace_bin() + " latency " + node_dir + " --from B.in --to B.out --csv";
+      },
+      false);
+}
+
 }  // namespace

@@ -65,6 +65,54 @@ TEST(BadInput, RingMbNotANumberNamesFlagAndValue) {
   }
 }
 
+// CLI11's NonNegativeNumber let nan through; the trace must not even be created.
+TEST(BadInput, RecordDurationNotAFiniteNumberNamesFlagAndValue) {
+  TempDir tmp;
+  for (std::string v : {"nan", "NaN", "inf", "-inf", "-1", "1e999", "abc"}) {
+    auto r = run(cptrace_bin() + " record -o " + (tmp / "t") + " --duration '" + v + "' -- true", tmp);
+    expect_clean_failure(r, "--duration " + v);
+    EXPECT_NE(r.err.find("--duration: " + v + " is not a"), std::string::npos) << v << ": " << r.err;
+    EXPECT_FALSE(std::filesystem::exists(tmp / "t")) << v;
+  }
+}
+
+// --min-windows is a count: -1 must not wrap into 2^64 - 1.
+TEST(BadInput, RatesMinWindowsNegativeIsRefused) {
+  TempDir tmp;
+  write_trace(tmp / "t");
+  std::string base = cptrace_bin() + " rates " + (tmp / "t") + " --channel-pair a,b --min-windows ";
+  for (std::string v : {"-1", "-18446744073709551615"}) {
+    auto r = run(base + v, tmp);
+    expect_clean_failure(r, "--min-windows " + v);
+    EXPECT_NE(r.err.find("--min-windows: " + v + " is negative"), std::string::npos) << r.err;
+  }
+  auto r = run(base + "2", tmp);
+  EXPECT_EQ(r.status, 0) << r.err;
+}
+
+// A command with no probe site anywhere in its process tree: an empty trace,
+// said once; a workload that logs gets no such line. The exit code stays the
+// command's.
+TEST(BadInput, RecordOfCommandWithoutProbeSiteSaysSoOnce) {
+  REQUIRE_BPF();
+  TempDir tmp;
+  const std::string warning = "no probe site fired in /bin/true or its children";
+  auto r = run(cptrace_bin() + " record --no-progress -o " + (tmp / "t") + " -- /bin/true", tmp);
+  EXPECT_EQ(r.status, 0) << r.err;
+  size_t first = r.err.find(warning);
+  ASSERT_NE(first, std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("no probe site", first + 1), std::string::npos) << r.err;  // once
+  r = run(cptrace_bin() + " record --no-progress -o " + (tmp / "f") + " -- /bin/false", tmp);
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_NE(r.err.find("no probe site fired in /bin/false"), std::string::npos) << r.err;
+  r = run(cptrace_bin() + " record --no-progress -o " + (tmp / "w") + " -- " +
+              (build_dir() / "tests" / "workload").string() + " --threads 1 --events 100 --channels 2 --mode single",
+          tmp);
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("102 events recorded"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("no probe site"), std::string::npos) << r.err;
+}
+
 TEST(BadInput, WakeupAndBlockSizesOutOfRangeNameFlagAndValue) {
   TempDir tmp;
   for (auto [flag, v] : std::vector<std::pair<std::string, std::string>>{

@@ -522,12 +522,16 @@ TEST(Record, StartAndStopRealtimeAreTheInstantOfTheirMonoNs) {
 }
 
 // `record -- CMD` of a program that does not use libcptrace attaches to the
-// libcptrace.so beside cptrace (the command could dlopen it) and records nothing.
+// libcptrace.so beside cptrace (the command could dlopen it) and records
+// nothing, and says so once.
 TEST(Record, CommandWithoutProbeSitesRecordsNothing) {
   REQUIRE_BPF();
   TempDir tmp;
   auto r = run(record_cmd(tmp, "-- sleep 0.2"), tmp);
   ASSERT_EQ(r.status, 0) << r.err;
+  const std::string said = "no probe site fired in sleep or its children";
+  ASSERT_NE(r.err.find(said), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find(said, r.err.find(said) + 1), std::string::npos) << r.err;
   TraceReader tr(tmp / "trace");
   EXPECT_TRUE(tr.meta().value("complete", false));
   EXPECT_EQ(tr.event_count(), 0u);

@@ -8,9 +8,11 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <set>
 #include <sstream>
 #include <regex>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "synth_cluster.h"
@@ -174,14 +176,15 @@ TEST(Report, RendersInChromiumWithTheNumbersOfTheTrace) {
   expect_throughput_matches(dom, tmp / "t", 100, tmp);
 
   // Latency table: the known durations 100..190 us, 100 tuples each (nearest-rank
-  // percentiles), bound = +-60 ns (the widest correlation bracket).
+  // percentiles), bound = +-60 ticks (the widest correlation bracket), +-61 ns
+  // rounded outward over the frequency interval (as `cptrace latency` prints).
   auto lat = dom.substr(dom.find("class=\"lat-stats\""));
   std::map<std::string, std::string> cells;
   for (auto& m : all_matches(lat.substr(0, lat.find("</table>")), std::regex(R"re(data-key="(\w+)">([^<]*)<)re")))
     cells[m[1]] = m[2];
   std::map<std::string, std::string> want = {{"count", "1000"},          {"min_s", "100.000"}, {"p50_s", "140.000"},
                                              {"p90_s", "180.000"},       {"p99_s", "190.000"}, {"max_s", "190.000"},
-                                             {"width_p50_s", "0.120"},   {"width_max_s", "0.120"}};
+                                             {"width_p50_s", "0.122"},   {"width_max_s", "0.122"}};
   EXPECT_EQ(cells, want);
   EXPECT_NE(lat.find("local (synth)"), std::string::npos);
 
@@ -244,6 +247,90 @@ TEST(Report, BadInput) {
     auto r = run(cptrace_bin() + " " + c.args, tmp);
     EXPECT_NE(r.status, 0) << c.args;
     EXPECT_NE(r.err.find(c.needle), std::string::npos) << c.args << " -> " << r.err;
+  }
+}
+
+// One node's own trace needs no translation: `latency` answers from it, in the
+// shape of a translated run's rows (the node paired with itself), and `report
+// --pair` shows the same tuples. Known durations 100 + 10 * (i % 10) us at
+// exactly 1 GHz; bound +-60 ticks (the widest correlation bracket), in ns
+// rounded outward over the frequency interval of the two correlation points.
+TEST(Latency, OneNodeTraceWithoutTranslate) {
+  TempDir tmp;
+  report_trace().write(tmp / "t");
+  std::string base = cptrace_bin() + " latency " + (tmp / "t") + " --from in --to out";
+  auto r = run(base + " --csv", tmp);
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::istringstream in(r.out);
+  std::string line;
+  std::getline(in, line);
+  EXPECT_EQ(line, "tuple,from_node,to_node,scenario,ticks,ticks_lo,ticks_hi,ns,ns_lo,ns_hi");
+  uint64_t rows = 0;
+  while (std::getline(in, line)) {
+    uint64_t i = std::stoull(line.substr(0, line.find(',')));
+    int64_t d = int64_t(100 + 10 * (i % 10)) * 1000;
+    EXPECT_EQ(line, fmt::format("{},synth,synth,same-node,{},{},{},{},{},{}", i, d, d - 60, d + 60, d, d - 61, d + 61));
+    rows++;
+  }
+  EXPECT_EQ(rows, 1000u);
+  EXPECT_NE(r.err.find("unmatched: 0 tuples on in only, 0 on out only"), std::string::npos) << r.err;
+
+  r = run(base + " --json --memory 16M", tmp);
+  ASSERT_EQ(r.status, 0) << r.err;
+  json j = json::parse(r.out);
+  EXPECT_EQ(j["all"]["count"], 1000);
+  EXPECT_EQ(j["all"]["min"], 100000);
+  EXPECT_EQ(j["all"]["p50"], 140000);
+  EXPECT_EQ(j["all"]["max"], 190000);
+  EXPECT_EQ(j["all"]["width_max"], 122);
+  ASSERT_EQ(j["hops"].size(), 1u);
+  EXPECT_EQ(j["hops"][0]["from_node"], "synth");
+  EXPECT_EQ(j["hops"][0]["to_node"], "synth");
+  ASSERT_EQ(j["scenarios"].size(), 1u);
+  EXPECT_EQ(j["scenarios"][0]["scenario"], "same-node");
+
+  r = run(base, tmp);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out.substr(0, r.out.find('\n')), "latency in -> out: 1000 tuples");
+  EXPECT_TRUE(std::regex_search(r.out, std::regex(R"(value \(all\) +1000 +100000 +140000 +180000 +190000 +190000  ns)")))
+      << r.out;
+
+  // The report of the same trace: the same rows, one local series whose table
+  // is what `latency --csv` gives; --path works on one node too (its
+  // end-to-end row is `latency --json`'s "all").
+  std::string csv = run(base + " --csv", tmp).out;
+  r = run(cptrace_bin() + " report " + (tmp / "t") + " -o " + (tmp / "r.html") + " --pair in,out --path in,out", tmp);
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::string html = read_file(tmp / "r.html");
+  size_t at = html.find("id=\"cptrace-data\">");
+  ASSERT_NE(at, std::string::npos);
+  at = html.find('>', at) + 1;
+  json data = json::parse(html.substr(at, html.find("</script>", at) - at));
+  ASSERT_EQ(data["latency"].size(), 1u);
+  EXPECT_EQ(data["latency"][0]["summary"]["count"], 1000);
+  EXPECT_EQ(data["latency"][0]["from_node"], "synth");
+  EXPECT_EQ(data["latency"][0]["remote"], false);
+  EXPECT_EQ(data["path"]["end_to_end"]["count"], 1000);
+  EXPECT_EQ(data["path"]["end_to_end"]["p50"], 140000);
+  EXPECT_EQ(data["path"]["end_to_end"]["p50_lo"], 140000 - 61);
+  EXPECT_EQ(data["path"]["end_to_end"]["p50_hi"], 140000 + 61);
+  if (!chromium().empty()) {
+    std::string dom = self_contained_dom(tmp / "r.html", tmp);
+    EXPECT_EQ(latency_rows(dom)["in -&gt; out | local (synth)"], table_from_latency_csv(csv, "synth", "synth"));
+    EXPECT_LT(dom.find("<p class=\"end-to-end\""), dom.find("<section class=\"node\""));
+  }
+
+  // A directory of several nodes' traces still needs translating.
+  std::filesystem::create_directories(tmp / "run");
+  report_trace().write(tmp / "run/A");
+  report_trace().write(tmp / "run/B");
+  for (std::string cmd : {" latency " + (tmp / "run") + " --from in --to out",
+                          " report " + (tmp / "run") + " -o " + (tmp / "r2.html") + " --pair in,out"}) {
+    r = run(cptrace_bin() + cmd, tmp);
+    EXPECT_NE(r.status, 0) << cmd;
+    EXPECT_NE(r.err.find("not a translated trace (run cptrace translate first): it holds the traces of 2 node(s) (A, B)"),
+              std::string::npos)
+        << cmd << " -> " << r.err;
   }
 }
 
@@ -401,6 +488,37 @@ TEST(Report, TranslatedRunOnePagePerNodeAndPath) {
     EXPECT_EQ(sec.find("NO: recorded"), std::string::npos) << name;  // events + dropped = seen
   }
 
+  // The question people come with is on top: the end-to-end line, the per-hop
+  // table and the pairs' table come before the first node section.
+  size_t first_node = dom.find("<section class=\"node\"");
+  ASSERT_NE(first_node, std::string::npos);
+  for (std::string top : {"<p class=\"end-to-end\"", "<table class=\"path-hops\"", "class=\"lat-stats\""}) {
+    ASSERT_NE(dom.find(top), std::string::npos) << top;
+    EXPECT_LT(dom.find(top), first_node) << top;
+  }
+  EXPECT_GT(dom.find("class=\"cdf\""), first_node);  // the plots behind the numbers come after
+  std::string e2e = dom_part(dom, "<p class=\"end-to-end\"", "</p>");
+  EXPECT_NE(e2e.find("data-count=\"1500\">End to end A.out -&gt; C.in: p50 "), std::string::npos) << e2e;
+  EXPECT_NE(e2e.find(" over 1500 tuples"), std::string::npos) << e2e;
+
+  // The nodes' throughput plots share one x axis, the reference's seconds: the
+  // same range on every node's plot, and A (the reference) is its own axis.
+  std::set<std::pair<std::string, std::string>> ranges;
+  for (auto& m : all_matches(dom, std::regex(R"re(<svg[^>]*class="throughput"[^>]*data-x0="([^"]+)" data-x1="([^"]+)")re")))
+    ranges.insert({m[1], m[2]});
+  EXPECT_EQ(all_matches(dom, std::regex(R"re(<svg[^>]*class="throughput")re")).size(), 3u);
+  EXPECT_EQ(ranges.size(), 1u) << "every node's plot must have the same x range";
+  EXPECT_NE(dom.find("seconds since the trace start of A (the reference)"), std::string::npos);
+  {
+    std::string html = read_file(tmp / "r.html");
+    size_t at = html.find('>', html.find("id=\"cptrace-data\"")) + 1;
+    json data = json::parse(html.substr(at, html.find("</script>", at) - at));
+    ASSERT_EQ(data["nodes"].size(), 3u);
+    EXPECT_EQ(data["nodes"][0]["axis"]["reference"], "A");
+    EXPECT_NEAR(data["nodes"][0]["axis"]["scale"].get<double>(), 1.0, 1e-12);
+    for (auto& n : data["nodes"]) EXPECT_NEAR(n["axis"]["scale"].get<double>(), 1.0, 1e-3) << n["overview"]["node"];
+  }
+
   // The per-hop table: each row = `cptrace latency --json` of that hop.
   std::string table = dom_part(dom, "<table class=\"path-hops\"", "</table>");
   ASSERT_FALSE(table.empty());
@@ -471,6 +589,26 @@ TEST(Report, TranslatedRunOnePagePerNodeAndPath) {
   EXPECT_GT(std::filesystem::file_size(tmp / "r.png"), 10000u);
 }
 
+// Nothing dropped: no chart of zero bars, one line with the real numbers.
+TEST(Report, NoDropsIsOneLine) {
+  REQUIRE_CHROMIUM();
+  TempDir tmp;
+  SyntheticTrace t = report_trace();
+  t.seen = {1000, 1000};
+  t.dropped = {0, 0};
+  t.write(tmp / "t");
+  auto r = run(cptrace_bin() + " report " + (tmp / "t") + " -o " + (tmp / "r.html") + " --period 100", tmp);
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::string dom = self_contained_dom(tmp / "r.html", tmp);
+  EXPECT_EQ(dom.find("class=\"drops\""), std::string::npos);
+  EXPECT_EQ(dom.find("<h3>Drops per CPU"), std::string::npos);
+  EXPECT_EQ(all_matches(dom, std::regex("class=\"no-drops\"")).size(), 1u);
+  EXPECT_NE(dom.find("<p class=\"no-drops\" data-events=\"2000\" data-dropped=\"0\">No drops: 2000 events recorded, 0 "
+                     "dropped (2000 seen by the probes, 2 CPUs).</p>"),
+            std::string::npos)
+      << dom_part(dom, "<section class=\"node\"", "</section>");
+}
+
 TEST(Report, TranslatedRunBadInput) {
   TempDir tmp;
   TranslatedRun tr;
@@ -495,10 +633,10 @@ TEST(Report, TranslatedRunBadInput) {
     EXPECT_NE(r.status, 0) << c.args;
     EXPECT_NE(r.err.find(c.needle), std::string::npos) << c.args << " -> " << r.err;
   }
-  // On one node's trace --path and --node-dir are refused by name.
-  auto r = run(cptrace_bin() + " report " + tr.nodes[0] + " -o " + (tmp / "r.html") + " --path A.out,A.out", tmp);
+  // On one node's trace --node-dir is refused by name.
+  auto r = run(cptrace_bin() + " report " + tr.nodes[0] + " -o " + (tmp / "r.html") + " --node-dir " + tr.nodes[1], tmp);
   EXPECT_NE(r.status, 0);
-  EXPECT_NE(r.err.find("--path: only for a translated trace"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--node-dir: only for a translated trace"), std::string::npos) << r.err;
   r = run(cptrace_bin() + " latency " + tr.out + " --from A.out --to B.in --json --csv", tmp);
   EXPECT_NE(r.status, 0);
   EXPECT_NE(r.err.find("excludes"), std::string::npos) << r.err;  // CLI11: "--json excludes --csv"

@@ -354,3 +354,46 @@ TEST(LocalLatency, KnownDurationsAndBounds) {
   EXPECT_NEAR(m.mean, 145e-6, 1e-15);
   EXPECT_NEAR(m.width_max, 120e-9, 1e-15);
 }
+
+// `cptrace latency` on one node's trace: the same pairing as same_node_latency
+// (counts of unmatched and repeated ids included), the rows in the shape of a
+// translated run's, and within a small budget the same rows, spilled.
+TEST(LocalLatency, NodeRowsMatchTheSeriesAndSpillWithinBudget) {
+  TempDir tmp;
+  latency_trace().write(tmp / "t");
+  TraceReader r(tmp / "t");
+  MemoryBudget big;
+  big.temp_dir = tmp.path.string();
+  LatencyResult res = node_latency_stream(r, "in", "out", big);
+  EXPECT_EQ(res.row_count, 1000u);
+  EXPECT_EQ(res.from_only, 5u);
+  EXPECT_EQ(res.to_only, 3u);
+  EXPECT_EQ(res.from_duplicates + res.to_duplicates, 2u);
+  EXPECT_EQ(res.partitions, 1u);
+  ASSERT_EQ(res.node_names, std::vector<std::string>{"synth"});
+  ASSERT_TRUE(res.have_ns);
+  std::vector<std::pair<uint64_t, int64_t>> rows;
+  res.for_each_row([&](const LatencyRow& row) {
+    EXPECT_EQ(row.from_node, 0);
+    EXPECT_EQ(row.to_node, 0);
+    EXPECT_STREQ(row.scenario, "same-node");
+    EXPECT_EQ(row.ticks_lo, row.ticks - 60);  // the widest correlation bracket
+    EXPECT_EQ(row.ticks_hi, row.ticks + 60);
+    EXPECT_EQ(row.ns, row.ticks);  // exactly 1 GHz
+    EXPECT_EQ(row.ns_lo, row.ticks - 61);
+    EXPECT_EQ(row.ns_hi, row.ticks + 61);
+    rows.push_back({row.tuple, row.ticks});
+  });
+  ASSERT_EQ(rows.size(), 1000u);
+
+  MemoryBudget small;
+  small.bytes = 16 << 10;
+  small.temp_dir = tmp.path.string();
+  LatencyResult spilled = node_latency_stream(r, "in", "out", small);
+  EXPECT_GT(spilled.partitions, 1u);
+  std::vector<std::pair<uint64_t, int64_t>> again;
+  spilled.for_each_row([&](const LatencyRow& row) { again.push_back({row.tuple, row.ticks}); });
+  EXPECT_EQ(again, rows);
+  EXPECT_EQ(spilled.from_only, 5u);
+  EXPECT_EQ(spilled.to_only, 3u);
+}

@@ -1,10 +1,12 @@
 // The latency table: durations between two channels per tuple id, each with a
 // strict bound. This is the ONE interface through which durations reach the
 // report (report_html.h); whoever computes them fills it:
-//   - same_node_latency() (local_latency.h) for two channels of one node's trace;
-//   - translated_latency_series() (report_latency.h) for a translated trace:
-//     the rows of `cptrace latency` (latency.h), one series per node pair
-//     (remote = different nodes), with the scenario(s) that bounded them.
+//   - latency_series() (report_latency.h): the rows of `cptrace latency`, of a
+//     translated trace (latency.h) or of one node's own (local_latency.h), one
+//     series per node pair (remote = different nodes), with the scenario(s)
+//     that bounded them;
+//   - same_node_latency() (local_latency.h): the same pairing of one node's
+//     trace, straight into a series.
 //
 // A series does not hold its samples: fill_series_stats() reads them (twice)
 // from whoever has them and keeps the summary and the plots' data, so a series

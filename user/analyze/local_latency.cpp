@@ -2,8 +2,14 @@
 #include "analyze/local_latency.h"
 
 #include <algorithm>
+#include <cmath>
+#include <filesystem>
 #include <functional>
+#include <stdexcept>
 #include <unordered_map>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "translate/run_merge.h"
 #include "translate/tuple_join.h"
@@ -147,7 +153,106 @@ struct LocalKey {
   uint64_t operator()(const LocalPair& p) const { return p.seq; }
 };
 
+// The rows of node_latency_stream(), expanded from the pairs as they are read.
+class NodeRows : public LatencyRowSource {
+ public:
+  NodeRows(const MemoryBudget& budget, int64_t bound_ticks, const LatencyResult& res)
+      : pairs(budget.share(0.25).bytes, budget.spill_dir()), w_(bound_ticks), have_ns_(res.have_ns), hz_(res.hz),
+        hz_lo_(res.hz_lo), hz_hi_(res.hz_hi) {}
+  void for_each(const std::function<void(const LatencyRow&)>& fn) const override {
+    pairs.for_each([&](const LocalPair& p) { fn(expand(p)); });
+  }
+  mutable RunMerge<LocalPair, LocalKey> pairs;  // reading may move its last runs to file
+
+ private:
+  LatencyRow expand(const LocalPair& p) const {
+    LatencyRow row;
+    row.tuple = p.tuple;
+    row.scenario = "same-node";
+    row.ticks = int64_t(p.tb - p.ta);
+    row.ticks_lo = row.ticks - w_;
+    row.ticks_hi = row.ticks + w_;
+    row.from_ref = int64_t(p.ta);
+    if (have_ns_) {
+      NsBound ns = ticks_to_ns(row.ticks, row.ticks_lo, row.ticks_hi, hz_, hz_lo_, hz_hi_);
+      row.ns = ns.ns, row.ns_lo = ns.lo, row.ns_hi = ns.hi;
+    }
+    return row;
+  }
+  int64_t w_;
+  bool have_ns_;
+  double hz_, hz_lo_, hz_hi_;
+};
+
+// A strict interval around the TSC frequency from the first and last correlation
+// points: their bracket widths and 1 ns of clock resolution (translate measures
+// the reference's the same way). False with fewer than two points.
+bool frequency_interval(const std::vector<ClockPoint>& pts, double& lo, double& hi) {
+  if (pts.size() < 2 || pts.back().tsc <= pts.front().tsc || pts.back().mono_ns <= pts.front().mono_ns + 1) return false;
+  const ClockPoint &p1 = pts.front(), &p2 = pts.back();
+  long double dt = (long double)(p2.tsc - p1.tsc), dm = (long double)(p2.mono_ns - p1.mono_ns);
+  long double w = (long double)(p1.width_ticks + p2.width_ticks) / 2 + 2;
+  lo = std::nextafter(double((dt - w) / (dm + 1) * 1e9L), 0.0);
+  hi = std::nextafter(double((dt + w) / (dm - 1) * 1e9L), INFINITY);
+  return lo > 0;
+}
+
 }  // namespace
+
+LatencyResult node_latency_stream(const TraceReader& r, const std::string& from, const std::string& to,
+                                  const MemoryBudget& budget) {
+  if (r.error()) throw *r.error();
+  uint64_t cf = latency_channel(r, from), ct = latency_channel(r, to);
+  Timeline tl = trace_timeline(r);
+  LatencyResult res;
+  res.budget = budget;
+  res.node_names = {r.meta().value("node", "")};
+  res.method = "same-node";
+  res.ref_origin = tl.origin;
+  res.hz = tl.hz;
+  res.have_ns = frequency_interval(r.clock_map().points(), res.hz_lo, res.hz_hi);
+  if (!res.have_ns) res.hz = res.hz_lo = res.hz_hi = 0;
+  TupleJoin join(budget.share(0.5), TupleJoin::Keep::Earliest);
+  uint32_t max_err = 0;
+  r.for_each_event([&](const TraceEvent& e) {
+    if (e.kind != uint8_t(EventKind::User) || (e.channel != cf && e.channel != ct)) return;
+    max_err = std::max(max_err, e.ts_err);
+    JoinStamp st;
+    st.local = e.ts;
+    if (e.channel == cf) join.add(false, e.tuple, st);
+    if (e.channel == ct) join.add(true, e.tuple, st);
+  });
+  uint32_t widest = 0;
+  for (const ClockPoint& pt : r.clock_map().points()) widest = std::max(widest, pt.width_ticks);
+  auto rows = std::make_shared<NodeRows>(budget, int64_t(std::max<uint64_t>(widest, 2 * uint64_t(max_err))), res);
+  JoinCounts c = join.run(
+      [&](uint64_t tuple, uint64_t seq, const JoinStamp& a, const JoinStamp& b) {
+        rows->pairs.add({seq, tuple, a.local, b.local});
+      },
+      [&] { rows->pairs.end_run(); });
+  res.from_only = c.from_only, res.to_only = c.to_only;
+  res.from_duplicates = c.from_duplicates, res.to_duplicates = c.to_duplicates;
+  res.row_count = c.pairs;
+  res.partitions = c.partitions;
+  res.stream = rows;
+  return res;
+}
+
+std::unique_ptr<TraceReader> open_latency_trace(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::is_directory(dir, ec) && !fs::exists(fs::path(dir) / "events.cpt", ec)) {
+    std::vector<std::string> nodes;
+    for (const auto& sub : fs::directory_iterator(dir, ec))
+      if (fs::exists(sub.path() / "events.cpt", ec)) nodes.push_back(sub.path().filename().string());
+    std::sort(nodes.begin(), nodes.end());
+    if (!nodes.empty())
+      throw std::runtime_error(fmt::format("{}: not a translated trace (run cptrace translate first): it holds the "
+                                           "traces of {} node(s) ({}); one node's trace directory needs no translation",
+                                           dir, nodes.size(), fmt::join(nodes, ", ")));
+  }
+  return open_trace(dir);
+}
 
 LatencySeries same_node_latency(const TraceReader& r, const Timeline& tl, uint64_t from, uint64_t to,
                                 const MemoryBudget& budget) {

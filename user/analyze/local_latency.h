@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "analyze/latency_table.h"
+#include "translate/latency.h"
 #include "translate/rank_select.h"
 #include "trace/trace_timeline.h"
 
@@ -77,5 +78,22 @@ class SameNodePairing {
 // `budget` whatever the trace's length.
 LatencySeries same_node_latency(const TraceReader& r, const Timeline& tl, uint64_t from, uint64_t to,
                                 const MemoryBudget& budget = {});
+
+// `cptrace latency` on one node's own trace: one node needs no translation, so
+// its rows come straight from the trace, in the shape of a translated run's
+// (latency.h) so that every output of the command is the same: one node, paired
+// with itself, scenario "same-node". Pairing and bound as same_node_latency():
+// ticks = TSC difference, [ticks - w, ticks + w] with w the widest correlation
+// bracket or twice the largest conversion error. ns over the trace's frequency
+// interval (first to last correlation point, as translate measures the
+// reference's), so that they stay strict; none with fewer than two points.
+// Within `budget` (the join takes half, the rows a quarter) whatever its length.
+LatencyResult node_latency_stream(const TraceReader& r, const std::string& from, const std::string& to,
+                                  const MemoryBudget& budget);
+
+// Opens DIR for `latency` / `report`: one node's trace or a translated one. A
+// directory holding several nodes' traces (not translated) is refused with the
+// "run cptrace translate first" error naming them.
+std::unique_ptr<TraceReader> open_latency_trace(const std::string& dir);
 
 }  // namespace cptrace

@@ -91,7 +91,8 @@ std::string html_escape(const std::string& s) {
 json report_json(const ReportData& d) {
   json j = {{"title", d.title}, {"nodes", json::array()}, {"latency", json::array()}};
   for (const auto& n : d.nodes)
-    j["nodes"].push_back({{"overview", n.overview}, {"drops", n.drops}, {"throughput", n.throughput}, {"clock", n.clock}});
+    j["nodes"].push_back({{"overview", n.overview}, {"drops", n.drops}, {"throughput", n.throughput}, {"clock", n.clock},
+                          {"axis", n.axis}});
   for (const auto& s : d.latency) j["latency"].push_back(series_json(s));
   j["path"] = d.path;
   j["run_nodes"] = d.run_nodes;
@@ -132,29 +133,31 @@ void translated_report(const TraceReader& r, const ReportOptions& o, ReportData&
   if (!o.path.empty()) d.path = path_breakdown(r, o.path, o.budget);
   for (const auto& p : o.pairs) {
     auto [from, to] = split_pair(p);
-    for (LatencySeries& s : translated_latency_series(r, from, to, o.budget)) d.latency.push_back(std::move(s));
+    for (LatencySeries& s : latency_series(r, from, to, o.budget)) d.latency.push_back(std::move(s));
   }
   if (!o.node_dirs.empty()) d.nodes = run_node_sections(r, o.node_dirs, o.period_ms);
 }
 
 void node_trace_report(const TraceReader& r, const ReportOptions& o, ReportData& d) {
   if (!o.node_dirs.empty()) throw std::runtime_error("--node-dir: only for a translated trace (cptrace translate)");
-  if (!o.path.empty()) throw std::runtime_error("--path: only for a translated trace (cptrace translate)");
-  Timeline tl = trace_timeline(r);
-  std::vector<std::pair<uint64_t, uint64_t>> ids;
+  std::vector<std::pair<std::string, std::string>> pairs;
   for (const auto& p : o.pairs) {
     auto [from, to] = split_pair(p);
-    ids.emplace_back(resolve_channel(r, from), resolve_channel(r, to));
+    resolve_channel(r, from), resolve_channel(r, to);  // before the node section's work
+    pairs.emplace_back(from, to);
   }
   d.title = "cptrace report: " + r.meta().value("node", o.dir);
+  if (!o.path.empty()) d.path = path_breakdown(r, o.path, o.budget);  // one node needs no translation
   d.nodes.push_back(node_report(r, o.period_ms));
-  for (auto [a, b] : ids) d.latency.push_back(same_node_latency(r, tl, a, b, o.budget));
+  // The rows of `cptrace latency` on this trace: the page and the command agree.
+  for (const auto& [from, to] : pairs)
+    for (LatencySeries& s : latency_series(r, from, to, o.budget)) d.latency.push_back(std::move(s));
 }
 
 }  // namespace
 
 int cmd_report(const ReportOptions& o) {
-  auto r = open_trace(o.dir);
+  auto r = open_latency_trace(o.dir);  // several nodes' traces: translate first
   ReportData d;
   if (is_translated(*r)) translated_report(*r, o, d);
   else node_trace_report(*r, o, d);

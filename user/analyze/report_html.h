@@ -1,8 +1,14 @@
 // `cptrace report`: one self-contained HTML page (no network: the data is an
 // inline JSON block, the plots are SVG drawn by a small inline script).
 //
+// The page opens with what people come for: a pipeline path's end-to-end line
+// and per-hop table with bounds, and the table of the latency pairs; then one
+// section per node; then the plots behind the latency numbers.
+//
 // The page is built from a ReportData, which the caller fills:
-//   - one NodeSection per node trace (overview, drops per CPU, throughput);
+//   - one NodeSection per node trace (overview, drops per CPU or one line when
+//     nothing was dropped, throughput; a translated run's nodes on one shared
+//     time axis, the reference's);
 //   - the latency table (latency_table.h): LatencySeries per channel pair (and
 //     node pair), filled by report_latency.h, each drawn as a box plot
 //     with the range its bounds reach, a histogram, a CDF on a log time axis,
@@ -26,6 +32,11 @@ struct NodeSection {
   nlohmann::json drops;       // {"dropped":[per cpu], "seen":[per cpu]}
   nlohmann::json throughput;  // throughput_json()
   nlohmann::json clock;       // ClockAdjustSummary::to_json(): NTP state at start, adjustments seen
+  // A translated run's node: its seconds on the reference's axis, reference
+  // seconds = offset_s + scale * own seconds ({"reference", "offset_s",
+  // "scale"}), so that every node's throughput plot shares one time axis; null
+  // for one node's own report.
+  nlohmann::json axis;
 };
 
 struct ReportData {

@@ -119,6 +119,13 @@ function clockAdjustments(parent, n) {
 
 function drops(parent, n) {
   var d = n.drops.dropped || [], s = n.drops.seen || [], total = d.reduce(function (a, b) { return a + b; }, 0);
+  // Nothing dropped: a chart of zero bars says less than one line.
+  if (d.length && !total) {
+    el('p', {'class': 'no-drops', 'data-events': n.overview.events, 'data-dropped': 0}, parent,
+       'No drops: ' + n.overview.events + ' events recorded, 0 dropped (' + n.overview.seen + ' seen by the probes, ' +
+       d.length + ' CPUs).');
+    return;
+  }
   el('h3', {}, parent, 'Drops per CPU (' + total + ' of ' + n.overview.seen + ' events)');
   if (!d.length) { el('p', {'class': 'note'}, parent, 'no counters in this trace'); return; }
   var ymax = Math.max(1, Math.max.apply(null, d));
@@ -133,17 +140,39 @@ function drops(parent, n) {
   });
 }
 
-function throughput(parent, n) {
+// A node's own seconds on axis `ax`: the reference's for a translated run's
+// nodes (n.axis), none (its own seconds) otherwise.
+function onAxis(ax, s) { return ax ? ax.offset_s + ax.scale * s : s; }
+function ownRange(n, ax) {
+  var t = n.throughput, per = t.period_ms / 1e3;
+  return [onAxis(ax, t.first_period * per), onAxis(ax, (t.first_period + t.periods) * per)];
+}
+// One x range for every node's throughput plot, so that the nodes line up;
+// null when the nodes are not on one reference (one node's own report).
+function sharedAxis(nodes) {
+  if (!nodes.length || !nodes.every(function (n) { return n.axis; })) return null;
+  var r = nodes.map(function (n) { return ownRange(n, n.axis); });
+  return {x0: Math.min.apply(null, r.map(function (v) { return v[0]; })),
+          x1: Math.max.apply(null, r.map(function (v) { return v[1]; })), reference: nodes[0].axis.reference};
+}
+
+function throughput(parent, n, shared) {
   var t = n.throughput, chans = t.channels, per = t.period_ms / 1e3;
   el('h3', {}, parent, 'Throughput: events per ' + t.period_ms + ' ms period');
   if (!chans.length) { el('p', {'class': 'note'}, parent, 'no channels'); return; }
   var ymax = 1;
   chans.forEach(function (c) { c.counts.forEach(function (v) { if (v > ymax) ymax = v; }); });
-  var x0 = t.first_period * per, x1 = (t.first_period + t.periods) * per;
-  var p = plot(parent, {x0: x0, x1: x1, y0: 0, y1: ymax, xlabel: 'seconds since trace start',
-                        ylabel: 'events / period', cls: 'throughput'});
+  var ax = shared ? n.axis : null, own = ownRange(n, ax);
+  var x0 = shared ? shared.x0 : own[0], x1 = shared ? shared.x1 : own[1];
+  var p = plot(parent, {x0: x0, x1: x1, y0: 0, y1: ymax, ylabel: 'events / period', cls: 'throughput',
+                        xlabel: shared ? 'seconds since the trace start of ' + shared.reference + ' (the reference)'
+                                       : 'seconds since trace start'});
+  p.svg.setAttribute('data-x0', x0);
+  p.svg.setAttribute('data-x1', x1);
   chans.forEach(function (c, k) {
-    var pts = c.counts.map(function (v, i) { return p.x((t.first_period + i + 0.5) * per).toFixed(2) + ',' + p.y(v).toFixed(2); });
+    var pts = c.counts.map(function (v, i) {
+      return p.x(onAxis(ax, (t.first_period + i + 0.5) * per)).toFixed(2) + ',' + p.y(v).toFixed(2);
+    });
     sv('polyline', {points: pts.join(' '), fill: 'none', stroke: color(k), 'stroke-width': 1.5,
                     'data-channel': c.name, 'data-counts': c.counts.join(',')}, p.svg);
   });
@@ -155,7 +184,7 @@ function throughput(parent, n) {
         }));
 }
 
-function latency(parent, L) {
+function latencyTable(parent, L) {
   el('h2', {}, parent, 'Latency per channel pair');
   if (!L.length) { el('p', {'class': 'note'}, parent, 'No channel pairs requested (cptrace report --pair FROM,TO).'); return; }
   var keys = [['count', 'count'], ['min_s', 'min'], ['p50_s', 'p50'], ['p90_s', 'p90'], ['p99_s', 'p99'], ['max_s', 'max'],
@@ -175,6 +204,11 @@ function latency(parent, L) {
       el('p', {'class': 'note'}, parent, s.from + ' -> ' + s.to + ': ' + s.unmatched_from + ' tuple ids only on ' + s.from + ', ' +
          s.unmatched_to + ' only on ' + s.to + ', ' + s.duplicates + ' repeated.');
   });
+}
+
+function latencyPlots(parent, L) {
+  if (!L.length) return;
+  el('h2', {}, parent, 'Latency plots');
   boxes(parent, L);
   cdf(parent, L);
   L.forEach(function (s, k) { hist(parent, s, k); });
@@ -241,6 +275,10 @@ function cdf(parent, L) {
 function pathTable(parent, P) {
   var sec = el('section', {'class': 'path'}, parent);
   el('h2', {}, sec, 'Pipeline path ' + P.channels.join(' -> '));
+  var e = P.end_to_end, bound = function (q) { return us(e[q] * 1e-9) + ' us [' + us(e[q + '_lo'] * 1e-9) + ', ' + us(e[q + '_hi'] * 1e-9) + ']'; };
+  el('p', {'class': 'end-to-end', 'data-count': e.count}, sec, 'End to end ' + e.from + ' -> ' + e.to + ': ' +
+     (e.count ? 'p50 ' + bound('p50') + ', p90 ' + bound('p90') + ', p99 ' + bound('p99') + ' over ' + e.count + ' tuples'
+              : 'no tuple on both channels'));
   var qs = ['p50', 'p90', 'p99'], t = el('table', {'class': 'path-hops'}, sec), tr = el('tr', {}, t);
   ['hop', 'count'].concat([].concat.apply([], qs.map(function (q) { return [q + ' (us)', q + ' bound (us)']; })))
     .forEach(function (h, i) { el('th', {'class': i ? '' : 'l'}, tr, h); });
@@ -294,19 +332,23 @@ function widths(parent, L) {
 
 try {
   var D = JSON.parse(document.getElementById('cptrace-data').textContent);
+  // The question people come with first (end to end, per hop, per pair, with
+  // bounds), then the nodes, then the plots behind the latency numbers.
+  if (D.path) pathTable(root, D.path);
+  latencyTable(el('section', {'class': 'latency-summary'}, root), D.latency);
+  var shared = sharedAxis(D.nodes);
   D.nodes.forEach(function (n) {
     var sec = el('section', {'class': 'node', 'data-node': n.overview.node}, root);
     el('h2', {}, sec, 'Node ' + n.overview.node);
     overview(sec, n);
-    throughput(sec, n);
+    throughput(sec, n, shared);
     drops(sec, n);
     clockAdjustments(sec, n);
   });
   if (!D.nodes.length && D.run_nodes.length)
     el('p', {'class': 'note no-nodes'}, root, 'Throughput and drops per node: give each node\'s own trace with --node-dir ' +
        '(nodes of this run: ' + D.run_nodes.join(', ') + ').');
-  if (D.path) pathTable(root, D.path);
-  latency(el('section', {'class': 'latency'}, root), D.latency);
+  latencyPlots(el('section', {'class': 'latency'}, root), D.latency);
   root.setAttribute('data-rendered', '1');
 } catch (e) {
   el('p', {'class': 'js-error'}, root, 'report script failed: ' + e);

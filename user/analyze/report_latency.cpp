@@ -7,18 +7,28 @@
 #include <functional>
 #include <stdexcept>
 
+#include "analyze/local_latency.h"
 #include "translate/latency.h"
 
 namespace cptrace {
 
 bool is_translated(const TraceReader& r) { return r.meta().contains("translated"); }
 
-std::vector<LatencySeries> translated_latency_series(const TraceReader& r, const std::string& from,
-                                                     const std::string& to, const MemoryBudget& budget) {
-  LatencyResult res = latency_stream(r, from, to, budget);
+LatencyResult latency_rows(const TraceReader& r, const std::string& from, const std::string& to,
+                           const MemoryBudget& budget) {
+  return is_translated(r) ? latency_stream(r, from, to, budget) : node_latency_stream(r, from, to, budget);
+}
+
+std::vector<LatencySeries> latency_series(const TraceReader& r, const std::string& from, const std::string& to,
+                                          const MemoryBudget& budget) {
+  LatencyResult res = latency_rows(r, from, to, budget);
   if (!res.have_ns || res.hz <= 0)
-    throw std::runtime_error(r.events_path() + ": the reference TSC frequency is unknown, so durations exist only in "
-                             "ticks (see cptrace latency); the report needs them in seconds");
+    throw std::runtime_error(r.events_path() + ": the " + (is_translated(r) ? "reference " : "") +
+                             "TSC frequency is unknown, so durations exist only in ticks (see cptrace latency); the "
+                             "report needs them in seconds");
+  std::string method = is_translated(r) ? "translated (--method " + res.method + "):"
+                                        : "one node's trace: TSC difference / measured frequency, bound = widest "
+                                          "correlation bracket or conversion error; scenario:";
   // One series per node pair: which pairs (and their scenarios) there are is one
   // pass over the rows; each series then reads the rows of its pair.
   std::map<std::pair<uint16_t, uint16_t>, std::set<std::string>> scenarios;
@@ -29,7 +39,7 @@ std::vector<LatencySeries> translated_latency_series(const TraceReader& r, const
     s.from_channel = from, s.to_channel = to;
     s.from_node = res.node_names[key.first], s.to_node = res.node_names[key.second];
     s.remote = key.first != key.second;
-    s.method = "translated (--method " + res.method + "):";
+    s.method = method;
     for (const std::string& sc : names) s.method += " " + sc;
     // Accepted at translate with --accept-suspect-sync: said beside every remote plot.
     if (s.remote)
@@ -51,7 +61,8 @@ std::vector<LatencySeries> translated_latency_series(const TraceReader& r, const
   // pair: they go on the first series (or an empty one when nothing matched).
   if (out.empty()) {
     LatencySeries s;
-    s.from_channel = from, s.to_channel = to, s.method = "translated (--method " + res.method + ")";
+    s.from_channel = from, s.to_channel = to, s.method = method;
+    if (!is_translated(r)) s.from_node = s.to_node = res.node_names.front();
     out.push_back(s);
   }
   out.front().unmatched_from = res.from_only;

@@ -10,6 +10,7 @@
 #include "analyze/report_latency.h"
 #include "analyze/throughput.h"
 #include "trace/trace_timeline.h"
+#include "translate/clock_relation.h"
 
 namespace cptrace {
 
@@ -38,6 +39,39 @@ std::string joined(const std::vector<std::string>& v) {
 }
 
 }  // namespace
+
+// Where node v's own seconds (since its trace start) fall on the reference's
+// (since the reference's trace start, as the latency plots count them): its
+// start and end through its relation to the reference, a line between them
+// (the relation's curvature is ppm, far below a pixel).
+nlohmann::json reference_axis(const TraceReader& run, size_t v, const NodeSection& s) {
+  const nlohmann::json& tr = run.meta()["translated"];
+  const nlohmann::json& node = tr["nodes"][v];
+  std::string ref = tr.value("reference", "");
+  int64_t ref_origin = 0;
+  double ref_hz = tr.value("/frequency/hz"_json_pointer, 0.0);
+  for (const auto& n : tr["nodes"])
+    if (n.value("node", "") == ref) {
+      ref_origin = n["span_tsc"][0].get<int64_t>();
+      if (ref_hz <= 0) ref_hz = n.value("tsc_hz_stream", 0.0);
+    }
+  double hz = s.overview.value("tsc_hz", 0.0), span_s = s.overview.value("span_s", 0.0);
+  if (ref_hz <= 0 || hz <= 0) return nullptr;
+  try {
+    RelationPtr to_ref = relation_from_json(node.at("to_reference"));
+    int64_t origin = s.throughput.value("origin_tsc", int64_t(0));
+    auto on_ref = [&](int64_t t) { return double(to_ref->at(t).est - ref_origin) / ref_hz; };
+    double a = on_ref(origin), b = 1;
+    if (span_s > 0) b = (on_ref(origin + int64_t(span_s * hz)) - a) / span_s;
+    return {{"reference", ref}, {"offset_s", a}, {"scale", b}};
+  } catch (const std::exception& e) {
+    // A relation with no estimate there: this node keeps its own axis (and the
+    // plots theirs), which the page says by its axis label.
+    fmt::print(stderr, "cptrace report: node {}: no place on {}'s time axis ({}); its plots keep their own\n",
+               node.value("node", ""), ref, e.what());
+    return nullptr;
+  }
+}
 
 std::vector<NodeSection> run_node_sections(const TraceReader& run, const std::vector<std::string>& node_dirs,
                                            std::optional<double> period) {
@@ -70,7 +104,10 @@ std::vector<NodeSection> run_node_sections(const TraceReader& run, const std::ve
     throw std::runtime_error(fmt::format("--node-dir: no directory for node(s) {} of the run (give one per node: {})",
                                          joined(missing), joined(names)));
   std::vector<NodeSection> out;
-  for (auto& [v, s] : by_index) out.push_back(std::move(s));
+  for (auto& [v, s] : by_index) {
+    s.axis = reference_axis(run, v, s);
+    out.push_back(std::move(s));
+  }
   return out;
 }
 

@@ -22,7 +22,8 @@ namespace cptrace {
 NodeSection node_report(const TraceReader& r, std::optional<double> period_ms);
 
 // The sections of every node of translated run `run`, in the run's node order,
-// one per directory of `node_dirs`. Throws naming the directory when one is not
+// one per directory of `node_dirs`, each with its axis on the reference's
+// seconds (NodeSection::axis) so that their throughput plots line up. Throws naming the directory when one is not
 // a node of the run, names a node twice, or disagrees with the run about its
 // event count, and naming the nodes left without a directory.
 std::vector<NodeSection> run_node_sections(const TraceReader& run, const std::vector<std::string>& node_dirs,

@@ -3,6 +3,7 @@
 
 #include <stdexcept>
 
+#include "analyze/report_latency.h"
 #include "translate/latency.h"
 #include "translate/latency_summary.h"
 
@@ -29,13 +30,13 @@ nlohmann::json hop(const TraceReader& r, const std::string& path, const std::str
                    const MemoryBudget& budget) {
   LatencyResult res;
   try {
-    res = latency_stream(r, from, to, budget);
+    res = latency_rows(r, from, to, budget);  // one node's trace too
   } catch (const std::runtime_error& e) {
     throw std::runtime_error("--path '" + path + "': " + e.what());
   }
   // Ticks of one hop beside ns of another would be silently wrong: refuse.
   if (!res.have_ns)
-    throw std::runtime_error("--path: the reference TSC frequency is unknown, so durations exist only in ticks "
+    throw std::runtime_error("--path: the TSC frequency is unknown, so durations exist only in ticks "
                              "(see cptrace latency)");
   // The "all" group of `latency --json`: the same numbers, by the same code.
   nlohmann::json sum = latency_summary_json(res, from, to);

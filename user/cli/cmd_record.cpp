@@ -1,5 +1,7 @@
 // `cptrace record`: its options; the recording itself is record/recorder.cpp.
 #include <charconv>
+#include <cmath>
+#include <cstdlib>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -24,6 +26,17 @@ std::string power_of_two_problem(const std::string& s) {
   return v != 0 && (v & (v - 1)) == 0 ? std::string() : s + " is not a power of two";
 }
 
+// --duration: seconds, finite and >= 0. CLI11's NonNegativeNumber lets nan
+// through (every comparison with it is false), and its range message for inf
+// spells out DBL_MAX.
+std::string duration_problem(const std::string& s) {
+  char* end = nullptr;
+  double v = std::strtod(s.c_str(), &end);
+  if (s.empty() || end != s.c_str() + s.size()) return s + " is not a number of seconds";
+  if (!std::isfinite(v) || v < 0) return s + " is not a finite number of seconds >= 0";
+  return "";
+}
+
 // The --net filters (net/net_capture.h).
 void add_net_options(CLI::App* record, NetOptions& net) {
   record->add_flag("--net", net.enabled, "also record network events (socket send/recv, packet tx/rx); alone: network only");
@@ -40,7 +53,7 @@ SubcommandRunner add_record_command(CLI::App& app) {
   record->add_option("-o,--output", rec->out_dir, "trace directory to create")->required();
   record->add_option("--lib", rec->libs, "ELF file holding the probe stubs (libcptrace.so, libcptrace_jni.so or a static executable); repeatable")
       ->allow_extra_args(false);  // one path per --lib, so `--lib X -- CMD` still ends at --
-  record->add_option("--duration", rec->duration_s, "stop after SEC seconds")->check(CLI::NonNegativeNumber);
+  record->add_option("--duration", rec->duration_s, "stop after SEC seconds")->check(CLI::Validator(duration_problem, "SEC"));
   record->add_option("-p,--pid", rec->pid, "record this running process (late attach) and the children it forks from now on")->check(CLI::PositiveNumber);
   record->add_flag("!--no-inherit", rec->inherit, "-p / -- CMD: record that one process only, not the children it forks");
   record->add_option("--node", rec->node, "node name written into the trace (default: host name)");

@@ -32,7 +32,7 @@ SubcommandRunner add_report_command(CLI::App& app) {
   report->add_option("--node-dir", a->o.node_dirs,
                      "translated DIR: a node's own trace directory, for its throughput and drops; one per node");
   report->add_option("--path", a->o.path,
-                     "translated DIR: channels of a pipeline path A,B,C,...: per-hop p50/p90/p99 with bounds");
+                     "channels of a pipeline path A,B,C,...: per-hop and end-to-end p50/p90/p99 with bounds");
   add_memory_options(report, a->o.budget);
   return {report, [a] {
             if (a->period->count()) a->o.period_ms = a->period_ms;

@@ -695,6 +695,14 @@ void Recording::write_summary() {
             (unsigned long long)(net_->recorded() - std::min(net_->recorded(), lost)),
             (unsigned long long)(nc.total_dropped() + lost), (unsigned long long)nc.total_seen());
   }
+  // A command that ran to its end without ever reaching a probe site (no
+  // cp_logTS, JNI or batch call in it or its children, e.g. /bin/true) would
+  // otherwise leave an empty trace with no word why. Once, after the summary.
+  if (child_ && command_ended_ && !targets_.empty() && c.total_seen() == 0)
+    fmt::print(stderr,
+               "cptrace record: no probe site fired in {} or its children (no cp_logTS, JNI or batch call): "
+               "nothing was recorded from them\n",
+               opt_.cmd.front());
 }
 
 // The command's status, as a shell would give it; 1 when the trace could not be

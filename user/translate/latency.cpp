@@ -317,7 +317,12 @@ int cmd_latency(const std::string& dir, const std::string& from, const std::stri
   TraceReader r(dir);
   if (!r.meta().contains("translated"))
     throw std::runtime_error(dir + ": not a translated trace (run cptrace translate first)");
-  LatencyResult res = latency_stream(r, from, to, budget);
+  return print_latency(latency_stream(r, from, to, budget), from, to, csv, json, suspect);
+}
+
+int print_latency(const LatencyResult& res, const std::string& from, const std::string& to, bool csv, bool json,
+                  const std::vector<SyncFinding>& suspect) {
+  const MemoryBudget& budget = res.budget;
   if (json) printf("%s\n", latency_summary_json(res, from, to).dump(2).c_str());
   else if (csv) print_csv(res);
   else print_summary(res, from, to);
