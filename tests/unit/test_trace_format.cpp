@@ -11,6 +11,7 @@
 
 #include "trace/block_codec.h"
 #include "trace/trace_reader.h"
+#include "trace/trace_timeline.h"
 #include "trace/trace_writer.h"
 
 namespace cptrace {
@@ -337,6 +338,24 @@ TEST(TraceReader, SingleByteCorruptionIsCaughtAtItsFrame) {
     EXPECT_EQ(r.frame_count(), k) << pos;
     EXPECT_EQ(r.event_count(), s.events_before[k]) << pos;
   }
+}
+
+// The one exit path of the commands that read a trace to its end: silent and 0
+// for a whole trace; for a damaged one a line naming the command, the reader's
+// error and what the output covers, and 2.
+TEST(TraceReader, DamagedTraceExitSaysWhatTheOutputCovers) {
+  SmallFile s = small_file();
+  TraceReader whole = TraceReader::from_bytes(s.bytes);
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(damaged_trace_exit(whole, "dump", "events before it were printed"), 0);
+  EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
+
+  TraceReader cut = TraceReader::from_bytes(s.bytes.substr(0, s.bytes.size() - 1));
+  ASSERT_TRUE(cut.error());
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(damaged_trace_exit(cut, "rates", "rates cover the events before it"), 2);
+  EXPECT_EQ(testing::internal::GetCapturedStderr(),
+            "cptrace rates: " + std::string(cut.error()->what()) + " (rates cover the events before it)\n");
 }
 
 TEST(TraceReader, GarbledOrMissingFileHeaderThrows) {

@@ -85,28 +85,22 @@ int cmd_net_throughput(const std::string& dir, double period_ms, bool csv, bool 
   Timeline tl = trace_timeline(*r);
   NetThroughput t = compute_net_throughput(*r, tl, period_ticks(tl, period_ms, "--period"), period_ms);
   if (json) {
-    printf("%s\n", net_throughput_json(t).dump(2).c_str());
+    fmt::print("{}\n", net_throughput_json(t).dump(2));
   } else if (csv) {
-    printf("period,start_s,connection,direction,bytes\n");
+    fmt::print("period,start_s,connection,direction,bytes\n");
     for (size_t i = 0; i < t.periods; ++i)
       for (const auto& s : t.series)
-        printf("%lld,%.9f,%s,%s,%llu\n", (long long)(t.first + int64_t(i)), t.period_start_s(i),
-               csv_field(s.connection).c_str(), s.direction.c_str(), (unsigned long long)s.bytes[i]);
+        fmt::print("{},{:.9f},{},{},{}\n", t.first + int64_t(i), t.period_start_s(i), csv_field(s.connection),
+                   s.direction, s.bytes[i]);
   } else {
-    printf("# application bytes per %g ms period per connection (socket send/recv events)\n", period_ms);
+    fmt::print("# application bytes per {:g} ms period per connection (socket send/recv events)\n", period_ms);
     for (const auto& s : t.series) {
-      printf("%s  %s  total %llu bytes in %llu calls\n", s.connection.c_str(), s.direction.c_str(),
-             (unsigned long long)s.total, (unsigned long long)s.calls);
+      fmt::print("{}  {}  total {} bytes in {} calls\n", s.connection, s.direction, s.total, s.calls);
       for (size_t i = 0; i < t.periods; ++i)
-        if (s.bytes[i]) printf("  %12.6f s  %12llu\n", t.period_start_s(i), (unsigned long long)s.bytes[i]);
+        if (s.bytes[i]) fmt::print("  {:12.6f} s  {:12}\n", t.period_start_s(i), s.bytes[i]);
     }
   }
-  if (r->error()) {
-    fflush(stdout);
-    fprintf(stderr, "cptrace throughput: %s (bytes cover the events before it)\n", r->error()->what());
-    return 2;
-  }
-  return 0;
+  return damaged_trace_exit(*r, "throughput", "bytes cover the events before it");
 }
 
 }  // namespace cptrace

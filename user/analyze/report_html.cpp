@@ -12,6 +12,7 @@
 #include "analyze/report_nodes.h"
 #include "analyze/report_path.h"
 #include "trace/out_file.h"
+#include "trace/trace_timeline.h"
 #include "analyze/clock_adjust_summary.h"
 #include "analyze/report_js.h"
 
@@ -169,14 +170,9 @@ int cmd_report(const ReportOptions& o) {
     nodes += fmt::format(", node {}: {} channel(s), {} period(s) of {} ms", n.overview.value("node", ""),
                          n.throughput["channels"].size(), n.throughput.value("periods", 0),
                          n.throughput.value("period_ms", 0.0));
-  fprintf(stderr, "cptrace report: wrote %s (%zu node section(s)%s; %zu latency series%s)\n", o.out.c_str(),
-          d.nodes.size(), nodes.c_str(), d.latency.size(),
-          d.path.is_null() ? "" : fmt::format("; {} hop(s)", d.path["hops"].size()).c_str());
-  if (r->error()) {
-    fprintf(stderr, "cptrace report: %s (the report covers the events before it)\n", r->error()->what());
-    return 2;
-  }
-  return 0;
+  fmt::print(stderr, "cptrace report: wrote {} ({} node section(s){}; {} latency series{})\n", o.out, d.nodes.size(),
+             nodes, d.latency.size(), d.path.is_null() ? "" : fmt::format("; {} hop(s)", d.path["hops"].size()));
+  return damaged_trace_exit(*r, "report", "the report covers the events before it");
 }
 
 }  // namespace cptrace

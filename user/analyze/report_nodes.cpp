@@ -24,7 +24,7 @@ NodeSection node_report(const TraceReader& r, std::optional<double> period) {
     if (period) throw;
     // Events stamped far outside the recording: an automatic period covers them too.
     period_ms = auto_period_ms(e.span_ms);
-    fprintf(stderr, "cptrace report: %s; throughput periods of %g ms instead\n", e.what(), period_ms);
+    fmt::print(stderr, "cptrace report: {}; throughput periods of {:g} ms instead\n", e.what(), period_ms);
     t = compute_throughput(r, tl, period_ticks(tl, period_ms, "--period"), period_ms);
   }
   return node_section(r, tl, t);

@@ -236,27 +236,25 @@ std::pair<std::string, std::string> split_pair(const std::string& p) {
 }
 
 void print_text(const ServiceRate& s, const RateOptions& o) {
-  printf("%s -> %s\n", s.from.c_str(), s.to.c_str());
+  fmt::print("{} -> {}\n", s.from, s.to);
   if (s.estimate)
-    printf("  non-blocking rate   %.3f items/s  (T=%g ms, %llu of %llu windows non-blocking, p%g of Gaussian-filtered "
-           "samples, drift %.2f%% <= %.2f%%)\n",
-           *s.estimate, o.period_ms, (unsigned long long)s.nonblocking, (unsigned long long)s.windows,
-           o.quantile * 100, s.drift * 100, o.tolerance * 100);
+    fmt::print("  non-blocking rate   {:.3f} items/s  (T={:g} ms, {} of {} windows non-blocking, p{:g} of Gaussian-filtered "
+               "samples, drift {:.2f}% <= {:.2f}%)\n",
+               *s.estimate, o.period_ms, s.nonblocking, s.windows, o.quantile * 100, s.drift * 100, o.tolerance * 100);
   else
-    printf("  non-blocking rate   %s  (T=%g ms, %llu of %llu windows non-blocking, need %llu; drift %.2f%%, "
-           "tolerance %.2f%%)\n",
-           s.status.c_str(), o.period_ms, (unsigned long long)s.nonblocking, (unsigned long long)s.windows,
-           (unsigned long long)o.min_windows, s.drift * 100, o.tolerance * 100);
+    fmt::print("  non-blocking rate   {}  (T={:g} ms, {} of {} windows non-blocking, need {}; drift {:.2f}%, "
+               "tolerance {:.2f}%)\n",
+               s.status, o.period_ms, s.nonblocking, s.windows, o.min_windows, s.drift * 100, o.tolerance * 100);
   if (s.exact_rate)
-    printf("  exact per item      %.3f items/s  (mean service %.3f us, p50 %.3f us, p95 %.3f us, %llu items, %llu "
-           "overtakes)\n",
-           *s.exact_rate, s.service_mean_s * 1e6, s.service_p50_s * 1e6, s.service_p95_s * 1e6,
-           (unsigned long long)s.items, (unsigned long long)s.overtakes);
+    fmt::print("  exact per item      {:.3f} items/s  (mean service {:.3f} us, p50 {:.3f} us, p95 {:.3f} us, {} items, {} "
+               "overtakes)\n",
+               *s.exact_rate, s.service_mean_s * 1e6, s.service_p50_s * 1e6, s.service_p95_s * 1e6, s.items,
+               s.overtakes);
   else
-    printf("  exact per item      no paired items\n");
+    fmt::print("  exact per item      no paired items\n");
   if (s.unmatched_from || s.unmatched_to || s.duplicates)
-    printf("  note: %llu tuple ids only on %s, %llu only on %s, %llu repeated\n", (unsigned long long)s.unmatched_from,
-           s.from.c_str(), (unsigned long long)s.unmatched_to, s.to.c_str(), (unsigned long long)s.duplicates);
+    fmt::print("  note: {} tuple ids only on {}, {} only on {}, {} repeated\n", s.unmatched_from, s.from, s.unmatched_to,
+               s.to, s.duplicates);
 }
 
 }  // namespace
@@ -275,27 +273,20 @@ int cmd_rates(const std::string& dir, const std::vector<std::string>& pairs, con
     ids.emplace_back(resolve_channel(*r, a), resolve_channel(*r, b));
   }
   nlohmann::json all = nlohmann::json::array();
-  if (csv) printf("from,to,status,nonblocking_per_s,windows,nonblocking_windows,drift,exact_per_s,service_mean_s,items\n");
+  if (csv) fmt::print("from,to,status,nonblocking_per_s,windows,nonblocking_windows,drift,exact_per_s,service_mean_s,items\n");
   for (auto [a, b] : ids) {
     ServiceRate s = service_rate(*r, tl, a, b, opt);
     if (json)
       all.push_back(service_rate_json(s));
     else if (csv)
-      printf("%s,%s,%s,%s,%llu,%llu,%.6f,%s,%.9g,%llu\n", csv_field(s.from).c_str(), csv_field(s.to).c_str(),
-             s.status.c_str(), s.estimate ? fmt::format("{:.6f}", *s.estimate).c_str() : "",
-             (unsigned long long)s.windows, (unsigned long long)s.nonblocking, s.drift,
-             s.exact_rate ? fmt::format("{:.6f}", *s.exact_rate).c_str() : "", s.service_mean_s,
-             (unsigned long long)s.items);
+      fmt::print("{},{},{},{},{},{},{:.6f},{},{:.9g},{}\n", csv_field(s.from), csv_field(s.to), s.status,
+                 s.estimate ? fmt::format("{:.6f}", *s.estimate) : "", s.windows, s.nonblocking, s.drift,
+                 s.exact_rate ? fmt::format("{:.6f}", *s.exact_rate) : "", s.service_mean_s, s.items);
     else
       print_text(s, opt);
   }
-  if (json) printf("%s\n", all.dump(2).c_str());
-  if (r->error()) {
-    fflush(stdout);
-    fprintf(stderr, "cptrace rates: %s (rates cover the events before it)\n", r->error()->what());
-    return 2;
-  }
-  return 0;
+  if (json) fmt::print("{}\n", all.dump(2));
+  return damaged_trace_exit(*r, "rates", "rates cover the events before it");
 }
 
 }  // namespace cptrace

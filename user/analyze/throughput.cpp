@@ -107,27 +107,26 @@ nlohmann::json throughput_json(const Throughput& t) {
 namespace {
 
 void print_text(const Throughput& t) {
-  printf("# events per %g ms period, periods aligned to the trace start (TSC %llu, %.6f GHz)\n", t.period_ms,
-         (unsigned long long)t.tl.origin, t.tl.hz / 1e9);
-  printf("%12s", "start_s");
-  for (const auto& c : t.channels) printf(" %14s", c.name.c_str());
-  printf("\n");
+  fmt::print("# events per {:g} ms period, periods aligned to the trace start (TSC {}, {:.6f} GHz)\n", t.period_ms,
+             t.tl.origin, t.tl.hz / 1e9);
+  fmt::print("{:>12}", "start_s");
+  for (const auto& c : t.channels) fmt::print(" {:>14}", c.name);
+  fmt::print("\n");
   for (size_t i = 0; i < t.periods; ++i) {
-    printf("%12.6f", t.period_start_s(i));
-    for (const auto& c : t.channels) printf(" %14llu", (unsigned long long)c.counts[i]);
-    printf("\n");
+    fmt::print("{:12.6f}", t.period_start_s(i));
+    for (const auto& c : t.channels) fmt::print(" {:14}", c.counts[i]);
+    fmt::print("\n");
   }
-  printf("%12s", "total");
-  for (const auto& c : t.channels) printf(" %14llu", (unsigned long long)c.total);
-  printf("\n");
+  fmt::print("{:>12}", "total");
+  for (const auto& c : t.channels) fmt::print(" {:14}", c.total);
+  fmt::print("\n");
 }
 
 void print_csv(const Throughput& t) {
-  printf("period,start_s,channel,events\n");
+  fmt::print("period,start_s,channel,events\n");
   for (size_t i = 0; i < t.periods; ++i)
     for (const auto& c : t.channels)
-      printf("%lld,%.9f,%s,%llu\n", (long long)(t.first + int64_t(i)), t.period_start_s(i),
-             csv_field(c.name).c_str(), (unsigned long long)c.counts[i]);
+      fmt::print("{},{:.9f},{},{}\n", t.first + int64_t(i), t.period_start_s(i), csv_field(c.name), c.counts[i]);
 }
 
 }  // namespace
@@ -139,17 +138,12 @@ int cmd_throughput(const std::string& dir, const std::string& channel, double pe
   if (!channel.empty()) only = resolve_channel(*r, channel);
   Throughput t = compute_throughput(*r, tl, period_ticks(tl, period_ms, "--period"), period_ms, only);
   if (json)
-    printf("%s\n", throughput_json(t).dump(2).c_str());
+    fmt::print("{}\n", throughput_json(t).dump(2));
   else if (csv)
     print_csv(t);
   else
     print_text(t);
-  if (r->error()) {
-    fflush(stdout);
-    fprintf(stderr, "cptrace throughput: %s (counts cover the events before it)\n", r->error()->what());
-    return 2;
-  }
-  return 0;
+  return damaged_trace_exit(*r, "throughput", "counts cover the events before it");
 }
 
 }  // namespace cptrace

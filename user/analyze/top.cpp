@@ -51,7 +51,7 @@ std::string wait_for_trace(const std::string& dir, double wait_s) {
       throw std::runtime_error(have_dir ? fmt::format("{}: not a cptrace trace directory (no events.cpt in it "
                                                       "after {} s, --wait)", dir, wait_s)
                                         : fmt::format("{}: no such directory after waiting {} s (--wait)", dir, wait_s));
-    if (!told) fprintf(stderr, "cptrace top: waiting up to %g s for %s\n", wait_s, events.c_str());
+    if (!told) fmt::print(stderr, "cptrace top: waiting up to {:g} s for {}\n", wait_s, events.string());
     sleep_s(0.05);
   }
 }
@@ -88,14 +88,14 @@ void print_text(const std::string& dir, const json& s, bool tty) {
     if (p.value("windowed", false))
       out += fmt::format("  {} -> {}: beyond --memory, paired as events come (repeats of a paired id are new ids)\n",
                          p["from"].get<std::string>(), p["to"].get<std::string>());
-  fputs(out.c_str(), stdout);
-  if (!tty) fputs("\n", stdout);
+  fmt::print("{}", out);
+  if (!tty) fmt::print("\n");
   fflush(stdout);
 }
 
 void emit(const TopOptions& o, const json& s) {
   if (o.json) {
-    printf("%s\n", s.dump().c_str());
+    fmt::print("{}\n", s.dump());
     fflush(stdout);
   } else {
     print_text(o.dir, s, isatty(STDOUT_FILENO));
@@ -105,8 +105,8 @@ void emit(const TopOptions& o, const json& s) {
 // The last refresh of a completed recording: its whole table is throughput's.
 int finish(const TopOptions& o, const TraceTail& tail, const LiveView& view, const json& meta, json s) {
   if (tail.offset() < tail.file_bytes()) {
-    fprintf(stderr, "cptrace top: %s at byte %llu: %s (counts cover the frames before it)\n", tail.path().c_str(),
-            (unsigned long long)tail.offset(), tail.pending_reason().c_str());
+    fmt::print(stderr, "cptrace top: {} at byte {}: {} (counts cover the frames before it)\n", tail.path(), tail.offset(),
+               tail.pending_reason());
     return 2;
   }
   bool recounted = false;
@@ -145,8 +145,8 @@ int cmd_top(const TopOptions& o) {
     if (Clock::now() - grew_at > std::chrono::duration<double>(o.gone_s)) {
       s["state"] = "recorder gone";
       emit(o, s);
-      fprintf(stderr, "cptrace top: %s has not grown for %g s and meta.json is not complete: the recorder "
-                      "stopped without finishing the trace\n", tail.path().c_str(), o.gone_s);
+      fmt::print(stderr, "cptrace top: {} has not grown for {:g} s and meta.json is not complete: the recorder "
+                         "stopped without finishing the trace\n", tail.path(), o.gone_s);
       return 3;
     }
     emit(o, s);

@@ -48,7 +48,7 @@ std::string follow_problem() {
 struct Checker {
   int failed = 0;
   void line(bool ok, bool required, const std::string& what, const std::string& detail) {
-    printf("%-5s %-34s %s\n", ok ? "ok" : required ? "FAIL" : "warn", what.c_str(), detail.c_str());
+    fmt::print("{:<5} {:<34} {}\n", ok ? "ok" : required ? "FAIL" : "warn", what, detail);
     if (!ok && required) failed++;
   }
 };
@@ -160,7 +160,7 @@ int run_check() {
   c.line(n.clocksource == "tsc", false, "clocksource", n.clocksource +
          (n.clocksource == "tsc" ? "" : " (not tsc: kernel timestamps convert less tightly)"));
   report_clock_discipline(c);
-  printf("%s\n", c.failed ? "recording cannot work here" : "recording can work here");
+  fmt::print("{}\n", c.failed ? "recording cannot work here" : "recording can work here");
   return c.failed ? 1 : 0;
 }
 

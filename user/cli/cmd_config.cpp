@@ -57,10 +57,10 @@ int run_config(const ConfigArgs& c) {
                              " (configuration unchanged)");
   if (req["cmd"] == "get") {
     for (const json& h : reply["handlers"])
-      printf("%-24s %s\n", h.value("name", "?").c_str(), h.value("spec", "?").c_str());
+      fmt::print("{:<24} {}\n", h.value("name", "?"), h.value("spec", "?"));
     return 0;
   }
-  for (const json& ch : reply["changes"]) printf("%s\n", handler_change_line(ch).c_str());
+  for (const json& ch : reply["changes"]) fmt::print("{}\n", handler_change_line(ch));
   return 0;
 }
 

@@ -7,6 +7,7 @@
 #include <string>
 
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 
 #include "cli/commands.h"
 #include "analyze/csv_util.h"
@@ -14,6 +15,7 @@
 #include "net/net_dump.h"
 #include "trace/event_names.h"
 #include "trace/trace_reader.h"
+#include "trace/trace_timeline.h"
 #include "translate/translated_frame.h"
 
 namespace cptrace {
@@ -32,20 +34,18 @@ void dump_translated(const TraceReader& r, const DumpArgs& a) {
   for (const auto& n : r.meta()["translated"].value("nodes", nlohmann::json::array()))
     names.push_back(n.value("node", ""));
   auto node_name = [&](uint16_t i) { return i < names.size() ? names[i] : std::to_string(i); };
-  if (a.csv) printf("node,kind,local_ts,ref_est,ref_lo,ref_hi,channel,tuple,pid,tid,cpu\n");
+  if (a.csv) fmt::print("node,kind,local_ts,ref_est,ref_lo,ref_hi,channel,tuple,pid,tid,cpu\n");
   std::vector<TranslatedEvent> evs;
   r.for_each_frame(FrameType::Translated, [&](const FrameHeader& h, const std::vector<uint8_t>& p) {
     decode_translated(h, p.data(), p.size(), evs);
     for (const TranslatedEvent& e : evs) {
       const std::string ch = r.channel_name(e.channel);
       if (a.csv)
-        printf("%s,%s,%llu,%lld,%lld,%lld,%s,%llu,%u,%u,%u\n", csv_field(node_name(e.node)).c_str(),
-               event_kind_name(e.kind), (unsigned long long)e.local_ts, (long long)e.ref_ts, (long long)e.ref_lo,
-               (long long)e.ref_hi, csv_field(ch).c_str(), (unsigned long long)e.tuple, e.pid, e.tid, e.cpu);
+        fmt::print("{},{},{},{},{},{},{},{},{},{},{}\n", csv_field(node_name(e.node)), event_kind_name(e.kind),
+                   e.local_ts, e.ref_ts, e.ref_lo, e.ref_hi, csv_field(ch), e.tuple, e.pid, e.tid, e.cpu);
       else
-        printf("%20lld [%lld, %lld] %-8s %-6s %-24s tuple=%-20llu pid=%-7u tid=%-7u cpu=%u\n", (long long)e.ref_ts,
-               (long long)e.ref_lo, (long long)e.ref_hi, node_name(e.node).c_str(), event_kind_name(e.kind),
-               ch.c_str(), (unsigned long long)e.tuple, e.pid, e.tid, e.cpu);
+        fmt::print("{:20} [{}, {}] {:<8} {:<6} {:<24} tuple={:<20} pid={:<7} tid={:<7} cpu={}\n", e.ref_ts, e.ref_lo,
+                   e.ref_hi, node_name(e.node), event_kind_name(e.kind), ch, e.tuple, e.pid, e.tid, e.cpu);
     }
   });
 }
@@ -59,18 +59,16 @@ void dump_recorded(const TraceReader& r, const DumpArgs& a) {
   bool nspid = pids.any_container();
   auto nspid_tail = [&](uint32_t pid) { return nspid ? "," + pids.csv_field(pid) : std::string(); };
   const char* tail = net ? kNetCsvEmpty : "";
-  if (a.csv) printf("node,kind,ts,channel,tuple,pid,tid,cpu%s%s\n", net ? kNetCsvColumns : "", nspid ? ",nspid" : "");
+  if (a.csv) fmt::print("node,kind,ts,channel,tuple,pid,tid,cpu{}{}\n", net ? kNetCsvColumns : "", nspid ? ",nspid" : "");
   if (!a.csv) print_handler_history(r, stdout, "# ");
   r.for_each_event([&](const TraceEvent& e) {
     const std::string ch = r.channel_name(e.channel);
     if (a.csv)
-      printf("%s,%s,%llu,%s,%llu,%u,%u,%u%s%s\n", csv_field(node).c_str(), event_kind_name(e.kind),
-             (unsigned long long)e.ts, csv_field(ch).c_str(), (unsigned long long)e.tuple, e.pid, e.tid, e.cpu, tail,
-             nspid_tail(e.pid).c_str());
+      fmt::print("{},{},{},{},{},{},{},{}{}{}\n", csv_field(node), event_kind_name(e.kind), e.ts, csv_field(ch), e.tuple,
+                 e.pid, e.tid, e.cpu, tail, nspid_tail(e.pid));
     else
-      printf("%20llu %-6s %-24s tuple=%-20llu pid=%-7s tid=%-7u cpu=%u\n", (unsigned long long)e.ts,
-             event_kind_name(e.kind), ch.c_str(), (unsigned long long)e.tuple,
-             (std::to_string(e.pid) + pids.text_suffix(e.pid)).c_str(), e.tid, e.cpu);
+      fmt::print("{:20} {:<6} {:<24} tuple={:<20} pid={:<7} tid={:<7} cpu={}\n", e.ts, event_kind_name(e.kind), ch,
+                 e.tuple, std::to_string(e.pid) + pids.text_suffix(e.pid), e.tid, e.cpu);
   });
   r.for_each_net_event([&](const NetEvent& e) {
     a.csv ? print_net_csv(stdout, csv_field(node), e, nspid_tail(e.r.pid)) : print_net_text(stdout, e, &pids);
@@ -83,12 +81,7 @@ int run_dump(const DumpArgs& a) {
     dump_translated(r, a);
   else
     dump_recorded(r, a);
-  if (r.error()) {
-    fflush(stdout);
-    fprintf(stderr, "cptrace dump: %s (events before it were printed)\n", r.error()->what());
-    return 2;
-  }
-  return 0;
+  return damaged_trace_exit(r, "dump", "events before it were printed");
 }
 
 }  // namespace

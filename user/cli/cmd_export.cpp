@@ -14,6 +14,7 @@
 #include "analyze/export_table.h"
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "trace/trace_timeline.h"
 #include "translate/latency.h"
 #include "translate/sync_sanity.h"
 
@@ -47,7 +48,7 @@ int run_export_table(const ExportArgs& a) {
     TableExportStats s = export_table_stdout(*r, a.stdout_table, pairs, a.budget);
     fmt::print(stderr, "cptrace export: {} {} -> stdout\n", a.stdout_table == "events" ? s.events : s.latency_rows,
                a.stdout_table == "events" ? "events" : "tuple rows");
-    for (const SyncFinding& f : suspect) fprintf(stderr, "%s\n", suspect_sync_warning(f).c_str());
+    for (const SyncFinding& f : suspect) fmt::print(stderr, "{}\n", suspect_sync_warning(f));
     return 0;
   }
   TableExportStats s = export_table(*r, a.out, pairs, a.overwrite, a.plain, a.budget);
@@ -57,7 +58,7 @@ int run_export_table(const ExportArgs& a) {
     fmt::print(stderr, ", {} tuple rows of {} pair(s) -> {}/{}", s.latency_rows, pairs.size(), a.out,
                table_file_name("latency", a.plain));
   fmt::print(stderr, "\n");
-  for (const SyncFinding& f : suspect) fprintf(stderr, "%s\n", suspect_sync_warning(f).c_str());
+  for (const SyncFinding& f : suspect) fmt::print(stderr, "{}\n", suspect_sync_warning(f));
   return 0;
 }
 
@@ -78,17 +79,13 @@ int run_export(const ExportArgs& a) {
     throw std::runtime_error(out + ": exists (use -f to overwrite)");
   if (format == "ctf") {
     CtfStats s = export_ctf(*r, tl, out, a.overwrite);
-    fprintf(stderr, "cptrace export: %llu events in %zu stream(s) (%zu for late events), %llu packets -> %s\n",
-            (unsigned long long)s.events, s.streams, s.late_streams, (unsigned long long)s.packets, out.c_str());
+    fmt::print(stderr, "cptrace export: {} events in {} stream(s) ({} for late events), {} packets -> {}\n", s.events,
+               s.streams, s.late_streams, s.packets, out);
   } else {
     uint64_t n = format == "json" ? export_json(*r, tl, out) : export_csv(*r, tl, out);
-    fprintf(stderr, "cptrace export: %llu events -> %s\n", (unsigned long long)n, out.c_str());
+    fmt::print(stderr, "cptrace export: {} events -> {}\n", n, out);
   }
-  if (r->error()) {
-    fprintf(stderr, "cptrace export: %s (the export holds the events before it)\n", r->error()->what());
-    return 2;
-  }
-  return 0;
+  return damaged_trace_exit(*r, "export", "the export holds the events before it");
 }
 
 }  // namespace

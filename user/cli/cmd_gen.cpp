@@ -9,6 +9,7 @@
 #include <string>
 
 #include <CLI/CLI.hpp>
+#include <fmt/core.h>
 
 #include "cli/commands.h"
 #include "load/generator.h"
@@ -28,19 +29,18 @@ struct GenCmd {
 };
 
 void print_gen_report(const GenOptions& g, const GenReport& r, const RoundResult* s) {
-  fprintf(stderr,
-          "cptrace gen: %llu of %llu tuples emitted (%llu refused) in %.3f s: %.1f tuples/s achieved for %.1f "
-          "requested (%+.3f%%)\n"
-          "  slot lateness: p50 %.1f us, p99 %.1f us, p99.9 %.1f us, max %.1f us; blocked by the transport %.3f s\n",
-          (unsigned long long)r.emitted, (unsigned long long)r.scheduled, (unsigned long long)r.send_errors,
-          r.elapsed_s, r.achieved_rate, g.rate, 100 * (r.achieved_rate / g.rate - 1),
-          r.lateness.quantile(0.5) / 1e3, r.lateness.quantile(0.99) / 1e3, r.lateness.quantile(0.999) / 1e3,
-          r.lateness.max() / 1e3, r.blocked_s);
-  if (!r.error.empty()) fprintf(stderr, "  error: %s\n", r.error.c_str());
+  fmt::print(stderr,
+             "cptrace gen: {} of {} tuples emitted ({} refused) in {:.3f} s: {:.1f} tuples/s achieved for {:.1f} "
+             "requested ({:+.3f}%)\n"
+             "  slot lateness: p50 {:.1f} us, p99 {:.1f} us, p99.9 {:.1f} us, max {:.1f} us; blocked by the transport "
+             "{:.3f} s\n",
+             r.emitted, r.scheduled, r.send_errors, r.elapsed_s, r.achieved_rate, g.rate,
+             100 * (r.achieved_rate / g.rate - 1), r.lateness.quantile(0.5) / 1e3, r.lateness.quantile(0.99) / 1e3,
+             r.lateness.quantile(0.999) / 1e3, r.lateness.max() / 1e3, r.blocked_s);
+  if (!r.error.empty()) fmt::print(stderr, "  error: {}\n", r.error);
   if (s)
-    fprintf(stderr, "  sink: %llu unique of %llu emitted, %llu lost, %llu duplicates, intake %.1f/s, drain %.3f s\n",
-            (unsigned long long)s->unique, (unsigned long long)s->emitted, (unsigned long long)s->lost,
-            (unsigned long long)s->duplicates, s->intake_rate, s->drain_s);
+    fmt::print(stderr, "  sink: {} unique of {} emitted, {} lost, {} duplicates, intake {:.1f}/s, drain {:.3f} s\n",
+               s->unique, s->emitted, s->lost, s->duplicates, s->intake_rate, s->drain_s);
 }
 
 int run_gen_cmd(GenCmd& c) {
@@ -63,7 +63,7 @@ int run_gen_cmd(GenCmd& c) {
     auto j = r.to_json();
     j["rate"] = c.g.rate;
     if (s) j["sink"] = s->to_json();
-    printf("%s\n", j.dump(2).c_str());
+    fmt::print("{}\n", j.dump(2));
   }
   print_gen_report(c.g, r, s ? &*s : nullptr);
   if (!r.error.empty()) return 1;

@@ -121,16 +121,16 @@ nlohmann::json summary_json(const std::string& dir, const TraceReader& r, const 
 void print_net_stamps(const nlohmann::json& st) {
   std::string rx_points;
   for (const auto& p : st["rx_stamp"]) rx_points += (rx_points.empty() ? "" : ", ") + p.get<std::string>();
-  printf("net stamps tx at %s; rx at %s\n", st["tx_stamp"].get<std::string>().c_str(),
-         rx_points.empty() ? "netif_receive_skb (recorder did not say)" : rx_points.c_str());
+  fmt::print("net stamps tx at {}; rx at {}\n", st["tx_stamp"].get<std::string>(),
+             rx_points.empty() ? "netif_receive_skb (recorder did not say)" : rx_points);
   if (st["rx_stamped_at"].empty()) return;
   std::string counts;
   for (const auto& [at, n] : st["rx_stamped_at"].items())
     counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", n.get<uint64_t>(), at);
-  printf("           receives stamped: %s", counts.c_str());
+  fmt::print("           receives stamped: {}", counts);
   if (uint64_t g = st["rx_grew_after_early_stamp"].get<uint64_t>())
-    printf(" (%llu of them at netif_receive_skb because GRO merged later segments in)", (unsigned long long)g);
-  printf("\n");
+    fmt::print(" ({} of them at netif_receive_skb because GRO merged later segments in)", g);
+  fmt::print("\n");
 }
 
 // The clock's NTP state at start and every change the recording saw; "none" when
@@ -139,52 +139,47 @@ void print_clock_adjustments(const nlohmann::json& j) {
   const auto& c = j["clock_adjustments"];
   bool recorded = j.contains("clock_discipline") || !c["state_at_start"].get<std::string>().empty();
   if (!recorded) {
-    printf("clock adj  not recorded (trace written before clock adjustments were)\n");
+    fmt::print("clock adj  not recorded (trace written before clock adjustments were)\n");
     return;
   }
   if (!c["state_at_start"].get<std::string>().empty())
-    printf("clock      NTP at start: %s\n", c["state_at_start"].get<std::string>().c_str());
+    fmt::print("clock      NTP at start: {}\n", c["state_at_start"].get<std::string>());
   if (j.contains("clock_discipline") && !j["clock_discipline"].value("syscalls_watched", true))
-    printf("clock      clock-adjusting syscalls not watched (%s): changes seen only at correlation points\n",
-           j["clock_discipline"].value("why_not_watched", "").c_str());
-  if (c["changes"].empty()) printf("clock adj  none\n");
+    fmt::print("clock      clock-adjusting syscalls not watched ({}): changes seen only at correlation points\n",
+               j["clock_discipline"].value("why_not_watched", ""));
+  if (c["changes"].empty()) fmt::print("clock adj  none\n");
   for (const auto& l : c["changes"])
-    printf("clock adj  %+11.6f s  %s\n", l["at_s"].get<double>(), l["text"].get<std::string>().c_str());
+    fmt::print("clock adj  {:+11.6f} s  {}\n", l["at_s"].get<double>(), l["text"].get<std::string>());
 }
 
 void print_summary(const std::string& dir, const TraceReader& r, const EventTotals& t, const nlohmann::json& j) {
   const Counters& k = r.counters();
-  printf("trace      %s (node %s, host %s)%s\n", dir.c_str(), j["node"].get<std::string>().c_str(),
-         j["host"].get<std::string>().c_str(), j["complete"].get<bool>() ? "" : "  [recorder did not finish]");
-  printf("events     %llu recorded, %llu dropped, %llu filtered by handlers, %llu seen by the probes%s\n",
-         (unsigned long long)t.n, (unsigned long long)k.total_dropped(), (unsigned long long)k.total_filtered(),
-         (unsigned long long)k.total_seen(),
-         j["accounted"].get<bool>() ? "" : "  [MISMATCH: recorded + dropped + filtered != seen]");
+  fmt::print("trace      {} (node {}, host {}){}\n", dir, j["node"].get<std::string>(), j["host"].get<std::string>(),
+             j["complete"].get<bool>() ? "" : "  [recorder did not finish]");
+  fmt::print("events     {} recorded, {} dropped, {} filtered by handlers, {} seen by the probes{}\n", t.n,
+             k.total_dropped(), k.total_filtered(), k.total_seen(),
+             j["accounted"].get<bool>() ? "" : "  [MISMATCH: recorded + dropped + filtered != seen]");
   if (j.contains("net"))
-    printf("network    %llu recorded, %llu dropped, %llu seen by the programs%s\n",
-           (unsigned long long)r.net_event_count(), (unsigned long long)r.net_counters().total_dropped(),
-           (unsigned long long)r.net_counters().total_seen(),
-           j["net"]["accounted"].get<bool>() ? "" : "  [MISMATCH: recorded + dropped != seen]");
+    fmt::print("network    {} recorded, {} dropped, {} seen by the programs{}\n", r.net_event_count(),
+               r.net_counters().total_dropped(), r.net_counters().total_seen(),
+               j["net"]["accounted"].get<bool>() ? "" : "  [MISMATCH: recorded + dropped != seen]");
   if (j.contains("net")) print_net_stamps(j["net"]["stamps"]);
-  printf("span       %.6f s   TSC %.6f GHz (measured, %zu correlation points)\n", j["span_s"].get<double>(),
-         j["tsc_hz"].get<double>() / 1e9, r.clock().size());
-  printf("size       %llu bytes in %llu frames, %.1fx smaller than raw events (%llu bytes)\n",
-         (unsigned long long)r.file_bytes(), (unsigned long long)r.frame_count(),
-         j["compression_ratio"].get<double>(), (unsigned long long)r.raw_event_bytes());
-  printf("%-18s %-28s %12s %12s\n", "channel id", "name", "events", "counted");
-  for (auto& [id, c] : t.per)
-    printf("%016llx   %-28s %12llu %12llu\n", (unsigned long long)id, r.channel_name(id).c_str(),
-           (unsigned long long)c.events, (unsigned long long)c.counted);
+  fmt::print("span       {:.6f} s   TSC {:.6f} GHz (measured, {} correlation points)\n", j["span_s"].get<double>(),
+             j["tsc_hz"].get<double>() / 1e9, r.clock().size());
+  fmt::print("size       {} bytes in {} frames, {:.1f}x smaller than raw events ({} bytes)\n", r.file_bytes(),
+             r.frame_count(), j["compression_ratio"].get<double>(), r.raw_event_bytes());
+  fmt::print("{:<18} {:<28} {:>12} {:>12}\n", "channel id", "name", "events", "counted");
+  for (auto& [id, c] : t.per) fmt::print("{:016x}   {:<28} {:12} {:12}\n", id, r.channel_name(id), c.events, c.counted);
   // Host processes are known by their one pid; a container's by two.
   for (const auto& [pid, e] : r.pids().by_pid)
     if (e.pidns != r.pids().recorder_pidns)
-      printf("process    pid=%u nspid=%u (pid namespace %llu)\n", pid, e.nspid, (unsigned long long)e.pidns);
+      fmt::print("process    pid={} nspid={} (pid namespace {})\n", pid, e.nspid, e.pidns);
   print_handler_history(r, stdout, "handler    ");
   print_clock_adjustments(j);
   if (j.contains("sync")) print_sync_summary(j["sync"]);
   if (j.contains("write_error"))  // record stopped early: the disk filled up (or another write error)
-    printf("stopped    by a write error: %s\n", j["write_error"].value("what", "").c_str());
-  if (r.error()) printf("ERROR      %s\n", r.error()->what());
+    fmt::print("stopped    by a write error: {}\n", j["write_error"].value("what", ""));
+  if (r.error()) fmt::print("ERROR      {}\n", r.error()->what());
 }
 
 int run_info(const InfoArgs& a) {
@@ -192,7 +187,7 @@ int run_info(const InfoArgs& a) {
   EventTotals t = count_events(r);
   nlohmann::json j = summary_json(a.dir, r, t);
   if (a.json)
-    printf("%s\n", j.dump(2).c_str());
+    fmt::print("{}\n", j.dump(2));
   else
     print_summary(a.dir, r, t, j);
   return r.error() ? 2 : 0;

@@ -4,6 +4,7 @@
 #include <string>
 
 #include <CLI/CLI.hpp>
+#include <fmt/core.h>
 
 #include "cli/commands.h"
 #include "sync/minrtt_protocol.h"
@@ -19,8 +20,8 @@ struct KeygenArgs {
 
 int run_keygen(const KeygenArgs& a) {
   minrtt::write_key_file(a.out, a.overwrite);
-  fprintf(stderr, "cptrace keygen: new key in %s (mode 0600); copy it to every node, keeping the mode, and give it "
-                  "to sync, minrttd and record with --key\n", a.out.c_str());
+  fmt::print(stderr, "cptrace keygen: new key in {} (mode 0600); copy it to every node, keeping the mode, and give it "
+                     "to sync, minrttd and record with --key\n", a.out);
   return 0;
 }
 

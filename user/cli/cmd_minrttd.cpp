@@ -50,7 +50,7 @@ void wait_for_stop(const sigset_t& stop_signals, const MinrttdArgs& a, const Res
     auto now = clock::now();
     if (a.duration_s > 0 && now >= end) return;
     if (a.stats_s > 0 && now >= next_stats) {
-      printf("minrttd: %s\n", r.stats().line().c_str());
+      fmt::print("minrttd: {}\n", r.stats().line());
       fflush(stdout);
       next_stats += every;
       continue;
@@ -88,15 +88,15 @@ int run_minrttd(const MinrttdArgs& a) {
   sigaddset(&stop_signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   Responder r(ro);
-  if (ro.sim.enabled) printf("simulated_clock %s\n", ro.sim.to_json().dump().c_str());
-  printf("minrttd: node %s listening on %s (protocol %u%s)\n", ro.node.c_str(), r.local_address().c_str(),
-         minrtt::kProtocolVersion, ro.key.empty() ? ", no authentication" : ", HMAC-SHA256");
+  if (ro.sim.enabled) fmt::print("simulated_clock {}\n", ro.sim.to_json().dump());
+  fmt::print("minrttd: node {} listening on {} (protocol {}{})\n", ro.node, r.local_address(), minrtt::kProtocolVersion,
+             ro.key.empty() ? ", no authentication" : ", HMAC-SHA256");
   fflush(stdout);
   r.start();
   wait_for_stop(stop_signals, a, r);
   r.stop();
-  printf("minrttd: %s\n", r.stats().line().c_str());
-  printf("minrttd stats %s\n", r.stats().to_json().dump().c_str());
+  fmt::print("minrttd: {}\n", r.stats().line());
+  fmt::print("minrttd stats {}\n", r.stats().to_json().dump());
   fflush(stdout);
   return 0;
 }

@@ -39,20 +39,19 @@ int report_sink(const SinkOptions& o, SinkState& st) {
     nlohmann::json j = {{"received", rx_total}, {"malformed", st.malformed.load()},
                         {"rate", span > 0 ? (rx_total - 1) / span : 0.0}, {"rounds", st.round_log}};
     if (!rounds) j.update({{"unique", L.unique()}, {"duplicates", L.duplicates()}, {"missing", L.missing()}});
-    printf("%s\n", j.dump(2).c_str());
+    fmt::print("{}\n", j.dump(2));
   } else {
-    printf("cptrace sink: %llu tuples received, %llu malformed, %.1f tuples/s (first to last receipt)\n",
-           (unsigned long long)rx_total, (unsigned long long)st.malformed.load(),
-           span > 0 ? (rx_total - 1) / span : 0.0);
+    fmt::print("cptrace sink: {} tuples received, {} malformed, {:.1f} tuples/s (first to last receipt)\n", rx_total,
+               st.malformed.load(), span > 0 ? (rx_total - 1) / span : 0.0);
     if (!rounds)
-      printf("  ids: %llu unique, %llu duplicates, %llu missing between the lowest and highest id\n",
-             (unsigned long long)L.unique(), (unsigned long long)L.duplicates(), (unsigned long long)L.missing());
+      fmt::print("  ids: {} unique, {} duplicates, {} missing between the lowest and highest id\n", L.unique(),
+                 L.duplicates(), L.missing());
     for (auto& r : st.round_log)
-      printf("  round %u: expected %llu emitted %llu unique %llu duplicates %llu lost %llu outside %llu "
-             "intake %.1f/s drain %.3f s\n",
-             r.value("round", 0u), r.value("expected", 0ull), r.value("emitted", 0ull), r.value("unique", 0ull),
-             r.value("duplicates", 0ull), r.value("lost", 0ull), r.value("outside", 0ull),
-             r.value("intake_rate", 0.0), r.value("drain_s", 0.0));
+      fmt::print("  round {}: expected {} emitted {} unique {} duplicates {} lost {} outside {} "
+                 "intake {:.1f}/s drain {:.3f} s\n",
+                 r.value("round", 0u), r.value("expected", 0ull), r.value("emitted", 0ull), r.value("unique", 0ull),
+                 r.value("duplicates", 0ull), r.value("lost", 0ull), r.value("outside", 0ull),
+                 r.value("intake_rate", 0.0), r.value("drain_s", 0.0));
   }
   return bad ? 3 : 0;
 }
@@ -76,8 +75,8 @@ int run_sink(const SinkOptions& o) {
       for (int64_t i = 0; i < int64_t(o.duration_s * 100) && !st.stop; ++i) usleep(10000);
       st.stop = true;
     });
-  fprintf(stderr, "cptrace sink: listening on %s port %u, control port %u%s\n", o.udp ? "UDP" : "TCP", o.port,
-          ctl.port(), o.throttle > 0 ? fmt::format(", throttled to {} tuples/s", o.throttle).c_str() : "");
+  fmt::print(stderr, "cptrace sink: listening on {} port {}, control port {}{}\n", o.udp ? "UDP" : "TCP", o.port,
+             ctl.port(), o.throttle > 0 ? fmt::format(", throttled to {} tuples/s", o.throttle) : "");
   rx.run();
   if (timer.joinable()) timer.join();
   g_sink_state = nullptr;

@@ -139,7 +139,7 @@ int run_sync(const SyncArgs& a) {
   writer.finish(meta);
   size_t ok = 0;
   for (auto& r : rounds) ok += r.kernel_ok;
-  fprintf(stderr, "cptrace sync: %zu rounds (%zu with kernel stamps) -> %s\n", rounds.size(), ok, a.out_dir.c_str());
+  fmt::print(stderr, "cptrace sync: {} rounds ({} with kernel stamps) -> {}\n", rounds.size(), ok, a.out_dir);
   return rounds.empty() ? 1 : 0;
 }
 

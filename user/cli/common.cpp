@@ -42,10 +42,10 @@ std::string handler_change_line(const nlohmann::json& c) {
 void print_handler_history(const TraceReader& r, FILE* out, const char* prefix) {
   for (const nlohmann::json& c : r.handler_changes()) {
     try {
-      fprintf(out, "%s%s\n", prefix, handler_change_line(c).c_str());
+      fmt::print(out, "{}{}\n", prefix, handler_change_line(c));
     } catch (const std::exception& e) {
       // A damaged entry costs its own line, not the rest of the listing.
-      fprintf(out, "%s(malformed handler change: %s)\n", prefix, e.what());
+      fmt::print(out, "{}(malformed handler change: {})\n", prefix, e.what());
     }
   }
 }

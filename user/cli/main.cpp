@@ -2,6 +2,7 @@
 // this only parses arguments (CLI11), runs the subcommand given and turns its
 // exceptions into one clear line + exit 1.
 #include <CLI/CLI.hpp>
+#include <fmt/core.h>
 
 #include <cstdio>
 #include <exception>
@@ -36,7 +37,7 @@ int main(int argc, char** argv) {
     for (auto& [sub, run] : commands)
       if (*sub) return run();
   } catch (const std::exception& e) {
-    fprintf(stderr, "cptrace %s: %s\n", app.get_subcommands().front()->get_name().c_str(), e.what());
+    fmt::print(stderr, "cptrace {}: {}\n", app.get_subcommands().front()->get_name(), e.what());
     return 1;
   }
   return 0;

@@ -10,6 +10,8 @@
 #include <stdexcept>
 #include <string>
 
+#include <fmt/format.h>
+
 #include "cptrace_probe_site.h"
 
 // The flush probe's site, in this binary: a site like every other (lib/probe_site.h).
@@ -57,8 +59,10 @@ std::vector<cp_singles_rec> StageFlusher::leftovers() {
   uint32_t zero = 0;
   if (bpf_map_lookup_elem(stages_fd_, &zero, st.data()) != 0) {
     // Counted as seen but never recorded: say so rather than lose them quietly.
-    fprintf(stderr, "cptrace record: reading the staged events of each CPU failed (%s): up to %d events per CPU "
-                    "are missing from the trace\n", strerror(errno), CP_STAGE_MAX - 1);
+    fmt::print(stderr,
+               "cptrace record: reading the staged events of each CPU failed ({}): up to {} events per CPU "
+               "are missing from the trace\n",
+               strerror(errno), CP_STAGE_MAX - 1);
     return out;
   }
   for (int c = 0; c < ncpu; ++c) {

@@ -34,16 +34,16 @@ bool judge_round(MaxrateRound& r, double tol) {
 namespace {
 
 void print_header() {
-  printf("%5s %10s %9s %11s %9s %9s %9s %6s %5s %10s %8s %7s  %s\n", "round", "rate/s", "emitted", "gen rate/s",
-         "late p99", "blocked", "received", "lost", "dup", "intake/s", "lag ms", "drain s", "verdict");
+  fmt::print("{:>5} {:>10} {:>9} {:>11} {:>9} {:>9} {:>9} {:>6} {:>5} {:>10} {:>8} {:>7}  {}\n", "round", "rate/s",
+             "emitted", "gen rate/s", "late p99", "blocked", "received", "lost", "dup", "intake/s", "lag ms", "drain s",
+             "verdict");
 }
 
 void print_row(size_t k, const MaxrateRound& r) {
-  printf("%5zu %10.0f %9llu %11.0f %7.3fms %8.3fs %9llu %6llu %5llu %10.0f %8.1f %7.2f  %s\n", k, r.rate,
-         (unsigned long long)r.gen.emitted, r.gen.achieved_rate, r.gen.lateness.quantile(0.99) / 1e6,
-         r.gen.blocked_s, (unsigned long long)r.sink.unique, (unsigned long long)r.sink.lost,
-         (unsigned long long)r.sink.duplicates, r.sink.intake_rate, r.sink.lag_tuples / r.rate * 1e3,
-         r.sink.drain_s, r.verdict.c_str());
+  fmt::print("{:5} {:10.0f} {:9} {:11.0f} {:7.3f}ms {:8.3f}s {:9} {:6} {:5} {:10.0f} {:8.1f} {:7.2f}  {}\n", k, r.rate,
+             r.gen.emitted, r.gen.achieved_rate, r.gen.lateness.quantile(0.99) / 1e6, r.gen.blocked_s, r.sink.unique,
+             r.sink.lost, r.sink.duplicates, r.sink.intake_rate, r.sink.lag_tuples / r.rate * 1e3, r.sink.drain_s,
+             r.verdict);
   fflush(stdout);
 }
 
@@ -98,13 +98,14 @@ int run_maxrate(const MaxrateOptions& o) {
                 {"sustained", r.sustained}, {"verdict", r.verdict}};
       a.push_back(j);
     }
-    printf("%s\n", json{{"max_sustainable_rate", best}, {"reached_max", capped}, {"rounds", a}}.dump(2).c_str());
+    fmt::print("{}\n", json{{"max_sustainable_rate", best}, {"reached_max", capped}, {"rounds", a}}.dump(2));
   } else if (best == 0) {
-    printf("no sustainable rate: the first round (%.0f/s) failed: %s\n", o.from, last.verdict.c_str());
+    fmt::print("no sustainable rate: the first round ({:.0f}/s) failed: {}\n", o.from, last.verdict);
   } else if (capped) {
-    printf("max sustainable throughput: >= %.0f tuples/s (every round up to --max %.0f was sustained)\n", best, o.max);
+    fmt::print("max sustainable throughput: >= {:.0f} tuples/s (every round up to --max {:.0f} was sustained)\n", best,
+               o.max);
   } else {
-    printf("max sustainable throughput: %.0f tuples/s (at %.0f/s: %s)\n", best, last.rate, last.verdict.c_str());
+    fmt::print("max sustainable throughput: {:.0f} tuples/s (at {:.0f}/s: {})\n", best, last.rate, last.verdict);
   }
   return 0;
 }

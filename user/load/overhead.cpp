@@ -213,7 +213,7 @@ pid_t spawn(const OverheadOptions& o, const std::vector<int>& cpus) {
   for (auto& a : o.cmd) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
   execvp(argv[0], argv.data());
-  fprintf(stderr, "cptrace overhead: cannot run %s: %s\n", argv[0], strerror(errno));
+  fmt::print(stderr, "cptrace overhead: cannot run {}: {}\n", argv[0], strerror(errno));
   _exit(127);
 }
 
@@ -353,33 +353,35 @@ int run_overhead(const OverheadOptions& o) {
   OverheadReport r = measure_overhead(o);
   if (child) fflush(nullptr);
   if (o.json) {
-    printf("%s\n", r.to_json().dump(2).c_str());
+    fmt::print("{}\n", r.to_json().dump(2));
     return r.status;
   }
   std::string cpus;
   for (int c : r.cpus) cpus += (cpus.empty() ? "" : ",") + std::to_string(c);
   double ru = r.rusage_user_s + r.rusage_sys_s;
-  fprintf(stderr,
-          "cptrace overhead: CPUs %s, spinner %.4g units/s undisturbed (+-%.1f%%)\n"
-          "  command: exit %d, wall %.3f s%s\n"
-          "  displaced CPU:          %.4f s +- %.4f s (%.1f%% of %zu CPU(s) over the run)\n"
-          "  command rusage:         %.4f s  (user %.4f, sys %.4f)\n"
-          "  not charged to it:      %+.4f s  (interrupts, softirq, kernel threads, other processes)\n"
-          "  activity without the command (spinner alone, before/after): %.2f%% / %.2f%% of the CPUs\n"
-          "  /proc/stat on these CPUs during the run: irq %.3f s, softirq %.3f s, steal %.3f s\n",
-          cpus.c_str(), r.rate.empty() ? 0 : r.rate[0], r.rate_spread.empty() ? 0 : 100 * r.rate_spread[0], r.status, r.wall_s,
-          !o.nice ? "" : g_nice_on_autogroup ? fmt::format(", own autogroup at nice {}", o.nice).c_str()
-                                            : fmt::format(", nice {}", o.nice).c_str(),
-          r.displaced_s, r.uncertainty_s,
-          100 * r.displaced_s / (r.wall_s * r.cpus.size()), r.cpus.size(), ru, r.rusage_user_s, r.rusage_sys_s,
-          r.displaced_s - ru, 100 * r.background_before, 100 * r.background_after, r.irq_s, r.softirq_s, r.steal_s);
+  std::string nice = !o.nice                ? ""
+                     : g_nice_on_autogroup ? fmt::format(", own autogroup at nice {}", o.nice)
+                                           : fmt::format(", nice {}", o.nice);
+  fmt::print(stderr,
+             "cptrace overhead: CPUs {}, spinner {:.4g} units/s undisturbed (+-{:.1f}%)\n"
+             "  command: exit {}, wall {:.3f} s{}\n"
+             "  displaced CPU:          {:.4f} s +- {:.4f} s ({:.1f}% of {} CPU(s) over the run)\n"
+             "  command rusage:         {:.4f} s  (user {:.4f}, sys {:.4f})\n"
+             "  not charged to it:      {:+.4f} s  (interrupts, softirq, kernel threads, other processes)\n"
+             "  activity without the command (spinner alone, before/after): {:.2f}% / {:.2f}% of the CPUs\n"
+             "  /proc/stat on these CPUs during the run: irq {:.3f} s, softirq {:.3f} s, steal {:.3f} s\n",
+             cpus, r.rate.empty() ? 0 : r.rate[0], r.rate_spread.empty() ? 0 : 100 * r.rate_spread[0], r.status,
+             r.wall_s, nice, r.displaced_s, r.uncertainty_s, 100 * r.displaced_s / (r.wall_s * r.cpus.size()),
+             r.cpus.size(), ru, r.rusage_user_s, r.rusage_sys_s, r.displaced_s - ru, 100 * r.background_before,
+             100 * r.background_after, r.irq_s, r.softirq_s, r.steal_s);
   if (r.other_load())
-    fprintf(stderr,
-            "  OTHER LOAD PRESENT: %.4f s displaced beyond the command's rusage + irq + softirq (uncertainty %.4f s):\n"
-            "  other work ran on these CPUs during the run (%s), so the displaced CPU is an upper bound\n",
-            r.unexplained_s(), r.uncertainty_s,
-            o.nice ? "--nice does not keep other sessions out while the command sleeps"
-                   : "--nice -20 reduces, but does not remove, other sessions' share");
+    fmt::print(stderr,
+               "  OTHER LOAD PRESENT: {:.4f} s displaced beyond the command's rusage + irq + softirq (uncertainty "
+               "{:.4f} s):\n"
+               "  other work ran on these CPUs during the run ({}), so the displaced CPU is an upper bound\n",
+               r.unexplained_s(), r.uncertainty_s,
+               o.nice ? "--nice does not keep other sessions out while the command sleeps"
+                      : "--nice -20 reduces, but does not remove, other sessions' share");
   return r.status;
 }
 

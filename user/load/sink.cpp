@@ -117,8 +117,8 @@ bool SinkReceiver::read_tcp(Conn& c) {
   while (c.fill - pos >= kTupleMinSize) {
     if (!parse_header(c.buf.data() + pos, h, kTupleMaxTcp)) {
       st_.malformed++;
-      fprintf(stderr, "cptrace sink: %s: not a tuple at stream byte offset %llu (magic 0x%08x, size %u); closing\n",
-              c.peer.c_str(), (unsigned long long)(c.offset + pos), h.magic, h.size);
+      fmt::print(stderr, "cptrace sink: {}: not a tuple at stream byte offset {} (magic 0x{:08x}, size {}); closing\n",
+                 c.peer, c.offset + pos, h.magic, h.size);
       consume(ids, n);
       return false;
     }

@@ -1,5 +1,7 @@
 #include "net/net_dump.h"
 
+#include <fmt/format.h>
+
 namespace cptrace {
 
 const char kNetCsvColumns[] =
@@ -9,12 +11,11 @@ const char kNetCsvEmpty[] = ",,,,,,,,,,,,,,,,,,";
 
 void print_net_csv(FILE* out, const std::string& node, const NetEvent& e, const std::string& tail) {
   const cp_net_rec& r = e.r;
-  fprintf(out, "%s,%s,%llu,,,%u,%u,%u,%s,%s,%s,%u,%s,%u,%u,%u,%u,%s,%u,%u,%u,%u,%u,%u,%llu,%u%s\n",
-          node.c_str(), net_kind_name(r.kind), (unsigned long long)e.ts, r.pid, r.tid, r.cpu,
-          net_proto_name(r.proto), r.family == 10 ? "ipv6" : "ipv4", net_addr(r, true).c_str(), r.sport,
-          net_addr(r, false).c_str(), r.dport, r.seq, r.ack, r.len, tcp_flags_text(r.tcp_flags).c_str(),
-          r.ifindex, r.netns, r.gso_segs, r.gso_size, r.ip_id, r.hash, (unsigned long long)r.ktime_ns,
-          r.flags, tail.c_str());
+  fmt::print(out, "{},{},{},,,{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}{}\n", node,
+             net_kind_name(r.kind), e.ts, r.pid, r.tid, r.cpu, net_proto_name(r.proto),
+             r.family == 10 ? "ipv6" : "ipv4", net_addr(r, true), r.sport, net_addr(r, false), r.dport, r.seq, r.ack,
+             r.len, tcp_flags_text(r.tcp_flags), r.ifindex, r.netns, r.gso_segs, r.gso_size, r.ip_id, r.hash,
+             r.ktime_ns, r.flags, tail);
 }
 
 void print_net_text(FILE* out, const NetEvent& e, const PidTable* pids) {
@@ -24,15 +25,15 @@ void print_net_text(FILE* out, const NetEvent& e, const PidTable* pids) {
     src = "[" + src + "]";
     dst = "[" + dst + "]";
   }
-  fprintf(out, "%20llu %-6s %s %s:%u > %s:%u len=%u", (unsigned long long)e.ts, net_kind_name(r.kind),
-          net_proto_name(r.proto), src.c_str(), r.sport, dst.c_str(), r.dport, r.len);
+  fmt::print(out, "{:20} {:<6} {} {}:{} > {}:{} len={}", e.ts, net_kind_name(r.kind), net_proto_name(r.proto), src,
+             r.sport, dst, r.dport, r.len);
   bool pkt = r.kind == CP_NET_PKT_TX || r.kind == CP_NET_PKT_RX;
-  if (r.proto == 6 && !pkt) fprintf(out, " seq=%u", r.seq);
-  if (r.proto == 6 && pkt) fprintf(out, " seq=%u ack=%u [%s]", r.seq, r.ack, tcp_flags_text(r.tcp_flags).c_str());
-  if (r.proto == 17 && pkt) fprintf(out, " hash=%08x", r.hash);
-  if (r.gso_segs > 1) fprintf(out, " gso=%ux%u", r.gso_segs, r.gso_size);
-  fprintf(out, " if=%u netns=%u pid=%u%s tid=%u cpu=%u\n", r.ifindex, r.netns, r.pid,
-          pids ? pids->text_suffix(r.pid).c_str() : "", r.tid, r.cpu);
+  if (r.proto == 6 && !pkt) fmt::print(out, " seq={}", r.seq);
+  if (r.proto == 6 && pkt) fmt::print(out, " seq={} ack={} [{}]", r.seq, r.ack, tcp_flags_text(r.tcp_flags));
+  if (r.proto == 17 && pkt) fmt::print(out, " hash={:08x}", r.hash);
+  if (r.gso_segs > 1) fmt::print(out, " gso={}x{}", r.gso_segs, r.gso_size);
+  fmt::print(out, " if={} netns={} pid={}{} tid={} cpu={}\n", r.ifindex, r.netns, r.pid,
+             pids ? pids->text_suffix(r.pid) : "", r.tid, r.cpu);
 }
 
 }  // namespace cptrace

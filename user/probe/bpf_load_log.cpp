@@ -11,6 +11,7 @@
 #include <mutex>
 #include <regex>
 #include <sstream>
+#include <string_view>
 #include <vector>
 
 #include <bpf/libbpf.h>
@@ -28,14 +29,15 @@ libbpf_print_fn_t g_prev = nullptr;
 
 int capture(enum libbpf_print_level level, const char* format, va_list args) {
   if (level == LIBBPF_DEBUG) return 0;
-  // The verifier's log comes as one "%s" of up to megabytes: no fixed buffer.
+  // libbpf hands a printf format and its va_list, so only the C formatter can expand
+  // it. The verifier's log comes as one "%s" of up to megabytes: no fixed buffer.
   char* buf = nullptr;
   int n = vasprintf(&buf, format, args);
   if (n < 0) return n;
   std::lock_guard lk(g_mu);
   g_log.append(buf, size_t(n));
   free(buf);
-  if (getenv("CPTRACE_BPF_LOG")) fputs(g_log.c_str() + g_log.size() - size_t(n), stderr);
+  if (getenv("CPTRACE_BPF_LOG")) fmt::print(stderr, "{}", std::string_view(g_log).substr(g_log.size() - size_t(n)));
   return n;
 }
 

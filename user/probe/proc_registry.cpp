@@ -14,6 +14,8 @@
 #include <set>
 #include <utility>
 
+#include <fmt/format.h>
+
 #include "cptrace_registry.h"
 
 namespace cptrace {
@@ -189,9 +191,7 @@ std::vector<MappedObject> mapped_objects(const std::vector<Mapping>& maps) {
 // A path that opens the mapped file itself, even if it was deleted or lives
 // in another mount namespace; the plain path as a last resort.
 std::vector<std::string> open_candidates(pid_t pid, const Mapping& m) {
-  char range[64];
-  std::snprintf(range, sizeof(range), "%llx-%llx", static_cast<unsigned long long>(m.start),
-                static_cast<unsigned long long>(m.end));
+  std::string range = fmt::format("{:x}-{:x}", m.start, m.end);
   std::string proc = "/proc/" + std::to_string(pid);
   return {proc + "/map_files/" + range, proc + "/root" + m.path, m.path};
 }

@@ -10,6 +10,8 @@
 #include <cstring>
 #include <stdexcept>
 
+#include <fmt/core.h>
+
 namespace cptrace {
 
 HeldCommand::HeldCommand(const std::vector<std::string>& cmd) {
@@ -31,7 +33,7 @@ HeldCommand::HeldCommand(const std::vector<std::string>& cmd) {
     char c;
     if (read(p[0], &c, 1) != 1) _exit(127);  // recorder gave up
     execvp(argv[0], argv.data());
-    fprintf(stderr, "cptrace record: cannot run %s: %s\n", argv[0], strerror(errno));
+    fmt::print(stderr, "cptrace record: cannot run {}: {}\n", argv[0], strerror(errno));
     _exit(127);
   }
   close(p[0]);

@@ -365,7 +365,7 @@ void Recording::open_trace() {
     try {
       handlers_->on_channel(c.id, c.name);
     } catch (const std::exception& e) {
-      fprintf(stderr, "cptrace record: handler for channel %s: %s\n", c.name.c_str(), e.what());
+      fmt::print(stderr, "cptrace record: handler for channel {}: {}\n", c.name, e.what());
     }
   };
   if (opt_.pid) channels_.add_registry(opt_.pid);
@@ -399,12 +399,12 @@ void Recording::start_drains() {
   if (!clockadj_)
     fmt::print(stderr, "cptrace record: Linux {}: clock-adjusting syscalls not watched ({}): adjustments are seen "
                "only through the NTP state at each correlation point\n", kernel_features().release, clockadj_missing_);
-  fprintf(stderr, "cptrace record: attached %zu probes in %zu file(s)%s%s, writing %s\n",
-          probes_->attached().size(), targets_.size(), net_ ? " + network capture" : "",
-          !filter_     ? ", all processes"
-          : follower_ ? fmt::format(", pid {} and the children it forks", filter_).c_str()
-                      : fmt::format(", pid {}", filter_).c_str(),
-          opt_.out_dir.c_str());
+  fmt::print(stderr, "cptrace record: attached {} probes in {} file(s){}{}, writing {}\n", probes_->attached().size(),
+             targets_.size(), net_ ? " + network capture" : "",
+             !filter_    ? ", all processes"
+             : follower_ ? fmt::format(", pid {} and the children it forks", filter_)
+                         : fmt::format(", pid {}", filter_),
+             opt_.out_dir);
   // Loading and attaching took a while (a second on a busy machine): a point
   // now, so the first kernel stamps do not share one long segment with it.
   clock_.push_back(sample_clock());
@@ -478,8 +478,8 @@ void Recording::write_last_frames() {
     if (!pids["processes"].empty())
       writer_->write(encode_json(FrameType::Processes, pids.dump(), uint32_t(pids["processes"].size())));
   } catch (const std::exception& e) {
-    fprintf(stderr, "cptrace record: %s; the trace's last counters are not final, so `info` may not balance\n",
-            e.what());
+    fmt::print(stderr, "cptrace record: {}; the trace's last counters are not final, so `info` may not balance\n",
+               e.what());
   }
 }
 
@@ -487,13 +487,12 @@ void Recording::report_write_failure() const {
   const SinkFailure& f = pipe_->failure();
   const DiscardedRecords& d = pipe_->discarded();
   const char* name = f.error ? strerrorname_np(f.error) : nullptr;
-  fprintf(stderr,
-          "cptrace record: %s%s%s%s; writing stopped after %llu bytes of %s/events.cpt, the trace is "
-          "readable up to there; %llu events not written are counted as dropped%s\n",
-          f.what.c_str(), name ? " (" : "", name ? name : "", name ? ")" : "",
-          (unsigned long long)writer_->bytes_written(), opt_.out_dir.c_str(), (unsigned long long)d.events(),
-          d.net_events ? fmt::format(", {} network events too", d.net_events).c_str() : "");
-  if (child_) fprintf(stderr, "cptrace record: the command exited with status %d\n", child_->exit_status());
+  fmt::print(stderr,
+             "cptrace record: {}{}{}{}; writing stopped after {} bytes of {}/events.cpt, the trace is "
+             "readable up to there; {} events not written are counted as dropped{}\n",
+             f.what, name ? " (" : "", name ? name : "", name ? ")" : "", writer_->bytes_written(), opt_.out_dir,
+             d.events(), d.net_events ? fmt::format(", {} network events too", d.net_events) : "");
+  if (child_) fmt::print(stderr, "cptrace record: the command exited with status {}\n", child_->exit_status());
 }
 
 // Said at once when a write fails: from here on the recording only counts. The
@@ -503,19 +502,18 @@ void Recording::report_write_failure() const {
 void Recording::announce_write_failure() const {
   const SinkFailure& f = pipe_->failure();
   const char* name = f.error ? strerrorname_np(f.error) : nullptr;
-  fprintf(stderr,
-          "%scptrace record: %s%s%s%s; writing stopped at %llu bytes of %s/events.cpt; events are counted "
-          "as dropped until the recording ends\n",
-          opt_.progress && isatty(2) ? "\n" : "", f.what.c_str(), name ? " (" : "", name ? name : "",
-          name ? ")" : "", (unsigned long long)writer_->bytes_written(), opt_.out_dir.c_str());
+  fmt::print(stderr,
+             "{}cptrace record: {}{}{}{}; writing stopped at {} bytes of {}/events.cpt; events are counted "
+             "as dropped until the recording ends\n",
+             opt_.progress && isatty(2) ? "\n" : "", f.what, name ? " (" : "", name ? name : "", name ? ")" : "",
+             writer_->bytes_written(), opt_.out_dir);
 }
 
 void progress_line(const BlockPipeline& pipe, const Counters& c, double secs, uint64_t prev_ev,
                    uint64_t prev_bytes, double dt) {
   uint64_t ev = pipe.stats().events, by = pipe.stats().frame_bytes;
-  fprintf(stderr, "\r[%6.1fs] %10.0f events/s  %7.2f MB/s written  %llu events  %llu dropped  ",
-          secs, (ev - prev_ev) / dt, (by - prev_bytes) / dt / 1e6, (unsigned long long)ev,
-          (unsigned long long)c.total_dropped());
+  fmt::print(stderr, "\r[{:6.1f}s] {:10.0f} events/s  {:7.2f} MB/s written  {} events  {} dropped  ", secs,
+             (ev - prev_ev) / dt, (by - prev_bytes) / dt / 1e6, ev, c.total_dropped());
 }
 
 // Until a stop signal, --duration, or the end of the recorded process: the
@@ -566,7 +564,7 @@ void Recording::run() {
       failure_announced = true;
     }
   }
-  if (tty) fprintf(stderr, "\n");
+  if (tty) fmt::print(stderr, "\n");
 }
 
 // The command first (it gets our signal, as under a shell's Ctrl-C), then the
@@ -628,7 +626,7 @@ void Recording::stop_and_flush() {
   } catch (const std::exception& e) {
     if (!pipe_->failed()) throw;
     // events.cpt holds the final counters: the reader needs no meta.json.
-    fprintf(stderr, "cptrace record: %s; meta.json stays as written at start\n", e.what());
+    fmt::print(stderr, "cptrace record: {}; meta.json stays as written at start\n", e.what());
   }
 }
 
@@ -685,15 +683,13 @@ void Recording::finish_meta(uint64_t held_series_points) {
 
 void Recording::write_summary() {
   const Counters& c = final_counts_;
-  fprintf(stderr, "cptrace record: %llu events recorded, %llu dropped, %llu filtered, %llu seen -> %s\n",
-          (unsigned long long)recorded_, (unsigned long long)c.total_dropped(),
-          (unsigned long long)c.total_filtered(), (unsigned long long)c.total_seen(), opt_.out_dir.c_str());
+  fmt::print(stderr, "cptrace record: {} events recorded, {} dropped, {} filtered, {} seen -> {}\n", recorded_,
+             c.total_dropped(), c.total_filtered(), c.total_seen(), opt_.out_dir);
   if (net_) {
     Counters nc = net_->read_counters();
     uint64_t lost = pipe_->failed() ? pipe_->discarded().net_events : 0;
-    fprintf(stderr, "cptrace record: %llu network events recorded, %llu dropped, %llu seen\n",
-            (unsigned long long)(net_->recorded() - std::min(net_->recorded(), lost)),
-            (unsigned long long)(nc.total_dropped() + lost), (unsigned long long)nc.total_seen());
+    fmt::print(stderr, "cptrace record: {} network events recorded, {} dropped, {} seen\n",
+               net_->recorded() - std::min(net_->recorded(), lost), nc.total_dropped() + lost, nc.total_seen());
   }
   // A command that ran to its end without ever reaching a probe site (no
   // cp_logTS, JNI or batch call in it or its children, e.g. /bin/true) would

@@ -168,11 +168,11 @@ std::vector<uint8_t> key_or_insecure(const std::string& key_file, bool insecure,
         "MinRTT needs a shared key: give --key FILE (make one with `cptrace keygen -o FILE`, copy it to every node, "
         "mode 0600), or --insecure to run unauthenticated (anyone who can reach this node can then forge rounds)");
   if (warn)
-    fprintf(stderr,
-          "cptrace %s: WARNING: --insecure: MinRTT probes and replies are NOT authenticated; anyone who can send to "
-          "this node can forge rounds and move the translation's bounds (the trace records its rounds as "
-          "unauthenticated)\n",
-          command.c_str());
+    fmt::print(stderr,
+               "cptrace {}: WARNING: --insecure: MinRTT probes and replies are NOT authenticated; anyone who can send "
+               "to this node can forge rounds and move the translation's bounds (the trace records its rounds as "
+               "unauthenticated)\n",
+               command);
   return {};
 }
 

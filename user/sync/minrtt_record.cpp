@@ -35,7 +35,7 @@ ClockTransform make_simulated_clock(const std::string& spec, double tsc_hz) {
   // Rounded to the MHz, so every process of the node (record, minrttd, sync) turns
   // OFFSET_NS into the same offset_ticks although each measures the frequency.
   ClockTransform t = ClockTransform::parse(spec, std::round(tsc_hz / 1e6) * 1e6);
-  fprintf(stderr, "%s\n", t.warning().c_str());
+  fmt::print(stderr, "{}\n", t.warning());
   return t;
 }
 
@@ -69,8 +69,8 @@ MinrttRecording::~MinrttRecording() = default;
 
 void MinrttRecording::start() {
   responder_->start();
-  fprintf(stderr, "cptrace record: MinRTT responder on %s%s\n", responder_->local_address().c_str(),
-          key_.empty() ? "" : " (HMAC)");
+  fmt::print(stderr, "cptrace record: MinRTT responder on {}{}\n", responder_->local_address(),
+             key_.empty() ? "" : " (HMAC)");
   if (session_) session_->start();
 }
 
@@ -83,7 +83,7 @@ void MinrttRecording::stop() {
   int64_t end = mono_ns() + int64_t(opt_.wait_s * 1e9);
   while (mono_ns() < end && mono_ns() - responder_->stats().last_probe_ns.load() < 1000000000ll) usleep(50000);
   responder_->stop();
-  fprintf(stderr, "cptrace record: MinRTT responder: %s\n", responder_->stats().line().c_str());
+  fmt::print(stderr, "cptrace record: MinRTT responder: {}\n", responder_->stats().line());
 }
 
 nlohmann::json MinrttRecording::meta(double tsc_hz, const std::vector<SyncRound>& all) const {

@@ -64,8 +64,8 @@ nlohmann::json summarize_rounds(const std::vector<SyncRound>& rounds, double tsc
 }
 
 void print_sync_summary(const nlohmann::json& summary) {
-  printf("%-20s %-22s %-7s %8s %10s %14s %14s\n", "MinRTT peer", "address", "phase", "rounds",
-         "kernel_ok", "kernel min us", "user min us");
+  fmt::print("{:<20} {:<22} {:<7} {:>8} {:>10} {:>14} {:>14}\n", "MinRTT peer", "address", "phase", "rounds",
+             "kernel_ok", "kernel min us", "user min us");
   auto num = [](const nlohmann::json& v) {
     return v.is_null() ? std::string("-") : fmt::format("{:.3f}", v.get<double>());
   };
@@ -73,10 +73,9 @@ void print_sync_summary(const nlohmann::json& summary) {
     for (const char* ph : {"start", "stream", "stop", "all"}) {
       if (!per.contains(ph)) continue;
       const auto& p = per[ph];
-      printf("%-20s %-22s %-7s %8llu %10llu %14s %14s\n", peer.c_str(),
-             per.value("addr", "").c_str(), ph, (unsigned long long)p["rounds"].get<uint64_t>(),
-             (unsigned long long)p["kernel_ok"].get<uint64_t>(), num(p["kernel_min_us"]).c_str(),
-             num(p["user_min_us"]).c_str());
+      fmt::print("{:<20} {:<22} {:<7} {:8} {:10} {:>14} {:>14}\n", peer, per.value("addr", ""), ph,
+                 p["rounds"].get<uint64_t>(), p["kernel_ok"].get<uint64_t>(), num(p["kernel_min_us"]),
+                 num(p["user_min_us"]));
     }
 }
 
@@ -134,8 +133,8 @@ void SyncSession::run_phase(const std::string& phase) {
         continue;
       }
       if (!s.answered && opt_.verbose && secs_since(t0) > 0.5)
-        fprintf(stderr, "cptrace: MinRTT peer %s (%s) answering after %.1f s\n",
-                opt_.peers[i].text.c_str(), r->peer.c_str(), secs_since(t0));
+        fmt::print(stderr, "cptrace: MinRTT peer {} ({}) answering after {:.1f} s\n", opt_.peers[i].text, r->peer,
+                   secs_since(t0));
       s.answered = true;
       s.done++;
       if (r->kernel_ok) s.kmin = std::min(s.kmin, r->kernel_rtt());
@@ -150,15 +149,15 @@ void SyncSession::run_phase(const std::string& phase) {
   for (size_t i = 0; i < opt_.peers.size(); ++i) {
     const State& s = st[i];
     if (!s.answered) {
-      fprintf(stderr, "cptrace: MinRTT %s: NO REPLY from %s within %.1f s: no rounds with it in this phase\n",
-              phase.c_str(), opt_.peers[i].text.c_str(), opt_.wait_s);
+      fmt::print(stderr, "cptrace: MinRTT {}: NO REPLY from {} within {:.1f} s: no rounds with it in this phase\n",
+                 phase, opt_.peers[i].text, opt_.wait_s);
     } else {
       std::string k = s.kmin == INT64_MAX ? "none" : fmt::format("{} ticks", s.kmin);
       std::string u = s.umin == INT64_MAX ? "none" : fmt::format("{} ticks", s.umin);
       if (hz > 0 && s.kmin != INT64_MAX) k = fmt::format("{:.2f} us", s.kmin * 1e6 / hz);
       if (hz > 0 && s.umin != INT64_MAX) u = fmt::format("{:.2f} us", s.umin * 1e6 / hz);
-      fprintf(stderr, "cptrace: MinRTT %s with %s: %u/%u rounds, min RTT kernel %s, user space %s\n",
-              phase.c_str(), opt_.peers[i].text.c_str(), s.done, opt_.rounds, k.c_str(), u.c_str());
+      fmt::print(stderr, "cptrace: MinRTT {} with {}: {}/{} rounds, min RTT kernel {}, user space {}\n", phase,
+                 opt_.peers[i].text, s.done, opt_.rounds, k, u);
     }
   }
 }

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <vector>
 #include <filesystem>
 #include <stdexcept>
@@ -21,6 +22,13 @@ std::unique_ptr<TraceReader> open_trace(const std::string& dir) {
   if (fs::is_directory(dir, ec) && !fs::exists(fs::path(dir) / "events.cpt", ec))
     throw std::runtime_error(dir + ": not a cptrace trace directory (no events.cpt in it)");
   return std::make_unique<TraceReader>(dir);
+}
+
+int damaged_trace_exit(const TraceReader& r, std::string_view command, std::string_view covered) {
+  if (!r.error()) return 0;
+  std::fflush(stdout);
+  fmt::print(stderr, "cptrace {}: {} ({})\n", command, r.error()->what(), covered);
+  return 2;
 }
 
 Timeline trace_timeline(const TraceReader& r) {

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "trace/trace_reader.h"
 
@@ -19,6 +20,12 @@ namespace cptrace {
 // naming the path when it does not exist or is a directory without events.cpt;
 // TraceError for a file that is not a cptrace trace.
 std::unique_ptr<TraceReader> open_trace(const std::string& dir);
+
+// How a command that read a trace to its end leaves when the trace is damaged: what it
+// printed covers only the events before the first bad frame, so it says so on stderr
+// ("cptrace COMMAND: ERROR (COVERED)", after flushing stdout so the note comes last) and
+// the exit code tells scripts the output is partial. Returns 0 for an undamaged trace.
+int damaged_trace_exit(const TraceReader& r, std::string_view command, std::string_view covered);
 
 struct Timeline {
   uint64_t origin = 0;  // TSC of the trace start

@@ -323,7 +323,7 @@ int cmd_latency(const std::string& dir, const std::string& from, const std::stri
 int print_latency(const LatencyResult& res, const std::string& from, const std::string& to, bool csv, bool json,
                   const std::vector<SyncFinding>& suspect) {
   const MemoryBudget& budget = res.budget;
-  if (json) printf("%s\n", latency_summary_json(res, from, to).dump(2).c_str());
+  if (json) fmt::print("{}\n", latency_summary_json(res, from, to).dump(2));
   else if (csv) print_csv(res);
   else print_summary(res, from, to);
   fflush(stdout);
@@ -331,12 +331,11 @@ int print_latency(const LatencyResult& res, const std::string& from, const std::
     fmt::print(stderr, "note: the tuples did not fit --memory {} MiB: spilled to {} in {} partitions\n",
                budget.bytes >> 20, budget.spill_dir(), res.partitions);
   FILE* o = csv || json ? stderr : stdout;
-  fprintf(o, "unmatched: %llu tuples on %s only, %llu on %s only; repeated tuple ids: %llu on %s, %llu on %s (first used)\n",
-          (unsigned long long)res.from_only, from.c_str(), (unsigned long long)res.to_only, to.c_str(),
-          (unsigned long long)res.from_duplicates, from.c_str(), (unsigned long long)res.to_duplicates, to.c_str());
-  if (!res.have_ns) fprintf(o, "note: reference TSC frequency unknown; durations in ticks\n");
-  for (const SyncFinding& f : suspect) fprintf(o, "%s\n", suspect_sync_warning(f).c_str());
-  if (!res.unauthenticated.empty()) fprintf(o, "%s\n", unauthenticated_warning(res.unauthenticated).c_str());
+  fmt::print(o, "unmatched: {} tuples on {} only, {} on {} only; repeated tuple ids: {} on {}, {} on {} (first used)\n",
+             res.from_only, from, res.to_only, to, res.from_duplicates, from, res.to_duplicates, to);
+  if (!res.have_ns) fmt::print(o, "note: reference TSC frequency unknown; durations in ticks\n");
+  for (const SyncFinding& f : suspect) fmt::print(o, "{}\n", suspect_sync_warning(f));
+  if (!res.unauthenticated.empty()) fmt::print(o, "{}\n", unauthenticated_warning(res.unauthenticated));
   return 0;
 }
 

@@ -91,11 +91,10 @@ void check_damage(const TraceReader& r) {
   if (!r.error()) return;
   if (!r.truncated_tail())
     throw std::runtime_error(std::string(r.error()->what()) + " (damaged trace; `cptrace info` shows what is readable)");
-  fprintf(stderr,
-          "cptrace translate: warning: %s: the file ends inside a frame; its last %llu bytes, from byte %llu, are "
-          "ignored (what a killed recorder leaves)\n",
-          r.events_path().c_str(), static_cast<unsigned long long>(r.file_bytes() - r.valid_bytes()),
-          static_cast<unsigned long long>(r.valid_bytes()));
+  fmt::print(stderr,
+             "cptrace translate: warning: {}: the file ends inside a frame; its last {} bytes, from byte {}, are "
+             "ignored (what a killed recorder leaves)\n",
+             r.events_path(), r.file_bytes() - r.valid_bytes(), r.valid_bytes());
 }
 
 std::vector<Node> open_nodes(const std::vector<std::string>& dirs) {
@@ -175,8 +174,8 @@ void warn_unknown_peers(const std::vector<Node>& nodes) {
     for (const SyncRound& r : n.reader->sync_rounds())
       if (!names.count(r.peer)) unknown[r.peer]++;
     for (auto& [peer, k] : unknown)
-      fprintf(stderr, "cptrace translate: warning: %zu rounds of %s with peer \"%s\" ignored (no trace of %s given)\n", k,
-              n.name.c_str(), peer.c_str(), peer.c_str());
+      fmt::print(stderr, "cptrace translate: warning: {} rounds of {} with peer \"{}\" ignored (no trace of {} given)\n",
+                 k, n.name, peer, peer);
   }
 }
 
@@ -429,8 +428,8 @@ json check_sync(const std::vector<Node>& nodes, const std::map<std::pair<size_t,
     if (method == Method::Ratio && p.hull && !p.hull->linear)
       c.findings.push_back(crossing_not_split(c.pair, p.hull->segments.size()));
     if (!c.not_checked.empty())
-      fprintf(stderr, "cptrace translate: warning: %s: rounds not checked against the clocks' rates: %s\n",
-              c.pair.c_str(), c.not_checked.c_str());
+      fmt::print(stderr, "cptrace translate: warning: {}: rounds not checked against the clocks' rates: {}\n", c.pair,
+                 c.not_checked);
     if (!c.rate_clock_note.empty())
       fmt::print(stderr, "cptrace translate: note: {}: {}\n", c.pair, c.rate_clock_note);
     findings.insert(findings.end(), c.findings.begin(), c.findings.end());
@@ -527,7 +526,7 @@ TranslateSummary translate(const TranslateOptions& opt) {
   std::vector<std::string> unauth = unauthenticated_rounds(nodes);
   if (!unauth.empty()) {
     tr["unauthenticated_rounds"] = unauth;
-    fprintf(stderr, "cptrace translate: %s\n", unauthenticated_warning(unauth).c_str());
+    fmt::print(stderr, "cptrace translate: {}\n", unauthenticated_warning(unauth));
   }
   tr["frequency"] = measure_frequency(nodes[ref], pairs, ref);
   tr["packets"] = packets.total.to_json();
@@ -573,10 +572,10 @@ TranslateSummary translate(const TranslateOptions& opt) {
     meta["translated"]["nodes"][v]["events"] = k;
     meta["translated"]["nodes"][v]["events_in_transition"] = in_transition;
     if (in_transition)
-      fprintf(stderr,
-              "cptrace translate: warning: %llu events of %s lie where its clock relation to %s changes rate "
-              "(hull transition): their bounds are NOT guaranteed\n",
-              (unsigned long long)in_transition, nodes[v].name.c_str(), path_names[v][1].c_str());
+      fmt::print(stderr,
+                 "cptrace translate: warning: {} events of {} lie where its clock relation to {} changes rate "
+                 "(hull transition): their bounds are NOT guaranteed\n",
+                 in_transition, nodes[v].name, path_names[v][1]);
     s.events += k;
   }
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -625,46 +624,43 @@ RelationPtr pair_relation(const json& pair, Method method) {
 int cmd_translate(const TranslateOptions& opt) {
   TranslateSummary s = translate(opt);
   const json& tr = s.meta["translated"];
-  printf("translated %llu events of %zu nodes onto %s's TSC (method %s) in %.2f s -> %s\n",
-         (unsigned long long)s.events, tr["nodes"].size(), tr["reference"].get<std::string>().c_str(),
-         name_of(opt.method).c_str(), tr["seconds"].get<double>(), opt.out.c_str());
+  fmt::print("translated {} events of {} nodes onto {}'s TSC (method {}) in {:.2f} s -> {}\n", s.events,
+             tr["nodes"].size(), tr["reference"].get<std::string>(), name_of(opt.method), tr["seconds"].get<double>(),
+             opt.out);
   for (const json& n : tr["nodes"]) {
     std::string path;
     for (const auto& p : n["path"]) path += (path.empty() ? "" : " -> ") + p.get<std::string>();
-    printf("  %-12s %10llu events  path %s", n["node"].get<std::string>().c_str(),
-           (unsigned long long)n["events"].get<uint64_t>(), path.c_str());
-    if (n.contains("width_mid_ticks")) printf("  bound width mid-span %lld ticks", (long long)n["width_mid_ticks"].get<int64_t>());
-    printf("\n");
+    fmt::print("  {:<12} {:10} events  path {}", n["node"].get<std::string>(), n["events"].get<uint64_t>(), path);
+    if (n.contains("width_mid_ticks"))
+      fmt::print("  bound width mid-span {} ticks", n["width_mid_ticks"].get<int64_t>());
+    fmt::print("\n");
   }
   const json& pk = tr["packets"];
   if (pk["receives"].get<uint64_t>() > 0)
-    printf("  packets: %llu receives, %llu matched, %llu ambiguous (discarded), %llu unmatched, %llu without "
-           "handshake, %llu from senders that dropped records\n",
-           (unsigned long long)pk["receives"].get<uint64_t>(), (unsigned long long)pk["matched"].get<uint64_t>(),
-           (unsigned long long)pk["ambiguous"].get<uint64_t>(), (unsigned long long)pk["unmatched"].get<uint64_t>(),
-           (unsigned long long)pk["no_handshake"].get<uint64_t>(), (unsigned long long)pk["lossy_sender"].get<uint64_t>());
+    fmt::print("  packets: {} receives, {} matched, {} ambiguous (discarded), {} unmatched, {} without "
+               "handshake, {} from senders that dropped records\n",
+               pk["receives"].get<uint64_t>(), pk["matched"].get<uint64_t>(), pk["ambiguous"].get<uint64_t>(),
+               pk["unmatched"].get<uint64_t>(), pk["no_handshake"].get<uint64_t>(), pk["lossy_sender"].get<uint64_t>());
   for (const json& p : tr["pairs"]) {
     const json& in = p["inputs"];
-    printf("  pair %s->%s bounded by %s (%zu rounds, %zu/%zu packets each way)", p["from"].get<std::string>().c_str(),
-           p["to"].get<std::string>().c_str(), in["bounded_by"].get<std::string>().c_str(),
-           in["rounds"].get<size_t>(), in["packets_from_to"].get<size_t>(), in["packets_to_from"].get<size_t>());
+    const std::string from = p["from"].get<std::string>(), to = p["to"].get<std::string>();
+    fmt::print("  pair {}->{} bounded by {} ({} rounds, {}/{} packets each way)", from, to,
+               in["bounded_by"].get<std::string>(), in["rounds"].get<size_t>(), in["packets_from_to"].get<size_t>(),
+               in["packets_to_from"].get<size_t>());
     for (const char* k : {"rounds_alone", "traffic_alone"})
-      if (in.contains(k)) printf("; %s: %s", k, in[k].get<std::string>().c_str());
-    printf("\n");
+      if (in.contains(k)) fmt::print("; {}: {}", k, in[k].get<std::string>());
+    fmt::print("\n");
     if (p.contains("hull") && !p["hull"].value("linear", true))
-      printf("  NON-LINEAR %s->%s: %s\n", p["from"].get<std::string>().c_str(), p["to"].get<std::string>().c_str(),
-             p["hull"]["nonlinear"].get<std::string>().c_str());
-    if (p.contains("error"))
-      printf("  pair %s->%s unusable: %s\n", p["from"].get<std::string>().c_str(), p["to"].get<std::string>().c_str(),
-             p["error"].get<std::string>().c_str());
+      fmt::print("  NON-LINEAR {}->{}: {}\n", from, to, p["hull"]["nonlinear"].get<std::string>());
+    if (p.contains("error")) fmt::print("  pair {}->{} unusable: {}\n", from, to, p["error"].get<std::string>());
   }
   for (const json& c : tr.value("sync_check", json::array()))
     if (c.contains("line_rate_ppm"))
-      printf("  pair %s: rounds' rate vs the nodes' own TSC frequencies %+.2f..%+.2f ppm (limit +-%.0f)\n",
-             c["pair"].get<std::string>().c_str(), c["line_rate_ppm"][0].get<double>(),
-             c["line_rate_ppm"][1].get<double>(), c["limit_ppm"].get<double>());
+      fmt::print("  pair {}: rounds' rate vs the nodes' own TSC frequencies {:+.2f}..{:+.2f} ppm (limit +-{:.0f})\n",
+                 c["pair"].get<std::string>(), c["line_rate_ppm"][0].get<double>(),
+                 c["line_rate_ppm"][1].get<double>(), c["limit_ppm"].get<double>());
   for (const json& f : tr.value("suspect_sync", json::array()))
-    printf("  %s\n", suspect_sync_warning(SyncFinding::from_json(f)).c_str());
+    fmt::print("  {}\n", suspect_sync_warning(SyncFinding::from_json(f)));
   for (const json& n : tr["nodes"]) {
     const json& cm = n["clock_model"];
     if (cm["violated"].get<uint64_t>() + cm["crowded"].get<uint64_t>() > 0)
@@ -676,9 +672,9 @@ int cmd_translate(const TranslateOptions& opt) {
   for (const json& o : tr.value("realtime_offsets", json::array()))
     fmt::print("  {}\n", realtime_offset_line(o));
   const json& f = tr["frequency"];
-  if (f.contains("hz")) printf("  reference TSC %.6f GHz [%.9f, %.9f] (%s)\n", f["hz"].get<double>() / 1e9,
-                               f["hz_lo"].get<double>() / 1e9, f["hz_hi"].get<double>() / 1e9,
-                               f["source"].get<std::string>().c_str());
+  if (f.contains("hz"))
+    fmt::print("  reference TSC {:.6f} GHz [{:.9f}, {:.9f}] ({})\n", f["hz"].get<double>() / 1e9,
+               f["hz_lo"].get<double>() / 1e9, f["hz_hi"].get<double>() / 1e9, f["source"].get<std::string>());
   return 0;
 }
 
