@@ -185,8 +185,9 @@ FMT_C   := $(filter-out lib/probe_site.h,$(wildcard bpf/*.c bpf/*.h lib/*.c lib/
              tests/workloads/*.c bench/*.c tests/install/*.c))
 C_STYLE  = "$$(grep -v '^\#' tools/clang-format-c)"
 format:
-	clang-format -i --style=file $(FMT_CXX)
-	clang-format -i --style=$(C_STYLE) $(FMT_C)
+	@clang-format -i --style=file $(FMT_CXX)
+	@clang-format -i --style=$(C_STYLE) $(FMT_C)
+	@echo "format: $(words $(FMT_CXX)) C++ and $(words $(FMT_C)) C files formatted"
 
 check-format:
 	@clang-format --dry-run -Werror --style=file $(FMT_CXX)
@@ -204,7 +205,7 @@ check-architecture:
 # Fails on a failed test, on a skipped one not in tests/skip-allowlist.txt (a skip
 # is a test that did not run), and on a fuzz failure. The BPF tests need root, so
 # running as another user fails at once instead of skipping them.
-test: check-root deps guest-kernels check-layers check-architecture check-commits
+test: check-root deps guest-kernels check-layers check-architecture check-commits check-format
 	$(MAKE) -j$$(nproc) all $(BUILD)/cptrace_tests $(BUILD)/fuzz_trace_reader
 	rm -f $(BUILD)/test-report.xml
 	cd $(BUILD) && ./cptrace_tests --gtest_output=xml:test-report.xml $(GTEST_ARGS)

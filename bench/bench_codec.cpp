@@ -115,10 +115,11 @@ Figures our_codec(const std::vector<TraceEvent>& ev, size_t frame, int reps) {
 
 void print(const char* name, const Figures& f, size_t n) {
   double raw = double(n) * sizeof(TraceEvent);
-  std::printf("  %-22s %7.2f B/event  ratio %5.1fx (vs %zu-byte struct) %5.1fx (vs 32 B)  "
-              "encode %6.0f MB/s %5.1f Mev/s  decode %6.0f MB/s %5.1f Mev/s\n",
-              name, f.bytes_out / double(n), raw / f.bytes_out, sizeof(TraceEvent), 32.0 * n / f.bytes_out,
-              raw / f.enc_s / 1e6, n / f.enc_s / 1e6, raw / f.dec_s / 1e6, n / f.dec_s / 1e6);
+  std::printf(
+      "  %-22s %7.2f B/event  ratio %5.1fx (vs %zu-byte struct) %5.1fx (vs 32 B)  "
+      "encode %6.0f MB/s %5.1f Mev/s  decode %6.0f MB/s %5.1f Mev/s\n",
+      name, f.bytes_out / double(n), raw / f.bytes_out, sizeof(TraceEvent), 32.0 * n / f.bytes_out, raw / f.enc_s / 1e6,
+      n / f.enc_s / 1e6, raw / f.dec_s / 1e6, n / f.dec_s / 1e6);
 }
 
 }  // namespace
@@ -126,8 +127,8 @@ void print(const char* name, const Figures& f, size_t n) {
 int main(int argc, char** argv) {
   size_t n = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 4'000'000;
   auto ev = synthetic_recording(n);
-  std::printf("bench_codec: %zu synthetic events (%zu-byte TraceEvent, %.0f MB raw), one core, best of 3\n",
-              n, sizeof(TraceEvent), double(n) * sizeof(TraceEvent) / 1e6);
+  std::printf("bench_codec: %zu synthetic events (%zu-byte TraceEvent, %.0f MB raw), one core, best of 3\n", n,
+              sizeof(TraceEvent), double(n) * sizeof(TraceEvent) / 1e6);
   for (size_t frame : {4096, 16384, 65536}) {
     std::printf("frames of %zu events:\n", frame);
     print("plain zstd -1 (structs)", plain_zstd(ev, frame, 3), n);

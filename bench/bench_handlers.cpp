@@ -73,8 +73,7 @@ double measure(const Setup& s, Path path, int calls) {
     skel->bss->handlers_in_use = 1;
   }
   {
-    bpf_program* prog = s.empty_prog ? skel->progs.cp_empty
-                        : path == Path::Single ? sp.logTS : sp.batch_submit;
+    bpf_program* prog = s.empty_prog ? skel->progs.cp_empty : path == Path::Single ? sp.logTS : sp.batch_submit;
     LIBBPF_OPTS(bpf_uprobe_opts, uo, .func_name = "bench_handler_site");
     link = bpf_program__attach_uprobe_opts(prog, getpid(), "/proc/self/exe", CP_SITE_NOP_OFFSET, &uo);  // its nop
     if (!link) goto out;
@@ -118,9 +117,7 @@ double median(std::vector<double> v) {
 
 int main(int argc, char** argv) {
   int calls = argc > 1 ? atoi(argv[1]) : 200000;
-  auto rule = [](uint32_t kind, uint64_t p1 = 0, uint64_t p2 = 0) {
-    return cp_handler_rule{kind, 0, 1, p1, p2};
-  };
+  auto rule = [](uint32_t kind, uint64_t p1 = 0, uint64_t p2 = 0) { return cp_handler_rule{kind, 0, 1, p1, p2}; };
   const Setup setups[] = {
       {"empty BPF program (floor)", false, {}, true},
       {"no handlers (plain record)", false, {}},

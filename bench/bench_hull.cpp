@@ -43,7 +43,8 @@ int main(int argc, char** argv) {
          h.below.points().size(), h.below.peak(), h.above.points().size(), h.above.peak(),
          (h.below.peak() + h.above.peak()) * sizeof(Pt), (unsigned long long)(n * sizeof(Pt)));
   printf("  fit: %s, %zu vertex lines in %.3f ms", to_string(f.status), f.lines.lines.size(), fit * 1e3);
-  if (f.status == HullStatus::Feasible) printf(", bound width mid-span %lld ticks", (long long)f.lines.at(x / 2).width());
+  if (f.status == HullStatus::Feasible)
+    printf(", bound width mid-span %lld ticks", (long long)f.lines.at(x / 2).width());
   printf("\n");
   return 0;
 }

@@ -75,13 +75,13 @@ static double run_empty(uint64_t n)
 
 /* One loop per path rather than a function pointer, so each is measured as an
  * application would call it (direct call, or call through the PLT). */
-#define DEFINE_RUN(name, call)                                   \
-	static double name(uint64_t ch, uint64_t n)               \
-	{                                                        \
-		double t0 = now_ns();                            \
-		for (uint64_t i = 0; i < n; i++)                 \
-			call(ch, i);                             \
-		return (now_ns() - t0) / n;                      \
+#define DEFINE_RUN(name, call)                                                                               \
+	static double name(uint64_t ch, uint64_t n)                                                          \
+	{                                                                                                    \
+		double t0 = now_ns();                                                                        \
+		for (uint64_t i = 0; i < n; i++)                                                             \
+			call(ch, i);                                                                         \
+		return (now_ns() - t0) / n;                                                                  \
 	}
 DEFINE_RUN(run_local_nop5, bench_local_nop5)
 DEFINE_RUN(run_bare_nop5, bench_bare_nop5)
@@ -124,8 +124,7 @@ static void run_paced(uint64_t ch, int batch, double rate, double seconds)
 	if (batch)
 		cp_flush();
 	printf("paced path=%s target=%.0f n=%llu achieved=%.0f late_ms=%.3f cpu_s=%.3f\n",
-	       batch ? "batch" : "single", rate, (unsigned long long)n, n / secs, late / 1e6,
-	       cpu_seconds());
+	       batch ? "batch" : "single", rate, (unsigned long long)n, n / secs, late / 1e6, cpu_seconds());
 	fflush(stdout);
 }
 
@@ -255,8 +254,7 @@ int main(int argc, char **argv)
 		else
 			usage(argv[0]);
 	}
-	if (n == 0 || (only && strcmp(only, "single") && strcmp(only, "batch") &&
-		       strcmp(only, "baseline")))
+	if (n == 0 || (only && strcmp(only, "single") && strcmp(only, "batch") && strcmp(only, "baseline")))
 		usage(argv[0]);
 	if (rate < 0 || seconds <= 0 || (rate > 0 && (!only || !strcmp(only, "baseline"))))
 		usage(argv[0]);

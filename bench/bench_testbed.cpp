@@ -141,10 +141,10 @@ int main(int argc, char** argv) {
     close(srv);
     close(cli);
     std::string st = sh(tb + "status --prefix " + prefix);
-    printf("   %6d | %7.1f %7.1f %7.1f %7.1f  | %7.1f %7.1f %7.1f %7.1f  | %s %s %s  (%zu/%d echoes)\n", d,
-           pct(fwd, 0), pct(fwd, .1), pct(fwd, .5), pct(fwd, .99), pct(back, 0), pct(back, .1), pct(back, .5),
-           pct(back, .99), stat_of(st, "late_us_p50").c_str(), stat_of(st, "late_us_p99").c_str(),
-           stat_of(st, "late_us_max").c_str(), fwd.size(), probes);
+    printf("   %6d | %7.1f %7.1f %7.1f %7.1f  | %7.1f %7.1f %7.1f %7.1f  | %s %s %s  (%zu/%d echoes)\n", d, pct(fwd, 0),
+           pct(fwd, .1), pct(fwd, .5), pct(fwd, .99), pct(back, 0), pct(back, .1), pct(back, .5), pct(back, .99),
+           stat_of(st, "late_us_p50").c_str(), stat_of(st, "late_us_p99").c_str(), stat_of(st, "late_us_max").c_str(),
+           fwd.size(), probes);
     sh(tb + "down --prefix " + prefix);
   }
   return 0;

@@ -67,10 +67,11 @@ int main(int argc, char** argv) {
     for (auto& d : dirs) in_bytes += std::filesystem::file_size(d + "/events.cpt");
     rusage ru{};
     getrusage(RUSAGE_SELF, &ru);
-    printf("translate --method %-5s %llu events in %.2f s = %.2f M events/s (one thread); input %.1f MB, output "
-           "%.1f MB (%.2f bytes/event); peak RSS so far %.1f MB\n",
-           method.c_str(), (unsigned long long)s.events, secs, s.events / secs / 1e6, in_bytes / 1e6, out_bytes / 1e6,
-           double(out_bytes) / s.events, ru.ru_maxrss / 1024.0);
+    printf(
+        "translate --method %-5s %llu events in %.2f s = %.2f M events/s (one thread); input %.1f MB, output "
+        "%.1f MB (%.2f bytes/event); peak RSS so far %.1f MB\n",
+        method.c_str(), (unsigned long long)s.events, secs, s.events / secs / 1e6, in_bytes / 1e6, out_bytes / 1e6,
+        double(out_bytes) / s.events, ru.ru_maxrss / 1024.0);
   }
   if (!getenv("KEEP")) std::filesystem::remove_all(dir);
   return 0;

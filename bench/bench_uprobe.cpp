@@ -34,8 +34,7 @@ int main(int argc, char** argv) {
   printf("  empty BPF on nop5 (floor)    %8.1f ns/call\n", med(empty));
   printf("  cp_logTS recording on nop5   %8.1f ns/call   (%.2fx the empty nop5 uprobe)\n", med(rec),
          med(rec) / med(empty));
-  printf("  empty BPF on int3 site       %8.1f ns/call   (%.1fx the nop5 path)\n", med(int3),
-         med(int3) / med(empty));
+  printf("  empty BPF on int3 site       %8.1f ns/call   (%.1fx the nop5 path)\n", med(int3), med(int3) / med(empty));
   // The host's noise (other guests, steal time) moves single runs by +-20%:
   // the ratio of each back-to-back pair and of the fastest runs are steadier.
   printf("  cp_logTS / empty: median of the %d per-run ratios %.3fx, fastest runs %.3fx (%.1f / %.1f ns)\n", reps,
@@ -43,8 +42,9 @@ int main(int argc, char** argv) {
          *std::min_element(rec.begin(), rec.end()), *std::min_element(empty.begin(), empty.end()));
   std::vector<double> sorted = inter;
   std::sort(sorted.begin(), sorted.end());
-  printf("  cp_logTS / empty, both attached, calls alternating in chunks of 500: median %.3fx "
-         "(runs %.3f..%.3f, quartiles %.3f..%.3f)\n",
-         med(inter), sorted.front(), sorted.back(), sorted[sorted.size() / 4], sorted[sorted.size() * 3 / 4]);
+  printf(
+      "  cp_logTS / empty, both attached, calls alternating in chunks of 500: median %.3fx "
+      "(runs %.3f..%.3f, quartiles %.3f..%.3f)\n",
+      med(inter), sorted.front(), sorted.back(), sorted[sorted.size() / 4], sorted[sorted.size() * 3 / 4]);
   return 0;
 }

@@ -133,7 +133,9 @@ SEC("tp/syscalls/sys_enter_clock_settime")
 int cp_enter_clock_settime(struct trace_event_raw_sys_enter *ctx)
 {
 	struct cp_clockadj_rec *r = begin(CP_CLKADJ_CLOCK_SETTIME, (__s32)ctx->args[0]);
-	struct { __s64 sec, nsec; } ts;
+	struct {
+		__s64 sec, nsec;
+	} ts;
 	if (r && !bpf_probe_read_user(&ts, sizeof(ts), (const void *)ctx->args[1])) {
 		r->set_sec = ts.sec;
 		r->set_nsec = ts.nsec;
@@ -146,7 +148,9 @@ SEC("tp/syscalls/sys_enter_settimeofday")
 int cp_enter_settimeofday(struct trace_event_raw_sys_enter *ctx)
 {
 	struct cp_clockadj_rec *r = begin(CP_CLKADJ_SETTIMEOFDAY, -1);
-	struct { __s64 sec, usec; } tv;
+	struct {
+		__s64 sec, usec;
+	} tv;
 	/* tv may be NULL (only the time zone is set): read_ok stays 0 then. */
 	if (r && ctx->args[0] && !bpf_probe_read_user(&tv, sizeof(tv), (const void *)ctx->args[0])) {
 		r->set_sec = tv.sec;
@@ -157,13 +161,29 @@ int cp_enter_settimeofday(struct trace_event_raw_sys_enter *ctx)
 }
 
 SEC("tp/syscalls/sys_exit_adjtimex")
-int cp_exit_adjtimex(struct trace_event_raw_sys_exit *ctx) { finish(ctx->ret); return 0; }
+int cp_exit_adjtimex(struct trace_event_raw_sys_exit *ctx)
+{
+	finish(ctx->ret);
+	return 0;
+}
 
 SEC("tp/syscalls/sys_exit_clock_adjtime")
-int cp_exit_clock_adjtime(struct trace_event_raw_sys_exit *ctx) { finish(ctx->ret); return 0; }
+int cp_exit_clock_adjtime(struct trace_event_raw_sys_exit *ctx)
+{
+	finish(ctx->ret);
+	return 0;
+}
 
 SEC("tp/syscalls/sys_exit_clock_settime")
-int cp_exit_clock_settime(struct trace_event_raw_sys_exit *ctx) { finish(ctx->ret); return 0; }
+int cp_exit_clock_settime(struct trace_event_raw_sys_exit *ctx)
+{
+	finish(ctx->ret);
+	return 0;
+}
 
 SEC("tp/syscalls/sys_exit_settimeofday")
-int cp_exit_settimeofday(struct trace_event_raw_sys_exit *ctx) { finish(ctx->ret); return 0; }
+int cp_exit_settimeofday(struct trace_event_raw_sys_exit *ctx)
+{
+	finish(ctx->ret);
+	return 0;
+}

@@ -63,8 +63,8 @@ static __always_inline void *my_ring(__u32 *cpu, __u32 *tgid, __u32 *tid)
 	return cp_ring_of_cpu(&rings, *cpu);
 }
 
-static __always_inline void fill_hdr(struct cp_rec_hdr *h, __u16 kind, __u32 cpu,
-				     __u32 tgid, __u32 tid, __u32 n)
+static __always_inline void fill_hdr(struct cp_rec_hdr *h, __u16 kind, __u32 cpu, __u32 tgid, __u32 tid,
+				     __u32 n)
 {
 	h->kind = kind;
 	h->cpu = cpu;
@@ -240,8 +240,7 @@ static __always_inline __s64 next_seq(struct cp_hstate_key *k)
 	return __sync_fetch_and_add(&s->seq, 1);
 }
 
-static __always_inline void emit_count(const struct ev_ctx *e, struct cp_count_slot *slot,
-				       __u64 period)
+static __always_inline void emit_count(const struct ev_ctx *e, struct cp_count_slot *slot, __u64 period)
 {
 	void *rb = cp_ring_of_cpu(&rings, e->cpu);
 	struct cp_count_rec *r = rb ? bpf_ringbuf_reserve(rb, sizeof(*r), 0) : NULL;
@@ -342,8 +341,13 @@ static __always_inline int record_event(__u16 kind, __u64 tsc, __u64 channel, __
 		return 0;
 	count(CP_CNT_SEEN, 1);
 	if (kind == CP_REC_EVENT) {
-		struct ev_ctx e = {.ts = tsc, .channel = channel, .tuple = tuple,
-				   .cpu = cpu, .tgid = tgid, .tid = tid, .timebase = 1};
+		struct ev_ctx e = {.ts = tsc,
+				   .channel = channel,
+				   .tuple = tuple,
+				   .cpu = cpu,
+				   .tgid = tgid,
+				   .tid = tid,
+				   .timebase = 1};
 		if (!keep_event(&e)) {
 			count(CP_CNT_FILTERED, 1);
 			return 0;
@@ -368,7 +372,6 @@ static __always_inline int record_event(__u16 kind, __u64 tsc, __u64 channel, __
 	return 0;
 }
 
-
 /* Batch filtering, one bpf_loop() step per entry: compacts the kept entries to
  * the front of the scratch array. */
 struct batch_ctx {
@@ -389,8 +392,13 @@ static long filter_entry(__u32 i, void *arg)
 		return 1;
 	i &= CP_BATCH_MAX - 1; /* n <= CP_BATCH_MAX: a no-op that bounds i for the verifier */
 	struct cp_batch_entry *src = &c->s->e[i];
-	struct ev_ctx e = {.ts = src->tsc, .channel = src->channel, .tuple = src->tuple,
-			   .cpu = c->cpu, .tgid = c->tgid, .tid = c->tid, .timebase = c->timebase};
+	struct ev_ctx e = {.ts = src->tsc,
+			   .channel = src->channel,
+			   .tuple = src->tuple,
+			   .cpu = c->cpu,
+			   .tgid = c->tgid,
+			   .tid = c->tid,
+			   .timebase = c->timebase};
 	if (!c->cached || c->cached_channel != e.channel) {
 		const struct cp_handler *hv = find_handler(e.channel);
 		if (hv) {
@@ -413,9 +421,8 @@ static long filter_entry(__u32 i, void *arg)
 
 /* With handlers: copy into scratch, filter there, then reserve only if anything
  * is kept (a fully filtered batch costs no ring space). */
-static __always_inline int submit_filtered(void *rb, const struct cp_batch_entry *entries,
-					   __u32 n, __u64 now, __u32 cpu, __u32 tgid, __u32 tid,
-					   __u16 kind)
+static __always_inline int submit_filtered(void *rb, const struct cp_batch_entry *entries, __u32 n, __u64 now,
+					   __u32 cpu, __u32 tgid, __u32 tid, __u16 kind)
 {
 	__u32 zero = 0;
 	struct batch_scratch *s = bpf_map_lookup_elem(&scratch, &zero);
@@ -429,7 +436,13 @@ static __always_inline int submit_filtered(void *rb, const struct cp_batch_entry
 		count(CP_CNT_DROPPED, n);
 		return 0;
 	}
-	struct batch_ctx c = {.s = s, .n = n, .kept = 0, .cpu = cpu, .tgid = tgid, .tid = tid, .cached = 0,
+	struct batch_ctx c = {.s = s,
+			      .n = n,
+			      .kept = 0,
+			      .cpu = cpu,
+			      .tgid = tgid,
+			      .tid = tid,
+			      .cached = 0,
 			      .timebase = kind == CP_REC_BATCH};
 	bpf_loop(CP_BATCH_MAX, filter_entry, &c, 0);
 	__u32 kept = c.kept;
@@ -565,8 +578,11 @@ static __always_inline void remember_tbuf(const struct cp_batch_entry *entries, 
 	}
 	if (old)
 		bpf_map_delete_elem(&tbuf_owner, &old->entries); /* the thread's previous buffer */
-	struct tbuf_ref ref = {.entries = (__u64)entries, .count = (__u64)count_at, .kind = kind,
-			       .last_n = n, .last_ts0 = ts0};
+	struct tbuf_ref ref = {.entries = (__u64)entries,
+			       .count = (__u64)count_at,
+			       .kind = kind,
+			       .last_n = n,
+			       .last_ts0 = ts0};
 	__u64 key = (__u64)entries;
 	if (bpf_map_update_elem(&tbufs, &tid, &ref, BPF_ANY) ||
 	    bpf_map_update_elem(&tbuf_owner, &key, &tid, BPF_ANY))
@@ -611,7 +627,6 @@ static __always_inline int hand_over_current(const int staged)
 	return hand_over_tbuf((__u32)bpf_get_current_pid_tgid(), staged);
 }
 
-
 /* The classic tracepoint's fields (tracefs events/signal/signal_deliver/format,
  * stable since 2.6.3x). */
 struct signal_deliver_args {
@@ -635,14 +650,19 @@ static __always_inline int fatal_delivery(int sig, unsigned long h)
 	if (h != 0) /* SIG_IGN or a handler */
 		return 0;
 	switch (sig) {
-	case 17: case 18: case 19: case 20: case 21: case 22: case 23: case 28:
+	case 17:
+	case 18:
+	case 19:
+	case 20:
+	case 21:
+	case 22:
+	case 23:
+	case 28:
 		return 0; /* CHLD CONT STOP TSTP TTIN TTOU URG WINCH: ignore or stop */
 	}
 	struct task_struct *t = (struct task_struct *)bpf_get_current_task();
 	return !(BPF_CORE_READ(t, signal, flags) & CP_SIGNAL_UNKILLABLE);
 }
-
-
 
 /* Channel names: rare, so they are not counted as events. A lost one is still
  * recovered from the process registry when the recording stops. */
@@ -673,57 +693,57 @@ static __always_inline int channel_announce(__u64 channel, const char *name, con
  * The loader loads one variant (user/probe/probe_attach.cpp). */
 /* PT_REGS_RC (rax) at a site's nop5 is the TSC its stamp read at the call. */
 #define CP_SITE_TSC(ctx) ((__u64)PT_REGS_RC(ctx))
-#define CP_STAGE_VARIANT(sfx, staged)                                                          \
-	SEC("uprobe")                                                                          \
-	int BPF_KPROBE(cp_logTS##sfx, __u64 channel, __u64 tuple)                              \
-	{                                                                                      \
-		return record_event(CP_REC_EVENT, CP_SITE_TSC(ctx), channel, tuple, staged);   \
-	}                                                                                      \
+#define CP_STAGE_VARIANT(sfx, staged)                                                                        \
+	SEC("uprobe")                                                                                        \
+	int BPF_KPROBE(cp_logTS##sfx, __u64 channel, __u64 tuple)                                            \
+	{                                                                                                    \
+		return record_event(CP_REC_EVENT, CP_SITE_TSC(ctx), channel, tuple, staged);                 \
+	}                                                                                                    \
 	/* cp.Cloudprofiler.logTS from Java: the JNI entry point in libcptrace_jni.so is  \
-	 * a probe site called as (JNIEnv *, jclass, jlong channel, jlong tuple). */          \
-	SEC("uprobe")                                                                          \
-	int BPF_KPROBE(cp_jni_logTS##sfx, void *env, void *cls, __u64 channel, __u64 tuple)   \
-	{                                                                                      \
-		return record_event(CP_REC_EVENT, CP_SITE_TSC(ctx), channel, tuple, staged);   \
-	}                                                                                      \
-	SEC("uprobe")                                                                          \
-	int BPF_KPROBE(cp_batch_submit##sfx, const struct cp_batch_entry *entries, __u32 n,    \
-		       const __u32 *count_at)                                                  \
-	{                                                                                      \
-		return batch_submit(ctx, entries, n, count_at, staged);                        \
-	}                                                                                      \
-	SEC("uprobe")                                                                          \
-	int BPF_KPROBE(cp_channel_announce##sfx, __u64 channel, const char *name)             \
-	{                                                                                      \
-		return channel_announce(channel, name, staged);                                \
-	}                                                                                      \
-	SEC("uprobe")                                                                          \
-	int BPF_KPROBE(cp_channel_closed##sfx, __u64 channel)                                  \
-	{                                                                                      \
-		return record_event(CP_REC_CLOSE, CP_SITE_TSC(ctx), channel, 0, staged);       \
-	}                                                                                      \
-	/* One argument: the prototype every kernel has (6.16 added group_dead). */       \
-	SEC("tp_btf/sched_process_exit")                                                       \
-	int BPF_PROG(cp_tbuf_exit##sfx, struct task_struct *task)                              \
-	{                                                                                      \
-		return hand_over_tbuf(task->pid, staged);                                      \
-	}                                                                                      \
-	SEC("tp/syscalls/sys_enter_exit")                                                      \
-	int cp_tbuf_exit_sys##sfx(void *ctx)                                                   \
-	{                                                                                      \
-		return hand_over_current(staged);                                              \
-	}                                                                                      \
-	SEC("tp/syscalls/sys_enter_exit_group")                                                \
-	int cp_tbuf_exit_group##sfx(void *ctx)                                                 \
-	{                                                                                      \
-		return hand_over_current(staged);                                              \
-	}                                                                                      \
-	SEC("tp/signal/signal_deliver")                                                        \
-	int cp_tbuf_exit_sig##sfx(struct signal_deliver_args *a)                               \
-	{                                                                                      \
-		if (!fatal_delivery(a->sig, a->sa_handler))                                    \
-			return 0;                                                              \
-		return hand_over_current(staged);                                              \
+	 * a probe site called as (JNIEnv *, jclass, jlong channel, jlong tuple). */                  \
+	SEC("uprobe")                                                                                        \
+	int BPF_KPROBE(cp_jni_logTS##sfx, void *env, void *cls, __u64 channel, __u64 tuple)                  \
+	{                                                                                                    \
+		return record_event(CP_REC_EVENT, CP_SITE_TSC(ctx), channel, tuple, staged);                 \
+	}                                                                                                    \
+	SEC("uprobe")                                                                                        \
+	int BPF_KPROBE(cp_batch_submit##sfx, const struct cp_batch_entry *entries, __u32 n,                  \
+		       const __u32 *count_at)                                                                \
+	{                                                                                                    \
+		return batch_submit(ctx, entries, n, count_at, staged);                                      \
+	}                                                                                                    \
+	SEC("uprobe")                                                                                        \
+	int BPF_KPROBE(cp_channel_announce##sfx, __u64 channel, const char *name)                            \
+	{                                                                                                    \
+		return channel_announce(channel, name, staged);                                              \
+	}                                                                                                    \
+	SEC("uprobe")                                                                                        \
+	int BPF_KPROBE(cp_channel_closed##sfx, __u64 channel)                                                \
+	{                                                                                                    \
+		return record_event(CP_REC_CLOSE, CP_SITE_TSC(ctx), channel, 0, staged);                     \
+	}                                                                                                    \
+	/* One argument: the prototype every kernel has (6.16 added group_dead). */                          \
+	SEC("tp_btf/sched_process_exit")                                                                     \
+	int BPF_PROG(cp_tbuf_exit##sfx, struct task_struct *task)                                            \
+	{                                                                                                    \
+		return hand_over_tbuf(task->pid, staged);                                                    \
+	}                                                                                                    \
+	SEC("tp/syscalls/sys_enter_exit")                                                                    \
+	int cp_tbuf_exit_sys##sfx(void *ctx)                                                                 \
+	{                                                                                                    \
+		return hand_over_current(staged);                                                            \
+	}                                                                                                    \
+	SEC("tp/syscalls/sys_enter_exit_group")                                                              \
+	int cp_tbuf_exit_group##sfx(void *ctx)                                                               \
+	{                                                                                                    \
+		return hand_over_current(staged);                                                            \
+	}                                                                                                    \
+	SEC("tp/signal/signal_deliver")                                                                      \
+	int cp_tbuf_exit_sig##sfx(struct signal_deliver_args *a)                                             \
+	{                                                                                                    \
+		if (!fatal_delivery(a->sig, a->sa_handler))                                                  \
+			return 0;                                                                            \
+		return hand_over_current(staged);                                                            \
 	}
 
 CP_STAGE_VARIANT(, 1)

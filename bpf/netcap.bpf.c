@@ -43,11 +43,11 @@ char LICENSE[] SEC("license") = "GPL";
 #define TCP_LISTEN 10
 
 /* Filters, set by user/net/net_capture.cpp before load. 0 = no filter. */
-const volatile __u32 filter_netns = 0;  /* netns inode */
-const volatile __u32 filter_tgid = 0;   /* owner tgid */
-const volatile __u8 filter_tree = 0;    /* 1: owner tgid in `followed` instead */
+const volatile __u32 filter_netns = 0;	/* netns inode */
+const volatile __u32 filter_tgid = 0;	/* owner tgid */
+const volatile __u8 filter_tree = 0;	/* 1: owner tgid in `followed` instead */
 const volatile __u64 filter_cgroup = 0; /* owner cgroup v2 id */
-const volatile __u8 filter_ports = 0;   /* 1: keep only ports in `ports` */
+const volatile __u8 filter_ports = 0;	/* 1: keep only ports in `ports` */
 const volatile __u64 wakeup_bytes = 1 << 20;
 
 /* One ring per CPU and the per-CPU counters (bpf/ring_common.h). */
@@ -583,8 +583,8 @@ int BPF_PROG(cp_sock_recv, struct sock *sk, int ret, int flags)
 /* TCP data goes out inside sendmsg, before sock_send_length fires: learn the
  * owner here first, so the very first segment is attributed. */
 SEC("tp_btf/tcp_sendmsg_locked")
-int BPF_PROG(cp_tcp_sendmsg, const struct sock *sk, const struct msghdr *msg,
-	     const struct sk_buff *skb, int size_goal)
+int BPF_PROG(cp_tcp_sendmsg, const struct sock *sk, const struct msghdr *msg, const struct sk_buff *skb,
+	     int size_goal)
 {
 	struct cp_net_rec rec = {};
 	struct owner cur;

@@ -15,21 +15,21 @@ struct cp_ring {
 };
 
 /* `name`: one ring buffer per CPU (max_entries is set to the CPU count at load). */
-#define CP_PER_CPU_RINGS(name)                          \
-	struct {                                        \
-		__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS); \
-		__uint(max_entries, 1024);              \
-		__type(key, __u32);                     \
-		__array(values, struct cp_ring);        \
+#define CP_PER_CPU_RINGS(name)                                                                               \
+	struct {                                                                                             \
+		__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);                                                    \
+		__uint(max_entries, 1024);                                                                   \
+		__type(key, __u32);                                                                          \
+		__array(values, struct cp_ring);                                                             \
 	} name SEC(".maps")
 
 /* `name`: `n` per-CPU __u64 counters, indexed by the program's CNT enum. */
-#define CP_PER_CPU_COUNTERS(name, n)                    \
-	struct {                                        \
-		__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);  \
-		__uint(max_entries, n);                 \
-		__type(key, __u32);                     \
-		__type(value, __u64);                   \
+#define CP_PER_CPU_COUNTERS(name, n)                                                                         \
+	struct {                                                                                             \
+		__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);                                                     \
+		__uint(max_entries, n);                                                                      \
+		__type(key, __u32);                                                                          \
+		__type(value, __u64);                                                                        \
 	} name SEC(".maps")
 
 /* This CPU's ring, or NULL if user space installed none for it. */
@@ -44,7 +44,7 @@ static __always_inline void *cp_ring_of_cpu(void *rings, __u32 cpu)
 static __always_inline __u64 cp_wake_flag(void *rb, __u64 wakeup_bytes)
 {
 	return bpf_ringbuf_query(rb, BPF_RB_AVAIL_DATA) >= wakeup_bytes ? BPF_RB_FORCE_WAKEUP
-									 : BPF_RB_NO_WAKEUP;
+									: BPF_RB_NO_WAKEUP;
 }
 
 /* Adds n to this CPU's counter idx. Atomic although per-CPU: a program in

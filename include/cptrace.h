@@ -43,10 +43,10 @@ extern "C" {
  * the library. */
 static inline uint64_t cp_channel_id(const char *name) CP_NOEXCEPT
 {
-	uint64_t h = 0xcbf29ce484222325ull;           /* FNV-1a 64 offset basis */
+	uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a 64 offset basis */
 	for (const unsigned char *p = (const unsigned char *)name; p && *p; p++) {
 		h ^= *p;
-		h *= 0x100000001b3ull;                     /* FNV-1a 64 prime */
+		h *= 0x100000001b3ull; /* FNV-1a 64 prime */
 	}
 	return h ? h : 1;
 }

@@ -29,12 +29,12 @@ enum cp_net_kind {
  * Traces written before this field existed hold 0 there. */
 enum cp_net_stamp {
 	CP_NET_AT_KIND = 0,
-	CP_NET_AT_NETIF_RX = 1,                /* net:netif_rx: enqueue onto the backlog (veth,
+	CP_NET_AT_NETIF_RX = 1,			    /* net:netif_rx: enqueue onto the backlog (veth,
 						  loopback, tun, tunnels, anything via netif_rx) */
-	CP_NET_AT_NETIF_RECEIVE_SKB_ENTRY = 2, /* net:netif_receive_skb_entry: driver, no GRO */
+	CP_NET_AT_NETIF_RECEIVE_SKB_ENTRY = 2,	    /* net:netif_receive_skb_entry: driver, no GRO */
 	CP_NET_AT_NETIF_RECEIVE_SKB_LIST_ENTRY = 3, /* net:netif_receive_skb_list_entry */
-	CP_NET_AT_NAPI_GRO_RECEIVE_ENTRY = 4,  /* net:napi_gro_receive_entry: NAPI driver, GRO */
-	CP_NET_AT_NAPI_GRO_FRAGS_ENTRY = 5,    /* net:napi_gro_frags_entry: NAPI driver, frags */
+	CP_NET_AT_NAPI_GRO_RECEIVE_ENTRY = 4,	    /* net:napi_gro_receive_entry: NAPI driver, GRO */
+	CP_NET_AT_NAPI_GRO_FRAGS_ENTRY = 5,	    /* net:napi_gro_frags_entry: NAPI driver, frags */
 	CP_NET_AT_MAX = 6,
 };
 
@@ -54,30 +54,30 @@ enum cp_net_flag {
 #define CP_NET_HASH_BYTES 64
 
 struct cp_net_rec {
-	__u64 ktime_ns;    /* bpf_ktime_get_ns() (CLOCK_MONOTONIC) in the program */
-	__u8 saddr[16];    /* source (packets) / local (socket events) address */
-	__u8 daddr[16];    /* destination (packets) / remote (socket events) address */
-	__u32 netns;       /* network namespace inode (as in /proc/PID/ns/net) */
-	__u32 ifindex;     /* device (packets; 0 for socket events) */
-	__u32 pid;         /* tgid, 0 when unknown (see flags) */
+	__u64 ktime_ns; /* bpf_ktime_get_ns() (CLOCK_MONOTONIC) in the program */
+	__u8 saddr[16]; /* source (packets) / local (socket events) address */
+	__u8 daddr[16]; /* destination (packets) / remote (socket events) address */
+	__u32 netns;	/* network namespace inode (as in /proc/PID/ns/net) */
+	__u32 ifindex;	/* device (packets; 0 for socket events) */
+	__u32 pid;	/* tgid, 0 when unknown (see flags) */
 	__u32 tid;
-	__u32 seq;         /* TCP sequence number of the first payload byte */
-	__u32 ack;         /* TCP acknowledgement number */
-	__u32 len;         /* L4 payload bytes (packets); byte count (socket events) */
-	__u32 hash;        /* UDP: FNV-1a of the first CP_NET_HASH_BYTES payload bytes */
-	__u32 skb_len;     /* packets: skb->len (whole frame as the device sees it) */
-	__u16 sport;       /* source (packets) / local (socket) port */
-	__u16 dport;       /* destination (packets) / remote (socket) port */
-	__u16 gso_segs;    /* packets: skb_shinfo()->gso_segs (0 or 1: a single segment) */
-	__u16 gso_size;    /* packets: MSS of each wire segment of a GSO packet */
+	__u32 seq;	/* TCP sequence number of the first payload byte */
+	__u32 ack;	/* TCP acknowledgement number */
+	__u32 len;	/* L4 payload bytes (packets); byte count (socket events) */
+	__u32 hash;	/* UDP: FNV-1a of the first CP_NET_HASH_BYTES payload bytes */
+	__u32 skb_len;	/* packets: skb->len (whole frame as the device sees it) */
+	__u16 sport;	/* source (packets) / local (socket) port */
+	__u16 dport;	/* destination (packets) / remote (socket) port */
+	__u16 gso_segs; /* packets: skb_shinfo()->gso_segs (0 or 1: a single segment) */
+	__u16 gso_size; /* packets: MSS of each wire segment of a GSO packet */
 	__u16 cpu;
-	__u16 ip_id;       /* IPv4 identification (IPv6: 0) */
-	__u8 kind;         /* enum cp_net_kind */
-	__u8 family;       /* AF_INET (2) or AF_INET6 (10) */
-	__u8 proto;        /* IPPROTO_TCP (6), IPPROTO_UDP (17), else the L4 number */
-	__u8 tcp_flags;    /* FIN 0x01 SYN 0x02 RST 0x04 PSH 0x08 ACK 0x10 URG 0x20 ECE CWR */
-	__u8 flags;        /* enum cp_net_flag */
-	__u8 stamp_at;     /* enum cp_net_stamp: where ktime_ns was read */
+	__u16 ip_id;	/* IPv4 identification (IPv6: 0) */
+	__u8 kind;	/* enum cp_net_kind */
+	__u8 family;	/* AF_INET (2) or AF_INET6 (10) */
+	__u8 proto;	/* IPPROTO_TCP (6), IPPROTO_UDP (17), else the L4 number */
+	__u8 tcp_flags; /* FIN 0x01 SYN 0x02 RST 0x04 PSH 0x08 ACK 0x10 URG 0x20 ECE CWR */
+	__u8 flags;	/* enum cp_net_flag */
+	__u8 stamp_at;	/* enum cp_net_stamp: where ktime_ns was read */
 	__u8 pad[2];
 };
 

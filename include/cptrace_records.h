@@ -20,30 +20,30 @@
 #define CP_CHANNEL_NAME_MAX 64
 
 enum cp_rec_kind {
-	CP_REC_EVENT = 1,   /* one cp_logTS() call, stamped with the TSC at the call */
-	CP_REC_BATCH = 2,   /* n user-timestamped (TSC) events from cp_batch_submit() */
-	CP_REC_CHANNEL = 3, /* a channel id -> name announcement from cp_open_channel() */
-	CP_REC_CLOSE = 4,   /* cp_close_channel(), stamped with the TSC at the call */
+	CP_REC_EVENT = 1,      /* one cp_logTS() call, stamped with the TSC at the call */
+	CP_REC_BATCH = 2,      /* n user-timestamped (TSC) events from cp_batch_submit() */
+	CP_REC_CHANNEL = 3,    /* a channel id -> name announcement from cp_open_channel() */
+	CP_REC_CLOSE = 4,      /* cp_close_channel(), stamped with the TSC at the call */
 	CP_REC_BATCH_MONO = 5, /* as CP_REC_BATCH, entries stamped CLOCK_MONOTONIC ns
 	                        * (Java's System.nanoTime(), cp_batch_submit_mono) */
-	CP_REC_COUNT = 6,   /* `counter` handler: events of one channel in one period, on one CPU */
-	CP_REC_SINGLES = 7, /* n cp_logTS() calls staged on one CPU (struct cp_singles_rec) */
+	CP_REC_COUNT = 6,      /* `counter` handler: events of one channel in one period, on one CPU */
+	CP_REC_SINGLES = 7,    /* n cp_logTS() calls staged on one CPU (struct cp_singles_rec) */
 };
 
 /* Every ring record starts with this header. */
 struct cp_rec_hdr {
-	__u16 kind;  /* enum cp_rec_kind */
-	__u16 cpu;   /* CPU the probe fired on */
-	__u32 pid;   /* tgid */
-	__u32 tid;   /* kernel thread id */
-	__u32 n;     /* by kind: CP_REC_BATCH, CP_REC_BATCH_MONO and CP_REC_SINGLES:
+	__u16 kind; /* enum cp_rec_kind */
+	__u16 cpu;  /* CPU the probe fired on */
+	__u32 pid;  /* tgid */
+	__u32 tid;  /* kernel thread id */
+	__u32 n;    /* by kind: CP_REC_BATCH, CP_REC_BATCH_MONO and CP_REC_SINGLES:
 	              * the number of valid entries; CP_REC_COUNT: the timebase of
 	              * its stamps (1 TSC, 0 CLOCK_MONOTONIC ns); else 0 */
 };
 
-struct cp_event_rec {   /* CP_REC_EVENT and CP_REC_CLOSE */
+struct cp_event_rec { /* CP_REC_EVENT and CP_REC_CLOSE */
 	struct cp_rec_hdr h;
-	__u64 tsc;          /* the site's stamp: rdtsc at the call, before the probe
+	__u64 tsc; /* the site's stamp: rdtsc at the call, before the probe
 	                     * (lib/probe_site.h), handed to the program in rax */
 	__u64 channel;
 	__u64 tuple;
@@ -52,7 +52,7 @@ struct cp_event_rec {   /* CP_REC_EVENT and CP_REC_CLOSE */
 /* One entry of a user-space batch, exactly as the application library lays it
  * out in its thread-local buffer (the BPF program copies it verbatim). */
 struct cp_batch_entry {
-	__u64 tsc;          /* rdtsc() at the cp_logTS_batch() call; System.nanoTime()
+	__u64 tsc; /* rdtsc() at the cp_logTS_batch() call; System.nanoTime()
 	                     * from Java (cp_batch_submit_mono, CP_REC_BATCH_MONO) */
 	__u64 channel;
 	__u64 tuple;
@@ -62,9 +62,9 @@ struct cp_batch_entry {
 #define CP_COOKIE_BATCH_TSC 0
 #define CP_COOKIE_BATCH_MONO 1
 
-struct cp_batch_rec {  /* CP_REC_BATCH and CP_REC_BATCH_MONO */
+struct cp_batch_rec { /* CP_REC_BATCH and CP_REC_BATCH_MONO */
 	struct cp_rec_hdr h;
-	__u64 ktime_ns;     /* when the batch was handed over */
+	__u64 ktime_ns; /* when the batch was handed over */
 	struct cp_batch_entry e[CP_BATCH_MAX];
 };
 
@@ -81,14 +81,14 @@ struct cp_batch_rec {  /* CP_REC_BATCH and CP_REC_BATCH_MONO */
 #define CP_STAGE_MAX 32
 
 struct cp_single_entry {
-	__u64 tsc;      /* the site's stamp (as cp_event_rec.tsc) */
+	__u64 tsc; /* the site's stamp (as cp_event_rec.tsc) */
 	__u64 channel;
 	__u64 tuple;
-	__u32 pid;      /* tgid */
+	__u32 pid; /* tgid */
 	__u32 tid;
 };
 
-struct cp_stage {      /* value of the per-CPU map `stages` */
+struct cp_stage { /* value of the per-CPU map `stages` */
 	__u32 n;
 	__u32 pad;
 	struct cp_single_entry e[CP_STAGE_MAX];
@@ -128,14 +128,14 @@ struct cp_proc_rec {
  * in events (a dropped batch of n counts n), so that
  *   recorded + dropped == emitted   holds exactly. */
 enum cp_counter {
-	CP_CNT_SEEN = 0,     /* events the probes saw */
-	CP_CNT_DROPPED = 1,  /* events whose ring reservation failed */
-	CP_CNT_READ_FAIL = 2,/* batch copies that failed (counted as dropped too) */
-	CP_CNT_FILTERED = 3, /* events a channel handler chose not to record:
+	CP_CNT_SEEN = 0,	    /* events the probes saw */
+	CP_CNT_DROPPED = 1,	    /* events whose ring reservation failed */
+	CP_CNT_READ_FAIL = 2,	    /* batch copies that failed (counted as dropped too) */
+	CP_CNT_FILTERED = 3,	    /* events a channel handler chose not to record:
 	                      * recorded + dropped + filtered == seen */
-	CP_CNT_SERIES_LOST = 4, /* `counter` events whose CP_REC_COUNT record was lost
+	CP_CNT_SERIES_LOST = 4,	    /* `counter` events whose CP_REC_COUNT record was lost
 	                         * (they are also in FILTERED: this says the series misses them) */
-	CP_CNT_FOLLOW_LOST = 5, /* forks of followed processes the recorder was not told of */
+	CP_CNT_FOLLOW_LOST = 5,	    /* forks of followed processes the recorder was not told of */
 	CP_CNT_EXIT_UNREADABLE = 6, /* thread buffers unreadable when their thread ended
 	                             * (their events are lost and could not be counted) */
 	CP_CNT_EXIT_UNTRACKED = 7,  /* thread buffers the exit path could not keep track of */
@@ -149,19 +149,19 @@ enum cp_counter {
  * gets a fresh generation `gen`, so the handler state below (keyed by channel and
  * generation) starts from zero at the instant the handler takes effect. */
 enum cp_handler_kind {
-	CP_H_ID = 0,         /* every event */
+	CP_H_ID = 0,	     /* every event */
 	CP_H_DOWNSAMPLE = 1, /* p1 = N: the 1st, N+1-th, 2N+1-th ... event (global order) */
-	CP_H_XOY = 2,        /* p1 = X, p2 = Y: tuple % Y < X */
+	CP_H_XOY = 2,	     /* p1 = X, p2 = Y: tuple % Y < X */
 	CP_H_FIRSTLAST = 3,  /* first and last event of the handler's period */
 	CP_H_COUNTER = 4,    /* p1 = period ns (CLOCK_MONOTONIC entries: Java batches),
 	                      * p2 = period TSC ticks (cp_logTS and C batches) */
-	CP_H_NULL = 5,       /* nothing */
+	CP_H_NULL = 5,	     /* nothing */
 };
 
 struct cp_handler_rule {
-	__u32 kind;          /* enum cp_handler_kind */
+	__u32 kind; /* enum cp_handler_kind */
 	__u32 pad;
-	__u64 gen;           /* install generation, > 0 (0: never installed) */
+	__u64 gen; /* install generation, > 0 (0: never installed) */
 	__u64 p1;
 	__u64 p2;
 };
@@ -194,8 +194,8 @@ struct cp_hstate {
  * recorder keeps, per (channel, gen), the slot with the highest seq and writes it
  * as the "last" event when the recording stops. */
 struct cp_last_slot {
-	__u64 seq;           /* 1 + the event's place in the handler's order; 0 = empty */
-	__u64 ts;            /* CLOCK_MONOTONIC ns (timebase 0: Java batches) or TSC (timebase 1) */
+	__u64 seq; /* 1 + the event's place in the handler's order; 0 = empty */
+	__u64 ts;  /* CLOCK_MONOTONIC ns (timebase 0: Java batches) or TSC (timebase 1) */
 	__u64 tuple;
 	__u32 pid;
 	__u32 tid;
@@ -205,16 +205,16 @@ struct cp_last_slot {
 
 /* Per-CPU slot of `counter`: the period being counted on this CPU. */
 struct cp_count_slot {
-	__u64 bucket;        /* period index: ts / period */
+	__u64 bucket; /* period index: ts / period */
 	__u64 count;
-	__u32 timebase;      /* 0: CLOCK_MONOTONIC ns, 1: TSC ticks */
+	__u32 timebase; /* 0: CLOCK_MONOTONIC ns, 1: TSC ticks */
 	__u32 pad;
 };
 
 /* A finished period of a `counter` channel on one CPU. */
 struct cp_count_rec {
 	struct cp_rec_hdr h; /* n = timebase (0 CLOCK_MONOTONIC ns, 1 TSC) */
-	__u64 start;         /* bucket * period, in that timebase */
+	__u64 start;	     /* bucket * period, in that timebase */
 	__u64 channel;
 	__u64 count;
 };

@@ -29,10 +29,10 @@
 
 #include "cptrace_records.h" /* CP_CHANNEL_NAME_MAX */
 
-#define CP_REGISTRY_MAGIC "CPREG01"   /* 8 bytes with the NUL */
-#define CP_REGISTRY_VERSION 2       /* 2: overflow chunks */
-#define CP_REGISTRY_CAPACITY 1024    /* entries[] in the object itself */
-#define CP_REGISTRY_CHUNK 4096       /* entries per overflow chunk */
+#define CP_REGISTRY_MAGIC "CPREG01" /* 8 bytes with the NUL */
+#define CP_REGISTRY_VERSION 2	    /* 2: overflow chunks */
+#define CP_REGISTRY_CAPACITY 1024   /* entries[] in the object itself */
+#define CP_REGISTRY_CHUNK 4096	    /* entries per overflow chunk */
 #define CP_REGISTRY_SYMBOL "cptrace_registry"
 
 #ifdef __cplusplus
@@ -40,26 +40,26 @@ extern "C" {
 #endif
 
 struct cp_registry_entry {
-	uint64_t id;                     /* cp_channel_id(name) */
-	uint32_t closed;                 /* 1 after cp_close_channel(id) */
+	uint64_t id;	 /* cp_channel_id(name) */
+	uint32_t closed; /* 1 after cp_close_channel(id) */
 	uint32_t pad;
-	char name[CP_CHANNEL_NAME_MAX];  /* NUL-terminated, possibly truncated */
+	char name[CP_CHANNEL_NAME_MAX]; /* NUL-terminated, possibly truncated */
 };
 
 struct cp_registry {
-	char magic[8];                   /* CP_REGISTRY_MAGIC, or all zero */
-	uint32_t version;                /* CP_REGISTRY_VERSION */
-	uint32_t capacity;               /* number of elements of entries[] */
-	uint32_t count;                  /* published entries */
+	char magic[8];	   /* CP_REGISTRY_MAGIC, or all zero */
+	uint32_t version;  /* CP_REGISTRY_VERSION */
+	uint32_t capacity; /* number of elements of entries[] */
+	uint32_t count;	   /* published entries */
 	uint32_t pad;
-	uint64_t overflow;               /* address of the first cp_registry_chunk, or 0 */
+	uint64_t overflow; /* address of the first cp_registry_chunk, or 0 */
 	struct cp_registry_entry entries[CP_REGISTRY_CAPACITY];
 };
 
 struct cp_registry_chunk {
-	uint64_t next;                   /* address of the next chunk, or 0 */
-	uint32_t capacity;               /* number of elements of entries[] */
-	uint32_t count;                  /* published entries */
+	uint64_t next;	   /* address of the next chunk, or 0 */
+	uint32_t capacity; /* number of elements of entries[] */
+	uint32_t count;	   /* published entries */
 	struct cp_registry_entry entries[];
 };
 

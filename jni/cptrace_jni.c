@@ -90,7 +90,7 @@ JNIEXPORT jobject JNICALL Java_cp_Cloudprofiler_newBatchBuffer0(JNIEnv *env, jcl
 			(*env)->ThrowNew(env, oom, "cptrace: a Batch buffer");
 		return NULL;
 	}
-	memset(b, 0, sizeof(*b)); /* resident, for the recorder's non-faulting reads */
+	memset(b, 0, sizeof(*b));	      /* resident, for the recorder's non-faulting reads */
 	cp_batch_submit_mono(b->e, 0, &b->n); /* named for the exit path */
 	return (*env)->NewDirectByteBuffer(env, b, (jlong)(sizeof(b->e) + sizeof(b->n)));
 }
@@ -116,8 +116,7 @@ JNIEXPORT void JNICALL Java_cp_Cloudprofiler_releaseBatchBuffer0(JNIEnv *env, jc
 /* The entries are {nanoTime, channel, tuple} in native byte order, i.e. struct
  * cp_batch_entry with a CLOCK_MONOTONIC ns timestamp in place of the TSC. The
  * buffer is one of newBatchBuffer0's; its count follows the entries. */
-JNIEXPORT void JNICALL Java_cp_Cloudprofiler_submitBatch0(JNIEnv *env, jclass cls, jlong address,
-							  jint n)
+JNIEXPORT void JNICALL Java_cp_Cloudprofiler_submitBatch0(JNIEnv *env, jclass cls, jlong address, jint n)
 {
 	(void)env, (void)cls;
 	if (n < 1 || n > CP_BATCH_MAX || !address)

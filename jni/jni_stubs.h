@@ -10,8 +10,7 @@ struct cp_batch_entry;
 /* PROBE SITE. cp.Cloudprofiler.logTS(long, long): the JVM calls it with
  * (JNIEnv *, jclass, jlong channel, jlong tuple), so the recorder reads the
  * third and fourth arguments (rdx, rcx). */
-JNIEXPORT void JNICALL Java_cp_Cloudprofiler_logTS(JNIEnv *env, jclass cls, jlong channel,
-						   jlong tuple);
+JNIEXPORT void JNICALL Java_cp_Cloudprofiler_logTS(JNIEnv *env, jclass cls, jlong channel, jlong tuple);
 
 /* PROBE SITE. Like cp_batch_submit, but the entries' timestamps are
  * CLOCK_MONOTONIC ns (Java's System.nanoTime()), not TSC ticks. */

@@ -10,7 +10,7 @@
 
 struct cp_tbuf {
 	struct cp_batch_entry e[CP_BATCH_MAX]; /* laid out as the BPF side copies it */
-	uint32_t n;                            /* entries in use */
+	uint32_t n;			       /* entries in use */
 };
 
 /* initial-exec: one %fs-relative load instead of a __tls_get_addr call per
@@ -18,9 +18,9 @@ struct cp_tbuf {
  * the static TLS surplus glibc reserves for that case. */
 static __thread struct cp_tbuf *tls_buf __attribute__((tls_model("initial-exec")));
 
-static pthread_key_t tbuf_key;       /* its destructor flushes at thread exit */
+static pthread_key_t tbuf_key; /* its destructor flushes at thread exit */
 static pthread_once_t tbuf_once = PTHREAD_ONCE_INIT;
-static int tbuf_key_ok;              /* 0: no thread-exit flush (no key left) */
+static int tbuf_key_ok; /* 0: no thread-exit flush (no key left) */
 
 /* Every hand-over also names the buffer (&b->n): a recorder that attached
  * after the buffer was made learns of it here, and reads what is left in it

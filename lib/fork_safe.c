@@ -82,8 +82,8 @@ static int remap_from_file(const struct site_page *p)
 		return -1;
 	struct stat st;
 	int ok = fstat(fd, &st) == 0 && st.st_dev == p->dev && st.st_ino == p->ino &&
-		 mmap((void *)p->addr, page_size, p->prot, MAP_PRIVATE | MAP_FIXED, fd,
-		      (off_t)p->offset) != MAP_FAILED;
+		 mmap((void *)p->addr, page_size, p->prot, MAP_PRIVATE | MAP_FIXED, fd, (off_t)p->offset) !=
+			 MAP_FAILED;
 	close(fd);
 	return ok ? 0 : -1;
 }
@@ -129,8 +129,8 @@ static int describe_page(uintptr_t addr, struct site_page *p)
 		unsigned maj, min;
 		char perms[5];
 		int path_at = 0;
-		if (sscanf(line, "%lx-%lx %4s %lx %x:%x %lu %n", &start, &end, perms, &off, &maj,
-			   &min, &ino, &path_at) < 7 ||
+		if (sscanf(line, "%lx-%lx %4s %lx %x:%x %lu %n", &start, &end, perms, &off, &maj, &min, &ino,
+			   &path_at) < 7 ||
 		    addr < start || addr >= end || !path_at || line[path_at] != '/')
 			continue;
 		size_t len = strcspn(line + path_at, "\n");

@@ -70,8 +70,7 @@ static struct cp_registry_chunk *registry_grow_locked(struct cp_registry *r)
 }
 
 /* Fills the next free slot and only then publishes it by bumping count. */
-static struct cp_registry_entry *registry_append_locked(struct cp_registry *r, uint64_t id,
-							 const char *name)
+static struct cp_registry_entry *registry_append_locked(struct cp_registry *r, uint64_t id, const char *name)
 {
 	uint32_t n = r->count;
 	if (n < CP_REGISTRY_CAPACITY) {

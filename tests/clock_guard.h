@@ -47,8 +47,7 @@ struct RealMonoDiff {
 inline RealMonoDiff read_real_minus_mono() {
   RealMonoDiff best{0, INT64_MAX};
   for (int i = 0; i < 16; i++) {
-    int64_t m1 = clock_ns(CLOCK_MONOTONIC), r = clock_ns(CLOCK_REALTIME),
-            m2 = clock_ns(CLOCK_MONOTONIC);
+    int64_t m1 = clock_ns(CLOCK_MONOTONIC), r = clock_ns(CLOCK_REALTIME), m2 = clock_ns(CLOCK_MONOTONIC);
     int64_t half = (m2 - m1 + 1) / 2;
     if (half < best.err_ns) best = {r - (m1 + (m2 - m1) / 2), half};
   }
@@ -57,11 +56,11 @@ inline RealMonoDiff read_real_minus_mono() {
 
 // The part of the kernel's NTP state that a clock adjuster changes.
 struct ClockState {
-  long freq = 0;      // scaled ppm (ppm << 16)
-  long tick = 0;      // microseconds per tick
-  int status = 0;     // STA_* bits
+  long freq = 0;  // scaled ppm (ppm << 16)
+  long tick = 0;  // microseconds per tick
+  int status = 0;  // STA_* bits
   long constant = 0;  // PLL time constant, as adjtimex reports it
-  long offset = 0;    // remaining PLL offset being slewed (ns if STA_NANO, else us)
+  long offset = 0;  // remaining PLL offset being slewed (ns if STA_NANO, else us)
   long maxerror = 0, esterror = 0;
   RealMonoDiff real_mono;
 };
@@ -116,8 +115,7 @@ inline int restore_clock_state_raw(const ClockState& s) {
   a.offset = nano ? s.offset : s.offset * 1000;
   if (adjtimex(&a) < 0) return -errno;
   timex b{};
-  b.modes = ADJ_STATUS | ADJ_FREQUENCY | ADJ_TICK | ADJ_MAXERROR | ADJ_ESTERROR |
-            (nano ? ADJ_NANO : ADJ_MICRO);
+  b.modes = ADJ_STATUS | ADJ_FREQUENCY | ADJ_TICK | ADJ_MAXERROR | ADJ_ESTERROR | (nano ? ADJ_NANO : ADJ_MICRO);
   b.status = s.status;
   b.freq = s.freq;
   b.tick = s.tick;
@@ -162,7 +160,7 @@ inline int step_realtime_ns(int64_t delta_ns) { return step_realtime_raw(delta_n
 [[noreturn]] inline void guard_process_main(int rfd, pid_t parent, const ClockState& saved) {
   // Interrupts the poll when the parent dies (the pipe may stay open in another
   // forked child); the handler only has to exist so poll returns EINTR.
-  struct sigaction sa{};
+  struct sigaction sa {};
   sa.sa_handler = [](int) {};
   sigaction(SIGUSR2, &sa, nullptr);
   prctl(PR_SET_PDEATHSIG, SIGUSR2);
@@ -174,7 +172,7 @@ inline int step_realtime_ns(int64_t delta_ns) { return step_realtime_raw(delta_n
       char c = 0;
       ssize_t r = read(rfd, &c, 1);
       if (r == 1 && c == 'q') _exit(0);  // parent restored it: nothing to do
-      if (r == 0) break;                 // EOF: parent gone
+      if (r == 0) break;  // EOF: parent gone
     }
   }
   _exit(restore_clock_state_raw(saved) == 0 ? 0 : 1);
@@ -224,20 +222,26 @@ struct SlewEvent {
 
 // What the Slewer does, NTP-client style. Periods are in CLOCK_MONOTONIC_RAW ms.
 struct SlewPlan {
-  double freq_ppm = 500;   // toggled +freq_ppm / -freq_ppm; 0 = leave the frequency
+  double freq_ppm = 500;  // toggled +freq_ppm / -freq_ppm; 0 = leave the frequency
   int freq_period_ms = 150;
-  double tick_pct = 0;     // tick toggled +- this percent of 10000; 0 = leave it
+  double tick_pct = 0;  // tick toggled +- this percent of 10000; 0 = leave it
   int tick_period_ms = 230;
   long pll_offset_us = 0;  // one kernel-PLL slew started at pll_at_ms; 0 = none
   int pll_at_ms = 0;
-  int64_t step_ns = 0;     // one CLOCK_REALTIME step at step_at_ms; 0 = none
+  int64_t step_ns = 0;  // one CLOCK_REALTIME step at step_at_ms; 0 = none
   int step_at_ms = 0;
 
   // Every kind at once, as a machine whose clients fight over the clock would see:
   // frequency toggles, tick toggles, a 3 ms PLL slew at 0.5 s, a -1 s step at 1.5 s.
   static SlewPlan all_kinds() {
-    return {.freq_ppm = 500, .freq_period_ms = 150, .tick_pct = 2, .tick_period_ms = 230,
-            .pll_offset_us = 3000, .pll_at_ms = 500, .step_ns = -1000000000, .step_at_ms = 1500};
+    return {.freq_ppm = 500,
+            .freq_period_ms = 150,
+            .tick_pct = 2,
+            .tick_period_ms = 230,
+            .pll_offset_us = 3000,
+            .pll_at_ms = 500,
+            .step_ns = -1000000000,
+            .step_at_ms = 1500};
   }
 };
 
@@ -279,8 +283,7 @@ class Slewer {
         next_tick += int64_t(plan_.tick_period_ms) * 1000000;
       }
       if (!pll_done && now >= t0 + int64_t(plan_.pll_at_ms) * 1000000) {
-        apply(pll_offset_slew_us(plan_.pll_offset_us),
-              "pll offset " + std::to_string(plan_.pll_offset_us) + " us");
+        apply(pll_offset_slew_us(plan_.pll_offset_us), "pll offset " + std::to_string(plan_.pll_offset_us) + " us");
         pll_done = true;
       }
       if (!step_done && now >= t0 + int64_t(plan_.step_at_ms) * 1000000) {

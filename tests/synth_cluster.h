@@ -24,10 +24,10 @@ namespace synth {
 
 struct Clock {
   std::string name;
-  long double offset = 0;   // ticks at t = 0
+  long double offset = 0;  // ticks at t = 0
   long double skew_ppm = 0;
   long double kink_ns = INFINITY, kink_ppm = 0;  // extra rate after kink_ns
-  long double f = 2.5L;     // ticks per ns of the real oscillator
+  long double f = 2.5L;  // ticks per ns of the real oscillator
 
   long double at(long double t) const {
     long double extra = t > kink_ns ? (t - kink_ns) * kink_ppm * 1e-6L : 0;
@@ -66,7 +66,8 @@ class Cluster {
   std::map<std::pair<int, int>, long double> asym_ns;  // extra delay i -> j
   long double delay(int i, int j) {
     auto it = asym_ns.find({i, j});
-    return base_ns + (it == asym_ns.end() ? 0 : it->second) + std::uniform_real_distribution<double>(0, double(jitter_ns))(rng_);
+    return base_ns + (it == asym_ns.end() ? 0 : it->second) +
+           std::uniform_real_distribution<double>(0, double(jitter_ns))(rng_);
   }
 
   // `count` rounds from i to j starting at t0, `spacing_ns` apart.
@@ -160,7 +161,8 @@ class Cluster {
     std::vector<cptrace::ClockPoint> pts;
     auto mono = mono_of.find(i);
     for (long double t = 0; t <= span_ns; t += 100e6L) {
-      cptrace::ClockPoint p{clocks_[i].read(t), uint64_t(mono == mono_of.end() ? t : std::floor(mono->second(t))), 20, 0};
+      cptrace::ClockPoint p{clocks_[i].read(t), uint64_t(mono == mono_of.end() ? t : std::floor(mono->second(t))), 20,
+                            0};
       if (raw_points) {
         p.flags |= cptrace::kClockHasRaw;
         p.raw_tsc = p.tsc;
@@ -176,7 +178,8 @@ class Cluster {
       for (auto& [id, name] : chans->second) ch.push_back({{"id", id}, {"name", name}, {"pid", 100 + i}});
     if (!ch.empty()) w.write(cptrace::encode_json(cptrace::FrameType::Channels, ch.dump(), uint32_t(ch.size())));
     if (!rounds_[i].empty())
-      w.write(cptrace::encode_json(cptrace::FrameType::Sync, cptrace::sync_frame_json(rounds_[i]), uint32_t(rounds_[i].size())));
+      w.write(cptrace::encode_json(cptrace::FrameType::Sync, cptrace::sync_frame_json(rounds_[i]),
+                                   uint32_t(rounds_[i].size())));
     const auto& ev = events_[i];
     for (size_t k = 0; k < ev.size(); k += frame_events)
       w.write(cptrace::encode_events(ev.data() + k, std::min(frame_events, ev.size() - k)));

@@ -20,10 +20,10 @@ struct SyntheticTrace {
   static constexpr uint64_t kRealtimeStart = 1'700'000'000'000'000'000ull;
 
   std::vector<std::pair<uint64_t, std::string>> channels;  // id -> name
-  std::vector<cptrace::TraceEvent> events;                 // in file order
-  uint64_t stop = kOrigin;                                 // TSC of the stop instant
-  uint32_t clock_width = 60;                               // widest correlation bracket, ticks
-  std::vector<uint64_t> seen, dropped;                     // per CPU; empty: seen = events on that cpu
+  std::vector<cptrace::TraceEvent> events;  // in file order
+  uint64_t stop = kOrigin;  // TSC of the stop instant
+  uint32_t clock_width = 60;  // widest correlation bracket, ticks
+  std::vector<uint64_t> seen, dropped;  // per CPU; empty: seen = events on that cpu
   size_t per_frame = 1000;
 
   void add(uint64_t channel, uint64_t ts, uint64_t tuple, uint16_t cpu = 0, uint32_t pid = 100, uint32_t tid = 101,

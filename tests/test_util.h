@@ -64,8 +64,7 @@ inline RunResult run(const std::string& cmdline, const TempDir& tmp) {
 struct Proc {
   pid_t pid = -1;
   std::string out_path, err_path;
-  Proc(const std::string& cmdline, const std::string& out, const std::string& err)
-      : out_path(out), err_path(err) {
+  Proc(const std::string& cmdline, const std::string& out, const std::string& err) : out_path(out), err_path(err) {
     pid = fork();
     if (pid == 0) {
       setpgid(0, 0);
@@ -107,13 +106,13 @@ struct Proc {
 };
 
 // Skips (loudly) a test that needs root and a BPF-capable kernel.
-#define REQUIRE_BPF()                                                                     \
-  do {                                                                                    \
-    if (geteuid() != 0) GTEST_SKIP() << "SKIPPED: needs root to load BPF programs";       \
-    if (!std::filesystem::exists("/sys/kernel/btf/vmlinux"))                              \
-      GTEST_SKIP() << "SKIPPED: kernel has no BTF (/sys/kernel/btf/vmlinux)";            \
-    if (!std::filesystem::exists("/sys/bus/event_source/devices/uprobe/type"))            \
-      GTEST_SKIP() << "SKIPPED: kernel has no uprobe PMU";                                \
+#define REQUIRE_BPF()                                                               \
+  do {                                                                              \
+    if (geteuid() != 0) GTEST_SKIP() << "SKIPPED: needs root to load BPF programs"; \
+    if (!std::filesystem::exists("/sys/kernel/btf/vmlinux"))                        \
+      GTEST_SKIP() << "SKIPPED: kernel has no BTF (/sys/kernel/btf/vmlinux)";       \
+    if (!std::filesystem::exists("/sys/bus/event_source/devices/uprobe/type"))      \
+      GTEST_SKIP() << "SKIPPED: kernel has no uprobe PMU";                          \
   } while (0)
 
 }  // namespace testutil

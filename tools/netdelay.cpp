@@ -83,454 +83,502 @@ volatile sig_atomic_t g_stop = 0;
 volatile sig_atomic_t g_dump = 0;
 
 int64_t now_ns(clockid_t c) {
-    timespec ts;
-    clock_gettime(c, &ts);
-    return int64_t(ts.tv_sec) * 1000000000LL + ts.tv_nsec;
+  timespec ts;
+  clock_gettime(c, &ts);
+  return int64_t(ts.tv_sec) * 1000000000LL + ts.tv_nsec;
 }
 int64_t mono_ns() { return now_ns(CLOCK_MONOTONIC); }
 
 [[noreturn]] void die(const char* what) {
-    fprintf(stderr, "netdelay: %s: %s\n", what, strerror(errno));
-    exit(1);
+  fprintf(stderr, "netdelay: %s: %s\n", what, strerror(errno));
+  exit(1);
 }
 [[noreturn]] void usage(const char* msg) {
-    fprintf(stderr,
-            "netdelay: %s\n"
-            "usage: netdelay [--delay US] [--jitter US] [--seed N] [--spin US] [--max-packets N]\n"
-            "                [--max-bytes N] [--stats FILE] [--ready FILE] [--rt PRIO] [--no-kernel-ts]\n"
-            "                --link IF,PEER_MAC,V4NET/LEN,V6NET/LEN,TO_US,FROM_US [--link ...]\n",
-            msg);
-    exit(2);
+  fprintf(stderr,
+          "netdelay: %s\n"
+          "usage: netdelay [--delay US] [--jitter US] [--seed N] [--spin US] [--max-packets N]\n"
+          "                [--max-bytes N] [--stats FILE] [--ready FILE] [--rt PRIO] [--no-kernel-ts]\n"
+          "                --link IF,PEER_MAC,V4NET/LEN,V6NET/LEN,TO_US,FROM_US [--link ...]\n",
+          msg);
+  exit(2);
 }
 
 struct Link {
-    std::string ifname;
-    int ifindex = 0;
-    int fd = -1;
-    std::array<uint8_t, 6> mac{};       // our (router-side) MAC
-    std::array<uint8_t, 6> peer_mac{};  // the node's MAC
-    uint32_t v4net = 0, v4mask = 0;     // host byte order
-    std::array<uint8_t, 16> v6net{};
-    int v6len = 0;
-    int64_t to_ns = 0, from_ns = 0;
+  std::string ifname;
+  int ifindex = 0;
+  int fd = -1;
+  std::array<uint8_t, 6> mac{};  // our (router-side) MAC
+  std::array<uint8_t, 6> peer_mac{};  // the node's MAC
+  uint32_t v4net = 0, v4mask = 0;  // host byte order
+  std::array<uint8_t, 16> v6net{};
+  int v6len = 0;
+  int64_t to_ns = 0, from_ns = 0;
 };
 
 struct Pkt {
-    int64_t due;
-    uint64_t seq;
-    int64_t rx;
-    int out;
-    uint32_t len;
-    uint8_t* data;
+  int64_t due;
+  uint64_t seq;
+  int64_t rx;
+  int out;
+  uint32_t len;
+  uint8_t* data;
 };
 struct Later {
-    bool operator()(const Pkt& a, const Pkt& b) const {
-        return a.due != b.due ? a.due > b.due : a.seq > b.seq;
-    }
+  bool operator()(const Pkt& a, const Pkt& b) const { return a.due != b.due ? a.due > b.due : a.seq > b.seq; }
 };
 
 struct Stats {
-    uint64_t rx = 0, fwd = 0, ignored = 0, drop_ttl = 0, drop_queue = 0, drop_tx = 0, drop_short = 0,
-             truncated = 0, ts_fallback = 0;
-    uint64_t max_queue = 0;
-    // transmit lateness (actual send time - due), 1 us buckets up to 10 ms
-    std::vector<uint64_t> late_hist = std::vector<uint64_t>(10001, 0);
-    int64_t late_max = 0;
+  uint64_t rx = 0, fwd = 0, ignored = 0, drop_ttl = 0, drop_queue = 0, drop_tx = 0, drop_short = 0, truncated = 0,
+           ts_fallback = 0;
+  uint64_t max_queue = 0;
+  // transmit lateness (actual send time - due), 1 us buckets up to 10 ms
+  std::vector<uint64_t> late_hist = std::vector<uint64_t>(10001, 0);
+  int64_t late_max = 0;
 };
 
 bool parse_mac(const std::string& s, std::array<uint8_t, 6>& m) {
-    unsigned v[6];
-    if (sscanf(s.c_str(), "%x:%x:%x:%x:%x:%x", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5]) != 6) return false;
-    for (int i = 0; i < 6; i++) {
-        if (v[i] > 255) return false;
-        m[i] = uint8_t(v[i]);
-    }
-    return true;
+  unsigned v[6];
+  if (sscanf(s.c_str(), "%x:%x:%x:%x:%x:%x", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5]) != 6) return false;
+  for (int i = 0; i < 6; i++) {
+    if (v[i] > 255) return false;
+    m[i] = uint8_t(v[i]);
+  }
+  return true;
 }
 
 std::vector<std::string> split(const std::string& s, char sep) {
-    std::vector<std::string> out;
-    size_t p = 0;
-    for (;;) {
-        size_t q = s.find(sep, p);
-        out.push_back(s.substr(p, q == std::string::npos ? std::string::npos : q - p));
-        if (q == std::string::npos) break;
-        p = q + 1;
-    }
-    return out;
+  std::vector<std::string> out;
+  size_t p = 0;
+  for (;;) {
+    size_t q = s.find(sep, p);
+    out.push_back(s.substr(p, q == std::string::npos ? std::string::npos : q - p));
+    if (q == std::string::npos) break;
+    p = q + 1;
+  }
+  return out;
 }
 
 int64_t parse_us(const std::string& s, const char* what) {
-    char* end = nullptr;
-    double v = strtod(s.c_str(), &end);
-    if (end == s.c_str() || *end || v < 0 || v > 60e6) usage((std::string("bad ") + what + ": " + s).c_str());
-    return int64_t(v * 1000.0 + 0.5);
+  char* end = nullptr;
+  double v = strtod(s.c_str(), &end);
+  if (end == s.c_str() || *end || v < 0 || v > 60e6) usage((std::string("bad ") + what + ": " + s).c_str());
+  return int64_t(v * 1000.0 + 0.5);
 }
 
 Link parse_link(const std::string& spec) {
-    auto f = split(spec, ',');
-    if (f.size() != 6) usage(("bad --link " + spec).c_str());
-    Link l;
-    l.ifname = f[0];
-    if (!parse_mac(f[1], l.peer_mac)) usage(("bad MAC in --link " + spec).c_str());
-    auto v4 = split(f[2], '/');
-    in_addr a4;
-    if (v4.size() != 2 || inet_pton(AF_INET, v4[0].c_str(), &a4) != 1) usage(("bad IPv4 net " + f[2]).c_str());
-    int len4 = atoi(v4[1].c_str());
-    if (len4 < 1 || len4 > 32) usage(("bad IPv4 prefix " + f[2]).c_str());
-    l.v4mask = len4 == 32 ? 0xffffffffu : ~(0xffffffffu >> len4);
-    l.v4net = ntohl(a4.s_addr) & l.v4mask;
-    auto v6 = split(f[3], '/');
-    if (v6.size() != 2 || inet_pton(AF_INET6, v6[0].c_str(), l.v6net.data()) != 1)
-        usage(("bad IPv6 net " + f[3]).c_str());
-    l.v6len = atoi(v6[1].c_str());
-    if (l.v6len < 1 || l.v6len > 128) usage(("bad IPv6 prefix " + f[3]).c_str());
-    l.to_ns = parse_us(f[4], "TO_US");
-    l.from_ns = parse_us(f[5], "FROM_US");
-    return l;
+  auto f = split(spec, ',');
+  if (f.size() != 6) usage(("bad --link " + spec).c_str());
+  Link l;
+  l.ifname = f[0];
+  if (!parse_mac(f[1], l.peer_mac)) usage(("bad MAC in --link " + spec).c_str());
+  auto v4 = split(f[2], '/');
+  in_addr a4;
+  if (v4.size() != 2 || inet_pton(AF_INET, v4[0].c_str(), &a4) != 1) usage(("bad IPv4 net " + f[2]).c_str());
+  int len4 = atoi(v4[1].c_str());
+  if (len4 < 1 || len4 > 32) usage(("bad IPv4 prefix " + f[2]).c_str());
+  l.v4mask = len4 == 32 ? 0xffffffffu : ~(0xffffffffu >> len4);
+  l.v4net = ntohl(a4.s_addr) & l.v4mask;
+  auto v6 = split(f[3], '/');
+  if (v6.size() != 2 || inet_pton(AF_INET6, v6[0].c_str(), l.v6net.data()) != 1)
+    usage(("bad IPv6 net " + f[3]).c_str());
+  l.v6len = atoi(v6[1].c_str());
+  if (l.v6len < 1 || l.v6len > 128) usage(("bad IPv6 prefix " + f[3]).c_str());
+  l.to_ns = parse_us(f[4], "TO_US");
+  l.from_ns = parse_us(f[5], "FROM_US");
+  return l;
 }
 
 bool v6_in(const uint8_t* a, const Link& l) {
-    int bits = l.v6len;
-    for (int i = 0; i < 16 && bits > 0; i++, bits -= 8) {
-        uint8_t m = bits >= 8 ? 0xff : uint8_t(0xff << (8 - bits));
-        if ((a[i] & m) != (l.v6net[i] & m)) return false;
-    }
-    return true;
+  int bits = l.v6len;
+  for (int i = 0; i < 16 && bits > 0; i++, bits -= 8) {
+    uint8_t m = bits >= 8 ? 0xff : uint8_t(0xff << (8 - bits));
+    if ((a[i] & m) != (l.v6net[i] & m)) return false;
+  }
+  return true;
 }
 
 void on_signal(int s) {
-    if (s == SIGUSR1)
-        g_dump = 1;
-    else
-        g_stop = 1;
+  if (s == SIGUSR1)
+    g_dump = 1;
+  else
+    g_stop = 1;
 }
 
 void write_stats(const char* path, const Stats& st, size_t queued) {
-    if (!path) return;
-    std::string tmp = std::string(path) + ".tmp";
-    FILE* f = fopen(tmp.c_str(), "w");
-    if (!f) return;
-    uint64_t n = 0;
-    for (auto c : st.late_hist) n += c;
-    auto pct = [&](double p) -> long {
-        if (!n) return -1;
-        uint64_t want = uint64_t(p * double(n - 1)), acc = 0;
-        for (size_t i = 0; i < st.late_hist.size(); i++) {
-            acc += st.late_hist[i];
-            if (acc > want) return long(i);
-        }
-        return long(st.late_hist.size() - 1);
-    };
-    fprintf(f,
-            "rx=%" PRIu64 "\nforwarded=%" PRIu64 "\nignored=%" PRIu64 "\ndrop_ttl=%" PRIu64
-            "\ndrop_queue_full=%" PRIu64 "\ndrop_tx_error=%" PRIu64 "\ndrop_short=%" PRIu64
-            "\ndrop_truncated=%" PRIu64 "\nrx_ts_fallback=%" PRIu64 "\nqueued=%zu\nmax_queued=%" PRIu64
-            "\nlate_us_p50=%ld\nlate_us_p99=%ld\nlate_us_p999=%ld\nlate_us_max=%.1f\n",
-            st.rx, st.fwd, st.ignored, st.drop_ttl, st.drop_queue, st.drop_tx, st.drop_short, st.truncated,
-            st.ts_fallback, queued, st.max_queue, pct(0.5), pct(0.99), pct(0.999), double(st.late_max) / 1000.0);
-    fclose(f);
-    rename(tmp.c_str(), path);
+  if (!path) return;
+  std::string tmp = std::string(path) + ".tmp";
+  FILE* f = fopen(tmp.c_str(), "w");
+  if (!f) return;
+  uint64_t n = 0;
+  for (auto c : st.late_hist) n += c;
+  auto pct = [&](double p) -> long {
+    if (!n) return -1;
+    uint64_t want = uint64_t(p * double(n - 1)), acc = 0;
+    for (size_t i = 0; i < st.late_hist.size(); i++) {
+      acc += st.late_hist[i];
+      if (acc > want) return long(i);
+    }
+    return long(st.late_hist.size() - 1);
+  };
+  fprintf(f,
+          "rx=%" PRIu64 "\nforwarded=%" PRIu64 "\nignored=%" PRIu64 "\ndrop_ttl=%" PRIu64 "\ndrop_queue_full=%" PRIu64
+          "\ndrop_tx_error=%" PRIu64 "\ndrop_short=%" PRIu64 "\ndrop_truncated=%" PRIu64 "\nrx_ts_fallback=%" PRIu64
+          "\nqueued=%zu\nmax_queued=%" PRIu64
+          "\nlate_us_p50=%ld\nlate_us_p99=%ld\nlate_us_p999=%ld\nlate_us_max=%.1f\n",
+          st.rx, st.fwd, st.ignored, st.drop_ttl, st.drop_queue, st.drop_tx, st.drop_short, st.truncated,
+          st.ts_fallback, queued, st.max_queue, pct(0.5), pct(0.99), pct(0.999), double(st.late_max) / 1000.0);
+  fclose(f);
+  rename(tmp.c_str(), path);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-    std::vector<Link> links;
-    int64_t delay_ns = 0, jitter_ns = 0, spin_ns = -1;  // -1: 30 us under SCHED_FIFO, else 60 us
-    uint64_t seed = uint64_t(now_ns(CLOCK_REALTIME));
-    uint64_t max_pkts = 200000, max_bytes = 256ull << 20;
-    std::string stats_file, ready_file;
-    int rt_prio = 0;
-    bool kernel_ts = true;
+  std::vector<Link> links;
+  int64_t delay_ns = 0, jitter_ns = 0, spin_ns = -1;  // -1: 30 us under SCHED_FIFO, else 60 us
+  uint64_t seed = uint64_t(now_ns(CLOCK_REALTIME));
+  uint64_t max_pkts = 200000, max_bytes = 256ull << 20;
+  std::string stats_file, ready_file;
+  int rt_prio = 0;
+  bool kernel_ts = true;
 
-    for (int i = 1; i < argc; i++) {
-        std::string a = argv[i];
-        auto val = [&]() -> std::string {
-            if (i + 1 >= argc) usage(("missing value for " + a).c_str());
-            return argv[++i];
-        };
-        if (a == "--link") links.push_back(parse_link(val()));
-        else if (a == "--delay") delay_ns = parse_us(val(), "--delay");
-        else if (a == "--jitter") jitter_ns = parse_us(val(), "--jitter");
-        else if (a == "--spin") spin_ns = parse_us(val(), "--spin");
-        else if (a == "--seed") seed = strtoull(val().c_str(), nullptr, 0);
-        else if (a == "--max-packets") max_pkts = strtoull(val().c_str(), nullptr, 0);
-        else if (a == "--max-bytes") max_bytes = strtoull(val().c_str(), nullptr, 0);
-        else if (a == "--stats") stats_file = val();
-        else if (a == "--ready") ready_file = val();
-        else if (a == "--rt") rt_prio = atoi(val().c_str());
-        else if (a == "--no-kernel-ts") kernel_ts = false;
-        else if (a == "-h" || a == "--help") usage("help");
-        else usage(("unknown argument " + a).c_str());
-    }
-    if (links.size() < 2) usage("need at least two --link");
-    const char* stats_path = stats_file.empty() ? nullptr : stats_file.c_str();
-    const char* ready_path = ready_file.empty() ? nullptr : ready_file.c_str();
-    if (links.size() > 256) usage("too many links");
-
-    // Router's own addresses: frames for them are the kernel's business.
-    std::vector<uint32_t> local4;
-    std::vector<std::array<uint8_t, 16>> local6;
-    {
-        ifaddrs* ifa = nullptr;
-        if (getifaddrs(&ifa) != 0) die("getifaddrs");
-        for (ifaddrs* p = ifa; p; p = p->ifa_next) {
-            if (!p->ifa_addr) continue;
-            if (p->ifa_addr->sa_family == AF_INET)
-                local4.push_back(ntohl(reinterpret_cast<sockaddr_in*>(p->ifa_addr)->sin_addr.s_addr));
-            else if (p->ifa_addr->sa_family == AF_INET6) {
-                std::array<uint8_t, 16> x;
-                memcpy(x.data(), &reinterpret_cast<sockaddr_in6*>(p->ifa_addr)->sin6_addr, 16);
-                local6.push_back(x);
-            }
-        }
-        freeifaddrs(ifa);
-    }
-
-    for (auto& l : links) {
-        l.ifindex = int(if_nametoindex(l.ifname.c_str()));
-        if (!l.ifindex) die(("no interface " + l.ifname).c_str());
-        l.fd = socket(AF_PACKET, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, htons(ETH_P_ALL));
-        if (l.fd < 0) die("socket(AF_PACKET)");
-        int one = 1;
-        if (setsockopt(l.fd, SOL_PACKET, PACKET_VNET_HDR, &one, sizeof one)) die("PACKET_VNET_HDR");
-        if (setsockopt(l.fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof one)) die("PACKET_IGNORE_OUTGOING");
-        if (kernel_ts && setsockopt(l.fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof one)) die("SO_TIMESTAMPNS");
-        int buf = 8 << 20;
-        if (setsockopt(l.fd, SOL_SOCKET, SO_RCVBUFFORCE, &buf, sizeof buf))
-            setsockopt(l.fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof buf);
-        if (setsockopt(l.fd, SOL_SOCKET, SO_SNDBUFFORCE, &buf, sizeof buf))
-            setsockopt(l.fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof buf);
-        sockaddr_ll sll{};
-        sll.sll_family = AF_PACKET;
-        sll.sll_protocol = htons(ETH_P_ALL);
-        sll.sll_ifindex = l.ifindex;
-        if (bind(l.fd, reinterpret_cast<sockaddr*>(&sll), sizeof sll)) die(("bind " + l.ifname).c_str());
-        ifreq ifr{};
-        snprintf(ifr.ifr_name, IFNAMSIZ, "%s", l.ifname.c_str());
-        if (ioctl(l.fd, SIOCGIFHWADDR, &ifr)) die("SIOCGIFHWADDR");
-        memcpy(l.mac.data(), ifr.ifr_hwaddr.sa_data, 6);
-    }
-    // Frames queued in the socket before bind() completed may come from any interface.
-    for (auto& l : links) {
-        static uint8_t junk[kRxBuf];
-        while (recv(l.fd, junk, sizeof junk, MSG_DONTWAIT) > 0) {
-        }
-    }
-
-    prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);  // precise hrtimer wake-ups
-    bool rt = false;
-    if (rt_prio > 0) {
-        sched_param sp{};
-        sp.sched_priority = rt_prio;
-        if (sched_setscheduler(0, SCHED_FIFO, &sp) == 0)
-            rt = true;
-        else
-            perror("netdelay: SCHED_FIFO unavailable, continuing with normal scheduling");
-    }
-    // A SCHED_FIFO thread wakes within a few us of its timer; a normal one may need far more.
-    if (spin_ns < 0) spin_ns = rt ? 30000 : 60000;
-    mlockall(MCL_CURRENT);
-
-    struct sigaction sa{};
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGTERM, &sa, nullptr);
-    sigaction(SIGINT, &sa, nullptr);
-    sigaction(SIGUSR1, &sa, nullptr);
-    signal(SIGHUP, SIG_IGN);
-    signal(SIGPIPE, SIG_IGN);
-
-    if (ready_path) {
-        int fd = open(ready_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        if (fd >= 0) {
-            dprintf(fd, "%d\n", int(getpid()));
-            close(fd);
-        }
-    }
-
-    const size_t n = links.size();
-    std::vector<pollfd> pfds(n);
-    for (size_t i = 0; i < n; i++) pfds[i] = {links[i].fd, POLLIN, 0};
-    std::priority_queue<Pkt, std::vector<Pkt>, Later> heap;
-    std::vector<int64_t> last_due(n * n, 0);  // FIFO per (ingress, egress) path
-    std::mt19937_64 rng(seed);
-    std::uniform_int_distribution<int64_t> jit(0, jitter_ns);
-    Stats st;
-    uint64_t seq = 0, queued_bytes = 0;
-    std::vector<uint8_t> rxbuf(kVnet + kRxBuf);
-    bool fatal = false;
-
-    auto receive = [&](size_t in) {
-        Link& L = links[in];
-        for (int batch = 0; batch < 64; batch++) {
-            sockaddr_ll from{};
-            alignas(cmsghdr) char cbuf[CMSG_SPACE(sizeof(timespec)) + 64];
-            iovec iov{rxbuf.data(), rxbuf.size()};
-            msghdr mh{};
-            mh.msg_name = &from;
-            mh.msg_namelen = sizeof from;
-            mh.msg_iov = &iov;
-            mh.msg_iovlen = 1;
-            mh.msg_control = cbuf;
-            mh.msg_controllen = sizeof cbuf;
-            ssize_t r = recvmsg(L.fd, &mh, MSG_DONTWAIT | MSG_TRUNC);
-            if (r < 0) {
-                if (errno == EAGAIN || errno == EINTR) return;
-                if (errno == ENETDOWN || errno == ENXIO || errno == ENODEV) {
-                    fprintf(stderr, "netdelay: link %s went away, exiting\n", L.ifname.c_str());
-                    fatal = true;
-                }
-                return;
-            }
-            int64_t mono = mono_ns();
-            st.rx++;
-            int64_t rx = mono;
-            if (kernel_ts) {
-                bool ok = false;
-                for (cmsghdr* c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
-                    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS) {
-                        timespec ts;
-                        memcpy(&ts, CMSG_DATA(c), sizeof ts);
-                        int64_t real_ts = int64_t(ts.tv_sec) * 1000000000LL + ts.tv_nsec;
-                        int64_t off = now_ns(CLOCK_REALTIME) - mono_ns();
-                        int64_t cand = real_ts - off;
-                        // Reject anything implausible (e.g. a sender's monotonic delivery time).
-                        if (cand <= mono + 1000 && mono - cand < 1000000000LL) {
-                            rx = std::min(cand, mono);
-                            ok = true;
-                        }
-                    }
-                }
-                if (!ok) st.ts_fallback++;
-            }
-            if (size_t(r) > rxbuf.size() || (mh.msg_flags & MSG_TRUNC)) {
-                st.truncated++;
-                continue;
-            }
-            if (from.sll_pkttype != PACKET_HOST) {
-                st.ignored++;
-                continue;
-            }
-            if (size_t(r) < kVnet + ETH_HLEN + 20) {
-                st.drop_short++;
-                continue;
-            }
-            uint8_t* eth = rxbuf.data() + kVnet;
-            uint8_t* ip = eth + ETH_HLEN;
-            uint16_t proto = uint16_t(eth[12] << 8 | eth[13]);
-            size_t iplen = size_t(r) - kVnet - ETH_HLEN;
-            int out = -1;
-            if (proto == ETH_P_IP) {
-                if ((ip[0] >> 4) != 4) { st.drop_short++; continue; }
-                uint32_t dst = uint32_t(ip[16]) << 24 | uint32_t(ip[17]) << 16 | uint32_t(ip[18]) << 8 | ip[19];
-                if (std::find(local4.begin(), local4.end(), dst) != local4.end()) { st.ignored++; continue; }
-                for (size_t k = 0; k < n; k++)
-                    if ((dst & links[k].v4mask) == links[k].v4net) { out = int(k); break; }
-                if (out < 0 || size_t(out) == in) { st.ignored++; continue; }
-                if (ip[8] <= 1) { st.drop_ttl++; continue; }
-                ip[8]--;
-                uint32_t check = uint32_t(ip[10]) << 8 | ip[11];
-                check += 0x0100;  // incremental update for TTL-1 (as the kernel's ip_decrease_ttl)
-                check = (check + (check >= 0xffff)) & 0xffff;
-                ip[10] = uint8_t(check >> 8);
-                ip[11] = uint8_t(check);
-            } else if (proto == ETH_P_IPV6) {
-                if (iplen < 40 || (ip[0] >> 4) != 6) { st.drop_short++; continue; }
-                const uint8_t* dst = ip + 24;
-                bool local = false;
-                for (auto& a : local6) if (memcmp(a.data(), dst, 16) == 0) { local = true; break; }
-                if (local || dst[0] == 0xff) { st.ignored++; continue; }
-                for (size_t k = 0; k < n; k++)
-                    if (v6_in(dst, links[k])) { out = int(k); break; }
-                if (out < 0 || size_t(out) == in) { st.ignored++; continue; }
-                if (ip[7] <= 1) { st.drop_ttl++; continue; }
-                ip[7]--;
-            } else {
-                st.ignored++;  // ARP etc.: the router kernel answers for itself
-                continue;
-            }
-            const Link& O = links[size_t(out)];
-            memcpy(eth, O.peer_mac.data(), 6);
-            memcpy(eth + 6, O.mac.data(), 6);
-            if (heap.size() >= max_pkts || queued_bytes + uint64_t(r) > max_bytes) {
-                st.drop_queue++;
-                continue;
-            }
-            int64_t due = rx + delay_ns + L.from_ns + O.to_ns + (jitter_ns ? jit(rng) : 0);
-            int64_t& last = last_due[in * n + size_t(out)];
-            if (due < last) due = last;  // FIFO per path: jitter does not reorder
-            last = due;
-            auto* copy = static_cast<uint8_t*>(malloc(size_t(r)));
-            if (!copy) { st.drop_queue++; continue; }
-            memcpy(copy, rxbuf.data(), size_t(r));
-            heap.push(Pkt{due, seq++, rx, out, uint32_t(r), copy});
-            queued_bytes += uint64_t(r);
-            st.max_queue = std::max<uint64_t>(st.max_queue, heap.size());
-        }
+  for (int i = 1; i < argc; i++) {
+    std::string a = argv[i];
+    auto val = [&]() -> std::string {
+      if (i + 1 >= argc) usage(("missing value for " + a).c_str());
+      return argv[++i];
     };
+    if (a == "--link")
+      links.push_back(parse_link(val()));
+    else if (a == "--delay")
+      delay_ns = parse_us(val(), "--delay");
+    else if (a == "--jitter")
+      jitter_ns = parse_us(val(), "--jitter");
+    else if (a == "--spin")
+      spin_ns = parse_us(val(), "--spin");
+    else if (a == "--seed")
+      seed = strtoull(val().c_str(), nullptr, 0);
+    else if (a == "--max-packets")
+      max_pkts = strtoull(val().c_str(), nullptr, 0);
+    else if (a == "--max-bytes")
+      max_bytes = strtoull(val().c_str(), nullptr, 0);
+    else if (a == "--stats")
+      stats_file = val();
+    else if (a == "--ready")
+      ready_file = val();
+    else if (a == "--rt")
+      rt_prio = atoi(val().c_str());
+    else if (a == "--no-kernel-ts")
+      kernel_ts = false;
+    else if (a == "-h" || a == "--help")
+      usage("help");
+    else
+      usage(("unknown argument " + a).c_str());
+  }
+  if (links.size() < 2) usage("need at least two --link");
+  const char* stats_path = stats_file.empty() ? nullptr : stats_file.c_str();
+  const char* ready_path = ready_file.empty() ? nullptr : ready_file.c_str();
+  if (links.size() > 256) usage("too many links");
 
-    auto transmit = [&](const Pkt& p, int64_t now) {
-        ssize_t w = send(links[size_t(p.out)].fd, p.data, p.len, MSG_DONTWAIT);
-        if (w != ssize_t(p.len))
-            st.drop_tx++;
-        else
-            st.fwd++;
-        int64_t late = now - p.due;
-        if (late > st.late_max) st.late_max = late;
-        size_t b = late <= 0 ? 0 : size_t(late / 1000);
-        st.late_hist[std::min(b, st.late_hist.size() - 1)]++;
-        queued_bytes -= p.len;
-        free(p.data);
-    };
+  // Router's own addresses: frames for them are the kernel's business.
+  std::vector<uint32_t> local4;
+  std::vector<std::array<uint8_t, 16>> local6;
+  {
+    ifaddrs* ifa = nullptr;
+    if (getifaddrs(&ifa) != 0) die("getifaddrs");
+    for (ifaddrs* p = ifa; p; p = p->ifa_next) {
+      if (!p->ifa_addr) continue;
+      if (p->ifa_addr->sa_family == AF_INET)
+        local4.push_back(ntohl(reinterpret_cast<sockaddr_in*>(p->ifa_addr)->sin_addr.s_addr));
+      else if (p->ifa_addr->sa_family == AF_INET6) {
+        std::array<uint8_t, 16> x;
+        memcpy(x.data(), &reinterpret_cast<sockaddr_in6*>(p->ifa_addr)->sin6_addr, 16);
+        local6.push_back(x);
+      }
+    }
+    freeifaddrs(ifa);
+  }
 
-    auto poll_and_receive = [&](int timeout_ms_or_neg, const timespec* ts) {
-        int r = ts ? ppoll(pfds.data(), n, ts, nullptr) : poll(pfds.data(), n, timeout_ms_or_neg);
-        if (r <= 0) return;
-        for (size_t i = 0; i < n; i++) {
-            if (pfds[i].revents & (POLLERR | POLLHUP | POLLNVAL)) {
-                int err = 0;
-                socklen_t el = sizeof err;
-                getsockopt(pfds[i].fd, SOL_SOCKET, SO_ERROR, &err, &el);
-                if (err == ENETDOWN || err == ENXIO || err == ENODEV || (pfds[i].revents & POLLNVAL)) {
-                    fprintf(stderr, "netdelay: link %s went away, exiting\n", links[i].ifname.c_str());
-                    fatal = true;
-                }
+  for (auto& l : links) {
+    l.ifindex = int(if_nametoindex(l.ifname.c_str()));
+    if (!l.ifindex) die(("no interface " + l.ifname).c_str());
+    l.fd = socket(AF_PACKET, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, htons(ETH_P_ALL));
+    if (l.fd < 0) die("socket(AF_PACKET)");
+    int one = 1;
+    if (setsockopt(l.fd, SOL_PACKET, PACKET_VNET_HDR, &one, sizeof one)) die("PACKET_VNET_HDR");
+    if (setsockopt(l.fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof one)) die("PACKET_IGNORE_OUTGOING");
+    if (kernel_ts && setsockopt(l.fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof one)) die("SO_TIMESTAMPNS");
+    int buf = 8 << 20;
+    if (setsockopt(l.fd, SOL_SOCKET, SO_RCVBUFFORCE, &buf, sizeof buf))
+      setsockopt(l.fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof buf);
+    if (setsockopt(l.fd, SOL_SOCKET, SO_SNDBUFFORCE, &buf, sizeof buf))
+      setsockopt(l.fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof buf);
+    sockaddr_ll sll{};
+    sll.sll_family = AF_PACKET;
+    sll.sll_protocol = htons(ETH_P_ALL);
+    sll.sll_ifindex = l.ifindex;
+    if (bind(l.fd, reinterpret_cast<sockaddr*>(&sll), sizeof sll)) die(("bind " + l.ifname).c_str());
+    ifreq ifr{};
+    snprintf(ifr.ifr_name, IFNAMSIZ, "%s", l.ifname.c_str());
+    if (ioctl(l.fd, SIOCGIFHWADDR, &ifr)) die("SIOCGIFHWADDR");
+    memcpy(l.mac.data(), ifr.ifr_hwaddr.sa_data, 6);
+  }
+  // Frames queued in the socket before bind() completed may come from any interface.
+  for (auto& l : links) {
+    static uint8_t junk[kRxBuf];
+    while (recv(l.fd, junk, sizeof junk, MSG_DONTWAIT) > 0) {
+    }
+  }
+
+  prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);  // precise hrtimer wake-ups
+  bool rt = false;
+  if (rt_prio > 0) {
+    sched_param sp{};
+    sp.sched_priority = rt_prio;
+    if (sched_setscheduler(0, SCHED_FIFO, &sp) == 0)
+      rt = true;
+    else
+      perror("netdelay: SCHED_FIFO unavailable, continuing with normal scheduling");
+  }
+  // A SCHED_FIFO thread wakes within a few us of its timer; a normal one may need far more.
+  if (spin_ns < 0) spin_ns = rt ? 30000 : 60000;
+  mlockall(MCL_CURRENT);
+
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGUSR1, &sa, nullptr);
+  signal(SIGHUP, SIG_IGN);
+  signal(SIGPIPE, SIG_IGN);
+
+  if (ready_path) {
+    int fd = open(ready_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd >= 0) {
+      dprintf(fd, "%d\n", int(getpid()));
+      close(fd);
+    }
+  }
+
+  const size_t n = links.size();
+  std::vector<pollfd> pfds(n);
+  for (size_t i = 0; i < n; i++) pfds[i] = {links[i].fd, POLLIN, 0};
+  std::priority_queue<Pkt, std::vector<Pkt>, Later> heap;
+  std::vector<int64_t> last_due(n * n, 0);  // FIFO per (ingress, egress) path
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<int64_t> jit(0, jitter_ns);
+  Stats st;
+  uint64_t seq = 0, queued_bytes = 0;
+  std::vector<uint8_t> rxbuf(kVnet + kRxBuf);
+  bool fatal = false;
+
+  auto receive = [&](size_t in) {
+    Link& L = links[in];
+    for (int batch = 0; batch < 64; batch++) {
+      sockaddr_ll from{};
+      alignas(cmsghdr) char cbuf[CMSG_SPACE(sizeof(timespec)) + 64];
+      iovec iov{rxbuf.data(), rxbuf.size()};
+      msghdr mh{};
+      mh.msg_name = &from;
+      mh.msg_namelen = sizeof from;
+      mh.msg_iov = &iov;
+      mh.msg_iovlen = 1;
+      mh.msg_control = cbuf;
+      mh.msg_controllen = sizeof cbuf;
+      ssize_t r = recvmsg(L.fd, &mh, MSG_DONTWAIT | MSG_TRUNC);
+      if (r < 0) {
+        if (errno == EAGAIN || errno == EINTR) return;
+        if (errno == ENETDOWN || errno == ENXIO || errno == ENODEV) {
+          fprintf(stderr, "netdelay: link %s went away, exiting\n", L.ifname.c_str());
+          fatal = true;
+        }
+        return;
+      }
+      int64_t mono = mono_ns();
+      st.rx++;
+      int64_t rx = mono;
+      if (kernel_ts) {
+        bool ok = false;
+        for (cmsghdr* c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+          if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS) {
+            timespec ts;
+            memcpy(&ts, CMSG_DATA(c), sizeof ts);
+            int64_t real_ts = int64_t(ts.tv_sec) * 1000000000LL + ts.tv_nsec;
+            int64_t off = now_ns(CLOCK_REALTIME) - mono_ns();
+            int64_t cand = real_ts - off;
+            // Reject anything implausible (e.g. a sender's monotonic delivery time).
+            if (cand <= mono + 1000 && mono - cand < 1000000000LL) {
+              rx = std::min(cand, mono);
+              ok = true;
             }
-            if (pfds[i].revents & POLLIN) receive(i);
+          }
         }
-    };
+        if (!ok) st.ts_fallback++;
+      }
+      if (size_t(r) > rxbuf.size() || (mh.msg_flags & MSG_TRUNC)) {
+        st.truncated++;
+        continue;
+      }
+      if (from.sll_pkttype != PACKET_HOST) {
+        st.ignored++;
+        continue;
+      }
+      if (size_t(r) < kVnet + ETH_HLEN + 20) {
+        st.drop_short++;
+        continue;
+      }
+      uint8_t* eth = rxbuf.data() + kVnet;
+      uint8_t* ip = eth + ETH_HLEN;
+      uint16_t proto = uint16_t(eth[12] << 8 | eth[13]);
+      size_t iplen = size_t(r) - kVnet - ETH_HLEN;
+      int out = -1;
+      if (proto == ETH_P_IP) {
+        if ((ip[0] >> 4) != 4) {
+          st.drop_short++;
+          continue;
+        }
+        uint32_t dst = uint32_t(ip[16]) << 24 | uint32_t(ip[17]) << 16 | uint32_t(ip[18]) << 8 | ip[19];
+        if (std::find(local4.begin(), local4.end(), dst) != local4.end()) {
+          st.ignored++;
+          continue;
+        }
+        for (size_t k = 0; k < n; k++)
+          if ((dst & links[k].v4mask) == links[k].v4net) {
+            out = int(k);
+            break;
+          }
+        if (out < 0 || size_t(out) == in) {
+          st.ignored++;
+          continue;
+        }
+        if (ip[8] <= 1) {
+          st.drop_ttl++;
+          continue;
+        }
+        ip[8]--;
+        uint32_t check = uint32_t(ip[10]) << 8 | ip[11];
+        check += 0x0100;  // incremental update for TTL-1 (as the kernel's ip_decrease_ttl)
+        check = (check + (check >= 0xffff)) & 0xffff;
+        ip[10] = uint8_t(check >> 8);
+        ip[11] = uint8_t(check);
+      } else if (proto == ETH_P_IPV6) {
+        if (iplen < 40 || (ip[0] >> 4) != 6) {
+          st.drop_short++;
+          continue;
+        }
+        const uint8_t* dst = ip + 24;
+        bool local = false;
+        for (auto& a : local6)
+          if (memcmp(a.data(), dst, 16) == 0) {
+            local = true;
+            break;
+          }
+        if (local || dst[0] == 0xff) {
+          st.ignored++;
+          continue;
+        }
+        for (size_t k = 0; k < n; k++)
+          if (v6_in(dst, links[k])) {
+            out = int(k);
+            break;
+          }
+        if (out < 0 || size_t(out) == in) {
+          st.ignored++;
+          continue;
+        }
+        if (ip[7] <= 1) {
+          st.drop_ttl++;
+          continue;
+        }
+        ip[7]--;
+      } else {
+        st.ignored++;  // ARP etc.: the router kernel answers for itself
+        continue;
+      }
+      const Link& O = links[size_t(out)];
+      memcpy(eth, O.peer_mac.data(), 6);
+      memcpy(eth + 6, O.mac.data(), 6);
+      if (heap.size() >= max_pkts || queued_bytes + uint64_t(r) > max_bytes) {
+        st.drop_queue++;
+        continue;
+      }
+      int64_t due = rx + delay_ns + L.from_ns + O.to_ns + (jitter_ns ? jit(rng) : 0);
+      int64_t& last = last_due[in * n + size_t(out)];
+      if (due < last) due = last;  // FIFO per path: jitter does not reorder
+      last = due;
+      auto* copy = static_cast<uint8_t*>(malloc(size_t(r)));
+      if (!copy) {
+        st.drop_queue++;
+        continue;
+      }
+      memcpy(copy, rxbuf.data(), size_t(r));
+      heap.push(Pkt{due, seq++, rx, out, uint32_t(r), copy});
+      queued_bytes += uint64_t(r);
+      st.max_queue = std::max<uint64_t>(st.max_queue, heap.size());
+    }
+  };
 
-    while (!g_stop && !fatal) {
-        if (g_dump) {
-            g_dump = 0;
-            write_stats(stats_path, st, heap.size());
+  auto transmit = [&](const Pkt& p, int64_t now) {
+    ssize_t w = send(links[size_t(p.out)].fd, p.data, p.len, MSG_DONTWAIT);
+    if (w != ssize_t(p.len))
+      st.drop_tx++;
+    else
+      st.fwd++;
+    int64_t late = now - p.due;
+    if (late > st.late_max) st.late_max = late;
+    size_t b = late <= 0 ? 0 : size_t(late / 1000);
+    st.late_hist[std::min(b, st.late_hist.size() - 1)]++;
+    queued_bytes -= p.len;
+    free(p.data);
+  };
+
+  auto poll_and_receive = [&](int timeout_ms_or_neg, const timespec* ts) {
+    int r = ts ? ppoll(pfds.data(), n, ts, nullptr) : poll(pfds.data(), n, timeout_ms_or_neg);
+    if (r <= 0) return;
+    for (size_t i = 0; i < n; i++) {
+      if (pfds[i].revents & (POLLERR | POLLHUP | POLLNVAL)) {
+        int err = 0;
+        socklen_t el = sizeof err;
+        getsockopt(pfds[i].fd, SOL_SOCKET, SO_ERROR, &err, &el);
+        if (err == ENETDOWN || err == ENXIO || err == ENODEV || (pfds[i].revents & POLLNVAL)) {
+          fprintf(stderr, "netdelay: link %s went away, exiting\n", links[i].ifname.c_str());
+          fatal = true;
         }
-        int64_t now = mono_ns();
-        while (!heap.empty() && heap.top().due <= now) {
-            Pkt p = heap.top();
-            heap.pop();
-            transmit(p, now);
-            now = mono_ns();
-        }
-        if (heap.empty()) {
-            poll_and_receive(500, nullptr);
-            continue;
-        }
-        int64_t wait = heap.top().due - now;
-        if (wait > spin_ns) {
-            int64_t sl = wait - spin_ns;
-            timespec ts{time_t(sl / 1000000000LL), long(sl % 1000000000LL)};
-            poll_and_receive(0, &ts);
-        } else {
-            poll_and_receive(0, nullptr);  // spin: look at the sockets, then re-check the clock
-        }
+      }
+      if (pfds[i].revents & POLLIN) receive(i);
     }
-    while (!heap.empty()) {
-        free(heap.top().data);
-        heap.pop();
+  };
+
+  while (!g_stop && !fatal) {
+    if (g_dump) {
+      g_dump = 0;
+      write_stats(stats_path, st, heap.size());
     }
-    write_stats(stats_path, st, 0);
-    return fatal ? 3 : 0;
+    int64_t now = mono_ns();
+    while (!heap.empty() && heap.top().due <= now) {
+      Pkt p = heap.top();
+      heap.pop();
+      transmit(p, now);
+      now = mono_ns();
+    }
+    if (heap.empty()) {
+      poll_and_receive(500, nullptr);
+      continue;
+    }
+    int64_t wait = heap.top().due - now;
+    if (wait > spin_ns) {
+      int64_t sl = wait - spin_ns;
+      timespec ts{time_t(sl / 1000000000LL), long(sl % 1000000000LL)};
+      poll_and_receive(0, &ts);
+    } else {
+      poll_and_receive(0, nullptr);  // spin: look at the sockets, then re-check the clock
+    }
+  }
+  while (!heap.empty()) {
+    free(heap.top().data);
+    heap.pop();
+  }
+  write_stats(stats_path, st, 0);
+  return fatal ? 3 : 0;
 }

@@ -32,7 +32,9 @@ void write_trace(const std::string& dir) {
 }
 
 std::string read_bytes(const std::string& p) { return read_file(p); }
-void write_bytes(const std::string& p, const std::string& b) { std::ofstream(p, std::ios::binary | std::ios::trunc) << b; }
+void write_bytes(const std::string& p, const std::string& b) {
+  std::ofstream(p, std::ios::binary | std::ios::trunc) << b;
+}
 
 // Offsets where each frame of events.cpt starts.
 std::vector<size_t> frame_offsets(const std::string& b) {
@@ -115,9 +117,12 @@ TEST(BadInput, RecordOfCommandWithoutProbeSiteSaysSoOnce) {
 
 TEST(BadInput, WakeupAndBlockSizesOutOfRangeNameFlagAndValue) {
   TempDir tmp;
-  for (auto [flag, v] : std::vector<std::pair<std::string, std::string>>{
-           {"--wakeup-kib", "abc"}, {"--wakeup-kib", "2"}, {"--wakeup-kib", "16385"}, {"--block-events", "1000"},
-           {"--block-events", "65537"}, {"--block-events", "-1"}}) {
+  for (auto [flag, v] : std::vector<std::pair<std::string, std::string>>{{"--wakeup-kib", "abc"},
+                                                                         {"--wakeup-kib", "2"},
+                                                                         {"--wakeup-kib", "16385"},
+                                                                         {"--block-events", "1000"},
+                                                                         {"--block-events", "65537"},
+                                                                         {"--block-events", "-1"}}) {
     auto r = run(cptrace_bin() + " record -o " + (tmp / "t") + " " + flag + " '" + v + "' -- true", tmp);
     expect_clean_failure(r, flag + " " + v);
     EXPECT_NE(r.err.find(flag), std::string::npos) << v << ": " << r.err;
@@ -135,7 +140,8 @@ TEST(BadInput, FifoInTraceDirIsRefusedNotWaitedOn) {
     write_trace(dir);
     std::filesystem::remove(dir + "/" + file);
     ASSERT_EQ(mkfifo((dir + "/" + file).c_str(), 0600), 0);
-    for (std::string cmd : {"info " + dir, "dump " + dir, "translate " + dir + " --reference synth -o " + (tmp / "out")}) {
+    for (std::string cmd :
+         {"info " + dir, "dump " + dir, "translate " + dir + " --reference synth -o " + (tmp / "out")}) {
       auto r = run("timeout 30 " + cptrace_bin() + " " + cmd, tmp);
       expect_clean_failure(r, cmd);
       EXPECT_NE(r.err.find(dir + "/" + file), std::string::npos) << cmd << ": " << r.err;
@@ -165,7 +171,7 @@ TEST(BadInput, TranslateOfDamagedTraceFailsNamingFileAndOffset) {
   const std::string good = read_bytes(events);
   std::vector<size_t> frames = frame_offsets(good);
   ASSERT_GE(frames.size(), 5u);  // clock, channels, 3 x events, counters...
-  size_t f = frames[3];          // an Events frame with frames after it
+  size_t f = frames[3];  // an Events frame with frames after it
   struct Damage {
     std::string name;
     size_t at;
@@ -295,7 +301,8 @@ TEST(BadInput, RecordIntoLongOutputPathWorks) {
   std::filesystem::create_directories(dir);
   std::string out = dir + "/trace";
   ASSERT_GT(out.size() + std::string("/control.sock").size(), 108u);
-  Proc w((build_dir() / "tests" / "workload").string() + " --threads 1 --events 1000 --channels 2 --mode single --wait-signal",
+  Proc w((build_dir() / "tests" / "workload").string() +
+             " --threads 1 --events 1000 --channels 2 --mode single --wait-signal",
          tmp / "w.out", tmp / "w.err");
   ASSERT_TRUE(w.wait_for("READY", 20)) << read_file(tmp / "w.err");
   Proc rec(cptrace_bin() + " record --no-progress -o " + out + " -p " + std::to_string(w.pid), tmp / "r.out",
@@ -319,9 +326,10 @@ TEST(BadInput, ControlSocketNameTooLongIsRefusedBeforeTheTraceExists) {
   TempDir tmp;
   std::string sock = tmp / std::string(150, 's');
   std::string out = tmp / "trace";
-  auto r = run(cptrace_bin() + " record --no-progress --duration 1 -o " + out + " --control-socket " + sock + " -- " +
-                   (build_dir() / "tests" / "workload").string() + " --threads 1 --events 10 --channels 1 --mode single",
-               tmp);
+  auto r =
+      run(cptrace_bin() + " record --no-progress --duration 1 -o " + out + " --control-socket " + sock + " -- " +
+              (build_dir() / "tests" / "workload").string() + " --threads 1 --events 10 --channels 1 --mode single",
+          tmp);
   expect_clean_failure(r, "long --control-socket");
   EXPECT_NE(r.err.find("control socket " + sock), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("longer than"), std::string::npos) << r.err;

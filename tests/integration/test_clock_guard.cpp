@@ -12,11 +12,11 @@ namespace {
 
 using namespace clockguard;
 
-#define REQUIRE_ADJTIMEX()                                                               \
-  do {                                                                                   \
-    timex probe{};                                                                       \
+#define REQUIRE_ADJTIMEX()                                                                         \
+  do {                                                                                             \
+    timex probe{};                                                                                 \
     if (geteuid() != 0 || adjtimex(&probe) < 0 || set_freq_ppm(double(probe.freq) / 65536.0) != 0) \
-      GTEST_SKIP() << "SKIPPED: needs root with CAP_SYS_TIME to adjust the clock (adjtimex)"; \
+      GTEST_SKIP() << "SKIPPED: needs root with CAP_SYS_TIME to adjust the clock (adjtimex)";      \
   } while (0)
 
 // The restored state equals the saved one: NTP fields exactly, and the REALTIME -
@@ -89,7 +89,7 @@ TEST(ClockGuard, RestoresAfterKill9) {
     close(fds[0]);
     auto* g = new ClockGuard;  // never destroyed: the process is killed
     disturb();
-    Slewer s({});              // and a live slewer thread at the kill
+    Slewer s({});  // and a live slewer thread at the kill
     pid_t gp = g->guard_pid();
     ssize_t w = write(fds[1], &gp, sizeof gp);
     (void)w;

@@ -112,7 +112,7 @@ nlohmann::json emitted(const std::string& out) {
 }
 
 struct Recorded {
-  uint64_t user = 0;                   // user events
+  uint64_t user = 0;  // user events
   std::map<uint32_t, uint64_t> per_pid;  // user events per host pid
 };
 
@@ -177,8 +177,8 @@ TEST(Containers, RecordPidOfProcessInOwnMountAndPidNamespaces) {
   ASSERT_NE(pid_namespace_of(w.host), pid_namespace_of(getpid()));
   ASSERT_FALSE(fs::exists("/app/libcptrace.so")) << "the test needs /app to exist only in the container";
 
-  Proc rec(cptrace_bin() + " record --no-progress -o " + (tmp / "t") + " -p " + std::to_string(w.host),
-           tmp / "rec.out", tmp / "rec.err");
+  Proc rec(cptrace_bin() + " record --no-progress -o " + (tmp / "t") + " -p " + std::to_string(w.host), tmp / "rec.out",
+           tmp / "rec.err");
   ASSERT_TRUE(rec.wait_for("attached", 30, true)) << read_file(tmp / "rec.err");
   kill(w.host, SIGUSR1);
   ASSERT_EQ(w.ctr->wait(60), 0) << read_file(tmp / "ctr.err");
@@ -217,8 +217,8 @@ TEST(Containers, RecordPidOfProcessInOwnMountAndPidNamespaces) {
   EXPECT_NE(csv.out.find("," + std::to_string(w.host) + ",", 0), std::string::npos);
   auto info = run(cptrace_bin() + " info " + (tmp / "t"), tmp);
   EXPECT_NE(info.out.find("process    " + both), std::string::npos) << info.out;
-  auto exported = run(cptrace_bin() + " export csv " + (tmp / "t") + " -o " + (tmp / "e.csv") + " && " +
-                          cptrace_bin() + " export json " + (tmp / "t") + " -o " + (tmp / "e.json"),
+  auto exported = run(cptrace_bin() + " export csv " + (tmp / "t") + " -o " + (tmp / "e.csv") + " && " + cptrace_bin() +
+                          " export json " + (tmp / "t") + " -o " + (tmp / "e.json"),
                       tmp);
   ASSERT_EQ(exported.status, 0) << exported.err;
   std::string ecsv = read_file(tmp / "e.csv");
@@ -425,14 +425,14 @@ TEST(Containers, NetnsOfAContainerProcessFiltersCapture) {
   // A container process that waits, then sends datagrams on its own loopback.
   std::string go = tmp / "go", script = tmp / "sender.sh";
   ASSERT_EQ(mkfifo(go.c_str(), 0600), 0);
-  std::ofstream(script) << "ip link set lo up\nread x < " << go << "\n" << build_dir().string()
-                        << "/tests/spawner --children 1 --events 1 --udp 48999\n";
+  std::ofstream(script) << "ip link set lo up\nread x < " << go << "\n"
+                        << build_dir().string() << "/tests/spawner --children 1 --events 1 --udp 48999\n";
   Proc ctr("unshare --net --pid --fork --mount-proc sh " + script, tmp / "ctr.out", tmp / "ctr.err");
   pid_t host = wait_for_descendant(ctr.pid, "sh", 10);
   ASSERT_GT(host, 0);
-  Proc rec(cptrace_bin() + " record --no-progress --net --netns /proc/" + std::to_string(host) +
-               "/ns/net -o " + (tmp / "t"),
-           tmp / "rec.out", tmp / "rec.err");
+  Proc rec(
+      cptrace_bin() + " record --no-progress --net --netns /proc/" + std::to_string(host) + "/ns/net -o " + (tmp / "t"),
+      tmp / "rec.out", tmp / "rec.err");
   ASSERT_TRUE(rec.wait_for("attached", 30, true)) << read_file(tmp / "rec.err");
   // Host traffic meanwhile, which the filter must leave out.
   run(build_dir().string() + "/tests/spawner --children 1 --events 1 --udp 48998", tmp);

@@ -49,8 +49,8 @@ void expect_all_there(const std::string& dir, const std::string& out) {
 TEST(ExitPaths, EveryEndingUnderCommand) {
   REQUIRE_BPF();
   TempDir tmp;
-  auto r = run(cptrace_bin() + " record --no-progress -o " + (tmp / "t") + " -- " + exit_paths() + " --events 1000",
-               tmp);
+  auto r =
+      run(cptrace_bin() + " record --no-progress -o " + (tmp / "t") + " -- " + exit_paths() + " --events 1000", tmp);
   ASSERT_EQ(r.status, 0) << r.err << r.out;
   expect_all_there(tmp / "t", r.out);
 }

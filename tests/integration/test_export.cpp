@@ -42,10 +42,14 @@ std::vector<std::string> csv_fields(const std::string& line) {
   bool quoted = false;
   for (size_t i = 0; i < line.size(); ++i) {
     char c = line[i];
-    if (quoted && c == '"' && i + 1 < line.size() && line[i + 1] == '"') out.back() += '"', ++i;
-    else if (c == '"') quoted = !quoted;
-    else if (c == ',' && !quoted) out.emplace_back();
-    else out.back() += c;
+    if (quoted && c == '"' && i + 1 < line.size() && line[i + 1] == '"')
+      out.back() += '"', ++i;
+    else if (c == '"')
+      quoted = !quoted;
+    else if (c == ',' && !quoted)
+      out.emplace_back();
+    else
+      out.back() += c;
   }
   return out;
 }
@@ -67,14 +71,12 @@ std::vector<Ev> dump_events(const std::string& dir, const TempDir& tmp) {
   return evs;
 }
 
-bool have(const char* prog) {
-  return system((std::string("command -v ") + prog + " >/dev/null 2>&1").c_str()) == 0;
-}
+bool have(const char* prog) { return system((std::string("command -v ") + prog + " >/dev/null 2>&1").c_str()) == 0; }
 
-#define REQUIRE_BABELTRACE2()                                                                         \
-  do {                                                                                                \
-    if (!have("babeltrace2"))                                                                         \
-      GTEST_SKIP() << "SKIPPED: babeltrace2 is not installed (tools/install-deps.sh installs it)";    \
+#define REQUIRE_BABELTRACE2()                                                                      \
+  do {                                                                                             \
+    if (!have("babeltrace2"))                                                                      \
+      GTEST_SKIP() << "SKIPPED: babeltrace2 is not installed (tools/install-deps.sh installs it)"; \
   } while (0)
 
 // babeltrace2 text: every event with its raw TSC timestamp (the tsc field);
@@ -173,9 +175,10 @@ TEST(ExportCtf, RecordedWorkloadMatchesDump) {
   REQUIRE_BABELTRACE2();
   TempDir tmp;
   // Batch mode: rdtsc stamps handed over 256 at a time, so file order is not time order.
-  auto r = run(cptrace_bin() + " record --no-progress --ring-mb 16 -o " + (tmp / "t") + " -- " +
-                   (build_dir() / "tests" / "workload").string() + " --threads 3 --events 30000 --channels 3 --mode batch",
-               tmp);
+  auto r =
+      run(cptrace_bin() + " record --no-progress --ring-mb 16 -o " + (tmp / "t") + " -- " +
+              (build_dir() / "tests" / "workload").string() + " --threads 3 --events 30000 --channels 3 --mode batch",
+          tmp);
   ASSERT_EQ(r.status, 0) << r.err;
   auto expect = dump_events(tmp / "t", tmp);
   ASSERT_EQ(expect.size(), 90003u);  // 3 x 30000 user events + 3 channel closes
@@ -194,7 +197,8 @@ TEST(ExportCtf, RecordedWorkloadMatchesDump) {
   size_t off = 0;
   for (auto [tsc, ns] : times) {
     int64_t want = int64_t(tr.clock_map().tsc_to_mono(tsc)) + rt_minus_mono;
-    if (int64_t(ns) != want && off++ < 5) ADD_FAILURE() << "tsc " << tsc << ": babeltrace2 " << ns << " ns, expected " << want;
+    if (int64_t(ns) != want && off++ < 5)
+      ADD_FAILURE() << "tsc " << tsc << ": babeltrace2 " << ns << " ns, expected " << want;
   }
   EXPECT_EQ(off, 0u) << "of " << times.size() << " events";
 }
@@ -233,7 +237,8 @@ TEST(ExportCsv, RowsMatchDump) {
   ASSERT_FALSE(lines.empty());
   EXPECT_EQ(lines[0], "node,kind,ts,time_ns,channel,channel_id,tuple,pid,tid,cpu");
   std::vector<Ev> got;
-  static const std::regex row(R"(^synth,(\w+),(\d+),(-?\d+),("(?:[^"]|"")*"|[^,]*),0x[0-9a-f]{16},(\d+),(\d+),(\d+),(\d+)$)");
+  static const std::regex row(
+      R"(^synth,(\w+),(\d+),(-?\d+),("(?:[^"]|"")*"|[^,]*),0x[0-9a-f]{16},(\d+),(\d+),(\d+),(\d+)$)");
   for (size_t i = 1; i < lines.size(); ++i) {
     std::smatch m;
     ASSERT_TRUE(std::regex_match(lines[i], m, row)) << lines[i];

@@ -25,13 +25,13 @@ namespace {
 
 std::string duckdb_dir() { return (source_dir() / "tools" / "duckdb").string(); }
 
-#define REQUIRE_DUCKDB()                                                                                    \
-  do {                                                                                                      \
-    if (system("command -v node >/dev/null 2>&1") != 0)                                                     \
-      GTEST_SKIP() << "SKIPPED: node is not installed (tools/install-deps.sh installs nodejs)";             \
-    if (!fs::exists(duckdb_dir() + "/node_modules/@duckdb/node-api/package.json"))                          \
+#define REQUIRE_DUCKDB()                                                                                      \
+  do {                                                                                                        \
+    if (system("command -v node >/dev/null 2>&1") != 0)                                                       \
+      GTEST_SKIP() << "SKIPPED: node is not installed (tools/install-deps.sh installs nodejs)";               \
+    if (!fs::exists(duckdb_dir() + "/node_modules/@duckdb/node-api/package.json"))                            \
       GTEST_SKIP() << "SKIPPED: @duckdb/node-api is not in tools/duckdb/node_modules (tools/install-deps.sh " \
-                      "runs npm ci there)";                                                                 \
+                      "runs npm ci there)";                                                                   \
   } while (0)
 
 // A 3-node pipeline A -> B -> C translated onto A. With B-C rounds the B.out ->
@@ -97,9 +97,9 @@ const char* kPairs[][2] = {{"A.out", "B.in"}, {"B.in", "B.out"}, {"B.out", "C.in
 // that a test sees whether it is gone afterwards.
 RunResult export_parquet(const std::string& args, const std::string& tmpdir, const TempDir& tmp) {
   fs::create_directories(tmpdir);
-  return run("TMPDIR=" + tmpdir + " node " + duckdb_dir() + "/export-parquet.mjs --cptrace " + cptrace_bin() + " " +
-                 args,
-             tmp);
+  return run(
+      "TMPDIR=" + tmpdir + " node " + duckdb_dir() + "/export-parquet.mjs --cptrace " + cptrace_bin() + " " + args,
+      tmp);
 }
 
 void expect_sql_equals_latency(bool bc_rounds, const char* bc_scenario, bool parquet = false) {
@@ -134,8 +134,8 @@ void expect_sql_equals_latency(bool bc_rounds, const char* bc_scenario, bool par
     ASSERT_FALSE(got.is_null()) << p[0] << " -> " << p[1] << " missing in " << hops.dump();
     SCOPED_TRACE(std::string(p[0]) + " -> " + p[1] + ": sql " + got.dump() + " latency " + w.dump());
     EXPECT_EQ(w["count"], 1500);
-    for (const char* k : {"from_node", "to_node", "count", "p50", "p50_lo", "p50_hi", "p99", "p99_lo", "p99_hi",
-                          "width_p99"})
+    for (const char* k :
+         {"from_node", "to_node", "count", "p50", "p50_lo", "p50_hi", "p99", "p99_lo", "p99_hi", "width_p99"})
       EXPECT_EQ(got[k], w[k]) << k;
     // Not a degenerate case: a real bound around the percentile.
     EXPECT_LT(w["p99_lo"].get<int64_t>(), w["p99_hi"].get<int64_t>());
@@ -276,8 +276,9 @@ TEST(ExportTable, CompressedTablesAreThePlainTextOfDumpAndLatency) {
 
   std::vector<std::string> ev = lines(read_zst(tmp / "zst/events.csv.zst"));
   ASSERT_EQ(ev.size(), 1u + 4 * 1500);
-  EXPECT_EQ(ev[0], "node,reference,kind,channel,channel_id,tuple,pid,tid,cpu,local_ts,ref_ts,ref_lo,ref_hi,time_ns,"
-                   "time_lo_ns,time_hi_ns");
+  EXPECT_EQ(ev[0],
+            "node,reference,kind,channel,channel_id,tuple,pid,tid,cpu,local_ts,ref_ts,ref_lo,ref_hi,time_ns,"
+            "time_lo_ns,time_hi_ns");
   auto d = run(cptrace_bin() + " dump " + out + " --csv", tmp);
   ASSERT_EQ(d.status, 0) << d.err;
   std::vector<std::string> dump = lines(d.out);
@@ -287,8 +288,9 @@ TEST(ExportTable, CompressedTablesAreThePlainTextOfDumpAndLatency) {
     ASSERT_EQ(project(ev[i], {0, 2, 9, 10, 11, 12, 3, 5, 6, 7, 8}), dump[i]) << "event row " << i;
 
   std::vector<std::string> lat = lines(read_zst(tmp / "zst/latency.csv.zst"));
-  EXPECT_EQ(lat[0], "from_channel,to_channel,tuple,from_node,to_node,scenario,remote,from_ref_ts,ticks,ticks_lo,"
-                    "ticks_hi,ns,ns_lo,ns_hi");
+  EXPECT_EQ(lat[0],
+            "from_channel,to_channel,tuple,from_node,to_node,scenario,remote,from_ref_ts,ticks,ticks_lo,"
+            "ticks_hi,ns,ns_lo,ns_hi");
   size_t row = 1;
   for (auto& p : kPairs) {
     auto l = run(cptrace_bin() + " latency " + out + " --from " + p[0] + " --to " + p[1] + " --csv", tmp);

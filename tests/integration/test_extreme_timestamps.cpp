@@ -102,7 +102,8 @@ TEST(ExtremeTimestamps, EveryAnalysisBoundedByEventsNotSpan) {
     EXPECT_NE(o.err.find("18446744073709551615"), std::string::npos) << o.err;
     return;
   }
-  for (std::string args : {"latency --from in --to out " + (tmp / "tr"), "report -o " + (tmp / "r3.html") + " " + (tmp / "tr")})
+  for (std::string args :
+       {"latency --from in --to out " + (tmp / "tr"), "report -o " + (tmp / "r3.html") + " " + (tmp / "tr")})
     expect_clean(run_limited(tmp, args), args);
 }
 

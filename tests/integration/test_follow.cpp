@@ -61,9 +61,9 @@ pid_t dead_pid() {
 TEST(Follow, ProgramsStartedEveryWayAreRecorded) {
   REQUIRE_BPF();
   TempDir tmp;
-  auto r = run(cptrace_bin() + " record --no-progress -o " + (tmp / "t") + " -- " + spawner() +
-                   " --children 3 --events 20",
-               tmp);
+  auto r =
+      run(cptrace_bin() + " record --no-progress -o " + (tmp / "t") + " -- " + spawner() + " --children 3 --events 20",
+          tmp);
   ASSERT_EQ(r.status, 0) << r.err << r.out;
   auto s = nlohmann::json::parse(r.out.substr(r.out.rfind("{\"pid\"")));
   uint32_t root = s.value("pid", 0u);
@@ -93,8 +93,8 @@ TEST(Follow, NetworkCaptureFollowsTheTree) {
   REQUIRE_BPF();
   TempDir tmp;
   const int port = 47000 + getpid() % 1000;
-  auto r = run(cptrace_bin() + " record --no-progress --net -o " +
-                   (tmp / "t") + " -- " + spawner() + " --children 1 --events 5 --udp " + std::to_string(port),
+  auto r = run(cptrace_bin() + " record --no-progress --net -o " + (tmp / "t") + " -- " + spawner() +
+                   " --children 1 --events 5 --udp " + std::to_string(port),
                tmp);
   ASSERT_EQ(r.status, 0) << r.err << r.out;
   uint32_t root = nlohmann::json::parse(r.out.substr(r.out.rfind("{\"pid\""))).value("pid", 0u);

@@ -22,8 +22,8 @@ namespace {
 std::string cpt() { return testutil::cptrace_bin(); }
 
 // Runs `cmd` inside node k's namespace, in the background.
-std::unique_ptr<testutil::Proc> start_in(const Testbed& tb, int k, const std::string& cmd,
-                                         const testutil::TempDir& tmp, const std::string& name) {
+std::unique_ptr<testutil::Proc> start_in(const Testbed& tb, int k, const std::string& cmd, const testutil::TempDir& tmp,
+                                         const std::string& name) {
   return std::make_unique<testutil::Proc>("ip netns exec " + tb.ns(k) + " " + cmd, tmp / (name + ".out"),
                                           tmp / (name + ".err"));
 }
@@ -125,8 +125,8 @@ TEST(GenTestbed, RecordedGeneratorAndSinkLogEveryTuple) {
   Testbed tb("genrec", 2, "");
   ASSERT_TRUE(tb.ok()) << tb.output();
   testutil::TempDir tmp;
-  testutil::Proc rec(cpt() + " record --no-progress -o " + (tmp / "trace") + " --lib " + cpt(),
-                     tmp / "rec.out", tmp / "rec.err");
+  testutil::Proc rec(cpt() + " record --no-progress -o " + (tmp / "trace") + " --lib " + cpt(), tmp / "rec.out",
+                     tmp / "rec.err");
   ASSERT_TRUE(rec.wait_for("attached", 20, true)) << testutil::read_file(rec.err_path);
   auto sink = start_sink(tb, 7200, "--rounds 1", tmp);
   const uint64_t n = 20000;

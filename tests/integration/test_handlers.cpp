@@ -23,7 +23,7 @@ namespace {
 std::string workload() { return (build_dir() / "tests" / "workload").string(); }
 
 struct Recorded {
-  std::map<std::string, std::vector<TraceEvent>> user;   // channel name -> user events, by tuple
+  std::map<std::string, std::vector<TraceEvent>> user;  // channel name -> user events, by tuple
   std::map<std::string, std::vector<TraceEvent>> count;  // channel name -> Count events
 };
 
@@ -33,8 +33,7 @@ Recorded by_channel(const TraceReader& r) {
     if (e.kind == uint8_t(EventKind::User)) out.user[r.channel_name(e.channel)].push_back(e);
     if (e.kind == uint8_t(EventKind::Count)) out.count[r.channel_name(e.channel)].push_back(e);
   });
-  for (auto& [n, v] : out.user)
-    std::sort(v.begin(), v.end(), [](auto& a, auto& b) { return a.tuple < b.tuple; });
+  for (auto& [n, v] : out.user) std::sort(v.begin(), v.end(), [](auto& a, auto& b) { return a.tuple < b.tuple; });
   return out;
 }
 
@@ -157,8 +156,8 @@ TEST(Handlers, DownsampleIsGlobalAcrossThreads) {
   REQUIRE_BPF();
   TempDir tmp;
   write_file(tmp / "cfg", "chan0 downsample 10\nchan1 xoy 1 4\n");
-  auto res = run(cptrace_bin() + " record --no-progress --config " + (tmp / "cfg") + " -o " + (tmp / "trace") +
-                     " -- " + workload() + " --threads 4 --channels 2 --all-channels --events 25001 --mode single",
+  auto res = run(cptrace_bin() + " record --no-progress --config " + (tmp / "cfg") + " -o " + (tmp / "trace") + " -- " +
+                     workload() + " --threads 4 --channels 2 --all-channels --events 25001 --mode single",
                  tmp);
   ASSERT_EQ(res.status, 0) << res.err;
   TraceReader r(tmp / "trace");
@@ -257,9 +256,9 @@ TEST(Handlers, SwitchMidRunFollowsRecordedInstants) {
   RecordProperty("phase_downsample_events", int(phase_b));
   RecordProperty("phase_null_events", int(phase_c));
   RecordProperty("switch_window_ns", int(a1 - b1));
-  printf("switch: %llu id, %llu downsample, %llu null events; windows %llu / %llu ns\n",
-         (unsigned long long)phase_a, (unsigned long long)phase_b, (unsigned long long)phase_c,
-         (unsigned long long)(a1 - b1), (unsigned long long)(a2 - b2));
+  printf("switch: %llu id, %llu downsample, %llu null events; windows %llu / %llu ns\n", (unsigned long long)phase_a,
+         (unsigned long long)phase_b, (unsigned long long)phase_c, (unsigned long long)(a1 - b1),
+         (unsigned long long)(a2 - b2));
   expect_accounted(r, tmp, dir);
   // info and dump show the history.
   auto info = run(cptrace_bin() + " info " + dir, tmp);
@@ -283,15 +282,16 @@ TEST(Handlers, BadConfigFileIsAClearError) {
   };
   for (auto& c : cases) {
     write_file(tmp / "cfg", c.text);
-    auto r = run(cptrace_bin() + " record --no-progress --config " + (tmp / "cfg") + " -o " + (tmp / "t") +
-                     " -- " + workload(),
-                 tmp);
+    auto r = run(
+        cptrace_bin() + " record --no-progress --config " + (tmp / "cfg") + " -o " + (tmp / "t") + " -- " + workload(),
+        tmp);
     EXPECT_NE(r.status, 0) << c.text;
     EXPECT_NE(r.err.find(c.needle), std::string::npos) << "want `" << c.needle << "` in: " << r.err;
     EXPECT_EQ(r.out.find("\"pid\""), std::string::npos) << "the workload ran despite the bad config";
   }
-  auto r = run(cptrace_bin() + " record --no-progress --config " + (tmp / "missing") + " -o " + (tmp / "t") +
-                   " -- " + workload(), tmp);
+  auto r = run(cptrace_bin() + " record --no-progress --config " + (tmp / "missing") + " -o " + (tmp / "t") + " -- " +
+                   workload(),
+               tmp);
   EXPECT_NE(r.status, 0);
   EXPECT_NE(r.err.find("missing: No such file"), std::string::npos) << r.err;
 }
@@ -326,8 +326,8 @@ TEST(Handlers, BadRuntimeChangeLeavesConfigurationUnchanged) {
     EXPECT_NE(r.err.find(c.needle), std::string::npos) << c.args << ": " << r.err;
   }
   // The recorder's own check, without the client's.
-  json reply = control_request(dir + "/control.sock",
-                               {{"cmd", "set"}, {"channel", "chan0"}, {"handler", {"counter", "1"}}});
+  json reply =
+      control_request(dir + "/control.sock", {{"cmd", "set"}, {"channel", "chan0"}, {"handler", {"counter", "1"}}});
   EXPECT_FALSE(reply.value("ok", true)) << reply.dump();
   EXPECT_NE(reply.value("error", "").find("counter PERIOD"), std::string::npos) << reply.dump();
   auto get = run(cptrace_bin() + " config " + dir + " get", tmp);
@@ -356,8 +356,8 @@ TEST(Handlers, GlobRuleAppliesFromTheAnnouncement) {
   TempDir tmp;
   const uint64_t N = 5000;
   write_file(tmp / "cfg", "chan1 id\nchan* downsample 2\n");
-  auto res = run(cptrace_bin() + " record --no-progress --config " + (tmp / "cfg") + " -o " + (tmp / "trace") +
-                     " -- " + workload() + " --threads 1 --channels 2 --all-channels --pace-us 100 " +
+  auto res = run(cptrace_bin() + " record --no-progress --config " + (tmp / "cfg") + " -o " + (tmp / "trace") + " -- " +
+                     workload() + " --threads 1 --channels 2 --all-channels --pace-us 100 " +
                      "--delay-open-ms 300 --mode single --events " + std::to_string(N),
                  tmp);
   ASSERT_EQ(res.status, 0) << res.err;

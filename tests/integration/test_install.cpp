@@ -18,13 +18,11 @@ namespace {
 constexpr uint64_t kEvents = 4321;
 const std::string kChannel = "install.sample";
 
-bool have(const std::string& tool) {
-  return system(("command -v " + tool + " >/dev/null 2>&1").c_str()) == 0;
-}
+bool have(const std::string& tool) { return system(("command -v " + tool + " >/dev/null 2>&1").c_str()) == 0; }
 
-#define REQUIRE_BUILD_TOOLS()                                                                   \
-  do {                                                                                          \
-    for (const char* t : {"make", "cc", "pkg-config", "cmake"})                                 \
+#define REQUIRE_BUILD_TOOLS()                                                                     \
+  do {                                                                                            \
+    for (const char* t : {"make", "cc", "pkg-config", "cmake"})                                   \
       if (!have(t)) GTEST_SKIP() << "SKIPPED: " << t << " not installed (tools/install-deps.sh)"; \
   } while (0)
 
@@ -44,8 +42,8 @@ RunResult make_install(const TempDir& tmp, const std::string& vars) {
 
 // Configures and builds the sample with CMake against the tree at `prefix`.
 RunResult cmake_build(const TempDir& tmp, const std::string& prefix, const std::string& bin) {
-  return run("{ cmake -S " + sample_dir() + " -B " + bin + " -DCMAKE_PREFIX_PATH=" + prefix +
-                 " && cmake --build " + bin + "; }",
+  return run("{ cmake -S " + sample_dir() + " -B " + bin + " -DCMAKE_PREFIX_PATH=" + prefix + " && cmake --build " +
+                 bin + "; }",
              tmp);
 }
 
@@ -120,8 +118,7 @@ TEST(Install, CMakeFindPackageBuildRecordsEveryEvent) {
   auto b = cmake_build(tmp, prefix, tmp / "cmake-build");
   ASSERT_EQ(b.status, 0) << b.out << b.err;
   bool jar = std::filesystem::exists(build_dir() / "cptrace.jar");
-  EXPECT_NE(b.out.find("cptrace_JAR=" + (jar ? prefix + "/lib/cptrace.jar" : "") + "\n"), std::string::npos)
-      << b.out;
+  EXPECT_NE(b.out.find("cptrace_JAR=" + (jar ? prefix + "/lib/cptrace.jar" : "") + "\n"), std::string::npos) << b.out;
   expect_records_every_event(tmp, tmp / "cmake-build/prog", "trace");
 }
 
@@ -138,8 +135,8 @@ TEST(Install, DestdirIsNamedNowhereAndCMakeConfigIsRelocatable) {
   ASSERT_FALSE(std::filesystem::exists(prefix)) << "installed outside DESTDIR";
 
   std::string lib = stage + prefix + "/lib";
-  for (std::string f : {"/pkgconfig/cptrace.pc", "/cmake/cptrace/cptraceConfig.cmake",
-                        "/cmake/cptrace/cptraceConfigVersion.cmake"}) {
+  for (std::string f :
+       {"/pkgconfig/cptrace.pc", "/cmake/cptrace/cptraceConfig.cmake", "/cmake/cptrace/cptraceConfigVersion.cmake"}) {
     ASSERT_TRUE(std::filesystem::exists(lib + f)) << lib + f;
     EXPECT_EQ(read_file(lib + f).find(stage), std::string::npos) << f << " names DESTDIR";
   }

@@ -31,23 +31,23 @@ std::string jni_lib() { return (build_dir() / "libcptrace_jni.so").string(); }
 std::string jar() { return (build_dir() / "cptrace.jar").string(); }
 
 // Skips loudly when there is no JVM or the Java parts were not built.
-#define REQUIRE_JVM()                                                                         \
-  do {                                                                                        \
-    if (resolve_in_path("java").empty())                                                      \
-      GTEST_SKIP() << "SKIPPED: no `java` on PATH (install openjdk-17-jdk-headless: "         \
-                      "tools/install-deps.sh)";                                               \
+#define REQUIRE_JVM()                                                                                        \
+  do {                                                                                                       \
+    if (resolve_in_path("java").empty())                                                                     \
+      GTEST_SKIP() << "SKIPPED: no `java` on PATH (install openjdk-17-jdk-headless: "                        \
+                      "tools/install-deps.sh)";                                                              \
     for (const std::string& f : {jar(), jni_lib(), (build_dir() / "tests/java/JniWorkload.class").string()}) \
-      if (!fs::exists(f)) GTEST_SKIP() << "SKIPPED: " << f << " not built (no JDK at build time?)"; \
+      if (!fs::exists(f)) GTEST_SKIP() << "SKIPPED: " << f << " not built (no JDK at build time?)";          \
   } while (0)
 
 std::string java_cmd(const std::string& args, const std::string& jvm_opts = "") {
-  return "java -Xshare:auto " + jvm_opts + " -cp " + jar() + ":" +
-         (build_dir() / "tests" / "java").string() + " JniWorkload " + args;
+  return "java -Xshare:auto " + jvm_opts + " -cp " + jar() + ":" + (build_dir() / "tests" / "java").string() +
+         " JniWorkload " + args;
 }
 
 std::string workload_args(const std::string& mode) {
-  return "--threads " + std::to_string(kThreads) + " --events " + std::to_string(kEvents) +
-         " --channels " + std::to_string(kChannels) + " --mode " + mode;
+  return "--threads " + std::to_string(kThreads) + " --events " + std::to_string(kEvents) + " --channels " +
+         std::to_string(kChannels) + " --mode " + mode;
 }
 
 std::string record_cmd(const TempDir& tmp, const std::string& extra) {
@@ -85,8 +85,7 @@ ThreadTids check_exact_set(const TraceReader& r, uint64_t closes_expected = kCha
   EXPECT_EQ(closes, closes_expected);
   const Counters& c = r.counters();
   EXPECT_EQ(c.total_seen(), uint64_t(kThreads) * kEvents + closes_expected) << "the probes missed calls";
-  EXPECT_EQ(by_tuple.size() + closes + c.total_dropped(), c.total_seen())
-      << "recorded + dropped != emitted";
+  EXPECT_EQ(by_tuple.size() + closes + c.total_dropped(), c.total_seen()) << "recorded + dropped != emitted";
   EXPECT_EQ(c.total_dropped(), 0u) << "drops with rings that hold the whole run";
   EXPECT_EQ(by_tuple.size(), size_t(kThreads) * kEvents);
   for (int t = 0; t < kThreads; ++t) {
@@ -156,8 +155,8 @@ TEST(JniStub, ProbeSitesAreStampedNop5Sites) {
   std::vector<uint8_t> site = {CP_SITE_STAMP_BYTES};
   for (uint8_t b : {CP_SITE_NOP_BYTES}) site.push_back(b);
   site.push_back(CP_SITE_RET);
-  for (const char* s : {"Java_cp_Cloudprofiler_logTS", "cp_batch_submit_mono", "cp_logTS",
-                        "cp_batch_submit", "cp_channel_announce", "cp_channel_closed"}) {
+  for (const char* s : {"Java_cp_Cloudprofiler_logTS", "cp_batch_submit_mono", "cp_logTS", "cp_batch_submit",
+                        "cp_channel_announce", "cp_channel_closed"}) {
     EXPECT_EQ(symbol_bytes(jni_lib(), s, site.size()), site) << s;
     auto off = elf_symbol_file_offset(jni_lib(), s);
     ASSERT_TRUE(off.has_value()) << s;
@@ -237,8 +236,7 @@ TEST(Jni, BatchExactSet) {
   REQUIRE_BPF();
   REQUIRE_JVM();
   TempDir tmp;
-  auto r = run(record_cmd(tmp, "--ring-mb 64 --lib " + jni_lib() + " -- " +
-                                   java_cmd(workload_args("batch"))), tmp);
+  auto r = run(record_cmd(tmp, "--ring-mb 64 --lib " + jni_lib() + " -- " + java_cmd(workload_args("batch"))), tmp);
   ASSERT_EQ(r.status, 0) << r.err;
   TraceReader tr(tmp / "trace");
   check_exact_set(tr);
@@ -250,8 +248,7 @@ TEST(Jni, BatchExactSet) {
 static void batch_never_closed(const std::string& end) {
   TempDir tmp;
   std::string args = workload_args("batch-open") + " --end " + end;
-  Proc rec(record_cmd(tmp, "--ring-mb 64 --lib " + jni_lib() + " -- " + java_cmd(args)), tmp / "r.out",
-           tmp / "r.err");
+  Proc rec(record_cmd(tmp, "--ring-mb 64 --lib " + jni_lib() + " -- " + java_cmd(args)), tmp / "r.out", tmp / "r.err");
   if (end == "kill") {
     ASSERT_TRUE(rec.wait_for("KILL ME", 120)) << read_file(tmp / "r.err");
     int pid = 0;
@@ -290,8 +287,7 @@ TEST(Jni, BatchNeverClosedSurvivesSigkill) {
 static void late_attach(const std::string& mode) {
   TempDir tmp;
   std::string go = tmp / "go", hold = tmp / "hold";
-  Proc jvm(java_cmd(workload_args(mode) + " --wait-file " + go + " --hold-file " + hold),
-           tmp / "w.out", tmp / "w.err");
+  Proc jvm(java_cmd(workload_args(mode) + " --wait-file " + go + " --hold-file " + hold), tmp / "w.out", tmp / "w.err");
   ASSERT_TRUE(jvm.wait_for("READY", 60)) << read_file(tmp / "w.err");
   EXPECT_EQ(targets_of_process(jvm.pid), std::vector<std::string>{fs::canonical(jni_lib()).string()});
   // Rings that hold the whole burst (the batch path outruns one drain thread).
@@ -335,8 +331,8 @@ TEST(Jni, RecordByLibCoversEveryJvm) {
   constexpr int kPerThread = 20000;
   Proc rec(record_cmd(tmp, "--lib " + jni_lib()), tmp / "r.out", tmp / "r.err");
   ASSERT_TRUE(rec.wait_for("attached", 30, true)) << read_file(tmp / "r.err");
-  std::string args = "--threads " + std::to_string(kThreads) + " --events " +
-                     std::to_string(kPerThread) + " --channels 2 --mode ";
+  std::string args =
+      "--threads " + std::to_string(kThreads) + " --events " + std::to_string(kPerThread) + " --channels 2 --mode ";
   Proc a(java_cmd(args + "single"), tmp / "a.out", tmp / "a.err");
   Proc b(java_cmd(args + "batch"), tmp / "b.out", tmp / "b.err");
   const pid_t pa = a.pid, pb = b.pid;  // `exec java`: the JVM keeps the shell's pid

@@ -36,11 +36,11 @@ struct GuestResult {
 };
 
 struct GuestRun {
-  int status = -1;       // of `timeout qemu ...`: 124 when the guest hung
-  double seconds = 0;    // QEMU's wall time, boot to power-off
-  std::string console;   // the serial console, \r removed
-  std::string boot;      // the CPTRACE-GUEST-BOOT line's rest: release and uptime
-  bool ended = false;    // /init got to its last line
+  int status = -1;  // of `timeout qemu ...`: 124 when the guest hung
+  double seconds = 0;  // QEMU's wall time, boot to power-off
+  std::string console;  // the serial console, \r removed
+  std::string boot;  // the CPTRACE-GUEST-BOOT line's rest: release and uptime
+  bool ended = false;  // /init got to its last line
   std::map<std::string, GuestResult> results;
 };
 
@@ -132,7 +132,8 @@ void run_matrix(const std::string& series) {
   package.erase(package.find_last_not_of('\n') + 1);
   printf("      %s (%s): %.0f s in QEMU, boot %s\n", series.c_str(), package.c_str(), g.seconds, g.boot.c_str());
   for (const std::string& c : kChecks)
-    if (g.results.count(c)) printf("      %-8s %s %s\n", c.c_str(), g.results[c].verdict.c_str(), g.results[c].details.c_str());
+    if (g.results.count(c))
+      printf("      %-8s %s %s\n", c.c_str(), g.results[c].verdict.c_str(), g.results[c].details.c_str());
   ::testing::Test::RecordProperty("kernel_package", package);
   ::testing::Test::RecordProperty("qemu_seconds", int(g.seconds + 0.5));
   std::string p = problems(g);

@@ -73,7 +73,7 @@ struct PairFigures {
   int64_t kmin = INT64_MAX, umin = INT64_MAX;
 };
 std::map<std::string, PairFigures> check_rounds(const NodeTrace& a, const std::map<std::string, NodeTrace>& all,
-                                               const std::map<std::string, double>& floor_us, double hz) {
+                                                const std::map<std::string, double>& floor_us, double hz) {
   std::map<std::string, PairFigures> out;
   for (const SyncRound& r : a.rounds) {
     auto it = all.find(r.peer);
@@ -119,8 +119,9 @@ TEST(Minrtt, ThreeNodesAllPairsKernelRoundsAreCausalAndBeatUserSpace) {
   for (int k = 1; k <= 3; ++k)
     procs.push_back(std::make_unique<testutil::Proc>(
         in_ns(tb.ns(k), testutil::cptrace_bin() + " sync --listen [::]:7711 --node n" + std::to_string(k) +
-                            " --peers " + peers[k - 1] + " --key " + key + " --sync-rounds 100 --sync-wait 20 --simulate-clock " +
-                            sims[k - 1] + " -o " + (tmp / ("n" + std::to_string(k)))),
+                            " --peers " + peers[k - 1] + " --key " + key +
+                            " --sync-rounds 100 --sync-wait 20 --simulate-clock " + sims[k - 1] + " -o " +
+                            (tmp / ("n" + std::to_string(k)))),
         tmp / ("out" + std::to_string(k)), tmp / ("err" + std::to_string(k))));
   for (int k = 0; k < 3; ++k) {
     int st = procs[k]->wait(120);
@@ -135,8 +136,7 @@ TEST(Minrtt, ThreeNodesAllPairsKernelRoundsAreCausalAndBeatUserSpace) {
   // Configured one-way floors: delay + asym(destination).
   std::map<std::string, double> floor_us;
   for (int i = 1; i <= 3; ++i)
-    for (int j = 1; j <= 3; ++j)
-      floor_us["n" + std::to_string(i) + ">n" + std::to_string(j)] = 50 + (j == 3 ? 40 : 0);
+    for (int j = 1; j <= 3; ++j) floor_us["n" + std::to_string(i) + ">n" + std::to_string(j)] = 50 + (j == 3 ? 40 : 0);
   for (auto& [name, t] : all) {
     auto figs = check_rounds(t, all, floor_us, hz);
     ASSERT_EQ(figs.size(), 2u) << name << " must have rounds with both peers";
@@ -305,8 +305,9 @@ TEST(Minrtt, RecordRunsStartStreamAndStopRoundsWithARecordingPeer) {
     procs.push_back(std::make_unique<testutil::Proc>(
         in_ns(tb.ns(k), testutil::cptrace_bin() + " record --no-progress -o " + (tmp / ("n" + std::to_string(k))) +
                             " --node n" + std::to_string(k) + " --peers 10.77." + std::to_string(3 - k) +
-                            ".2:7711 --minrtt-listen 0.0.0.0:7711 --key " + key + " --sync-rounds 50 --sync-rate 20 --simulate-clock " +
-                            sims[k - 1] + " --lib " + lib + " -- sleep 3"),
+                            ".2:7711 --minrtt-listen 0.0.0.0:7711 --key " + key +
+                            " --sync-rounds 50 --sync-rate 20 --simulate-clock " + sims[k - 1] + " --lib " + lib +
+                            " -- sleep 3"),
         tmp / ("out" + std::to_string(k)), tmp / ("err" + std::to_string(k))));
   for (auto& p : procs) ASSERT_EQ(p->wait(120), 0) << testutil::read_file(p->err_path);
   const ClockPoint after = sample_clock_point();
@@ -341,7 +342,8 @@ TEST(Minrtt, RecordRunsStartStreamAndStopRoundsWithARecordingPeer) {
     uint32_t w = 0;
     for (auto& p : pts) w = std::max(w, p.width_ticks);
     double sim_unc = 3.0 * w / double(pts.back().tsc - pts.front().tsc);
-    EXPECT_NEAR(sim_hz / want, 1.0, hz_unc + sim_unc) << name << ": widths give +-" << (hz_unc + sim_unc) * 1e6 << " ppm";
+    EXPECT_NEAR(sim_hz / want, 1.0, hz_unc + sim_unc)
+        << name << ": widths give +-" << (hz_unc + sim_unc) * 1e6 << " ppm";
     fprintf(stderr, "  %s: frequency %.3f ppm off the physical one times (1 + skew), +- %.3f ppm\n", name.c_str(),
             (sim_hz / want - 1) * 1e6, (hz_unc + sim_unc) * 1e6);
   }

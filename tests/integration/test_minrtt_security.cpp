@@ -57,11 +57,10 @@ nlohmann::json minrttd_stats(const std::string& out) {
 TEST(MinrttSecurity, KeyOrInsecureIsRequiredBeforeAnythingIsCreated) {
   testutil::TempDir tmp;
   const std::string bin = testutil::cptrace_bin();
-  for (const std::string& cmd : {bin + " sync --peers 127.0.0.1:9 -o " + (tmp / "out"),
-                                 bin + " minrttd --listen 127.0.0.1:0 --duration 1",
-                                 bin + " record --no-progress --peers 127.0.0.1:9 -o " + (tmp / "out") + " -- /bin/true",
-                                 bin + " record --no-progress --minrtt-listen 127.0.0.1:7799 -o " + (tmp / "out") +
-                                     " -- /bin/true"}) {
+  for (const std::string& cmd :
+       {bin + " sync --peers 127.0.0.1:9 -o " + (tmp / "out"), bin + " minrttd --listen 127.0.0.1:0 --duration 1",
+        bin + " record --no-progress --peers 127.0.0.1:9 -o " + (tmp / "out") + " -- /bin/true",
+        bin + " record --no-progress --minrtt-listen 127.0.0.1:7799 -o " + (tmp / "out") + " -- /bin/true"}) {
     auto r = testutil::run(cmd, tmp);
     EXPECT_NE(r.status, 0) << cmd;
     EXPECT_NE(r.err.find("needs a shared key: give --key FILE"), std::string::npos) << cmd << "\n" << r.err;
@@ -69,7 +68,8 @@ TEST(MinrttSecurity, KeyOrInsecureIsRequiredBeforeAnythingIsCreated) {
     EXPECT_EQ(r.out.find("listening"), std::string::npos) << "minrttd must not start: " << r.out;
     EXPECT_FALSE(exists(tmp / "out")) << cmd << ": created its output although refused";
   }
-  auto both = testutil::run(bin + " sync --peers 127.0.0.1:9 --insecure --key " + (tmp / "k") + " -o " + (tmp / "out"), tmp);
+  auto both =
+      testutil::run(bin + " sync --peers 127.0.0.1:9 --insecure --key " + (tmp / "k") + " -o " + (tmp / "out"), tmp);
   EXPECT_NE(both.status, 0);
   EXPECT_NE(both.err.find("--key and --insecure: give one of them"), std::string::npos) << both.err;
   EXPECT_FALSE(exists(tmp / "out"));
@@ -161,9 +161,8 @@ TEST(MinrttSecurity, UnauthenticatedRoundsAreNamedByTranslateAndLatency) {
     std::ofstream(mp, std::ios::trunc) << meta.dump();
   }
   const std::string bin = testutil::cptrace_bin();
-  auto t = testutil::run(bin + " translate " + dirs[0] + " " + dirs[1] + " " + dirs[2] + " --reference A -o " +
-                             (tmp / "merged"),
-                         tmp);
+  auto t = testutil::run(
+      bin + " translate " + dirs[0] + " " + dirs[1] + " " + dirs[2] + " --reference A -o " + (tmp / "merged"), tmp);
   ASSERT_EQ(t.status, 0) << t.err;
   EXPECT_NE(t.err.find("WARNING: unauthenticated MinRTT rounds (no --key): B->A, B->C"), std::string::npos) << t.err;
   TraceReader m(tmp / "merged");
@@ -177,9 +176,8 @@ TEST(MinrttSecurity, UnauthenticatedRoundsAreNamedByTranslateAndLatency) {
     meta["minrtt"]["authenticated"] = true;
     std::ofstream(d + "/meta.json", std::ios::trunc) << meta.dump();
   }
-  t = testutil::run(bin + " translate " + dirs[0] + " " + dirs[1] + " " + dirs[2] + " --reference A -f -o " +
-                        (tmp / "merged"),
-                    tmp);
+  t = testutil::run(
+      bin + " translate " + dirs[0] + " " + dirs[1] + " " + dirs[2] + " --reference A -f -o " + (tmp / "merged"), tmp);
   ASSERT_EQ(t.status, 0) << t.err;
   EXPECT_EQ(t.err.find("unauthenticated"), std::string::npos) << t.err;
   l = testutil::run(bin + " latency " + (tmp / "merged") + " --from A.out --to C.in", tmp);
@@ -228,9 +226,10 @@ TEST(MinrttSecurity, InsecureRecordingIsMarkedUnauthenticated) {
   testbed::Testbed tb("mj", 2, "--delay 10");
   ASSERT_TRUE(tb.ok()) << tb.output();
   testutil::TempDir tmp;
-  auto r = testutil::run(in_ns(tb.ns(1), testutil::cptrace_bin() + " record --no-progress --insecure --minrtt-listen "
-                                                                    "10.77.1.2:7711 --sync-wait 0 -o " + (tmp / "t") +
-                                              " -- /bin/true"),
+  auto r = testutil::run(in_ns(tb.ns(1), testutil::cptrace_bin() +
+                                             " record --no-progress --insecure --minrtt-listen "
+                                             "10.77.1.2:7711 --sync-wait 0 -o " +
+                                             (tmp / "t") + " -- /bin/true"),
                          tmp);
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.err.find("cptrace record: WARNING: --insecure"), std::string::npos) << r.err;
@@ -330,9 +329,8 @@ TEST(MinrttSecurity, ForgerWithTheWrongKeyIsRejectedAndTranslationUnaffected) {
   EXPECT_EQ(m2["peers"]["10.77.1.2:7711"]["kernel_bad"].get<uint64_t>(), 0u);
   EXPECT_EQ(m1["authenticated"], true);
   // The translation of n2 onto n1 holds the truth at every round's instant.
-  auto tr = testutil::run(bin + " translate " + (tmp / "n1") + " " + (tmp / "n2") + " --reference n1 -o " +
-                              (tmp / "merged"),
-                          tmp);
+  auto tr = testutil::run(
+      bin + " translate " + (tmp / "n1") + " " + (tmp / "n2") + " --reference n1 -o " + (tmp / "merged"), tmp);
   ASSERT_EQ(tr.status, 0) << tr.err;
   EXPECT_EQ(tr.err.find("unauthenticated"), std::string::npos) << tr.err;
   TraceReader m(tmp / "merged");
@@ -397,7 +395,7 @@ TEST(MinrttSecurity, SpoofedProbesNeverGetMoreBytesBackThanTheyCarried) {
   ASSERT_TRUE(tb.ok()) << tb.output();
   testutil::TempDir tmp;
   testutil::Proc d(in_ns(tb.ns(1), testutil::cptrace_bin() + " minrttd --insecure --listen 10.77.1.2:7711 --node n1 "
-                                                              "--stats-interval 0"),
+                                                             "--stats-interval 0"),
                    tmp / "d.out", tmp / "d.err");
   ASSERT_TRUE(d.wait_for("listening on 10.77.1.2:7711", 10)) << testutil::read_file(d.err_path);
   Counter victim(tb.ns(2), 40001);
@@ -440,8 +438,9 @@ TEST(MinrttSecurity, SpoofedProbesNeverGetMoreBytesBackThanTheyCarried) {
   EXPECT_EQ(d.wait(10), 0);
   auto st = minrttd_stats(testutil::read_file(d.out_path));
   ASSERT_FALSE(st.is_null());
-  fprintf(stderr, "  %d spoofed probes of %zu bytes: the spoofed address got %llu datagrams, %llu bytes, largest %llu; "
-                  "responder %s\n",
+  fprintf(stderr,
+          "  %d spoofed probes of %zu bytes: the spoofed address got %llu datagrams, %llu bytes, largest %llu; "
+          "responder %s\n",
           sent, probe_bytes, (unsigned long long)victim.datagrams.load(), (unsigned long long)victim.bytes.load(),
           (unsigned long long)victim.largest.load(), st.dump().c_str());
   EXPECT_EQ(sent, n);

@@ -80,9 +80,9 @@ struct Recorder {
     dir = tmp / name;
     std::string pre = inside ? "ip netns exec " + ns + " " : "";
     std::string netns = inside ? "self" : "/run/netns/" + ns;
-    p = std::make_unique<Proc>(pre + testutil::cptrace_bin() + " record --net --netns " + netns +
-                                   " --no-progress -o " + dir + " " + extra,
-                               tmp / (name + ".out"), tmp / (name + ".err"));
+    p = std::make_unique<Proc>(
+        pre + testutil::cptrace_bin() + " record --net --netns " + netns + " --no-progress -o " + dir + " " + extra,
+        tmp / (name + ".out"), tmp / (name + ".err"));
   }
   bool ready() { return p->wait_for("attached", 20, true); }
   std::string err() const { return testutil::read_file(p->err_path); }
@@ -108,7 +108,7 @@ struct PairRun {
 
 // Server in node 2, recorders in both nodes, client in node 1; waits for both ends.
 PairRun run_pair(testbed::Testbed& tb, const TempDir& tmp, bool tcp, const std::string& server_ip, int port,
-             int count) {
+                 int count) {
   PairRun run;
   std::string proto = tcp ? "tcp" : "udp";
   Proc server("ip netns exec " + tb.ns(2) + " " + netload() + " server " + proto + " " + server_ip + " " +
@@ -223,8 +223,7 @@ int check_tcp(const PairRun& r, int port, bool lossy, uint64_t min_delay_ns) {
     EXPECT_GE(e.ts, m->ts) << "receive earlier than send in TSC";
     EXPECT_GE(e.r.ktime_ns - m->r.ktime_ns, min_delay_ns) << "one-way time below the link delay";
     size_t times = ++received[it->first];
-    EXPECT_LE(times, it->second.size())
-        << "segment seq=" << e.r.seq << " received more often than it was sent";
+    EXPECT_LE(times, it->second.size()) << "segment seq=" << e.r.seq << " received more often than it was sent";
     covered.push_back({uint32_t(e.r.seq - isn), uint32_t(e.r.seq - isn) + e.r.len});
   }
   (void)lossy;  // a lossy link only makes retransmissions likely; the checks are the same
@@ -236,8 +235,8 @@ int check_tcp(const PairRun& r, int port, bool lossy, uint64_t min_delay_ns) {
     end = std::max(end, hi);
   }
   EXPECT_EQ(end, uint64_t(r.sent));
-  printf("      %zu data segments sent, %zu received, %ld bytes, %d retransmissions\n", tx.size(), rx.size(),
-         r.sent, retrans);
+  printf("      %zu data segments sent, %zu received, %ld bytes, %d retransmissions\n", tx.size(), rx.size(), r.sent,
+         retrans);
   return retrans;
 }
 
@@ -475,9 +474,7 @@ namespace {
 // What a filter must not change about an event (timestamps differ between two
 // recorders: each program reads the clock itself).
 using Key = std::tuple<uint8_t, uint8_t, uint16_t, uint16_t, uint32_t, uint32_t, uint32_t, uint8_t, uint32_t>;
-Key key(const cp_net_rec& r) {
-  return {r.kind, r.proto, r.sport, r.dport, r.seq, r.ack, r.len, r.tcp_flags, r.hash};
-}
+Key key(const cp_net_rec& r) { return {r.kind, r.proto, r.sport, r.dport, r.seq, r.ack, r.len, r.tcp_flags, r.hash}; }
 }  // namespace
 namespace {
 // Empty when equal; else the first differences, readable.
@@ -489,8 +486,8 @@ std::string diff(const std::multiset<Key>& got, const std::multiset<Key>& want) 
   auto show = [&](const char* what, const std::vector<Key>& v) {
     for (size_t i = 0; i < v.size() && i < 8; ++i) {
       auto [kind, proto, sp, dp, seq, ack, len, fl, h] = v[i];
-      s += fmt::format("{} {} proto={} {}>{} seq={} ack={} len={} flags={}\n", what, net_kind_name(kind), proto,
-                       sp, dp, seq, ack, len, tcp_flags_text(fl));
+      s += fmt::format("{} {} proto={} {}>{} seq={} ack={} len={} flags={}\n", what, net_kind_name(kind), proto, sp, dp,
+                       seq, ack, len, tcp_flags_text(fl));
     }
     if (v.size() > 8) s += fmt::format("{} ... {} in all\n", what, v.size());
   };
@@ -519,9 +516,8 @@ TEST_F(NetCapture, PortFilterKeepsExactlyThatPort) {
   ASSERT_TRUE(all.ready()) << all.err();
   ASSERT_TRUE(one.ready()) << one.err();
   for (int port : {7011, 7012}) {
-    auto c = testutil::run("ip netns exec " + tb.ns(1) + " " + netload() + " client tcp 10.77.2.2 " +
-                               std::to_string(port) + " 50",
-                           tmp);
+    auto c = testutil::run(
+        "ip netns exec " + tb.ns(1) + " " + netload() + " client tcp 10.77.2.2 " + std::to_string(port) + " 50", tmp);
     ASSERT_EQ(c.status, 0) << c.err;
   }
   EXPECT_EQ(s1.wait(20), 0);
@@ -565,7 +561,8 @@ void owner_filter_test(NetCapture_Env& env, const std::string& tag, const std::s
   std::string cmd1 = "ip netns exec " + tb.ns(1) + " " + netload() + " client tcp 10.77.2.2 7021 80 " + go;
   if (!cg.empty()) cmd1 = "sh -c " + testbed::shq("echo $$ > " + cg + "/cgroup.procs && exec " + cmd1);
   Proc c1(cmd1, tmp / "c1.out", tmp / "c1.err");
-  Proc c2("ip netns exec " + tb.ns(1) + " " + netload() + " client tcp 10.77.2.2 7022 80 " + go, tmp / "c2.out", tmp / "c2.err");
+  Proc c2("ip netns exec " + tb.ns(1) + " " + netload() + " client tcp 10.77.2.2 7022 80 " + go, tmp / "c2.out",
+          tmp / "c2.err");
   ASSERT_TRUE(c1.wait_for("pid", 10) && c2.wait_for("pid", 10)) << testutil::read_file(c1.err_path);
   int pid1 = 0;
   sscanf(testutil::read_file(c1.out_path).c_str(), "pid %d", &pid1);

@@ -61,16 +61,27 @@ std::vector<DirWriter> dir_writers(const TempDir& tmp) {
   std::string translated = tmp / "translated";
   EXPECT_EQ(run(bin + " translate " + in + " --reference synth -o " + translated, tmp).status, 0);
   return {
-      {"record", bin + " record --no-progress -o {out} -- /bin/true", {"meta.json", "meta.json.tmp", "events.cpt"}, true},
-      {"translate", bin + " translate " + in + " --reference synth -o {out}",
-       {"meta.json", "meta.json.tmp", "events.cpt"}, true},
-      {"sync", bin + " sync --insecure --peers 127.0.0.1:9 --sync-rounds 1 --sync-wait 0 -o {out}",
-       {"meta.json", "meta.json.tmp", "events.cpt"}, false},
+      {"record",
+       bin + " record --no-progress -o {out} -- /bin/true",
+       {"meta.json", "meta.json.tmp", "events.cpt"},
+       true},
+      {"translate",
+       bin + " translate " + in + " --reference synth -o {out}",
+       {"meta.json", "meta.json.tmp", "events.cpt"},
+       true},
+      {"sync",
+       bin + " sync --insecure --peers 127.0.0.1:9 --sync-rounds 1 --sync-wait 0 -o {out}",
+       {"meta.json", "meta.json.tmp", "events.cpt"},
+       false},
       {"export ctf", bin + " export ctf " + in + " -o {out}", {"metadata", "metadata.tmp", "stream_0"}, true},
-      {"export table", bin + " export table " + translated + " --pair a,b -o {out}",
-       {"latency.csv.zst", "events.csv", "events.csv.zst"}, true},
-      {"export table --plain", bin + " export table " + translated + " --pair a,b --plain -o {out}",
-       {"latency.csv", "events.csv.zst", "events.csv"}, true},
+      {"export table",
+       bin + " export table " + translated + " --pair a,b -o {out}",
+       {"latency.csv.zst", "events.csv", "events.csv.zst"},
+       true},
+      {"export table --plain",
+       bin + " export table " + translated + " --pair a,b --plain -o {out}",
+       {"latency.csv", "events.csv.zst", "events.csv"},
+       true},
   };
 }
 

@@ -26,8 +26,8 @@ int last_allowed_cpu() {
 }
 
 json measure(const std::string& cmd, TempDir& tmp) {
-  auto r = run(cptrace_bin() + " overhead --json --nice -20 --cpus " + std::to_string(last_allowed_cpu()) +
-                   " -- " + cmd, tmp);
+  auto r = run(
+      cptrace_bin() + " overhead --json --nice -20 --cpus " + std::to_string(last_allowed_cpu()) + " -- " + cmd, tmp);
   EXPECT_EQ(r.status, 0) << r.err;
   json j = json::parse(r.out, nullptr, false);
   EXPECT_FALSE(j.is_discarded()) << r.out << r.err;

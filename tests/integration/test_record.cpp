@@ -118,8 +118,7 @@ TEST(Record, MillionEventsFromFourThreadsExactSet) {
   // even if every thread ran on one CPU, so no drop can happen whatever the speed of
   // the uprobes against the drain (that race is `make bench`'s; DropsAreCountedExactly
   // checks the accounting when rings overflow).
-  record_million_exact("", "single",
-                       [](const TraceReader& tr) { EXPECT_TRUE(tr.meta().value("complete", false)); });
+  record_million_exact("", "single", [](const TraceReader& tr) { EXPECT_TRUE(tr.meta().value("complete", false)); });
 }
 
 TEST(Record, BatchPathExactSet) {
@@ -145,8 +144,8 @@ TEST(Record, SmallestWakeupAndBlocksExactSet) {
 TEST(Record, DropsAreCountedExactly) {
   REQUIRE_BPF();
   TempDir tmp;
-  auto r = run(record_cmd(tmp, "--ring-mb 1 -- " + workload() +
-                                   " --threads 4 --events 500000 --channels 3 --mode batch"), tmp);
+  auto r = run(
+      record_cmd(tmp, "--ring-mb 1 -- " + workload() + " --threads 4 --events 500000 --channels 3 --mode batch"), tmp);
   ASSERT_EQ(r.status, 0) << r.err;
   TraceReader tr(tmp / "trace");
   ASSERT_FALSE(tr.error());
@@ -191,8 +190,8 @@ static void pinned_threads_count_exactly(const std::string& ring, bool pin_recor
     last_tid = e.tid;
   });
   const Counters& c = tr.counters();
-  fmt::print("pinned {}: {} recorded, {} dropped, the threads took turns {} times\n", ring, user,
-             c.total_dropped(), switches);
+  fmt::print("pinned {}: {} recorded, {} dropped, the threads took turns {} times\n", ring, user, c.total_dropped(),
+             switches);
   EXPECT_EQ(off_cpu, 0u) << "events from another CPU: the threads were not pinned";
   EXPECT_GE(switches, 2u) << "the threads never took turns on the CPU; the test proves nothing";
   EXPECT_EQ(tuples.size(), user) << "an event recorded twice";
@@ -214,8 +213,8 @@ TEST(Record, ThreadsAndRecorderOnOneCpuCountExactly) {
 TEST(Record, LateAttachToRunningProcessResolvesNames) {
   REQUIRE_BPF();
   TempDir tmp;
-  Proc w(workload() + " --threads 2 --events 50000 --channels 3 --mode single --wait-signal",
-         tmp / "w.out", tmp / "w.err");
+  Proc w(workload() + " --threads 2 --events 50000 --channels 3 --mode single --wait-signal", tmp / "w.out",
+         tmp / "w.err");
   ASSERT_TRUE(w.wait_for("READY", 20)) << read_file(tmp / "w.err");
   // Channels were opened before the recorder existed: names must come from the
   // process registry.
@@ -241,9 +240,8 @@ int mapped_site_byte(pid_t pid, const std::string& elf, const char* symbol) {
     unsigned long start, end, moff;
     char perms[5];
     int path_at = 0;
-    if (sscanf(line.c_str(), "%lx-%lx %4s %lx %*s %*s %n", &start, &end, perms, &moff, &path_at) < 4 ||
-        !path_at || line.substr(size_t(path_at)) != elf || perms[2] != 'x' || *off < moff ||
-        *off >= moff + (end - start))
+    if (sscanf(line.c_str(), "%lx-%lx %4s %lx %*s %*s %n", &start, &end, perms, &moff, &path_at) < 4 || !path_at ||
+        line.substr(size_t(path_at)) != elf || perms[2] != 'x' || *off < moff || *off >= moff + (end - start))
       continue;
     int fd = open(("/proc/" + std::to_string(pid) + "/mem").c_str(), O_RDONLY | O_CLOEXEC);
     uint8_t b = 0;
@@ -261,10 +259,10 @@ TEST(Record, AttachToPidLeavesOtherProcessesUntouched) {
   REQUIRE_BPF();
   TempDir tmp;
   std::string lib = std::filesystem::canonical(build_dir() / "libcptrace.so").string();
-  Proc w(workload() + " --threads 1 --events 1000 --channels 1 --mode single --wait-signal",
-         tmp / "w.out", tmp / "w.err");
-  Proc other(workload() + " --threads 1 --events 1000 --channels 1 --mode single --wait-signal",
-             tmp / "o.out", tmp / "o.err");
+  Proc w(workload() + " --threads 1 --events 1000 --channels 1 --mode single --wait-signal", tmp / "w.out",
+         tmp / "w.err");
+  Proc other(workload() + " --threads 1 --events 1000 --channels 1 --mode single --wait-signal", tmp / "o.out",
+             tmp / "o.err");
   ASSERT_TRUE(w.wait_for("READY", 20)) << read_file(tmp / "w.err");
   ASSERT_TRUE(other.wait_for("READY", 20)) << read_file(tmp / "o.err");
   Proc rec(record_cmd(tmp, "-p " + std::to_string(w.pid)), tmp / "r.out", tmp / "r.err");
@@ -284,8 +282,8 @@ TEST(Record, AttachToPidLeavesOtherProcessesUntouched) {
 TEST(Record, LateAttachLearnsTenThousandChannelNames) {
   REQUIRE_BPF();
   TempDir tmp;
-  Proc w(workload() + " --threads 2 --events 20000 --channels 10000 --mode single --wait-signal",
-         tmp / "w.out", tmp / "w.err");
+  Proc w(workload() + " --threads 2 --events 20000 --channels 10000 --mode single --wait-signal", tmp / "w.out",
+         tmp / "w.err");
   ASSERT_TRUE(w.wait_for("READY", 60)) << read_file(tmp / "w.err");
   Proc rec(record_cmd(tmp, "-p " + std::to_string(w.pid)), tmp / "r.out", tmp / "r.err");
   ASSERT_TRUE(rec.wait_for("attached", 30, true)) << read_file(tmp / "r.err");
@@ -306,7 +304,7 @@ TEST(Record, SigtermMidRunLeavesCompleteTrace) {
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   kill(rec.pid, SIGTERM);
   EXPECT_EQ(rec.wait(60), 128 + SIGTERM) << "exit status is the workload's (killed by the forwarded SIGTERM)\n"
-                                          << read_file(tmp / "r.err");
+                                         << read_file(tmp / "r.err");
   TraceReader tr(tmp / "trace");
   EXPECT_FALSE(tr.error());
   EXPECT_TRUE(tr.meta().value("complete", false));
@@ -347,8 +345,8 @@ TEST(Record, FewEventsReachTheTraceWhileTheProgramRuns) {
 TEST(Record, SigkillLeavesTraceReadableUpToLastFrame) {
   REQUIRE_BPF();
   TempDir tmp;
-  Proc wl(workload() + " --threads 1 --events 50000000 --channels 2 --mode single --wait-signal",
-          tmp / "w.out", tmp / "w.err");
+  Proc wl(workload() + " --threads 1 --events 50000000 --channels 2 --mode single --wait-signal", tmp / "w.out",
+          tmp / "w.err");
   ASSERT_TRUE(wl.wait_for("READY", 20));
   Proc rec(record_cmd(tmp, "-p " + std::to_string(wl.pid)), tmp / "r.out", tmp / "r.err");
   ASSERT_TRUE(rec.wait_for("attached", 30, true)) << read_file(tmp / "r.err");
@@ -427,7 +425,8 @@ TEST(Record, DiskFullStopsCleanlyAndCountsTheRest) {
   // ~1 byte per event once compressed: 4M events need several times the 1 MiB.
   constexpr uint64_t kThreads = 2, kEvents = 2000000, kChannels = 3;
   auto r = run(cptrace_bin() + " record --no-progress -o " + trace + " -- " + workload() +
-                   " --threads 2 --events 2000000 --channels 3 --mode single", tmp);
+                   " --threads 2 --events 2000000 --channels 3 --mode single",
+               tmp);
   EXPECT_EQ(r.status, 1) << r.err;
   EXPECT_NE(r.err.find("No space left on device (ENOSPC)"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find(trace + "/events.cpt"), std::string::npos) << r.err;
@@ -470,7 +469,8 @@ TEST(Record, FullDiskAtStartIsAClearError) {
   run("dd if=/dev/zero of=" + (disk.dir / "fill").string() + " bs=4k", tmp);  // until ENOSPC
   std::string trace = (disk.dir / "trace").string();
   auto r = run(cptrace_bin() + " record --no-progress -o " + trace + " -- " + workload() +
-                   " --threads 1 --events 10 --channels 1", tmp);
+                   " --threads 1 --events 10 --channels 1",
+               tmp);
   EXPECT_EQ(r.status, 1) << r.err;
   EXPECT_NE(r.err.find("No space left on device"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find(trace + "/meta.json"), std::string::npos) << r.err;
@@ -516,8 +516,8 @@ TEST(Record, StartAndStopRealtimeAreTheInstantOfTheirMonoNs) {
   for (const char* at : {"start", "stop"}) {
     const auto& m = tr.meta()[at];
     int64_t off = int64_t(m["realtime_ns"].get<uint64_t>()) - int64_t(m["mono_ns"].get<uint64_t>());
-    EXPECT_LE(std::llabs(off - before.offset), tol) << at << ": realtime_ns - mono_ns = " << off
-                                                    << ", the clocks' offset " << before.offset;
+    EXPECT_LE(std::llabs(off - before.offset), tol)
+        << at << ": realtime_ns - mono_ns = " << off << ", the clocks' offset " << before.offset;
   }
 }
 
@@ -570,9 +570,8 @@ void expect_stamps_in_brackets(const std::string& sim_spec) {
   TempDir tmp;
   const int threads = 2, events = 20000;
   std::string extra = sim_spec.empty() ? "" : "--simulate-clock " + sim_spec + " ";
-  auto r = run(record_cmd(tmp, extra + "-- " + (build_dir() / "tests" / "bracket").string() + " " +
-                                   (tmp / "brackets") + " --threads " + std::to_string(threads) +
-                                   " --events " + std::to_string(events)),
+  auto r = run(record_cmd(tmp, extra + "-- " + (build_dir() / "tests" / "bracket").string() + " " + (tmp / "brackets") +
+                                   " --threads " + std::to_string(threads) + " --events " + std::to_string(events)),
                tmp);
   ASSERT_EQ(r.status, 0) << r.err;
   Bracket close;
@@ -602,8 +601,8 @@ void expect_stamps_in_brackets(const std::string& sim_spec) {
     }
     if (e.ts < image(b.t0) || e.ts > image(b.t1)) {
       if (outside++ == 0)
-        first_miss = fmt::format("tuple {}: stamp {} outside [{}, {}] ({:+} / {:+} ticks)", e.tuple, e.ts,
-                                 image(b.t0), image(b.t1), int64_t(e.ts - image(b.t0)), int64_t(e.ts - image(b.t1)));
+        first_miss = fmt::format("tuple {}: stamp {} outside [{}, {}] ({:+} / {:+} ticks)", e.tuple, e.ts, image(b.t0),
+                                 image(b.t1), int64_t(e.ts - image(b.t0)), int64_t(e.ts - image(b.t1)));
     }
   });
   EXPECT_EQ(user, uint64_t(threads * events));

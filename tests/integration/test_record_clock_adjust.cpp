@@ -62,7 +62,8 @@ std::vector<ClockAdjustment> my_calls(const TraceReader& r, const std::string& s
   std::vector<ClockAdjustment> v;
   for (const auto& a : r.clock_adjustments())
     if (a.kind == ClockAdjustKind::Syscall && a.pid == uint32_t(getpid()) && a.adjusting() &&
-        (a.syscall == syscall || (syscall == "adjtimex" && a.syscall == "clock_adjtime" && a.clockid == CLOCK_REALTIME)))
+        (a.syscall == syscall ||
+         (syscall == "adjtimex" && a.syscall == "clock_adjtime" && a.clockid == CLOCK_REALTIME)))
       v.push_back(a);
   return v;
 }
@@ -142,7 +143,8 @@ TEST(RecordClockAdjust, FrequencyChangesAreRecordedListedAndSampledDensely) {
     EXPECT_LT(c["at_s"].get<double>(), span_s);
     EXPECT_NE(t.find(listed == 1 ? fmt::format("frequency {:+.3f} ppm", base_ppm + 200)
                                  : fmt::format("frequency {:+.3f} ppm", base_ppm)),
-              std::string::npos) << t;
+              std::string::npos)
+        << t;
   }
   EXPECT_EQ(listed, 2) << j["clock_adjustments"].dump(2);
   auto text = run(cptrace_bin() + " info " + (tmp / "t"), tmp);

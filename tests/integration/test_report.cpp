@@ -34,10 +34,9 @@ std::string chromium() {
   return "";
 }
 
-#define REQUIRE_CHROMIUM()                                                                            \
-  do {                                                                                                \
-    if (chromium().empty())                                                                           \
-      GTEST_SKIP() << "SKIPPED: chromium is not installed (tools/install-deps.sh installs it)";       \
+#define REQUIRE_CHROMIUM()                                                                                            \
+  do {                                                                                                                \
+    if (chromium().empty()) GTEST_SKIP() << "SKIPPED: chromium is not installed (tools/install-deps.sh installs it)"; \
   } while (0)
 
 // The DOM after the page's script ran (no network: the page must not need it).
@@ -157,8 +156,8 @@ std::map<std::string, std::string> table_from_latency_csv(const std::string& csv
     return std::string(b);
   };
   if (v.empty()) return {{"count", "0"}};
-  return {{"count", std::to_string(v.size())}, {"min_s", us(v.front())},       {"p50_s", us(rank(v, 0.5))},
-          {"p90_s", us(rank(v, 0.9))},         {"p99_s", us(rank(v, 0.99))},    {"max_s", us(v.back())},
+  return {{"count", std::to_string(v.size())}, {"min_s", us(v.front())},     {"p50_s", us(rank(v, 0.5))},
+          {"p90_s", us(rank(v, 0.9))},         {"p99_s", us(rank(v, 0.99))}, {"max_s", us(v.back())},
           {"width_p50_s", us(rank(w, 0.5))},   {"width_max_s", us(w.back())}};
 }
 
@@ -168,7 +167,8 @@ TEST(Report, RendersInChromiumWithTheNumbersOfTheTrace) {
   REQUIRE_CHROMIUM();
   TempDir tmp;
   report_trace().write(tmp / "t");
-  auto r = run(cptrace_bin() + " report " + (tmp / "t") + " -o " + (tmp / "r.html") + " --pair in,out --period 100", tmp);
+  auto r =
+      run(cptrace_bin() + " report " + (tmp / "t") + " -o " + (tmp / "r.html") + " --pair in,out --period 100", tmp);
   ASSERT_EQ(r.status, 0) << r.err;
   std::string dom = self_contained_dom(tmp / "r.html", tmp);
   ASSERT_NE(dom.find("id=\"report\" data-rendered=\"1\""), std::string::npos);
@@ -182,9 +182,9 @@ TEST(Report, RendersInChromiumWithTheNumbersOfTheTrace) {
   std::map<std::string, std::string> cells;
   for (auto& m : all_matches(lat.substr(0, lat.find("</table>")), std::regex(R"re(data-key="(\w+)">([^<]*)<)re")))
     cells[m[1]] = m[2];
-  std::map<std::string, std::string> want = {{"count", "1000"},          {"min_s", "100.000"}, {"p50_s", "140.000"},
-                                             {"p90_s", "180.000"},       {"p99_s", "190.000"}, {"max_s", "190.000"},
-                                             {"width_p50_s", "0.122"},   {"width_max_s", "0.122"}};
+  std::map<std::string, std::string> want = {{"count", "1000"},        {"min_s", "100.000"},    {"p50_s", "140.000"},
+                                             {"p90_s", "180.000"},     {"p99_s", "190.000"},    {"max_s", "190.000"},
+                                             {"width_p50_s", "0.122"}, {"width_max_s", "0.122"}};
   EXPECT_EQ(cells, want);
   EXPECT_NE(lat.find("local (synth)"), std::string::npos);
 
@@ -195,7 +195,8 @@ TEST(Report, RendersInChromiumWithTheNumbersOfTheTrace) {
     in_hist += std::stoull(m[1]);
   EXPECT_EQ(in_hist, 1000u);
   EXPECT_EQ(all_matches(dom, std::regex(R"re(<g class="box" data-pair="in -&gt; out")re")).size(), 1u);
-  EXPECT_TRUE(std::regex_search(dom, std::regex(R"re(<polyline[^>]*data-pair="in -&gt; out")re"))) << "no bound-width line";
+  EXPECT_TRUE(std::regex_search(dom, std::regex(R"re(<polyline[^>]*data-pair="in -&gt; out")re")))
+      << "no bound-width line";
 
   // Drops per CPU, and the overview's accounting.
   auto drops = all_matches(dom, std::regex(R"re(data-cpu="(\d+)" data-dropped="(\d+)")re"));
@@ -208,8 +209,8 @@ TEST(Report, RendersInChromiumWithTheNumbersOfTheTrace) {
 
   // And it paints: a screenshot of the page is written.
   auto s = run(chromium() + " --headless --no-sandbox --disable-gpu --no-first-run --user-data-dir=" +
-                   (tmp / "chromium-profile") + " --window-size=1100,2000 --screenshot=" + (tmp / "r.png") + " file://" +
-                   (tmp / "r.html"),
+                   (tmp / "chromium-profile") + " --window-size=1100,2000 --screenshot=" + (tmp / "r.png") +
+                   " file://" + (tmp / "r.html"),
                tmp);
   EXPECT_EQ(s.status, 0) << s.err;
   EXPECT_TRUE(std::filesystem::exists(tmp / "r.png"));
@@ -219,9 +220,10 @@ TEST(Report, RecordedWorkloadThroughputMatches) {
   REQUIRE_BPF();
   REQUIRE_CHROMIUM();
   TempDir tmp;
-  auto r = run(cptrace_bin() + " record --no-progress -o " + (tmp / "t") + " -- " +
-                   (build_dir() / "tests" / "workload").string() + " --threads 2 --events 20000 --channels 3 --mode single",
-               tmp);
+  auto r =
+      run(cptrace_bin() + " record --no-progress -o " + (tmp / "t") + " -- " +
+              (build_dir() / "tests" / "workload").string() + " --threads 2 --events 20000 --channels 3 --mode single",
+          tmp);
   ASSERT_EQ(r.status, 0) << r.err;
   r = run(cptrace_bin() + " report " + (tmp / "t") + " -o " + (tmp / "r.html") + " --period 5", tmp);
   ASSERT_EQ(r.status, 0) << r.err;
@@ -292,7 +294,8 @@ TEST(Latency, OneNodeTraceWithoutTranslate) {
   r = run(base, tmp);
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.out.substr(0, r.out.find('\n')), "latency in -> out: 1000 tuples");
-  EXPECT_TRUE(std::regex_search(r.out, std::regex(R"(value \(all\) +1000 +100000 +140000 +180000 +190000 +190000  ns)")))
+  EXPECT_TRUE(
+      std::regex_search(r.out, std::regex(R"(value \(all\) +1000 +100000 +140000 +180000 +190000 +190000  ns)")))
       << r.out;
 
   // The report of the same trace: the same rows, one local series whose table
@@ -328,8 +331,9 @@ TEST(Latency, OneNodeTraceWithoutTranslate) {
                           " report " + (tmp / "run") + " -o " + (tmp / "r2.html") + " --pair in,out"}) {
     r = run(cptrace_bin() + cmd, tmp);
     EXPECT_NE(r.status, 0) << cmd;
-    EXPECT_NE(r.err.find("not a translated trace (run cptrace translate first): it holds the traces of 2 node(s) (A, B)"),
-              std::string::npos)
+    EXPECT_NE(
+        r.err.find("not a translated trace (run cptrace translate first): it holds the traces of 2 node(s) (A, B)"),
+        std::string::npos)
         << cmd << " -> " << r.err;
   }
 }
@@ -365,9 +369,9 @@ TEST(Report, TranslatedClusterLatencyMatchesLatencyCommand) {
   struct Want {
     std::string from, to, from_node, to_node, row;
   } wants[] = {
-      {"A.out", "B.in", "A", "B", "A.out -&gt; B.in | remote A -&gt; B"},       // reference-remote
-      {"B.in", "B.out", "B", "B", "B.in -&gt; B.out | local (B)"},              // local, not the reference
-      {"B.out", "C.in", "B", "C", "B.out -&gt; C.in | remote B -&gt; C"},       // remote-remote-direct
+      {"A.out", "B.in", "A", "B", "A.out -&gt; B.in | remote A -&gt; B"},  // reference-remote
+      {"B.in", "B.out", "B", "B", "B.in -&gt; B.out | local (B)"},  // local, not the reference
+      {"B.out", "C.in", "B", "C", "B.out -&gt; C.in | remote B -&gt; C"},  // remote-remote-direct
   };
   EXPECT_EQ(rows.size(), 3u);
   for (const Want& w : wants) {
@@ -378,9 +382,8 @@ TEST(Report, TranslatedClusterLatencyMatchesLatencyCommand) {
     ASSERT_TRUE(rows.count(w.row)) << w.row;
     EXPECT_EQ(rows[w.row], want) << w.row;
     // Bound width over time, per node pair.
-    EXPECT_TRUE(std::regex_search(
-        dom, std::regex("<polyline[^>]*data-pair=\"" + w.from + " -&gt; " + w.to + "\" data-nodes=\"" + w.from_node +
-                        " -&gt; " + w.to_node + "\"")))
+    EXPECT_TRUE(std::regex_search(dom, std::regex("<polyline[^>]*data-pair=\"" + w.from + " -&gt; " + w.to +
+                                                  "\" data-nodes=\"" + w.from_node + " -&gt; " + w.to_node + "\"")))
         << "no bound-width line for " << w.row;
   }
   // No node sections without --node-dir, and the page says how to get them.
@@ -462,8 +465,8 @@ TEST(Report, TranslatedRunOnePagePerNodeAndPath) {
   std::string node_args;
   for (const auto& d : tr.nodes) node_args += " --node-dir " + d;
   auto r = run(cptrace_bin() + " report " + tr.out + " -o " + (tmp / "r.html") + node_args +
-                       " --period 50 --path A.out,B.in,B.out,C.in --pair A.out,C.in --pair B.in,B.out",
-                   tmp);
+                   " --period 50 --path A.out,B.in,B.out,C.in --pair A.out,C.in --pair B.in,B.out",
+               tmp);
   ASSERT_EQ(r.status, 0) << r.err;
   std::string dom = self_contained_dom(tmp / "r.html", tmp);
   ASSERT_NE(dom.find("id=\"report\" data-rendered=\"1\""), std::string::npos);
@@ -482,7 +485,8 @@ TEST(Report, TranslatedRunOnePagePerNodeAndPath) {
       shown.push_back(std::stoull(m[2]));
     EXPECT_EQ(shown, ij["dropped_per_cpu"].get<std::vector<uint64_t>>()) << name;
     EXPECT_EQ(shown, (std::vector<uint64_t>{3 * (i + 1), 5 + i})) << name;
-    EXPECT_NE(sec.find("data-key=\"dropped\">" + std::to_string(ij["dropped"].get<uint64_t>()) + "<"), std::string::npos);
+    EXPECT_NE(sec.find("data-key=\"dropped\">" + std::to_string(ij["dropped"].get<uint64_t>()) + "<"),
+              std::string::npos);
     EXPECT_NE(sec.find("data-key=\"events\">" + std::to_string(ij["events"].get<uint64_t>()) + "<"), std::string::npos)
         << info.out;
     EXPECT_EQ(sec.find("NO: recorded"), std::string::npos) << name;  // events + dropped = seen
@@ -504,7 +508,8 @@ TEST(Report, TranslatedRunOnePagePerNodeAndPath) {
   // The nodes' throughput plots share one x axis, the reference's seconds: the
   // same range on every node's plot, and A (the reference) is its own axis.
   std::set<std::pair<std::string, std::string>> ranges;
-  for (auto& m : all_matches(dom, std::regex(R"re(<svg[^>]*class="throughput"[^>]*data-x0="([^"]+)" data-x1="([^"]+)")re")))
+  for (auto& m :
+       all_matches(dom, std::regex(R"re(<svg[^>]*class="throughput"[^>]*data-x0="([^"]+)" data-x1="([^"]+)")re")))
     ranges.insert({m[1], m[2]});
   EXPECT_EQ(all_matches(dom, std::regex(R"re(<svg[^>]*class="throughput")re")).size(), 3u);
   EXPECT_EQ(ranges.size(), 1u) << "every node's plot must have the same x range";
@@ -524,10 +529,12 @@ TEST(Report, TranslatedRunOnePagePerNodeAndPath) {
   ASSERT_FALSE(table.empty());
   struct Hop {
     std::string from, to, kind;
-  } hops[] = {{"A.out", "B.in", "hop"}, {"B.in", "B.out", "hop"}, {"B.out", "C.in", "hop"}, {"A.out", "C.in", "end-to-end"}};
+  } hops[] = {
+      {"A.out", "B.in", "hop"}, {"B.in", "B.out", "hop"}, {"B.out", "C.in", "hop"}, {"A.out", "C.in", "end-to-end"}};
   EXPECT_EQ(all_matches(table, std::regex("<tr data-hop=")).size(), 4u);
   for (const Hop& h : hops) {
-    std::string row = dom_part(table, "<tr data-hop=\"" + h.from + " -&gt; " + h.to + "\" data-kind=\"" + h.kind + "\"", "</tr>");
+    std::string row =
+        dom_part(table, "<tr data-hop=\"" + h.from + " -&gt; " + h.to + "\" data-kind=\"" + h.kind + "\"", "</tr>");
     ASSERT_FALSE(row.empty()) << h.from << " -> " << h.to;
     auto l = run(cptrace_bin() + " latency " + tr.out + " --from " + h.from + " --to " + h.to + " --json", tmp);
     ASSERT_EQ(l.status, 0) << l.err;
@@ -557,11 +564,14 @@ TEST(Report, TranslatedRunOnePagePerNodeAndPath) {
       EXPECT_LE(l_, t) << h.from << " -> " << h.to << " " << q;
       EXPECT_GE(h_, t) << h.from << " -> " << h.to << " " << q;
       // The page: exact ns in data attributes, us with 3 decimals as text.
-      EXPECT_NE(row.find("data-key=\"" + std::string(q) + "\" data-ns=\"" + std::to_string(val) + "\">" + us3(val) + "<"),
-                std::string::npos) << q << " " << row;
+      EXPECT_NE(
+          row.find("data-key=\"" + std::string(q) + "\" data-ns=\"" + std::to_string(val) + "\">" + us3(val) + "<"),
+          std::string::npos)
+          << q << " " << row;
       EXPECT_NE(row.find("data-key=\"" + std::string(q) + "_bound\" data-lo-ns=\"" + std::to_string(l_) +
                          "\" data-hi-ns=\"" + std::to_string(h_) + "\">[" + us3(l_) + ", " + us3(h_) + "]<"),
-                std::string::npos) << q << " " << row;
+                std::string::npos)
+          << q << " " << row;
     }
   }
 
@@ -570,7 +580,8 @@ TEST(Report, TranslatedRunOnePagePerNodeAndPath) {
   ASSERT_FALSE(cdf.empty());
   EXPECT_TRUE(std::regex_search(dom, std::regex(R"re(<svg[^>]*class="cdf"[^>]*data-xscale="log10")re")));
   std::vector<double> decades;
-  for (auto& m : all_matches(cdf, std::regex(R"re(class="xtick" data-us="([0-9.]+)")re"))) decades.push_back(std::stod(m[1]));
+  for (auto& m : all_matches(cdf, std::regex(R"re(class="xtick" data-us="([0-9.]+)")re")))
+    decades.push_back(std::stod(m[1]));
   ASSERT_GE(decades.size(), 2u);
   for (size_t k = 1; k < decades.size(); ++k) EXPECT_DOUBLE_EQ(decades[k], decades[k - 1] * 10);
   EXPECT_EQ(all_matches(cdf, std::regex(R"re(<polyline[^>]*data-pair=)re")).size(), 2u);  // A->C remote, B local
@@ -582,9 +593,9 @@ TEST(Report, TranslatedRunOnePagePerNodeAndPath) {
 
   // And it paints.
   auto s = run(chromium() + " --headless --no-sandbox --disable-gpu --no-first-run --user-data-dir=" +
-                       (tmp / "chromium-profile") + " --window-size=1100,4000 --screenshot=" + (tmp / "r.png") +
-                       " file://" + (tmp / "r.html"),
-                   tmp);
+                   (tmp / "chromium-profile") + " --window-size=1100,4000 --screenshot=" + (tmp / "r.png") +
+                   " file://" + (tmp / "r.html"),
+               tmp);
   EXPECT_EQ(s.status, 0) << s.err;
   EXPECT_GT(std::filesystem::file_size(tmp / "r.png"), 10000u);
 }
@@ -634,7 +645,8 @@ TEST(Report, TranslatedRunBadInput) {
     EXPECT_NE(r.err.find(c.needle), std::string::npos) << c.args << " -> " << r.err;
   }
   // On one node's trace --node-dir is refused by name.
-  auto r = run(cptrace_bin() + " report " + tr.nodes[0] + " -o " + (tmp / "r.html") + " --node-dir " + tr.nodes[1], tmp);
+  auto r =
+      run(cptrace_bin() + " report " + tr.nodes[0] + " -o " + (tmp / "r.html") + " --node-dir " + tr.nodes[1], tmp);
   EXPECT_NE(r.status, 0);
   EXPECT_NE(r.err.find("--node-dir: only for a translated trace"), std::string::npos) << r.err;
   r = run(cptrace_bin() + " latency " + tr.out + " --from A.out --to B.in --json --csv", tmp);

@@ -44,8 +44,8 @@
 namespace cptrace {
 namespace {
 
-using testbed::Testbed;
 using testbed::skip_reason;
+using testbed::Testbed;
 
 double seconds() {
   const char* env = getenv("CPTRACE_SLEW_SECONDS");
@@ -72,11 +72,11 @@ struct Truth {
 // What one recording left: both nodes' traces, their transforms, and the truth.
 struct Recording {
   testutil::TempDir tmp;
-  std::vector<ClockTransform> sim;                                  // per node
+  std::vector<ClockTransform> sim;  // per node
   std::vector<std::map<std::pair<uint64_t, uint64_t>, TruthBracket>> brackets;  // per node
   struct Raw {
     uint8_t timebase;  // Timebase as recorded
-    uint64_t ts;       // as recorded (CLOCK_MONOTONIC ns for MonoNs)
+    uint64_t ts;  // as recorded (CLOCK_MONOTONIC ns for MonoNs)
   };
   std::vector<std::map<std::pair<uint64_t, uint64_t>, Raw>> raw;  // per node
   std::vector<truth::MonoSample> samples;
@@ -213,8 +213,10 @@ struct Tally {
   void add(long double lo, long double hi, const Truth& t) {
     long double miss = std::max(lo - t.hi, t.lo - hi);  // > 0: bound and truth disjoint
     n++;
-    if (miss <= 0) contained++;
-    else miss_us.push_back(double(miss) / physical_tsc_hz() * 1e6);
+    if (miss <= 0)
+      contained++;
+    else
+      miss_us.push_back(double(miss) / physical_tsc_hz() * 1e6);
     width_us.push_back(double(hi - lo) / physical_tsc_hz() * 1e6);
   }
   static double at(std::vector<double> v, double q) {
@@ -328,7 +330,8 @@ void SlewTruth::check_conversion(const Recording& rec, const std::string& label)
 // clocks only move forward). Strict, as wide as the sampling period.
 Truth sampled_truth(const Recording& rec, uint64_t m) {
   const auto& v = rec.samples;
-  auto after = std::lower_bound(v.begin(), v.end(), m, [](const truth::MonoSample& s, uint64_t x) { return s.mono_ns < x; });
+  auto after =
+      std::lower_bound(v.begin(), v.end(), m, [](const truth::MonoSample& s, uint64_t x) { return s.mono_ns < x; });
   if (after == v.end() || (after == v.begin() && after->mono_ns > m)) return {-1e30L, 1e30L};  // not sampled: no truth
   auto before = after->mono_ns == m ? after : std::prev(after);
   return {(long double)rec.sim[0].apply(before->tsc_lo), (long double)rec.sim[0].apply(after->tsc_hi)};
@@ -380,14 +383,14 @@ void SlewTruth::check_all(const Recording& rec, const std::string& label) {
   for (const char* inputs : {"rounds", "traffic", "both"}) check_inputs(rec, label, inputs);
 }
 
-#define REQUIRE_SLEW_TESTBED()                                                                     \
-  do {                                                                                             \
-    REQUIRE_BPF();                                                                                 \
-    REQUIRE_TESTBED();                                                                             \
-    timex probe{};                                                                                 \
-    if (adjtimex(&probe) < 0 || clockguard::set_freq_ppm(double(probe.freq) / 65536.0) != 0)      \
-      GTEST_SKIP() << "SKIPPED: needs CAP_SYS_TIME to adjust the clock (adjtimex)";               \
-    ASSERT_TRUE(tb_ && tb_->ok()) << (tb_ ? tb_->output() : "no testbed");                        \
+#define REQUIRE_SLEW_TESTBED()                                                               \
+  do {                                                                                       \
+    REQUIRE_BPF();                                                                           \
+    REQUIRE_TESTBED();                                                                       \
+    timex probe{};                                                                           \
+    if (adjtimex(&probe) < 0 || clockguard::set_freq_ppm(double(probe.freq) / 65536.0) != 0) \
+      GTEST_SKIP() << "SKIPPED: needs CAP_SYS_TIME to adjust the clock (adjtimex)";          \
+    ASSERT_TRUE(tb_ && tb_->ok()) << (tb_ ? tb_->output() : "no testbed");                   \
   } while (0)
 
 // The control: the same recording on a clock nobody adjusts (the Slewer idles).
@@ -458,10 +461,11 @@ TEST_F(SlewTruth, JavaSingleAndBatchFrequencyToggles) {
   const uint64_t events = uint64_t(seconds() * 1000);
   for (const char* mode : {"single", "batch"}) {
     Recording rec;
-    const std::string cmds[] = {
-        "-- sleep " + std::to_string(int(seconds()) + 5),
-        "--lib " + (testutil::build_dir() / "libcptrace_jni.so").string() + " -- java -Xshare:auto -cp " + jar + ":" + jdir + " JniWorkload --threads 1 --channels 1 --pace-us 1000 --events " +
-            std::to_string(events) + " --mode " + mode};
+    const std::string cmds[] = {"-- sleep " + std::to_string(int(seconds()) + 5),
+                                "--lib " + (testutil::build_dir() / "libcptrace_jni.so").string() +
+                                    " -- java -Xshare:auto -cp " + jar + ":" + jdir +
+                                    " JniWorkload --threads 1 --channels 1 --pace-us 1000 --events " +
+                                    std::to_string(events) + " --mode " + mode};
     record_nodes({.freq_ppm = 500, .freq_period_ms = 150}, cmds, false, 200, rec);
     if (HasFatalFailure()) return;
     check_java(rec, std::string("java-") + mode + " freq+-500ppm", events);

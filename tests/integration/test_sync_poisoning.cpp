@@ -81,16 +81,19 @@ void record_poisoned(testbed::Testbed& tb, Poisoned& run, double extra_ppm, bool
   // Matched about when the recordings' start rounds run.
   uint64_t at = later.tsc + uint64_t(hz);
   testutil::Proc forger(in_ns(tb.ns(3), unkeyed_minrtt("minrttd --listen 10.77.3.2:7711 --node B --stats-interval 0 "
-                                                       "--simulate-clock " + forger_clock(hz, at, extra_ppm))),
+                                                       "--simulate-clock " +
+                                                       forger_clock(hz, at, extra_ppm))),
                         run.tmp / "f.out", run.tmp / "f.err");
   ASSERT_TRUE(forger.wait_for("listening on 10.77.3.2:7711", 10)) << testutil::read_file(forger.err_path);
-  const std::string common = " --no-progress --minrtt-listen 0.0.0.0:7711 --sync-rounds 50 --sync-rate 20 --sync-wait 20";
+  const std::string common =
+      " --no-progress --minrtt-listen 0.0.0.0:7711 --sync-rounds 50 --sync-rate 20 --sync-wait 20";
   run.b = run.tmp / "B", run.a = run.tmp / "A";
   std::string b_sim = fmt::format("{},{}", kOffsetBNs, kSkewBPpm);
-  testutil::Proc b(in_ns(tb.ns(2), unkeyed_minrtt("record --node B" + common + (b_probes ? " --peers 10.77.1.2:7711" : "") +
-                                                  " --simulate-clock " + b_sim + " -o " + run.b + " -- " + wl +
-                                                  " --role C --listen 10.77.2.2:9000")),
-                   run.tmp / "b.out", run.tmp / "b.err");
+  testutil::Proc b(
+      in_ns(tb.ns(2), unkeyed_minrtt("record --node B" + common + (b_probes ? " --peers 10.77.1.2:7711" : "") +
+                                     " --simulate-clock " + b_sim + " -o " + run.b + " -- " + wl +
+                                     " --role C --listen 10.77.2.2:9000")),
+      run.tmp / "b.out", run.tmp / "b.err");
   testutil::Proc a(in_ns(tb.ns(1), unkeyed_minrtt("record --node A --peers 10.77.3.2:7711" + common +
                                                   " --simulate-clock " + kSimA + " -o " + run.a + " -- " + wl +
                                                   " --role A --connect 10.77.2.2:9000 --tuples 800 --rate 200 "
@@ -130,8 +133,8 @@ void print_containment(const Poisoned& run, const std::string& out, const char* 
     width.push_back(row.ns_hi - row.ns_lo);
   }
   std::sort(width.begin(), width.end());
-  printf("  [%s, accepted] truth outside the bound for %zu of %zu tuples; bound width median %lld ns\n", label,
-         outside, res.rows.size(), width.empty() ? 0LL : (long long)width[width.size() / 2]);
+  printf("  [%s, accepted] truth outside the bound for %zu of %zu tuples; bound width median %lld ns\n", label, outside,
+         res.rows.size(), width.empty() ? 0LL : (long long)width[width.size() / 2]);
 }
 
 TEST(SyncPoisoning, ForgedRoundsBesideGenuineOnesAreRefusedOrFlagged) {
@@ -145,7 +148,8 @@ TEST(SyncPoisoning, ForgedRoundsBesideGenuineOnesAreRefusedOrFlagged) {
   for (const char* method : {"best", "hull", "ratio"}) {
     auto t = run.translate(std::string("--method ") + method + " -o " + (run.tmp / (std::string("o-") + method)));
     EXPECT_NE(t.status, 0) << method << "\n" << t.out;
-    EXPECT_NE(t.err.find("A-B: MinRTT rounds contradict the nodes' own clocks"), std::string::npos) << method << ": " << t.err;
+    EXPECT_NE(t.err.find("A-B: MinRTT rounds contradict the nodes' own clocks"), std::string::npos)
+        << method << ": " << t.err;
     EXPECT_NE(t.err.find("limit +-500 ppm"), std::string::npos) << t.err;
     printf("  [200 ppm beside genuine, %s] %s", method, t.err.c_str());
   }
@@ -153,11 +157,13 @@ TEST(SyncPoisoning, ForgedRoundsBesideGenuineOnesAreRefusedOrFlagged) {
   auto t = run.translate("--accept-suspect-sync -o " + out);
   ASSERT_EQ(t.status, 0) << t.err;
   EXPECT_NE(t.out.find("WARNING suspect sync (accepted with --accept-suspect-sync), bounds through A-B NOT guaranteed"),
-            std::string::npos) << t.out;
+            std::string::npos)
+      << t.out;
   auto l = testutil::run(testutil::cptrace_bin() + " latency " + out + " --from A.out --to C.in", run.tmp);
   EXPECT_NE(l.status, 0) << l.out;
   EXPECT_NE(l.err.find("A-B: MinRTT rounds contradict"), std::string::npos) << l.err;
-  l = testutil::run(testutil::cptrace_bin() + " latency " + out + " --from A.out --to C.in --accept-suspect-sync", run.tmp);
+  l = testutil::run(testutil::cptrace_bin() + " latency " + out + " --from A.out --to C.in --accept-suspect-sync",
+                    run.tmp);
   ASSERT_EQ(l.status, 0) << l.err;
   EXPECT_NE(l.out.find("WARNING suspect sync"), std::string::npos) << l.out;
   print_containment(run, out, "200 ppm beside genuine");

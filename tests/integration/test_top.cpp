@@ -53,8 +53,8 @@ TEST(Top, FollowsARecordingAndEndsEqualToThroughput) {
   TempDir tmp;
   std::string trace = tmp / "trace";
   // Started before the trace exists: it waits for it.
-  Proc top(cptrace_bin() + " top " + trace + " --json --interval 250 --pairs chan0,chan1 --wait 60",
-           tmp / "top.out", tmp / "top.err");
+  Proc top(cptrace_bin() + " top " + trace + " --json --interval 250 --pairs chan0,chan1 --wait 60", tmp / "top.out",
+           tmp / "top.err");
   ASSERT_TRUE(top.wait_for("waiting up to", 10, true)) << read_file(tmp / "top.err");
   ASSERT_FALSE(fs::exists(trace));
   RunResult rec = run(record_cmd(trace, 4500), tmp);
@@ -136,7 +136,7 @@ TEST(Top, PairSummaryEqualsTheReportsSummary) {
     p.add({t, 7, i, 1, 1, 0, uint8_t(EventKind::User), 0});
     if (i % 7) p.add({t + 3000 + (i * 7919) % 100'000, 9, i, 1, 1, 0, uint8_t(EventKind::User), 0});
     if (i % 11 == 0) p.add({t + 50, 7, i, 1, 1, 0, uint8_t(EventKind::User), 0});  // a later duplicate
-    p.add({t + 1, 8, i, 1, 1, 0, uint8_t(EventKind::User), 0});                    // another channel
+    p.add({t + 1, 8, i, 1, 1, 0, uint8_t(EventKind::User), 0});  // another channel
   }
   p.add({5, 9, 999999, 1, 1, 0, uint8_t(EventKind::User), 0});  // `to` only
   LatencySeries s = p.series(tl, 40, "a", "b", "n");
@@ -145,8 +145,14 @@ TEST(Top, PairSummaryEqualsTheReportsSummary) {
   LatencySummary got = p.summary(tl, 40, unmatched);
   EXPECT_EQ(got.count, want.count);
   EXPECT_EQ(got.count, 5000u - 715u);
-  for (auto [g, w] : {std::pair{got.min, want.min}, {got.p25, want.p25}, {got.p50, want.p50}, {got.p75, want.p75},
-                      {got.p90, want.p90}, {got.p99, want.p99}, {got.max, want.max}, {got.lo_min, want.lo_min},
+  for (auto [g, w] : {std::pair{got.min, want.min},
+                      {got.p25, want.p25},
+                      {got.p50, want.p50},
+                      {got.p75, want.p75},
+                      {got.p90, want.p90},
+                      {got.p99, want.p99},
+                      {got.max, want.max},
+                      {got.lo_min, want.lo_min},
                       {got.hi_max, want.hi_max}})
     EXPECT_EQ(g, w);
   EXPECT_NEAR(got.mean, want.mean, 1e-15);
@@ -218,8 +224,15 @@ TEST(Top, PairingBeyondTheBudgetSettlesWithTheSameSummary) {
   EXPECT_EQ(s.count, w.count);
   EXPECT_EQ(s.count, 200000u - 15385u);
   EXPECT_EQ(us, uw);
-  for (auto [g, x] : {std::pair{s.min, w.min}, {s.p25, w.p25}, {s.p50, w.p50}, {s.p75, w.p75}, {s.p90, w.p90},
-                      {s.p99, w.p99}, {s.max, w.max}, {s.lo_min, w.lo_min}, {s.hi_max, w.hi_max}})
+  for (auto [g, x] : {std::pair{s.min, w.min},
+                      {s.p25, w.p25},
+                      {s.p50, w.p50},
+                      {s.p75, w.p75},
+                      {s.p90, w.p90},
+                      {s.p99, w.p99},
+                      {s.max, w.max},
+                      {s.lo_min, w.lo_min},
+                      {s.hi_max, w.hi_max}})
     EXPECT_EQ(g, x);
   EXPECT_NEAR(s.mean, w.mean, 1e-15);
 }

@@ -30,8 +30,8 @@
 namespace cptrace {
 namespace {
 
-using testbed::Testbed;
 using testbed::skip_reason;
+using testbed::Testbed;
 
 double tsc_hz() {
   auto t0 = std::chrono::steady_clock::now();
@@ -67,8 +67,8 @@ TEST(TranslateDriftE2E, RateChangeMidRunContainedWithRoundsTrafficAndBoth) {
   for (int k = 1; k >= 0; --k)  // B first: A connects to it
     rec.push_back(std::make_unique<testutil::Proc>(
         "ip netns exec " + tb.ns(k + 1) + " " + bin + " record --no-progress --net --netns self --node " + names[k] +
-            " --peers " + peers[k] + " --key " + (tmp / "key") + " --sync-rounds 40 --sync-wait 20 --simulate-clock " + sims[k] + " -o " +
-            (tmp / names[k]) + " -- " + wl + " " + roles[k],
+            " --peers " + peers[k] + " --key " + (tmp / "key") + " --sync-rounds 40 --sync-wait 20 --simulate-clock " +
+            sims[k] + " -o " + (tmp / names[k]) + " -- " + wl + " " + roles[k],
         tmp / (std::string(names[k]) + ".out"), tmp / (std::string(names[k]) + ".err")));
   for (auto& p : rec) ASSERT_EQ(p->wait(secs + 180), 0) << testutil::read_file(p->err_path);
 
@@ -90,7 +90,9 @@ TEST(TranslateDriftE2E, RateChangeMidRunContainedWithRoundsTrafficAndBoth) {
   const uint64_t b_start = clock[1].front().tsc;
   const double b_hz = (double)(clock[1].back().tsc - clock[1].front().tsc) /
                       (double)(clock[1].back().mono_ns - clock[1].front().mono_ns) * 1e9;
-  auto truth = [&](uint64_t b_ts) { return truth::interp(clock[0], truth::interp(clock[1], (long double)b_ts, true), false); };
+  auto truth = [&](uint64_t b_ts) {
+    return truth::interp(clock[0], truth::interp(clock[1], (long double)b_ts, true), false);
+  };
 
   for (const char* inputs : {"rounds", "traffic", "both"}) {
     std::string out = tmp / (std::string("tr-") + inputs);

@@ -28,8 +28,8 @@
 namespace cptrace {
 namespace {
 
-using testbed::Testbed;
 using testbed::skip_reason;
+using testbed::Testbed;
 
 std::string in_ns(const std::string& ns, const std::string& cmd) { return "ip netns exec " + ns + " " + cmd; }
 
@@ -69,9 +69,9 @@ TEST(TranslateE2E, ThreeNodePipelineEveryBoundContainsTruth) {
   std::vector<std::unique_ptr<testutil::Proc>> rec;
   for (int k = 2; k >= 0; --k)  // C first: B connects to it, A to B
     rec.push_back(std::make_unique<testutil::Proc>(
-        in_ns(tb.ns(k + 1), bin + " record --no-progress --node " + names[k] + " --peers " + peers[k] + " --key " + (tmp / "key") +
-                                " --sync-rounds 60 --sync-wait 20 --simulate-clock " + sims[k] + " -o " +
-                                (tmp / names[k]) + " -- " + wl + " " + roles[k]),
+        in_ns(tb.ns(k + 1), bin + " record --no-progress --node " + names[k] + " --peers " + peers[k] + " --key " +
+                                (tmp / "key") + " --sync-rounds 60 --sync-wait 20 --simulate-clock " + sims[k] +
+                                " -o " + (tmp / names[k]) + " -- " + wl + " " + roles[k]),
         tmp / (std::string(names[k]) + ".out"), tmp / (std::string(names[k]) + ".err")));
   for (auto& p : rec) {
     int st = p->wait(180);
@@ -81,7 +81,8 @@ TEST(TranslateE2E, ThreeNodePipelineEveryBoundContainsTruth) {
   for (const char* n : names) {
     TraceReader r(tmp / n);
     ASSERT_FALSE(r.error()) << r.error()->what();
-    Node node{n, r.clock_map().points(), ClockTransform::from_json(r.meta().value("simulated_clock", nlohmann::json()))};
+    Node node{n, r.clock_map().points(),
+              ClockTransform::from_json(r.meta().value("simulated_clock", nlohmann::json()))};
     ASSERT_TRUE(node.sim.enabled) << n << ": meta.json lacks simulated_clock";
     ASSERT_GE(node.clock.size(), 2u);
     ASSERT_FALSE(r.sync_rounds().empty()) << n << " has no MinRTT rounds";

@@ -29,11 +29,11 @@ constexpr uint64_t MS = 1'000'000, US = 1'000;
 SyntheticTrace throughput_trace() {
   SyntheticTrace t;
   t.channels = {{1, "in"}, {2, "out"}, {3, "idle"}};
-  t.add(1, O - 3 * MS, 0);                                    // period -1 (10 ms periods)
+  t.add(1, O - 3 * MS, 0);  // period -1 (10 ms periods)
   for (int i = 0; i < 7; ++i) t.add(1, O + 2 * MS + i, 1 + i);  // period 0: 7
   for (int i = 0; i < 3; ++i) t.add(1, O + 35 * MS + i * MS, 10 + i);  // period 3: 3
-  t.add(2, O + 10 * MS, 20);                                  // period 1 exactly at its start
-  t.add(2, O + 19 * MS + 999'999, 21);                        // period 1, last tick
+  t.add(2, O + 10 * MS, 20);  // period 1 exactly at its start
+  t.add(2, O + 19 * MS + 999'999, 21);  // period 1, last tick
   t.add(2, O + 55 * MS, 22, 0, 100, 101, uint8_t(EventKind::ChannelClose));  // not a user event
   t.stop = O + 62 * MS;  // stop + 1000 ticks -> period 6 is the last
   return t;

@@ -74,8 +74,7 @@ TEST(BlockPipeline, PrecodedFramesKeepSubmissionOrder) {
   }
   pipe.finish();
   ASSERT_EQ(types.size(), 100u);
-  for (int i = 0; i < 100; ++i)
-    EXPECT_EQ(types[i], uint16_t(i % 2 ? FrameType::Clock2 : FrameType::Events)) << i;
+  for (int i = 0; i < 100; ++i) EXPECT_EQ(types[i], uint16_t(i % 2 ? FrameType::Clock2 : FrameType::Events)) << i;
 }
 
 // A sink that fails (disk full) stops the writing, never the producers: every

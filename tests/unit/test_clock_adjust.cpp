@@ -72,7 +72,8 @@ TEST(ClockFormat, BadVersionTwoFramesAreClearErrorsWithTheirOffset) {
   ASSERT_TRUE(r.error());
   EXPECT_EQ(r.error()->offset(), head.size());
   EXPECT_NE(std::string(r.error()->what()).find("clock frame (version 2): raw_len 24 != count 1 * 56"),
-            std::string::npos) << r.error()->what();
+            std::string::npos)
+      << r.error()->what();
   EXPECT_EQ(r.clock().size(), 1u) << "the good frame before it is kept";
   // Unknown flag bits: a newer writer's meaning we cannot honour.
   ClockPoint q = p;
@@ -131,7 +132,8 @@ TEST(ClockAdjustments, JsonRoundTripAndReaderAccessor) {
   EXPECT_EQ(r.clock_adjustments()[2].since_mono_ns, 1'600'000'000u);
   // A malformed record stops the scan there, naming the frame.
   std::string good = file_header_bytes() + bytes_of(encode_clock({a, b}));
-  TraceReader bad = TraceReader::from_bytes(good + bytes_of(encode_json(FrameType::ClockAdjust, R"([{"kind":"warp"}])", 1)));
+  TraceReader bad =
+      TraceReader::from_bytes(good + bytes_of(encode_json(FrameType::ClockAdjust, R"([{"kind":"warp"}])", 1)));
   ASSERT_TRUE(bad.error());
   EXPECT_EQ(bad.error()->offset(), good.size());
   EXPECT_NE(std::string(bad.error()->what()).find("clock adjustments"), std::string::npos) << bad.error()->what();
@@ -184,13 +186,13 @@ TEST(ClockChangeCandidates, AdjustingCallsAndSecondsWhileSlewing) {
                                    state_adj(1'500'000'000, STA_PLL | STA_NANO, 3'000'000),
                                    state_adj(2'000'000'000, STA_PLL | STA_NANO, 2'000'000),
                                    state_adj(3'800'000'000, STA_PLL | STA_NANO, 0)};
-  TraceReader r = TraceReader::from_bytes(file_header_bytes() + bytes_of(encode_clock(pts)) +
-                                          bytes_of(encode_json(FrameType::ClockAdjust, clock_adjust_frame_json(adj),
-                                                               uint32_t(adj.size()))));
+  TraceReader r = TraceReader::from_bytes(
+      file_header_bytes() + bytes_of(encode_clock(pts)) +
+      bytes_of(encode_json(FrameType::ClockAdjust, clock_adjust_frame_json(adj), uint32_t(adj.size()))));
   ASSERT_FALSE(r.error()) << r.error()->what();
   // Slewing from the point before 1.5 s (1.4 s) to 3.8 s: boundaries at 1.6, 2.6, 3.6 s.
-  EXPECT_EQ(clock_change_candidates(r), (std::vector<uint64_t>{1'234'000'000, 1'400'000'000, 1'600'000'000,
-                                                               2'600'000'000, 3'600'000'000}));
+  EXPECT_EQ(clock_change_candidates(r),
+            (std::vector<uint64_t>{1'234'000'000, 1'400'000'000, 1'600'000'000, 2'600'000'000, 3'600'000'000}));
 }
 
 // A damaged trace whose points lie centuries apart while a slew shows costs no
@@ -205,9 +207,9 @@ TEST(ClockChangeCandidates, FarApartPointsGiveAFewBoundariesPerGap) {
     pts.push_back(p);
   }
   std::vector<ClockAdjustment> adj{state_adj(1'200'000'000, STA_PLL | STA_NANO, 3'000'000)};
-  TraceReader r = TraceReader::from_bytes(file_header_bytes() + bytes_of(encode_clock(pts)) +
-                                          bytes_of(encode_json(FrameType::ClockAdjust, clock_adjust_frame_json(adj),
-                                                               uint32_t(adj.size()))));
+  TraceReader r = TraceReader::from_bytes(
+      file_header_bytes() + bytes_of(encode_clock(pts)) +
+      bytes_of(encode_json(FrameType::ClockAdjust, clock_adjust_frame_json(adj), uint32_t(adj.size()))));
   ASSERT_FALSE(r.error()) << r.error()->what();
   std::vector<uint64_t> c = clock_change_candidates(r);
   ASSERT_EQ(c.size(), 6u);

@@ -78,9 +78,8 @@ Result check(const Timekeeper& k, const ClockMap& map, ld span_ns, int n = 20000
     r.sum_width += ld(b.hi - b.lo);
   }
   (void)span_ns;
-  printf("  [clock bounds] %llu / %llu contained; width mean %.0f ns, max %.0f ns\n",
-         (unsigned long long)r.contained, (unsigned long long)r.checked, double(r.sum_width / r.checked / kHz),
-         double(r.widest_ticks / kHz));
+  printf("  [clock bounds] %llu / %llu contained; width mean %.0f ns, max %.0f ns\n", (unsigned long long)r.contained,
+         (unsigned long long)r.checked, double(r.sum_width / r.checked / kHz), double(r.widest_ticks / kHz));
   return r;
 }
 

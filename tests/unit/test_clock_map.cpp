@@ -107,9 +107,9 @@ TEST(ClockMap, SortsAndDropsContradictingPoints) {
   ClockMap m({{3000, 300, 0, 0},
               {1000, 100, 0, 0},
               {2000, 200, 0, 0},
-              {2000, 200, 0, 0},   // duplicate
-              {2500, 150, 0, 0},   // mono goes back
-              {2600, 200, 0, 0}}); // mono stands still
+              {2000, 200, 0, 0},  // duplicate
+              {2500, 150, 0, 0},  // mono goes back
+              {2600, 200, 0, 0}});  // mono stands still
   ASSERT_EQ(m.points().size(), 3u);
   EXPECT_EQ(m.points()[0].tsc, 1000u);
   EXPECT_EQ(m.points()[2].tsc, 3000u);

@@ -32,8 +32,8 @@ TEST(HullSync, SquareGapsKnownBoundsEverywhere) {
   EXPECT_EQ(f.lines.lines.size(), 4u);
   struct {
     int64_t x, lo, hi;
-  } cases[] = {{0, -1, 1}, {50, 49, 51}, {100, 99, 101}, {150, 148, 152}, {200, 197, 203},
-               {-100, -103, -97}, {25, 24, 26}};
+  } cases[] = {{0, -1, 1},      {50, 49, 51},      {100, 99, 101}, {150, 148, 152},
+               {200, 197, 203}, {-100, -103, -97}, {25, 24, 26}};
   for (auto c : cases) {
     Bound b = f.lines.at(c.x);
     EXPECT_EQ(b.lo, c.lo) << "x=" << c.x;
@@ -96,9 +96,10 @@ TEST(HullSync, TscMagnitudesContainTruth) {
   EXPECT_LE(h.relation->at(x).width(), h2.relation->at(x).width());
   Bound rate = h.relation->scale({1'000'000'000, 1'000'000'000, 1'000'000'000}, x);
   EXPECT_TRUE(rate.contains(1e9L * slope)) << rate.lo << " " << rate.hi;
-  printf("  [hull, 800 constraints, delays 60-88 us at 2.5 ticks/ns] width mid-span %lld ticks, rate bound on 1e9 "
-         "ticks: %lld\n",
-         (long long)h.relation->at(x).width(), (long long)rate.width());
+  printf(
+      "  [hull, 800 constraints, delays 60-88 us at 2.5 ticks/ns] width mid-span %lld ticks, rate bound on 1e9 "
+      "ticks: %lld\n",
+      (long long)h.relation->at(x).width(), (long long)rate.width());
 }
 
 // A clock whose rate changes by 200 ppm halfway: the hulls of the whole span
@@ -149,7 +150,8 @@ PairRound round_at(int64_t x, int64_t off, int64_t d1, int64_t d2, const char* p
 TEST(RatioSync, ChoosesTightestRoundsAndGivesPaperErrors) {
   const int64_t off = 5'000'000'000, D = 10'000'000'000;
   std::vector<PairRound> rs = {round_at(1'000'000, off, 300, 300, "start"), round_at(2'000'000, off, 100, 100, "start"),
-                               round_at(1'000'000 + D, off, 200, 400, "stop"), round_at(2'000'000 + D, off, 100, 100, "stop")};
+                               round_at(1'000'000 + D, off, 200, 400, "stop"),
+                               round_at(2'000'000 + D, off, 100, 100, "stop")};
   RatioSync s = ratio_sync(rs, "X->Y");
   EXPECT_EQ(s.j.round.t1, 2'000'000);
   EXPECT_EQ(s.m.round.t1, 2'000'000 + D);
@@ -218,8 +220,8 @@ TEST(RatioSync, RemoteRemoteDirectBeatsNaive) {
 // ---- relations: composition, intersection, JSON --------------------------------------
 
 TEST(ClockRelation, ComposeIntersectAndJsonRoundTrip) {
-  HullFit f1 = fit_hulls({{0, 99}, {1000, 1099}}, {{0, 101}, {1000, 1101}});    // y = x + 100 +- 1
-  HullFit f2 = fit_hulls({{0, -52}, {2000, 1948}}, {{0, -48}, {2000, 1952}});   // z = y - 50 +- 2
+  HullFit f1 = fit_hulls({{0, 99}, {1000, 1099}}, {{0, 101}, {1000, 1101}});  // y = x + 100 +- 1
+  HullFit f2 = fit_hulls({{0, -52}, {2000, 1948}}, {{0, -48}, {2000, 1952}});  // z = y - 50 +- 2
   ASSERT_EQ(f1.status, HullStatus::Feasible);
   ASSERT_EQ(f2.status, HullStatus::Feasible);
   RelationPtr a = std::make_shared<PiecewiseRelation>(std::vector<PiecewiseRelation::Piece>{{0, f1.lines}});

@@ -25,7 +25,7 @@ Constraints traffic(long double period, uint64_t seed) {
   Constraints c;
   for (long double x = 1e9L; x < 300e9L; x += period) {
     int64_t d1 = 100000 + int64_t(rng() % 300000), d2 = 100000 + int64_t(rng() % 300000);
-    c.above.push_back({int64_t(x), int64_t(std::ceil(truth(x) + d1))});          // sent at x, received later
+    c.above.push_back({int64_t(x), int64_t(std::ceil(truth(x) + d1))});  // sent at x, received later
     c.below.push_back({int64_t(x) + 7, int64_t(std::floor(truth(x + 7) - d2))});  // sent earlier, received at x
   }
   return c;
@@ -48,7 +48,7 @@ void expect_contains(const Relation& r, const char* what, int64_t& max_width, in
   for (long double x = 0; x <= 310e9L; x += 0.37e9L) {
     Bound b = r.at(int64_t(x));
     ASSERT_TRUE(b.contains(truth(x))) << what << " x " << (double)x << " [" << b.lo << ", " << b.hi << "] truth "
-                                       << (double)truth(x);
+                                      << (double)truth(x);
     max_width = std::max(max_width, b.width());
   }
   mid_width = r.at(int64_t(150e9L)).width();
@@ -66,8 +66,8 @@ TEST(DriftBound, RateChangeContainedForRoundsTrafficAndBoth) {
     DriftBoundRelation r(*cs[i], 500000);  // 500 ppm
     ASSERT_TRUE(r.bounded());
     expect_contains(r, names[i], wmax[i], wmid[i]);
-    printf("  [%s] %zu constraint points kept (4 families) of %zu, width mid-run %lld ticks, max %lld\n", names[i], r.kept(),
-           cs[i]->size(), (long long)wmid[i], (long long)wmax[i]);
+    printf("  [%s] %zu constraint points kept (4 families) of %zu, width mid-run %lld ticks, max %lld\n", names[i],
+           r.kept(), cs[i]->size(), (long long)wmid[i], (long long)wmax[i]);
   }
   // With traffic the width between the rounds stays near the delays (< 1 ms of
   // ticks), rounds alone widen by 2 rho per tick away from them.

@@ -60,9 +60,8 @@ std::vector<Line> brute_vertices(const std::vector<Pt>& hb, const std::vector<Pt
       bool ok = true;
       for (const Pt& r : hb) ok = ok && cross(l.a, l.b, r) <= 0;
       for (const Pt& r : ha) ok = ok && cross(l.a, l.b, r) >= 0;
-      bool dup = std::any_of(out.begin(), out.end(), [&](const Line& o) {
-        return o.cmp_slope(l) == 0 && cross(o.a, o.b, l.a) == 0;
-      });
+      bool dup = std::any_of(out.begin(), out.end(),
+                             [&](const Line& o) { return o.cmp_slope(l) == 0 && cross(o.a, o.b, l.a) == 0; });
       if (ok && !dup) out.push_back(l);
     }
   return out;
@@ -79,8 +78,10 @@ TEST(HullBuilder, FitEqualsBruteForceAndContainsTruth) {
     for (int i = 0; i < 400; ++i) {
       x += 1 + int64_t(rng() % 100000);
       int64_t d = 50 + int64_t(rng() % 5000);
-      if (rng() % 2) above.push_back({x, int64_t(std::ceil(truth(x))) + d});   // X sent at x, Y received later
-      else below.push_back({x, int64_t(std::floor(truth(x))) - d});            // Y sent earlier, X received at x
+      if (rng() % 2)
+        above.push_back({x, int64_t(std::ceil(truth(x))) + d});  // X sent at x, Y received later
+      else
+        below.push_back({x, int64_t(std::floor(truth(x))) - d});  // Y sent earlier, X received at x
     }
     PairHulls h;
     std::vector<std::pair<Pt, bool>> all;

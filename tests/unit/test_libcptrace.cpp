@@ -56,8 +56,7 @@ const Bytes kSite = [] {
   return b;
 }();
 const Bytes kNop = {CP_SITE_NOP_BYTES};
-const char* const kProbeSites[] = {"cp_logTS", "cp_batch_submit", "cp_channel_announce",
-                                   "cp_channel_closed"};
+const char* const kProbeSites[] = {"cp_logTS", "cp_batch_submit", "cp_channel_announce", "cp_channel_closed"};
 
 // ---- where things are ---------------------------------------------------------
 
@@ -120,8 +119,7 @@ std::optional<Bytes> object_symbol_bytes(Elf* m, const std::string& name, size_t
 }
 
 // First `n` bytes of `name` in whichever member of the ar archive defines it.
-std::optional<Bytes> archive_symbol_bytes(const std::string& archive, const std::string& name,
-                                          size_t n) {
+std::optional<Bytes> archive_symbol_bytes(const std::string& archive, const std::string& name, size_t n) {
   elf_version(EV_CURRENT);
   int fd = open(archive.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return std::nullopt;
@@ -209,7 +207,7 @@ class Child {
 struct Hit {
   uint32_t pid = 0, tid = 0;
   uint64_t rdi = 0, rsi = 0, rdx = 0;  // first three arguments of the probe site
-  uint64_t rax = 0;                    // the site's TSC stamp
+  uint64_t rax = 0;  // the site's TSC stamp
 };
 
 // Samples rax/rdi/rsi/rdx at every execution of the nop of the probe site
@@ -282,13 +280,12 @@ class UprobeSampler {
     a.config2 = offset;
     a.sample_period = 1;
     a.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_REGS_USER;
-    a.sample_regs_user = (1ull << PERF_REG_X86_AX) | (1ull << PERF_REG_X86_DX) | (1ull << PERF_REG_X86_SI) |
-                         (1ull << PERF_REG_X86_DI);
+    a.sample_regs_user =
+        (1ull << PERF_REG_X86_AX) | (1ull << PERF_REG_X86_DX) | (1ull << PERF_REG_X86_SI) | (1ull << PERF_REG_X86_DI);
     int fd = static_cast<int>(syscall(SYS_perf_event_open, &a, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC));
     if (fd < 0) {
       // An offline CPU is not an error.
-      if (cpu < 0 || (errno != ENODEV && errno != ENXIO))
-        error_ = std::string("perf_event_open: ") + strerror(errno);
+      if (cpu < 0 || (errno != ENODEV && errno != ENXIO)) error_ = std::string("perf_event_open: ") + strerror(errno);
       return;
     }
     size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
@@ -352,8 +349,8 @@ class UprobeSampler {
   uint64_t lost_ = 0;
 };
 
-#define REQUIRE_SAMPLER(s)                                                   \
-  do {                                                                       \
+#define REQUIRE_SAMPLER(s)                                                      \
+  do {                                                                          \
     if (!(s).ok()) GTEST_SKIP() << "perf uprobes unavailable: " << (s).error(); \
   } while (0)
 
@@ -465,13 +462,10 @@ ret
 }
 
 TEST(ElfSymbolFileOffset, MissingSymbolAndFile) {
-  EXPECT_EQ(cptrace::elf_symbol_file_offset(libcptrace_so_path(), "no_such_symbol_xyz"),
-            std::nullopt);
+  EXPECT_EQ(cptrace::elf_symbol_file_offset(libcptrace_so_path(), "no_such_symbol_xyz"), std::nullopt);
   // .bss has no file bytes, so no offset.
-  EXPECT_EQ(cptrace::elf_symbol_file_offset(libcptrace_so_path(), "cptrace_registry"),
-            std::nullopt);
-  EXPECT_THROW(cptrace::elf_symbol_file_offset("/nonexistent/lib.so", "cp_logTS"),
-               cptrace::ProcRegistryError);
+  EXPECT_EQ(cptrace::elf_symbol_file_offset(libcptrace_so_path(), "cptrace_registry"), std::nullopt);
+  EXPECT_THROW(cptrace::elf_symbol_file_offset("/nonexistent/lib.so", "cp_logTS"), cptrace::ProcRegistryError);
 }
 
 // ==== channel ids =====================================================================
@@ -600,8 +594,7 @@ TEST(ProcRegistry, NoSuchProcessThrows) {
 TEST(ProcRegistry, WorkloadWaitingForSignal) {
   std::string wl = exe_dir() + "/tests/workload";
   if (!file_exists(wl)) GTEST_SKIP() << wl << " not built";
-  Child child({wl, "--wait-signal", "--channels", "3", "--threads", "2", "--events", "1000",
-               "--mode", "batch"});
+  Child child({wl, "--wait-signal", "--channels", "3", "--threads", "2", "--events", "1000", "--mode", "batch"});
   ASSERT_GT(child.pid(), 0);
   auto ready = child.read_line();
   ASSERT_EQ(ready, "READY " + std::to_string(child.pid()));
@@ -656,8 +649,8 @@ int main(void) {
   pause();
   return 0;
 })";
-  std::string cmd = std::string("cc -O2 ") + GetParam() + " " + src + " " + ar + " -lpthread -o " +
-                    bin + " 2>/dev/null";
+  std::string cmd =
+      std::string("cc -O2 ") + GetParam() + " " + src + " " + ar + " -lpthread -o " + bin + " 2>/dev/null";
   bool built = system(cmd.c_str()) == 0;
   if (built) {
     Child child({bin});
@@ -677,8 +670,7 @@ int main(void) {
 }
 
 INSTANTIATE_TEST_SUITE_P(LinkModes, StaticExe,
-                         ::testing::Values("-no-pie", "-pie -fPIE", "-static",
-                                           "-static-pie -fPIE"),
+                         ::testing::Values("-no-pie", "-pie -fPIE", "-static", "-static-pie -fPIE"),
                          [](const auto& info) {
                            std::string s = info.param;
                            std::string out;
@@ -760,9 +752,9 @@ TEST(ProbeCalls, FlushAndCloseSubmitOnlyWhatIsBuffered) {
   UprobeSampler s(libcptrace_so_path(), "cp_batch_submit", gettid_i());
   REQUIRE_SAMPLER(s);
   uint64_t ch = cp_open_channel("test.batch.flush");
-  cp_flush();                       // whatever earlier tests left
+  cp_flush();  // whatever earlier tests left
   s.drain();
-  cp_flush();                       // empty: no submit
+  cp_flush();  // empty: no submit
   for (int i = 0; i < 5; i++) cp_logTS_batch(ch, i);
   cp_flush();
   for (int i = 0; i < 7; i++) cp_logTS_batch(ch, i);
@@ -802,9 +794,7 @@ TEST(ProbeCalls, ProcessExitFlushesAndForkDoesNotDuplicate) {
 // First byte of a probe site's nop as this process runs it: 0x0f (nop5), 0xcc
 // (a uprobe's int3) or 0xe8 (the call into [uprobes-trampoline] of an
 // optimized uprobe, Linux 6.18+).
-uint8_t nop_byte(const void* site) {
-  return static_cast<const volatile uint8_t*>(site)[CP_SITE_NOP_OFFSET];
-}
+uint8_t nop_byte(const void* site) { return static_cast<const volatile uint8_t*>(site)[CP_SITE_NOP_OFFSET]; }
 uint8_t site_byte(const char* symbol) { return nop_byte(dlsym(libcptrace_handle(), symbol)); }
 
 // Calls every probe site of the library (the batch one through a flush and the
@@ -824,8 +814,8 @@ std::string describe_status(int status) {
 
 // Forks a child that reads a probe site's first byte, then makes its calls:
 // it must live and see a nop5 (0x0f), whatever the parent's site (parent_byte) is.
-void expect_forked_child_sees_nop5(const std::function<uint8_t()>& site_byte_now,
-                                   const std::function<void()>& calls, uint8_t parent_byte) {
+void expect_forked_child_sees_nop5(const std::function<uint8_t()>& site_byte_now, const std::function<void()>& calls,
+                                   uint8_t parent_byte) {
   pid_t pid = fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
@@ -904,8 +894,8 @@ TEST(ProbeCalls, ForkRepairWithReplacedLibraryFileWritesTheNop5) {
     // Another file at the same path (the loaded one lives on, unlinked).
     ASSERT_EQ(unlink(copy.c_str()), 0);
     { std::ofstream(copy) << "not the library"; }
-    expect_forked_child_sees_nop5([&] { return nop_byte(reinterpret_cast<const void*>(logts)); },
-                                  [&] { logts(2, 0); }, parent_byte);
+    expect_forked_child_sees_nop5([&] { return nop_byte(reinterpret_cast<const void*>(logts)); }, [&] { logts(2, 0); },
+                                  parent_byte);
   }
   dlclose(h);
   unlink(copy.c_str());

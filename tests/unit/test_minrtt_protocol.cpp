@@ -65,10 +65,10 @@ TEST(MinrttProtocol, LayoutIsLittleEndianAtDocumentedOffsets) {
   EXPECT_EQ(memcmp(b.data(), "CPMR", 4), 0);
   EXPECT_EQ(b[4], kProtocolVersion);
   EXPECT_EQ(b[5], 2);
-  EXPECT_EQ(b[8], 0x88);   // session, LE
-  EXPECT_EQ(b[16], 42);    // seq
-  EXPECT_EQ(b[32], 41);    // echo_seq
-  EXPECT_EQ(b[58], 6);     // node_len
+  EXPECT_EQ(b[8], 0x88);  // session, LE
+  EXPECT_EQ(b[16], 42);  // seq
+  EXPECT_EQ(b[32], 41);  // echo_seq
+  EXPECT_EQ(b[58], 6);  // node_len
   EXPECT_EQ(memcmp(b.data() + 60, "node-1", 6), 0);
 }
 
@@ -112,19 +112,19 @@ TEST(MinrttProtocol, MalformedAndOtherVersionsAreRefusedWithTheirReason) {
   std::vector<uint8_t> longer(good.begin(), good.end());
   longer.push_back(0);
   EXPECT_EQ(decode(longer.data(), longer.size(), nullptr, out), Reject::Malformed);
-  EXPECT_EQ(with(0, 'X'), Reject::Malformed);             // magic
+  EXPECT_EQ(with(0, 'X'), Reject::Malformed);  // magic
   EXPECT_EQ(with(4, kProtocolVersion + 1), Reject::BadVersion);  // a future version
-  EXPECT_EQ(with(4, 1), Reject::BadVersion);              // version 1 had no cookies
+  EXPECT_EQ(with(4, 1), Reject::BadVersion);  // version 1 had no cookies
   EXPECT_EQ(with(4, 0), Reject::BadVersion);
-  EXPECT_EQ(with(5, 0), Reject::Malformed);               // type
+  EXPECT_EQ(with(5, 0), Reject::Malformed);  // type
   EXPECT_EQ(with(5, 5), Reject::Malformed);
-  EXPECT_EQ(with(6, 0x80), Reject::Malformed);            // unknown flag
-  EXPECT_EQ(with(59, 1), Reject::Malformed);              // reserved
-  EXPECT_EQ(with(58, 0), Reject::Malformed);              // empty name
+  EXPECT_EQ(with(6, 0x80), Reject::Malformed);  // unknown flag
+  EXPECT_EQ(with(59, 1), Reject::Malformed);  // reserved
+  EXPECT_EQ(with(58, 0), Reject::Malformed);  // empty name
   EXPECT_EQ(with(58, kMaxNodeName + 1), Reject::Malformed);
-  EXPECT_EQ(with(90, 'x'), Reject::Malformed);            // padding after the name
-  EXPECT_EQ(with(61, 0), Reject::Malformed);              // NUL inside the name
-  EXPECT_EQ(with(100, 1), Reject::Malformed);             // MAC bytes without MAC flag
+  EXPECT_EQ(with(90, 'x'), Reject::Malformed);  // padding after the name
+  EXPECT_EQ(with(61, 0), Reject::Malformed);  // NUL inside the name
+  EXPECT_EQ(with(100, 1), Reject::Malformed);  // MAC bytes without MAC flag
   Bytes noport = good;
   noport[56] = noport[57] = 0;
   EXPECT_EQ(decode(noport.data(), noport.size(), nullptr, out), Reject::Malformed) << "probe without reply port";
@@ -179,7 +179,8 @@ TEST(MinrttProtocol, EndpointsAndPeers) {
   EXPECT_EQ(endpoint_string(parse_endpoint("10.1.2.3", kDefaultPort, "--peers", &len)), "10.1.2.3:7711");
   EXPECT_EQ(endpoint_string(parse_endpoint("[fd77::1:2]:8000", kDefaultPort, "--peers", &len)), "[fd77::1:2]:8000");
   EXPECT_EQ(endpoint_string(parse_endpoint("fd77::1:2", kDefaultPort, "--peers", &len)), "[fd77::1:2]:7711");
-  for (const char* bad : {"10.1.2.3:", "10.1.2.3:99999", "10.1.2.3:99999999999999999999999", "10.1.2.3:+1", "10.1.2.3:x", "[fd77::1", "no.such.host.invalid:1"}) {
+  for (const char* bad : {"10.1.2.3:", "10.1.2.3:99999", "10.1.2.3:99999999999999999999999", "10.1.2.3:+1",
+                          "10.1.2.3:x", "[fd77::1", "no.such.host.invalid:1"}) {
     try {
       parse_endpoint(bad, kDefaultPort, "--peers", &len);
       ADD_FAILURE() << "accepted " << bad;

@@ -158,7 +158,8 @@ TEST(NetReader, TruncationAndCorruptionReportTheFrameOffset) {
   // A CRC-valid frame whose records are garbage: "undecodable net frame" at its offset.
   a[7].family = 0;
   std::vector<uint64_t> off2;
-  TraceReader r2 = TraceReader::from_bytes(file_with({encode_net(b.data(), b.size()), encode_net(a.data(), a.size())}, &off2));
+  TraceReader r2 =
+      TraceReader::from_bytes(file_with({encode_net(b.data(), b.size()), encode_net(a.data(), a.size())}, &off2));
   ASSERT_TRUE(r2.error());
   EXPECT_EQ(r2.error()->offset(), off2[1]);
   EXPECT_NE(std::string(r2.error()->what()).find("undecodable net frame"), std::string::npos) << r2.error()->what();
@@ -179,8 +180,8 @@ TEST(NetReader, KernelTimestampsWithoutClockPointsAreAnError) {
 }
 
 TEST(NetReader, CountersFrameCarriesNetCounts) {
-  std::string file = file_with({encode_json(FrameType::Counters,
-                                            R"({"seen":[1,2],"dropped":[0,0],"net":{"seen":[5,6],"dropped":[1,0]}})", 1)});
+  std::string file = file_with(
+      {encode_json(FrameType::Counters, R"({"seen":[1,2],"dropped":[0,0],"net":{"seen":[5,6],"dropped":[1,0]}})", 1)});
   TraceReader r = TraceReader::from_bytes(file);
   ASSERT_FALSE(r.error());
   EXPECT_EQ(r.counters().total_seen(), 3u);

@@ -32,7 +32,7 @@ TEST(OverheadReport, FlagsDisplacementBeyondTheCommandsCpu) {
 
 TEST(OverheadReport, NoFlagWithinTheUncertainty) {
   EXPECT_FALSE(fed(1.53, 0.03, 1.21, 0.30).other_load());  // 0.02 s over, +-0.03
-  EXPECT_TRUE(fed(1.55, 0.03, 1.21, 0.30).other_load());   // 0.04 s over, +-0.03
+  EXPECT_TRUE(fed(1.55, 0.03, 1.21, 0.30).other_load());  // 0.04 s over, +-0.03
   EXPECT_FALSE(fed(1.40, 0.01, 1.21, 0.30).other_load());  // below the rusage: nothing extra
 }
 

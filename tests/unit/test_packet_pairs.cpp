@@ -68,9 +68,9 @@ void expect_true(const Capture& c, size_t from, size_t to, const Constraints& k)
 TEST(PacketPairs, TcpRetransmissionIsBoundedByTheFirstTransmission) {
   Capture c({kA, kB});
   c.handshake(1000, 9000);
-  c.tcp(true, 200, -1, 1001, 100);   // lost on the wire
-  c.tcp(true, 800, 40, 1001, 100);   // retransmitted, received at 840
-  c.tcp(false, 900, 40, 9001, 10);   // a reply
+  c.tcp(true, 200, -1, 1001, 100);  // lost on the wire
+  c.tcp(true, 800, 40, 1001, 100);  // retransmitted, received at 840
+  c.tcp(false, 900, 40, 9001, 10);  // a reply
   PacketMatches m = match_packets(c.nodes);
   Constraints k = m.constraints(0, 1);
   ASSERT_EQ(k.above.size(), 1u);
@@ -127,8 +127,8 @@ TEST(PacketPairs, MissingHandshakeOrLostTransmitRecordGivesNoConstraint) {
   // Bytes [0,100) of the new connection: their transmit record is missing, then a
   // retransmission: it must not pass for the first transmission.
   c.put(1, 420, c.seg(CP_NET_PKT_RX, true, 1001, 100));
-  c.tcp(true, 400, 30, 1101, 100);   // sent after a gap in what the sender recorded
-  c.tcp(true, 600, 30, 1001, 100);   // retransmission of the gap
+  c.tcp(true, 400, 30, 1101, 100);  // sent after a gap in what the sender recorded
+  c.tcp(true, 600, 30, 1001, 100);  // retransmission of the gap
   PacketMatches m = match_packets(c.nodes);
   EXPECT_EQ(m.total.no_handshake, 1u);
   EXPECT_EQ(m.total.unmatched, 2u);  // both receives of [0,100)

@@ -196,9 +196,8 @@ TEST(TranslateSuspectSync, LatencyRefusesOrWarnsOnAnAcceptedSuspectTrace) {
   auto t = testutil::run(bin + " translate " + dirs[0] + " " + dirs[1] + " --reference A -o " + (tmp / "o"), tmp);
   EXPECT_NE(t.status, 0);
   EXPECT_NE(t.err.find("limit +-500 ppm"), std::string::npos) << t.err;
-  t = testutil::run(bin + " translate " + dirs[0] + " " + dirs[1] + " --reference A --accept-suspect-sync -o " +
-                        (tmp / "o"),
-                    tmp);
+  t = testutil::run(
+      bin + " translate " + dirs[0] + " " + dirs[1] + " --reference A --accept-suspect-sync -o " + (tmp / "o"), tmp);
   ASSERT_EQ(t.status, 0) << t.err;
   EXPECT_NE(t.out.find("WARNING suspect sync (accepted with --accept-suspect-sync), bounds through A-B NOT guaranteed"),
             std::string::npos)
@@ -233,8 +232,8 @@ TEST(TranslateSuspectSync, LimitIsExactOnTwoRounds) {
   // Rounds with a 1000-tick round trip, D apart: a rate above 1 needs the pair
   // D + 1000 ticks apart, a rate below 1 the pair D - 1000 apart, so the least
   // rate they need is (1 + ppm) / (1 +- 1e-6).
-  for (auto [ppm, refused] : std::vector<std::pair<int64_t, bool>>{{499, false}, {501, false}, {-499, false},
-                                                                     {502, true}, {-502, true}, {5000, true}}) {
+  for (auto [ppm, refused] : std::vector<std::pair<int64_t, bool>>{
+           {499, false}, {501, false}, {-499, false}, {502, true}, {-502, true}, {5000, true}}) {
     std::vector<PairRound> rs = {round(0, 0, 1000), round(D, D + ppm * (D / 1000000), 1000)};
     SyncCheck c = check_pair_sync(rs, "X", "Y", hz, hz);
     ASSERT_EQ(!c.findings.empty(), refused) << ppm;
@@ -252,7 +251,7 @@ TEST(TranslateSuspectSync, ContradictionAtOneInstantIsNamedAndSurvivesJson) {
   a.phase = b.phase = "start";
   a.seq = 7, b.seq = 8;
   a.x_initiated = b.x_initiated = true;
-  a.t1 = 90, a.t2 = 490, a.t3 = 500, a.t4 = 100;   // Y sent at 500, X received at 100: f(100) >= 500
+  a.t1 = 90, a.t2 = 490, a.t3 = 500, a.t4 = 100;  // Y sent at 500, X received at 100: f(100) >= 500
   b.t1 = 100, b.t2 = 400, b.t3 = 400, b.t4 = 110;  // X sent at 100, Y received at 400: f(100) <= 400
   SyncCheck c = check_pair_sync({a, b}, "X", "Y", {1, 1}, {1, 1});
   ASSERT_EQ(c.findings.size(), 1u);
@@ -315,7 +314,8 @@ TEST(SyncSanity, WithoutRawTheCheckFallsBackToMonotonicAndSaysSo) {
   EXPECT_EQ(c["rate_clock"], "monotonic");
   ASSERT_TRUE(c.contains("rate_clock_note")) << c.dump(2);
   EXPECT_NE(c["rate_clock_note"].get<std::string>().find("A's and B's TSC rates are measured against CLOCK_MONOTONIC"),
-            std::string::npos) << c["rate_clock_note"];
+            std::string::npos)
+      << c["rate_clock_note"];
 }
 
 // RAW does not blind the check: a forger answering 600 ppm off B's rate while B's

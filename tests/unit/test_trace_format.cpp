@@ -201,11 +201,11 @@ TEST(BlockCodec, HostileColumns) {
     raw[i] = v;
     expect_rejected(raw_events_frame(raw, 1));
   };
-  bad(0, 2);       // more channels than events
-  bad(10, 1);      // channel index out of range
-  bad(10, 0x80);   // varint running into the next column... and off the end
-  bad(16, 2);      // unknown timebase
-  bad(12, 0xff);   // pid continuing into the tid column... and off the end
+  bad(0, 2);  // more channels than events
+  bad(10, 1);  // channel index out of range
+  bad(10, 0x80);  // varint running into the next column... and off the end
+  bad(16, 2);  // unknown timebase
+  bad(12, 0xff);  // pid continuing into the tid column... and off the end
   // a varint longer than 10 bytes, and one overflowing 64 bits
   std::vector<uint8_t> overlong = {0};
   overlong.insert(overlong.end(), 11, 0x80);
@@ -252,7 +252,7 @@ TEST(FrameHeader, SealAndProblems) {
 
 struct SmallFile {
   std::string bytes;
-  std::vector<uint64_t> frame_starts;   // plus the end of the file as the last entry
+  std::vector<uint64_t> frame_starts;  // plus the end of the file as the last entry
   std::vector<uint64_t> events_before;  // events in complete frames before frame i
 };
 
@@ -410,8 +410,7 @@ TEST(TraceReader, SyncRoundsRoundTrip) {
   b.seq = 4;
   b.t4 = ~0ull;  // full 64-bit range survives JSON
   b.kernel_ok = false;
-  std::string bytes = file_header_bytes() +
-                      frame_bytes(encode_json(FrameType::Sync, sync_frame_json({a, b}), 2));
+  std::string bytes = file_header_bytes() + frame_bytes(encode_json(FrameType::Sync, sync_frame_json({a, b}), 2));
   TraceReader r = TraceReader::from_bytes(bytes);
   EXPECT_FALSE(r.error());
   ASSERT_EQ(r.sync_rounds().size(), 2u);
@@ -423,8 +422,9 @@ TEST(TraceReader, SyncRoundsRoundTrip) {
 
 TEST(TraceReader, MalformedSyncFrameStopsTheScanAndAddsNothing) {
   std::string good = sync_frame_json({SyncRound{"B", "", "start", 1, 1, 2, 3, 4, 0, 0, 0, 0, true, false}});
-  std::string bad = R"([{"peer":"B","phase":"start","seq":1,"t":[1,2,3,4],"u":[0,0,0,0],"kernel_ok":true,"user_ok":true},)"
-                    R"({"peer":"B","phase":"start","seq":2,"t":[1,2,3],"u":[0,0,0,0],"kernel_ok":true,"user_ok":true}])";
+  std::string bad =
+      R"([{"peer":"B","phase":"start","seq":1,"t":[1,2,3,4],"u":[0,0,0,0],"kernel_ok":true,"user_ok":true},)"
+      R"({"peer":"B","phase":"start","seq":2,"t":[1,2,3],"u":[0,0,0,0],"kernel_ok":true,"user_ok":true}])";
   std::string first = file_header_bytes() + frame_bytes(encode_json(FrameType::Sync, good, 1));
   TraceReader r = TraceReader::from_bytes(first + frame_bytes(encode_json(FrameType::Sync, bad, 2)));
   ASSERT_TRUE(r.error());
@@ -605,8 +605,8 @@ std::string frame_image(const cptrace::EncodedFrame& f) {
 TEST(TraceReader, ProcessesFramesGiveContainerPids) {
   using namespace cptrace;
   std::string img = file_header_bytes();
-  img += frame_image(encode_json(FrameType::Processes,
-                                 pid_frame_json(100, {{4242, 7, 200}, {4300, 4300, 100}}).dump(), 2));
+  img += frame_image(
+      encode_json(FrameType::Processes, pid_frame_json(100, {{4242, 7, 200}, {4300, 4300, 100}}).dump(), 2));
   img += frame_image(encode_json(FrameType::Processes, pid_frame_json(100, {{4242, 8, 200}}).dump(), 1));
   TraceReader r = TraceReader::from_bytes(img);
   ASSERT_FALSE(r.error()) << r.error()->what();

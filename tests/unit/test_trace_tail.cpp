@@ -24,7 +24,9 @@ SyntheticTrace three_channels() {
   return t;
 }
 
-void append(int fd, const std::string& bytes) { ASSERT_EQ(::write(fd, bytes.data(), bytes.size()), ssize_t(bytes.size())); }
+void append(int fd, const std::string& bytes) {
+  ASSERT_EQ(::write(fd, bytes.data(), bytes.size()), ssize_t(bytes.size()));
+}
 
 TEST(TraceTail, GrowingFileYieldsEveryFrameOnceAndOnlyWhenComplete) {
   TempDir tmp;

@@ -337,7 +337,7 @@ TEST(TranslateGroundTruth, UnmatchedTuplesAreCounted) {
   cl.pipeline(100, 200e6L, 5e6L);
   cl.event(0, "A.out", 5000, 4e9L);  // never reaches C
   cl.event(0, "A.out", 5001, 4e9L);
-  cl.event(2, "C.in", 7000, 4e9L);   // never left A
+  cl.event(2, "C.in", 7000, 4e9L);  // never left A
   TempDir tmp;
   auto dirs = write_all(cl, tmp);
   translate({dirs, "A", tmp / "o", Method::Best, true});

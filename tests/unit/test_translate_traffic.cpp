@@ -61,7 +61,8 @@ std::vector<std::string> write_two(const synth::Cluster& cl, const Traffic& tr, 
     dirs.push_back(tmp / cl.clock(i).name);
     const std::vector<cp_net_rec>& recs = i == 0 ? tr.a : tr.b;
     cl.write(i, dirs.back(), kSpan, 16384, [&](TraceWriter& w) {
-      for (size_t k = 0; k < recs.size(); k += 4096) w.write(encode_net(recs.data() + k, std::min<size_t>(4096, recs.size() - k)));
+      for (size_t k = 0; k < recs.size(); k += 4096)
+        w.write(encode_net(recs.data() + k, std::min<size_t>(4096, recs.size() - k)));
     });
   }
   return dirs;
@@ -90,7 +91,8 @@ std::vector<int64_t> check_all(const synth::Cluster& cl, const std::string& out)
     for (const TranslatedEvent& e : evs) {
       long double truth = cl.truth_ref(e.node, e.local_ts, 0);
       EXPECT_TRUE(truth >= e.ref_lo && truth <= e.ref_hi)
-          << "node " << e.node << " ts " << e.local_ts << " [" << e.ref_lo << ", " << e.ref_hi << "] truth " << (double)truth;
+          << "node " << e.node << " ts " << e.local_ts << " [" << e.ref_lo << ", " << e.ref_hi << "] truth "
+          << (double)truth;
       w.push_back(e.ref_hi - e.ref_lo);
     }
   });

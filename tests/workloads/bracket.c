@@ -86,7 +86,9 @@ int main(int argc, char **argv)
 	uint64_t ch = cp_open_channel("bracket");
 	struct worker *w = calloc(threads, sizeof(*w));
 	for (unsigned k = 0; k < threads && w; k++) {
-		w[k] = (struct worker){.index = k, .events = events, .channel = ch,
+		w[k] = (struct worker){.index = k,
+				       .events = events,
+				       .channel = ch,
 				       .t = malloc(2 * events * sizeof(uint64_t) + 1)};
 		if (!w[k].t || pthread_create(&w[k].thread, NULL, run_worker, &w[k])) {
 			fprintf(stderr, "bracket: cannot start thread %u\n", k);
@@ -106,8 +108,8 @@ int main(int argc, char **argv)
 	}
 	for (unsigned k = 0; k < threads; k++)
 		for (uint64_t i = 0; i < events; i++)
-			fprintf(f, "%" PRIu64 " %" PRIu64 " %" PRIu64 "\n", k * TUPLE_STRIDE + i, w[k].t[2 * i],
-				w[k].t[2 * i + 1]);
+			fprintf(f, "%" PRIu64 " %" PRIu64 " %" PRIu64 "\n", k * TUPLE_STRIDE + i,
+				w[k].t[2 * i], w[k].t[2 * i + 1]);
 	fprintf(f, "close %" PRIu64 " %" PRIu64 "\n", c0, c1);
 	return fclose(f) ? 1 : 0;
 }

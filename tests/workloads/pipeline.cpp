@@ -63,8 +63,10 @@ struct Options {
 };
 
 [[noreturn]] void usage(const char* why) {
-  fprintf(stderr, "pipeline: %s\nusage: pipeline --role A|B|C [--listen HOST:PORT] [--connect HOST:PORT] "
-                  "[--tuples N] [--rate PER_S] [--connect-timeout S] [--echo]\n", why);
+  fprintf(stderr,
+          "pipeline: %s\nusage: pipeline --role A|B|C [--listen HOST:PORT] [--connect HOST:PORT] "
+          "[--tuples N] [--rate PER_S] [--connect-timeout S] [--echo]\n",
+          why);
   exit(2);
 }
 
@@ -179,7 +181,10 @@ bool read_id(int fd, uint64_t& k) {
     if (r < 0 && errno == EINTR) continue;
     if (r < 0) die("read");
     if (r == 0) {
-      if (got) { errno = EPROTO; die("stream ended inside a tuple id"); }
+      if (got) {
+        errno = EPROTO;
+        die("stream ended inside a tuple id");
+      }
       return false;
     }
     got += size_t(r);
@@ -259,15 +264,24 @@ int main(int argc, char** argv) {
       std::string r = val();
       if (r != "A" && r != "B" && r != "C") usage("--role must be A, B or C");
       o.role = r[0];
-    } else if (a == "--listen") o.listen = val();
-    else if (a == "--connect") o.connect = val();
-    else if (a == "--tuples") o.tuples = strtoull(val().c_str(), nullptr, 10);
-    else if (a == "--rate") o.rate = atof(val().c_str());
-    else if (a == "--connect-timeout") o.connect_timeout = atof(val().c_str());
-    else if (a == "--echo") o.echo = true;
-    else if (a == "--batch") o.batch = true;
-    else if (a == "--truth") o.truth = val();
-    else usage(("unknown argument " + a).c_str());
+    } else if (a == "--listen")
+      o.listen = val();
+    else if (a == "--connect")
+      o.connect = val();
+    else if (a == "--tuples")
+      o.tuples = strtoull(val().c_str(), nullptr, 10);
+    else if (a == "--rate")
+      o.rate = atof(val().c_str());
+    else if (a == "--connect-timeout")
+      o.connect_timeout = atof(val().c_str());
+    else if (a == "--echo")
+      o.echo = true;
+    else if (a == "--batch")
+      o.batch = true;
+    else if (a == "--truth")
+      o.truth = val();
+    else
+      usage(("unknown argument " + a).c_str());
   }
   if (!o.role) usage("--role is required");
   if (o.rate <= 0) usage("--rate must be positive");

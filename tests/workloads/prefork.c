@@ -61,7 +61,10 @@ static void worker(unsigned index)
 	exit(status);
 }
 
-static int arg_is(const char *a, const char *name) { return strcmp(a, name) == 0; }
+static int arg_is(const char *a, const char *name)
+{
+	return strcmp(a, name) == 0;
+}
 
 int main(int argc, char **argv)
 {

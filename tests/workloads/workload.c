@@ -229,8 +229,8 @@ static void print_report(const struct worker *ws)
 	       ",\"total\":%" PRIu64 ",\"channels\":[",
 	       (int)getpid(), opt.batch ? "batch" : "single", opt.threads, opt.events, total);
 	for (unsigned c = 0; c < opt.channels; c++)
-		printf("%s{\"name\":\"chan%u\",\"id\":%" PRIu64 ",\"emitted\":%" PRIu64 "}",
-		       c ? "," : "", c, channel_ids[c], channel_total(ws, c));
+		printf("%s{\"name\":\"chan%u\",\"id\":%" PRIu64 ",\"emitted\":%" PRIu64 "}", c ? "," : "", c,
+		       channel_ids[c], channel_total(ws, c));
 	printf("],\"thread_list\":[");
 	for (unsigned t = 0; t < opt.threads; t++)
 		printf("%s{\"thread\":%u,\"tid\":%d,\"emitted\":%" PRIu64 ",\"tuple_base\":%" PRIu64 "}",

@@ -11,8 +11,10 @@ namespace {
 // The fields of `now` that differ from `before`, in words.
 std::string state_change(const NtpState& before, const NtpState& now) {
   std::vector<std::string> d;
-  if (before.freq != now.freq) d.push_back(fmt::format("frequency {:+.3f} -> {:+.3f} ppm", before.freq_ppm(), now.freq_ppm()));
-  if (before.tick != now.tick) d.push_back(fmt::format("tick {} -> {} µs ({:+.0f} ppm)", before.tick, now.tick, now.tick_ppm()));
+  if (before.freq != now.freq)
+    d.push_back(fmt::format("frequency {:+.3f} -> {:+.3f} ppm", before.freq_ppm(), now.freq_ppm()));
+  if (before.tick != now.tick)
+    d.push_back(fmt::format("tick {} -> {} µs ({:+.0f} ppm)", before.tick, now.tick, now.tick_ppm()));
   if (before.synchronised() != now.synchronised()) d.push_back(now.synchronised() ? "synchronised" : "unsynchronised");
   if (before.pll() != now.pll() || before.fll() != now.fll())
     d.push_back(now.fll() ? "FLL" : now.pll() ? "PLL" : "PLL/FLL off");
@@ -30,7 +32,8 @@ std::string state_change(const NtpState& before, const NtpState& now) {
 nlohmann::json ClockAdjustSummary::to_json() const {
   nlohmann::json j = {{"state_at_start", state_at_start}, {"changes", nlohmann::json::array()}};
   for (const auto& c : changes)
-    j["changes"].push_back({{"at_s", c.at_s}, {"mono_ns", c.mono_ns}, {"tsc", c.tsc}, {"kind", c.kind}, {"text", c.text}});
+    j["changes"].push_back(
+        {{"at_s", c.at_s}, {"mono_ns", c.mono_ns}, {"tsc", c.tsc}, {"kind", c.kind}, {"text", c.text}});
   return j;
 }
 

@@ -13,11 +13,11 @@
 namespace cptrace {
 
 struct ClockAdjustLine {
-  double at_s = 0;       // since the first correlation point (CLOCK_MONOTONIC)
+  double at_s = 0;  // since the first correlation point (CLOCK_MONOTONIC)
   uint64_t mono_ns = 0;
   uint64_t tsc = 0;
-  std::string kind;      // "syscall", "state", "step"
-  std::string text;      // "adjtimex by chronyd[812]: frequency +200.000 ppm"
+  std::string kind;  // "syscall", "state", "step"
+  std::string text;  // "adjtimex by chronyd[812]: frequency +200.000 ppm"
 };
 
 struct ClockAdjustSummary {

@@ -8,8 +8,10 @@ CounterPeriods::CounterPeriods(const nlohmann::json& history) {
   if (!history.is_array()) return;
   for (const auto& c : history) {
     try {
-      Install i{c.at("channel").get<uint64_t>(), c.at("before").at("tsc").get<uint64_t>(),
-                c.at("handler").get<std::string>() == "counter", {}};
+      Install i{c.at("channel").get<uint64_t>(),
+                c.at("before").at("tsc").get<uint64_t>(),
+                c.at("handler").get<std::string>() == "counter",
+                {}};
       if (i.counter) {
         i.rule.period_ns = c.at("params").at(0).get<uint64_t>();
         i.rule.period_ticks = c.value("period_ticks", uint64_t(0));

@@ -10,7 +10,7 @@
 namespace cptrace {
 
 struct CounterRule {
-  uint64_t period_ns = 0;     // the handler's PERIOD (cp_logTS periods: CLOCK_MONOTONIC)
+  uint64_t period_ns = 0;  // the handler's PERIOD (cp_logTS periods: CLOCK_MONOTONIC)
   uint64_t period_ticks = 0;  // the same in TSC ticks (batch-path periods)
 };
 

@@ -15,7 +15,6 @@
 
 namespace cptrace {
 
-
 namespace {
 
 constexpr uint32_t kCtfMagic = 0xC1FC1FC1;
@@ -34,7 +33,10 @@ std::string tsdl_str(const std::string& s) {
   std::string q = "\"";
   for (char c : s) {
     if (c == '"' || c == '\\') q += '\\';
-    if (c == '\n') { q += "\\n"; continue; }
+    if (c == '\n') {
+      q += "\\n";
+      continue;
+    }
     q += c;
   }
   return q + "\"";
@@ -57,8 +59,10 @@ struct NsClock {
     auto start = m.find("start");
     auto num = [&](const char* k) { return start->contains(k) && (*start)[k].is_number_unsigned(); };
     bool have_start = start != m.end() && start->is_object();
-    if (have_start && num("mono_ns")) origin_mono = (*start)["mono_ns"].get<uint64_t>();
-    else if (map.points().size() >= 2) origin_mono = map.tsc_to_mono(tl.origin);
+    if (have_start && num("mono_ns"))
+      origin_mono = (*start)["mono_ns"].get<uint64_t>();
+    else if (map.points().size() >= 2)
+      origin_mono = map.tsc_to_mono(tl.origin);
     if (have_start && num("mono_ns") && num("realtime_ns")) {
       rt_minus_mono = int64_t((*start)["realtime_ns"].get<uint64_t>() - origin_mono);
       absolute = true;
@@ -84,7 +88,9 @@ class StreamFile {
   void append(const TraceEvent& e, const std::string& channel, uint64_t ns, uint64_t period_ns) {
     if (pkt_.empty()) begin_ = ns;
     bool count = e.kind == uint8_t(EventKind::Count);
-    put<uint16_t>(pkt_, count ? kEventCounterPeriod : e.kind == uint8_t(EventKind::ChannelClose) ? kEventClose : kEventUser);
+    put<uint16_t>(pkt_, count                                        ? kEventCounterPeriod
+                        : e.kind == uint8_t(EventKind::ChannelClose) ? kEventClose
+                                                                     : kEventUser);
     put<uint64_t>(pkt_, ns);
     pkt_.append(channel.c_str(), channel.size() + 1);
     put<uint64_t>(pkt_, e.channel);
@@ -210,8 +216,8 @@ std::string ctf_metadata(const TraceReader& r, const Timeline& tl) {
   NsClock clk(r, tl);
   // Clock offset: CLOCK_MONOTONIC 0 in wall-clock time, from the recorder's start
   // instant. Without it the clock is not absolute.
-  int64_t off_s = clk.rt_minus_mono >= 0 ? clk.rt_minus_mono / 1000000000
-                                          : -((-clk.rt_minus_mono + 999999999) / 1000000000);
+  int64_t off_s =
+      clk.rt_minus_mono >= 0 ? clk.rt_minus_mono / 1000000000 : -((-clk.rt_minus_mono + 999999999) / 1000000000);
   int64_t off_ns = clk.rt_minus_mono - off_s * 1000000000;
   std::string node = m.value("node", "");
   std::string host = m.contains("machine") && m["machine"].is_object() ? m["machine"].value("host", node) : node;
@@ -260,8 +266,8 @@ clock {{
 typealias integer {{ size = 64; align = 8; signed = false; map = clock.monotonic.value; }} := uint64_clock_mono_t;
 
 )",
-                   tsdl_str(host), tsdl_str(node), tsdl_str(fmt::format("{:.0f}", tl.hz)), tl.origin,
-                   c.total_seen(), c.total_dropped(),
+                   tsdl_str(host), tsdl_str(node), tsdl_str(fmt::format("{:.0f}", tl.hz)), tl.origin, c.total_seen(),
+                   c.total_dropped(),
                    tsdl_str("CLOCK_MONOTONIC of node " + node + " in ns, from its TSC through the correlation stream"),
                    (long long)off_s, (long long)off_ns, clk.absolute ? "TRUE" : "FALSE");
   s += R"(stream {

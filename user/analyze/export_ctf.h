@@ -33,7 +33,7 @@ namespace cptrace {
 struct CtfStats {
   uint64_t events = 0;
   uint64_t packets = 0;
-  size_t streams = 0;       // stream files written
+  size_t streams = 0;  // stream files written
   size_t late_streams = 0;  // of which "late" overflow streams
 };
 

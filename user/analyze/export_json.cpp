@@ -29,7 +29,9 @@ uint64_t export_json(const TraceReader& r, const Timeline& tl, const std::string
     return it->second;
   };
   CounterPeriods periods(r.handler_changes());
-  auto us = [](long long ns) { return fmt::format("{}{}.{:03d}", ns < 0 ? "-" : "", std::llabs(ns) / 1000, int(std::llabs(ns) % 1000)); };
+  auto us = [](long long ns) {
+    return fmt::format("{}{}.{:03d}", ns < 0 ? "-" : "", std::llabs(ns) / 1000, int(std::llabs(ns) % 1000));
+  };
   std::string buf;
   uint64_t n = 0;
   r.for_each_batch([&](const std::vector<TraceEvent>& evs) {
@@ -43,18 +45,20 @@ uint64_t export_json(const TraceReader& r, const Timeline& tl, const std::string
         CounterRule rule = periods.at(e.channel, e.ts);
         fmt::format_to(std::back_inserter(buf),
                        "{}{{\"name\":{},\"cat\":\"counter_period\",\"ph\":\"X\",\"ts\":{},\"dur\":{},\"pid\":0,"
-                       "\"tid\":{},\"args\":{{\"count\":\"{}\",\"period_ns\":\"{}\",\"tsc\":\"{}\",\"channel_id\":\"0x{:016x}\",\"cpu\":{}}}}}",
+                       "\"tid\":{},\"args\":{{\"count\":\"{}\",\"period_ns\":\"{}\",\"tsc\":\"{}\",\"channel_id\":\"0x{"
+                       ":016x}\",\"cpu\":{}}}}}",
                        n ? ",\n" : "", name_of(e.channel, false), us(ns), us((long long)rule.period_ns), e.cpu, e.tuple,
                        rule.period_ns, e.ts, e.channel, e.cpu);
         n++;
         continue;
       }
       bool close = e.kind == uint8_t(EventKind::ChannelClose);
-      fmt::format_to(std::back_inserter(buf),
-                     "{}{{\"name\":{},\"cat\":\"{}\",\"ph\":\"i\",\"s\":\"t\",\"ts\":{}{}.{:03d},\"pid\":{},"
-                     "\"tid\":{},\"args\":{{\"tuple\":\"{}\",\"tsc\":\"{}\",\"channel_id\":\"0x{:016x}\",\"cpu\":{}}}}}",
-                     n ? ",\n" : "", name_of(e.channel, close), close ? "close" : "user", ns < 0 ? "-" : "",
-                     std::llabs(ns) / 1000, int(std::llabs(ns) % 1000), e.pid, e.tid, e.tuple, e.ts, e.channel, e.cpu);
+      fmt::format_to(
+          std::back_inserter(buf),
+          "{}{{\"name\":{},\"cat\":\"{}\",\"ph\":\"i\",\"s\":\"t\",\"ts\":{}{}.{:03d},\"pid\":{},"
+          "\"tid\":{},\"args\":{{\"tuple\":\"{}\",\"tsc\":\"{}\",\"channel_id\":\"0x{:016x}\",\"cpu\":{}}}}}",
+          n ? ",\n" : "", name_of(e.channel, close), close ? "close" : "user", ns < 0 ? "-" : "", std::llabs(ns) / 1000,
+          int(std::llabs(ns) % 1000), e.pid, e.tid, e.tuple, e.ts, e.channel, e.cpu);
       n++;
     }
     f.write(buf);

@@ -36,8 +36,10 @@ const OutputKind kPlainTableOutput{"table export", "events.csv", table_owns};
 class TableFile {
  public:
   TableFile(const OutputDir& dir, const std::string& stem, bool plain) {
-    if (plain) plain_.emplace(dir, table_file_name(stem, true));
-    else zst_.emplace(dir, table_file_name(stem, false));
+    if (plain)
+      plain_.emplace(dir, table_file_name(stem, true));
+    else
+      zst_.emplace(dir, table_file_name(stem, false));
   }
   explicit TableFile(OutFile::Stdout s) { plain_.emplace(s); }
   void write(std::string_view text) { plain_ ? plain_->write(text) : zst_->write(text); }
@@ -76,8 +78,9 @@ RefClock ref_clock(const nlohmann::json& tr) {
 }
 
 uint64_t write_events(const TraceReader& r, const RefClock& c, TableFile& f) {
-  f.write("node,reference,kind,channel,channel_id,tuple,pid,tid,cpu,local_ts,ref_ts,ref_lo,ref_hi,time_ns,time_lo_ns,"
-          "time_hi_ns\n");
+  f.write(
+      "node,reference,kind,channel,channel_id,tuple,pid,tid,cpu,local_ts,ref_ts,ref_lo,ref_hi,time_ns,time_lo_ns,"
+      "time_hi_ns\n");
   std::vector<TranslatedEvent> evs;
   std::string buf;
   uint64_t n = 0;
@@ -88,8 +91,9 @@ uint64_t write_events(const TraceReader& r, const RefClock& c, TableFile& f) {
     for (const TranslatedEvent& e : evs) {
       if (e.node >= c.nodes.size()) throw std::runtime_error("translated event names node index beyond meta.json");
       fmt::format_to(std::back_inserter(buf), "{},{},{},{},0x{:016x},{},{},{},{},{},{},{},{},", c.nodes[e.node],
-                     c.reference[e.node] ? "true" : "false", event_kind_name(e.kind), csv_field(r.channel_name(e.channel)),
-                     e.channel, e.tuple, e.pid, e.tid, e.cpu, e.local_ts, e.ref_ts, e.ref_lo, e.ref_hi);
+                     c.reference[e.node] ? "true" : "false", event_kind_name(e.kind),
+                     csv_field(r.channel_name(e.channel)), e.channel, e.tuple, e.pid, e.tid, e.cpu, e.local_ts,
+                     e.ref_ts, e.ref_lo, e.ref_hi);
       if (c.have_ns) {
         NsBound t = ticks_to_ns(e.ref_ts - c.origin, e.ref_lo - c.origin, e.ref_hi - c.origin, c.hz, c.hz_lo, c.hz_hi);
         fmt::format_to(std::back_inserter(buf), "{},{},{}\n", t.ns, t.lo, t.hi);
@@ -123,16 +127,19 @@ void append_latency_line(std::string& out, const LatencyCsvPair& p, const Latenc
   fmt::format_to(std::back_inserter(out), "{},{},{},{},{},{},{},{},{},{},{},", p.from, p.to, row.tuple,
                  p.nodes.at(row.from_node), p.nodes.at(row.to_node), row.scenario, row.local() ? "false" : "true",
                  row.from_ref, row.ticks, row.ticks_lo, row.ticks_hi);
-  if (p.have_ns) fmt::format_to(std::back_inserter(out), "{},{},{}\n", row.ns, row.ns_lo, row.ns_hi);
-  else out += ",,\n";  // no frequency: empty (NULL) ns columns
+  if (p.have_ns)
+    fmt::format_to(std::back_inserter(out), "{},{},{}\n", row.ns, row.ns_lo, row.ns_hi);
+  else
+    out += ",,\n";  // no frequency: empty (NULL) ns columns
 }
 
 // One pair at a time, each within the budget (latency_stream): the rows go out
 // as the merge hands them over; the writer buffers and compresses.
 uint64_t write_latency(const TraceReader& r, const std::vector<std::pair<std::string, std::string>>& pairs,
                        TableFile& f, const MemoryBudget& budget) {
-  f.write("from_channel,to_channel,tuple,from_node,to_node,scenario,remote,from_ref_ts,ticks,ticks_lo,ticks_hi,ns,ns_lo,"
-          "ns_hi\n");
+  f.write(
+      "from_channel,to_channel,tuple,from_node,to_node,scenario,remote,from_ref_ts,ticks,ticks_lo,ticks_hi,ns,ns_lo,"
+      "ns_hi\n");
   uint64_t n = 0;
   std::string line;
   for (const auto& [from, to] : pairs) {
@@ -171,8 +178,8 @@ RefClock check_export(const TraceReader& r, const std::vector<std::pair<std::str
 std::string table_file_name(const std::string& stem, bool plain) { return stem + (plain ? ".csv" : ".csv.zst"); }
 
 TableExportStats export_table(const TraceReader& r, const std::string& out,
-                              const std::vector<std::pair<std::string, std::string>>& pairs, bool overwrite,
-                              bool plain, const MemoryBudget& budget) {
+                              const std::vector<std::pair<std::string, std::string>>& pairs, bool overwrite, bool plain,
+                              const MemoryBudget& budget) {
   RefClock c = check_export(r, pairs);
   OutputDir dir(out, plain ? kPlainTableOutput : kTableOutput, overwrite);
   TableExportStats s;
@@ -195,8 +202,10 @@ TableExportStats export_table_stdout(const TraceReader& r, const std::string& ta
   RefClock c = check_export(r, pairs);
   TableExportStats s;
   TableFile f{OutFile::Stdout{}};
-  if (table == "events") s.events = write_events(r, c, f);
-  else s.latency_rows = write_latency(r, pairs, f, budget);
+  if (table == "events")
+    s.events = write_events(r, c, f);
+  else
+    s.latency_rows = write_latency(r, pairs, f, budget);
   return s;
 }
 

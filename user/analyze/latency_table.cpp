@@ -58,8 +58,10 @@ void second_pass(LatencySeries& s, const SampleScan& scan, const FirstPass& f) {
     first_at[b] = std::min(first_at[b], x.at_s);
     widest[b] = std::max(widest[b], x.hi_s - x.lo_s);
   });
-  if (spread) s.histogram = {{"lo_s", f.vmin}, {"hi_s", f.vmax}, {"counts", counts}};
-  else s.histogram = {{"lo_s", f.vmin}, {"hi_s", f.vmax}, {"counts", {f.n}}};
+  if (spread)
+    s.histogram = {{"lo_s", f.vmin}, {"hi_s", f.vmax}, {"counts", counts}};
+  else
+    s.histogram = {{"lo_s", f.vmin}, {"hi_s", f.vmax}, {"counts", {f.n}}};
   for (size_t b = 0; b < kSlices; ++b)
     if (used[b]) s.width_over_time.push_back({first_at[b], widest[b]});
 }
@@ -102,7 +104,10 @@ void fill_series_stats(LatencySeries& s, const SampleScan& scan, const MemoryBud
   std::vector<uint64_t> ks;
   for (double q : {0.25, 0.5, 0.75, 0.9, 0.99}) ks.push_back(nearest_rank_index(f.n, q));
   std::vector<uint64_t> cdf_ranks;
-  cdf_points(f.n, [&](uint64_t k) { cdf_ranks.push_back(k); return 0.0; });
+  cdf_points(f.n, [&](uint64_t k) {
+    cdf_ranks.push_back(k);
+    return 0.0;
+  });
   ks.insert(ks.end(), cdf_ranks.begin(), cdf_ranks.end());
   uint64_t select_bytes = budget.share(0.3).bytes;
   std::vector<int64_t> got = select_ranks({&values}, ks, select_bytes);
@@ -117,9 +122,18 @@ void fill_series_stats(LatencySeries& s, const SampleScan& scan, const MemoryBud
 }
 
 nlohmann::json summary_json(const LatencySummary& s) {
-  return {{"count", s.count}, {"min_s", s.min},       {"p25_s", s.p25},       {"p50_s", s.p50},
-          {"p75_s", s.p75},   {"p90_s", s.p90},       {"p99_s", s.p99},       {"max_s", s.max},
-          {"mean_s", s.mean}, {"lo_min_s", s.lo_min}, {"hi_max_s", s.hi_max}, {"width_p50_s", s.width_p50},
+  return {{"count", s.count},
+          {"min_s", s.min},
+          {"p25_s", s.p25},
+          {"p50_s", s.p50},
+          {"p75_s", s.p75},
+          {"p90_s", s.p90},
+          {"p99_s", s.p99},
+          {"max_s", s.max},
+          {"mean_s", s.mean},
+          {"lo_min_s", s.lo_min},
+          {"hi_max_s", s.hi_max},
+          {"width_p50_s", s.width_p50},
           {"width_max_s", s.width_max}};
 }
 

@@ -26,9 +26,9 @@ namespace cptrace {
 // One tuple's duration from its event on `from` to its event on `to`.
 struct LatencySample {
   uint64_t tuple = 0;
-  double at_s = 0;     // when the `from` event happened, s since the (reference) trace start
+  double at_s = 0;  // when the `from` event happened, s since the (reference) trace start
   double value_s = 0;  // the estimate
-  double lo_s = 0;     // strict bound: the true duration lies in [lo_s, hi_s]
+  double lo_s = 0;  // strict bound: the true duration lies in [lo_s, hi_s]
   double hi_s = 0;
 };
 
@@ -36,22 +36,22 @@ struct LatencySample {
 struct LatencySummary {
   uint64_t count = 0;
   double min = 0, p25 = 0, p50 = 0, p75 = 0, p90 = 0, p99 = 0, max = 0, mean = 0;
-  double lo_min = 0, hi_max = 0;                          // the widest the bounds reach
-  double width_p50 = 0, width_max = 0;                    // hi - lo
+  double lo_min = 0, hi_max = 0;  // the widest the bounds reach
+  double width_p50 = 0, width_max = 0;  // hi - lo
 };
 
 // The durations of one channel pair, as the report draws them.
 struct LatencySeries {
   std::string from_channel, to_channel;
   std::string from_node, to_node;
-  bool remote = false;     // different nodes: the bound comes from translation
-  std::string method;      // what produced value and bound (shown in the report)
+  bool remote = false;  // different nodes: the bound comes from translation
+  std::string method;  // what produced value and bound (shown in the report)
   uint64_t unmatched_from = 0;  // tuple ids seen on `from` only
-  uint64_t unmatched_to = 0;    // ... on `to` only
-  uint64_t duplicates = 0;      // repeated tuple ids on one side (first occurrence used)
+  uint64_t unmatched_to = 0;  // ... on `to` only
+  uint64_t duplicates = 0;  // repeated tuple ids on one side (first occurrence used)
   LatencySummary summary;
-  nlohmann::json histogram;     // 40 bins over [min, max] of the values; null without samples
-  nlohmann::json cdf = nlohmann::json::array();              // cdf_points() of the values
+  nlohmann::json histogram;  // 40 bins over [min, max] of the values; null without samples
+  nlohmann::json cdf = nlohmann::json::array();  // cdf_points() of the values
   nlohmann::json width_over_time = nlohmann::json::array();  // [at_s, widest bound] per time slice
 };
 

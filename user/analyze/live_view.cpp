@@ -126,12 +126,9 @@ nlohmann::json LiveView::pairs_json() const {
 
 nlohmann::json LiveView::snapshot(const TraceTail& tail) const {
   const Counters& k = tail.counters();
-  nlohmann::json j = {{"bytes_read", tail.offset()},
-                      {"events", events_},
-                      {"seen", k.total_seen()},
-                      {"dropped", k.total_dropped()},
-                      {"filtered", k.total_filtered()},
-                      {"held_events", held_.size()},
+  nlohmann::json j = {{"bytes_read", tail.offset()},     {"events", events_},
+                      {"seen", k.total_seen()},          {"dropped", k.total_dropped()},
+                      {"filtered", k.total_filtered()},  {"held_events", held_.size()},
                       {"boundary_events", guard_.size()}};
   if (!ready()) return j;  // no timeline yet: too few correlation points
   Throughput t = table_with(tl_, period_, map_, tail.channels());

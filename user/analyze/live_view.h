@@ -55,13 +55,13 @@ class LiveView {
   std::vector<std::pair<std::string, std::string>> pair_names_;
   std::vector<SameNodePairing> pairs_;  // once the channel ids are known (ids are name hashes)
   ClockMap map_;
-  Timeline tl_;                                  // provisional: hz estimated, end = last point
-  uint64_t period_ = 0;                          // ticks, with the provisional hz
+  Timeline tl_;  // provisional: hz estimated, end = last point
+  uint64_t period_ = 0;  // ticks, with the provisional hz
   std::optional<std::pair<uint64_t, uint64_t>> band_;  // period lengths the safe counts hold for
   ThroughputCounter safe_;
   std::vector<std::pair<uint64_t, uint64_t>> guard_;  // (channel, TSC) near a boundary
-  std::vector<TraceEvent> held_;                      // not settled yet (as recorded)
-  uint64_t events_ = 0;                               // user and close events, as `info` counts them
+  std::vector<TraceEvent> held_;  // not settled yet (as recorded)
+  uint64_t events_ = 0;  // user and close events, as `info` counts them
   uint32_t widest_ = 0;
 };
 

@@ -82,7 +82,12 @@ LatencySeries SameNodePairing::series(const Timeline& tl, uint32_t widest, const
   });
   MemoryBudget unlimited;
   unlimited.bytes = ~0ull >> 1;
-  fill_series_stats(s, [&](const auto& fn) { for (const LatencySample& x : samples) fn(x); }, unlimited);
+  fill_series_stats(
+      s,
+      [&](const auto& fn) {
+        for (const LatencySample& x : samples) fn(x);
+      },
+      unlimited);
   return s;
 }
 
@@ -157,8 +162,12 @@ struct LocalKey {
 class NodeRows : public LatencyRowSource {
  public:
   NodeRows(const MemoryBudget& budget, int64_t bound_ticks, const LatencyResult& res)
-      : pairs(budget.share(0.25).bytes, budget.spill_dir()), w_(bound_ticks), have_ns_(res.have_ns), hz_(res.hz),
-        hz_lo_(res.hz_lo), hz_hi_(res.hz_hi) {}
+      : pairs(budget.share(0.25).bytes, budget.spill_dir()),
+        w_(bound_ticks),
+        have_ns_(res.have_ns),
+        hz_(res.hz),
+        hz_lo_(res.hz_lo),
+        hz_hi_(res.hz_hi) {}
   void for_each(const std::function<void(const LatencyRow&)>& fn) const override {
     pairs.for_each([&](const LocalPair& p) { fn(expand(p)); });
   }
@@ -188,7 +197,8 @@ class NodeRows : public LatencyRowSource {
 // points: their bracket widths and 1 ns of clock resolution (translate measures
 // the reference's the same way). False with fewer than two points.
 bool frequency_interval(const std::vector<ClockPoint>& pts, double& lo, double& hi) {
-  if (pts.size() < 2 || pts.back().tsc <= pts.front().tsc || pts.back().mono_ns <= pts.front().mono_ns + 1) return false;
+  if (pts.size() < 2 || pts.back().tsc <= pts.front().tsc || pts.back().mono_ns <= pts.front().mono_ns + 1)
+    return false;
   const ClockPoint &p1 = pts.front(), &p2 = pts.back();
   long double dt = (long double)(p2.tsc - p1.tsc), dm = (long double)(p2.mono_ns - p1.mono_ns);
   long double w = (long double)(p1.width_ticks + p2.width_ticks) / 2 + 2;
@@ -247,9 +257,10 @@ std::unique_ptr<TraceReader> open_latency_trace(const std::string& dir) {
       if (fs::exists(sub.path() / "events.cpt", ec)) nodes.push_back(sub.path().filename().string());
     std::sort(nodes.begin(), nodes.end());
     if (!nodes.empty())
-      throw std::runtime_error(fmt::format("{}: not a translated trace (run cptrace translate first): it holds the "
-                                           "traces of {} node(s) ({}); one node's trace directory needs no translation",
-                                           dir, nodes.size(), fmt::join(nodes, ", ")));
+      throw std::runtime_error(
+          fmt::format("{}: not a translated trace (run cptrace translate first): it holds the "
+                      "traces of {} node(s) ({}); one node's trace directory needs no translation",
+                      dir, nodes.size(), fmt::join(nodes, ", ")));
   }
   return open_trace(dir);
 }

@@ -35,8 +35,11 @@ namespace cptrace {
 class SameNodePairing {
  public:
   SameNodePairing(uint64_t from, uint64_t to, uint64_t memory_bytes = ~0ull >> 1, std::string spill_dir = "/tmp")
-      : from_(from), to_(to), max_ids_(std::max<uint64_t>(1024, memory_bytes / 2 / kBytesPerId)),
-        pool_{memory_bytes / 2, 0}, spill_dir_(std::move(spill_dir)) {}
+      : from_(from),
+        to_(to),
+        max_ids_(std::max<uint64_t>(1024, memory_bytes / 2 / kBytesPerId)),
+        pool_{memory_bytes / 2, 0},
+        spill_dir_(std::move(spill_dir)) {}
   bool windowed() const { return settled_ != nullptr; }
   uint64_t from() const { return from_; }
   uint64_t to() const { return to_; }
@@ -44,8 +47,8 @@ class SameNodePairing {
   void add(const TraceEvent& e);
   // The durations of the tuples seen on both sides so far. `widest`: the widest
   // correlation bracket of the trace, in ticks (the bound of each end).
-  LatencySeries series(const Timeline& tl, uint32_t widest, const std::string& from_name,
-                       const std::string& to_name, const std::string& node) const;
+  LatencySeries series(const Timeline& tl, uint32_t widest, const std::string& from_name, const std::string& to_name,
+                       const std::string& node) const;
   // summarize(series(...)) without the per-tuple rows: one duration per paired
   // tuple, sorted once (the live view asks every refresh). `unmatched`: tuples
   // on `from` only and on `to` only.
@@ -62,7 +65,7 @@ class SameNodePairing {
   MemoryPool pool_;
   std::string spill_dir_;
   std::unique_ptr<ValueColumn> settled_;  // durations (ticks) of ids paired beyond the budget
-  long double settled_ticks_ = 0;         // ... their sum, for the mean
+  long double settled_ticks_ = 0;  // ... their sum, for the mean
   uint64_t dropped_from_ = 0, dropped_to_ = 0;
   uint64_t duplicates_ = 0;
   // The largest conversion error of a paired-side event (TraceEvent::ts_err):

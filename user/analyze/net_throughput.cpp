@@ -31,8 +31,7 @@ struct Bins : PeriodBins {
 }  // namespace
 
 NetThroughput compute_net_throughput(const TraceReader& r, const Timeline& tl, uint64_t period, double period_ms) {
-  if (r.net_event_count() == 0)
-    throw std::runtime_error(r.events_path() + ": no network events (record with --net)");
+  if (r.net_event_count() == 0) throw std::runtime_error(r.events_path() + ": no network events (record with --net)");
   std::map<std::pair<std::string, std::string>, Bins> bins;  // (connection, direction)
   uint64_t last_ts = tl.end;
   int64_t lo = 0, hi = 0;  // every event's period, kept even where Bins leaves it out
@@ -71,12 +70,19 @@ NetThroughput compute_net_throughput(const TraceReader& r, const Timeline& tl, u
 }
 
 nlohmann::json net_throughput_json(const NetThroughput& t) {
-  nlohmann::json j = {{"period_ms", t.period_ms}, {"period_ticks", t.period}, {"tsc_hz", t.tl.hz},
-                      {"origin_tsc", t.tl.origin}, {"first_period", t.first}, {"periods", t.periods},
+  nlohmann::json j = {{"period_ms", t.period_ms},
+                      {"period_ticks", t.period},
+                      {"tsc_hz", t.tl.hz},
+                      {"origin_tsc", t.tl.origin},
+                      {"first_period", t.first},
+                      {"periods", t.periods},
                       {"connections", nlohmann::json::array()}};
   for (const auto& s : t.series)
-    j["connections"].push_back({{"connection", s.connection}, {"direction", s.direction}, {"total_bytes", s.total},
-                                {"calls", s.calls}, {"bytes", s.bytes}});
+    j["connections"].push_back({{"connection", s.connection},
+                                {"direction", s.direction},
+                                {"total_bytes", s.total},
+                                {"calls", s.calls},
+                                {"bytes", s.bytes}});
   return j;
 }
 

@@ -17,16 +17,16 @@
 namespace cptrace {
 
 struct ConnectionSeries {
-  std::string connection;        // "tcp 10.77.1.2:40000 <-> 10.77.2.2:7000" (local first)
-  std::string direction;         // "send" or "recv"
-  std::vector<uint64_t> bytes;   // bytes[i]: in period first + i
+  std::string connection;  // "tcp 10.77.1.2:40000 <-> 10.77.2.2:7000" (local first)
+  std::string direction;  // "send" or "recv"
+  std::vector<uint64_t> bytes;  // bytes[i]: in period first + i
   uint64_t total = 0;
-  uint64_t calls = 0;            // socket events summed
+  uint64_t calls = 0;  // socket events summed
 };
 
 struct NetThroughput {
   Timeline tl;
-  uint64_t period = 0;   // ticks
+  uint64_t period = 0;  // ticks
   double period_ms = 0;
   int64_t first = 0;
   size_t periods = 0;

@@ -77,11 +77,20 @@ std::string html_escape(const std::string& s) {
   std::string o;
   for (char c : s) {
     switch (c) {
-      case '<': o += "&lt;"; break;
-      case '>': o += "&gt;"; break;
-      case '&': o += "&amp;"; break;
-      case '"': o += "&quot;"; break;
-      default: o += c;
+      case '<':
+        o += "&lt;";
+        break;
+      case '>':
+        o += "&gt;";
+        break;
+      case '&':
+        o += "&amp;";
+        break;
+      case '"':
+        o += "&quot;";
+        break;
+      default:
+        o += c;
     }
   }
   return o;
@@ -92,7 +101,10 @@ std::string html_escape(const std::string& s) {
 json report_json(const ReportData& d) {
   json j = {{"title", d.title}, {"nodes", json::array()}, {"latency", json::array()}};
   for (const auto& n : d.nodes)
-    j["nodes"].push_back({{"overview", n.overview}, {"drops", n.drops}, {"throughput", n.throughput}, {"clock", n.clock},
+    j["nodes"].push_back({{"overview", n.overview},
+                          {"drops", n.drops},
+                          {"throughput", n.throughput},
+                          {"clock", n.clock},
                           {"axis", n.axis}});
   for (const auto& s : d.latency) j["latency"].push_back(series_json(s));
   j["path"] = d.path;
@@ -101,13 +113,13 @@ json report_json(const ReportData& d) {
 }
 
 std::string render_report_html(const ReportData& d) {
-  std::string h = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>" +
-                  html_escape(d.title) + "</title>\n<style>\n" + report_css() + "</style></head>\n<body>\n<h1>" +
-                  html_escape(d.title) + "</h1>\n" +
-                  "<noscript><p class=\"warn\">This report draws its plots with an inline script; enable "
-                  "JavaScript (no network access is needed).</p></noscript>\n"
-                  "<div id=\"report\"></div>\n<script type=\"application/json\" id=\"cptrace-data\">" +
-                  script_safe(report_json(d).dump()) + "</script>\n<script>\n" + report_js() + "</script>\n</body></html>\n";
+  std::string h =
+      "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>" + html_escape(d.title) +
+      "</title>\n<style>\n" + report_css() + "</style></head>\n<body>\n<h1>" + html_escape(d.title) + "</h1>\n" +
+      "<noscript><p class=\"warn\">This report draws its plots with an inline script; enable "
+      "JavaScript (no network access is needed).</p></noscript>\n"
+      "<div id=\"report\"></div>\n<script type=\"application/json\" id=\"cptrace-data\">" +
+      script_safe(report_json(d).dump()) + "</script>\n<script>\n" + report_js() + "</script>\n</body></html>\n";
   return h;
 }
 
@@ -128,8 +140,9 @@ void translated_report(const TraceReader& r, const ReportOptions& o, ReportData&
   d.title = "cptrace report: translated onto " + r.meta()["translated"].value("reference", "?") + " (--method " +
             r.meta()["translated"].value("method", "?") + ")";
   if (o.period_ms && o.node_dirs.empty())
-    throw std::runtime_error("--period: a translated trace has no throughput of its own (give the nodes' traces with "
-                             "--node-dir)");
+    throw std::runtime_error(
+        "--period: a translated trace has no throughput of its own (give the nodes' traces with "
+        "--node-dir)");
   for (const auto& n : r.meta()["translated"].value("nodes", json::array())) d.run_nodes.push_back(n.value("node", ""));
   if (!o.path.empty()) d.path = path_breakdown(r, o.path, o.budget);
   for (const auto& p : o.pairs) {
@@ -160,8 +173,10 @@ void node_trace_report(const TraceReader& r, const ReportOptions& o, ReportData&
 int cmd_report(const ReportOptions& o) {
   auto r = open_latency_trace(o.dir);  // several nodes' traces: translate first
   ReportData d;
-  if (is_translated(*r)) translated_report(*r, o, d);
-  else node_trace_report(*r, o, d);
+  if (is_translated(*r))
+    translated_report(*r, o, d);
+  else
+    node_trace_report(*r, o, d);
   OutFile f(o.out);
   f.write(render_report_html(d));
   f.close();

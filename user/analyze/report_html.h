@@ -28,10 +28,10 @@
 namespace cptrace {
 
 struct NodeSection {
-  nlohmann::json overview;    // node, host, events, seen, dropped, accounted, span_s, tsc_hz, error
-  nlohmann::json drops;       // {"dropped":[per cpu], "seen":[per cpu]}
+  nlohmann::json overview;  // node, host, events, seen, dropped, accounted, span_s, tsc_hz, error
+  nlohmann::json drops;  // {"dropped":[per cpu], "seen":[per cpu]}
   nlohmann::json throughput;  // throughput_json()
-  nlohmann::json clock;       // ClockAdjustSummary::to_json(): NTP state at start, adjustments seen
+  nlohmann::json clock;  // ClockAdjustSummary::to_json(): NTP state at start, adjustments seen
   // A translated run's node: its seconds on the reference's axis, reference
   // seconds = offset_s + scale * own seconds ({"reference", "offset_s",
   // "scale"}), so that every node's throughput plot shares one time axis; null
@@ -49,11 +49,11 @@ struct ReportData {
 
 struct ReportOptions {
   std::string dir, out;
-  std::vector<std::string> pairs;      // "FROM,TO" channel names
-  std::optional<double> period_ms;     // none: auto_period_ms()
+  std::vector<std::string> pairs;  // "FROM,TO" channel names
+  std::optional<double> period_ms;  // none: auto_period_ms()
   std::vector<std::string> node_dirs;  // translated DIR: the nodes' own traces
-  std::string path;                    // translated DIR: "A,B,C,..." per-hop breakdown
-  MemoryBudget budget;                 // for the latency rows (--memory, --temp-dir)
+  std::string path;  // translated DIR: "A,B,C,..." per-hop breakdown
+  MemoryBudget budget;  // for the latency rows (--memory, --temp-dir)
 };
 
 NodeSection node_section(const TraceReader& r, const Timeline& tl, const Throughput& t);

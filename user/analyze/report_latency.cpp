@@ -44,8 +44,8 @@ std::vector<LatencySeries> latency_series(const TraceReader& r, const std::strin
     // Accepted at translate with --accept-suspect-sync: said beside every remote plot.
     if (s.remote)
       for (const auto& f : r.meta()["translated"].value("suspect_sync", nlohmann::json::array()))
-        s.method += ". WARNING suspect sync, bounds through " + f.value("pair", "?") + " NOT guaranteed: " +
-                    f.value("message", "");
+        s.method += ". WARNING suspect sync, bounds through " + f.value("pair", "?") +
+                    " NOT guaranteed: " + f.value("message", "");
     auto scan = [&, key = key](const std::function<void(const LatencySample&)>& fn) {
       res.for_each_row([&](const LatencyRow& row) {
         if (row.from_node != key.first || row.to_node != key.second) return;

@@ -86,15 +86,16 @@ std::vector<NodeSection> run_node_sections(const TraceReader& run, const std::ve
     size_t v = 0;
     while (v < names.size() && names[v] != name) ++v;
     if (v == names.size())
-      throw std::runtime_error(fmt::format("--node-dir {}: node '{}' is not a node of the translated run (its nodes: {})",
-                                           d, name, joined(names)));
+      throw std::runtime_error(fmt::format(
+          "--node-dir {}: node '{}' is not a node of the translated run (its nodes: {})", d, name, joined(names)));
     if (by_index.count(v)) throw std::runtime_error("--node-dir " + d + ": node '" + name + "' given twice");
     // The same name but another recording would put foreign numbers beside the run's latencies.
     uint64_t want = nodes[v].value("events", uint64_t(0));
     if (r->event_count() != want)
-      throw std::runtime_error(fmt::format("--node-dir {}: holds {} events, but the run translated {} of node '{}': "
-                                           "not the trace the run was made from",
-                                           d, r->event_count(), want, name));
+      throw std::runtime_error(
+          fmt::format("--node-dir {}: holds {} events, but the run translated {} of node '{}': "
+                      "not the trace the run was made from",
+                      d, r->event_count(), want, name));
     by_index[v] = node_report(*r, period);
   }
   std::vector<std::string> missing;

@@ -36,8 +36,9 @@ nlohmann::json hop(const TraceReader& r, const std::string& path, const std::str
   }
   // Ticks of one hop beside ns of another would be silently wrong: refuse.
   if (!res.have_ns)
-    throw std::runtime_error("--path: the TSC frequency is unknown, so durations exist only in ticks "
-                             "(see cptrace latency)");
+    throw std::runtime_error(
+        "--path: the TSC frequency is unknown, so durations exist only in ticks "
+        "(see cptrace latency)");
   // The "all" group of `latency --json`: the same numbers, by the same code.
   nlohmann::json sum = latency_summary_json(res, from, to);
   nlohmann::json h = {{"from", from}, {"to", to}, {"unit", sum["unit"]}};

@@ -56,13 +56,17 @@ void window_samples(const std::vector<QueueItem>& items, const Timeline& tl, uin
   int64_t q = 0;  // occupancy before the first step
   uint64_t end = tl.end;
   for (const QueueItem& it : items) {
-    if (it.arrive) steps.push_back({*it.arrive, +1}); else q++;
+    if (it.arrive)
+      steps.push_back({*it.arrive, +1});
+    else
+      q++;
     if (it.depart) steps.push_back({*it.depart, -1});
     for (auto t : {it.arrive, it.depart})
       if (t && int64_t(*t - end) > 0) end = *t;
   }
   // Arrivals before departures at the same tick: no empty instant between them.
-  std::sort(steps.begin(), steps.end(), [](const Step& a, const Step& b) { return a.ts != b.ts ? a.ts < b.ts : a.d > b.d; });
+  std::sort(steps.begin(), steps.end(),
+            [](const Step& a, const Step& b) { return a.ts != b.ts ? a.ts < b.ts : a.d > b.d; });
   uint64_t nwin = (end - tl.origin) / period;
   // One flag and one count per window: refused, like period_ticks(), beyond
   // kMaxWindows, which only events stamped far past the recording can reach.
@@ -74,7 +78,9 @@ void window_samples(const std::vector<QueueItem>& items, const Timeline& tl, uin
   out.windows = nwin;
   std::vector<uint8_t> blocked(nwin, 0);
   std::vector<uint64_t> departs(nwin, 0);
-  auto win_of = [&](uint64_t ts) { return int64_t(ts - tl.origin) < 0 ? int64_t(-1) : int64_t((ts - tl.origin) / period); };
+  auto win_of = [&](uint64_t ts) {
+    return int64_t(ts - tl.origin) < 0 ? int64_t(-1) : int64_t((ts - tl.origin) / period);
+  };
   // Marks the windows that [z0, z1) overlaps (z1 exclusive; empty if z0 == z1).
   auto block = [&](int64_t z0, int64_t z1) {  // as offsets from the origin, may be negative
     if (z1 <= z0 || z1 <= 0) return;
@@ -156,8 +162,7 @@ void exact_per_item(std::vector<QueueItem> items, const Timeline& tl, ServiceRat
 
 }  // namespace
 
-ServiceRate service_rate_of(std::vector<QueueItem> items, const Timeline& tl, uint64_t period,
-                            const RateOptions& opt) {
+ServiceRate service_rate_of(std::vector<QueueItem> items, const Timeline& tl, uint64_t period, const RateOptions& opt) {
   ServiceRate out;
   out.period_s = tl.ticks_to_s(double(period));
   std::vector<double> samples;
@@ -167,8 +172,7 @@ ServiceRate service_rate_of(std::vector<QueueItem> items, const Timeline& tl, ui
   return out;
 }
 
-ServiceRate service_rate(const TraceReader& r, const Timeline& tl, uint64_t from, uint64_t to,
-                         const RateOptions& opt) {
+ServiceRate service_rate(const TraceReader& r, const Timeline& tl, uint64_t from, uint64_t to, const RateOptions& opt) {
   uint64_t period = period_ticks(tl, opt.period_ms, "--period");
   std::unordered_map<uint64_t, QueueItem> by_tuple;
   uint64_t dups = 0;
@@ -209,18 +213,20 @@ nlohmann::json service_rate_json(const ServiceRate& s) {
   return {{"from", s.from},
           {"to", s.to},
           {"period_s", s.period_s},
-          {"nonblocking", {{"status", s.status},
-                           {"estimate_per_s", opt(s.estimate)},
-                           {"windows", s.windows},
-                           {"nonblocking_windows", s.nonblocking},
-                           {"drift", s.drift},
-                           {"raw_max_per_s", s.raw_max}}},
-          {"exact", {{"items", s.items},
-                     {"rate_per_s", opt(s.exact_rate)},
-                     {"service_mean_s", s.service_mean_s},
-                     {"service_p50_s", s.service_p50_s},
-                     {"service_p95_s", s.service_p95_s},
-                     {"overtakes", s.overtakes}}},
+          {"nonblocking",
+           {{"status", s.status},
+            {"estimate_per_s", opt(s.estimate)},
+            {"windows", s.windows},
+            {"nonblocking_windows", s.nonblocking},
+            {"drift", s.drift},
+            {"raw_max_per_s", s.raw_max}}},
+          {"exact",
+           {{"items", s.items},
+            {"rate_per_s", opt(s.exact_rate)},
+            {"service_mean_s", s.service_mean_s},
+            {"service_p50_s", s.service_p50_s},
+            {"service_p95_s", s.service_p95_s},
+            {"overtakes", s.overtakes}}},
           {"unmatched_from", s.unmatched_from},
           {"unmatched_to", s.unmatched_to},
           {"duplicates", s.duplicates}};
@@ -238,23 +244,25 @@ std::pair<std::string, std::string> split_pair(const std::string& p) {
 void print_text(const ServiceRate& s, const RateOptions& o) {
   fmt::print("{} -> {}\n", s.from, s.to);
   if (s.estimate)
-    fmt::print("  non-blocking rate   {:.3f} items/s  (T={:g} ms, {} of {} windows non-blocking, p{:g} of Gaussian-filtered "
-               "samples, drift {:.2f}% <= {:.2f}%)\n",
-               *s.estimate, o.period_ms, s.nonblocking, s.windows, o.quantile * 100, s.drift * 100, o.tolerance * 100);
+    fmt::print(
+        "  non-blocking rate   {:.3f} items/s  (T={:g} ms, {} of {} windows non-blocking, p{:g} of Gaussian-filtered "
+        "samples, drift {:.2f}% <= {:.2f}%)\n",
+        *s.estimate, o.period_ms, s.nonblocking, s.windows, o.quantile * 100, s.drift * 100, o.tolerance * 100);
   else
-    fmt::print("  non-blocking rate   {}  (T={:g} ms, {} of {} windows non-blocking, need {}; drift {:.2f}%, "
-               "tolerance {:.2f}%)\n",
-               s.status, o.period_ms, s.nonblocking, s.windows, o.min_windows, s.drift * 100, o.tolerance * 100);
+    fmt::print(
+        "  non-blocking rate   {}  (T={:g} ms, {} of {} windows non-blocking, need {}; drift {:.2f}%, "
+        "tolerance {:.2f}%)\n",
+        s.status, o.period_ms, s.nonblocking, s.windows, o.min_windows, s.drift * 100, o.tolerance * 100);
   if (s.exact_rate)
-    fmt::print("  exact per item      {:.3f} items/s  (mean service {:.3f} us, p50 {:.3f} us, p95 {:.3f} us, {} items, {} "
-               "overtakes)\n",
-               *s.exact_rate, s.service_mean_s * 1e6, s.service_p50_s * 1e6, s.service_p95_s * 1e6, s.items,
-               s.overtakes);
+    fmt::print(
+        "  exact per item      {:.3f} items/s  (mean service {:.3f} us, p50 {:.3f} us, p95 {:.3f} us, {} items, {} "
+        "overtakes)\n",
+        *s.exact_rate, s.service_mean_s * 1e6, s.service_p50_s * 1e6, s.service_p95_s * 1e6, s.items, s.overtakes);
   else
     fmt::print("  exact per item      no paired items\n");
   if (s.unmatched_from || s.unmatched_to || s.duplicates)
-    fmt::print("  note: {} tuple ids only on {}, {} only on {}, {} repeated\n", s.unmatched_from, s.from, s.unmatched_to,
-               s.to, s.duplicates);
+    fmt::print("  note: {} tuple ids only on {}, {} only on {}, {} repeated\n", s.unmatched_from, s.from,
+               s.unmatched_to, s.to, s.duplicates);
 }
 
 }  // namespace
@@ -262,7 +270,8 @@ void print_text(const ServiceRate& s, const RateOptions& o) {
 int cmd_rates(const std::string& dir, const std::vector<std::string>& pairs, const RateOptions& opt, bool csv,
               bool json) {
   if (pairs.empty()) throw std::runtime_error("name the queue(s) with --channel-pair FROM,TO");
-  if (!(opt.quantile > 0 && opt.quantile <= 1)) throw std::runtime_error(fmt::format("--quantile {}: must be in (0, 1]", opt.quantile));
+  if (!(opt.quantile > 0 && opt.quantile <= 1))
+    throw std::runtime_error(fmt::format("--quantile {}: must be in (0, 1]", opt.quantile));
   if (!(opt.tolerance >= 0)) throw std::runtime_error(fmt::format("--tolerance {}: must be >= 0", opt.tolerance));
   if (!(opt.sigma >= 0)) throw std::runtime_error(fmt::format("--sigma {}: must be >= 0", opt.sigma));
   auto r = open_trace(dir);
@@ -273,7 +282,8 @@ int cmd_rates(const std::string& dir, const std::vector<std::string>& pairs, con
     ids.emplace_back(resolve_channel(*r, a), resolve_channel(*r, b));
   }
   nlohmann::json all = nlohmann::json::array();
-  if (csv) fmt::print("from,to,status,nonblocking_per_s,windows,nonblocking_windows,drift,exact_per_s,service_mean_s,items\n");
+  if (csv)
+    fmt::print("from,to,status,nonblocking_per_s,windows,nonblocking_windows,drift,exact_per_s,service_mean_s,items\n");
   for (auto [a, b] : ids) {
     ServiceRate s = service_rate(*r, tl, a, b, opt);
     if (json)

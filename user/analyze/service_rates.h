@@ -54,15 +54,15 @@ struct ServiceRate {
   double period_s = 0;
   // Beard & Chamberlain
   uint64_t windows = 0, nonblocking = 0;
-  std::string status;                 // "ok", "not converged", "too few non-blocking windows",
-                                      // "no tuple id on both channels"
-  std::optional<double> estimate;     // items/s, only when status == "ok"
-  double drift = 0;                   // largest relative prefix deviation seen
-  double raw_max = 0;                 // largest unfiltered sample (items/s)
+  std::string status;  // "ok", "not converged", "too few non-blocking windows",
+                       // "no tuple id on both channels"
+  std::optional<double> estimate;  // items/s, only when status == "ok"
+  double drift = 0;  // largest relative prefix deviation seen
+  double raw_max = 0;  // largest unfiltered sample (items/s)
   // exact per item
   uint64_t items = 0, overtakes = 0;
   double service_mean_s = 0, service_p50_s = 0, service_p95_s = 0;
-  std::optional<double> exact_rate;   // 1 / mean service time
+  std::optional<double> exact_rate;  // 1 / mean service time
   uint64_t unmatched_from = 0, unmatched_to = 0, duplicates = 0;
 };
 
@@ -74,11 +74,9 @@ struct QueueItem {
 };
 
 // Memory: one entry per tuple id seen on either channel.
-ServiceRate service_rate(const TraceReader& r, const Timeline& tl, uint64_t from, uint64_t to,
-                         const RateOptions& opt);
+ServiceRate service_rate(const TraceReader& r, const Timeline& tl, uint64_t from, uint64_t to, const RateOptions& opt);
 // The computation on items already paired (what service_rate() does after reading).
-ServiceRate service_rate_of(std::vector<QueueItem> items, const Timeline& tl, uint64_t period,
-                            const RateOptions& opt);
+ServiceRate service_rate_of(std::vector<QueueItem> items, const Timeline& tl, uint64_t period, const RateOptions& opt);
 // Gaussian smoothing of a sequence (exposed for tests).
 std::vector<double> gaussian_filter(const std::vector<double>& x, double sigma);
 nlohmann::json service_rate_json(const ServiceRate& s);

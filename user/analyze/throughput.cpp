@@ -11,7 +11,6 @@
 
 namespace cptrace {
 
-
 void refuse_throughput_span(const Timeline& tl, uint64_t period, double period_ms, int64_t lo, int64_t hi) {
   double p_s = tl.ticks_to_s(double(period));
   double span_ms = (double(hi) - double(lo) + 1) * p_s * 1e3;
@@ -19,8 +18,8 @@ void refuse_throughput_span(const Timeline& tl, uint64_t period, double period_m
       fmt::format("--period {}: the events span {:.6g} s ({:.6g} s to {:.6g} s from the trace start), {} periods "
                   "(at most {}); some timestamps lie far outside the recording (`cptrace dump` shows them); "
                   "choose a longer --period",
-                  period_ms, span_ms / 1e3, double(lo) * p_s, (double(hi) + 1) * p_s,
-                  periods_between(lo, hi), kMaxThroughputPeriods),
+                  period_ms, span_ms / 1e3, double(lo) * p_s, (double(hi) + 1) * p_s, periods_between(lo, hi),
+                  kMaxThroughputPeriods),
       span_ms);
 }
 
@@ -96,8 +95,8 @@ Throughput compute_throughput(const TraceReader& r, const Timeline& tl, uint64_t
 }
 
 nlohmann::json throughput_json(const Throughput& t) {
-  nlohmann::json j = {{"period_ms", t.period_ms},    {"period_ticks", t.period}, {"tsc_hz", t.tl.hz},
-                      {"origin_tsc", t.tl.origin},   {"first_period", t.first},  {"periods", t.periods},
+  nlohmann::json j = {{"period_ms", t.period_ms},           {"period_ticks", t.period}, {"tsc_hz", t.tl.hz},
+                      {"origin_tsc", t.tl.origin},          {"first_period", t.first},  {"periods", t.periods},
                       {"channels", nlohmann::json::array()}};
   for (const auto& c : t.channels)
     j["channels"].push_back({{"name", c.name}, {"id", c.id}, {"total", c.total}, {"counts", c.counts}});

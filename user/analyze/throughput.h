@@ -25,9 +25,9 @@ struct ChannelSeries {
 
 struct Throughput {
   Timeline tl;
-  uint64_t period = 0;   // ticks
+  uint64_t period = 0;  // ticks
   double period_ms = 0;  // as asked
-  int64_t first = 0;     // index of the first period (negative if events precede the origin)
+  int64_t first = 0;  // index of the first period (negative if events precede the origin)
   size_t periods = 0;
   std::vector<ChannelSeries> channels;  // sorted by name
   double period_start_s(size_t i) const { return tl.ticks_to_s(double(first + int64_t(i)) * double(period)); }
@@ -51,8 +51,7 @@ struct TooManyPeriods : std::runtime_error {
 };
 
 // Throws TooManyPeriods for a table from period lo to hi, saying how far the events reach.
-[[noreturn]] void refuse_throughput_span(const Timeline& tl, uint64_t period, double period_ms, int64_t lo,
-                                         int64_t hi);
+[[noreturn]] void refuse_throughput_span(const Timeline& tl, uint64_t period, double period_ms, int64_t lo, int64_t hi);
 
 // Counts indexed by period, growing in either direction as they arrive, but
 // never wider than kMaxThroughputPeriods: a count beyond that is left out (the

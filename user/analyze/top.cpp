@@ -48,9 +48,11 @@ std::string wait_for_trace(const std::string& dir, double wait_s) {
     if (fs::exists(events, ec)) return events.string();
     bool have_dir = fs::exists(dir, ec);
     if (Clock::now() >= deadline)
-      throw std::runtime_error(have_dir ? fmt::format("{}: not a cptrace trace directory (no events.cpt in it "
-                                                      "after {} s, --wait)", dir, wait_s)
-                                        : fmt::format("{}: no such directory after waiting {} s (--wait)", dir, wait_s));
+      throw std::runtime_error(have_dir
+                                   ? fmt::format("{}: not a cptrace trace directory (no events.cpt in it "
+                                                 "after {} s, --wait)",
+                                                 dir, wait_s)
+                                   : fmt::format("{}: no such directory after waiting {} s (--wait)", dir, wait_s));
     if (!told) fmt::print(stderr, "cptrace top: waiting up to {:g} s for {}\n", wait_s, events.string());
     sleep_s(0.05);
   }
@@ -68,8 +70,8 @@ void read_meta(const std::string& dir, json& meta) {
 
 void print_text(const std::string& dir, const json& s, bool tty) {
   std::string out = tty ? "\x1b[H\x1b[2J" : "";
-  out += fmt::format("cptrace top {}  {}  trace {:.1f} s  read {} bytes\n", dir,
-                     s.value("state", ""), s.value("trace_s", 0.0), s.value("bytes_read", uint64_t(0)));
+  out += fmt::format("cptrace top {}  {}  trace {:.1f} s  read {} bytes\n", dir, s.value("state", ""),
+                     s.value("trace_s", 0.0), s.value("bytes_read", uint64_t(0)));
   out += fmt::format("events {}  seen {}  dropped {}  filtered {}\n\n", s.value("events", uint64_t(0)),
                      s.value("seen", uint64_t(0)), s.value("dropped", uint64_t(0)), s.value("filtered", uint64_t(0)));
   out += fmt::format("{:<32} {:>14} {:>14}\n", "channel", "events/s", "total");
@@ -77,13 +79,13 @@ void print_text(const std::string& dir, const json& s, bool tty) {
     out += fmt::format("{:<32} {:>14.0f} {:>14}\n", c["name"].get<std::string>(), c["per_s"].get<double>(),
                        c["total"].get<uint64_t>());
   if (!s.value("pairs", json::array()).empty())
-    out += fmt::format("\n{:<40} {:>9} {:>11} {:>11} {:>11} {:>11}\n", "latency (same node, us)", "count", "p50",
-                       "p90", "p99", "max");
+    out += fmt::format("\n{:<40} {:>9} {:>11} {:>11} {:>11} {:>11}\n", "latency (same node, us)", "count", "p50", "p90",
+                       "p99", "max");
   for (const json& p : s.value("pairs", json::array()))
     out += fmt::format("{:<40} {:>9} {:>11.3f} {:>11.3f} {:>11.3f} {:>11.3f}\n",
                        p["from"].get<std::string>() + " -> " + p["to"].get<std::string>(), p["count"].get<uint64_t>(),
-                       p["p50_s"].get<double>() * 1e6, p["p90_s"].get<double>() * 1e6,
-                       p["p99_s"].get<double>() * 1e6, p["max_s"].get<double>() * 1e6);
+                       p["p50_s"].get<double>() * 1e6, p["p90_s"].get<double>() * 1e6, p["p99_s"].get<double>() * 1e6,
+                       p["max_s"].get<double>() * 1e6);
   for (const json& p : s.value("pairs", json::array()))
     if (p.value("windowed", false))
       out += fmt::format("  {} -> {}: beyond --memory, paired as events come (repeats of a paired id are new ids)\n",
@@ -105,8 +107,8 @@ void emit(const TopOptions& o, const json& s) {
 // The last refresh of a completed recording: its whole table is throughput's.
 int finish(const TopOptions& o, const TraceTail& tail, const LiveView& view, const json& meta, json s) {
   if (tail.offset() < tail.file_bytes()) {
-    fmt::print(stderr, "cptrace top: {} at byte {}: {} (counts cover the frames before it)\n", tail.path(), tail.offset(),
-               tail.pending_reason());
+    fmt::print(stderr, "cptrace top: {} at byte {}: {} (counts cover the frames before it)\n", tail.path(),
+               tail.offset(), tail.pending_reason());
     return 2;
   }
   bool recounted = false;
@@ -145,8 +147,10 @@ int cmd_top(const TopOptions& o) {
     if (Clock::now() - grew_at > std::chrono::duration<double>(o.gone_s)) {
       s["state"] = "recorder gone";
       emit(o, s);
-      fmt::print(stderr, "cptrace top: {} has not grown for {:g} s and meta.json is not complete: the recorder "
-                         "stopped without finishing the trace\n", tail.path(), o.gone_s);
+      fmt::print(stderr,
+                 "cptrace top: {} has not grown for {:g} s and meta.json is not complete: the recorder "
+                 "stopped without finishing the trace\n",
+                 tail.path(), o.gone_s);
       return 3;
     }
     emit(o, s);

@@ -13,12 +13,12 @@ struct TopOptions {
   std::string dir;
   double interval_ms = 1000;
   double period_ms = 1000;  // throughput's period, aligned to the trace start
-  double wait_s = 10;       // for DIR and its events.cpt to appear
-  double gone_s = 5;        // events.cpt not growing this long: the recorder is gone
-  long iterations = 0;      // 0: until the recording ends
+  double wait_s = 10;  // for DIR and its events.cpt to appear
+  double gone_s = 5;  // events.cpt not growing this long: the recorder is gone
+  long iterations = 0;  // 0: until the recording ends
   bool json = false;
   std::vector<std::string> pairs;  // "FROM,TO"
-  MemoryBudget budget;             // for --pairs (local_latency.h: exact within it)
+  MemoryBudget budget;  // for --pairs (local_latency.h: exact within it)
 };
 
 // Exit status: 0 the recording completed (or --iterations refreshes were shown),

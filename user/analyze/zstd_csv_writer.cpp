@@ -40,8 +40,10 @@ void ZstdCsvWriter::write(std::string_view text) {
     compress(pending_, ZSTD_e_continue);
     pending_.clear();
   }
-  if (text.size() >= kChunk) compress(text, ZSTD_e_continue);
-  else pending_.append(text);
+  if (text.size() >= kChunk)
+    compress(text, ZSTD_e_continue);
+  else
+    pending_.append(text);
 }
 
 void ZstdCsvWriter::close() {

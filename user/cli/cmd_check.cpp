@@ -61,10 +61,10 @@ void report_fork_safety(Checker& c) {
     c.line(false, false, "fork after a probe hit", f.error);
     return;
   }
-  std::string problem = f.kernel_problem()
-      ? std::string("yes: a child forked after an optimized hit died of ") + strsignal(WTERMSIG(f.raw_fork_status))
-      : f.optimized ? "no: a child forked after an optimized hit survived"
-                    : "no: the site was not optimized, children inherit an int3";
+  std::string problem = f.kernel_problem() ? std::string("yes: a child forked after an optimized hit died of ") +
+                                                 strsignal(WTERMSIG(f.raw_fork_status))
+                        : f.optimized ? "no: a child forked after an optimized hit survived"
+                                      : "no: the site was not optimized, children inherit an int3";
   c.line(true, false, "kernel fork problem", problem);
   c.line(f.mitigation_holds(), false, "fork repair (libcptrace)",
          f.mitigation_holds() ? "a fork() child's probe site works"
@@ -102,20 +102,21 @@ void report_kernel_features(Checker& c) {
          : k.syscall_tracepoints
              ? "at exit/exit_group and fatal signals (sched_process_exit runs after exit_mm before 6.16)"
              : "fatal signals only: no syscall tracepoints, no early sched_process_exit");
-  c.line(k.bpf_loop, false, "channel handlers", k.bpf_loop ? "bpf_loop helper present"
-                                                           : "no bpf_loop (5.17+): handlers are refused");
+  c.line(k.bpf_loop, false, "channel handlers",
+         k.bpf_loop ? "bpf_loop helper present" : "no bpf_loop (5.17+): handlers are refused");
   std::vector<std::string> absent;
-  for (const char* tp : {"net_dev_start_xmit", "netif_receive_skb", "netif_rx", "netif_receive_skb_entry",
-                         "netif_receive_skb_list_entry", "napi_gro_receive_entry", "napi_gro_frags_entry",
-                         "sock_send_length", "sock_recv_length", "tcp_sendmsg_locked", "inet_sock_set_state",
-                         "softirq_entry", "sched_process_fork"})
+  for (const char* tp :
+       {"net_dev_start_xmit", "netif_receive_skb", "netif_rx", "netif_receive_skb_entry",
+        "netif_receive_skb_list_entry", "napi_gro_receive_entry", "napi_gro_frags_entry", "sock_send_length",
+        "sock_recv_length", "tcp_sendmsg_locked", "inet_sock_set_state", "softirq_entry", "sched_process_fork"})
     if (!kernel_has_tracepoint(tp)) absent.push_back(tp);
   c.line(absent.empty(), false, "network capture (--net)",
          absent.empty() ? "every tracepoint present"
                         : fmt::format("without {}: record --net says what is not captured (docs/kernels.md)",
-                                     fmt::join(absent, ", ")));
+                                      fmt::join(absent, ", ")));
   if (!k.forced_off.empty())
-    c.line(false, false, "features turned off", "CPTRACE_DISABLE_FEATURES: " + fmt::format("{}", fmt::join(k.forced_off, ",")));
+    c.line(false, false, "features turned off",
+           "CPTRACE_DISABLE_FEATURES: " + fmt::format("{}", fmt::join(k.forced_off, ",")));
 }
 
 int run_check() {
@@ -146,7 +147,8 @@ int run_check() {
              probe_site_nop_form() +
                  (optimized ? ", optimized by this kernel: " + costs
                             : ", not optimized: int3 path, every hit traps (x86-64 Linux 6.18+ optimizes nop5 "
-                              "sites; hot paths should use cp_logTS_batch): " + costs));
+                              "sites; hot paths should use cp_logTS_batch): " +
+                                  costs));
     }
     report_fork_safety(c);
     std::string f = follow_problem();
@@ -157,8 +159,8 @@ int run_check() {
   }
   c.line(n.invariant_tsc(), true, "invariant TSC",
          n.invariant_tsc() ? "constant_tsc nonstop_tsc" : "TSC not invariant: cross-node bounds would not hold");
-  c.line(n.clocksource == "tsc", false, "clocksource", n.clocksource +
-         (n.clocksource == "tsc" ? "" : " (not tsc: kernel timestamps convert less tightly)"));
+  c.line(n.clocksource == "tsc", false, "clocksource",
+         n.clocksource + (n.clocksource == "tsc" ? "" : " (not tsc: kernel timestamps convert less tightly)"));
   report_clock_discipline(c);
   fmt::print("{}\n", c.failed ? "recording cannot work here" : "recording can work here");
   return c.failed ? 1 : 0;
@@ -167,7 +169,8 @@ int run_check() {
 }  // namespace
 
 SubcommandRunner add_check_command(CLI::App& app) {
-  auto* check = app.add_subcommand("check", "can this machine record? (root, BTF, uprobes, nop5 path, TSC, ring buffer)");
+  auto* check =
+      app.add_subcommand("check", "can this machine record? (root, BTF, uprobes, nop5 path, TSC, ring buffer)");
   return {check, run_check};
 }
 

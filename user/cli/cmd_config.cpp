@@ -53,11 +53,9 @@ int run_config(const ConfigArgs& c) {
   }
   json reply = control_request(path, req);
   if (!reply.value("ok", false))
-    throw std::runtime_error(reply.value("error", "the recorder refused the request") +
-                             " (configuration unchanged)");
+    throw std::runtime_error(reply.value("error", "the recorder refused the request") + " (configuration unchanged)");
   if (req["cmd"] == "get") {
-    for (const json& h : reply["handlers"])
-      fmt::print("{:<24} {}\n", h.value("name", "?"), h.value("spec", "?"));
+    for (const json& h : reply["handlers"]) fmt::print("{:<24} {}\n", h.value("name", "?"), h.value("spec", "?"));
     return 0;
   }
   for (const json& ch : reply["changes"]) fmt::print("{}\n", handler_change_line(ch));
@@ -68,8 +66,9 @@ int run_config(const ConfigArgs& c) {
 
 SubcommandRunner add_config_command(CLI::App& app) {
   auto c = std::make_shared<ConfigArgs>();
-  auto* config = app.add_subcommand("config", "change channel handlers of a running recording: "
-                                              "config DIR|--socket PATH set CHANNEL HANDLER [PARAMS] | get");
+  auto* config = app.add_subcommand("config",
+                                    "change channel handlers of a running recording: "
+                                    "config DIR|--socket PATH set CHANNEL HANDLER [PARAMS] | get");
   config->add_option("--socket", c->socket, "the recorder's control socket (instead of DIR)");
   config->add_option("args", c->args, "[DIR] set CHANNEL HANDLER [PARAMS...] | [DIR] get")->required();
   return {config, [c] { return run_config(*c); }};

@@ -59,13 +59,14 @@ void dump_recorded(const TraceReader& r, const DumpArgs& a) {
   bool nspid = pids.any_container();
   auto nspid_tail = [&](uint32_t pid) { return nspid ? "," + pids.csv_field(pid) : std::string(); };
   const char* tail = net ? kNetCsvEmpty : "";
-  if (a.csv) fmt::print("node,kind,ts,channel,tuple,pid,tid,cpu{}{}\n", net ? kNetCsvColumns : "", nspid ? ",nspid" : "");
+  if (a.csv)
+    fmt::print("node,kind,ts,channel,tuple,pid,tid,cpu{}{}\n", net ? kNetCsvColumns : "", nspid ? ",nspid" : "");
   if (!a.csv) print_handler_history(r, stdout, "# ");
   r.for_each_event([&](const TraceEvent& e) {
     const std::string ch = r.channel_name(e.channel);
     if (a.csv)
-      fmt::print("{},{},{},{},{},{},{},{}{}{}\n", csv_field(node), event_kind_name(e.kind), e.ts, csv_field(ch), e.tuple,
-                 e.pid, e.tid, e.cpu, tail, nspid_tail(e.pid));
+      fmt::print("{},{},{},{},{},{},{},{}{}{}\n", csv_field(node), event_kind_name(e.kind), e.ts, csv_field(ch),
+                 e.tuple, e.pid, e.tid, e.cpu, tail, nspid_tail(e.pid));
     else
       fmt::print("{:20} {:<6} {:<24} tuple={:<20} pid={:<7} tid={:<7} cpu={}\n", e.ts, event_kind_name(e.kind), ch,
                  e.tuple, std::to_string(e.pid) + pids.text_suffix(e.pid), e.tid, e.cpu);

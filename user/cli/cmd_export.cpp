@@ -38,7 +38,8 @@ int run_export_table(const ExportArgs& a) {
   std::vector<std::pair<std::string, std::string>> pairs;
   for (const std::string& p : a.pairs) {
     size_t comma = p.find(',');
-    if (comma == std::string::npos || comma == 0 || comma + 1 == p.size() || p.find(',', comma + 1) != std::string::npos)
+    if (comma == std::string::npos || comma == 0 || comma + 1 == p.size() ||
+        p.find(',', comma + 1) != std::string::npos)
       throw std::runtime_error("--pair '" + p + "': expected FROM,TO (two channel names)");
     pairs.emplace_back(p.substr(0, comma), p.substr(comma + 1));
   }
@@ -92,9 +93,10 @@ int run_export(const ExportArgs& a) {
 
 SubcommandRunner add_export_command(CLI::App& app) {
   auto a = std::make_shared<ExportArgs>();
-  auto* exp = app.add_subcommand("export",
-                                 "export a trace: ctf (babeltrace2, Trace Compass), json (Chrome/Perfetto), csv; table: "
-                                 "a translated trace as zstd-compressed CSV tables for SQL (DuckDB, Spark)");
+  auto* exp =
+      app.add_subcommand("export",
+                         "export a trace: ctf (babeltrace2, Trace Compass), json (Chrome/Perfetto), csv; table: "
+                         "a translated trace as zstd-compressed CSV tables for SQL (DuckDB, Spark)");
   exp->add_option("format", a->format, "ctf, json, csv or table")->required();
   exp->add_option("dir", a->dir, "trace directory (translated, for table)")->required();
   auto* out = exp->add_option("-o,--output", a->out, "output (a directory for ctf and table, a file otherwise)");
@@ -106,9 +108,10 @@ SubcommandRunner add_export_command(CLI::App& app) {
                   "table: write only this table (events or latency) as plain CSV to stdout, instead of -o DIR")
       ->type_name("TABLE")
       ->excludes(out);
-  exp->add_flag("--accept-suspect-sync", a->accept_suspect_sync,
-                "table: export a trace translated with --accept-suspect-sync (default: refuse), with a WARNING line per "
-                "finding");
+  exp->add_flag(
+      "--accept-suspect-sync", a->accept_suspect_sync,
+      "table: export a trace translated with --accept-suspect-sync (default: refuse), with a WARNING line per "
+      "finding");
   add_memory_options(exp, a->budget);
   return {exp, [a] { return run_export(*a); }};
 }

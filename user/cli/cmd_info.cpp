@@ -98,18 +98,23 @@ nlohmann::json summary_json(const std::string& dir, const TraceReader& r, const 
                       {"compression_ratio", ratio},
                       {"frames", r.frame_count()}};
   for (auto& [id, c] : t.per)
-    j["channels"].push_back({{"id", id}, {"name", r.channel_name(id)}, {"events", c.events},
-                             {"counted", c.counted}, {"first_ts", c.first}, {"last_ts", c.last}});
+    j["channels"].push_back({{"id", id},
+                             {"name", r.channel_name(id)},
+                             {"events", c.events},
+                             {"counted", c.counted},
+                             {"first_ts", c.first},
+                             {"last_ts", c.last}});
   for (const auto& [pid, e] : r.pids().by_pid)
-    j["processes"].push_back({{"pid", pid}, {"nspid", e.nspid}, {"pidns", e.pidns},
-                              {"container", e.pidns != r.pids().recorder_pidns}});
+    j["processes"].push_back(
+        {{"pid", pid}, {"nspid", e.nspid}, {"pidns", e.pidns}, {"container", e.pidns != r.pids().recorder_pidns}});
   if (!r.sync_rounds().empty()) j["sync"] = summarize_rounds(r.sync_rounds(), hz);
   if (r.net_event_count() || !r.net_counters().seen.empty()) {
     const Counters& nk = r.net_counters();
-    j["net"] = {{"events", r.net_event_count()}, {"seen", nk.total_seen()}, {"dropped", nk.total_dropped()},
-                {"seen_per_cpu", nk.seen}, {"dropped_per_cpu", nk.dropped},
-                {"accounted", r.net_event_count() + nk.total_dropped() == nk.total_seen()},
-                {"stamps", net_stamps(r)}};
+    j["net"] = {
+        {"events", r.net_event_count()}, {"seen", nk.total_seen()},
+        {"dropped", nk.total_dropped()}, {"seen_per_cpu", nk.seen},
+        {"dropped_per_cpu", nk.dropped}, {"accounted", r.net_event_count() + nk.total_dropped() == nk.total_seen()},
+        {"stamps", net_stamps(r)}};
   }
   j["clock_adjustments"] = summarize_clock_adjustments(r).to_json();
   if (r.meta().contains("clock_discipline")) j["clock_discipline"] = r.meta()["clock_discipline"];

@@ -20,8 +20,10 @@ struct KeygenArgs {
 
 int run_keygen(const KeygenArgs& a) {
   minrtt::write_key_file(a.out, a.overwrite);
-  fmt::print(stderr, "cptrace keygen: new key in {} (mode 0600); copy it to every node, keeping the mode, and give it "
-                     "to sync, minrttd and record with --key\n", a.out);
+  fmt::print(stderr,
+             "cptrace keygen: new key in {} (mode 0600); copy it to every node, keeping the mode, and give it "
+             "to sync, minrttd and record with --key\n",
+             a.out);
   return 0;
 }
 

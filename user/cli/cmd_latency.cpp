@@ -35,14 +35,14 @@ int run_latency(const LatencyArgs& a) {
 SubcommandRunner add_latency_command(CLI::App& app) {
   auto a = std::make_shared<LatencyArgs>();
   auto* latency = app.add_subcommand("latency", "per-tuple durations between two channels, with bounds");
-  latency->add_option("dir", a->dir, "trace directory: translated by cptrace translate, or one node's own")
-      ->required();
+  latency->add_option("dir", a->dir, "trace directory: translated by cptrace translate, or one node's own")->required();
   latency->add_option("--from", a->from, "channel of the first event")->required();
   latency->add_option("--to", a->to, "channel of the second event")->required();
   latency->add_flag("--csv", a->csv, "one CSV row per tuple instead of the summary");
-  latency->add_flag("--json", a->json,
-                    "the summary as JSON: count, p50/p90/p99 with strict bounds, bound widths; all, per hop (node "
-                    "pair) and per scenario")
+  latency
+      ->add_flag("--json", a->json,
+                 "the summary as JSON: count, p50/p90/p99 with strict bounds, bound widths; all, per hop (node "
+                 "pair) and per scenario")
       ->excludes(latency->get_option("--csv"));
   latency->add_flag("--accept-suspect-sync", a->accept_suspect_sync,
                     "print bounds of a trace translated with --accept-suspect-sync (default: refuse), with a WARNING "

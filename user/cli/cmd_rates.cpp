@@ -26,12 +26,15 @@ SubcommandRunner add_rates_command(CLI::App& app) {
   auto a = std::make_shared<RatesArgs>();
   auto* rates = app.add_subcommand("rates", "non-blocking service rate behind a queue (channel pair)");
   rates->add_option("dir", a->dir, "trace directory")->required();
-  rates->add_option("--channel-pair", a->pairs, "FROM,TO: enqueue (or in) and dequeue (or out) channels; repeatable")->required();
+  rates->add_option("--channel-pair", a->pairs, "FROM,TO: enqueue (or in) and dequeue (or out) channels; repeatable")
+      ->required();
   rates->add_option("--period", a->opt.period_ms, "sampling window T in ms (default 10)");
   // A count: CLI11 would wrap -1 into 2^64 - 1 (no estimate, ever, and no word why).
   rates->add_option("--min-windows", a->opt.min_windows, "non-blocking windows needed for an estimate (default 30)")
       ->check(CLI::Validator(
-          [](const std::string& s) { return s.find('-') != std::string::npos ? s + " is negative: a count of windows" : ""; },
+          [](const std::string& s) {
+            return s.find('-') != std::string::npos ? s + " is negative: a count of windows" : "";
+          },
           "N"));
   rates->add_option("--quantile", a->opt.quantile, "quantile of the filtered samples (default 0.95)");
   rates->add_option("--tolerance", a->opt.tolerance, "convergence: relative drift allowed (default 0.05)");

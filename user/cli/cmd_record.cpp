@@ -39,10 +39,13 @@ std::string duration_problem(const std::string& s) {
 
 // The --net filters (net/net_capture.h).
 void add_net_options(CLI::App* record, NetOptions& net) {
-  record->add_flag("--net", net.enabled, "also record network events (socket send/recv, packet tx/rx); alone: network only");
-  record->add_option("--netns", net.netns, "--net: only this network namespace (PATH such as /run/netns/NAME, or self)");
+  record->add_flag("--net", net.enabled,
+                   "also record network events (socket send/recv, packet tx/rx); alone: network only");
+  record->add_option("--netns", net.netns,
+                     "--net: only this network namespace (PATH such as /run/netns/NAME, or self)");
   record->add_option("--cgroup", net.cgroup, "--net: only sockets/packets owned by tasks of this cgroup v2 directory");
-  record->add_option("--port", net.ports, "--net: only traffic with this port at either end; repeatable")->check(CLI::Range(1, 65535));
+  record->add_option("--port", net.ports, "--net: only traffic with this port at either end; repeatable")
+      ->check(CLI::Range(1, 65535));
 }
 
 }  // namespace
@@ -51,11 +54,19 @@ SubcommandRunner add_record_command(CLI::App& app) {
   auto rec = std::make_shared<RecordOptions>();
   auto* record = app.add_subcommand("record", "record cp_logTS events into a trace directory (root)");
   record->add_option("-o,--output", rec->out_dir, "trace directory to create")->required();
-  record->add_option("--lib", rec->libs, "ELF file holding the probe stubs (libcptrace.so, libcptrace_jni.so or a static executable); repeatable")
+  record
+      ->add_option(
+          "--lib", rec->libs,
+          "ELF file holding the probe stubs (libcptrace.so, libcptrace_jni.so or a static executable); repeatable")
       ->allow_extra_args(false);  // one path per --lib, so `--lib X -- CMD` still ends at --
-  record->add_option("--duration", rec->duration_s, "stop after SEC seconds")->check(CLI::Validator(duration_problem, "SEC"));
-  record->add_option("-p,--pid", rec->pid, "record this running process (late attach) and the children it forks from now on")->check(CLI::PositiveNumber);
-  record->add_flag("!--no-inherit", rec->inherit, "-p / -- CMD: record that one process only, not the children it forks");
+  record->add_option("--duration", rec->duration_s, "stop after SEC seconds")
+      ->check(CLI::Validator(duration_problem, "SEC"));
+  record
+      ->add_option("-p,--pid", rec->pid,
+                   "record this running process (late attach) and the children it forks from now on")
+      ->check(CLI::PositiveNumber);
+  record->add_flag("!--no-inherit", rec->inherit,
+                   "-p / -- CMD: record that one process only, not the children it forks");
   record->add_option("--node", rec->node, "node name written into the trace (default: host name)");
   record->add_flag("-f,--force", rec->overwrite, "overwrite an existing trace in the directory");
   record->add_flag("!--no-progress", rec->progress, "no progress line on the terminal");
@@ -63,14 +74,17 @@ SubcommandRunner add_record_command(CLI::App& app) {
   record->add_option("--ring-mb", rec->ring_mb, "ring buffer size per CPU, MiB (power of two)")
       ->check(CLI::Range(1, 1024) & CLI::Validator([](std::string& s) { return power_of_two_problem(s); }, "POW2"));
   // Defaults sized by bench/size_sweep.py (docs/record.md has the figures).
-  record->add_option("--wakeup-kib", rec->wakeup_kib,
-                     "wake the collector once this many KiB wait in a CPU's ring (default: a quarter of the ring)")
+  record
+      ->add_option("--wakeup-kib", rec->wakeup_kib,
+                   "wake the collector once this many KiB wait in a CPU's ring (default: a quarter of the ring)")
       ->check(CLI::Range(4, 1 << 20));
   record->add_option("--block-events", rec->block_events, "events per compressed trace frame")
       ->check(CLI::Range(1024, 65536));  // 64 blocks in flight: at most 64 x 64 Ki events buffered
   record->add_option("--zstd-level", rec->zstd_level, "zstd level of event frames")->check(CLI::Range(-5, 19));
-  record->add_option("--config", rec->config_file, "channel handler rules: lines `PATTERN HANDLER [PARAMS]` (docs/record.md)");
-  record->add_option("--control-socket", rec->control_socket, "control socket for `cptrace config` (default: DIR/control.sock)");
+  record->add_option("--config", rec->config_file,
+                     "channel handler rules: lines `PATTERN HANDLER [PARAMS]` (docs/record.md)");
+  record->add_option("--control-socket", rec->control_socket,
+                     "control socket for `cptrace config` (default: DIR/control.sock)");
   add_minrtt_record_options(record, rec->minrtt);
   add_net_options(record, rec->net);
   record->add_option("cmd", rec->cmd, "command to run and record (after --)");

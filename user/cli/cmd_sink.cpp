@@ -36,8 +36,10 @@ int report_sink(const SinkOptions& o, SinkState& st) {
   double span = (st.last_rx_ns - st.first_rx_ns) / 1e9;
   uint64_t rx_total = st.received.load();
   if (o.json) {
-    nlohmann::json j = {{"received", rx_total}, {"malformed", st.malformed.load()},
-                        {"rate", span > 0 ? (rx_total - 1) / span : 0.0}, {"rounds", st.round_log}};
+    nlohmann::json j = {{"received", rx_total},
+                        {"malformed", st.malformed.load()},
+                        {"rate", span > 0 ? (rx_total - 1) / span : 0.0},
+                        {"rounds", st.round_log}};
     if (!rounds) j.update({{"unique", L.unique()}, {"duplicates", L.duplicates()}, {"missing", L.missing()}});
     fmt::print("{}\n", j.dump(2));
   } else {
@@ -47,11 +49,12 @@ int report_sink(const SinkOptions& o, SinkState& st) {
       fmt::print("  ids: {} unique, {} duplicates, {} missing between the lowest and highest id\n", L.unique(),
                  L.duplicates(), L.missing());
     for (auto& r : st.round_log)
-      fmt::print("  round {}: expected {} emitted {} unique {} duplicates {} lost {} outside {} "
-                 "intake {:.1f}/s drain {:.3f} s\n",
-                 r.value("round", 0u), r.value("expected", 0ull), r.value("emitted", 0ull), r.value("unique", 0ull),
-                 r.value("duplicates", 0ull), r.value("lost", 0ull), r.value("outside", 0ull),
-                 r.value("intake_rate", 0.0), r.value("drain_s", 0.0));
+      fmt::print(
+          "  round {}: expected {} emitted {} unique {} duplicates {} lost {} outside {} "
+          "intake {:.1f}/s drain {:.3f} s\n",
+          r.value("round", 0u), r.value("expected", 0ull), r.value("emitted", 0ull), r.value("unique", 0ull),
+          r.value("duplicates", 0ull), r.value("lost", 0ull), r.value("outside", 0ull), r.value("intake_rate", 0.0),
+          r.value("drain_s", 0.0));
   }
   return bad ? 3 : 0;
 }

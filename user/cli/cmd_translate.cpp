@@ -42,8 +42,9 @@ SubcommandRunner add_translate_command(CLI::App& app) {
   add_choice(translate, "--clock-model", tr->clock_model, parse_clock_model,
              "linear (one line per pair, split where hulls cross) or piecewise (any rate changes; "
              "strict under --max-drift-ppm)");
-  translate->add_option("--max-drift-ppm", tr->max_drift_ppm,
-                        "piecewise: bound on the rate of one node's clock against another's, in ppm")
+  translate
+      ->add_option("--max-drift-ppm", tr->max_drift_ppm,
+                   "piecewise: bound on the rate of one node's clock against another's, in ppm")
       ->check(CLI::Range(0.001, 100000.0));
   add_choice(translate, "--inputs", tr->inputs, parse_inputs,
              "constraints used: both (default), rounds (MinRTT only) or traffic "

@@ -15,27 +15,27 @@ namespace cptrace {
 using SubcommandRunner = std::pair<CLI::App*, std::function<int()>>;
 
 // Recording and looking at one node's trace.
-SubcommandRunner add_record_command(CLI::App& app);      // cmd_record.cpp
-SubcommandRunner add_dump_command(CLI::App& app);        // cmd_dump.cpp
-SubcommandRunner add_info_command(CLI::App& app);        // cmd_info.cpp
-SubcommandRunner add_config_command(CLI::App& app);      // cmd_config.cpp
+SubcommandRunner add_record_command(CLI::App& app);  // cmd_record.cpp
+SubcommandRunner add_dump_command(CLI::App& app);  // cmd_dump.cpp
+SubcommandRunner add_info_command(CLI::App& app);  // cmd_info.cpp
+SubcommandRunner add_config_command(CLI::App& app);  // cmd_config.cpp
 // Analysis and export.
 SubcommandRunner add_throughput_command(CLI::App& app);  // cmd_throughput.cpp
-SubcommandRunner add_rates_command(CLI::App& app);       // cmd_rates.cpp
-SubcommandRunner add_top_command(CLI::App& app);         // cmd_top.cpp
-SubcommandRunner add_report_command(CLI::App& app);      // cmd_report.cpp
-SubcommandRunner add_export_command(CLI::App& app);      // cmd_export.cpp
-SubcommandRunner add_check_command(CLI::App& app);       // cmd_check.cpp
+SubcommandRunner add_rates_command(CLI::App& app);  // cmd_rates.cpp
+SubcommandRunner add_top_command(CLI::App& app);  // cmd_top.cpp
+SubcommandRunner add_report_command(CLI::App& app);  // cmd_report.cpp
+SubcommandRunner add_export_command(CLI::App& app);  // cmd_export.cpp
+SubcommandRunner add_check_command(CLI::App& app);  // cmd_check.cpp
 // Several nodes: translation onto one timebase, and the MinRTT commands.
-SubcommandRunner add_translate_command(CLI::App& app);   // cmd_translate.cpp
-SubcommandRunner add_latency_command(CLI::App& app);     // cmd_latency.cpp
-SubcommandRunner add_minrttd_command(CLI::App& app);     // cmd_minrttd.cpp
-SubcommandRunner add_sync_command(CLI::App& app);        // cmd_sync.cpp
-SubcommandRunner add_keygen_command(CLI::App& app);      // cmd_keygen.cpp
+SubcommandRunner add_translate_command(CLI::App& app);  // cmd_translate.cpp
+SubcommandRunner add_latency_command(CLI::App& app);  // cmd_latency.cpp
+SubcommandRunner add_minrttd_command(CLI::App& app);  // cmd_minrttd.cpp
+SubcommandRunner add_sync_command(CLI::App& app);  // cmd_sync.cpp
+SubcommandRunner add_keygen_command(CLI::App& app);  // cmd_keygen.cpp
 // Load generation and measurement.
-SubcommandRunner add_gen_command(CLI::App& app);         // cmd_gen.cpp
-SubcommandRunner add_sink_command(CLI::App& app);        // cmd_sink.cpp
-SubcommandRunner add_maxrate_command(CLI::App& app);     // cmd_maxrate.cpp
-SubcommandRunner add_overhead_command(CLI::App& app);    // cmd_overhead.cpp
+SubcommandRunner add_gen_command(CLI::App& app);  // cmd_gen.cpp
+SubcommandRunner add_sink_command(CLI::App& app);  // cmd_sink.cpp
+SubcommandRunner add_maxrate_command(CLI::App& app);  // cmd_maxrate.cpp
+SubcommandRunner add_overhead_command(CLI::App& app);  // cmd_overhead.cpp
 
 }  // namespace cptrace

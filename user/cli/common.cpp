@@ -31,12 +31,11 @@ void add_memory_options(CLI::App* cmd, MemoryBudget& b) {
       ->check(CLI::ExistingDirectory);
 }
 
-
 std::string handler_change_line(const nlohmann::json& c) {
   uint64_t before = c.at("before").at("mono_ns"), after = c.at("after").at("mono_ns");
-  return fmt::format("{:<24} {:<16} from mono {} ns (switch window {} ns, gen {}, {} `{}`)",
-                     c.value("name", "?"), c.value("spec", "?"), before, after - before,
-                     c.value("gen", 0), c.value("source", "?"), c.value("rule", ""));
+  return fmt::format("{:<24} {:<16} from mono {} ns (switch window {} ns, gen {}, {} `{}`)", c.value("name", "?"),
+                     c.value("spec", "?"), before, after - before, c.value("gen", 0), c.value("source", "?"),
+                     c.value("rule", ""));
 }
 
 void print_handler_history(const TraceReader& r, FILE* out, const char* prefix) {

@@ -34,10 +34,14 @@ void BlockQueue::close() {
   cv_.notify_all();
 }
 
-BlockPipeline::BlockPipeline(Sink sink, size_t block_events, unsigned compressors,
-                             size_t blocks_in_flight, int zstd_level)
-    : sink_(std::move(sink)), block_events_(block_events), zstd_level_(zstd_level),
-      storage_(blocks_in_flight), free_(blocks_in_flight), ready_(blocks_in_flight),
+BlockPipeline::BlockPipeline(Sink sink, size_t block_events, unsigned compressors, size_t blocks_in_flight,
+                             int zstd_level)
+    : sink_(std::move(sink)),
+      block_events_(block_events),
+      zstd_level_(zstd_level),
+      storage_(blocks_in_flight),
+      free_(blocks_in_flight),
+      ready_(blocks_in_flight),
       done_(blocks_in_flight) {
   for (auto& b : storage_) {
     // Touched now, not when the first events arrive: first-touch page faults of
@@ -46,8 +50,7 @@ BlockPipeline::BlockPipeline(Sink sink, size_t block_events, unsigned compressor
     b.events.reserve(block_events_);
     free_.push(&b);
   }
-  for (unsigned i = 0; i < std::max(1u, compressors); ++i)
-    compressors_.emplace_back([this] { compress_loop(); });
+  for (unsigned i = 0; i < std::max(1u, compressors); ++i) compressors_.emplace_back([this] { compress_loop(); });
   writer_ = std::thread([this] { write_loop(); });
 }
 
@@ -97,8 +100,7 @@ void BlockPipeline::write_loop() {
   Block* b = nullptr;
   while (done_.pop(b)) {
     pending.emplace(b->seq, b);
-    for (auto it = pending.begin(); it != pending.end() && it->first == next;
-         it = pending.erase(it), ++next) {
+    for (auto it = pending.begin(); it != pending.end() && it->first == next; it = pending.erase(it), ++next) {
       Block* w = it->second;
       if (failed())
         discard_block(w);
@@ -116,8 +118,7 @@ void BlockPipeline::write_block(Block* b) {
     // Keep consuming so producers never block on a dead writer; what is not
     // written from here on is counted instead (discarded()).
     failure_.what = e.what();
-    if (auto* se = dynamic_cast<const std::system_error*>(&e);
-        se && se->code().category() == std::generic_category())
+    if (auto* se = dynamic_cast<const std::system_error*>(&e); se && se->code().category() == std::generic_category())
       failure_.error = se->code().value();
     failed_.store(true, std::memory_order_release);
     discard_block(b);

@@ -33,15 +33,15 @@ namespace cptrace {
 
 struct Block {
   uint64_t seq = 0;
-  EventColumns events;             // events of an Events block
-  EncodedFrame frame;              // compressor output, or a ready control frame
-  bool precoded = false;           // frame is already encoded (clock, channels, counters)
+  EventColumns events;  // events of an Events block
+  EncodedFrame frame;  // compressor output, or a ready control frame
+  bool precoded = false;  // frame is already encoded (clock, channels, counters)
 };
 
 struct PipelineStats {
-  std::atomic<uint64_t> events{0};      // events written
-  std::atomic<uint64_t> raw_bytes{0};   // events * sizeof(TraceEvent)
-  std::atomic<uint64_t> frame_bytes{0}; // bytes written, headers included
+  std::atomic<uint64_t> events{0};  // events written
+  std::atomic<uint64_t> raw_bytes{0};  // events * sizeof(TraceEvent)
+  std::atomic<uint64_t> frame_bytes{0};  // bytes written, headers included
   std::atomic<uint64_t> producer_waits{0};
 };
 
@@ -50,7 +50,7 @@ struct PipelineStats {
 struct DiscardedRecords {
   std::vector<uint64_t> events_per_cpu;  // User and ChannelClose events
   std::vector<uint64_t> series_per_cpu;  // events counted by lost `counter` series points
-  uint64_t series_points = 0;            // Count records lost
+  uint64_t series_points = 0;  // Count records lost
   uint64_t net_events = 0;
   uint64_t events() const;
 };
@@ -85,8 +85,8 @@ class BlockPipeline {
  public:
   // `sink` is called by the single writer thread, in sequence order.
   using Sink = std::function<void(const EncodedFrame&)>;
-  BlockPipeline(Sink sink, size_t block_events = 16384, unsigned compressors = 1,
-                size_t blocks_in_flight = 64, int zstd_level = 1);
+  BlockPipeline(Sink sink, size_t block_events = 16384, unsigned compressors = 1, size_t blocks_in_flight = 64,
+                int zstd_level = 1);
   ~BlockPipeline();
   BlockPipeline(const BlockPipeline&) = delete;
   BlockPipeline& operator=(const BlockPipeline&) = delete;
@@ -129,8 +129,8 @@ class BlockPipeline {
   std::thread writer_;
   PipelineStats stats_;
   std::atomic<bool> failed_{false};
-  SinkFailure failure_;          // written by the writer thread before failed_
-  DiscardedRecords discarded_;   // writer thread only until finish()
+  SinkFailure failure_;  // written by the writer thread before failed_
+  DiscardedRecords discarded_;  // writer thread only until finish()
 };
 
 }  // namespace cptrace

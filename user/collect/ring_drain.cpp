@@ -9,8 +9,7 @@
 
 namespace cptrace {
 
-RingDrain::RingDrain(const std::vector<int>& ring_fds, BlockPipeline& pipeline,
-                     ChannelFn on_channel, int poll_ms)
+RingDrain::RingDrain(const std::vector<int>& ring_fds, BlockPipeline& pipeline, ChannelFn on_channel, int poll_ms)
     : pipeline_(pipeline), on_channel_(std::move(on_channel)), poll_ms_(poll_ms) {
   for (int fd : ring_fds) {
     int err = 0;
@@ -39,7 +38,9 @@ RingDrain::~RingDrain() {
   ring_buffer__free(rb_);
 }
 
-void RingDrain::start() { thread_ = std::thread([this] { loop(); }); }
+void RingDrain::start() {
+  thread_ = std::thread([this] { loop(); });
+}
 
 void RingDrain::request_flush() {
   flush_requested_.store(true);
@@ -82,8 +83,8 @@ int RingDrain::decode(const void* data, size_t size, EventColumns& out, ChannelI
       if (size < sizeof(cp_event_rec)) return -1;
       const auto* r = static_cast<const cp_event_rec*>(data);
       // Stamped by the probe site itself, at the call (lib/probe_site.h).
-      size_t i = append_rows(out, h, 1, h->kind == CP_REC_EVENT ? EventKind::User : EventKind::ChannelClose,
-                             Timebase::Tsc);
+      size_t i =
+          append_rows(out, h, 1, h->kind == CP_REC_EVENT ? EventKind::User : EventKind::ChannelClose, Timebase::Tsc);
       set_row(out, i, r->tsc, r->channel, r->tuple);
       return 1;
     }
@@ -103,8 +104,8 @@ int RingDrain::decode(const void* data, size_t size, EventColumns& out, ChannelI
     case CP_REC_BATCH_MONO: {  // Java batches carry System.nanoTime() stamps
       const auto* r = static_cast<const cp_batch_rec*>(data);
       if (size < sizeof(cp_batch_rec) || h->n > CP_BATCH_MAX) return -1;
-      size_t at = append_rows(out, h, h->n, EventKind::User,
-                              h->kind == CP_REC_BATCH ? Timebase::Tsc : Timebase::MonoNs);
+      size_t at =
+          append_rows(out, h, h->n, EventKind::User, h->kind == CP_REC_BATCH ? Timebase::Tsc : Timebase::MonoNs);
       uint64_t* ts = out.ts.data() + at;
       uint64_t* ch = out.channel.data() + at;
       uint64_t* tu = out.tuple.data() + at;

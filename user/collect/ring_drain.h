@@ -30,8 +30,7 @@ class RingDrain {
   // ring_fds: one BPF ring buffer per CPU. The pipeline's blocks must hold at
   // least CP_BATCH_MAX events (a record is never split over two blocks). on_channel: called (on the drain
   // thread) for every channel-name record.
-  RingDrain(const std::vector<int>& ring_fds, BlockPipeline& pipeline, ChannelFn on_channel,
-            int poll_ms = 1000);
+  RingDrain(const std::vector<int>& ring_fds, BlockPipeline& pipeline, ChannelFn on_channel, int poll_ms = 1000);
   ~RingDrain();
 
   void start();
@@ -65,8 +64,7 @@ class RingDrain {
   // record, -1 for a record too short or of an unknown kind (nothing appended).
   static int decode(const void* data, size_t size, EventColumns& out, ChannelInfo* channel);
   // The same into rows (tests).
-  static int decode(const void* data, size_t size, std::vector<TraceEvent>& out,
-                    ChannelInfo* channel);
+  static int decode(const void* data, size_t size, std::vector<TraceEvent>& out, ChannelInfo* channel);
 
  private:
   static int on_record(void* ctx, void* data, size_t size);

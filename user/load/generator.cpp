@@ -175,15 +175,14 @@ nlohmann::json GenReport::to_json() const {
           {"blocked_s", blocked_s},
           {"stopped_early", stopped_early},
           {"error", error},
-          {"lateness_ns", {{"p50", lateness.quantile(0.5)},
-                           {"p99", lateness.quantile(0.99)},
-                           {"p999", lateness.quantile(0.999)},
-                           {"max", lateness.max()}}}};
+          {"lateness_ns",
+           {{"p50", lateness.quantile(0.5)},
+            {"p99", lateness.quantile(0.99)},
+            {"p999", lateness.quantile(0.999)},
+            {"max", lateness.max()}}}};
 }
 
-uint64_t slot_count(double rate, double duration_s) {
-  return uint64_t(std::ceil(rate * duration_s - 1e-9));
-}
+uint64_t slot_count(double rate, double duration_s) { return uint64_t(std::ceil(rate * duration_s - 1e-9)); }
 
 void validate(const GenOptions& o) {
   if (!(o.rate > 0) || !std::isfinite(o.rate))
@@ -192,8 +191,8 @@ void validate(const GenOptions& o) {
     throw std::runtime_error(fmt::format("--duration {}: must be a positive number of seconds", o.duration_s));
   uint32_t max = o.udp ? kTupleMaxUdp : kTupleMaxTcp;
   if (o.size < kTupleMinSize || o.size > max)
-    throw std::runtime_error(fmt::format("--size {}: must be {}..{} bytes{}", o.size, kTupleMinSize, max,
-                                         o.udp ? " for UDP" : ""));
+    throw std::runtime_error(
+        fmt::format("--size {}: must be {}..{} bytes{}", o.size, kTupleMinSize, max, o.udp ? " for UDP" : ""));
   if (o.threads < 1 || o.threads > 256)
     throw std::runtime_error(fmt::format("--threads {}: must be 1..256", o.threads));
   if (o.batch < 1 || o.batch > 1024) throw std::runtime_error(fmt::format("--batch {}: must be 1..1024", o.batch));

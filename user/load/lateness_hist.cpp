@@ -9,7 +9,7 @@ namespace cptrace {
 // is split into 2^kSubBits equal sub-buckets.
 int LatenessHist::index(uint64_t v) {
   if (v < (1u << kSubBits)) return int(v);
-  int e = 63 - __builtin_clzll(v);                         // >= kSubBits
+  int e = 63 - __builtin_clzll(v);  // >= kSubBits
   int sub = int((v >> (e - kSubBits)) & ((1u << kSubBits) - 1));
   return ((e - kSubBits + 1) << kSubBits) + sub;
 }

@@ -17,10 +17,14 @@ bool judge_round(MaxrateRound& r, double tol) {
   const auto& s = r.sink;
   // The generator was blocked if it spent more than tol of the round waiting for its socket.
   bool blocked = g.blocked_s > tol * std::max(g.elapsed_s, 1e-9);
-  if (!g.error.empty()) r.verdict = "generator error: " + g.error;
-  else if (g.send_errors) r.verdict = fmt::format("{} tuples refused by the sending kernel", g.send_errors);
-  else if (s.lost) r.verdict = fmt::format("lost {} (first missing id {})", s.lost, s.first_missing);
-  else if (s.duplicates) r.verdict = fmt::format("{} duplicates", s.duplicates);
+  if (!g.error.empty())
+    r.verdict = "generator error: " + g.error;
+  else if (g.send_errors)
+    r.verdict = fmt::format("{} tuples refused by the sending kernel", g.send_errors);
+  else if (s.lost)
+    r.verdict = fmt::format("lost {} (first missing id {})", s.lost, s.first_missing);
+  else if (s.duplicates)
+    r.verdict = fmt::format("{} duplicates", s.duplicates);
   else if (g.achieved_rate < floor_rate && !blocked)
     r.verdict = fmt::format("generator-limited: it emitted {:.0f}/s without being blocked", g.achieved_rate);
   else if (s.intake_rate < floor_rate)
@@ -51,8 +55,8 @@ void check(const MaxrateOptions& o) {
   if (!(o.from > 0)) throw std::runtime_error(fmt::format("--from {}: must be a positive rate", o.from));
   if (!(o.step > 0)) throw std::runtime_error(fmt::format("--step {}: must be a positive rate", o.step));
   if (!(o.duration_s >= 0.5))
-    throw std::runtime_error(fmt::format("--duration {}: need at least 0.5 s per round for the intake slope",
-                                         o.duration_s));
+    throw std::runtime_error(
+        fmt::format("--duration {}: need at least 0.5 s per round for the intake slope", o.duration_s));
   if (o.max && o.max < o.from) throw std::runtime_error(fmt::format("--max {}: below --from {}", o.max, o.from));
   if (!(o.tolerance > 0 && o.tolerance < 0.5))
     throw std::runtime_error(fmt::format("--tolerance {}: must be in (0, 0.5)", o.tolerance));
@@ -62,8 +66,8 @@ void check(const MaxrateOptions& o) {
 
 int run_maxrate(const MaxrateOptions& o) {
   check(o);
-  Endpoint ctl_ep = o.control.empty() ? Endpoint{o.gen.to.host, uint16_t(o.gen.to.port + 1)}
-                                      : parse_endpoint(o.control, "--control");
+  Endpoint ctl_ep =
+      o.control.empty() ? Endpoint{o.gen.to.host, uint16_t(o.gen.to.port + 1)} : parse_endpoint(o.control, "--control");
   SinkControl ctl(ctl_ep);
   std::vector<MaxrateRound> rounds;
   if (!o.json) print_header();
@@ -94,8 +98,11 @@ int run_maxrate(const MaxrateOptions& o) {
   if (o.json) {
     json a = json::array();
     for (auto& r : rounds) {
-      json j = {{"rate", r.rate}, {"gen", r.gen.to_json()}, {"sink", r.sink.to_json()},
-                {"sustained", r.sustained}, {"verdict", r.verdict}};
+      json j = {{"rate", r.rate},
+                {"gen", r.gen.to_json()},
+                {"sink", r.sink.to_json()},
+                {"sustained", r.sustained},
+                {"verdict", r.verdict}};
       a.push_back(j);
     }
     fmt::print("{}\n", json{{"max_sustainable_rate", best}, {"reached_max", capped}, {"rounds", a}}.dump(2));

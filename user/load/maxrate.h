@@ -26,8 +26,8 @@
 namespace cptrace {
 
 struct MaxrateOptions {
-  GenOptions gen;             // to, size, threads, udp, batch, channel
-  std::string control;        // HOST:PORT of the sink's control port ("" : HOST:PORT+1)
+  GenOptions gen;  // to, size, threads, udp, batch, channel
+  std::string control;  // HOST:PORT of the sink's control port ("" : HOST:PORT+1)
   double from = 0, step = 0, duration_s = 0, max = 0;
   double tolerance = 0.02;
   bool json = false;
@@ -38,7 +38,7 @@ struct MaxrateRound {
   GenReport gen;
   RoundResult sink;
   bool sustained = false;
-  std::string verdict;        // "ok" or why not
+  std::string verdict;  // "ok" or why not
 };
 
 // Sustained or not, and why (the rules above).

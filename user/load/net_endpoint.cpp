@@ -13,8 +13,7 @@
 namespace cptrace {
 
 std::string Endpoint::str() const {
-  return host.find(':') != std::string::npos ? fmt::format("[{}]:{}", host, port)
-                                             : fmt::format("{}:{}", host, port);
+  return host.find(':') != std::string::npos ? fmt::format("[{}]:{}", host, port) : fmt::format("{}:{}", host, port);
 }
 
 Endpoint parse_endpoint(const std::string& s, const std::string& flag) {
@@ -83,13 +82,12 @@ int listen_on(const std::string& bind_addr, uint16_t port, int type) {
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     if (res->ai_family == AF_INET6) setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
   }
-  if (fd < 0 || bind(fd, res->ai_addr, res->ai_addrlen) != 0 ||
-      (type == SOCK_STREAM && listen(fd, 64) != 0)) {
+  if (fd < 0 || bind(fd, res->ai_addr, res->ai_addrlen) != 0 || (type == SOCK_STREAM && listen(fd, 64) != 0)) {
     int err = errno;
     if (fd >= 0) close(fd);
     freeaddrinfo(res);
-    throw std::runtime_error(fmt::format("cannot listen on {} port {}: {}",
-                                         bind_addr.empty() ? "*" : bind_addr, port, strerror(err)));
+    throw std::runtime_error(
+        fmt::format("cannot listen on {} port {}: {}", bind_addr.empty() ? "*" : bind_addr, port, strerror(err)));
   }
   freeaddrinfo(res);
   return fd;

@@ -129,8 +129,7 @@ Snapshot snap(const std::vector<std::unique_ptr<Spinner>>& sp) {
 // CPU-seconds lost per CPU between two snapshots.
 std::vector<double> lost(const Snapshot& a, const Snapshot& b, const std::vector<double>& rate) {
   std::vector<double> v;
-  for (size_t i = 0; i < rate.size(); ++i)
-    v.push_back((b.t - a.t) / 1e9 - double(b.units[i] - a.units[i]) / rate[i]);
+  for (size_t i = 0; i < rate.size(); ++i) v.push_back((b.t - a.t) / 1e9 - double(b.units[i] - a.units[i]) / rate[i]);
   return v;
 }
 
@@ -148,8 +147,8 @@ std::array<double, 3> proc_stat(const std::vector<int>& cpus) {
   for (std::string line; std::getline(f, line);) {
     int cpu;
     unsigned long long v[8];
-    if (sscanf(line.c_str(), "cpu%d %llu %llu %llu %llu %llu %llu %llu %llu", &cpu, &v[0], &v[1], &v[2], &v[3],
-               &v[4], &v[5], &v[6], &v[7]) != 9)
+    if (sscanf(line.c_str(), "cpu%d %llu %llu %llu %llu %llu %llu %llu %llu", &cpu, &v[0], &v[1], &v[2], &v[3], &v[4],
+               &v[5], &v[6], &v[7]) != 9)
       continue;
     if (std::find(cpus.begin(), cpus.end(), cpu) == cpus.end()) continue;
     r[0] += v[5] / hz, r[1] += v[6] / hz, r[2] += v[7] / hz;
@@ -185,13 +184,15 @@ int enter_own_autogroup(int nice) {
   if (pid < 0) throw std::runtime_error(std::string("fork: ") + strerror(errno));
   if (pid > 0) {
     int st = 0;
-    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+    }
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
   }
   if (setsid() < 0) throw std::runtime_error(std::string("--nice: setsid: ") + strerror(errno));
   std::ofstream ag("/proc/self/autogroup");
   ag << nice << std::flush;
-  if (!ag) throw std::runtime_error(fmt::format("--nice {}: cannot set the autogroup's nice (needs CAP_SYS_NICE)", nice));
+  if (!ag)
+    throw std::runtime_error(fmt::format("--nice {}: cannot set the autogroup's nice (needs CAP_SYS_NICE)", nice));
   g_nice_on_autogroup = true;
   return -1;
 }
@@ -311,7 +312,8 @@ OverheadReport measure_overhead(const OverheadOptions& o) {
   pid_t pid = spawn(o, r.cpus);
   int st = 0;
   rusage ru{};
-  while (wait4(pid, &st, 0, &ru) < 0 && errno == EINTR) {}
+  while (wait4(pid, &st, 0, &ru) < 0 && errno == EINTR) {
+  }
   auto b1 = snap(sp);
   auto ps1 = proc_stat(r.cpus);
 
@@ -359,7 +361,7 @@ int run_overhead(const OverheadOptions& o) {
   std::string cpus;
   for (int c : r.cpus) cpus += (cpus.empty() ? "" : ",") + std::to_string(c);
   double ru = r.rusage_user_s + r.rusage_sys_s;
-  std::string nice = !o.nice                ? ""
+  std::string nice = !o.nice               ? ""
                      : g_nice_on_autogroup ? fmt::format(", own autogroup at nice {}", o.nice)
                                            : fmt::format(", nice {}", o.nice);
   fmt::print(stderr,

@@ -32,26 +32,26 @@ namespace cptrace {
 
 struct OverheadOptions {
   std::vector<std::string> cmd;
-  std::string cpus;          // "0-1,3" (default: every CPU this process may use)
+  std::string cpus;  // "0-1,3" (default: every CPU this process may use)
   double calibrate_s = 1.0;  // spinner alone: units per second of its own CPU time (median of 10 ms windows)
-  double baseline_s = 0.5;   // background measured before and after the command
-  int nice = 0;              // niceness of the command's session (see above: not a guarantee)
+  double baseline_s = 0.5;  // background measured before and after the command
+  int nice = 0;  // niceness of the command's session (see above: not a guarantee)
   bool json = false;
 };
 
 struct OverheadReport {
   std::vector<int> cpus;
-  std::vector<double> rate;           // work units per second, per CPU, undisturbed
-  std::vector<double> rate_spread;    // relative uncertainty of each rate (half its 10-90% spread)
-  double wall_s = 0;                  // command: fork to reap
-  double displaced_s = 0;             // CPU-seconds the spinners lost during the run
+  std::vector<double> rate;  // work units per second, per CPU, undisturbed
+  std::vector<double> rate_spread;  // relative uncertainty of each rate (half its 10-90% spread)
+  double wall_s = 0;  // command: fork to reap
+  double displaced_s = 0;  // CPU-seconds the spinners lost during the run
   std::vector<double> displaced_cpu;  // ... per CPU
-  double uncertainty_s = 0;           // +- on displaced_s from the rates' spread
-  double spinner_cpu_s = 0;           // CPU time the spinner threads were given during the run
+  double uncertainty_s = 0;  // +- on displaced_s from the rates' spread
+  double spinner_cpu_s = 0;  // CPU time the spinner threads were given during the run
   double background_before = 0, background_after = 0;  // fraction of the CPUs lost without the command
-  double rusage_user_s = 0, rusage_sys_s = 0;          // the command and its waited-for children
-  double irq_s = 0, softirq_s = 0, steal_s = 0;        // /proc/stat on the measured CPUs over the run
-  int status = 0;                     // exit code, or 128 + signal
+  double rusage_user_s = 0, rusage_sys_s = 0;  // the command and its waited-for children
+  double irq_s = 0, softirq_s = 0, steal_s = 0;  // /proc/stat on the measured CPUs over the run
+  int status = 0;  // exit code, or 128 + signal
   // Displaced CPU the command's rusage, irq and softirq do not account for.
   double unexplained_s() const;
   // unexplained_s() beyond the uncertainty: something else (another session's

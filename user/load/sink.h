@@ -17,26 +17,26 @@ namespace cptrace {
 
 struct SinkOptions {
   uint16_t port = 0;
-  std::string bind;             // address to bind (default: all)
+  std::string bind;  // address to bind (default: all)
   bool udp = false;
-  double throttle = 0;          // tuples/s the consumer serves at most (0: as fast as it can)
-  uint16_t control_port = 0;    // 0: port + 1
-  unsigned rounds = 0;          // exit after this many control rounds (0: no limit)
-  double duration_s = 0;        // exit after this long (0: no limit)
+  double throttle = 0;  // tuples/s the consumer serves at most (0: as fast as it can)
+  uint16_t control_port = 0;  // 0: port + 1
+  unsigned rounds = 0;  // exit after this many control rounds (0: no limit)
+  double duration_s = 0;  // exit after this long (0: no limit)
   std::string channel = "sink.recv";
-  double drain_idle_s = 1.0;    // end of round: give up waiting after this long without a tuple
-  double drain_max_s = 60;      // ... or after this long in all
+  double drain_idle_s = 1.0;  // end of round: give up waiting after this long without a tuple
+  double drain_max_s = 60;  // ... or after this long in all
   bool json = false;
 };
 
 // State shared by the data path and the control server.
 struct SinkState {
-  std::mutex mu;                 // guards ledger, round fields
+  std::mutex mu;  // guards ledger, round fields
   IdLedger ledger;
   bool in_round = false;
   unsigned rounds_done = 0;
   nlohmann::json round_log = nlohmann::json::array();
-  std::atomic<uint64_t> received{0};      // every tuple since start
+  std::atomic<uint64_t> received{0};  // every tuple since start
   std::atomic<uint64_t> round_unique{0};  // unique ids of the current round
   std::atomic<uint64_t> malformed{0};
   std::atomic<int64_t> first_rx_ns{0}, last_rx_ns{0};

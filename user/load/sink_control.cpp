@@ -17,7 +17,6 @@ namespace cptrace {
 
 using nlohmann::json;
 
-
 double slope_per_s(const std::vector<std::pair<int64_t, uint64_t>>& pts) {
   if (pts.size() < 2) return 0;
   // Centered sums: no cancellation with ns-scale x values.
@@ -54,10 +53,9 @@ RoundResult RoundResult::from_json(const json& j) {
 }
 
 json RoundResult::to_json() const {
-  json j = {{"expected", expected}, {"emitted", emitted},       {"unique", unique},
-            {"duplicates", duplicates}, {"missing", missing},   {"outside", outside},
-            {"lost", lost},             {"lag_tuples", lag_tuples}, {"intake_rate", intake_rate},
-            {"drain_s", drain_s}};
+  json j = {{"expected", expected},       {"emitted", emitted}, {"unique", unique}, {"duplicates", duplicates},
+            {"missing", missing},         {"outside", outside}, {"lost", lost},     {"lag_tuples", lag_tuples},
+            {"intake_rate", intake_rate}, {"drain_s", drain_s}};
   if (first_missing != UINT64_MAX) j["first_missing"] = first_missing;
   return j;
 }
@@ -162,8 +160,10 @@ json ControlServer::end_round(uint64_t emitted) {
     if (now - last_change > int64_t(o_.drain_idle_s * 1e9) || now - t_end > int64_t(o_.drain_max_s * 1e9)) break;
     usleep(2000);
   }
-  if (st_.round_unique.load() >= emitted) t_done = mono_ns();
-  else t_done = last_change;
+  if (st_.round_unique.load() >= emitted)
+    t_done = mono_ns();
+  else
+    t_done = last_change;
 
   std::vector<std::pair<int64_t, uint64_t>> second_half;
   int64_t mid = begin_ns_ + (t_end - begin_ns_) / 2;
@@ -207,8 +207,8 @@ SinkControl::~SinkControl() { close(fd_); }
 json SinkControl::call(const json& req) {
   std::string out = req.dump() + "\n", line;
   if (!write_all(fd_, out.data(), out.size()) || !read_line(fd_, line))
-    throw std::runtime_error(fmt::format("sink control {}: connection lost ({})", ep_.str(),
-                                         errno ? strerror(errno) : "closed"));
+    throw std::runtime_error(
+        fmt::format("sink control {}: connection lost ({})", ep_.str(), errno ? strerror(errno) : "closed"));
   json j = json::parse(line, nullptr, false);
   if (j.is_discarded() || !j.value("ok", false))
     throw std::runtime_error(fmt::format("sink control {}: {}", ep_.str(),

@@ -26,10 +26,10 @@ namespace cptrace {
 
 struct RoundResult {
   uint64_t expected = 0, emitted = 0, unique = 0, duplicates = 0, missing = 0, outside = 0;
-  uint64_t lost = 0;          // emitted - unique: handed to the network, never arrived
-  uint64_t lag_tuples = 0;    // emitted - unique when the end message arrived
-  double intake_rate = 0;     // tuples/s over the second half of the round
-  double drain_s = 0;         // end message to the last expected tuple (or give-up)
+  uint64_t lost = 0;  // emitted - unique: handed to the network, never arrived
+  uint64_t lag_tuples = 0;  // emitted - unique when the end message arrived
+  double intake_rate = 0;  // tuples/s over the second half of the round
+  double drain_s = 0;  // end message to the last expected tuple (or give-up)
   uint64_t first_missing = UINT64_MAX;
   static RoundResult from_json(const nlohmann::json& j);
   nlohmann::json to_json() const;

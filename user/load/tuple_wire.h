@@ -12,7 +12,7 @@ namespace cptrace {
 
 constexpr uint32_t kTupleMagic = 0x47545043;  // "CPTG"
 constexpr uint32_t kTupleMinSize = 16;
-constexpr uint32_t kTupleMaxUdp = 65507;      // largest IPv4 UDP payload
+constexpr uint32_t kTupleMaxUdp = 65507;  // largest IPv4 UDP payload
 constexpr uint32_t kTupleMaxTcp = 1 << 20;
 
 struct TupleHeader {

@@ -41,8 +41,8 @@ uint32_t netns_inode(const std::string& spec) {
   int rc = fstat(fd, &st);
   close(fd);
   if (type != CLONE_NEWNET || rc != 0)
-    throw std::runtime_error(fmt::format(
-        "--netns {}: not a network namespace (give /run/netns/NAME, /proc/PID/ns/net or self)", spec));
+    throw std::runtime_error(
+        fmt::format("--netns {}: not a network namespace (give /run/netns/NAME, /proc/PID/ns/net or self)", spec));
   return uint32_t(st.st_ino);
 }
 
@@ -105,8 +105,8 @@ NetCapture::~NetCapture() {
 }
 
 void NetCapture::create_rings(uint32_t ring_bytes) {
-  ring_fds_ = install_per_cpu_rings(bpf_map__fd(skel_->maps.net_rings), ring_bytes, "cp_net_ring",
-                                    "a network ring buffer");
+  ring_fds_ =
+      install_per_cpu_rings(bpf_map__fd(skel_->maps.net_rings), ring_bytes, "cp_net_ring", "a network ring buffer");
   for (int fd : ring_fds_) {
     int err = rb_ ? ring_buffer__add(rb_, fd, &NetCapture::on_record, this) : 0;
     if (!rb_) {
@@ -141,8 +141,7 @@ static bool is_rx_early(const std::string& tp) {
 static const char* what_is_lost(const std::string& tp) {
   if (tp == "sock_send_length" || tp == "sock_recv_length")
     return "socket send/receive events are not recorded (Linux 6.3+); packets are";
-  if (tp == "tcp_sendmsg_locked")
-    return "the first segment of a TCP flow may have no pid (Linux 6.13+ attributes it)";
+  if (tp == "tcp_sendmsg_locked") return "the first segment of a TCP flow may have no pid (Linux 6.13+ attributes it)";
   return "its events are not recorded";
 }
 
@@ -159,8 +158,10 @@ void NetCapture::skip_missing_tracepoints() {
     if (sec.rfind("tp_btf/", 0) != 0) continue;
     std::string tp = sec.substr(7);
     if (is_rx_early(tp)) {
-      if (early_missing.empty()) rx_stamp_.push_back(tp);
-      else bpf_program__set_autoload(p, false);
+      if (early_missing.empty())
+        rx_stamp_.push_back(tp);
+      else
+        bpf_program__set_autoload(p, false);
       continue;
     }
     if (kernel_has_tracepoint(tp)) continue;
@@ -168,10 +169,10 @@ void NetCapture::skip_missing_tracepoints() {
     missing_.push_back(fmt::format("no {} tracepoint: {}", tp, what_is_lost(tp)));
   }
   if (!early_missing.empty())
-    missing_.push_back(fmt::format(
-        "no {} tracepoint: received packets are stamped at netif_receive_skb, after the backlog queue "
-        "and GRO (later than the earliest receive point, so traffic bounds are wider)",
-        fmt::join(early_missing, ", ")));
+    missing_.push_back(
+        fmt::format("no {} tracepoint: received packets are stamped at netif_receive_skb, after the backlog queue "
+                    "and GRO (later than the earliest receive point, so traffic bounds are wider)",
+                    fmt::join(early_missing, ", ")));
   rx_stamp_.push_back("netif_receive_skb");  // every receive without an early stamp
 }
 
@@ -183,18 +184,16 @@ void NetCapture::start(BlockPipeline& pipe) {
   // would leave its CPU marked "in softirq" for the whole recording.
   // The receive record before the early receive stamps it takes over: no stamp
   // is left behind in the map by a packet that passed an entry point first.
-  bpf_program* progs[] = {skel_->progs.cp_softirq_exit,   skel_->progs.cp_softirq_entry,
-                          skel_->progs.cp_net_tx,         skel_->progs.cp_net_rx,
-                          skel_->progs.cp_rx_netif_rx,    skel_->progs.cp_rx_receive_entry,
-                          skel_->progs.cp_rx_list_entry,  skel_->progs.cp_rx_gro_entry,
-                          skel_->progs.cp_rx_frags_entry, skel_->progs.cp_sock_send,
-                          skel_->progs.cp_sock_recv,      skel_->progs.cp_tcp_sendmsg,
-                          skel_->progs.cp_sock_state};
+  bpf_program* progs[] = {
+      skel_->progs.cp_softirq_exit,  skel_->progs.cp_softirq_entry, skel_->progs.cp_net_tx,
+      skel_->progs.cp_net_rx,        skel_->progs.cp_rx_netif_rx,   skel_->progs.cp_rx_receive_entry,
+      skel_->progs.cp_rx_list_entry, skel_->progs.cp_rx_gro_entry,  skel_->progs.cp_rx_frags_entry,
+      skel_->progs.cp_sock_send,     skel_->progs.cp_sock_recv,     skel_->progs.cp_tcp_sendmsg,
+      skel_->progs.cp_sock_state};
   for (bpf_program* p : progs) {
     if (!bpf_program__autoload(p)) continue;  // not on this kernel (missing())
     bpf_link* l = bpf_program__attach(p);
-    if (!l)
-      throw std::runtime_error(explain_bpf_error(errno, std::string("attaching ") + bpf_program__name(p)));
+    if (!l) throw std::runtime_error(explain_bpf_error(errno, std::string("attaching ") + bpf_program__name(p)));
     links_.push_back(l);
   }
   thread_ = std::thread([this] { loop(); });
@@ -254,10 +253,11 @@ nlohmann::json NetCapture::counters_json() const {
 }
 
 nlohmann::json NetCapture::describe() const {
-  return {{"netns", opt_.netns}, {"netns_inode", filt_.netns}, {"cgroup", opt_.cgroup},
-          {"cgroup_id", filt_.cgroup}, {"pid", opt_.pid},
-          {"pid_and_children", opt_.followed_map_fd >= 0}, {"ports", opt_.ports},
-          {"tx_stamp", "net_dev_start_xmit"}, {"rx_stamp", rx_stamp_}};
+  return {{"netns", opt_.netns},   {"netns_inode", filt_.netns},
+          {"cgroup", opt_.cgroup}, {"cgroup_id", filt_.cgroup},
+          {"pid", opt_.pid},       {"pid_and_children", opt_.followed_map_fd >= 0},
+          {"ports", opt_.ports},   {"tx_stamp", "net_dev_start_xmit"},
+          {"rx_stamp", rx_stamp_}};
 }
 
 }  // namespace cptrace

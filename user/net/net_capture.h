@@ -23,19 +23,19 @@ struct ring_buffer;
 namespace cptrace {
 
 struct NetOptions {
-  bool enabled = false;             // --net
-  std::string netns;                // --netns PATH|self ("" = every namespace)
-  std::string cgroup;               // --cgroup PATH (cgroup v2 directory)
-  uint32_t pid = 0;                 // owner tgid filter (record -p / -- CMD)
-  int followed_map_fd = -1;         // or: owner in this tgid set (the followed tree)
-  std::vector<uint16_t> ports;      // --port N (either end)
+  bool enabled = false;  // --net
+  std::string netns;  // --netns PATH|self ("" = every namespace)
+  std::string cgroup;  // --cgroup PATH (cgroup v2 directory)
+  uint32_t pid = 0;  // owner tgid filter (record -p / -- CMD)
+  int followed_map_fd = -1;  // or: owner in this tgid set (the followed tree)
+  std::vector<uint16_t> ports;  // --port N (either end)
   uint32_t ring_bytes = 16u << 20;  // per CPU, power of two
   int zstd_level = 1;
 };
 
 // Resolved filters: what the BPF side compares against.
 struct NetFilters {
-  uint32_t netns = 0;   // inode of the network namespace
+  uint32_t netns = 0;  // inode of the network namespace
   uint64_t cgroup = 0;  // cgroup v2 id (inode of the directory)
 };
 // Throws std::runtime_error naming the flag and value when a path is not a

@@ -94,8 +94,7 @@ std::string explain_load_failure(int err, const std::string& log, const std::str
   if (std::regex_search(log, m, failed_prog)) {
     std::string prog = m[1], reason = verifier_reason(log, prog), need = feature_needed_by(prog);
     return fmt::format("{}: the kernel (Linux {}) refused BPF program {} ({}){}{}", what, kernel, prog,
-                       reason.empty() ? strerror(err) : "verifier: " + reason,
-                       need.empty() ? "" : "; it needs " + need,
+                       reason.empty() ? strerror(err) : "verifier: " + reason, need.empty() ? "" : "; it needs " + need,
                        privileged() ? "" : "; not running as root either (CAP_BPF + CAP_PERFMON)");
   }
   static const std::regex missing_ksym(R"(extern \(func ksym\) '([A-Za-z0-9_]+)': not found)");
@@ -110,9 +109,10 @@ std::string explain_bpf_error(int err, const std::string& what) {
   if ((err == EPERM || err == EACCES) && !privileged())
     s += " (recording needs root, or CAP_BPF + CAP_PERFMON; see `cptrace check`)";
   else if (err == EPERM || err == EACCES)
-    s += fmt::format(" (running with the privileges needed: the kernel, Linux {}, refused it; "
-                     "lockdown or a security module? see `cptrace check`)",
-                     kernel_features().release);
+    s += fmt::format(
+        " (running with the privileges needed: the kernel, Linux {}, refused it; "
+        "lockdown or a security module? see `cptrace check`)",
+        kernel_features().release);
   return s;
 }
 

@@ -24,8 +24,7 @@ namespace cptrace {
 
 namespace {
 
-constexpr const char* kHandlerList =
-    "id, downsample N, xoy X Y, firstlast, counter PERIOD, null";
+constexpr const char* kHandlerList = "id, downsample N, xoy X Y, firstlast, counter PERIOD, null";
 
 uint64_t parse_uint(const std::string& w, const std::string& what) {
   uint64_t v = 0;
@@ -40,25 +39,23 @@ uint64_t parse_period_ns(const std::string& w) {
   size_t i = 0;
   while (i < w.size() && isdigit(static_cast<unsigned char>(w[i]))) i++;
   std::string num = w.substr(0, i), unit = w.substr(i);
-  static const std::map<std::string, uint64_t> units = {
-      {"ns", 1}, {"us", 1000}, {"ms", 1000000}, {"s", 1000000000}};
+  static const std::map<std::string, uint64_t> units = {{"ns", 1}, {"us", 1000}, {"ms", 1000000}, {"s", 1000000000}};
   auto u = units.find(unit);
   if (num.empty() || u == units.end())
-    throw std::invalid_argument(fmt::format(
-        "counter PERIOD: `{}` is not a period (a whole number with unit ns, us, ms or s, e.g. 10ms)", w));
+    throw std::invalid_argument(
+        fmt::format("counter PERIOD: `{}` is not a period (a whole number with unit ns, us, ms or s, e.g. 10ms)", w));
   uint64_t n = parse_uint(num, "counter PERIOD");
   if (n == 0 || n > UINT64_MAX / u->second / 4)
     throw std::invalid_argument(fmt::format("counter PERIOD: `{}` is out of range", w));
   uint64_t ns = n * u->second;
-  if (ns < 1000)
-    throw std::invalid_argument(fmt::format("counter PERIOD: `{}` is below the minimum of 1us", w));
+  if (ns < 1000) throw std::invalid_argument(fmt::format("counter PERIOD: `{}` is below the minimum of 1us", w));
   return ns;
 }
 
 void want_params(const std::vector<std::string>& w, size_t n, const std::string& usage) {
   if (w.size() - 1 != n)
-    throw std::invalid_argument(fmt::format("handler `{}` takes {} parameter(s) ({}), got {}", w[0], n,
-                                            usage, w.size() - 1));
+    throw std::invalid_argument(
+        fmt::format("handler `{}` takes {} parameter(s) ({}), got {}", w[0], n, usage, w.size() - 1));
 }
 
 Instant now_instant(bool mono_first) {
@@ -90,21 +87,30 @@ cp_handler_rule rule_of(const HandlerSpec& s, uint64_t gen, double tsc_hz) {
 
 std::string HandlerSpec::name() const {
   switch (kind) {
-    case CP_H_ID: return "id";
-    case CP_H_DOWNSAMPLE: return "downsample";
-    case CP_H_XOY: return "xoy";
-    case CP_H_FIRSTLAST: return "firstlast";
-    case CP_H_COUNTER: return "counter";
-    case CP_H_NULL: return "null";
+    case CP_H_ID:
+      return "id";
+    case CP_H_DOWNSAMPLE:
+      return "downsample";
+    case CP_H_XOY:
+      return "xoy";
+    case CP_H_FIRSTLAST:
+      return "firstlast";
+    case CP_H_COUNTER:
+      return "counter";
+    case CP_H_NULL:
+      return "null";
   }
   return "unknown";
 }
 
 std::vector<uint64_t> HandlerSpec::params() const {
   switch (kind) {
-    case CP_H_DOWNSAMPLE: return {p1};
-    case CP_H_XOY: return {p1, p2};
-    case CP_H_COUNTER: return {p1};  // ns
+    case CP_H_DOWNSAMPLE:
+      return {p1};
+    case CP_H_XOY:
+      return {p1, p2};
+    case CP_H_COUNTER:
+      return {p1};  // ns
   }
   return {};
 }
@@ -188,8 +194,8 @@ const ConfigRule* HandlerTable::first_match(const std::string& name) const {
   return nullptr;
 }
 
-json HandlerTable::install(uint64_t id, const std::string& name, const HandlerSpec& spec,
-                           const std::string& source, const std::string& rule) {
+json HandlerTable::install(uint64_t id, const std::string& name, const HandlerSpec& spec, const std::string& source,
+                           const std::string& rule) {
   cp_handler v{};
   v.cur = rule_of(spec, next_gen_, tsc_hz_);
   // What the channel followed until now: its own rule, else the default, else id.
@@ -204,15 +210,20 @@ json HandlerTable::install(uint64_t id, const std::string& name, const HandlerSp
   v.since_tsc = before.tsc;  // cp_logTS events carry their call's TSC
   int err = update_(id, v);
   Instant after = now_instant(false);
-  if (err)
-    throw std::runtime_error(fmt::format("updating the BPF handlers map for {}: {}", name, strerror(-err)));
+  if (err) throw std::runtime_error(fmt::format("updating the BPF handlers map for {}: {}", name, strerror(-err)));
   by_gen_[v.cur.gen] = v.cur;
   gen_of_[id] = v.cur.gen;
   next_gen_++;
   installed_[id] = {name, spec};
-  json c = {{"channel", id},     {"name", name},         {"handler", spec.name()},
-            {"params", spec.params()}, {"spec", spec.text}, {"gen", v.cur.gen},
-            {"source", source},  {"rule", rule},         {"before", instant_json(before)},
+  json c = {{"channel", id},
+            {"name", name},
+            {"handler", spec.name()},
+            {"params", spec.params()},
+            {"spec", spec.text},
+            {"gen", v.cur.gen},
+            {"source", source},
+            {"rule", rule},
+            {"before", instant_json(before)},
             {"after", instant_json(after)}};
   if (spec.kind == CP_H_COUNTER) c["period_ticks"] = v.cur.p2;  // the batch path's period
   history_.push_back(c);
@@ -228,8 +239,7 @@ void HandlerTable::set_rules(std::vector<ConfigRule> rules) {
     } else if (!r.glob()) {
       uint64_t id = cp_channel_id(r.pattern.c_str());
       // An earlier glob line that matches the name wins (first match).
-      if (first_match(r.pattern) == &r && !installed_.count(id))
-        install(id, r.pattern, r.spec, "config", r.pattern);
+      if (first_match(r.pattern) == &r && !installed_.count(id)) install(id, r.pattern, r.spec, "config", r.pattern);
     }
   }
 }
@@ -239,8 +249,7 @@ void HandlerTable::on_channel(uint64_t id, const std::string& name) {
   if (known_.count(id) && !known_[id].empty()) return;
   known_[id] = name;
   if (name.empty() || installed_.count(id)) return;
-  if (const ConfigRule* r = first_match(name); r && r->glob())
-    install(id, name, r->spec, "pattern", r->pattern);
+  if (const ConfigRule* r = first_match(name); r && r->glob()) install(id, name, r->spec, "pattern", r->pattern);
 }
 
 json HandlerTable::set(const std::string& channel, const HandlerSpec& spec) {
@@ -263,7 +272,8 @@ json HandlerTable::set(const std::string& channel, const HandlerSpec& spec) {
   }
   if (targets.empty()) {
     std::string names;
-    for (auto& [id, name] : known_) names += (names.empty() ? "" : ", ") + (name.empty() ? fmt::format("0x{:016x}", id) : name);
+    for (auto& [id, name] : known_)
+      names += (names.empty() ? "" : ", ") + (name.empty() ? fmt::format("0x{:016x}", id) : name);
     throw std::invalid_argument(fmt::format("unknown channel `{}`{} (known: {})", channel,
                                             glob ? " (the pattern matches no known channel)" : "",
                                             names.empty() ? "none yet" : names));
@@ -282,8 +292,7 @@ json HandlerTable::set(const std::string& channel, const HandlerSpec& spec) {
 json HandlerTable::current() const {
   std::lock_guard lk(mu_);
   json cur = json::array();
-  for (auto& [id, v] : installed_)
-    cur.push_back({{"channel", id}, {"name", v.first}, {"spec", v.second.text}});
+  for (auto& [id, v] : installed_) cur.push_back({{"channel", id}, {"name", v.first}, {"spec", v.second.text}});
   return cur;
 }
 

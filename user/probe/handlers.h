@@ -67,7 +67,7 @@ class Probes;
 struct HandlerSpec {
   uint32_t kind = CP_H_ID;  // enum cp_handler_kind
   uint64_t p1 = 0, p2 = 0;  // N | X, Y | period ns
-  std::string text;         // normalized, e.g. "counter 10ms"
+  std::string text;  // normalized, e.g. "counter 10ms"
   std::string name() const;
   std::vector<uint64_t> params() const;
 };
@@ -122,8 +122,8 @@ class HandlerTable {
   bool by_gen(uint64_t gen, cp_handler_rule& out) const;
 
  private:
-  nlohmann::json install(uint64_t id, const std::string& name, const HandlerSpec& spec,
-                         const std::string& source, const std::string& rule);
+  nlohmann::json install(uint64_t id, const std::string& name, const HandlerSpec& spec, const std::string& source,
+                         const std::string& rule);
   const ConfigRule* first_match(const std::string& name) const;
 
   mutable std::mutex mu_;
@@ -132,8 +132,8 @@ class HandlerTable {
   bool enabled_ = false;
   double tsc_hz_;
   uint64_t next_gen_ = 1;
-  std::vector<ConfigRule> rules_;                      // control-socket globs first, then the file's
-  std::map<uint64_t, std::string> known_;              // channel id -> name
+  std::vector<ConfigRule> rules_;  // control-socket globs first, then the file's
+  std::map<uint64_t, std::string> known_;  // channel id -> name
   std::map<uint64_t, std::pair<std::string, HandlerSpec>> installed_;  // id -> (name, spec)
   std::map<uint64_t, cp_handler_rule> by_gen_;
   std::map<uint64_t, uint64_t> gen_of_;  // id -> gen of its current rule

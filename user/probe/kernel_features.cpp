@@ -73,9 +73,10 @@ KernelFeatures probe_kernel_features() {
   for (const auto& name : f.forced_off) {
     auto it = knobs.find(name);
     if (it == knobs.end())
-      throw std::runtime_error(fmt::format("CPTRACE_DISABLE_FEATURES: unknown feature '{}' (known: "
-                                           "preempt_kfunc, exit_before_mm, syscall_tracepoints, bpf_loop)",
-                                           name));
+      throw std::runtime_error(
+          fmt::format("CPTRACE_DISABLE_FEATURES: unknown feature '{}' (known: "
+                      "preempt_kfunc, exit_before_mm, syscall_tracepoints, bpf_loop)",
+                      name));
     *it->second = false;
   }
   return f;
@@ -97,20 +98,25 @@ const KernelFeatures& kernel_features() {
 std::vector<std::string> degraded_features(const KernelFeatures& f) {
   std::vector<std::string> out;
   if (!f.optimized_uprobe)
-    out.push_back("no optimized uprobes (x86-64 Linux 6.18+): every cp_logTS hit traps (int3), several "
-                  "µs each (docs/kernels.md); hot paths should log through cp_logTS_batch");
+    out.push_back(
+        "no optimized uprobes (x86-64 Linux 6.18+): every cp_logTS hit traps (int3), several "
+        "µs each (docs/kernels.md); hot paths should log through cp_logTS_batch");
   if (!f.preempt_kfunc)
-    out.push_back("no bpf_preempt_disable kfunc (Linux 6.10+): single events go to the ring one record "
-                  "each instead of staged per CPU (exact, about twice the kernel time per event)");
+    out.push_back(
+        "no bpf_preempt_disable kfunc (Linux 6.10+): single events go to the ring one record "
+        "each instead of staged per CPU (exact, about twice the kernel time per event)");
   if (!f.exit_before_mm)
-    out.push_back("sched_process_exit runs after exit_mm (before Linux 6.16): thread buffers left at exit "
-                  "are handed over at exit/exit_group and at fatal signals only");
+    out.push_back(
+        "sched_process_exit runs after exit_mm (before Linux 6.16): thread buffers left at exit "
+        "are handed over at exit/exit_group and at fatal signals only");
   if (!f.syscall_tracepoints)
-    out.push_back("no syscall tracepoints (CONFIG_FTRACE_SYSCALLS or tracefs): thread buffers left at "
-                  "exit/exit_group are recovered only where sched_process_exit can read them");
+    out.push_back(
+        "no syscall tracepoints (CONFIG_FTRACE_SYSCALLS or tracefs): thread buffers left at "
+        "exit/exit_group are recovered only where sched_process_exit can read them");
   if (!f.bpf_loop)
-    out.push_back("no bpf_loop helper (Linux 5.17+): channel handlers (--config, handler commands) are "
-                  "refused; every event is recorded");
+    out.push_back(
+        "no bpf_loop helper (Linux 5.17+): channel handlers (--config, handler commands) are "
+        "refused; every event is recorded");
   if (!f.forced_off.empty())
     out.push_back(fmt::format("({} turned off by CPTRACE_DISABLE_FEATURES)", fmt::join(f.forced_off, ", ")));
   return out;

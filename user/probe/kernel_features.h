@@ -10,12 +10,12 @@
 namespace cptrace {
 
 struct KernelFeatures {
-  std::string release;          // uname -r
-  bool btf = false;             // /sys/kernel/btf/vmlinux readable
-  bool preempt_kfunc = false;   // bpf_preempt_disable/enable (6.10): per-CPU stage of single events
+  std::string release;  // uname -r
+  bool btf = false;  // /sys/kernel/btf/vmlinux readable
+  bool preempt_kfunc = false;  // bpf_preempt_disable/enable (6.10): per-CPU stage of single events
   bool exit_before_mm = false;  // sched_process_exit with group_dead (6.16): runs before exit_mm
   bool syscall_tracepoints = false;  // tracefs syscalls/sys_enter_exit (CONFIG_FTRACE_SYSCALLS)
-  bool bpf_loop = false;        // bpf_loop helper (5.17): channel handlers on the batch path
+  bool bpf_loop = false;  // bpf_loop helper (5.17): channel handlers on the batch path
   bool optimized_uprobe = false;  // uprobe syscall (x86-64, 6.18): nop5 sites jump, not trap
   std::vector<std::string> forced_off;  // CPTRACE_DISABLE_FEATURES (tests of the fallbacks)
 };

@@ -12,8 +12,7 @@
 
 namespace cptrace {
 
-std::vector<int> install_per_cpu_rings(int outer_map_fd, uint32_t ring_bytes, const char* name,
-                                       const char* what) {
+std::vector<int> install_per_cpu_rings(int outer_map_fd, uint32_t ring_bytes, const char* name, const char* what) {
   int ncpu = libbpf_num_possible_cpus();
   if (ncpu <= 0) throw std::runtime_error(explain_bpf_error(ncpu, "counting CPUs"));
   std::vector<int> fds;

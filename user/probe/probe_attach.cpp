@@ -20,7 +20,8 @@
 namespace cptrace {
 
 Probes::Probes(const ProbeOptions& opt) {
-  if (opt.targets.empty() && !opt.allow_no_targets) throw std::runtime_error("no target library or executable to attach to");
+  if (opt.targets.empty() && !opt.allow_no_targets)
+    throw std::runtime_error("no target library or executable to attach to");
   targets_ = opt.targets;
   skel_ = cptrace_bpf::open();
   if (!skel_) throw std::runtime_error(explain_bpf_error(errno, "opening the BPF object"));
@@ -54,10 +55,11 @@ Probes::Probes(const ProbeOptions& opt) {
 StagePrograms stage_programs(cptrace_bpf* skel, bool staged) {
   auto& p = skel->progs;
   if (staged)
-    return {p.cp_logTS,         p.cp_jni_logTS,     p.cp_batch_submit,    p.cp_channel_announce, p.cp_channel_closed,
-            p.cp_tbuf_exit,     p.cp_tbuf_exit_sys, p.cp_tbuf_exit_group, p.cp_tbuf_exit_sig};
-  return {p.cp_logTS_u,     p.cp_jni_logTS_u,     p.cp_batch_submit_u,    p.cp_channel_announce_u, p.cp_channel_closed_u,
-          p.cp_tbuf_exit_u, p.cp_tbuf_exit_sys_u, p.cp_tbuf_exit_group_u, p.cp_tbuf_exit_sig_u};
+    return {p.cp_logTS,     p.cp_jni_logTS,     p.cp_batch_submit,    p.cp_channel_announce, p.cp_channel_closed,
+            p.cp_tbuf_exit, p.cp_tbuf_exit_sys, p.cp_tbuf_exit_group, p.cp_tbuf_exit_sig};
+  return {p.cp_logTS_u,          p.cp_jni_logTS_u, p.cp_batch_submit_u,  p.cp_channel_announce_u,
+          p.cp_channel_closed_u, p.cp_tbuf_exit_u, p.cp_tbuf_exit_sys_u, p.cp_tbuf_exit_group_u,
+          p.cp_tbuf_exit_sig_u};
 }
 
 void configure_for_kernel(cptrace_bpf* skel, bool thread_buffers, bool follow) {
@@ -87,9 +89,9 @@ void Probes::attach_exit_handover() {
     if (!bpf_program__autoload(p)) continue;
     bpf_link* l = bpf_program__attach(p);
     if (!l)
-      throw std::runtime_error(explain_bpf_error(
-          errno, std::string("attaching the thread-exit program ") + bpf_program__name(p) +
-                     " (needs tracefs for classic tracepoints)"));
+      throw std::runtime_error(explain_bpf_error(errno, std::string("attaching the thread-exit program ") +
+                                                            bpf_program__name(p) +
+                                                            " (needs tracefs for classic tracepoints)"));
     links_.push_back(l);
   }
 }
@@ -142,14 +144,15 @@ void Probes::attach_target(const std::string& path, uint32_t tgid) {
       {sp.batch_submit, "cp_batch_submit_mono", false, CP_COOKIE_BATCH_MONO},
       {sp.logTS, "cp_logTS", true},
   };
-  if (access(path.c_str(), R_OK) != 0)
-    throw std::runtime_error("--lib " + path + ": " + strerror(errno));
+  if (access(path.c_str(), R_OK) != 0) throw std::runtime_error("--lib " + path + ": " + strerror(errno));
   std::optional<uint64_t> offsets[std::size(sites)];
   for (size_t i = 0; i < std::size(sites); ++i) {
     offsets[i] = probe_site_file_offset(path, sites[i].symbol);
     if (!offsets[i] && sites[i].required)
-      throw std::runtime_error(fmt::format("attaching a uprobe to {}:{}: symbol not found (is this a "
-                                           "cptrace-instrumented ELF?)", path, sites[i].symbol));
+      throw std::runtime_error(
+          fmt::format("attaching a uprobe to {}:{}: symbol not found (is this a "
+                      "cptrace-instrumented ELF?)",
+                      path, sites[i].symbol));
   }
   for (size_t i = 0; i < std::size(sites); ++i) {
     const Site& s = sites[i];
@@ -254,9 +257,10 @@ int Probes::count_slots_fd() const { return bpf_map__fd(skel_->maps.count_slots)
 // .bss is mmapped by the skeleton: a plain store reaches the programs.
 void Probes::enable_handlers() {
   if (!kernel_features().bpf_loop)
-    throw std::runtime_error(fmt::format("channel handlers need the bpf_loop helper (Linux 5.17+); this kernel, "
-                                         "Linux {}, lacks it: record without --config / handler commands",
-                                         kernel_features().release));
+    throw std::runtime_error(
+        fmt::format("channel handlers need the bpf_loop helper (Linux 5.17+); this kernel, "
+                    "Linux {}, lacks it: record without --config / handler commands",
+                    kernel_features().release));
   __atomic_store_n(&skel_->bss->handlers_in_use, 1, __ATOMIC_SEQ_CST);
 }
 

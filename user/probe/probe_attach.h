@@ -26,16 +26,16 @@ class TracefsUprobes;
 
 struct ProbeOptions {
   std::vector<std::string> targets;  // ELF files holding cp_logTS
-  uint32_t filter_tgid = 0;          // 0: every process; else uprobes in it only
+  uint32_t filter_tgid = 0;  // 0: every process; else uprobes in it only
   // With filter_tgid: also the processes it forks from now on, each attached
   // by pid when the kernel reports its fork (attach_process()).
   bool follow = false;
-  uint32_t ring_bytes = 16u << 20;   // per CPU, power of two
+  uint32_t ring_bytes = 16u << 20;  // per CPU, power of two
   uint64_t wakeup_bytes = 1u << 20;  // BPF wakes the drain past this fill
   // Called after the programs are loaded, before any uprobe is attached (the
   // recorder installs channel handlers here, so no event escapes them).
   std::function<void(class Probes&)> before_attach;
-  bool allow_no_targets = false;     // record --net alone: load, attach nothing
+  bool allow_no_targets = false;  // record --net alone: load, attach nothing
 };
 
 class Probes {
@@ -85,7 +85,7 @@ class Probes {
   bool follow_ = false;
   std::vector<std::string> targets_;
   mutable std::mutex proc_mu_;  // the follower thread attaches while stop detaches
-  std::unique_ptr<TracefsUprobes> tracefs_;       // following: the uprobe events
+  std::unique_ptr<TracefsUprobes> tracefs_;  // following: the uprobe events
   std::map<uint32_t, std::vector<int>> proc_fds_;  // following: perf events per process
   std::vector<bpf_link*> follow_links_;  // the fork/exit tracepoints
   std::vector<std::string> attached_;

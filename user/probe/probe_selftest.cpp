@@ -68,16 +68,14 @@ size_t site_offset(const char* sym) { return strcmp(sym, "cp_selftest_plain") ? 
 
 // *rewritten: whether the kernel rewrote the site's first byte under the probe
 // into a call (the optimized path), seen while the probe is attached.
-double with_probe(bpf_program* prog, const char* sym, Fn fn, int calls, std::string& err,
-                  bool* rewritten = nullptr) {
+double with_probe(bpf_program* prog, const char* sym, Fn fn, int calls, std::string& err, bool* rewritten = nullptr) {
   bpf_link* l = attach_here(prog, sym, site_offset(sym));
   if (!l) {
     err = std::string("attaching a uprobe to ") + sym + ": " + strerror(errno);
     return 0;
   }
   double ns = time_calls(fn, calls);
-  if (rewritten)
-    *rewritten = reinterpret_cast<const volatile uint8_t*>(fn)[site_offset(sym)] == 0xe8;
+  if (rewritten) *rewritten = reinterpret_cast<const volatile uint8_t*>(fn)[site_offset(sym)] == 0xe8;
   bpf_link__destroy(l);
   return ns;
 }
@@ -191,14 +189,14 @@ UprobeCost measure_uprobe_cost(int calls) {
     c.error = e.what();
   }
   if (c.error.empty()) {
-    c.nop5_empty_ns = with_probe(s->progs.cp_empty, "cp_selftest_nop5", cp_selftest_nop5, calls, c.error,
-                                 &c.nop_rewritten);
+    c.nop5_empty_ns =
+        with_probe(s->progs.cp_empty, "cp_selftest_nop5", cp_selftest_nop5, calls, c.error, &c.nop_rewritten);
     c.nop5_record_ns = with_probe(logts_program(s), "cp_selftest_nop5", cp_selftest_nop5, calls, c.error);
     c.interleaved_ratio = interleaved_ratio(s, calls, c.error);
-    c.int3_empty_ns = with_probe(s->progs.cp_empty, "cp_selftest_plain", cp_selftest_plain,
-                                 std::max(calls / 10, 100), c.error);
-    c.int3_record_ns = with_probe(logts_program(s), "cp_selftest_plain", cp_selftest_plain,
-                                  std::max(calls / 10, 100), c.error);
+    c.int3_empty_ns =
+        with_probe(s->progs.cp_empty, "cp_selftest_plain", cp_selftest_plain, std::max(calls / 10, 100), c.error);
+    c.int3_record_ns =
+        with_probe(logts_program(s), "cp_selftest_plain", cp_selftest_plain, std::max(calls / 10, 100), c.error);
   }
   for (int fd : fds) close(fd);
   cptrace_bpf::destroy(s);

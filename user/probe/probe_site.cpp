@@ -52,11 +52,11 @@ std::optional<uint64_t> probe_site_file_offset(const std::string& path, const st
   if (n == ssize_t(got.size()) && got == want) return *off + CP_SITE_NOP_OFFSET;
   std::string found = n > 0 ? hex(got.data(), size_t(n)) : "nothing";
   bool old_form = n >= ssize_t(kNop.size()) && std::memcmp(got.data(), kNop.data(), kNop.size()) == 0;
-  throw ProbeSiteError(fmt::format(
-      "{}: {} is not a cptrace probe site of this version: expected the TSC stamp then {} at +{} ({}), "
-      "found {}{}; rebuild it against this cptrace (its events would carry no call-time TSC stamp)",
-      path, symbol, probe_site_nop_form(), CP_SITE_NOP_OFFSET, hex(want.data(), want.size()), found,
-      old_form ? " (a site built before the stamp: a bare nop5 at the symbol)" : ""));
+  throw ProbeSiteError(
+      fmt::format("{}: {} is not a cptrace probe site of this version: expected the TSC stamp then {} at +{} ({}), "
+                  "found {}{}; rebuild it against this cptrace (its events would carry no call-time TSC stamp)",
+                  path, symbol, probe_site_nop_form(), CP_SITE_NOP_OFFSET, hex(want.data(), want.size()), found,
+                  old_form ? " (a site built before the stamp: a bare nop5 at the symbol)" : ""));
 }
 
 }  // namespace cptrace

@@ -46,8 +46,7 @@ class ElfFile {
     init_libelf();
     // O_NONBLOCK: a FIFO must not block the open (libelf then rejects it).
     fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd_ < 0)
-      throw ProcRegistryError("cannot open " + path + ": " + std::strerror(errno));
+    if (fd_ < 0) throw ProcRegistryError("cannot open " + path + ": " + std::strerror(errno));
     elf_ = elf_begin(fd_, ELF_C_READ_MMAP, nullptr);
     if (elf_ && elf_kind(elf_) != ELF_K_ELF) {
       elf_end(elf_);
@@ -69,8 +68,7 @@ class ElfFile {
   Elf* elf_ = nullptr;
 };
 
-std::optional<GElf_Sym> find_defined_symbol_in(Elf* elf, Elf_Scn* scn, const GElf_Shdr& sh,
-                                               const std::string& name) {
+std::optional<GElf_Sym> find_defined_symbol_in(Elf* elf, Elf_Scn* scn, const GElf_Shdr& sh, const std::string& name) {
   Elf_Data* data = elf_getdata(scn, nullptr);
   if (!data || sh.sh_entsize == 0) return std::nullopt;
   size_t n = sh.sh_size / sh.sh_entsize;
@@ -119,8 +117,8 @@ std::optional<Mapping> parse_maps_line(const std::string& line) {
   char perms[8], dev[32];
   unsigned long long start, end, offset, inode;
   int path_at = 0;
-  if (std::sscanf(line.c_str(), "%llx-%llx %7s %llx %31s %llu %n", &start, &end, perms, &offset,
-                  dev, &inode, &path_at) < 6)
+  if (std::sscanf(line.c_str(), "%llx-%llx %7s %llx %31s %llu %n", &start, &end, perms, &offset, dev, &inode,
+                  &path_at) < 6)
     return std::nullopt;
   m.start = start, m.end = end, m.offset = offset, m.inode = inode, m.dev = dev;
   if (path_at > 0) m.path = line.substr(static_cast<size_t>(path_at));
@@ -219,8 +217,7 @@ bool read_remote(pid_t pid, uint64_t addr, void* dst, size_t len) {
   if (got == static_cast<ssize_t>(len)) return true;
   if (got < 0 && errno == ESRCH) throw ProcRegistryError(pid_prefix(pid) + "no such process");
   if (got < 0 && errno == EPERM)
-    throw ProcRegistryError(pid_prefix(pid) +
-                            "permission denied reading its memory (need root or CAP_SYS_PTRACE)");
+    throw ProcRegistryError(pid_prefix(pid) + "permission denied reading its memory (need root or CAP_SYS_PTRACE)");
   return false;
 }
 
@@ -235,11 +232,9 @@ void check_header(pid_t pid, const std::string& where, const cp_registry& h, uin
   };
   if (std::memcmp(h.magic, CP_REGISTRY_MAGIC, sizeof(h.magic)) != 0) fail("has an unknown magic");
   if (h.version != CP_REGISTRY_VERSION)
-    fail("has version " + std::to_string(h.version) + ", this reader knows " +
-         std::to_string(CP_REGISTRY_VERSION));
+    fail("has version " + std::to_string(h.version) + ", this reader knows " + std::to_string(CP_REGISTRY_VERSION));
   if (h.capacity == 0 || h.capacity > kMaxRegistryCapacity || h.count > h.capacity)
-    fail("is corrupt (capacity " + std::to_string(h.capacity) + ", count " +
-         std::to_string(h.count) + ")");
+    fail("is corrupt (capacity " + std::to_string(h.capacity) + ", count " + std::to_string(h.count) + ")");
   uint64_t need = offsetof(cp_registry, entries) + uint64_t{h.count} * sizeof(cp_registry_entry);
   if (sym_size != 0 && need > sym_size) fail("count exceeds the symbol's size");
 }
@@ -255,7 +250,8 @@ void read_overflow_chain(pid_t pid, const std::string& where, uint64_t addr, std
     cp_registry_chunk c;
     if (!read_remote(pid, addr, &c, sizeof c)) return;  // unmapped: the object went away
     if (c.capacity == 0 || c.capacity > kMaxRegistryCapacity || c.count > c.capacity)
-      throw ProcRegistryError(pid_prefix(pid) + where + ": " CP_REGISTRY_SYMBOL " has a corrupt overflow chunk (capacity " +
+      throw ProcRegistryError(pid_prefix(pid) + where +
+                              ": " CP_REGISTRY_SYMBOL " has a corrupt overflow chunk (capacity " +
                               std::to_string(c.capacity) + ", count " + std::to_string(c.count) + ")");
     if (out.size() + c.count > kMaxRegistryEntries)
       throw ProcRegistryError(pid_prefix(pid) + where + ": " CP_REGISTRY_SYMBOL " holds more than " +
@@ -271,8 +267,7 @@ void read_overflow_chain(pid_t pid, const std::string& where, uint64_t addr, std
 
 // The entries of the registry at `addr`: header first, so that only entries
 // published before that read (count) are taken; then its overflow chain.
-std::vector<ChannelEntry> read_registry_at(pid_t pid, const std::string& where, uint64_t addr,
-                                           uint64_t sym_size) {
+std::vector<ChannelEntry> read_registry_at(pid_t pid, const std::string& where, uint64_t addr, uint64_t sym_size) {
   cp_registry hdr;
   const size_t hdr_len = offsetof(cp_registry, entries);
   if (!read_remote(pid, addr, &hdr, hdr_len) || header_is_zero(hdr)) return {};
@@ -317,8 +312,7 @@ std::vector<ChannelEntry> read_process_registry(pid_t pid) {
   return out;
 }
 
-std::optional<uint64_t> elf_symbol_file_offset(const std::string& elf_path,
-                                               const std::string& symbol) {
+std::optional<uint64_t> elf_symbol_file_offset(const std::string& elf_path, const std::string& symbol) {
   ElfFile f(elf_path);
   if (!f.valid()) throw ProcRegistryError(elf_path + ": not an ELF file");
   auto sym = find_defined_symbol(f.get(), symbol);

@@ -20,8 +20,8 @@
 namespace cptrace {
 
 struct ChannelEntry {
-  uint64_t id = 0;      // cp_channel_id(name) as computed by the process
-  std::string name;     // as registered (truncated to CP_CHANNEL_NAME_MAX-1 bytes)
+  uint64_t id = 0;  // cp_channel_id(name) as computed by the process
+  std::string name;  // as registered (truncated to CP_CHANNEL_NAME_MAX-1 bytes)
   bool closed = false;  // cp_close_channel() was called and not reopened since
   bool operator==(const ChannelEntry&) const = default;
 };
@@ -45,7 +45,6 @@ std::vector<ChannelEntry> read_process_registry(pid_t pid);
 // at. nullopt if the file does not define the symbol or the symbol has no file
 // bytes (e.g. .bss). Throws ProcRegistryError if the file cannot be opened or
 // is not ELF.
-std::optional<uint64_t> elf_symbol_file_offset(const std::string& elf_path,
-                                               const std::string& symbol);
+std::optional<uint64_t> elf_symbol_file_offset(const std::string& elf_path, const std::string& symbol);
 
 }  // namespace cptrace

@@ -30,10 +30,10 @@ namespace {
 // What the loader reads of one ELF file.
 struct DynInfo {
   int elf_class = 0;  // ELFCLASS32 / ELFCLASS64
-  int machine = 0;    // e_machine
+  int machine = 0;  // e_machine
   std::vector<std::string> needed;
   std::string rpath, runpath;  // colon-separated, unexpanded
-  std::string interp;          // PT_INTERP: the loader itself, already in memory
+  std::string interp;  // PT_INTERP: the loader itself, already in memory
 };
 
 // The dynamic section of `path`; nullopt if it cannot be opened or is not ELF.
@@ -71,9 +71,12 @@ std::optional<DynInfo> read_dyn_info(const std::string& path) {
         if (dyn.d_tag != DT_NEEDED && dyn.d_tag != DT_RPATH && dyn.d_tag != DT_RUNPATH) continue;
         const char* s = elf_strptr(elf, sh.sh_link, dyn.d_un.d_val);
         if (!s) continue;
-        if (dyn.d_tag == DT_NEEDED) d.needed.emplace_back(s);
-        else if (dyn.d_tag == DT_RPATH) d.rpath = s;
-        else d.runpath = s;
+        if (dyn.d_tag == DT_NEEDED)
+          d.needed.emplace_back(s);
+        else if (dyn.d_tag == DT_RPATH)
+          d.rpath = s;
+        else
+          d.runpath = s;
       }
     }
     out = std::move(d);
@@ -86,18 +89,26 @@ std::optional<DynInfo> read_dyn_info(const std::string& path) {
 // Directory names the loader uses for $LIB and the triplet directories.
 std::string multiarch(int machine) {
   switch (machine) {
-    case EM_X86_64: return "x86_64-linux-gnu";
-    case EM_AARCH64: return "aarch64-linux-gnu";
-    case EM_386: return "i386-linux-gnu";
-    default: return "";
+    case EM_X86_64:
+      return "x86_64-linux-gnu";
+    case EM_AARCH64:
+      return "aarch64-linux-gnu";
+    case EM_386:
+      return "i386-linux-gnu";
+    default:
+      return "";
   }
 }
 std::string platform(int machine) {
   switch (machine) {
-    case EM_X86_64: return "x86_64";
-    case EM_AARCH64: return "aarch64";
-    case EM_386: return "i686";
-    default: return "";
+    case EM_X86_64:
+      return "x86_64";
+    case EM_AARCH64:
+      return "aarch64";
+    case EM_386:
+      return "i686";
+    default:
+      return "";
   }
 }
 
@@ -105,9 +116,7 @@ std::string platform(int machine) {
 std::string expand_dst(std::string dir, const std::string& origin, int machine) {
   std::string triplet = multiarch(machine);
   const std::pair<std::string, std::string> subst[] = {
-      {"ORIGIN", origin},
-      {"LIB", triplet.empty() ? "lib" : "lib/" + triplet},
-      {"PLATFORM", platform(machine)}};
+      {"ORIGIN", origin}, {"LIB", triplet.empty() ? "lib" : "lib/" + triplet}, {"PLATFORM", platform(machine)}};
   for (const auto& [name, value] : subst)
     for (const std::string& tok : {"${" + name + "}", "$" + name})
       for (size_t p; (p = dir.find(tok)) != std::string::npos;) dir.replace(p, tok.size(), value);
@@ -128,7 +137,10 @@ std::string run_ldconfig_p() {
   const char* candidates[] = {"/sbin/ldconfig", "/usr/sbin/ldconfig"};
   const char* ldconfig = nullptr;
   for (const char* c : candidates)
-    if (access(c, X_OK) == 0) { ldconfig = c; break; }
+    if (access(c, X_OK) == 0) {
+      ldconfig = c;
+      break;
+    }
   if (!ldconfig) return "";
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) return "";
@@ -147,9 +159,14 @@ std::string run_ldconfig_p() {
     auto end = std::chrono::steady_clock::now() + std::chrono::seconds(5);
     char buf[8192];
     for (;;) {
-      int left = int(std::chrono::duration_cast<std::chrono::milliseconds>(end - std::chrono::steady_clock::now()).count());
+      int left =
+          int(std::chrono::duration_cast<std::chrono::milliseconds>(end - std::chrono::steady_clock::now()).count());
       pollfd p{fds[0], POLLIN, 0};
-      if (left <= 0 || poll(&p, 1, left) <= 0) { kill(pid, SIGKILL); out.clear(); break; }
+      if (left <= 0 || poll(&p, 1, left) <= 0) {
+        kill(pid, SIGKILL);
+        out.clear();
+        break;
+      }
       ssize_t n = ::read(fds[0], buf, sizeof buf);
       if (n <= 0) break;
       out.append(buf, size_t(n));

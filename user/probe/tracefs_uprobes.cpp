@@ -33,15 +33,15 @@ std::string find_tracefs() {
     if (has_uprobe_events(d)) return d;
   const char* dir = "/sys/kernel/tracing";
   if (mount("nodev", dir, "tracefs", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0)
-    throw std::runtime_error(fmt::format(
-        "following child processes needs tracefs (uprobe_events), which is not mounted and could not be "
-        "mounted on {}: {} (--no-inherit records the process alone)",
-        dir, strerror(errno)));
+    throw std::runtime_error(
+        fmt::format("following child processes needs tracefs (uprobe_events), which is not mounted and could not be "
+                    "mounted on {}: {} (--no-inherit records the process alone)",
+                    dir, strerror(errno)));
   if (!has_uprobe_events(dir))
-    throw std::runtime_error(fmt::format(
-        "following child processes needs uprobe events: {}/uprobe_events is missing (kernel without "
-        "CONFIG_UPROBE_EVENTS?; --no-inherit records the process alone)",
-        dir));
+    throw std::runtime_error(
+        fmt::format("following child processes needs uprobe events: {}/uprobe_events is missing (kernel without "
+                    "CONFIG_UPROBE_EVENTS?; --no-inherit records the process alone)",
+                    dir));
   return dir;
 }
 

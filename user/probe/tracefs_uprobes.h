@@ -40,7 +40,7 @@ class TracefsUprobes {
 
  private:
   std::string tracefs_;  // e.g. /sys/kernel/tracing
-  std::string group_;    // cptrace_<pid>
+  std::string group_;  // cptrace_<pid>
   std::vector<std::string> names_;
   std::vector<int> ids_;
 };

@@ -101,8 +101,7 @@ int connect_to(const std::string& path) {
 
 void ControlSocket::check_address(const std::string& path) { SocketAddress a(path); }
 
-ControlSocket::ControlSocket(std::string path, Handler handler)
-    : path_(std::move(path)), handler_(std::move(handler)) {
+ControlSocket::ControlSocket(std::string path, Handler handler) : path_(std::move(path)), handler_(std::move(handler)) {
   SocketAddress a(path_);
   struct stat st;
   if (lstat(path_.c_str(), &st) == 0) {
@@ -174,9 +173,9 @@ void ControlSocket::serve(int fd) {
 nlohmann::json control_request(const std::string& path, const nlohmann::json& request, int timeout_ms) {
   int fd = connect_to(path);
   if (fd < 0)
-    throw std::runtime_error(fmt::format("cannot reach a recorder at {}: {}{}", path, strerror(errno),
-                                         errno == ENOENT || errno == ECONNREFUSED
-                                             ? " (is `cptrace record` running for this trace?)" : ""));
+    throw std::runtime_error(
+        fmt::format("cannot reach a recorder at {}: {}{}", path, strerror(errno),
+                    errno == ENOENT || errno == ECONNREFUSED ? " (is `cptrace record` running for this trace?)" : ""));
   std::string reply;
   bool ok = write_all(fd, request.dump()) && shutdown(fd, SHUT_WR) == 0 && read_all(fd, reply, timeout_ms);
   close(fd);

@@ -45,7 +45,6 @@ class ControlSocket {
 
 // Client side: sends one request, returns the reply. Throws std::runtime_error
 // naming the socket when it cannot connect or the reply is not JSON.
-nlohmann::json control_request(const std::string& path, const nlohmann::json& request,
-                               int timeout_ms = 5000);
+nlohmann::json control_request(const std::string& path, const nlohmann::json& request, int timeout_ms = 5000);
 
 }  // namespace cptrace

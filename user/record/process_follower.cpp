@@ -28,12 +28,13 @@ namespace {
 // what they read there).
 int open_dir_level(int parent, const char* name, const std::string& shown) {
   if (mkdirat(parent, name, 0755) != 0 && errno != EEXIST)
-    throw std::runtime_error(fmt::format("following child processes: creating {}: {} (--no-inherit records the process alone)",
-                                         shown, strerror(errno)));
+    throw std::runtime_error(fmt::format(
+        "following child processes: creating {}: {} (--no-inherit records the process alone)", shown, strerror(errno)));
   int fd = openat(parent, name, O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0)
-    throw std::runtime_error(fmt::format("following child processes: {}: {} (a symlink is refused; --no-inherit records the process alone)",
-                                         shown, strerror(errno)));
+    throw std::runtime_error(
+        fmt::format("following child processes: {}: {} (a symlink is refused; --no-inherit records the process alone)",
+                    shown, strerror(errno)));
   struct stat st {};
   if (fstat(fd, &st) != 0 || st.st_uid != 0 || (st.st_mode & 022)) {
     close(fd);
@@ -138,15 +139,15 @@ void ProcessFollower::lock_running() {
   lock_name_ = fmt::format("recorder.{}", getpid());
   lock_fd_ = openat(dir_fd_, lock_name_.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (lock_fd_ < 0)
-    throw std::runtime_error(fmt::format("following child processes: creating {}/{}: {}", kFollowDir, lock_name_,
-                                         strerror(errno)));
+    throw std::runtime_error(
+        fmt::format("following child processes: creating {}/{}: {}", kFollowDir, lock_name_, strerror(errno)));
   std::string me = std::to_string(getpid());
   struct flock lk {};
   lk.l_type = F_WRLCK;
   lk.l_whence = SEEK_SET;
   if (write(lock_fd_, me.data(), me.size()) != ssize_t(me.size()) || fcntl(lock_fd_, F_OFD_SETLK, &lk) != 0)
-    throw std::runtime_error(fmt::format("following child processes: locking {}/{}: {}", kFollowDir, lock_name_,
-                                         strerror(errno)));
+    throw std::runtime_error(
+        fmt::format("following child processes: locking {}/{}: {}", kFollowDir, lock_name_, strerror(errno)));
 }
 
 void ProcessFollower::release() {

@@ -83,7 +83,8 @@ void check_lib(const std::string& path) {
   if (!at)
     throw std::runtime_error(fmt::format(
         "--lib {}: an ELF file without a cp_logTS symbol (not libcptrace.so, libcptrace_jni.so or a program linked "
-        "with libcptrace.a)", path));
+        "with libcptrace.a)",
+        path));
 }
 
 // One path per file: a library named twice (its host path and the same file
@@ -105,14 +106,15 @@ std::vector<std::string> resolve_targets(const RecordOptions& opt) {
   if (t.empty() && opt.net.enabled) return t;  // network only
   if (t.empty()) {
     if (opt.pid)
-      throw std::runtime_error(fmt::format(
-          "-p {}: no mapped file of the process defines cp_logTS (does it use libcptrace?); "
-          "name the library with --lib", opt.pid));
+      throw std::runtime_error(
+          fmt::format("-p {}: no mapped file of the process defines cp_logTS (does it use libcptrace?); "
+                      "name the library with --lib",
+                      opt.pid));
     if (!opt.cmd.empty())
-      throw std::runtime_error(fmt::format(
-          "{}: neither the executable nor its shared libraries define cp_logTS; name the "
-          "library with --lib (needed when it is loaded with dlopen, e.g. by a JVM)",
-          opt.cmd[0]));
+      throw std::runtime_error(
+          fmt::format("{}: neither the executable nor its shared libraries define cp_logTS; name the "
+                      "library with --lib (needed when it is loaded with dlopen, e.g. by a JVM)",
+                      opt.cmd[0]));
     throw std::runtime_error("nothing to attach to: give --lib PATH, -p PID or -- CMD");
   }
   for (auto& p : t) p = shown_path(p);
@@ -183,8 +185,8 @@ class Recording {
   std::vector<ClockAdjustment> adjustments_;
   size_t adjustments_written_ = 0;
   std::optional<NtpState> ntp_;  // at the last correlation point
-  ClockSchedule schedule_;       // extra correlation points around clock changes
-  uint64_t extra_points_ = 0;   // beyond the 100 ms cadence: the schedule's, after attaching, the stop sequence's
+  ClockSchedule schedule_;  // extra correlation points around clock changes
+  uint64_t extra_points_ = 0;  // beyond the 100 ms cadence: the schedule's, after attaching, the stop sequence's
   ClockTransform sim_;
   std::unique_ptr<HandlerTable> handlers_;
   std::unique_ptr<Probes> probes_;
@@ -357,8 +359,7 @@ void Recording::open_trace() {
   writer_ = std::make_unique<TraceWriter>(opt_.out_dir, meta_, opt_.overwrite);
   writer_->reserve_space(kStopReserveBytes);
   pipe_ = std::make_unique<BlockPipeline>([w = writer_.get()](const EncodedFrame& f) { w->write(f); },
-                                          opt_.block_events,
-                                          opt_.compressors, 64, opt_.zstd_level);
+                                          opt_.block_events, opt_.compressors, 64, opt_.zstd_level);
   pipe_->submit_frame(encode_clock(clock_));
   clock_written_ = clock_.size();
   channels_.on_new = [this](const ChannelInfo& c) {
@@ -377,8 +378,7 @@ void Recording::open_trace() {
 
 // The drain and capture threads, the stop signals, then the command goes.
 void Recording::start_drains() {
-  drain_ = std::make_unique<RingDrain>(probes_->ring_fds(), *pipe_,
-                                       [this](const ChannelInfo& c) { channels_.add(c); });
+  drain_ = std::make_unique<RingDrain>(probes_->ring_fds(), *pipe_, [this](const ChannelInfo& c) { channels_.add(c); });
   drain_->set_stage(probes_->stage());
   drain_->set_on_new_pid([this](uint32_t pid) { ns_pids_.add(pid); });
   if (sim_.enabled) drain_->set_tsc_transform(&sim_);
@@ -395,10 +395,13 @@ void Recording::start_drains() {
   for (const auto& d : degraded_features(kernel_features()))
     fmt::print(stderr, "cptrace record: Linux {}: {}\n", kernel_features().release, d);
   if (net_)
-    for (const auto& d : net_->missing()) fmt::print(stderr, "cptrace record --net: Linux {}: {}\n", kernel_features().release, d);
+    for (const auto& d : net_->missing())
+      fmt::print(stderr, "cptrace record --net: Linux {}: {}\n", kernel_features().release, d);
   if (!clockadj_)
-    fmt::print(stderr, "cptrace record: Linux {}: clock-adjusting syscalls not watched ({}): adjustments are seen "
-               "only through the NTP state at each correlation point\n", kernel_features().release, clockadj_missing_);
+    fmt::print(stderr,
+               "cptrace record: Linux {}: clock-adjusting syscalls not watched ({}): adjustments are seen "
+               "only through the NTP state at each correlation point\n",
+               kernel_features().release, clockadj_missing_);
   fmt::print(stderr, "cptrace record: attached {} probes in {} file(s){}{}, writing {}\n", probes_->attached().size(),
              targets_.size(), net_ ? " + network capture" : "",
              !filter_    ? ", all processes"
@@ -509,8 +512,8 @@ void Recording::announce_write_failure() const {
              writer_->bytes_written(), opt_.out_dir);
 }
 
-void progress_line(const BlockPipeline& pipe, const Counters& c, double secs, uint64_t prev_ev,
-                   uint64_t prev_bytes, double dt) {
+void progress_line(const BlockPipeline& pipe, const Counters& c, double secs, uint64_t prev_ev, uint64_t prev_bytes,
+                   double dt) {
   uint64_t ev = pipe.stats().events, by = pipe.stats().frame_bytes;
   fmt::print(stderr, "\r[{:6.1f}s] {:10.0f} events/s  {:7.2f} MB/s written  {} events  {} dropped  ", secs,
              (ev - prev_ev) / dt, (by - prev_bytes) / dt / 1e6, ev, c.total_dropped());

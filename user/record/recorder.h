@@ -13,23 +13,23 @@ namespace cptrace {
 struct RecordOptions {
   std::string out_dir;
   std::vector<std::string> libs;  // explicit targets (--lib)
-  double duration_s = 0;          // 0: until SIGINT/SIGTERM (or the command exits)
-  pid_t pid = 0;                  // -p: late attach to this process
-  std::vector<std::string> cmd;   // -- CMD ARGS...: run and record it
-  bool inherit = true;            // -p / -- CMD: also the children forked from then on
-  std::string node;               // node name (default: host name)
+  double duration_s = 0;  // 0: until SIGINT/SIGTERM (or the command exits)
+  pid_t pid = 0;  // -p: late attach to this process
+  std::vector<std::string> cmd;  // -- CMD ARGS...: run and record it
+  bool inherit = true;  // -p / -- CMD: also the children forked from then on
+  std::string node;  // node name (default: host name)
   bool overwrite = false;
-  bool progress = true;           // progress line when stderr is a terminal
+  bool progress = true;  // progress line when stderr is a terminal
   unsigned compressors = 1;
   uint32_t ring_mb = 16;
-  uint32_t wakeup_kib = 0;        // wake the drain past this fill of a CPU's ring (0: a quarter of it)
+  uint32_t wakeup_kib = 0;  // wake the drain past this fill of a CPU's ring (0: a quarter of it)
   uint32_t block_events = 16384;  // events per compressed frame
   int zstd_level = 1;
-  double flush_s = 0.5;           // a killed recorder loses at most this much
-  std::string config_file;        // --config: channel handler rules (user/probe/handlers.h)
-  std::string control_socket;     // --control-socket (default: OUT_DIR/control.sock)
-  MinrttRecordOptions minrtt;     // --peers, --minrtt-listen, --sync-*, --key, --simulate-clock
-  NetOptions net;                 // --net and its filters (net_capture.h)
+  double flush_s = 0.5;  // a killed recorder loses at most this much
+  std::string config_file;  // --config: channel handler rules (user/probe/handlers.h)
+  std::string control_socket;  // --control-socket (default: OUT_DIR/control.sock)
+  MinrttRecordOptions minrtt;  // --peers, --minrtt-listen, --sync-*, --key, --simulate-clock
+  NetOptions net;  // --net and its filters (net_capture.h)
 };
 
 // Returns the process exit status for main(). Throws on setup errors.

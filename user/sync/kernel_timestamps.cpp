@@ -58,8 +58,8 @@ void StampClock::sample_after() {
 
 bool StampClock::consistent() const {
   // The offset is one integer between steps: both brackets must contain it.
-  return std::max(off_before.lo, off_after.lo) <= std::min(off_before.hi, off_after.hi) &&
-         after.tsc > before.tsc && after.mono_ns > before.mono_ns;
+  return std::max(off_before.lo, off_after.lo) <= std::min(off_before.hi, off_after.hi) && after.tsc > before.tsc &&
+         after.mono_ns > before.mono_ns;
 }
 
 uint64_t StampClock::realtime_to_tsc(uint64_t rt_ns) const {
@@ -98,8 +98,8 @@ int open_stamped_udp(int family, bool tx, bool rx) {
   return fd;
 }
 
-ssize_t recv_stamped(int fd, void* buf, size_t len, sockaddr_storage* from, socklen_t* fromlen,
-                     uint64_t* rt_ns, int flags) {
+ssize_t recv_stamped(int fd, void* buf, size_t len, sockaddr_storage* from, socklen_t* fromlen, uint64_t* rt_ns,
+                     int flags) {
   alignas(cmsghdr) char ctl[512];
   iovec iov{buf, len};
   msghdr mh{};
@@ -154,7 +154,8 @@ std::optional<uint64_t> read_tx_stamp(int fd, uint32_t id, int timeout_ms) {
       continue;  // an older stamp (or an ICMP error): keep reading
     }
     if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) return std::nullopt;
-    int left = int(std::chrono::duration_cast<std::chrono::milliseconds>(end - std::chrono::steady_clock::now()).count());
+    int left =
+        int(std::chrono::duration_cast<std::chrono::milliseconds>(end - std::chrono::steady_clock::now()).count());
     if (left <= 0) return std::nullopt;
     pollfd p{fd, 0, 0};  // POLLERR is always reported
     poll(&p, 1, std::min(left, 10));
@@ -164,9 +165,7 @@ std::optional<uint64_t> read_tx_stamp(int fd, uint32_t id, int timeout_ms) {
 sockaddr_storage parse_endpoint(const std::string& text, uint16_t default_port, const std::string& what,
                                 socklen_t* len) {
   std::string host = text, port = std::to_string(default_port);
-  auto bad = [&](const std::string& why) {
-    return std::invalid_argument(fmt::format("{} '{}': {}", what, text, why));
-  };
+  auto bad = [&](const std::string& why) { return std::invalid_argument(fmt::format("{} '{}': {}", what, text, why)); };
   if (!text.empty() && text[0] == '[') {
     auto close = text.find(']');
     if (close == std::string::npos) throw bad("missing ']'");

@@ -60,8 +60,8 @@ int open_stamped_udp(int family, bool tx_stamps, bool rx_stamps);
 
 // recvmsg with the kernel receive stamp (CLOCK_REALTIME ns, 0 when the kernel gave
 // none). Returns the datagram length, or -1 (errno set).
-ssize_t recv_stamped(int fd, void* buf, size_t len, sockaddr_storage* from, socklen_t* fromlen,
-                     uint64_t* rt_ns, int flags = 0);
+ssize_t recv_stamped(int fd, void* buf, size_t len, sockaddr_storage* from, socklen_t* fromlen, uint64_t* rt_ns,
+                     int flags = 0);
 
 // Reads transmit stamps from the socket's error queue until the one with OPT_ID
 // `id` shows up (earlier ids are discarded), waiting at most timeout_ms. Returns

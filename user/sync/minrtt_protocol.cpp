@@ -25,15 +25,26 @@ namespace {
 void put16(uint8_t* p, uint16_t v) { memcpy(p, &v, 2); }
 void put32(uint8_t* p, uint32_t v) { memcpy(p, &v, 4); }
 void put64(uint8_t* p, uint64_t v) { memcpy(p, &v, 8); }
-uint16_t get16(const uint8_t* p) { uint16_t v; memcpy(&v, p, 2); return v; }
-uint32_t get32(const uint8_t* p) { uint32_t v; memcpy(&v, p, 4); return v; }
-uint64_t get64(const uint8_t* p) { uint64_t v; memcpy(&v, p, 8); return v; }
+uint16_t get16(const uint8_t* p) {
+  uint16_t v;
+  memcpy(&v, p, 2);
+  return v;
+}
+uint32_t get32(const uint8_t* p) {
+  uint32_t v;
+  memcpy(&v, p, 4);
+  return v;
+}
+uint64_t get64(const uint8_t* p) {
+  uint64_t v;
+  memcpy(&v, p, 8);
+  return v;
+}
 
 std::array<uint8_t, kMacBytes> mac_of(const uint8_t* data, const std::vector<uint8_t>& key) {
   uint8_t full[EVP_MAX_MD_SIZE];
   unsigned len = 0;
-  if (!HMAC(EVP_sha256(), key.data(), int(key.size()), data, kMacOffset, full, &len) ||
-      len < kMacBytes)
+  if (!HMAC(EVP_sha256(), key.data(), int(key.size()), data, kMacOffset, full, &len) || len < kMacBytes)
     throw std::runtime_error("HMAC-SHA256 failed (OpenSSL)");
   std::array<uint8_t, kMacBytes> m;
   memcpy(m.data(), full, kMacBytes);
@@ -44,13 +55,20 @@ std::array<uint8_t, kMacBytes> mac_of(const uint8_t* data, const std::vector<uin
 
 const char* reject_name(Reject r) {
   switch (r) {
-    case Reject::None: return "ok";
-    case Reject::Malformed: return "malformed";
-    case Reject::BadVersion: return "bad_version";
-    case Reject::BadAuth: return "bad_auth";
-    case Reject::Replayed: return "replayed";
-    case Reject::RateLimited: return "rate_limited";
-    case Reject::Unexpected: return "unexpected";
+    case Reject::None:
+      return "ok";
+    case Reject::Malformed:
+      return "malformed";
+    case Reject::BadVersion:
+      return "bad_version";
+    case Reject::BadAuth:
+      return "bad_auth";
+    case Reject::Replayed:
+      return "replayed";
+    case Reject::RateLimited:
+      return "rate_limited";
+    case Reject::Unexpected:
+      return "unexpected";
   }
   return "?";
 }
@@ -61,8 +79,10 @@ std::vector<uint8_t> load_key(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) {
     if (errno == ELOOP)
-      throw std::runtime_error(fmt::format("--key {}: is a symlink; give the key file itself (whoever can change "
-                                           "the link can choose the key)", path));
+      throw std::runtime_error(
+          fmt::format("--key {}: is a symlink; give the key file itself (whoever can change "
+                      "the link can choose the key)",
+                      path));
     throw std::runtime_error(fmt::format("--key {}: cannot read ({})", path, strerror(errno)));
   }
   struct stat st {};
@@ -75,8 +95,10 @@ std::vector<uint8_t> load_key(const std::string& path) {
     problem = fmt::format("owned by uid {}, neither root nor this user (uid {}): its owner can change the key",
                           st.st_uid, ::geteuid());
   else if (st.st_mode & 077)
-    problem = fmt::format("mode {:04o} lets group or others read or change it; it must be 0600 or stricter "
-                          "(chmod 600 {})", st.st_mode & 07777, path);
+    problem = fmt::format(
+        "mode {:04o} lets group or others read or change it; it must be 0600 or stricter "
+        "(chmod 600 {})",
+        st.st_mode & 07777, path);
   std::string s;
   if (problem.empty()) {
     char buf[4096];
@@ -126,7 +148,8 @@ void write_key_file(const std::string& path, bool overwrite) {
     throw std::runtime_error(fmt::format("-o {}: names a directory, not a key file", path));
   std::string dir = p.has_parent_path() ? p.parent_path().string() : ".";
   int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd < 0) throw std::runtime_error(fmt::format("-o {}: cannot open directory {} ({})", path, dir, strerror(errno)));
+  if (dfd < 0)
+    throw std::runtime_error(fmt::format("-o {}: cannot open directory {} ({})", path, dir, strerror(errno)));
   auto fail = [&](const std::string& what) {
     int e = errno;
     ::close(dfd);
@@ -139,14 +162,16 @@ void write_key_file(const std::string& path, bool overwrite) {
   if (fd < 0) {
     if (errno == EEXIST) {
       ::close(dfd);
-      throw std::runtime_error(fmt::format("-o {}: already exists (file or symlink); refusing to overwrite it "
-                                           "(use -f to replace it)", path));
+      throw std::runtime_error(
+          fmt::format("-o {}: already exists (file or symlink); refusing to overwrite it "
+                      "(use -f to replace it)",
+                      path));
     }
     fail("cannot create");
   }
   std::string text = generate_key_text() + "\n";
-  bool ok = ::fchmod(fd, 0600) == 0 && ::write(fd, text.data(), text.size()) == ssize_t(text.size()) &&
-            ::fsync(fd) == 0;
+  bool ok =
+      ::fchmod(fd, 0600) == 0 && ::write(fd, text.data(), text.size()) == ssize_t(text.size()) && ::fsync(fd) == 0;
   int e = errno;
   ::close(fd);
   if (!ok) {
@@ -160,8 +185,7 @@ void write_key_file(const std::string& path, bool overwrite) {
 
 std::vector<uint8_t> key_or_insecure(const std::string& key_file, bool insecure, const std::string& command,
                                      bool warn) {
-  if (!key_file.empty() && insecure)
-    throw std::invalid_argument("--key and --insecure: give one of them");
+  if (!key_file.empty() && insecure) throw std::invalid_argument("--key and --insecure: give one of them");
   if (!key_file.empty()) return load_key(key_file);
   if (!insecure)
     throw std::invalid_argument(
@@ -241,9 +265,8 @@ bool ReplayWindow::accept(uint64_t session, uint64_t seq) {
   auto it = map_.find(session);
   if (it == map_.end()) {
     if (map_.size() >= max_sessions_) {
-      auto oldest = std::min_element(map_.begin(), map_.end(), [](auto& a, auto& b) {
-        return a.second.touched < b.second.touched;
-      });
+      auto oldest = std::min_element(map_.begin(), map_.end(),
+                                     [](auto& a, auto& b) { return a.second.touched < b.second.touched; });
       map_.erase(oldest);
     }
     map_[session] = State{seq, 1, ++clock_};

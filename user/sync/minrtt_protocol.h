@@ -74,12 +74,12 @@ struct Message {
 // Why a datagram was not accepted (each has a counter on the receiving side).
 enum class Reject {
   None = 0,
-  Malformed,    // length, magic, type, flags, reserved bytes, node name
-  BadVersion,   // a well-formed header of another protocol version
-  BadAuth,      // MAC missing, unexpected or wrong
-  Replayed,     // seq already seen or too old for the window
+  Malformed,  // length, magic, type, flags, reserved bytes, node name
+  BadVersion,  // a well-formed header of another protocol version
+  BadAuth,  // MAC missing, unexpected or wrong
+  Replayed,  // seq already seen or too old for the window
   RateLimited,  // responder only
-  Unexpected,   // a valid message nobody asked for (wrong type, stale round)
+  Unexpected,  // a valid message nobody asked for (wrong type, stale round)
 };
 const char* reject_name(Reject r);
 
@@ -130,7 +130,7 @@ class ReplayWindow {
 
  private:
   struct State {
-    uint64_t top = 0;   // highest seq accepted
+    uint64_t top = 0;  // highest seq accepted
     uint64_t bits = 0;  // bit i: top - i accepted
     uint64_t touched = 0;
   };

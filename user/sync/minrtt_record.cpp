@@ -17,13 +17,19 @@ namespace cptrace {
 
 void add_minrtt_record_options(CLI::App* record, MinrttRecordOptions& o) {
   record->add_option("--peers", o.peers, "MinRTT peers HOST:PORT,... (rounds at start, stop, and --sync-rate)");
-  record->add_option("--minrtt-listen", o.listen, "address of the embedded MinRTT responder (default [::]:7711 with --peers)");
-  record->add_option("--sync-rounds", o.rounds, "MinRTT rounds per peer at start and at stop")->check(CLI::Range(1, 100000));
-  record->add_option("--sync-rate", o.rate_hz, "MinRTT stream rounds per second and peer while recording (0: none)")->check(CLI::Range(0.0, 1000.0));
-  record->add_option("--sync-wait", o.wait_s, "seconds to keep retrying a peer that does not answer yet")->check(CLI::Range(0.0, 3600.0));
+  record->add_option("--minrtt-listen", o.listen,
+                     "address of the embedded MinRTT responder (default [::]:7711 with --peers)");
+  record->add_option("--sync-rounds", o.rounds, "MinRTT rounds per peer at start and at stop")
+      ->check(CLI::Range(1, 100000));
+  record->add_option("--sync-rate", o.rate_hz, "MinRTT stream rounds per second and peer while recording (0: none)")
+      ->check(CLI::Range(0.0, 1000.0));
+  record->add_option("--sync-wait", o.wait_s, "seconds to keep retrying a peer that does not answer yet")
+      ->check(CLI::Range(0.0, 3600.0));
   record->add_option("--key", o.key_file, "HMAC key file (cptrace keygen): authenticate MinRTT probes and replies");
-  record->add_flag("--insecure", o.insecure, "MinRTT without a key: unauthenticated rounds, recorded as such (trials only)");
-  record->add_option("--simulate-clock", o.simulate_clock, "TEST ONLY: OFFSET_NS,SKEW_PPM[,CHANGE_TSC,SKEW2_PPM] applied to every timestamp written");
+  record->add_flag("--insecure", o.insecure,
+                   "MinRTT without a key: unauthenticated rounds, recorded as such (trials only)");
+  record->add_option("--simulate-clock", o.simulate_clock,
+                     "TEST ONLY: OFFSET_NS,SKEW_PPM[,CHANGE_TSC,SKEW2_PPM] applied to every timestamp written");
 }
 
 void check_minrtt_auth(const MinrttRecordOptions& o) {
@@ -39,8 +45,8 @@ ClockTransform make_simulated_clock(const std::string& spec, double tsc_hz) {
   return t;
 }
 
-MinrttRecording::MinrttRecording(const MinrttRecordOptions& opt, const std::string& node,
-                                 const ClockTransform& sim, double tsc_hz)
+MinrttRecording::MinrttRecording(const MinrttRecordOptions& opt, const std::string& node, const ClockTransform& sim,
+                                 double tsc_hz)
     : opt_(opt), sim_(sim) {
   key_ = minrtt::key_or_insecure(opt_.key_file, opt_.insecure, "record", false);
   std::vector<Peer> peers = opt_.peers.empty() ? std::vector<Peer>{} : parse_peers(opt_.peers);

@@ -23,13 +23,13 @@ class Responder;
 class SyncSession;
 
 struct MinrttRecordOptions {
-  std::string peers;           // --peers HOST:PORT,...
-  std::string listen;          // --minrtt-listen ADDR:PORT (default [::]:7711 when --peers)
-  unsigned rounds = 100;       // --sync-rounds, per peer and phase
-  double rate_hz = 0;          // --sync-rate, stream rounds per second and peer
-  double wait_s = 10;          // --sync-wait, retry deadline for peers not yet answering
-  std::string key_file;        // --key
-  bool insecure = false;       // --insecure: no key, rounds recorded as unauthenticated
+  std::string peers;  // --peers HOST:PORT,...
+  std::string listen;  // --minrtt-listen ADDR:PORT (default [::]:7711 when --peers)
+  unsigned rounds = 100;  // --sync-rounds, per peer and phase
+  double rate_hz = 0;  // --sync-rate, stream rounds per second and peer
+  double wait_s = 10;  // --sync-wait, retry deadline for peers not yet answering
+  std::string key_file;  // --key
+  bool insecure = false;  // --insecure: no key, rounds recorded as unauthenticated
   std::string simulate_clock;  // --simulate-clock OFFSET_NS,SKEW_PPM (test only)
   bool active() const { return !peers.empty() || !listen.empty(); }
 };
@@ -48,8 +48,7 @@ class MinrttRecording {
  public:
   // Binds the responder (throws on a bad address or key): do this before
   // anything irreversible happens.
-  MinrttRecording(const MinrttRecordOptions& opt, const std::string& node, const ClockTransform& sim,
-                  double tsc_hz);
+  MinrttRecording(const MinrttRecordOptions& opt, const std::string& node, const ClockTransform& sim, double tsc_hz);
   ~MinrttRecording();
   void start();
   std::vector<SyncRound> take_rounds();

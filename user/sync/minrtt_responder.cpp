@@ -31,8 +31,10 @@ std::string source_key(const sockaddr_storage& a) {
 }
 
 void set_port(sockaddr_storage& a, uint16_t port) {
-  if (a.ss_family == AF_INET) reinterpret_cast<sockaddr_in*>(&a)->sin_port = htons(port);
-  else reinterpret_cast<sockaddr_in6*>(&a)->sin6_port = htons(port);
+  if (a.ss_family == AF_INET)
+    reinterpret_cast<sockaddr_in*>(&a)->sin_port = htons(port);
+  else
+    reinterpret_cast<sockaddr_in6*>(&a)->sin6_port = htons(port);
 }
 
 bool is_unspecified(const sockaddr_storage& a) {
@@ -63,14 +65,12 @@ uint64_t ResponderStats::rejected() const {
 }
 
 nlohmann::json ResponderStats::to_json() const {
-  return {{"received", received.load()},     {"answered", answered.load()},
-          {"followups", followups.load()},   {"cookies", cookies.load()},
-          {"rejected", rejected()},
-          {"malformed", malformed.load()},   {"bad_version", bad_version.load()},
-          {"bad_auth", bad_auth.load()},     {"replayed", replayed.load()},
-          {"rate_limited", rate_limited.load()}, {"unexpected", unexpected.load()},
-          {"no_rx_stamp", no_rx_stamp.load()}, {"no_tx_stamp", no_tx_stamp.load()},
-          {"clock_step", clock_step.load()}, {"send_errors", send_errors.load()}};
+  return {
+      {"received", received.load()},         {"answered", answered.load()},     {"followups", followups.load()},
+      {"cookies", cookies.load()},           {"rejected", rejected()},          {"malformed", malformed.load()},
+      {"bad_version", bad_version.load()},   {"bad_auth", bad_auth.load()},     {"replayed", replayed.load()},
+      {"rate_limited", rate_limited.load()}, {"unexpected", unexpected.load()}, {"no_rx_stamp", no_rx_stamp.load()},
+      {"no_tx_stamp", no_tx_stamp.load()},   {"clock_step", clock_step.load()}, {"send_errors", send_errors.load()}};
 }
 
 std::string ResponderStats::line() const {
@@ -78,8 +78,8 @@ std::string ResponderStats::line() const {
       "received {} answered {} cookies {} rejected {} (malformed {} bad_version {} bad_auth {} replayed {} "
       "rate_limited {} unexpected {}) no_rx_stamp {} no_tx_stamp {} clock_step {}",
       received.load(), answered.load(), cookies.load(), rejected(), malformed.load(), bad_version.load(),
-      bad_auth.load(), replayed.load(), rate_limited.load(), unexpected.load(), no_rx_stamp.load(),
-      no_tx_stamp.load(), clock_step.load());
+      bad_auth.load(), replayed.load(), rate_limited.load(), unexpected.load(), no_rx_stamp.load(), no_tx_stamp.load(),
+      clock_step.load());
 }
 
 Responder::Responder(ResponderOptions opt) : opt_(std::move(opt)), session_(minrtt::random_session()) {
@@ -104,7 +104,8 @@ Responder::Responder(ResponderOptions opt) : opt_(std::move(opt)), session_(minr
     sockaddr_storage src = addr;
     set_port(src, 0);
     if (bind(tx_, reinterpret_cast<sockaddr*>(&src), sockaddr_len(src)) != 0)
-      throw std::runtime_error(fmt::format("cannot bind reply socket to {}: {}", endpoint_string(src), strerror(errno)));
+      throw std::runtime_error(
+          fmt::format("cannot bind reply socket to {}: {}", endpoint_string(src), strerror(errno)));
   }
   total_ = {opt_.total_hz / 10, mono_ns()};
   for (const sockaddr_storage& a : opt_.allow) allow_.insert(source_key(a));
@@ -230,13 +231,26 @@ void Responder::serve_one() {
   uint64_t replay_id = m.session ^ std::hash<std::string>{}(source_key(from));
   if (ok_source && !replay_.accept(replay_id, m.seq)) why = minrtt::Reject::Replayed;
   switch (why) {
-    case minrtt::Reject::None: break;
-    case minrtt::Reject::Malformed: stats_.malformed++; return;
-    case minrtt::Reject::BadVersion: stats_.bad_version++; return;
-    case minrtt::Reject::BadAuth: stats_.bad_auth++; return;
-    case minrtt::Reject::Replayed: stats_.replayed++; return;
-    case minrtt::Reject::RateLimited: stats_.rate_limited++; return;
-    case minrtt::Reject::Unexpected: stats_.unexpected++; return;
+    case minrtt::Reject::None:
+      break;
+    case minrtt::Reject::Malformed:
+      stats_.malformed++;
+      return;
+    case minrtt::Reject::BadVersion:
+      stats_.bad_version++;
+      return;
+    case minrtt::Reject::BadAuth:
+      stats_.bad_auth++;
+      return;
+    case minrtt::Reject::Replayed:
+      stats_.replayed++;
+      return;
+    case minrtt::Reject::RateLimited:
+      stats_.rate_limited++;
+      return;
+    case minrtt::Reject::Unexpected:
+      stats_.unexpected++;
+      return;
   }
   sockaddr_storage to = from;
   set_port(to, m.reply_port);

@@ -30,21 +30,20 @@
 namespace cptrace {
 
 struct ResponderOptions {
-  std::string listen;            // ADDR:PORT; "" = [::]:7711 (dual stack), else 0.0.0.0:7711
-  std::string node;              // name sent in every reply
-  std::vector<uint8_t> key;      // empty: no authentication
+  std::string listen;  // ADDR:PORT; "" = [::]:7711 (dual stack), else 0.0.0.0:7711
+  std::string node;  // name sent in every reply
+  std::vector<uint8_t> key;  // empty: no authentication
   std::vector<sockaddr_storage> allow;  // sources answered without a cookie (ports ignored)
-  ClockTransform sim;            // test only
-  double per_source_hz = 5000;   // token bucket per source IP
+  ClockTransform sim;  // test only
+  double per_source_hz = 5000;  // token bucket per source IP
   double per_source_burst = 500;
-  double total_hz = 50000;       // all sources together
+  double total_hz = 50000;  // all sources together
 };
 
 struct ResponderStats {
   std::atomic<uint64_t> received{0}, answered{0}, followups{0};
   std::atomic<uint64_t> cookies{0};  // probes from unverified sources answered with a cookie only
-  std::atomic<uint64_t> malformed{0}, bad_version{0}, bad_auth{0}, replayed{0}, rate_limited{0},
-      unexpected{0};
+  std::atomic<uint64_t> malformed{0}, bad_version{0}, bad_auth{0}, replayed{0}, rate_limited{0}, unexpected{0};
   std::atomic<uint64_t> no_rx_stamp{0}, no_tx_stamp{0}, clock_step{0}, send_errors{0};
   std::atomic<int64_t> last_probe_ns{0};  // CLOCK_MONOTONIC of the last answered probe
   uint64_t rejected() const;

@@ -33,15 +33,12 @@ std::vector<Peer> parse_peers(const std::string& csv, const std::string& flag) {
 }
 
 nlohmann::json PeerCounters::to_json() const {
-  return {{"attempted", attempted}, {"completed", completed}, {"lost", lost},
-          {"no_followup", no_followup}, {"kernel_bad", kernel_bad}, {"cookies", cookies},
-          {"rejected", rejected}};
+  return {{"attempted", attempted},   {"completed", completed}, {"lost", lost},        {"no_followup", no_followup},
+          {"kernel_bad", kernel_bad}, {"cookies", cookies},     {"rejected", rejected}};
 }
 
-Initiator::Initiator(std::string node, const std::vector<uint8_t>* key, const ClockTransform* sim,
-                     int timeout_ms)
-    : node_(std::move(node)), key_(key), sim_(sim), timeout_ms_(timeout_ms),
-      session_(minrtt::random_session()) {
+Initiator::Initiator(std::string node, const std::vector<uint8_t>* key, const ClockTransform* sim, int timeout_ms)
+    : node_(std::move(node)), key_(key), sim_(sim), timeout_ms_(timeout_ms), session_(minrtt::random_session()) {
   if (node_.empty() || node_.size() > minrtt::kMaxNodeName)
     throw std::invalid_argument(fmt::format("--node '{}': 1..{} bytes", node_, minrtt::kMaxNodeName));
 }
@@ -71,13 +68,12 @@ Initiator::Socks& Initiator::socks_for(int family) {
 
 // Until both answers arrived or the timeout: anything stale, stray, replayed or
 // unauthenticated is counted by reason and skipped, never taken as an answer.
-Initiator::Answers Initiator::await_answers(const Socks& s, uint64_t probe_seq, PeerCounters& pc,
-                                            SyncRound& r) {
+Initiator::Answers Initiator::await_answers(const Socks& s, uint64_t probe_seq, PeerCounters& pc, SyncRound& r) {
   Answers got;
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms_);
   while (!(got.reply && got.followup) && !got.cookie) {
-    int left = int(std::chrono::duration_cast<std::chrono::milliseconds>(
-                       deadline - std::chrono::steady_clock::now()).count());
+    int left =
+        int(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count());
     if (left <= 0) break;
     pollfd p{s.rx, POLLIN, 0};
     if (poll(&p, 1, left) <= 0) continue;
@@ -183,8 +179,7 @@ std::optional<SyncRound> Initiator::try_round(const Peer& peer, const std::strin
   r.t1 = rt1 ? sc.realtime_to_tsc(*rt1) : 0;
   r.t4 = got.rt4 ? sc.realtime_to_tsc(got.rt4) : 0;
   if (!got.followup) pc.no_followup++;
-  r.kernel_ok = rt1 && got.rt4 && got.followup && got.peer_kernel_ok && sc.consistent() && r.t4 >= r.t1 &&
-                r.t3 >= r.t2;
+  r.kernel_ok = rt1 && got.rt4 && got.followup && got.peer_kernel_ok && sc.consistent() && r.t4 >= r.t1 && r.t3 >= r.t2;
   if (!r.kernel_ok) pc.kernel_bad++;
   pc.completed++;
   return r;

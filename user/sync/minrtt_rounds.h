@@ -42,8 +42,7 @@ struct PeerCounters {
 class Initiator {
  public:
   // key: nullptr or the HMAC key; sim: the node's simulated transform (test only).
-  Initiator(std::string node, const std::vector<uint8_t>* key, const ClockTransform* sim,
-            int timeout_ms = 200);
+  Initiator(std::string node, const std::vector<uint8_t>* key, const ClockTransform* sim, int timeout_ms = 200);
   ~Initiator();
   Initiator(const Initiator&) = delete;
   Initiator& operator=(const Initiator&) = delete;

@@ -51,14 +51,15 @@ nlohmann::json summarize_rounds(const std::vector<SyncRound>& rounds, double tsc
   };
   for (auto& [k, a] : acc) {
     out[k.first]["addr"] = a.addr;
-    out[k.first][k.second] = {{"rounds", a.n},
-                              {"kernel_ok", a.kok},
-                              {"user_ok", a.uok},
-                              {"kernel_min_ticks", a.kmin == INT64_MAX ? nlohmann::json(nullptr) : nlohmann::json(a.kmin)},
-                              {"kernel_min_seq", a.kmin_seq},
-                              {"user_min_ticks", a.umin == INT64_MAX ? nlohmann::json(nullptr) : nlohmann::json(a.umin)},
-                              {"kernel_min_us", us(a.kmin)},
-                              {"user_min_us", us(a.umin)}};
+    out[k.first][k.second] = {
+        {"rounds", a.n},
+        {"kernel_ok", a.kok},
+        {"user_ok", a.uok},
+        {"kernel_min_ticks", a.kmin == INT64_MAX ? nlohmann::json(nullptr) : nlohmann::json(a.kmin)},
+        {"kernel_min_seq", a.kmin_seq},
+        {"user_min_ticks", a.umin == INT64_MAX ? nlohmann::json(nullptr) : nlohmann::json(a.umin)},
+        {"kernel_min_us", us(a.kmin)},
+        {"user_min_us", us(a.umin)}};
   }
   return out;
 }
@@ -80,8 +81,7 @@ void print_sync_summary(const nlohmann::json& summary) {
 }
 
 SyncSession::SyncSession(SyncOptions opt)
-    : opt_(std::move(opt)),
-      init_(opt_.node, opt_.key.empty() ? nullptr : &opt_.key, &opt_.sim, opt_.timeout_ms) {}
+    : opt_(std::move(opt)), init_(opt_.node, opt_.key.empty() ? nullptr : &opt_.key, &opt_.sim, opt_.timeout_ms) {}
 
 SyncSession::~SyncSession() {
   {
@@ -201,4 +201,3 @@ void SyncSession::stop_phase() {
 }
 
 }  // namespace cptrace
-

@@ -26,15 +26,15 @@ namespace cptrace {
 struct SyncOptions {
   std::string node;
   std::vector<Peer> peers;
-  unsigned rounds = 100;     // per peer and phase
-  double rate_hz = 0;        // stream rounds per second and peer; 0 = none
-  double wait_s = 10;        // how long to retry a peer that does not answer
-  double gap_ms = 1;         // pause between two rounds (keeps the path quiet)
-  int timeout_ms = 200;      // per round
+  unsigned rounds = 100;  // per peer and phase
+  double rate_hz = 0;  // stream rounds per second and peer; 0 = none
+  double wait_s = 10;  // how long to retry a peer that does not answer
+  double gap_ms = 1;  // pause between two rounds (keeps the path quiet)
+  int timeout_ms = 200;  // per round
   std::vector<uint8_t> key;  // empty: no authentication
   ClockTransform sim;
-  bool verbose = true;       // per-peer lines on stderr
-  double tsc_hz = 0;         // for printing microseconds (0: ticks)
+  bool verbose = true;  // per-peer lines on stderr
+  double tsc_hz = 0;  // for printing microseconds (0: ticks)
 };
 
 // Kernel / user-space MinRTT of a set of rounds, per peer and phase.

@@ -59,7 +59,8 @@ class Cursor {
   // Inlined where it runs (every column value of every frame read): most deltas
   // fit one byte and take no call.
   [[gnu::always_inline]] uint64_t varint() {
-    if (p_ != end_ && *p_ < 0x80) [[likely]] return *p_++;
+    if (p_ != end_ && *p_ < 0x80) [[likely]]
+      return *p_++;
     return varint_long();
   }
 
@@ -77,17 +78,20 @@ class Cursor {
         }
       }
       uint8_t b = p_[9];  // the 10th byte holds bit 63 only
-      if (b > 1) [[unlikely]] fail(b & 0x80 ? "varint longer than 10 bytes" : "varint overflows 64 bits");
+      if (b > 1) [[unlikely]]
+        fail(b & 0x80 ? "varint longer than 10 bytes" : "varint overflows 64 bits");
       p_ += 10;
       return v | static_cast<uint64_t>(b) << 63;
     }
     uint64_t v = 0;
     for (unsigned shift = 0; shift < 64; shift += 7) {
-      if (p_ == end_) [[unlikely]] fail("varint runs past the end of the frame");
+      if (p_ == end_) [[unlikely]]
+        fail("varint runs past the end of the frame");
       uint8_t b = *p_++;
       v |= static_cast<uint64_t>(b & 0x7f) << shift;
       if (!(b & 0x80)) {
-        if (shift == 63 && b > 1) [[unlikely]] fail("varint overflows 64 bits");
+        if (shift == 63 && b > 1) [[unlikely]]
+          fail("varint overflows 64 bits");
         return v;
       }
     }
@@ -96,7 +100,8 @@ class Cursor {
 
   [[gnu::always_inline]] uint64_t varint_max(uint64_t max, const char* what) {
     uint64_t v = varint();
-    if (v > max) [[unlikely]] out_of_range(what);
+    if (v > max) [[unlikely]]
+      out_of_range(what);
     return v;
   }
 
@@ -132,8 +137,7 @@ ZSTD_DCtx* dctx() {
 
 // Fills out.payload and out.hdr from `raw`: zstd-compressed when that is smaller
 // (and level != 0), stored as is otherwise.
-void finish_frame(EncodedFrame& out, FrameType type, const uint8_t* raw, size_t raw_len,
-                  uint32_t count, int level) {
+void finish_frame(EncodedFrame& out, FrameType type, const uint8_t* raw, size_t raw_len, uint32_t count, int level) {
   if (raw_len > kMaxRawBytes) throw std::invalid_argument("frame payload beyond kMaxRawBytes");
   out.hdr = FrameHeader{};
   out.hdr.type = static_cast<uint16_t>(type);
@@ -165,8 +169,8 @@ void finish_frame(EncodedFrame& out, FrameType type, const uint8_t* raw, size_t 
 
 // Checks the header against the payload and returns the decoded (decompressed)
 // bytes: the payload itself, or a thread-local scratch buffer.
-std::pair<const uint8_t*, size_t> frame_bytes(const FrameHeader& h, FrameType want,
-                                              const uint8_t* payload, size_t len) {
+std::pair<const uint8_t*, size_t> frame_bytes(const FrameHeader& h, FrameType want, const uint8_t* payload,
+                                              size_t len) {
   if (h.type != static_cast<uint16_t>(want)) fail("unexpected frame type " + std::to_string(h.type));
   if (const char* problem = frame_header_problem(h)) fail(problem);
   if (len != h.payload_len) fail("payload length does not match the frame header");
@@ -303,8 +307,8 @@ void encode_view_into(const View& v, size_t n, int zstd_level, EncodedFrame& out
   size_t worst = 16 + n * kWorstEventBytes;
   if (raw.size() < worst) raw.resize(worst);
   uint8_t* end = put_event_columns(raw.data(), v, n);
-  finish_frame(out, FrameType::Events, raw.data(), static_cast<size_t>(end - raw.data()),
-               static_cast<uint32_t>(n), zstd_level);
+  finish_frame(out, FrameType::Events, raw.data(), static_cast<size_t>(end - raw.data()), static_cast<uint32_t>(n),
+               zstd_level);
 }
 
 // ---- events: decoder ----------------------------------------------------------------
@@ -423,8 +427,8 @@ EncodedFrame encode_events(const TraceEvent* ev, size_t n, int zstd_level) {
 EncodedFrame encode_clock(const std::vector<ClockPoint>& pts) {
   if (pts.size() > kMaxRawBytes / sizeof(ClockPoint)) throw std::invalid_argument("encode_clock: too many points");
   EncodedFrame f;
-  finish_frame(f, FrameType::Clock2, reinterpret_cast<const uint8_t*>(pts.data()),
-               pts.size() * sizeof(ClockPoint), static_cast<uint32_t>(pts.size()), 1);
+  finish_frame(f, FrameType::Clock2, reinterpret_cast<const uint8_t*>(pts.data()), pts.size() * sizeof(ClockPoint),
+               static_cast<uint32_t>(pts.size()), 1);
   return f;
 }
 
@@ -437,8 +441,7 @@ EncodedFrame encode_json(FrameType type, const std::string& json, uint32_t count
   return f;
 }
 
-void decode_events_into(const FrameHeader& h, const uint8_t* payload, size_t len,
-                        std::vector<TraceEvent>& out) {
+void decode_events_into(const FrameHeader& h, const uint8_t* payload, size_t len, std::vector<TraceEvent>& out) {
   if (h.count > kMaxFrameEvents) fail("event count beyond kMaxFrameEvents");
   // Every event takes at least 8 bytes (one per column), the table size one more:
   // checked before decompressing or allocating anything.
@@ -471,7 +474,8 @@ std::vector<ClockPoint> decode_clock(const FrameHeader& h, const uint8_t* payloa
     for (ClockPoint& p : pts) p.flags = 0;  // version 1's `reserved`: no version-2 field is set
   else
     for (const ClockPoint& p : pts)
-      if (p.flags & ~(kClockHasRaw | kClockHasRealtime)) fail(fmt::format("clock point with unknown flags 0x{:x}", p.flags));
+      if (p.flags & ~(kClockHasRaw | kClockHasRealtime))
+        fail(fmt::format("clock point with unknown flags 0x{:x}", p.flags));
   return pts;
 }
 

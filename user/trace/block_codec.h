@@ -83,8 +83,7 @@ EncodedFrame encode_json(FrameType type, const std::string& json, uint32_t count
 // the CRC — see frame_crc_ok().
 std::vector<TraceEvent> decode_events(const FrameHeader& h, const uint8_t* payload, size_t len);
 // Same, into `out` (cleared first, capacity reused).
-void decode_events_into(const FrameHeader& h, const uint8_t* payload, size_t len,
-                        std::vector<TraceEvent>& out);
+void decode_events_into(const FrameHeader& h, const uint8_t* payload, size_t len, std::vector<TraceEvent>& out);
 std::vector<ClockPoint> decode_clock(const FrameHeader& h, const uint8_t* payload, size_t len);
 std::string decode_json(const FrameHeader& h, const uint8_t* payload, size_t len);
 
@@ -93,9 +92,7 @@ std::string decode_json(const FrameHeader& h, const uint8_t* payload, size_t len
 // frame_bytes checks the header against the payload (type, limits, lengths) and
 // returns the decoded bytes (the payload itself or a thread-local buffer valid
 // until the next call), throwing std::runtime_error on any inconsistency.
-void finish_frame(EncodedFrame& out, FrameType type, const uint8_t* raw, size_t raw_len,
-                  uint32_t count, int level);
-std::pair<const uint8_t*, size_t> frame_bytes(const FrameHeader& h, FrameType want,
-                                              const uint8_t* payload, size_t len);
+void finish_frame(EncodedFrame& out, FrameType type, const uint8_t* raw, size_t raw_len, uint32_t count, int level);
+std::pair<const uint8_t*, size_t> frame_bytes(const FrameHeader& h, FrameType want, const uint8_t* payload, size_t len);
 
 }  // namespace cptrace

@@ -13,9 +13,12 @@ namespace {
 
 const char* kind_name(ClockAdjustKind k) {
   switch (k) {
-    case ClockAdjustKind::Syscall: return "syscall";
-    case ClockAdjustKind::State: return "state";
-    case ClockAdjustKind::Step: return "step";
+    case ClockAdjustKind::Syscall:
+      return "syscall";
+    case ClockAdjustKind::State:
+      return "state";
+    case ClockAdjustKind::Step:
+      return "step";
   }
   return "?";
 }
@@ -29,10 +32,14 @@ ClockAdjustKind kind_of(const std::string& s) {
 
 const char* syscall_name(uint32_t s) {
   switch (s) {
-    case CP_CLKADJ_ADJTIMEX: return "adjtimex";
-    case CP_CLKADJ_CLOCK_ADJTIME: return "clock_adjtime";
-    case CP_CLKADJ_CLOCK_SETTIME: return "clock_settime";
-    case CP_CLKADJ_SETTIMEOFDAY: return "settimeofday";
+    case CP_CLKADJ_ADJTIMEX:
+      return "adjtimex";
+    case CP_CLKADJ_CLOCK_ADJTIME:
+      return "clock_adjtime";
+    case CP_CLKADJ_CLOCK_SETTIME:
+      return "clock_settime";
+    case CP_CLKADJ_SETTIMEOFDAY:
+      return "settimeofday";
   }
   return "unknown";
 }
@@ -70,8 +77,8 @@ std::string ClockAdjustment::describe() const {
     case ClockAdjustKind::Syscall: {
       std::string what = syscall == "adjtimex" || syscall == "clock_adjtime"
                              ? (modes == 0 ? std::string("read") : timex_request(*this))
-                             : args_read ? fmt::format("set to {}.{:09d} s", set_ns / 1000000000, set_ns % 1000000000)
-                                         : std::string("set");
+                         : args_read ? fmt::format("set to {}.{:09d} s", set_ns / 1000000000, set_ns % 1000000000)
+                                     : std::string("set");
       std::string clk = clockid == 0 ? "(CLOCK_REALTIME)" : clockid > 0 ? fmt::format("(clock {})", clockid) : "";
       std::string res = ret < 0 ? fmt::format(" -> error {}", -ret) : "";
       return fmt::format("{}{} by {}[{}]: {}{}", syscall, clk, comm, pid, what, res);
@@ -88,10 +95,20 @@ nlohmann::json ClockAdjustment::to_json() const {
   nlohmann::json j = {{"kind", kind_name(kind)}, {"mono_ns", mono_ns}, {"tsc", tsc}};
   switch (kind) {
     case ClockAdjustKind::Syscall:
-      j.update({{"syscall", syscall}, {"enter_mono_ns", enter_mono_ns}, {"pid", pid}, {"comm", comm},
-                {"ret", ret}, {"modes", modes}, {"clockid", clockid}, {"args_read", args_read},
-                {"offset", offset}, {"freq", freq}, {"tick", tick}, {"constant", constant},
-                {"status", status}, {"set_ns", set_ns}});
+      j.update({{"syscall", syscall},
+                {"enter_mono_ns", enter_mono_ns},
+                {"pid", pid},
+                {"comm", comm},
+                {"ret", ret},
+                {"modes", modes},
+                {"clockid", clockid},
+                {"args_read", args_read},
+                {"offset", offset},
+                {"freq", freq},
+                {"tick", tick},
+                {"constant", constant},
+                {"status", status},
+                {"set_ns", set_ns}});
       break;
     case ClockAdjustKind::State:
       j["state"] = state.to_json();

@@ -30,8 +30,10 @@ void solve_le(ld k0, ld k1, ld span, ld& lo, ld& hi) {
     return;
   }
   ld r = -k0 / k1;
-  if (k1 > 0) hi = std::min(hi, r);
-  else lo = std::max(lo, r);
+  if (k1 > 0)
+    hi = std::min(hi, r);
+  else
+    lo = std::max(lo, r);
   lo = std::max(lo, ld(0));
   hi = std::min(hi, span);
 }

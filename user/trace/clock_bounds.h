@@ -43,11 +43,11 @@ struct TscBounds {
 // How each segment's bound was obtained (for `info` and translate's report).
 struct ClockModelStats {
   uint64_t segments = 0;
-  uint64_t one_rate = 0;     // only H0 fits
+  uint64_t one_rate = 0;  // only H0 fits
   uint64_t rate_change = 0;  // only H1 fits
-  uint64_t either = 0;       // both fit (no change, or a change too small to tell)
-  uint64_t violated = 0;     // neither fits: the model's assumption fails here
-  uint64_t crowded = 0;      // >= 2 witnessed changes in the window: not checkable
+  uint64_t either = 0;  // both fit (no change, or a change too small to tell)
+  uint64_t violated = 0;  // neither fits: the model's assumption fails here
+  uint64_t crowded = 0;  // >= 2 witnessed changes in the window: not checkable
 };
 
 // Relative slack on every segment's rate for the timekeeper's mult dither: one

@@ -26,8 +26,9 @@ std::vector<std::pair<uint64_t, uint64_t>> slewing_spans(const TraceReader& r) {
     // The slew began after the last point before this state's reading.
     auto it = std::lower_bound(pts.begin(), pts.end(), states[i]->mono_ns,
                                [](const ClockPoint& p, uint64_t m) { return p.mono_ns < m; });
-    uint64_t from = it == pts.begin() ? (pts.empty() ? states[i]->mono_ns : std::min(pts.front().mono_ns, states[i]->mono_ns))
-                                      : std::prev(it)->mono_ns;
+    uint64_t from = it == pts.begin()
+                        ? (pts.empty() ? states[i]->mono_ns : std::min(pts.front().mono_ns, states[i]->mono_ns))
+                        : std::prev(it)->mono_ns;
     uint64_t to = std::max(end_of_trace, states[i]->mono_ns);
     for (size_t k = i + 1; k < states.size(); ++k)
       if (!states[k]->state.slewing()) {
@@ -86,8 +87,10 @@ void second_boundaries(const TraceReader& r, uint64_t from, uint64_t to, std::ve
   const ClockPoint* before = nullptr;
   for (const ClockPoint& p : r.clock_map().points()) {
     if (!p.has_realtime()) continue;
-    if (p.mono_ns <= from) before = &p;
-    else if (p.mono_ns <= to || offsets.empty()) add(p);
+    if (p.mono_ns <= from)
+      before = &p;
+    else if (p.mono_ns <= to || offsets.empty())
+      add(p);
   }
   if (before) add(*before);
   if (offsets.empty() && r.meta().contains("start") && r.meta()["start"].contains("realtime_ns")) {

@@ -20,9 +20,7 @@ using Member = uint64_t ClockPoint::*;
 
 // a * b / c rounded to nearest. a * b < 2^128 - 2^65 and c / 2 < 2^63, so the sum
 // cannot overflow; the quotient can exceed 64 bits, callers saturate.
-u128 scale(uint64_t a, uint64_t b, uint64_t c) {
-  return (static_cast<u128>(a) * b + c / 2) / c;
-}
+u128 scale(uint64_t a, uint64_t b, uint64_t c) { return (static_cast<u128>(a) * b + c / 2) / c; }
 
 uint64_t saturating_add(uint64_t y, u128 d) {
   constexpr uint64_t kMax = std::numeric_limits<uint64_t>::max();
@@ -37,10 +35,8 @@ uint64_t saturating_sub(uint64_t y, u128 d) { return d > y ? 0 : y - static_cast
 // continuous and monotonic across segments.
 uint64_t convert(const std::vector<ClockPoint>& pts, uint64_t x, Member X, Member Y) {
   if (pts.size() < 2)
-    throw std::domain_error("clock map needs at least two correlation points (has " +
-                            std::to_string(pts.size()) + ")");
-  auto it = std::upper_bound(pts.begin(), pts.end(), x,
-                             [X](uint64_t v, const ClockPoint& p) { return v < p.*X; });
+    throw std::domain_error("clock map needs at least two correlation points (has " + std::to_string(pts.size()) + ")");
+  auto it = std::upper_bound(pts.begin(), pts.end(), x, [X](uint64_t v, const ClockPoint& p) { return v < p.*X; });
   size_t i = it == pts.begin() ? 0 : static_cast<size_t>(it - pts.begin()) - 1;
   i = std::min(i, pts.size() - 2);
   const ClockPoint& a = pts[i];
@@ -66,7 +62,6 @@ ClockPoint bracket(clockid_t clock = CLOCK_MONOTONIC) {
   p.width_ticks = static_cast<uint32_t>(std::min<uint64_t>(w, std::numeric_limits<uint32_t>::max()));
   return p;
 }
-
 
 ClockPoint tightest_bracket(clockid_t clock, int brackets) {
   ClockPoint best = bracket(clock);

@@ -38,7 +38,8 @@ ClockTransform& ClockTransform::with_change(uint64_t change, int64_t ppb2) {
   if (std::llabs(ppb2) > int64_t(kMaxSkewPpm * 1000))
     throw std::invalid_argument(fmt::format("simulated clock: skew {} ppb beyond +-{} ppm", ppb2, kMaxSkewPpm));
   if (change < anchor_tsc)
-    throw std::invalid_argument(fmt::format("simulated clock: rate change at TSC {} before the anchor {}", change, anchor_tsc));
+    throw std::invalid_argument(
+        fmt::format("simulated clock: rate change at TSC {} before the anchor {}", change, anchor_tsc));
   has_change = true;
   change_tsc = change;
   skew2_ppb = ppb2;
@@ -47,7 +48,8 @@ ClockTransform& ClockTransform::with_change(uint64_t change, int64_t ppb2) {
 
 ClockTransform ClockTransform::parse(const std::string& spec, double tsc_hz) {
   auto bad = [&](const std::string& why) {
-    return std::invalid_argument(fmt::format("--simulate-clock {}: {} (want OFFSET_NS,SKEW_PPM, e.g. -2500000000,37.5)", spec, why));
+    return std::invalid_argument(
+        fmt::format("--simulate-clock {}: {} (want OFFSET_NS,SKEW_PPM, e.g. -2500000000,37.5)", spec, why));
   };
   std::vector<std::string> f;
   for (size_t at = 0;;) {
@@ -122,17 +124,18 @@ uint64_t ClockTransform::undo(uint64_t y) const {
 nlohmann::json ClockTransform::to_json() const {
   if (!enabled) return nullptr;
   nlohmann::json j = {{"enabled", true},
-          {"offset_ns", offset_ns},
-          {"skew_ppm", skew_ppm},
-          {"tsc_hz", tsc_hz},
-          {"offset_ticks", offset_ticks},
-          {"skew_ppb", skew_ppb},
-          {"anchor_tsc", anchor_tsc},
-          {"formula", "sim = tsc + offset_ticks + floor((tsc - anchor_tsc) * skew_ppb / 1e9)"}};
+                      {"offset_ns", offset_ns},
+                      {"skew_ppm", skew_ppm},
+                      {"tsc_hz", tsc_hz},
+                      {"offset_ticks", offset_ticks},
+                      {"skew_ppb", skew_ppb},
+                      {"anchor_tsc", anchor_tsc},
+                      {"formula", "sim = tsc + offset_ticks + floor((tsc - anchor_tsc) * skew_ppb / 1e9)"}};
   if (has_change) {
     j["change_tsc"] = change_tsc, j["skew2_ppb"] = skew2_ppb, j["skew2_ppm"] = skew2_ppm;
-    j["formula"] = "sim = tsc + offset_ticks + floor(((min(tsc, change_tsc) - anchor_tsc) * skew_ppb + "
-                   "max(tsc - change_tsc, 0) * skew2_ppb) / 1e9)";
+    j["formula"] =
+        "sim = tsc + offset_ticks + floor(((min(tsc, change_tsc) - anchor_tsc) * skew_ppb + "
+        "max(tsc - change_tsc, 0) * skew2_ppb) / 1e9)";
   }
   return j;
 }

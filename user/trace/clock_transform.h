@@ -46,7 +46,7 @@ struct ClockTransform {
   int64_t offset_ticks = 0;
   int64_t skew_ppb = 0;
   uint64_t anchor_tsc = 0;
-  bool has_change = false;   // a rate change at change_tsc
+  bool has_change = false;  // a rate change at change_tsc
   uint64_t change_tsc = 0;
   int64_t skew2_ppb = 0;
   double skew2_ppm = 0;
@@ -56,7 +56,7 @@ struct ClockTransform {
   double tsc_hz = 0;
 
   static constexpr int64_t kPpbDen = 1000000000;
-  static constexpr double kMaxSkewPpm = 1000;    // keeps the slope within 1 +- 1e-3
+  static constexpr double kMaxSkewPpm = 1000;  // keeps the slope within 1 +- 1e-3
   static constexpr int64_t kMaxOffsetNs = 3600ll * 1000000000ll;
 
   // "OFFSET_NS,SKEW_PPM[,CHANGE_TSC,SKEW2_PPM]" (e.g. "-2500000000,37.5"). Throws std::invalid_argument

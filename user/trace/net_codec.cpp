@@ -17,8 +17,7 @@ EncodedFrame encode_net(const cp_net_rec* recs, size_t n, int zstd_level) {
   return f;
 }
 
-void decode_net_into(const FrameHeader& h, const uint8_t* payload, size_t len,
-                     std::vector<cp_net_rec>& out) {
+void decode_net_into(const FrameHeader& h, const uint8_t* payload, size_t len, std::vector<cp_net_rec>& out) {
   out.clear();
   if (h.count > kMaxFrameEvents) throw std::runtime_error("net record count beyond kMaxFrameEvents");
   if (uint64_t{h.count} * sizeof(cp_net_rec) != h.raw_len)
@@ -36,36 +35,49 @@ void decode_net_into(const FrameHeader& h, const uint8_t* payload, size_t len,
 
 const char* net_kind_name(uint8_t kind) {
   switch (kind) {
-    case CP_NET_SOCK_SEND: return "send";
-    case CP_NET_SOCK_RECV: return "recv";
-    case CP_NET_PKT_TX: return "tx";
-    case CP_NET_PKT_RX: return "rx";
+    case CP_NET_SOCK_SEND:
+      return "send";
+    case CP_NET_SOCK_RECV:
+      return "recv";
+    case CP_NET_PKT_TX:
+      return "tx";
+    case CP_NET_PKT_RX:
+      return "rx";
   }
   return "unknown";
 }
 
 const char* net_stamp_name(uint8_t kind, uint8_t stamp_at) {
   switch (stamp_at) {
-    case CP_NET_AT_KIND: break;
-    case CP_NET_AT_NETIF_RX: return "netif_rx";
-    case CP_NET_AT_NETIF_RECEIVE_SKB_ENTRY: return "netif_receive_skb_entry";
-    case CP_NET_AT_NETIF_RECEIVE_SKB_LIST_ENTRY: return "netif_receive_skb_list_entry";
-    case CP_NET_AT_NAPI_GRO_RECEIVE_ENTRY: return "napi_gro_receive_entry";
-    case CP_NET_AT_NAPI_GRO_FRAGS_ENTRY: return "napi_gro_frags_entry";
-    default: return "unknown";
+    case CP_NET_AT_KIND:
+      break;
+    case CP_NET_AT_NETIF_RX:
+      return "netif_rx";
+    case CP_NET_AT_NETIF_RECEIVE_SKB_ENTRY:
+      return "netif_receive_skb_entry";
+    case CP_NET_AT_NETIF_RECEIVE_SKB_LIST_ENTRY:
+      return "netif_receive_skb_list_entry";
+    case CP_NET_AT_NAPI_GRO_RECEIVE_ENTRY:
+      return "napi_gro_receive_entry";
+    case CP_NET_AT_NAPI_GRO_FRAGS_ENTRY:
+      return "napi_gro_frags_entry";
+    default:
+      return "unknown";
   }
   switch (kind) {
-    case CP_NET_SOCK_SEND: return "sock_send_length";
-    case CP_NET_SOCK_RECV: return "sock_recv_length";
-    case CP_NET_PKT_TX: return "net_dev_start_xmit";
-    case CP_NET_PKT_RX: return "netif_receive_skb";
+    case CP_NET_SOCK_SEND:
+      return "sock_send_length";
+    case CP_NET_SOCK_RECV:
+      return "sock_recv_length";
+    case CP_NET_PKT_TX:
+      return "net_dev_start_xmit";
+    case CP_NET_PKT_RX:
+      return "netif_receive_skb";
   }
   return "unknown";
 }
 
-const char* net_proto_name(uint8_t proto) {
-  return proto == 6 ? "tcp" : proto == 17 ? "udp" : "ip";
-}
+const char* net_proto_name(uint8_t proto) { return proto == 6 ? "tcp" : proto == 17 ? "udp" : "ip"; }
 
 std::string net_addr(const cp_net_rec& r, bool src) {
   char buf[INET6_ADDRSTRLEN] = {};

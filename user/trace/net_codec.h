@@ -35,16 +35,15 @@ struct NetEvent {
 // n <= kMaxFrameEvents, else std::invalid_argument.
 EncodedFrame encode_net(const cp_net_rec* recs, size_t n, int zstd_level = 1);
 // Throws std::runtime_error on any inconsistency; never reads out of bounds.
-void decode_net_into(const FrameHeader& h, const uint8_t* payload, size_t len,
-                     std::vector<cp_net_rec>& out);
+void decode_net_into(const FrameHeader& h, const uint8_t* payload, size_t len, std::vector<cp_net_rec>& out);
 
 // Text helpers shared by dump and tests.
-const char* net_kind_name(uint8_t kind);   // "send", "recv", "tx", "rx"
+const char* net_kind_name(uint8_t kind);  // "send", "recv", "tx", "rx"
 // Where a record was stamped (cp_net_rec.stamp_at): its tracepoint's name, e.g.
 // "netif_rx"; the kind's own tracepoint for 0 ("netif_receive_skb" for a receive).
 const char* net_stamp_name(uint8_t kind, uint8_t stamp_at);
-const char* net_proto_name(uint8_t proto); // "tcp", "udp", or "ip" for others
+const char* net_proto_name(uint8_t proto);  // "tcp", "udp", or "ip" for others
 std::string net_addr(const cp_net_rec& r, bool src);  // inet_ntop of saddr/daddr
-std::string tcp_flags_text(uint8_t flags);            // e.g. "SA", "PA", "F" ("" when none)
+std::string tcp_flags_text(uint8_t flags);  // e.g. "SA", "PA", "F" ("" when none)
 
 }  // namespace cptrace

@@ -19,14 +19,12 @@ std::string read_text_file(const std::string& path) {
 }
 
 bool NodeInfo::invariant_tsc() const {
-  auto has = [&](const char* f) {
-    return std::find(tsc_flags.begin(), tsc_flags.end(), f) != tsc_flags.end();
-  };
+  auto has = [&](const char* f) { return std::find(tsc_flags.begin(), tsc_flags.end(), f) != tsc_flags.end(); };
   return has("constant_tsc") && has("nonstop_tsc");
 }
 
 nlohmann::json NodeInfo::to_json() const {
-  return {{"host", host},       {"kernel", kernel},   {"cpu_model", cpu_model},
+  return {{"host", host},           {"kernel", kernel},           {"cpu_model", cpu_model},
           {"tsc_flags", tsc_flags}, {"clocksource", clocksource}, {"boot_id", boot_id}};
 }
 
@@ -41,8 +39,7 @@ NodeInfo read_node_info() {
   std::string line;
   bool flags_done = false;
   while (std::getline(cpu, line)) {
-    if (n.cpu_model.empty() && line.rfind("model name", 0) == 0)
-      n.cpu_model = line.substr(line.find(':') + 2);
+    if (n.cpu_model.empty() && line.rfind("model name", 0) == 0) n.cpu_model = line.substr(line.find(':') + 2);
     if (!flags_done && line.rfind("flags", 0) == 0) {
       std::istringstream fl(line.substr(line.find(':') + 1));
       for (std::string f; fl >> f;)
@@ -51,8 +48,7 @@ NodeInfo read_node_info() {
       flags_done = true;
     }
   }
-  n.clocksource =
-      read_text_file("/sys/devices/system/clocksource/clocksource0/current_clocksource");
+  n.clocksource = read_text_file("/sys/devices/system/clocksource/clocksource0/current_clocksource");
   n.boot_id = read_text_file("/proc/sys/kernel/random/boot_id");
   return n;
 }

@@ -11,7 +11,7 @@ namespace cptrace {
 struct NodeInfo {
   std::string host, kernel, cpu_model, clocksource, boot_id;
   std::vector<std::string> tsc_flags;  // of constant_tsc, nonstop_tsc, tsc_known_freq, rdtscp
-  bool invariant_tsc() const;          // constant_tsc && nonstop_tsc
+  bool invariant_tsc() const;  // constant_tsc && nonstop_tsc
   nlohmann::json to_json() const;
 };
 

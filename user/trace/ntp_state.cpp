@@ -35,10 +35,12 @@ bool NtpState::same_discipline(const NtpState& o) const {
 }
 
 nlohmann::json NtpState::to_json() const {
-  return {{"status", status},     {"freq", freq},         {"freq_ppm", freq_ppm()},
-          {"tick", tick},         {"offset", offset},     {"offset_ns", offset_ns()},
-          {"constant", constant}, {"maxerror", maxerror}, {"esterror", esterror},
-          {"adjtime_left_us", adjtime_left_us},           {"state", state}};
+  return {{"status", status},       {"freq", freq},
+          {"freq_ppm", freq_ppm()}, {"tick", tick},
+          {"offset", offset},       {"offset_ns", offset_ns()},
+          {"constant", constant},   {"maxerror", maxerror},
+          {"esterror", esterror},   {"adjtime_left_us", adjtime_left_us},
+          {"state", state}};
 }
 
 NtpState NtpState::from_json(const nlohmann::json& j) {

@@ -10,15 +10,15 @@
 namespace cptrace {
 
 struct NtpState {
-  int32_t status = 0;       // STA_* bits
-  int64_t freq = 0;         // frequency correction, ppm with a 16-bit binary fraction
-  int64_t tick = 0;         // µs per kernel tick (nominal 1e6 / USER_HZ = 10000)
-  int64_t offset = 0;       // offset still to slew (PLL/FLL): ns with STA_NANO, else µs
-  int64_t constant = 0;     // PLL time constant
-  int64_t maxerror = 0;     // µs
-  int64_t esterror = 0;     // µs
+  int32_t status = 0;  // STA_* bits
+  int64_t freq = 0;  // frequency correction, ppm with a 16-bit binary fraction
+  int64_t tick = 0;  // µs per kernel tick (nominal 1e6 / USER_HZ = 10000)
+  int64_t offset = 0;  // offset still to slew (PLL/FLL): ns with STA_NANO, else µs
+  int64_t constant = 0;  // PLL time constant
+  int64_t maxerror = 0;  // µs
+  int64_t esterror = 0;  // µs
   int64_t adjtime_left_us = 0;  // an adjtime() (single-shot) slew still in progress, µs
-  int32_t state = 0;        // adjtimex's return value: TIME_OK .. TIME_ERROR
+  int32_t state = 0;  // adjtimex's return value: TIME_OK .. TIME_ERROR
 
   bool synchronised() const;
   bool pll() const;

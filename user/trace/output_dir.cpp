@@ -65,8 +65,7 @@ std::vector<std::string> entries(int dirfd, const std::string& path) {
 const OutputKind kTraceOutput{"trace", "events.cpt", trace_owns};
 const OutputKind kCtfOutput{"CTF trace", "metadata", ctf_owns};
 
-OutputDir::OutputDir(const std::string& path, const OutputKind& kind, bool overwrite)
-    : path_(strip_slashes(path)) {
+OutputDir::OutputDir(const std::string& path, const OutputKind& kind, bool overwrite) : path_(strip_slashes(path)) {
   std::filesystem::path parent = std::filesystem::path(path_).parent_path();
   std::error_code ec;
   if (!parent.empty()) std::filesystem::create_directories(parent, ec);
@@ -111,8 +110,10 @@ std::string OutputDir::path_of(const std::string& name) const { return path_ + "
 int OutputDir::create(const std::string& name, int mode) const {
   int fd = ::openat(fd_, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
   if (fd < 0) {
-    if (errno == EEXIST) throw std::runtime_error(path_of(name) + ": already exists (a file or symlink put there "
-                                                  "while writing?); refusing to write through it");
+    if (errno == EEXIST)
+      throw std::runtime_error(path_of(name) +
+                               ": already exists (a file or symlink put there "
+                               "while writing?); refusing to write through it");
     fail(path_of(name), "cannot create");
   }
   return fd;

@@ -15,13 +15,13 @@ namespace cptrace {
 
 // The files one kind of output owns in its directory.
 struct OutputKind {
-  const char* what;    // for messages: "trace", "CTF trace"
+  const char* what;  // for messages: "trace", "CTF trace"
   const char* marker;  // a file whose presence says the directory holds one
   bool (*owns)(const std::string& name);  // its files and temporaries
 };
 
 extern const OutputKind kTraceOutput;  // events.cpt, meta.json (+ .tmp)
-extern const OutputKind kCtfOutput;    // metadata, stream_* (+ .tmp)
+extern const OutputKind kCtfOutput;  // metadata, stream_* (+ .tmp)
 
 class OutputDir {
  public:

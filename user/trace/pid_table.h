@@ -25,7 +25,7 @@
 namespace cptrace {
 
 struct PidEntry {
-  uint32_t pid = 0;    // host pid (tgid), as in the events
+  uint32_t pid = 0;  // host pid (tgid), as in the events
   uint32_t nspid = 0;  // the same process's pid in its own pid namespace
   uint64_t pidns = 0;  // inode of that namespace (/proc/PID/ns/pid)
   bool operator==(const PidEntry&) const = default;

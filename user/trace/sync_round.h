@@ -20,10 +20,10 @@
 namespace cptrace {
 
 struct SyncRound {
-  std::string peer;        // the peer's node name (as it reports itself)
-  std::string peer_addr;   // HOST:PORT the round went to
-  std::string phase;       // "start" (MinRTT1), "stop" (MinRTT2) or "stream"
-  uint64_t seq = 0;        // round number within this recording
+  std::string peer;  // the peer's node name (as it reports itself)
+  std::string peer_addr;  // HOST:PORT the round went to
+  std::string phase;  // "start" (MinRTT1), "stop" (MinRTT2) or "stream"
+  uint64_t seq = 0;  // round number within this recording
   uint64_t t1 = 0, t2 = 0, t3 = 0, t4 = 0;  // kernel stamps (A, B, B, A TSC)
   uint64_t u1 = 0, u2 = 0, u3 = 0, u4 = 0;  // user-space stamps of the same round
   bool kernel_ok = false;  // false: a kernel stamp is missing or a clock step could have faked it
@@ -37,9 +37,14 @@ struct SyncRound {
 };
 
 inline nlohmann::json to_json(const SyncRound& r) {
-  return {{"peer", r.peer}, {"peer_addr", r.peer_addr}, {"phase", r.phase}, {"seq", r.seq},
-          {"t", {r.t1, r.t2, r.t3, r.t4}},    {"u", {r.u1, r.u2, r.u3, r.u4}},
-          {"kernel_ok", r.kernel_ok},         {"user_ok", r.user_ok}};
+  return {{"peer", r.peer},
+          {"peer_addr", r.peer_addr},
+          {"phase", r.phase},
+          {"seq", r.seq},
+          {"t", {r.t1, r.t2, r.t3, r.t4}},
+          {"u", {r.u1, r.u2, r.u3, r.u4}},
+          {"kernel_ok", r.kernel_ok},
+          {"user_ok", r.user_ok}};
 }
 
 // Throws nlohmann::json exceptions on a malformed object (the reader turns them
@@ -53,8 +58,14 @@ inline SyncRound sync_round_from_json(const nlohmann::json& j) {
   const auto& t = j.at("t");
   const auto& u = j.at("u");
   if (t.size() != 4 || u.size() != 4) throw std::runtime_error("sync round: t and u need 4 stamps");
-  r.t1 = t[0]; r.t2 = t[1]; r.t3 = t[2]; r.t4 = t[3];
-  r.u1 = u[0]; r.u2 = u[1]; r.u3 = u[2]; r.u4 = u[3];
+  r.t1 = t[0];
+  r.t2 = t[1];
+  r.t3 = t[2];
+  r.t4 = t[3];
+  r.u1 = u[0];
+  r.u2 = u[1];
+  r.u3 = u[2];
+  r.u4 = u[3];
   r.kernel_ok = j.at("kernel_ok").get<bool>();
   r.user_ok = j.at("user_ok").get<bool>();
   return r;

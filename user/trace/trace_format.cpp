@@ -8,17 +8,11 @@
 
 namespace cptrace {
 
-uint64_t Counters::total_seen() const {
-  return std::accumulate(seen.begin(), seen.end(), uint64_t{0});
-}
+uint64_t Counters::total_seen() const { return std::accumulate(seen.begin(), seen.end(), uint64_t{0}); }
 
-uint64_t Counters::total_dropped() const {
-  return std::accumulate(dropped.begin(), dropped.end(), uint64_t{0});
-}
+uint64_t Counters::total_dropped() const { return std::accumulate(dropped.begin(), dropped.end(), uint64_t{0}); }
 
-uint64_t Counters::total_filtered() const {
-  return std::accumulate(filtered.begin(), filtered.end(), uint64_t{0});
-}
+uint64_t Counters::total_filtered() const { return std::accumulate(filtered.begin(), filtered.end(), uint64_t{0}); }
 
 std::string file_header_bytes() {
   std::string h(kFileHeaderSize, '\0');
@@ -29,15 +23,17 @@ std::string file_header_bytes() {
 
 void check_file_header(const std::string& file, const void* data, size_t len) {
   if (len < kFileHeaderSize)
-    throw TraceError(file, 0, "truncated file header (" + std::to_string(len) + " of " +
-                                  std::to_string(kFileHeaderSize) + " bytes)");
+    throw TraceError(
+        file, 0,
+        "truncated file header (" + std::to_string(len) + " of " + std::to_string(kFileHeaderSize) + " bytes)");
   if (std::memcmp(data, kFileMagic, sizeof kFileMagic) != 0)
     throw TraceError(file, 0, "not a cptrace events file (bad file magic)");
   uint32_t version;
   std::memcpy(&version, static_cast<const char*>(data) + 8, sizeof version);
   if (version != kFormatVersion)
-    throw TraceError(file, 8, "unsupported format version " + std::to_string(version) +
-                                  " (this build reads " + std::to_string(kFormatVersion) + ")");
+    throw TraceError(file, 8,
+                     "unsupported format version " + std::to_string(version) + " (this build reads " +
+                         std::to_string(kFormatVersion) + ")");
 }
 
 uint32_t frame_crc(const FrameHeader& h, const void* payload, size_t len) {
@@ -65,8 +61,7 @@ const char* frame_header_problem(const FrameHeader& h) {
   if (h.payload_len > kMaxPayloadBytes) return "payload_len beyond limit";
   if (h.raw_len > kMaxRawBytes) return "raw_len beyond limit";
   if ((h.flags & ~kFrameZstd) != 0) return "unknown frame flags";
-  if (!(h.flags & kFrameZstd) && h.raw_len != h.payload_len)
-    return "uncompressed frame with raw_len != payload_len";
+  if (!(h.flags & kFrameZstd) && h.raw_len != h.payload_len) return "uncompressed frame with raw_len != payload_len";
   return nullptr;
 }
 

@@ -26,43 +26,43 @@ constexpr uint32_t kFormatVersion = 1;
 constexpr uint32_t kFrameMagic = 0x52465043;  // "CPFR" little-endian
 
 enum class FrameType : uint16_t {
-  Events = 1,    // columnar delta/varint-encoded TraceEvents, zstd-compressed
-  Clock = 2,     // ClockPoints (TSC <-> CLOCK_MONOTONIC correlation stream)
+  Events = 1,  // columnar delta/varint-encoded TraceEvents, zstd-compressed
+  Clock = 2,  // ClockPoints (TSC <-> CLOCK_MONOTONIC correlation stream)
   Channels = 3,  // JSON: [{"id":..,"name":..,"pid":..}]
   Counters = 4,  // JSON: {"seen":[per cpu], "dropped":[per cpu], ...} snapshot, last wins
-  Net = 5,       // network events (socket and packet level), see include/cptrace_net.h
-  Sync = 6,      // JSON: MinRTT probe rounds with a peer, see sync_round.h
+  Net = 5,  // network events (socket and packet level), see include/cptrace_net.h
+  Sync = 6,  // JSON: MinRTT probe rounds with a peer, see sync_round.h
   Handlers = 7,  // JSON: channel handler changes, each with the instant it took effect
   Translated = 8,  // events of a merged trace on the reference TSC, see translated_frame.h
-  Processes = 9,   // JSON: host pid -> pid in its own pid namespace, see pid_table.h
-  Clock2 = 10,     // ClockPoints, version 2: also CLOCK_MONOTONIC_RAW and REALTIME - MONOTONIC
-                   // (56-byte records; version 1 is Clock: 24-byte records, the first 24 bytes)
+  Processes = 9,  // JSON: host pid -> pid in its own pid namespace, see pid_table.h
+  Clock2 = 10,  // ClockPoints, version 2: also CLOCK_MONOTONIC_RAW and REALTIME - MONOTONIC
+                // (56-byte records; version 1 is Clock: 24-byte records, the first 24 bytes)
   ClockAdjust = 11,  // JSON: clock adjustments the recorder saw, see clock_adjust.h
 };
 
 // Fixed 24-byte frame header, little-endian, followed by payload_len bytes.
 struct FrameHeader {
-  uint32_t magic;        // kFrameMagic
-  uint16_t type;         // FrameType
-  uint16_t flags;        // bit 0: payload is zstd-compressed
+  uint32_t magic;  // kFrameMagic
+  uint16_t type;  // FrameType
+  uint16_t flags;  // bit 0: payload is zstd-compressed
   uint32_t payload_len;  // bytes following this header
-  uint32_t raw_len;      // decoded payload size in bytes
-  uint32_t count;        // records in the frame
-  uint32_t crc32;        // zlib crc32 over the first 20 header bytes and the payload
+  uint32_t raw_len;  // decoded payload size in bytes
+  uint32_t count;  // records in the frame
+  uint32_t crc32;  // zlib crc32 over the first 20 header bytes and the payload
 };
 static_assert(sizeof(FrameHeader) == 24);
 
 // Timebase of a raw timestamp as recorded.
 enum class Timebase : uint8_t {
-  Tsc = 0,        // already in the node's TSC ticks (batch path, rdtsc in user space)
-  MonoNs = 1,     // CLOCK_MONOTONIC ns (bpf_ktime_get_ns); the reader converts to TSC
+  Tsc = 0,  // already in the node's TSC ticks (batch path, rdtsc in user space)
+  MonoNs = 1,  // CLOCK_MONOTONIC ns (bpf_ktime_get_ns); the reader converts to TSC
 };
 
 enum class EventKind : uint8_t {
-  User = 1,          // cp_logTS / batch entry
+  User = 1,  // cp_logTS / batch entry
   ChannelClose = 2,  // cp_close_channel
-  Count = 3,         // `counter` handler: tuple = events of `channel` on one CPU in the
-                     // period starting at ts (period: the Handlers history)
+  Count = 3,  // `counter` handler: tuple = events of `channel` on one CPU in the
+              // period starting at ts (period: the Handlers history)
 };
 
 // One decoded event. In events.cpt `ts` is stored in its recorded timebase;
@@ -74,7 +74,7 @@ struct TraceEvent {
   uint32_t pid = 0;
   uint32_t tid = 0;
   uint16_t cpu = 0;
-  uint8_t kind = 0;      // EventKind
+  uint8_t kind = 0;  // EventKind
   uint8_t timebase = 0;  // Timebase
   // Set by the reader for a converted kernel stamp: the true TSC instant is in
   // [ts - ts_err, ts + ts_err] (ClockMap::mono_to_stamp); 0 for TSC stamps.
@@ -84,7 +84,7 @@ struct TraceEvent {
 };
 
 // ClockPoint::flags.
-constexpr uint32_t kClockHasRaw = 1;       // raw_tsc, raw_ns, raw_width_ticks are set
+constexpr uint32_t kClockHasRaw = 1;  // raw_tsc, raw_ns, raw_width_ticks are set
 constexpr uint32_t kClockHasRealtime = 2;  // rt_minus_mono_ns, rt_width_ns are set
 
 // One TSC <-> CLOCK_MONOTONIC correlation: the tightest of several
@@ -175,9 +175,11 @@ class TraceError : public std::runtime_error {
  public:
   TraceError(std::string file, uint64_t offset, const std::string& what)
       : std::runtime_error(file + " at byte " + std::to_string(offset) + ": " + what),
-        file_(std::move(file)), offset_(offset) {}
+        file_(std::move(file)),
+        offset_(offset) {}
   const std::string& file() const { return file_; }
   uint64_t offset() const { return offset_; }
+
  private:
   std::string file_;
   uint64_t offset_;

@@ -68,9 +68,7 @@ class FileSource : public ByteSource {
   FileSource& operator=(const FileSource&) = delete;
 
   uint64_t size() const override { return size_; }
-  bool read(uint64_t off, void* dst, size_t n) const override {
-    return read_trace_bytes(fd_, path_, off, dst, n);
-  }
+  bool read(uint64_t off, void* dst, size_t n) const override { return read_trace_bytes(fd_, path_, off, dst, n); }
 
  private:
   std::string path_;
@@ -80,17 +78,28 @@ class FileSource : public ByteSource {
 
 std::string type_name(uint16_t type) {
   switch (static_cast<FrameType>(type)) {
-    case FrameType::Events: return "events";
-    case FrameType::Clock: return "clock";
-    case FrameType::Clock2: return "clock (version 2)";
-    case FrameType::ClockAdjust: return "clock adjustments";
-    case FrameType::Channels: return "channels";
-    case FrameType::Counters: return "counters";
-    case FrameType::Net: return "net";
-    case FrameType::Sync: return "sync";
-    case FrameType::Handlers: return "handlers";
-    case FrameType::Translated: return "translated";
-    case FrameType::Processes: return "processes";
+    case FrameType::Events:
+      return "events";
+    case FrameType::Clock:
+      return "clock";
+    case FrameType::Clock2:
+      return "clock (version 2)";
+    case FrameType::ClockAdjust:
+      return "clock adjustments";
+    case FrameType::Channels:
+      return "channels";
+    case FrameType::Counters:
+      return "counters";
+    case FrameType::Net:
+      return "net";
+    case FrameType::Sync:
+      return "sync";
+    case FrameType::Handlers:
+      return "handlers";
+    case FrameType::Translated:
+      return "translated";
+    case FrameType::Processes:
+      return "processes";
   }
   return "type-" + std::to_string(type);
 }
@@ -221,14 +230,14 @@ bool TraceReader::read_frame(uint64_t off, FrameHeader& h, std::vector<uint8_t>&
   if (const char* problem = frame_header_problem(h)) return bad(std::string("bad frame header: ") + problem);
   if (left - sizeof h < h.payload_len) {
     truncated_tail_ = !magic_after(off + sizeof h);
-    return bad(fmt::format("truncated {} frame payload ({} of {} bytes)", type_name(h.type),
-                           left - sizeof h, h.payload_len));
+    return bad(
+        fmt::format("truncated {} frame payload ({} of {} bytes)", type_name(h.type), left - sizeof h, h.payload_len));
   }
   payload.resize(h.payload_len);
   if (!src_->read(off + sizeof h, payload.data(), payload.size())) return bad("file shrank while reading");
   if (!frame_crc_ok(h, payload.data(), payload.size()))
-    return bad(fmt::format("CRC mismatch in {} frame (stored 0x{:08x}, computed 0x{:08x})", type_name(h.type),
-                           h.crc32, frame_crc(h, payload.data(), payload.size())));
+    return bad(fmt::format("CRC mismatch in {} frame (stored 0x{:08x}, computed 0x{:08x})", type_name(h.type), h.crc32,
+                           frame_crc(h, payload.data(), payload.size())));
   return true;
 }
 
@@ -281,9 +290,8 @@ void TraceReader::take_frame(uint64_t off, const FrameHeader& h, const std::vect
 void TraceReader::take_events(uint64_t off, const FrameHeader& h, const std::vector<uint8_t>& payload) {
   thread_local std::vector<TraceEvent> evs;
   decode_events_into(h, payload.data(), payload.size(), evs);
-  bool mono = std::any_of(evs.begin(), evs.end(), [](const TraceEvent& e) {
-    return e.timebase == static_cast<uint8_t>(Timebase::MonoNs);
-  });
+  bool mono = std::any_of(evs.begin(), evs.end(),
+                          [](const TraceEvent& e) { return e.timebase == static_cast<uint8_t>(Timebase::MonoNs); });
   if (mono && !first_mono_frame_) first_mono_frame_ = off;
   event_frames_.push_back({off, h});
   event_count_ += evs.size();
@@ -403,14 +411,14 @@ void TraceReader::for_each_net_event(const std::function<void(const NetEvent&)>&
       e.r = r;
       ClockMap::Stamp s = clock_map_.mono_to_stamp(r.ktime_ns);
       e.ts = s.ts;
-    e.ts_err = s.err;
+      e.ts_err = s.err;
       fn(e);
     }
   }
 }
 
-void TraceReader::for_each_frame(
-    FrameType type, const std::function<void(const FrameHeader&, const std::vector<uint8_t>&)>& fn) const {
+void TraceReader::for_each_frame(FrameType type,
+                                 const std::function<void(const FrameHeader&, const std::vector<uint8_t>&)>& fn) const {
   std::vector<uint8_t> payload;
   for (const EventFrame& f : other_frames_) {
     if (f.hdr.type != uint16_t(type)) continue;

@@ -58,8 +58,7 @@ Timeline trace_timeline(const nlohmann::json& m, const std::vector<ClockPoint>& 
   if (!t.origin && !pts.empty()) t.origin = pts.front().tsc;
   t.end = tsc_at("stop");
   for (const ClockPoint& p : pts) t.end = std::max(t.end, p.tsc);
-  if (!t.origin)
-    throw std::runtime_error(path + ": no trace start (no meta.json start and no correlation point)");
+  if (!t.origin) throw std::runtime_error(path + ": no trace start (no meta.json start and no correlation point)");
   t.end = std::max(t.end, t.origin);
   return t;
 }
@@ -77,8 +76,8 @@ uint64_t resolve_channel(const TraceReader& r, const std::string& name) {
   std::sort(names.begin(), names.end());
   std::string known;
   for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
-  throw std::runtime_error(fmt::format("unknown channel '{}' (channels in {}: {})", name, r.events_path(),
-                                       known.empty() ? "none" : known));
+  throw std::runtime_error(
+      fmt::format("unknown channel '{}' (channels in {}: {})", name, r.events_path(), known.empty() ? "none" : known));
 }
 
 uint64_t period_ticks(const Timeline& t, double period_ms, const std::string& flag, uint64_t max_periods) {
@@ -91,8 +90,8 @@ uint64_t period_ticks(const Timeline& t, double period_ms, const std::string& fl
   uint64_t p = uint64_t(ticks);
   uint64_t n = (t.end - t.origin) / p + 1;
   if (n > max_periods)
-    throw std::runtime_error(fmt::format("{} {}: cuts the {:.3f} s trace into {} periods (at most {})", flag,
-                                         period_ms, t.seconds(t.end), n, max_periods));
+    throw std::runtime_error(fmt::format("{} {}: cuts the {:.3f} s trace into {} periods (at most {})", flag, period_ms,
+                                         t.seconds(t.end), n, max_periods));
   return p;
 }
 

@@ -29,8 +29,8 @@ int damaged_trace_exit(const TraceReader& r, std::string_view command, std::stri
 
 struct Timeline {
   uint64_t origin = 0;  // TSC of the trace start
-  uint64_t end = 0;     // TSC of the trace stop (meta "stop"."tsc", else the last correlation point)
-  double hz = 0;        // TSC ticks per second, measured
+  uint64_t end = 0;  // TSC of the trace stop (meta "stop"."tsc", else the last correlation point)
+  double hz = 0;  // TSC ticks per second, measured
   std::string hz_source;
   double seconds(uint64_t ts) const { return (double(int64_t(ts - origin))) / hz; }
   double ticks_to_s(double ticks) const { return ticks / hz; }
@@ -52,8 +52,7 @@ uint64_t resolve_channel(const TraceReader& r, const std::string& name);
 // Period length in ticks for `period_ms`; throws naming the flag and value when
 // it is not a finite positive number, shorter than one tick, or would cut
 // [origin, end] into more than `max_periods` periods.
-uint64_t period_ticks(const Timeline& t, double period_ms, const std::string& flag,
-                      uint64_t max_periods = 10'000'000);
+uint64_t period_ticks(const Timeline& t, double period_ms, const std::string& flag, uint64_t max_periods = 10'000'000);
 
 // Index of the period holding ts (negative for events before the origin:
 // batch-path stamps taken before the recorder started).

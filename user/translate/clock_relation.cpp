@@ -108,8 +108,7 @@ int64_t LineSet::floor_from(size_t i, int64_t x, double v) const {
 
 int64_t LineSet::ceil_from(size_t i, int64_t x, double v) const {
   int64_t guess;
-  if (!(std::fabs(v) < 0x1p60) || __builtin_add_overflow(y0, int64_t(std::ceil(v)), &guess))
-    return lines[i].ceil_at(x);
+  if (!(std::fabs(v) < 0x1p60) || __builtin_add_overflow(y0, int64_t(std::ceil(v)), &guess)) return lines[i].ceil_at(x);
   return lines[i].ceil_near(x, guess);
 }
 
@@ -188,8 +187,7 @@ class Screened {
 struct Sides {
   bool lo_from_a, hi_from_a, est_from_a;
 };
-bool sides_apart(long double a_lo, long double a_hi, long double b_lo, long double b_hi, long double margin,
-                 Sides& s) {
+bool sides_apart(long double a_lo, long double a_hi, long double b_lo, long double b_hi, long double margin, Sides& s) {
   long double lo_gap = a_lo - b_lo, hi_gap = a_hi - b_hi, w_gap = (a_hi - a_lo) - (b_hi - b_lo);
   if (std::fabs(lo_gap) < margin || std::fabs(hi_gap) < margin || std::fabs(w_gap) < margin ||
       std::min(a_hi, b_hi) - std::max(a_lo, b_lo) < margin)
@@ -261,8 +259,8 @@ PiecewiseRelation::PiecewiseRelation(std::vector<Piece> pieces) : pieces_(std::m
 }
 
 const LineSet& PiecewiseRelation::piece(int64_t x) const {
-  auto it = std::upper_bound(pieces_.begin() + 1, pieces_.end(), x,
-                             [](int64_t v, const Piece& p) { return v < p.x_from; });
+  auto it =
+      std::upper_bound(pieces_.begin() + 1, pieces_.end(), x, [](int64_t v, const Piece& p) { return v < p.x_from; });
   return (it - 1)->lines;
 }
 
@@ -300,9 +298,7 @@ Bound ComposedRelation::at(int64_t x) const {
   return clamp_est({b_->at(p.lo).lo, b_->at(p.est).est, b_->at(p.hi).hi});
 }
 
-Bound ComposedRelation::scale(const Bound& d, int64_t x) const {
-  return b_->scale(a_->scale(d, x), a_->at(x).est);
-}
+Bound ComposedRelation::scale(const Bound& d, int64_t x) const { return b_->scale(a_->scale(d, x), a_->at(x).est); }
 
 nlohmann::json ComposedRelation::to_json() const {
   return {{"type", "compose"}, {"first", a_->to_json()}, {"then", b_->to_json()}};
@@ -311,9 +307,10 @@ nlohmann::json ComposedRelation::to_json() const {
 Bound intersect(const Bound& a, const Bound& b, const char* what) {
   Bound r{std::max(a.lo, b.lo), 0, std::min(a.hi, b.hi)};
   if (r.lo > r.hi)
-    throw std::runtime_error(fmt::format("{}: the methods' bounds [{}, {}] and [{}, {}] are disjoint — a clock is "
-                                         "not linear over the span or a timestamp violates causality",
-                                         what, a.lo, a.hi, b.lo, b.hi));
+    throw std::runtime_error(
+        fmt::format("{}: the methods' bounds [{}, {}] and [{}, {}] are disjoint — a clock is "
+                    "not linear over the span or a timestamp violates causality",
+                    what, a.lo, a.hi, b.lo, b.hi));
   r.est = (a.width() <= b.width() ? a : b).est;
   return clamp_est(r);
 }
@@ -330,8 +327,8 @@ Bound IntersectRelation::at(int64_t x) const {
   Screened sa(*la, x), sb(*lb, x);
   if (sa.exact_only() || sb.exact_only()) return intersect(la->at(x), lb->at(x), "instant");
   Sides side;
-  if (!sides_apart(sa.lo_approx(), sa.hi_approx(), sb.lo_approx(), sb.hi_approx(),
-                   16 + 4 * (sa.error() + sb.error()), side))
+  if (!sides_apart(sa.lo_approx(), sa.hi_approx(), sb.lo_approx(), sb.hi_approx(), 16 + 4 * (sa.error() + sb.error()),
+                   side))
     return intersect(la->at(x), lb->at(x), "instant");
   Bound r{side.lo_from_a ? sa.lo() : sb.lo(), (side.est_from_a ? sa : sb).est(), side.hi_from_a ? sa.hi() : sb.hi()};
   if (r.lo > r.hi) return intersect(la->at(x), lb->at(x), "instant");  // unreachable past the margin; throws there
@@ -360,8 +357,7 @@ bool IntersectRelation::decide(int64_t u, int64_t w, Decision& d) const {
       return false;
   }
   const Sides& s = at_end[0];
-  if (s.lo_from_a != at_end[1].lo_from_a || s.hi_from_a != at_end[1].hi_from_a ||
-      s.est_from_a != at_end[1].est_from_a)
+  if (s.lo_from_a != at_end[1].lo_from_a || s.hi_from_a != at_end[1].hi_from_a || s.est_from_a != at_end[1].est_from_a)
     return false;
   d.lo_set = s.lo_from_a ? la : lb, d.lo_line = s.lo_from_a ? alo : blo;
   d.hi_set = s.hi_from_a ? la : lb, d.hi_line = s.hi_from_a ? ahi : bhi;

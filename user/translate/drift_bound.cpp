@@ -104,11 +104,13 @@ Bound DriftBoundRelation::at(int64_t x) const {
   if (const Pt* p = last_at_or_before(below_left_, x)) lo = std::max(lo, p->y + floor_div(i128(x - p->x) * rlo, kDen));
   if (const Pt* p = first_after(below_right_, x)) lo = std::max(lo, p->y - ceil_div(i128(p->x - x) * rhi, kDen));
   if (const Pt* p = first_after(above_right_, x - 1)) hi = std::min(hi, p->y - floor_div(i128(p->x - x) * rlo, kDen));
-  if (const Pt* p = last_at_or_before(above_left_, x - 1)) hi = std::min(hi, p->y + ceil_div(i128(x - p->x) * rhi, kDen));
+  if (const Pt* p = last_at_or_before(above_left_, x - 1))
+    hi = std::min(hi, p->y + ceil_div(i128(x - p->x) * rhi, kDen));
   if (lo > hi)
-    throw std::runtime_error(fmt::format("drift-bounded relation: empty at {} ([{}, {}]): a constraint violates "
-                                         "causality or the rates exceed +-{} ppm",
-                                         x, int64_t(lo), int64_t(hi), double(rho_) / 1000));
+    throw std::runtime_error(
+        fmt::format("drift-bounded relation: empty at {} ([{}, {}]): a constraint violates "
+                    "causality or the rates exceed +-{} ppm",
+                    x, int64_t(lo), int64_t(hi), double(rho_) / 1000));
   Bound b{narrow(lo), 0, narrow(hi)};
   b.est = b.lo + (b.hi - b.lo) / 2;
   return b;
@@ -116,15 +118,20 @@ Bound DriftBoundRelation::at(int64_t x) const {
 
 Bound DriftBoundRelation::scale(const Bound& d, int64_t) const {
   const int64_t rlo = kDen - rho_, rhi = kDen + rho_;
-  auto f = [&](int64_t v, int64_t r, bool up) { return narrow(up ? ceil_div(i128(v) * r, kDen) : floor_div(i128(v) * r, kDen)); };
+  auto f = [&](int64_t v, int64_t r, bool up) {
+    return narrow(up ? ceil_div(i128(v) * r, kDen) : floor_div(i128(v) * r, kDen));
+  };
   Bound r{std::min(f(d.lo, rlo, false), f(d.lo, rhi, false)), d.est, std::max(f(d.hi, rlo, true), f(d.hi, rhi, true))};
   r.est = std::clamp(r.est, r.lo, r.hi);
   return r;
 }
 
 nlohmann::json DriftBoundRelation::to_json() const {
-  return {{"type", "drift"},          {"max_drift_ppb", rho_},          {"below_left", pts_json(below_left_)},
-          {"below_right", pts_json(below_right_)}, {"above_left", pts_json(above_left_)},
+  return {{"type", "drift"},
+          {"max_drift_ppb", rho_},
+          {"below_left", pts_json(below_left_)},
+          {"below_right", pts_json(below_right_)},
+          {"above_left", pts_json(above_left_)},
           {"above_right", pts_json(above_right_)}};
 }
 

@@ -22,7 +22,8 @@ void IncrementalHull::push(const Pt& p) {
   if (!h_.empty()) {
     const Pt& last = h_.back();
     if (p.x < last.x)
-      throw std::invalid_argument(fmt::format("hull: point x {} after x {}: constraints must be ordered by x", p.x, last.x));
+      throw std::invalid_argument(
+          fmt::format("hull: point x {} after x {}: constraints must be ordered by x", p.x, last.x));
     if (p.x == last.x) {
       // At equal x only the binding point counts: the highest (upper) or lowest (lower).
       if (upper_ ? p.y <= last.y : p.y >= last.y) return;
@@ -31,8 +32,10 @@ void IncrementalHull::push(const Pt& p) {
   }
   while (h_.size() >= 2) {
     i128 c = cross(h_[h_.size() - 2], h_.back(), p);
-    if (upper_ ? c >= 0 : c <= 0) h_.pop_back();
-    else break;
+    if (upper_ ? c >= 0 : c <= 0)
+      h_.pop_back();
+    else
+      break;
   }
   h_.push_back(p);
   if (h_.size() > peak_) peak_ = h_.size();

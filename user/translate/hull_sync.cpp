@@ -20,16 +20,17 @@ i128 cross(const Pt& o, const Pt& a, const Pt& b) {
 
 // One hull side. keep_high: at equal x keep the highest point, pop left turns.
 std::vector<Pt> chain(std::vector<Pt> pts, bool upper) {
-  std::sort(pts.begin(), pts.end(), [upper](const Pt& a, const Pt& b) {
-    return a.x != b.x ? a.x < b.x : (upper ? a.y > b.y : a.y < b.y);
-  });
+  std::sort(pts.begin(), pts.end(),
+            [upper](const Pt& a, const Pt& b) { return a.x != b.x ? a.x < b.x : (upper ? a.y > b.y : a.y < b.y); });
   std::vector<Pt> h;
   for (size_t i = 0; i < pts.size(); ++i) {
     if (i > 0 && pts[i].x == pts[i - 1].x) continue;  // first of an x is the binding one
     while (h.size() >= 2) {
       i128 c = cross(h[h.size() - 2], h.back(), pts[i]);
-      if (upper ? c >= 0 : c <= 0) h.pop_back();
-      else break;
+      if (upper ? c >= 0 : c <= 0)
+        h.pop_back();
+      else
+        break;
     }
     h.push_back(pts[i]);
   }
@@ -57,8 +58,9 @@ const Pt& extreme(const Line& l, const std::vector<Pt>& h, bool upper) {
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
     bool le = edge_slope_le(h[mid], h[mid + 1], l);
-    bool past = upper ? le : !le || (i128(h[mid + 1].y) - h[mid].y) * (i128(l.b.x) - l.a.x) ==
-                                        (i128(l.b.y) - l.a.y) * (i128(h[mid + 1].x) - h[mid].x);
+    bool past = upper ? le
+                      : !le || (i128(h[mid + 1].y) - h[mid].y) * (i128(l.b.x) - l.a.x) ==
+                                   (i128(l.b.y) - l.a.y) * (i128(h[mid + 1].x) - h[mid].x);
     (past ? hi : lo) = past ? mid : mid + 1;
   }
   return h[lo];
@@ -78,9 +80,12 @@ std::vector<Pt> lower_hull(std::vector<Pt> pts) { return chain(std::move(pts), f
 
 const char* to_string(HullStatus s) {
   switch (s) {
-    case HullStatus::Feasible: return "feasible";
-    case HullStatus::Infeasible: return "infeasible (hulls cross)";
-    case HullStatus::Unbounded: return "unbounded (too few constraints)";
+    case HullStatus::Feasible:
+      return "feasible";
+    case HullStatus::Infeasible:
+      return "infeasible (hulls cross)";
+    case HullStatus::Unbounded:
+      return "unbounded (too few constraints)";
   }
   return "?";
 }
@@ -206,9 +211,10 @@ std::vector<std::pair<int64_t, int64_t>> HullSync::transitions() const {
 nlohmann::json HullSync::report() const {
   nlohmann::json segs = nlohmann::json::array();
   for (const HullSegment& s : segments) {
-    nlohmann::json j = {{"x_first", s.x_first}, {"x_last", s.x_last},       {"constraints", s.points},
-                        {"hull_below", s.fit.hull_below}, {"hull_above", s.fit.hull_above},
-                        {"status", to_string(s.fit.status)}, {"transition", s.transition}};
+    nlohmann::json j = {{"x_first", s.x_first},           {"x_last", s.x_last},
+                        {"constraints", s.points},        {"hull_below", s.fit.hull_below},
+                        {"hull_above", s.fit.hull_above}, {"status", to_string(s.fit.status)},
+                        {"transition", s.transition}};
     if (s.fit.status == HullStatus::Feasible) {
       j["vertices"] = s.fit.lines.lines.size();
       Bound mid = s.fit.lines.at(s.x_first + (s.x_last - s.x_first) / 2);
@@ -218,9 +224,10 @@ nlohmann::json HullSync::report() const {
   }
   nlohmann::json r = {{"linear", linear}, {"segments", segs}};
   if (!linear) {
-    r["nonlinear"] = fmt::format("hulls cross: clocks not linear over the span, split into {} sub-intervals ({} of "
-                                 "them transitions where the bound is not guaranteed)",
-                                 segments.size(), transitions().size());
+    r["nonlinear"] = fmt::format(
+        "hulls cross: clocks not linear over the span, split into {} sub-intervals ({} of "
+        "them transitions where the bound is not guaranteed)",
+        segments.size(), transitions().size());
     r["transitions"] = transitions();
   }
   if (!problem.empty()) r["problem"] = problem;

@@ -59,10 +59,10 @@ struct HullSegment {
 };
 
 struct HullSync {
-  bool linear = false;                 // one segment covers every constraint
-  std::vector<HullSegment> segments;   // in x order
-  RelationPtr relation;                // null when some segment cannot be bounded
-  std::string problem;                 // why relation is null ("" otherwise)
+  bool linear = false;  // one segment covers every constraint
+  std::vector<HullSegment> segments;  // in x order
+  RelationPtr relation;  // null when some segment cannot be bounded
+  std::string problem;  // why relation is null ("" otherwise)
   // From-clock ranges where a transition piece applies (bounds not guaranteed).
   std::vector<std::pair<int64_t, int64_t>> transitions() const;
   nlohmann::json report() const;

@@ -90,7 +90,8 @@ uint64_t find_channel(const TraceReader& r, const std::string& name) {
     if (r.channel_name(id) == name) return id;
   std::string have;
   for (const auto& [id, c] : r.channels()) have += (have.empty() ? "" : ", ") + r.channel_name(id);
-  throw std::runtime_error("unknown channel \"" + name + "\" (channels in the trace: " + (have.empty() ? "none" : have) + ")");
+  throw std::runtime_error("unknown channel \"" + name +
+                           "\" (channels in the trace: " + (have.empty() ? "none" : have) + ")");
 }
 
 }  // namespace
@@ -188,7 +189,8 @@ JoinStamp join_stamp(const TranslatedEvent& e) {
 }  // namespace
 
 void LatencyResult::for_each_row(const std::function<void(const LatencyRow&)>& fn) const {
-  if (stream) stream->for_each(fn);
+  if (stream)
+    stream->for_each(fn);
   else
     for (const LatencyRow& r : rows) fn(r);
 }
@@ -231,7 +233,8 @@ LatencyResult latency_stream(const TraceReader& r, const std::string& from, cons
     decode_translated(h, p.data(), p.size(), evs);
     for (const TranslatedEvent& e : evs) {
       if (e.kind != uint8_t(EventKind::User)) continue;
-      if (e.node >= res.node_names.size()) throw std::runtime_error("translated event names node index beyond meta.json");
+      if (e.node >= res.node_names.size())
+        throw std::runtime_error("translated event names node index beyond meta.json");
       if (e.channel == cf) join.add(false, e.tuple, join_stamp(e));
       if (e.channel == ct) join.add(true, e.tuple, join_stamp(e));
     }
@@ -240,8 +243,8 @@ LatencyResult latency_stream(const TraceReader& r, const std::string& from, cons
   JoinCounts c = join.run(
       [&](uint64_t tuple, uint64_t seq, const JoinStamp& a, const JoinStamp& b) {
         const char* scenario = "";
-        Bound d = sc.duration(Stamp{a.local, a.est, a.lo, a.hi, a.node}, Stamp{b.local, b.est, b.lo, b.hi, b.node},
-                              scenario);
+        Bound d =
+            sc.duration(Stamp{a.local, a.est, a.lo, a.hi, a.node}, Stamp{b.local, b.est, b.lo, b.hi, b.node}, scenario);
         rows->rows.add({seq, tuple, d.est, d.lo, d.hi, a.est, a.node, b.node, scenario_index(scenario)});
       },
       [&] { rows->rows.end_run(); });
@@ -323,9 +326,12 @@ int cmd_latency(const std::string& dir, const std::string& from, const std::stri
 int print_latency(const LatencyResult& res, const std::string& from, const std::string& to, bool csv, bool json,
                   const std::vector<SyncFinding>& suspect) {
   const MemoryBudget& budget = res.budget;
-  if (json) fmt::print("{}\n", latency_summary_json(res, from, to).dump(2));
-  else if (csv) print_csv(res);
-  else print_summary(res, from, to);
+  if (json)
+    fmt::print("{}\n", latency_summary_json(res, from, to).dump(2));
+  else if (csv)
+    print_csv(res);
+  else
+    print_summary(res, from, to);
   fflush(stdout);
   if (res.partitions > 1)
     fmt::print(stderr, "note: the tuples did not fit --memory {} MiB: spilled to {} in {} partitions\n",

@@ -45,26 +45,26 @@ struct LatencyRow {
   uint16_t from_node = 0, to_node = 0;
   const char* scenario = "";
   int64_t ticks = 0, ticks_lo = 0, ticks_hi = 0;  // reference TSC ticks
-  int64_t ns = 0, ns_lo = 0, ns_hi = 0;           // 0 when the frequency is unknown
+  int64_t ns = 0, ns_lo = 0, ns_hi = 0;  // 0 when the frequency is unknown
   int64_t from_ref = 0;  // the from-event's instant on the reference TSC (estimate), for plots over time
   bool local() const { return from_node == to_node; }
 };
 
 struct LatencyResult {
-  std::vector<LatencyRow> rows;            // in order of the to-channel events (latency() only)
+  std::vector<LatencyRow> rows;  // in order of the to-channel events (latency() only)
   std::shared_ptr<const LatencyRowSource> stream;  // the same, streamed (latency_stream() only)
   uint64_t row_count = 0;
-  uint64_t partitions = 1;                 // > 1: the join spilled (tuple_join.h)
-  MemoryBudget budget;                     // what produced it; the summaries take their share of it
+  uint64_t partitions = 1;  // > 1: the join spilled (tuple_join.h)
+  MemoryBudget budget;  // what produced it; the summaries take their share of it
   // fn(row) over the rows, in order, whichever way they are held.
   void for_each_row(const std::function<void(const LatencyRow&)>& fn) const;
   std::vector<std::string> node_names;
-  uint64_t from_only = 0, to_only = 0;     // tuples seen on one channel only
+  uint64_t from_only = 0, to_only = 0;  // tuples seen on one channel only
   uint64_t from_duplicates = 0, to_duplicates = 0;  // repeated tuple ids (first one used)
   bool have_ns = false;
-  std::string method;           // translate --method of the trace
-  uint64_t ref_origin = 0;      // the reference node's first TSC reading (its span start)
-  double hz = 0;                // reference TSC frequency estimate (0 when unknown)
+  std::string method;  // translate --method of the trace
+  uint64_t ref_origin = 0;  // the reference node's first TSC reading (its span start)
+  double hz = 0;  // reference TSC frequency estimate (0 when unknown)
   double hz_lo = 0, hz_hi = 0;  // its strict interval (0 when unknown)
   std::vector<std::string> unauthenticated;  // "A->B": node pairs whose MinRTT rounds had no key
 };

@@ -32,11 +32,16 @@ uint64_t parse_memory_size(const std::string& option, const std::string& value) 
   std::string unit = value.substr(i);
   for (char& c : unit) c = char(std::toupper(static_cast<unsigned char>(c)));
   int shift = -1;
-  if (unit == "" || unit == "B") shift = 0;
-  else if (unit == "K" || unit == "KB" || unit == "KIB") shift = 10;
-  else if (unit == "M" || unit == "MB" || unit == "MIB") shift = 20;
-  else if (unit == "G" || unit == "GB" || unit == "GIB") shift = 30;
-  else if (unit == "T" || unit == "TB" || unit == "TIB") shift = 40;
+  if (unit == "" || unit == "B")
+    shift = 0;
+  else if (unit == "K" || unit == "KB" || unit == "KIB")
+    shift = 10;
+  else if (unit == "M" || unit == "MB" || unit == "MIB")
+    shift = 20;
+  else if (unit == "G" || unit == "GB" || unit == "GIB")
+    shift = 30;
+  else if (unit == "T" || unit == "TB" || unit == "TIB")
+    shift = 40;
   if (shift < 0) throw bad("unknown unit \"" + value.substr(i) + "\"");
   if (shift && n > (~0ull >> shift)) throw bad("too large");
   n <<= shift;

@@ -161,8 +161,12 @@ Key udp_key(const cp_net_rec& r) { return flow_key(r, r.len, r.hash, r.ip_id); }
 }  // namespace
 
 nlohmann::json PacketMatchStats::to_json() const {
-  return {{"receives", rx},           {"matched", matched},   {"ambiguous", ambiguous},
-          {"unmatched", unmatched},   {"no_handshake", no_handshake}, {"same_node", same_node},
+  return {{"receives", rx},
+          {"matched", matched},
+          {"ambiguous", ambiguous},
+          {"unmatched", unmatched},
+          {"no_handshake", no_handshake},
+          {"same_node", same_node},
           {"lossy_sender", lossy_sender}};
 }
 
@@ -205,8 +209,10 @@ PacketMatches match_packets(const std::vector<NodePackets>& nodes) {
   auto add = [&](size_t tx_node, int64_t tx_ts, size_t rx_node, int64_t rx_ts) {
     size_t a = std::min(tx_node, rx_node), b = std::max(tx_node, rx_node);
     PacketLink& l = m.links[{a, b}];
-    if (tx_node == a) l.a_to_b.push_back({tx_ts, rx_ts});
-    else l.b_to_a.push_back({rx_ts, tx_ts});
+    if (tx_node == a)
+      l.a_to_b.push_back({tx_ts, rx_ts});
+    else
+      l.b_to_a.push_back({rx_ts, tx_ts});
     m.total.matched++;
   };
 

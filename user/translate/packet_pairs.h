@@ -38,12 +38,12 @@
 namespace cptrace {
 
 struct PacketMatchStats {
-  uint64_t rx = 0;            // data-carrying receives considered (TCP len > 0, UDP)
-  uint64_t matched = 0;       // receives turned into a constraint
-  uint64_t ambiguous = 0;     // receives whose transmit is not uniquely identified
-  uint64_t unmatched = 0;     // receives with no known transmit on another node
+  uint64_t rx = 0;  // data-carrying receives considered (TCP len > 0, UDP)
+  uint64_t matched = 0;  // receives turned into a constraint
+  uint64_t ambiguous = 0;  // receives whose transmit is not uniquely identified
+  uint64_t unmatched = 0;  // receives with no known transmit on another node
   uint64_t no_handshake = 0;  // TCP receives of connections whose SYN is missing on a side
-  uint64_t same_node = 0;     // transmitted and received on the same node
+  uint64_t same_node = 0;  // transmitted and received on the same node
   uint64_t lossy_sender = 0;  // transmitted by a node whose capture dropped records
   nlohmann::json to_json() const;
   PacketMatchStats& operator+=(const PacketMatchStats& o);

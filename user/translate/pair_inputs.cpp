@@ -46,9 +46,10 @@ PairInputs assess_inputs(const Constraints& rounds, size_t n_rounds, const Const
   if (packets.first + packets.second == 0) {
     in.traffic_why = "no matched packets";
   } else if (packets.first == 0 || packets.second == 0) {
-    in.traffic_why = fmt::format("traffic in one direction only ({} packets one way, {} the other): one-way "
-                                 "constraints bound the relation from one side only",
-                                 packets.first, packets.second);
+    in.traffic_why = fmt::format(
+        "traffic in one direction only ({} packets one way, {} the other): one-way "
+        "constraints bound the relation from one side only",
+        packets.first, packets.second);
   } else {
     HullSync h = hull_sync(traffic);
     in.traffic_bound = h.relation != nullptr;

@@ -14,7 +14,7 @@
 namespace cptrace {
 
 struct PairInputs {
-  size_t rounds = 0;                   // usable MinRTT rounds
+  size_t rounds = 0;  // usable MinRTT rounds
   size_t packets_out = 0, packets_in = 0;  // matched packets from -> to, to -> from
   bool rounds_bound = false, traffic_bound = false, together_bound = false;
   std::string rounds_why, traffic_why;  // why that input alone gives no bound ("" when it does)

@@ -49,7 +49,7 @@ std::vector<int64_t> select_in_memory(const std::vector<const ValueColumn*>& col
 // One pass: queries whose range fits `cap` values collect them and finish; the
 // others (sharing a histogram when their ranges are equal) narrow to a bucket.
 void narrow(const std::vector<const ValueColumn*>& cols, std::vector<Query>& qs, uint64_t cap) {
-  std::map<std::pair<int64_t, int64_t>, std::vector<uint64_t>> hists;   // by range
+  std::map<std::pair<int64_t, int64_t>, std::vector<uint64_t>> hists;  // by range
   std::map<std::pair<int64_t, int64_t>, std::vector<int64_t>> collect;  // by range
   uint64_t collecting = 0;
   for (Query& q : qs) {
@@ -92,7 +92,8 @@ void narrow(const std::vector<const ValueColumn*>& cols, std::vector<Query>& qs,
     for (size_t b = 0; b < h.size(); ++b) {
       if (q.k < below + h[b]) {
         int64_t blo = int64_t(uint64_t(q.lo) + (uint64_t(b) << s));
-        int64_t bhi = int64_t(std::min<uint64_t>(uint64_t(q.hi) - uint64_t(q.lo), ((uint64_t(b) + 1) << s) - 1) + uint64_t(q.lo));
+        int64_t bhi =
+            int64_t(std::min<uint64_t>(uint64_t(q.hi) - uint64_t(q.lo), ((uint64_t(b) + 1) << s) - 1) + uint64_t(q.lo));
         q.k -= below;
         q.count = h[b];
         q.lo = blo;

@@ -37,8 +37,10 @@ class ValueColumn {
     if (v > max_) max_ = v;
     ++n_;
     if (!file_ && (chunks_.empty() || chunks_.back().size() == kChunk) && !grow()) spill_from_now();
-    if (file_) file_->append(&v, sizeof v);
-    else chunks_.back().push_back(v);
+    if (file_)
+      file_->append(&v, sizeof v);
+    else
+      chunks_.back().push_back(v);
   }
   uint64_t size() const { return n_; }
   int64_t min() const { return min_; }

@@ -42,11 +42,13 @@ RatioSync ratio_sync(const std::vector<PairRound>& rounds, const std::string& pa
   const PairRound* j = tightest(rounds, "start");
   const PairRound* m = tightest(rounds, "stop");
   if (!j || !m)
-    throw std::runtime_error(fmt::format("{}: ratio method needs kernel-timestamped MinRTT rounds at start and stop; "
-                                         "missing {} samples",
-                                         pair, !j && !m ? "MinRTT1 (start) and MinRTT2 (stop)"
-                                               : !j     ? "MinRTT1 (start)"
-                                                        : "MinRTT2 (stop)"));
+    throw std::runtime_error(
+        fmt::format("{}: ratio method needs kernel-timestamped MinRTT rounds at start and stop; "
+                    "missing {} samples",
+                    pair,
+                    !j && !m ? "MinRTT1 (start) and MinRTT2 (stop)"
+                    : !j     ? "MinRTT1 (start)"
+                             : "MinRTT2 (stop)"));
   RatioSync s;
   // First pass without the rate term, to bound |1 - rate| for the second.
   RatioAnchor j0 = ratio_anchor(*j, 0), m0 = ratio_anchor(*m, 0);
@@ -58,11 +60,12 @@ RatioSync ratio_sync(const std::vector<PairRound>& rounds, const std::string& pa
   s.m = ratio_anchor(*m, s.skew_bound);
   int64_t jx = s.j.x, jy = s.j.y, mx = s.m.x, my = s.m.y;
   if (my - s.m.e <= jy + s.j.e)
-    throw std::runtime_error(fmt::format("{}: span between MinRTT1 and MinRTT2 ({} ticks) is too short for their "
-                                         "errors ({} and {} ticks)",
-                                         pair, mx - jx, s.j.e, s.m.e));
-  s.lines.lines = {{{jx, jy + s.j.e}, {mx, my - s.m.e}},   // min slope
-                   {{jx, jy - s.j.e}, {mx, my + s.m.e}},   // max slope
+    throw std::runtime_error(
+        fmt::format("{}: span between MinRTT1 and MinRTT2 ({} ticks) is too short for their "
+                    "errors ({} and {} ticks)",
+                    pair, mx - jx, s.j.e, s.m.e));
+  s.lines.lines = {{{jx, jy + s.j.e}, {mx, my - s.m.e}},  // min slope
+                   {{jx, jy - s.j.e}, {mx, my + s.m.e}},  // max slope
                    {{jx, jy - s.j.e}, {mx, my - s.m.e}},
                    {{jx, jy + s.j.e}, {mx, my + s.m.e}}};
   s.lines.find_extremes();

@@ -33,7 +33,7 @@ RatioAnchor ratio_anchor(const PairRound& r, double skew);
 
 struct RatioSync {
   RatioAnchor j, m;
-  double skew_bound = 0;   // bound on |1 - rate| used in e
+  double skew_bound = 0;  // bound on |1 - rate| used in e
   LineSet lines;
   RelationPtr relation;
   nlohmann::json report() const;

@@ -38,8 +38,7 @@ std::optional<std::pair<int64_t, int64_t>> ref_mono(const ClockMap& map, int64_t
 // The reference's REALTIME - MONOTONIC around mono instants [m_lo, m_hi]: the
 // intersection of its neighbouring points' intervals; none when they disagree
 // (a step between them) or lack REALTIME.
-std::optional<std::pair<int64_t, int64_t>> ref_offset(const std::vector<ClockPoint>& pts, int64_t m_lo,
-                                                      int64_t m_hi) {
+std::optional<std::pair<int64_t, int64_t>> ref_offset(const std::vector<ClockPoint>& pts, int64_t m_lo, int64_t m_hi) {
   auto it = std::upper_bound(pts.begin(), pts.end(), uint64_t(m_lo),
                              [](uint64_t v, const ClockPoint& p) { return v < p.mono_ns; });
   if (it == pts.begin() || it == pts.end()) return std::nullopt;
@@ -54,8 +53,7 @@ std::optional<std::pair<int64_t, int64_t>> ref_offset(const std::vector<ClockPoi
 }  // namespace
 
 RealtimeOffset measure_realtime_offset(const std::string& node, const std::vector<ClockPoint>& node_pts,
-                                       const Relation& to_ref, const std::string& reference,
-                                       const ClockMap& ref_map) {
+                                       const Relation& to_ref, const std::string& reference, const ClockMap& ref_map) {
   RealtimeOffset r;
   r.node = node, r.reference = reference;
   std::vector<int64_t> widths;
@@ -87,9 +85,15 @@ RealtimeOffset measure_realtime_offset(const std::string& node, const std::vecto
 }
 
 nlohmann::json RealtimeOffset::to_json() const {
-  return {{"node", node},         {"reference", reference},       {"samples", samples},
-          {"skipped", skipped},   {"offset_lo_ns", lo_min},       {"offset_hi_ns", hi_max},
-          {"widest_ns", widest_ns}, {"median_width_ns", median_width_ns}, {"at_least_ns", at_least_ns}};
+  return {{"node", node},
+          {"reference", reference},
+          {"samples", samples},
+          {"skipped", skipped},
+          {"offset_lo_ns", lo_min},
+          {"offset_hi_ns", hi_max},
+          {"widest_ns", widest_ns},
+          {"median_width_ns", median_width_ns},
+          {"at_least_ns", at_least_ns}};
 }
 
 RealtimeOffset RealtimeOffset::from_json(const nlohmann::json& j) {
@@ -104,8 +108,8 @@ RealtimeOffset RealtimeOffset::from_json(const nlohmann::json& j) {
 
 std::string RealtimeOffset::describe() const {
   if (samples == 0)
-    return fmt::format("CLOCK_REALTIME {} - {}: not measured (no correlation point with REALTIME maps onto {})",
-                       node, reference, reference);
+    return fmt::format("CLOCK_REALTIME {} - {}: not measured (no correlation point with REALTIME maps onto {})", node,
+                       reference, reference);
   return fmt::format(
       "CLOCK_REALTIME {} - {}: between {:+.3f} and {:+.3f} ms over the run ({} samples, each within {:.1f} us, "
       "median {:.1f} us){}",

@@ -39,8 +39,7 @@ struct RealtimeOffset {
 // `node_pts`: node V's points; `to_ref`: V's TSC -> reference TSC; `ref_map`:
 // the reference's clock map (its points carry REALTIME when recorded so).
 RealtimeOffset measure_realtime_offset(const std::string& node, const std::vector<ClockPoint>& node_pts,
-                                       const Relation& to_ref, const std::string& reference,
-                                       const ClockMap& ref_map);
+                                       const Relation& to_ref, const std::string& reference, const ClockMap& ref_map);
 
 // describe() of a to_json() entry (translate's meta.json).
 inline std::string realtime_offset_line(const nlohmann::json& j) { return RealtimeOffset::from_json(j).describe(); }

@@ -28,9 +28,10 @@ int open_unnamed(const std::string& dir) {
 SpillFile::SpillFile(const std::string& dir, size_t buffer_bytes) : dir_(dir), buffer_bytes_(buffer_bytes) {
   fd_ = open_unnamed(dir);
   if (fd_ < 0)
-    throw std::runtime_error(fmt::format("cannot create a temporary file in {} (for data beyond --memory): {}; "
-                                         "choose another with --temp-dir",
-                                         dir, strerror(errno)));
+    throw std::runtime_error(
+        fmt::format("cannot create a temporary file in {} (for data beyond --memory): {}; "
+                    "choose another with --temp-dir",
+                    dir, strerror(errno)));
 }
 
 SpillFile::~SpillFile() {
@@ -60,9 +61,10 @@ void SpillFile::flush() {
     ssize_t w = pwrite(fd_, buf_.data() + done, buf_.size() - done, off_t(written_ + done));
     if (w < 0 && errno == EINTR) continue;
     if (w <= 0)
-      throw std::runtime_error(fmt::format("writing a temporary file in {}: {}; free space there or choose "
-                                           "another with --temp-dir",
-                                           dir_, w < 0 ? strerror(errno) : "no space"));
+      throw std::runtime_error(
+          fmt::format("writing a temporary file in {}: {}; free space there or choose "
+                      "another with --temp-dir",
+                      dir_, w < 0 ? strerror(errno) : "no space"));
     done += size_t(w);
   }
   written_ += buf_.size();
@@ -76,8 +78,8 @@ void SpillFile::read(uint64_t off, void* p, size_t n) {
     ssize_t r = pread(fd_, static_cast<char*>(p) + done, n - done, off_t(off + done));
     if (r < 0 && errno == EINTR) continue;
     if (r <= 0)
-      throw std::runtime_error(fmt::format("reading back a temporary file in {}: {}", dir_,
-                                           r < 0 ? strerror(errno) : "short file"));
+      throw std::runtime_error(
+          fmt::format("reading back a temporary file in {}: {}", dir_, r < 0 ? strerror(errno) : "short file"));
     done += size_t(r);
   }
 }

@@ -14,8 +14,7 @@ void take(const std::vector<SyncRound>& in, bool x_initiated, PairRounds& out) {
       out.not_kernel++;
       continue;
     }
-    if (!fits(r.t1) || !fits(r.t2) || !fits(r.t3) || !fits(r.t4) || r.t4 < r.t1 || r.t3 < r.t2 ||
-        r.kernel_rtt() <= 0) {
+    if (!fits(r.t1) || !fits(r.t2) || !fits(r.t3) || !fits(r.t4) || r.t4 < r.t1 || r.t3 < r.t2 || r.kernel_rtt() <= 0) {
       out.inconsistent++;
       continue;
     }

@@ -24,15 +24,15 @@ struct Constraints {
 struct PairRound {
   std::string phase;
   uint64_t seq = 0;
-  bool x_initiated = false;      // X sent first (t1, t4 on X's clock)
+  bool x_initiated = false;  // X sent first (t1, t4 on X's clock)
   int64_t t1 = 0, t2 = 0, t3 = 0, t4 = 0;  // as recorded by the initiator
   int64_t rtt() const { return (t4 - t1) - (t3 - t2); }
 };
 
 struct PairRounds {
   std::vector<PairRound> rounds;  // usable: kernel_ok and consistent stamps
-  size_t not_kernel = 0;          // rounds without trustworthy kernel stamps
-  size_t inconsistent = 0;        // rtt <= 0 or stamps out of order
+  size_t not_kernel = 0;  // rounds without trustworthy kernel stamps
+  size_t inconsistent = 0;  // rtt <= 0 or stamps out of order
 };
 
 // x_rounds: rounds X initiated (X's sync_rounds with peer Y); y_rounds: Y's with peer X.

@@ -39,7 +39,7 @@ std::vector<Tagged> tagged_constraints(const std::vector<PairRound>& rounds) {
 struct Violation {
   long double ticks = 0;  // by how much the above point lies under the cone of the below one
   Tagged below, above;
-  size_t count = 0;       // above constraints under some below constraint's cone
+  size_t count = 0;  // above constraints under some below constraint's cone
 };
 
 std::optional<Violation> worst_violation(std::vector<Tagged> t, long double s_lo, long double s_hi) {
@@ -62,15 +62,18 @@ std::optional<Violation> worst_violation(std::vector<Tagged> t, long double s_lo
         arg = t[e];
       }
     for (size_t k = s; k < e; ++k)
-      if (!t[k].below && best > -INFINITY && t[k].y - s_lo * t[k].x < best) note(best - (t[k].y - s_lo * t[k].x), arg, t[k]);
+      if (!t[k].below && best > -INFINITY && t[k].y - s_lo * t[k].x < best)
+        note(best - (t[k].y - s_lo * t[k].x), arg, t[k]);
   }
   // Right to left: every below point strictly after x2 bounds f(x2) from below, as
   // f cannot have climbed faster than s_hi since x2.
   best = -INFINITY;
   for (size_t e = t.size(), s; e > 0; e = s) {
-    for (s = e; s > 0 && t[s - 1].x == t[e - 1].x; --s) {}
+    for (s = e; s > 0 && t[s - 1].x == t[e - 1].x; --s) {
+    }
     for (size_t k = s; k < e; ++k)
-      if (!t[k].below && best > -INFINITY && t[k].y - s_hi * t[k].x < best) note(best - (t[k].y - s_hi * t[k].x), arg, t[k]);
+      if (!t[k].below && best > -INFINITY && t[k].y - s_hi * t[k].x < best)
+        note(best - (t[k].y - s_hi * t[k].x), arg, t[k]);
     for (size_t k = s; k < e; ++k)
       if (t[k].below && t[k].y - s_hi * t[k].x > best) {
         best = t[k].y - s_hi * t[k].x;

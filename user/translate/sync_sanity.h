@@ -63,10 +63,10 @@ struct RateInterval {
 RateInterval stream_rate(const std::vector<ClockPoint>& pts, int64_t from, int64_t to);
 
 struct SyncFinding {
-  std::string kind;     // "rate-beyond-limit" or "crossing-not-split"
-  std::string pair;     // "A-B"
+  std::string kind;  // "rate-beyond-limit" or "crossing-not-split"
+  std::string pair;  // "A-B"
   std::string message;  // one line naming the pair, the measured ppm and the limit
-  double ppm = 0;       // the relative rate the rounds need (0 for crossing-not-split)
+  double ppm = 0;  // the relative rate the rounds need (0 for crossing-not-split)
   double limit_ppm = kMaxRelativeRatePpm;
   nlohmann::json to_json() const;
   static SyncFinding from_json(const nlohmann::json& j);
@@ -74,7 +74,7 @@ struct SyncFinding {
 
 struct SyncCheck {
   std::string pair;
-  RateInterval expected;   // hz_to / hz_from
+  RateInterval expected;  // hz_to / hz_from
   std::string not_checked;  // why the rate could not be checked ("" when it was)
   std::string rate_clock_note;  // "" when both rates are against MONOTONIC_RAW, else why not
   // The rate of the one line through all rounds, relative to `expected`, in ppm

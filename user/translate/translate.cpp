@@ -90,7 +90,8 @@ std::string pair_name(const std::vector<Node>& n, size_t a, size_t b) { return n
 void check_damage(const TraceReader& r) {
   if (!r.error()) return;
   if (!r.truncated_tail())
-    throw std::runtime_error(std::string(r.error()->what()) + " (damaged trace; `cptrace info` shows what is readable)");
+    throw std::runtime_error(std::string(r.error()->what()) +
+                             " (damaged trace; `cptrace info` shows what is readable)");
   fmt::print(stderr,
              "cptrace translate: warning: {}: the file ends inside a frame; its last {} bytes, from byte {}, are "
              "ignored (what a killed recorder leaves)\n",
@@ -112,8 +113,8 @@ std::vector<Node> open_nodes(const std::vector<std::string>& dirs) {
       throw std::runtime_error(d + ": is already a translated trace; give the per-node recordings");
     auto [it, fresh] = seen.emplace(n.name, d);
     if (!fresh)
-      throw std::runtime_error(fmt::format("overlapping recordings: two traces of node \"{}\" ({} and {})", n.name,
-                                           it->second, d));
+      throw std::runtime_error(
+          fmt::format("overlapping recordings: two traces of node \"{}\" ({} and {})", n.name, it->second, d));
     check_damage(*n.reader);
     const auto& cp = n.reader->clock_map().points();
     if (!cp.empty()) {
@@ -132,9 +133,10 @@ size_t reference_index(const std::vector<Node>& nodes, const std::string& refere
   for (const Node& n : nodes) have += (have.empty() ? "" : ", ") + n.name;
   if (reference.empty()) {
     if (nodes.size() == 1) return 0;
-    throw std::runtime_error(fmt::format("the traces hold {} nodes ({}): name the one whose TSC is the common "
-                                         "timebase with --reference",
-                                         nodes.size(), have));
+    throw std::runtime_error(
+        fmt::format("the traces hold {} nodes ({}): name the one whose TSC is the common "
+                    "timebase with --reference",
+                    nodes.size(), have));
   }
   for (size_t i = 0; i < nodes.size(); ++i)
     if (nodes[i].name == reference) return i;
@@ -174,8 +176,9 @@ void warn_unknown_peers(const std::vector<Node>& nodes) {
     for (const SyncRound& r : n.reader->sync_rounds())
       if (!names.count(r.peer)) unknown[r.peer]++;
     for (auto& [peer, k] : unknown)
-      fmt::print(stderr, "cptrace translate: warning: {} rounds of {} with peer \"{}\" ignored (no trace of {} given)\n",
-                 k, n.name, peer, peer);
+      fmt::print(stderr,
+                 "cptrace translate: warning: {} rounds of {} with peer \"{}\" ignored (no trace of {} given)\n", k,
+                 n.name, peer, peer);
   }
 }
 
@@ -247,11 +250,10 @@ Pair build_pair(const std::vector<Node>& nodes, size_t x, size_t y, const Transl
   }
   p.hull = hull_sync(merge(rounds, traffic));
   RelationPtr r = p.ratio ? p.ratio->relation : nullptr, h = p.hull->relation;
-  std::string hull_error =
-      h ? ""
-        : fmt::format("{}: hull method: {} (rounds alone: {}; traffic alone: {})", name, p.hull->problem,
-                      p.inputs.rounds_bound ? "bounded" : p.inputs.rounds_why,
-                      p.inputs.traffic_bound ? "bounded" : p.inputs.traffic_why);
+  std::string hull_error = h ? ""
+                             : fmt::format("{}: hull method: {} (rounds alone: {}; traffic alone: {})", name,
+                                           p.hull->problem, p.inputs.rounds_bound ? "bounded" : p.inputs.rounds_why,
+                                           p.inputs.traffic_bound ? "bounded" : p.inputs.traffic_why);
   p.chosen = choose_relation(opt.method, r, h, p.hull->linear);
   switch (opt.method) {
     case Method::Ratio:
@@ -268,9 +270,11 @@ Pair build_pair(const std::vector<Node>& nodes, size_t x, size_t y, const Transl
     // Replaces the linear relation: it holds whatever the rates did, within the bound.
     p.drift = std::make_shared<DriftBoundRelation>(merge(rounds, traffic), std::llround(opt.max_drift_ppm * 1000));
     p.chosen = p.drift->bounded() ? p.drift : nullptr;
-    p.why_none = p.drift->bounded() ? "" : fmt::format("{}: piecewise model: constraints on one side only (rounds alone: "
-                                                       "{}; traffic alone: {})", name, p.inputs.rounds_why,
-                                                       p.inputs.traffic_why);
+    p.why_none = p.drift->bounded() ? ""
+                                    : fmt::format(
+                                          "{}: piecewise model: constraints on one side only (rounds alone: "
+                                          "{}; traffic alone: {})",
+                                          name, p.inputs.rounds_why, p.inputs.traffic_why);
   }
   return p;
 }
@@ -295,9 +299,12 @@ json pair_json(const std::vector<Node>& nodes, const Pair& p) {
     if (p.hull->relation) j["hull"]["relation"] = p.hull->relation->to_json();
   }
   if (p.drift)
-    j["piecewise"] = {{"max_drift_ppm", double(p.drift->max_drift_ppb()) / 1000}, {"kept_constraints", p.drift->kept()}};
-  if (p.chosen) j["relation"] = p.chosen->to_json();
-  else j["error"] = p.why_none;
+    j["piecewise"] = {{"max_drift_ppm", double(p.drift->max_drift_ppb()) / 1000},
+                      {"kept_constraints", p.drift->kept()}};
+  if (p.chosen)
+    j["relation"] = p.chosen->to_json();
+  else
+    j["error"] = p.why_none;
   return j;
 }
 
@@ -358,9 +365,10 @@ std::string no_path_error(const std::vector<Node>& nodes, size_t v, size_t ref,
   for (size_t u = 0; u < nodes.size(); ++u) {
     if (u == v) continue;
     auto it = pairs.find({v, u});
-    why += "\n  " + (it == pairs.end() ? pair_name(nodes, v, u) + ": no MinRTT rounds in either trace and no matched packets"
-                                       : it->second.why_none.empty() ? pair_name(nodes, v, u) + ": usable"
-                                                                     : it->second.why_none);
+    why += "\n  " + (it == pairs.end()
+                         ? pair_name(nodes, v, u) + ": no MinRTT rounds in either trace and no matched packets"
+                     : it->second.why_none.empty() ? pair_name(nodes, v, u) + ": usable"
+                                                   : it->second.why_none);
   }
   return fmt::format("node \"{}\" ({}) has no path of synchronized node pairs to the reference \"{}\":{}",
                      nodes[v].name, nodes[v].dir, nodes[ref].name, why);
@@ -412,8 +420,8 @@ json measure_frequency(const Node& ref, const std::map<std::pair<size_t, size_t>
 // unordered pair (the two directions hold the same rounds mirrored). With
 // --method ratio, hulls that cross are a finding too: the ratio's one line
 // ignores the split.
-json check_sync(const std::vector<Node>& nodes, const std::map<std::pair<size_t, size_t>, Pair>& pairs,
-                Method method, std::vector<SyncFinding>& findings) {
+json check_sync(const std::vector<Node>& nodes, const std::map<std::pair<size_t, size_t>, Pair>& pairs, Method method,
+                std::vector<SyncFinding>& findings) {
   json checks = json::array();
   for (const auto& [k, p] : pairs) {
     if (p.from > p.to || p.rounds.rounds.empty()) continue;
@@ -430,8 +438,7 @@ json check_sync(const std::vector<Node>& nodes, const std::map<std::pair<size_t,
     if (!c.not_checked.empty())
       fmt::print(stderr, "cptrace translate: warning: {}: rounds not checked against the clocks' rates: {}\n", c.pair,
                  c.not_checked);
-    if (!c.rate_clock_note.empty())
-      fmt::print(stderr, "cptrace translate: note: {}: {}\n", c.pair, c.rate_clock_note);
+    if (!c.rate_clock_note.empty()) fmt::print(stderr, "cptrace translate: note: {}: {}\n", c.pair, c.rate_clock_note);
     findings.insert(findings.end(), c.findings.begin(), c.findings.end());
     checks.push_back(c.to_json());
   }
@@ -509,13 +516,16 @@ TranslateSummary translate(const TranslateOptions& opt) {
   // Rounds that contradict physics come first: they are why any later step fails.
   std::vector<SyncFinding> findings;
   json checks = check_sync(nodes, pairs, opt.method, findings);
-  if (!findings.empty() && !opt.accept_suspect_sync) throw std::runtime_error(suspect_sync_error(findings, "translate"));
+  if (!findings.empty() && !opt.accept_suspect_sync)
+    throw std::runtime_error(suspect_sync_error(findings, "translate"));
   std::vector<std::vector<std::string>> path_names;
   std::vector<RelationPtr> to_ref = paths_to_reference(nodes, ref, pairs, path_names);
   for (size_t v = 0; v < nodes.size(); ++v)
     if (!to_ref[v]) throw std::runtime_error(no_path_error(nodes, v, ref, pairs));
 
-  json tr = {{"reference", nodes[ref].name}, {"method", name_of(opt.method)}, {"clock_model", name_of(opt.clock_model)},
+  json tr = {{"reference", nodes[ref].name},
+             {"method", name_of(opt.method)},
+             {"clock_model", name_of(opt.clock_model)},
              {"inputs", name_of(opt.inputs)}};
   if (opt.clock_model == ClockModel::Piecewise) tr["max_drift_ppm"] = opt.max_drift_ppm;
   tr["sync_check"] = checks;
@@ -637,10 +647,11 @@ int cmd_translate(const TranslateOptions& opt) {
   }
   const json& pk = tr["packets"];
   if (pk["receives"].get<uint64_t>() > 0)
-    fmt::print("  packets: {} receives, {} matched, {} ambiguous (discarded), {} unmatched, {} without "
-               "handshake, {} from senders that dropped records\n",
-               pk["receives"].get<uint64_t>(), pk["matched"].get<uint64_t>(), pk["ambiguous"].get<uint64_t>(),
-               pk["unmatched"].get<uint64_t>(), pk["no_handshake"].get<uint64_t>(), pk["lossy_sender"].get<uint64_t>());
+    fmt::print(
+        "  packets: {} receives, {} matched, {} ambiguous (discarded), {} unmatched, {} without "
+        "handshake, {} from senders that dropped records\n",
+        pk["receives"].get<uint64_t>(), pk["matched"].get<uint64_t>(), pk["ambiguous"].get<uint64_t>(),
+        pk["unmatched"].get<uint64_t>(), pk["no_handshake"].get<uint64_t>(), pk["lossy_sender"].get<uint64_t>());
   for (const json& p : tr["pairs"]) {
     const json& in = p["inputs"];
     const std::string from = p["from"].get<std::string>(), to = p["to"].get<std::string>();
@@ -657,20 +668,20 @@ int cmd_translate(const TranslateOptions& opt) {
   for (const json& c : tr.value("sync_check", json::array()))
     if (c.contains("line_rate_ppm"))
       fmt::print("  pair {}: rounds' rate vs the nodes' own TSC frequencies {:+.2f}..{:+.2f} ppm (limit +-{:.0f})\n",
-                 c["pair"].get<std::string>(), c["line_rate_ppm"][0].get<double>(),
-                 c["line_rate_ppm"][1].get<double>(), c["limit_ppm"].get<double>());
+                 c["pair"].get<std::string>(), c["line_rate_ppm"][0].get<double>(), c["line_rate_ppm"][1].get<double>(),
+                 c["limit_ppm"].get<double>());
   for (const json& f : tr.value("suspect_sync", json::array()))
     fmt::print("  {}\n", suspect_sync_warning(SyncFinding::from_json(f)));
   for (const json& n : tr["nodes"]) {
     const json& cm = n["clock_model"];
     if (cm["violated"].get<uint64_t>() + cm["crowded"].get<uint64_t>() > 0)
-      fmt::print("  {}: kernel stamps in {} of {} correlation segments bounded without the clock model "
-                 "(its assumption failed there: {} violated, {} with two clock adjustments); wider, not wrong\n",
-                 n["node"].get<std::string>(), cm["violated"].get<uint64_t>() + cm["crowded"].get<uint64_t>(),
-                 cm["segments"].get<uint64_t>(), cm["violated"].get<uint64_t>(), cm["crowded"].get<uint64_t>());
+      fmt::print(
+          "  {}: kernel stamps in {} of {} correlation segments bounded without the clock model "
+          "(its assumption failed there: {} violated, {} with two clock adjustments); wider, not wrong\n",
+          n["node"].get<std::string>(), cm["violated"].get<uint64_t>() + cm["crowded"].get<uint64_t>(),
+          cm["segments"].get<uint64_t>(), cm["violated"].get<uint64_t>(), cm["crowded"].get<uint64_t>());
   }
-  for (const json& o : tr.value("realtime_offsets", json::array()))
-    fmt::print("  {}\n", realtime_offset_line(o));
+  for (const json& o : tr.value("realtime_offsets", json::array())) fmt::print("  {}\n", realtime_offset_line(o));
   const json& f = tr["frequency"];
   if (f.contains("hz"))
     fmt::print("  reference TSC {:.6f} GHz [{:.9f}, {:.9f}] ({})\n", f["hz"].get<double>() / 1e9,

@@ -70,7 +70,8 @@ void encode_translated(const TranslatedEvent* ev, size_t n, int zstd_level, Enco
   int64_t prev_off = 0, prev_tuple = 0, prev_pid = 0, prev_tid = 0;
   for (size_t i = 0; i < n; ++i) {
     const TranslatedEvent& e = ev[i];
-    if (!(e.ref_lo <= e.ref_ts && e.ref_ts <= e.ref_hi)) throw std::invalid_argument("translated event with est outside [lo, hi]");
+    if (!(e.ref_lo <= e.ref_ts && e.ref_ts <= e.ref_hi))
+      throw std::invalid_argument("translated event with est outside [lo, hi]");
     p = put(p, e.node);
     p = put(p, zz(int64_t(e.local_ts - prev_ts)));
     int64_t off = e.ref_ts - int64_t(e.local_ts);
@@ -118,7 +119,8 @@ void decode_translated(const FrameHeader& h, const uint8_t* payload, size_t len,
   if (h.flags & kFrameZstd) {
     raw.resize(h.raw_len);
     size_t d = ZSTD_decompress(raw.data(), raw.size(), payload, len);
-    if (ZSTD_isError(d) || d != h.raw_len) throw std::runtime_error("translated frame: zstd payload does not decode to raw_len bytes");
+    if (ZSTD_isError(d) || d != h.raw_len)
+      throw std::runtime_error("translated frame: zstd payload does not decode to raw_len bytes");
     data = raw.data(), n = d;
   }
   Cursor c{data, data + n};

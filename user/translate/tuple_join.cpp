@@ -188,9 +188,12 @@ void TupleJoin::join_file(SpillFile& f, int level, JoinCounts& c, const PairFn& 
   }
   std::vector<Firsts> out;
   for (auto& [id, f] : first) {
-    if (!f.has_to) c.from_only++;
-    else if (!f.has_from) c.to_only++;
-    else out.push_back(f);
+    if (!f.has_to)
+      c.from_only++;
+    else if (!f.has_from)
+      c.to_only++;
+    else
+      out.push_back(f);
   }
   std::sort(out.begin(), out.end(), [](const Firsts& a, const Firsts& b) { return a.to.seq < b.to.seq; });
   for (const Firsts& f : out) {

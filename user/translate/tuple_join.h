@@ -30,7 +30,7 @@ struct JoinStamp {
 };
 
 struct JoinCounts {
-  uint64_t from_only = 0, to_only = 0;          // tuple ids seen on one side only
+  uint64_t from_only = 0, to_only = 0;  // tuple ids seen on one side only
   uint64_t from_duplicates = 0, to_duplicates = 0;  // repeated ids (first one used)
   uint64_t pairs = 0;
   uint64_t partitions = 1;  // > 1: the events were spilled
@@ -70,7 +70,7 @@ class TupleJoin {
   MemoryBudget budget_;
   Keep keep_;
   uint64_t max_in_memory_;  // records
-  size_t fanout_buffer_;    // write buffer of each partition file (out of the budget)
+  size_t fanout_buffer_;  // write buffer of each partition file (out of the budget)
   uint64_t seq_ = 0;
   std::vector<Rec> mem_;
   std::vector<std::unique_ptr<SpillFile>> parts_;  // empty: all in memory
