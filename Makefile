@@ -171,8 +171,11 @@ $(BUILD)/cptrace_tests: $(TEST_OBJS) $(CORE_LIBS) $(BUILD)/libcptrace.so
 	$(CXX) -o $@ $(TEST_OBJS) $(CORE_LIBS) -L$(BUILD) -lcptrace -Wl,-rpath,'$$ORIGIN' \
 	  -lgtest_main -lgtest -ldl $(LDLIBS)
 
+# The suites of tests/unit/ only: in process, no BPF, no root, seconds.
+LPAREN := (
+UNIT_FILTER = $(shell grep -ho '^TEST\w*[$(LPAREN)]\w*' tests/unit/*.cpp | sed 's/.*[$(LPAREN)]//' | sort -u | sed 's/$$/.*/' | paste -sd:)
 unit-test: all $(BUILD)/cptrace_tests
-	cd $(BUILD) && ./cptrace_tests $(GTEST_ARGS)
+	cd $(BUILD) && ./cptrace_tests --gtest_filter='$(UNIT_FILTER)' $(GTEST_ARGS)
 
 check-layers:
 	@bash tools/check-layers.sh $(LAYERS)
