@@ -83,7 +83,7 @@ void LiveView::settle_held() {
 void LiveView::update(const TraceTail& tail, const nlohmann::json& meta) {
   map_ = ClockMap(tail.clock());
   if (map_.points().size() < 2) return;
-  for (const ClockPoint& p : map_.points()) widest_ = std::max(widest_, p.width_ticks);
+  widest_ = std::max(widest_, widest_bracket(map_));
   if (!ready()) {
     Timeline tl = trace_timeline(meta, tail.clock(), map_, tail.path());
     const auto& pts = map_.points();

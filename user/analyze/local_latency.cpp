@@ -16,6 +16,12 @@
 
 namespace cptrace {
 
+uint32_t widest_bracket(const ClockMap& map) {
+  uint32_t w = 0;
+  for (const ClockPoint& pt : map.points()) w = std::max(w, pt.width_ticks);
+  return w;
+}
+
 void SameNodePairing::add(const TraceEvent& e) {
   if (e.kind != uint8_t(EventKind::User)) return;
   if (e.channel == from_ || e.channel == to_) max_err_ = std::max(max_err_, e.ts_err);
@@ -232,19 +238,14 @@ LatencyResult node_latency_stream(const TraceReader& r, const std::string& from,
     if (e.channel == cf) join.add(false, e.tuple, st);
     if (e.channel == ct) join.add(true, e.tuple, st);
   });
-  uint32_t widest = 0;
-  for (const ClockPoint& pt : r.clock_map().points()) widest = std::max(widest, pt.width_ticks);
+  uint32_t widest = widest_bracket(r.clock_map());
   auto rows = std::make_shared<NodeRows>(budget, int64_t(std::max<uint64_t>(widest, 2 * uint64_t(max_err))), res);
   JoinCounts c = join.run(
       [&](uint64_t tuple, uint64_t seq, const JoinStamp& a, const JoinStamp& b) {
         rows->pairs.add({seq, tuple, a.local, b.local});
       },
       [&] { rows->pairs.end_run(); });
-  res.from_only = c.from_only, res.to_only = c.to_only;
-  res.from_duplicates = c.from_duplicates, res.to_duplicates = c.to_duplicates;
-  res.row_count = c.pairs;
-  res.partitions = c.partitions;
-  res.stream = rows;
+  res.take_join(c, rows);
   return res;
 }
 
@@ -286,8 +287,7 @@ LatencySeries same_node_latency(const TraceReader& r, const Timeline& tl, uint64
         pairs.add({seq, tuple, a.local, b.local});
       },
       [&] { pairs.end_run(); });
-  uint32_t widest = 0;
-  for (const ClockPoint& pt : r.clock_map().points()) widest = std::max(widest, pt.width_ticks);
+  uint32_t widest = widest_bracket(r.clock_map());
   LatencySeries s;
   s.from_channel = r.channel_name(from);
   s.to_channel = r.channel_name(to);

@@ -32,6 +32,10 @@ namespace cptrace {
 // that was already paired (it counts as a new, unmatched one) nor an earlier
 // stamp that arrives after the pair; ids pending beyond the budget (one side
 // only) are dropped and counted as unmatched. `windowed()` says so.
+// The widest correlation bracket of `map`, in ticks: the bound of each end of a
+// same-node duration.
+uint32_t widest_bracket(const ClockMap& map);
+
 class SameNodePairing {
  public:
   SameNodePairing(uint64_t from, uint64_t to, uint64_t memory_bytes = ~0ull >> 1, std::string spill_dir = "/tmp")

@@ -248,12 +248,18 @@ LatencyResult latency_stream(const TraceReader& r, const std::string& from, cons
         rows->rows.add({seq, tuple, d.est, d.lo, d.hi, a.est, a.node, b.node, scenario_index(scenario)});
       },
       [&] { rows->rows.end_run(); });
-  res.from_only = c.from_only, res.to_only = c.to_only;
-  res.from_duplicates = c.from_duplicates, res.to_duplicates = c.to_duplicates;
-  res.row_count = c.pairs;
-  res.partitions = c.partitions;
-  res.stream = rows;
+  res.take_join(c, rows);
   return res;
+}
+
+void LatencyResult::take_join(const JoinCounts& c, std::shared_ptr<const LatencyRowSource> rows) {
+  from_only = c.from_only;
+  to_only = c.to_only;
+  from_duplicates = c.from_duplicates;
+  to_duplicates = c.to_duplicates;
+  row_count = c.pairs;
+  partitions = c.partitions;
+  stream = std::move(rows);
 }
 
 namespace {

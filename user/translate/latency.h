@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "translate/memory_budget.h"
+#include "translate/tuple_join.h"
 
 namespace cptrace {
 
@@ -58,6 +59,8 @@ struct LatencyResult {
   MemoryBudget budget;  // what produced it; the summaries take their share of it
   // fn(row) over the rows, in order, whichever way they are held.
   void for_each_row(const std::function<void(const LatencyRow&)>& fn) const;
+  // The join's counts and `rows` as its streamed rows (every latency_stream kind).
+  void take_join(const JoinCounts& c, std::shared_ptr<const LatencyRowSource> rows);
   std::vector<std::string> node_names;
   uint64_t from_only = 0, to_only = 0;  // tuples seen on one channel only
   uint64_t from_duplicates = 0, to_duplicates = 0;  // repeated tuple ids (first one used)
