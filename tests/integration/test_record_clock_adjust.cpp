@@ -220,15 +220,17 @@ TEST(RecordClockAdjust, PllSlewGetsPointsAroundRealtimeSeconds) {
   bool slewing = false;
   for (const auto& a : r.clock_adjustments()) slewing |= a.kind == ClockAdjustKind::State && a.state.slewing();
   ASSERT_TRUE(slewing) << "the NTP state read at the points shows the offset being slewed";
-  std::vector<uint64_t> cand = clock_change_candidates(r);
+  std::vector<ClockChange> cand = clock_change_candidates(r);
   auto my = my_calls(r, "adjtimex");
   ASSERT_FALSE(my.empty());
-  EXPECT_TRUE(std::binary_search(cand.begin(), cand.end(), my.front().mono_ns)) << "the call itself";
+  const ClockChange call{my.front().enter_mono_ns, my.front().mono_ns + kChangeEffectNs};
+  EXPECT_TRUE(std::binary_search(cand.begin(), cand.end(), call)) << "the call itself, entry to exit + one tick";
   // Second boundaries after the call: points just before and just after each.
   int boundaries = 0, bracketed = 0;
-  for (uint64_t b : cand) {
-    if (b <= p0 + 50'000'000 || b + 20'000'000 > r.clock().back().mono_ns) continue;
-    if (std::binary_search(cand.begin(), cand.end(), b) && b == my.front().mono_ns) continue;
+  for (const ClockChange& c : cand) {
+    uint64_t b = c.from_ns;
+    bool boundary = c.to_ns == b + kChangeEffectNs;  // a call spans its own duration too
+    if (!boundary || b <= p0 + 50'000'000 || b + 20'000'000 > r.clock().back().mono_ns) continue;
     ++boundaries;
     bracketed += points_in(r, b - 10'000'000, b - 1) >= 1 && points_in(r, b, b + 15'000'000) >= 1;
   }

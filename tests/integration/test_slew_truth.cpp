@@ -32,6 +32,7 @@
 #include "cptrace.h"
 #include "test_util.h"
 #include "testbed_util.h"
+#include "trace/clock_change_candidates.h"
 #include "trace/clock_map.h"
 #include "trace/clock_transform.h"
 #include "trace/trace_reader.h"
@@ -305,6 +306,24 @@ std::pair<long double, long double> conversion_bound(const Map& map, uint64_t m)
   }
 }
 
+// Where a conversion missed: the segment, its neighbours' points and the
+// witnessed changes near it (ms from the stream's start), for the CI log.
+void describe_miss(const TraceReader& r, uint64_t m) {
+  const auto& p = r.clock_map().points();
+  const ClockModelStats& st = r.clock_map().model_stats();
+  auto ms = [&](uint64_t v) { return (double(v) - double(p.front().mono_ns)) / 1e6; };
+  auto it = std::upper_bound(p.begin(), p.end(), m, [](uint64_t v, const ClockPoint& c) { return v < c.mono_ns; });
+  size_t i = size_t(it - p.begin()) - 1;
+  printf("  [slew] miss at %.3f ms; points", ms(m));
+  for (size_t j = i >= 2 ? i - 2 : 0; j < p.size() && j <= i + 3; j++) printf(" %.3f", ms(p[j].mono_ns));
+  printf("; changes");
+  for (const ClockChange& c : clock_change_candidates(r))
+    if (c.to_ns + 200'000'000 > m && c.from_ns < m + 200'000'000) printf(" [%.3f, %.3f]", ms(c.from_ns), ms(c.to_ns));
+  printf("; model: one rate %llu, change %llu, either %llu, violated %llu, crowded %llu\n",
+         (unsigned long long)st.one_rate, (unsigned long long)st.rate_change, (unsigned long long)st.either,
+         (unsigned long long)st.violated, (unsigned long long)st.crowded);
+}
+
 void SlewTruth::check_conversion(const Recording& rec, const std::string& label) {
   for (int k = 0; k < 2; k++) {
     TraceReader r(rec.tmp / kNames[k]);
@@ -317,7 +336,9 @@ void SlewTruth::check_conversion(const Recording& rec, const std::string& label)
       // The node's stream is in its simulated TSC: the bracket maps through the
       // node's (monotone) transform.
       long double slo = rec.sim[k].apply(s.tsc_lo), shi = rec.sim[k].apply(s.tsc_hi);
+      size_t before = tally.contained;
       tally.add(lo, hi, {slo, shi});
+      if (tally.contained == before && tally.n - tally.contained <= 3) describe_miss(r, s.mono_ns);
     }
     tally.print(label + " conversion mono->tsc node " + kNames[k]);
     EXPECT_GT(tally.n, 100u) << "truth samples inside " << kNames[k] << "'s recording";

@@ -191,8 +191,13 @@ TEST(ClockChangeCandidates, AdjustingCallsAndSecondsWhileSlewing) {
       bytes_of(encode_json(FrameType::ClockAdjust, clock_adjust_frame_json(adj), uint32_t(adj.size()))));
   ASSERT_FALSE(r.error()) << r.error()->what();
   // Slewing from the point before 1.5 s (1.4 s) to 3.8 s: boundaries at 1.6, 2.6, 3.6 s.
-  EXPECT_EQ(clock_change_candidates(r),
-            (std::vector<uint64_t>{1'234'000'000, 1'400'000'000, 1'600'000'000, 2'600'000'000, 3'600'000'000}));
+  // A call spans its entry (1 us before its exit here) to one tick after its exit.
+  const uint64_t tick = kChangeEffectNs;
+  EXPECT_EQ(clock_change_candidates(r), (std::vector<ClockChange>{{1'233'999'000, 1'234'000'000 + tick},
+                                                                  {1'399'999'000, 1'400'000'000 + tick},
+                                                                  {1'600'000'000, 1'600'000'000 + tick},
+                                                                  {2'600'000'000, 2'600'000'000 + tick},
+                                                                  {3'600'000'000, 3'600'000'000 + tick}}));
 }
 
 // A damaged trace whose points lie centuries apart while a slew shows costs no
@@ -211,7 +216,8 @@ TEST(ClockChangeCandidates, FarApartPointsGiveAFewBoundariesPerGap) {
       file_header_bytes() + bytes_of(encode_clock(pts)) +
       bytes_of(encode_json(FrameType::ClockAdjust, clock_adjust_frame_json(adj), uint32_t(adj.size()))));
   ASSERT_FALSE(r.error()) << r.error()->what();
-  std::vector<uint64_t> c = clock_change_candidates(r);
+  std::vector<uint64_t> c;
+  for (const ClockChange& x : clock_change_candidates(r)) c.push_back(x.from_ns);
   ASSERT_EQ(c.size(), 6u);
   EXPECT_EQ(c[0], 1'600'000'000u) << "none between 1 s and 1.5 s; the first two after 1.5 s";
   EXPECT_EQ(c[1], 2'600'000'000u);

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <random>
 
+#include "trace/clock_change_candidates.h"
 #include "trace/clock_map.h"
 
 namespace cptrace {
@@ -35,7 +36,7 @@ struct Timekeeper {
 
 struct SlewRun {
   std::vector<ClockPoint> pts;
-  std::vector<uint64_t> marks;
+  std::vector<uint64_t> marks;  // witnessed calls: a change within one tick of each
   std::mt19937_64 rng{42};
   // A point as sample_clock_point takes it: the mono reading happens at some
   // instant inside [t1, t1 + w].
@@ -84,7 +85,9 @@ Result check(const Timekeeper& k, const ClockMap& map, ld span_ns, int n = 20000
 }
 
 ClockMap build(SlewRun& run) {
-  ClockMap m(run.pts, run.marks);
+  std::vector<ClockChange> changes;
+  for (uint64_t at : run.marks) changes.push_back({at, at + kChangeEffectNs});
+  ClockMap m(run.pts, changes);
   const ClockModelStats& s = m.model_stats();
   printf("  [clock bounds] segments %llu: one rate %llu, change %llu, either %llu, violated %llu, crowded %llu\n",
          (unsigned long long)s.segments, (unsigned long long)s.one_rate, (unsigned long long)s.rate_change,
@@ -110,7 +113,7 @@ TEST(ClockBounds, FrequencyTogglesAreContained) {
   SlewRun run;
   std::mt19937_64 rng(3);
   std::vector<ld> calls;
-  for (ld t = 75e6; t < 6e9; t += 150e6) {
+  for (ld t = 175e6; t < 5.8e9; t += 150e6) {  // none in an end segment (those fall back)
     calls.push_back(t);
     k.change_at_ns(t + ld(rng() % 4000000), calls.size() % 2 ? 500 : -500);
   }
@@ -122,6 +125,30 @@ TEST(ClockBounds, FrequencyTogglesAreContained) {
   EXPECT_EQ(r.contained, r.checked);
   EXPECT_EQ(m.model_stats().violated + m.model_stats().crowded, 0u);
   EXPECT_LT(r.widest_ticks, 4000);  // the change is reconstructed: ~1 us, not 1000 ppm x 25 ms
+}
+
+// The recorder's stop sequence takes a point every 50 ms and none after a
+// call, so a toggle every 150 ms leaves a change in every third segment. One
+// just after a point (or just before one) barely moves its segment's average
+// rate: both hypotheses fit, and H1's neighbour rates must not reach across the
+// next change (a two-segment baseline that does is no baseline).
+TEST(ClockBounds, TogglesEveryThirdSparseSegmentAreContained) {
+  for (ld delta : {0.05e6L, 0.15e6L, 1e6L, 25e6L, 49e6L, 49.9e6L}) {
+    for (ld tick : {500.0L, 20000.0L}) {
+      Timekeeper k;
+      SlewRun run;
+      int n = 0;
+      for (ld t = 100e6L + delta; t < 3e9; t += 150e6L) {
+        k.change_at_ns(t, ++n % 2 ? tick : -tick);
+        run.marks.push_back(uint64_t(k.mono(kTsc0 + (t - 20e3L) * kHz)));  // the call's entry, 20 us before
+      }
+      run.every(k, 0, 3e9, 50e6);
+      ClockMap m = build(run);
+      Result r = check(k, m, 3e9, 50000);
+      EXPECT_EQ(r.contained, r.checked) << "change " << double(delta / 1e6L) << " ms after a point, " << double(tick)
+                                        << " ppm";
+    }
+  }
 }
 
 // chrony's tick slews: +-10 % rate changes, witnessed, and the same with

@@ -13,11 +13,6 @@ namespace {
 
 using ld = long double;
 
-// A rate change requested at mono instant s takes effect at the timekeeper's
-// next update: the next tick of a busy CPU (<= 10 ms at HZ >= 100), or the
-// recorder's own wake-up for the point it takes right after seeing the call.
-constexpr ld kMarkEffectNs = 10e6L;
-
 bool overlap(ld alo, ld ahi, ld blo, ld bhi) { return alo <= bhi && blo <= ahi; }
 
 // u in [0, span] with k0 + k1 u <= 0, intersected into [lo, hi].
@@ -45,8 +40,14 @@ uint64_t ceil_tick(ld v) { return !(v > 0) ? 0 : v >= kTickMax ? UINT64_MAX : ui
 
 }  // namespace
 
-ClockBounds::ClockBounds(const std::vector<ClockPoint>& pts, std::vector<uint64_t> marks) {
+ClockBounds::ClockBounds(const std::vector<ClockPoint>& pts, std::vector<ClockChange> changes)
+    : changes_(std::move(changes)) {
   if (pts.size() < 2) return;
+  std::sort(changes_.begin(), changes_.end());
+  for (ClockChange& c : changes_) {
+    c.to_ns = std::max(c.to_ns, c.from_ns);
+    longest_change_ = std::max(longest_change_, c.to_ns - c.from_ns);
+  }
   // A reading's 1 ns resolution: the instant mono == m_i may be up to 1 ns
   // (about `per_ns` ticks) before the bracket's start.
   ld per_ns = ld(pts.back().tsc - pts.front().tsc) / ld(pts.back().mono_ns - pts.front().mono_ns);
@@ -57,9 +58,17 @@ ClockBounds::ClockBounds(const std::vector<ClockPoint>& pts, std::vector<uint64_
     a_.push_back(t1 - res);
     b_.push_back(t1 + ld(p.width_ticks) + 1);
   }
-  std::sort(marks.begin(), marks.end());
   seg_.resize(pts.size() - 1);
-  for (size_t i = 0; i < seg_.size(); ++i) classify(i, marks);
+  for (size_t i = 0; i < seg_.size(); ++i) classify(i);
+}
+
+// How many witnessed changes may take effect inside mono [lo, hi].
+size_t ClockBounds::changes_in(ld lo, ld hi) const {
+  ld from = std::max(ld(0), lo - ld(longest_change_));
+  auto it = std::lower_bound(changes_.begin(), changes_.end(), ClockChange{uint64_t(from), 0});
+  size_t n = 0;
+  for (; it != changes_.end() && ld(it->from_ns) <= hi; ++it) n += ld(it->to_ns) >= lo;
+  return n;
 }
 
 // Rate bounds between points j < k, widened by `slack` (relative).
@@ -82,7 +91,7 @@ bool ClockBounds::h1_window(size_t i, Rate ra, Rate rb, ld& c_lo, ld& c_hi) cons
   return c_lo <= c_hi;
 }
 
-void ClockBounds::classify(size_t i, const std::vector<uint64_t>& marks) {
+void ClockBounds::classify(size_t i) {
   Segment& s = seg_[i];
   const ld d = kDitherPpm * 1e-6L;
   const size_t last = m_.size() - 1;
@@ -92,10 +101,12 @@ void ClockBounds::classify(size_t i, const std::vector<uint64_t>& marks) {
   Rate nb_after = has_after ? rate(i + 1, i + 2, 2 * d) : Rate{};
   stats_.segments++;
   // Witnessed changes whose effect can fall inside the three-segment window.
-  ld w_lo = m_[has_before ? i - 1 : i], w_hi = m_[has_after ? i + 2 : i + 1];
-  auto first = std::lower_bound(marks.begin(), marks.end(), uint64_t(std::max(ld(0), w_lo - kMarkEffectNs)));
-  auto end = std::upper_bound(marks.begin(), marks.end(), uint64_t(w_hi));
-  if (end - first >= 2) {
+  // At either end of the stream a change inside the end segment has no
+  // neighbour beyond it to show it (H1 cannot be weighed): one witnessed there
+  // leaves the segment as unchecked as two in a window.
+  size_t in_window = changes_in(m_[has_before ? i - 1 : i], m_[has_after ? i + 2 : i + 1]);
+  bool end_changed = (!has_before || !has_after) && changes_in(m_[i], m_[i + 1]) > 0;
+  if (in_window >= 2 || end_changed) {
     s.fit = Fit::Crowded;
     stats_.crowded++;
     return;
@@ -107,11 +118,13 @@ void ClockBounds::classify(size_t i, const std::vector<uint64_t>& marks) {
   // H1: the change is in segment i, so the windows on either side hold no other
   // one: the two segments before and the two after are each one line, and a
   // longer baseline (when there is one) narrows the rate a short segment gives.
+  // That baseline rests on the window of segment i-1 (i+1) as well: it is used
+  // only where that window, too, holds fewer than two witnessed changes.
   bool h1 = has_before && has_after;
   if (h1) {
     s.before = nb_before, s.after = nb_after;
-    if (i >= 2) s.before = intersect(s.before, rate(i - 2, i, 2 * d));
-    if (i + 3 <= last) s.after = intersect(s.after, rate(i + 1, i + 3, 2 * d));
+    if (i >= 2 && changes_in(m_[i - 2], m_[i + 1]) < 2) s.before = intersect(s.before, rate(i - 2, i, 2 * d));
+    if (i + 3 <= last && changes_in(m_[i], m_[i + 3]) < 2) s.after = intersect(s.after, rate(i + 1, i + 3, 2 * d));
     h1 = s.before.lo <= s.before.hi && s.after.lo <= s.after.hi && h1_window(i, s.before, s.after, s.c_lo, s.c_hi);
   }
   s.fit = h0 && h1 ? Fit::Both : h0 ? Fit::H0 : h1 ? Fit::H1 : Fit::Violated;

@@ -24,9 +24,13 @@
 //
 // Checked, not trusted: a segment where neither hypothesis fits, or whose
 // three-segment window holds two or more witnessed possible rate changes
-// (`change_marks`, mono instants from the recorded clock adjustments), falls
-// back to the assumption-free bound [a_i, b_{i+1}] (the clock is monotonic) and
-// is counted as a violation: wider, never wrong.
+// (`ClockChange`s, from the recorded clock adjustments), falls back to the
+// assumption-free bound [a_i, b_{i+1}] (the clock is monotonic) and is counted:
+// wider, never wrong. H1's two-segment neighbour baselines reach one segment
+// further on each side, so they are used only where the window centred there
+// holds fewer than two witnessed changes too; and an end segment (no neighbour
+// beyond it, so H1 cannot be weighed) that a witnessed change may fall into
+// falls back as well.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -34,6 +38,14 @@
 #include "trace/trace_format.h"
 
 namespace cptrace {
+
+// A possible change of the clock's rate, witnessed: if it changed the rate at
+// all, the new rate took effect at some CLOCK_MONOTONIC instant in
+// [from_ns, to_ns] (clock_change_candidates.h says where these come from).
+struct ClockChange {
+  uint64_t from_ns = 0, to_ns = 0;
+  auto operator<=>(const ClockChange&) const = default;
+};
 
 // Strict bounds on one instant, in TSC ticks: lo <= true <= hi.
 struct TscBounds {
@@ -58,8 +70,8 @@ class ClockBounds {
  public:
   ClockBounds() = default;
   // `pts` sorted, strictly increasing in both clocks (ClockMap's invariant);
-  // `change_marks` mono instants where a rate change may start (any order).
-  ClockBounds(const std::vector<ClockPoint>& pts, std::vector<uint64_t> change_marks);
+  // `changes` in any order.
+  ClockBounds(const std::vector<ClockPoint>& pts, std::vector<ClockChange> changes);
 
   // Throws std::domain_error with fewer than two points. Beyond the ends the end
   // segment's rate is extrapolated (not strict: stamps there are counted by
@@ -79,7 +91,8 @@ class ClockBounds {
     long double c_lo = 0, c_hi = 0;  // where H1's change can lie (mono ns)
   };
 
-  void classify(size_t i, const std::vector<uint64_t>& marks);
+  void classify(size_t i);
+  size_t changes_in(long double lo, long double hi) const;
   Rate rate(size_t j, size_t k, long double slack) const;
   bool h1_window(size_t i, Rate ra, Rate rb, long double& c_lo, long double& c_hi) const;
   void h0(size_t i, long double m, long double& lo, long double& hi) const;
@@ -87,6 +100,8 @@ class ClockBounds {
 
   std::vector<long double> m_, a_, b_;  // points: mono ns, bracket lo/hi (ticks)
   std::vector<Segment> seg_;
+  std::vector<ClockChange> changes_;  // sorted by from_ns
+  uint64_t longest_change_ = 0;  // the widest [from_ns, to_ns]
   ClockModelStats stats_;
 };
 

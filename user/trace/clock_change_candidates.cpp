@@ -105,11 +105,17 @@ void second_boundaries(const TraceReader& r, uint64_t from, uint64_t to, std::ve
 
 }  // namespace
 
-std::vector<uint64_t> clock_change_candidates(const TraceReader& r) {
-  std::vector<uint64_t> out;
+std::vector<ClockChange> clock_change_candidates(const TraceReader& r) {
+  auto effect = [](uint64_t at) { return at > UINT64_MAX - kChangeEffectNs ? UINT64_MAX : at + kChangeEffectNs; };
+  std::vector<ClockChange> out;
   for (const auto& a : r.clock_adjustments())
-    if (a.adjusting()) out.push_back(a.mono_ns);
-  for (auto [from, to] : slewing_spans(r)) second_boundaries(r, from, to, out);
+    if (a.adjusting()) {
+      uint64_t enter = a.enter_mono_ns && a.enter_mono_ns <= a.mono_ns ? a.enter_mono_ns : a.mono_ns;
+      out.push_back({enter, effect(a.mono_ns)});
+    }
+  std::vector<uint64_t> seconds;
+  for (auto [from, to] : slewing_spans(r)) second_boundaries(r, from, to, seconds);
+  for (uint64_t b : seconds) out.push_back({b, effect(b)});
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;

@@ -11,7 +11,9 @@
 //    clock_settime; settimeofday) recomputes the tick length, and for frequency
 //    and tick changes the kernel updates mult inside the call (timekeeping_advance
 //    with TK_ADV_FREQ): the change lies within [enter_mono_ns, mono_ns] of the
-//    syscall record; the candidate is its exit, mono_ns. Failed calls change
+//    syscall record; other modes change the tick length, which the timekeeper
+//    applies at its next update after the call. The candidate spans both: from
+//    the call's entry to kChangeEffectNs after its exit. Failed calls change
 //    nothing and are left out. Setting the time (a step of CLOCK_REALTIME) does
 //    not move CLOCK_MONOTONIC itself but resets the NTP state, so it counts too.
 //  - second_overflow() runs when CLOCK_REALTIME crosses a second boundary and
@@ -20,7 +22,8 @@
 //    rate changes at every REALTIME second. The change takes effect at the first
 //    timekeeping update at or after the boundary (the next tick on a busy CPU;
 //    later on an idle NOHZ system): the boundary, converted to MONOTONIC with the
-//    recorded REALTIME - MONOTONIC offset, is the earliest instant of that change.
+//    recorded REALTIME - MONOTONIC offset, is the earliest instant of that change,
+//    and the candidate reaches kChangeEffectNs beyond it.
 //    "While slewing" is taken from the recorded NTP states: from the correlation
 //    point before the first state that shows a slew (the slew began after it)
 //    to the first later state that shows none. A PLL/FLL offset that reads 0 may
@@ -35,12 +38,19 @@
 #include <cstdint>
 #include <vector>
 
+#include "trace/clock_bounds.h"
+
 namespace cptrace {
 
 class TraceReader;
 
-// Sorted, unique CLOCK_MONOTONIC instants (ns) at which the clock's rate may
+// How long after its cause a change of the tick length reaches CLOCK_MONOTONIC:
+// the timekeeper's next update, the next tick of a busy CPU (<= 10 ms at
+// HZ >= 100).
+constexpr uint64_t kChangeEffectNs = 10'000'000;
+
+// Sorted, unique spans of CLOCK_MONOTONIC within which the clock's rate may
 // have changed, over the recording's span (see above).
-std::vector<uint64_t> clock_change_candidates(const TraceReader& r);
+std::vector<ClockChange> clock_change_candidates(const TraceReader& r);
 
 }  // namespace cptrace

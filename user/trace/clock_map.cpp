@@ -115,7 +115,7 @@ ClockPoint sample_clock_point(int brackets) {
   return best;
 }
 
-ClockMap::ClockMap(std::vector<ClockPoint> pts, std::vector<uint64_t> change_marks) {
+ClockMap::ClockMap(std::vector<ClockPoint> pts, std::vector<ClockChange> changes) {
   std::sort(pts.begin(), pts.end(), [](const ClockPoint& a, const ClockPoint& b) {
     return a.tsc != b.tsc ? a.tsc < b.tsc : a.mono_ns < b.mono_ns;
   });
@@ -124,7 +124,7 @@ ClockMap::ClockMap(std::vector<ClockPoint> pts, std::vector<uint64_t> change_mar
   // duplicate or a corrupt record.
   for (const ClockPoint& p : pts)
     if (pts_.empty() || (p.tsc > pts_.back().tsc && p.mono_ns > pts_.back().mono_ns)) pts_.push_back(p);
-  bounds_ = ClockBounds(pts_, std::move(change_marks));
+  bounds_ = ClockBounds(pts_, std::move(changes));
 }
 
 ClockMap::Stamp ClockMap::mono_to_stamp(uint64_t mono_ns) const {

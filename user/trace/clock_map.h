@@ -26,7 +26,7 @@ class ClockMap {
   ClockMap() = default;
   // Sorts by TSC and drops every point that does not advance both clocks strictly
   // (duplicates, and points contradicting their predecessor).
-  explicit ClockMap(std::vector<ClockPoint> pts, std::vector<uint64_t> change_marks = {});
+  explicit ClockMap(std::vector<ClockPoint> pts, std::vector<ClockChange> changes = {});
 
   bool empty() const { return pts_.empty(); }
   const std::vector<ClockPoint>& points() const { return pts_; }
