@@ -204,7 +204,18 @@ class ClockGuard {
     }
     if (guard_pid_ > 0) waitpid(guard_pid_, nullptr, 0);
   }
-  int restore() const { return restore_clock_state_raw(saved_); }
+  // Restores; when a PLL offset was still being slewed, also waits out the next
+  // CLOCK_REALTIME second (+20 ms): the kernel keeps the last second's slew chunk
+  // in the tick length until then, and the next test must not inherit it.
+  int restore() const {
+    bool slewing = read_clock_state().offset != 0;
+    int rc = restore_clock_state_raw(saved_);
+    if (rc == 0 && slewing) {
+      int64_t rt = clock_ns(CLOCK_REALTIME);
+      std::this_thread::sleep_for(std::chrono::nanoseconds(1000000000 - rt % 1000000000 + 20000000));
+    }
+    return rc;
+  }
   const ClockState& saved() const { return saved_; }
   pid_t guard_pid() const { return guard_pid_; }
 

@@ -200,6 +200,30 @@ TEST(ClockChangeCandidates, AdjustingCallsAndSecondsWhileSlewing) {
                                                                   {3'600'000'000, 3'600'000'000 + tick}}));
 }
 
+// A slew cut short leaves its last chunk in the tick length until the next
+// REALTIME second: every adjusting call, and the recording's start, make that
+// boundary a candidate even when no NTP state shows a slew.
+TEST(ClockChangeCandidates, TheBoundaryAfterACallAndAfterTheStart) {
+  std::vector<ClockPoint> pts;
+  for (uint64_t m = 1'000'000'000; m <= 4'000'000'000; m += 100'000'000) {
+    ClockPoint p{m * 2, m, 10, kClockHasRealtime};
+    p.rt_minus_mono_ns = 250'000'000;  // REALTIME seconds fall at mono x.75 s
+    p.rt_width_ns = 40;
+    pts.push_back(p);
+  }
+  std::vector<ClockAdjustment> adj{syscall_adj(2'300'000'000, ADJ_OFFSET | ADJ_STATUS)};
+  TraceReader r = TraceReader::from_bytes(
+      file_header_bytes() + bytes_of(encode_clock(pts)) +
+      bytes_of(encode_json(FrameType::ClockAdjust, clock_adjust_frame_json(adj), uint32_t(adj.size()))));
+  ASSERT_FALSE(r.error()) << r.error()->what();
+  const uint64_t tick = kChangeEffectNs;
+  EXPECT_EQ(clock_change_candidates(r),
+            (std::vector<ClockChange>{{1'749'999'960, 1'749'999'960 + tick},  // after the start
+                                      {2'299'999'000, 2'300'000'000 + tick},  // the call
+                                      {2'749'999'960, 2'749'999'960 + tick}}))  // after the call
+      << "each boundary from the reading's upper end (40 ns wide)";
+}
+
 // A damaged trace whose points lie centuries apart while a slew shows costs no
 // more than its points: at most the first two and the last boundary per gap (the
 // model only asks whether a window holds two or more), found by fuzzing as an

@@ -1,6 +1,8 @@
 // Instants of possible clock-rate changes (clock_change_candidates.h).
 #include "trace/clock_change_candidates.h"
 
+#include <sys/timex.h>
+
 #include <algorithm>
 
 #include "trace/trace_reader.h"
@@ -103,17 +105,37 @@ void second_boundaries(const TraceReader& r, uint64_t from, uint64_t to, std::ve
   for (const auto& o : offsets) boundaries_per_gap(r.clock_map().points(), from, to, o.second, out);
 }
 
+// The first REALTIME second boundary after mono `t`, as MONOTONIC, with the
+// REALTIME - MONOTONIC offset of the points on either side of t (both where a
+// step lies between them); the earliest instant of each (the reading's upper end).
+void next_boundaries(const std::vector<ClockPoint>& pts, uint64_t t, std::vector<uint64_t>& out) {
+  auto it = std::upper_bound(pts.begin(), pts.end(), t, [](uint64_t v, const ClockPoint& p) { return v < p.mono_ns; });
+  for (auto p : {it == pts.begin() ? pts.end() : std::prev(it), it}) {
+    if (p == pts.end() || !p->has_realtime()) continue;
+    int64_t off;
+    if (__builtin_add_overflow(p->rt_minus_mono_ns, int64_t(p->rt_width_ns), &off)) continue;  // damaged
+    __int128 s = floor_div128(__int128(t) + off, kSecond) + 1, m = s * kSecond - off;
+    if (m > __int128(t) && m <= __int128(UINT64_MAX)) out.push_back(uint64_t(m));
+  }
+}
+
 }  // namespace
 
 std::vector<ClockChange> clock_change_candidates(const TraceReader& r) {
   auto effect = [](uint64_t at) { return at > UINT64_MAX - kChangeEffectNs ? UINT64_MAX : at + kChangeEffectNs; };
+  const auto& pts = r.clock_map().points();
   std::vector<ClockChange> out;
+  std::vector<uint64_t> seconds;
   for (const auto& a : r.clock_adjustments())
     if (a.adjusting()) {
       uint64_t enter = a.enter_mono_ns && a.enter_mono_ns <= a.mono_ns ? a.enter_mono_ns : a.mono_ns;
       out.push_back({enter, effect(a.mono_ns)});
+      // A new offset (0 included) replaces the one being slewed: the last
+      // second's chunk stays in the tick length until the next boundary.
+      bool offset = (a.syscall == "adjtimex" || a.syscall == "clock_adjtime") && (a.modes & ADJ_OFFSET);
+      if (offset) next_boundaries(pts, a.mono_ns, seconds);
     }
-  std::vector<uint64_t> seconds;
+  if (!pts.empty()) next_boundaries(pts, pts.front().mono_ns, seconds);  // a call just before the start
   for (auto [from, to] : slewing_spans(r)) second_boundaries(r, from, to, seconds);
   for (uint64_t b : seconds) out.push_back({b, effect(b)});
   std::sort(out.begin(), out.end());

@@ -29,6 +29,14 @@
 //    to the first later state that shows none. A PLL/FLL offset that reads 0 may
 //    still hold under 1 ns internally; its remaining chunks change the rate by
 //    under 1 ppb and are ignored.
+//  - A slew cut short (a new offset, 0 included, replaces the one being
+//    slewed: ADJ_OFFSET) leaves the last second's chunk in the tick length
+//    until the next second boundary, where second_overflow() puts the base
+//    back: seen as an unannounced 180 ppm change 4 ms after a boundary, the
+//    second after a test restored the clock mid-slew. So the first boundary
+//    after every ADJ_OFFSET call, and the first after the recording's first
+//    point (such a call made just before it began), are candidates too. (A
+//    step clears the NTP state at once, tick length included.)
 // Not candidates: the kernel's own mult dithering (timekeeping_adjust corrects the
 // accumulated NTP error by +-1 of mult at ordinary ticks, a rate change of the
 // order of 1 / mult, ~0.01-0.1 ppm): the model must absorb that as rate noise.
