@@ -224,6 +224,24 @@ TEST(ClockChangeCandidates, TheBoundaryAfterACallAndAfterTheStart) {
       << "each boundary from the reading's upper end (40 ns wide)";
 }
 
+// A watch that dropped call records leaves changes nobody saw: every segment
+// falls back to the monotonic bound (counted as crowded), never a guess.
+TEST(ClockChangeCandidates, DroppedCallRecordsLeaveNoWindowChecked) {
+  std::vector<ClockPoint> pts;
+  for (uint64_t m = 1'000'000'000; m <= 2'000'000'000; m += 100'000'000) pts.push_back({m * 2, m, 10, 0});
+  std::string bytes = file_header_bytes() + bytes_of(encode_clock(pts));
+  TraceReader seen = TraceReader::from_bytes(bytes, {{"clock_discipline", {{"syscalls_dropped", 0}}}});
+  TraceReader lost = TraceReader::from_bytes(bytes, {{"clock_discipline", {{"syscalls_dropped", 3}}}});
+  ASSERT_FALSE(seen.error() || lost.error());
+  EXPECT_TRUE(clock_change_candidates(seen).empty());
+  EXPECT_EQ(clock_change_candidates(lost).size(), 2u);
+  EXPECT_EQ(seen.clock_map().model_stats().crowded, 0u);
+  EXPECT_EQ(lost.clock_map().model_stats().crowded, pts.size() - 1);
+  TscBounds b = lost.clock_map().mono_to_tsc_bounds(1'450'000'000);  // inside [1.4 s, 1.5 s]
+  EXPECT_LE(b.lo, 2'800'000'000u);
+  EXPECT_GE(b.hi, 3'000'000'000u) << "the assumption-free bound: the whole segment";
+}
+
 // A damaged trace whose points lie centuries apart while a slew shows costs no
 // more than its points: at most the first two and the last boundary per gap (the
 // model only asks whether a window holds two or more), found by fuzzing as an

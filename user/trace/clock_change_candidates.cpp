@@ -140,6 +140,13 @@ std::vector<ClockChange> clock_change_candidates(const TraceReader& r) {
   for (uint64_t b : seconds) out.push_back({b, effect(b)});
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
+  // The watch dropped call records: changes nobody saw may lie anywhere, any
+  // number of them. Two spans over the whole recording say so: every window
+  // holds two, and the model falls back to the monotonic bound everywhere.
+  const nlohmann::json& cd = r.meta().value("clock_discipline", nlohmann::json::object());
+  const nlohmann::json& dropped = cd.is_object() ? cd.value("syscalls_dropped", nlohmann::json(0)) : nlohmann::json(0);
+  if (dropped.is_number() && dropped.get<double>() > 0 && !pts.empty())
+    out.insert(out.end(), 2, ClockChange{pts.front().mono_ns, UINT64_MAX});
   return out;
 }
 

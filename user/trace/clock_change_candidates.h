@@ -37,6 +37,9 @@
 //    after every ADJ_OFFSET call, and the first after the recording's first
 //    point (such a call made just before it began), are candidates too. (A
 //    step clears the NTP state at once, tick length included.)
+// A recording whose watch dropped call records (meta.json's
+// clock_discipline.syscalls_dropped > 0) cannot say where its changes were:
+// two spans over the whole recording make every window unchecked.
 // Not candidates: the kernel's own mult dithering (timekeeping_adjust corrects the
 // accumulated NTP error by +-1 of mult at ordinary ticks, a rate change of the
 // order of 1 / mult, ~0.01-0.1 ppm): the model must absorb that as rate noise.

@@ -134,11 +134,13 @@ TraceReader::TraceReader(std::shared_ptr<const ByteSource> src, std::string file
 TraceReader::TraceReader(const std::string& path)
     : TraceReader(std::make_shared<FileSource>(events_path_of(path)), events_path_of(path)) {
   load_meta((fs::path(file_).parent_path() / "meta.json").string());
+  add_change_candidates();
 }
 
 TraceReader TraceReader::from_bytes(std::string events_cpt, json meta) {
   TraceReader r(std::make_shared<MemorySource>(std::move(events_cpt)), "events.cpt");
   if (meta.is_object()) r.meta_ = std::move(meta);
+  r.add_change_candidates();
   return r;
 }
 
@@ -188,8 +190,12 @@ void TraceReader::scan() {
   if (clock_map_.points().size() >= 2)  // a syscall's instant is between points: interpolated
     for (ClockAdjustment& a : clock_adjustments_)
       if (a.kind == ClockAdjustKind::Syscall) a.tsc = clock_map_.mono_to_tsc(a.mono_ns);
-  // Again, now with the instants where the clock's rate may have changed: the
-  // conversion model checks its assumption against them (clock_bounds.h).
+}
+
+// Again, now with the spans where the clock's rate may have changed: the
+// conversion model checks its assumption against them (clock_bounds.h). After
+// meta.json is read: it says whether the watch of clock calls dropped any.
+void TraceReader::add_change_candidates() {
   if (clock_map_.points().size() >= 2) clock_map_ = ClockMap(clock_, clock_change_candidates(*this));
 }
 

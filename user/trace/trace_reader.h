@@ -129,6 +129,7 @@ class TraceReader {
 
   TraceReader(std::shared_ptr<const ByteSource> src, std::string file);
   void scan();
+  void add_change_candidates();
   bool read_frame(uint64_t off, FrameHeader& h, std::vector<uint8_t>& payload);
   bool magic_after(uint64_t from) const;
   void take_frame(uint64_t off, const FrameHeader& h, const std::vector<uint8_t>& payload);
