@@ -62,12 +62,13 @@ ClockBounds::ClockBounds(const std::vector<ClockPoint>& pts, std::vector<ClockCh
   for (size_t i = 0; i < seg_.size(); ++i) classify(i);
 }
 
-// How many witnessed changes may take effect inside mono [lo, hi].
+// How many witnessed changes may take effect inside mono [lo, hi], counted up
+// to two: all the model asks is none, one, or more.
 size_t ClockBounds::changes_in(ld lo, ld hi) const {
   ld from = std::max(ld(0), lo - ld(longest_change_));
   auto it = std::lower_bound(changes_.begin(), changes_.end(), ClockChange{uint64_t(from), 0});
   size_t n = 0;
-  for (; it != changes_.end() && ld(it->from_ns) <= hi; ++it) n += ld(it->to_ns) >= lo;
+  for (; n < 2 && it != changes_.end() && ld(it->from_ns) <= hi; ++it) n += ld(it->to_ns) >= lo;
   return n;
 }
 

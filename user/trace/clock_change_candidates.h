@@ -60,8 +60,9 @@ class TraceReader;
 // HZ >= 100).
 constexpr uint64_t kChangeEffectNs = 10'000'000;
 
-// Sorted, unique spans of CLOCK_MONOTONIC within which the clock's rate may
-// have changed, over the recording's span (see above).
+// Spans of CLOCK_MONOTONIC within which the clock's rate may have changed, over
+// the recording's span (see above): sorted and unique, then the two whole-range
+// spans of a dropped-records recording, if any.
 std::vector<ClockChange> clock_change_candidates(const TraceReader& r);
 
 }  // namespace cptrace
