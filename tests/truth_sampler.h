@@ -20,16 +20,27 @@ struct MonoSample {
   uint64_t tsc_lo, tsc_hi;  // physical TSC
 };
 
-inline MonoSample sample_mono() {
+inline MonoSample sample_mono(clockid_t clock = CLOCK_MONOTONIC) {
   unsigned aux;
   timespec ts;
   _mm_lfence();
   uint64_t a = __rdtsc();
   _mm_lfence();
-  clock_gettime(CLOCK_MONOTONIC, &ts);
+  clock_gettime(clock, &ts);
   uint64_t b = __rdtscp(&aux);
   _mm_lfence();
   return {uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec), a, b};
+}
+
+// The physical TSC's frequency against CLOCK_MONOTONIC_RAW (the second durations
+// in ns are given in: trace/tsc_frequency.h) between two RAW samples, as a strict
+// interval [lo, hi] in ticks per second (1 ns reading resolution per sample).
+struct RawHz {
+  long double lo = 0, hi = 0;
+};
+inline RawHz raw_hz(const MonoSample& a, const MonoSample& b) {
+  long double dn = (long double)(b.mono_ns - a.mono_ns);
+  return {(long double)(b.tsc_lo - a.tsc_hi) / (dn + 1) * 1e9L, (long double)(b.tsc_hi - a.tsc_lo) / (dn - 1) * 1e9L};
 }
 
 class MonoSampler {

@@ -82,6 +82,7 @@ struct Recording {
   std::vector<std::map<std::pair<uint64_t, uint64_t>, Raw>> raw;  // per node
   std::vector<truth::MonoSample> samples;
   std::vector<clockguard::SlewEvent> slews;
+  truth::RawHz raw_hz;  // the physical TSC against CLOCK_MONOTONIC_RAW over the recording
   bool ok = false;
 };
 
@@ -115,6 +116,7 @@ class SlewTruth : public ::testing::Test {
     ASSERT_EQ(kg.status, 0) << kg.err;
     {
       clockguard::ClockGuard guard;
+      truth::MonoSample raw0 = truth::sample_mono(CLOCK_MONOTONIC_RAW);
       truth::MonoSampler sampler(sample_us);
       std::vector<std::unique_ptr<testutil::Proc>> procs;
       for (int k = 1; k >= 0; --k)  // B first: A connects to it
@@ -129,6 +131,7 @@ class SlewTruth : public ::testing::Test {
       for (auto& p : procs) st.push_back(p->wait(seconds() + 120));
       slewer.stop();
       sampler.stop();
+      rec.raw_hz = truth::raw_hz(raw0, truth::sample_mono(CLOCK_MONOTONIC_RAW));
       EXPECT_EQ(slewer.errors(), 0);
       rec.slews = slewer.events();
       rec.samples = sampler.samples();
@@ -210,6 +213,8 @@ std::unique_ptr<Testbed> SlewTruth::tb_;
 struct Tally {
   size_t n = 0, contained = 0;
   std::vector<double> width_us, miss_us;
+  bool in_ns = false;  // bounds and truth in ns (else in A's TSC ticks)
+  double to_us(long double v) const { return in_ns ? double(v) / 1e3 : double(v) / physical_tsc_hz() * 1e6; }
   // `bound` must contain `t` (exact) or meet it (an interval around the truth).
   void add(long double lo, long double hi, const Truth& t) {
     long double miss = std::max(lo - t.hi, t.lo - hi);  // > 0: bound and truth disjoint
@@ -217,8 +222,8 @@ struct Tally {
     if (miss <= 0)
       contained++;
     else
-      miss_us.push_back(double(miss) / physical_tsc_hz() * 1e6);
-    width_us.push_back(double(hi - lo) / physical_tsc_hz() * 1e6);
+      miss_us.push_back(to_us(miss));
+    width_us.push_back(to_us(hi - lo));
   }
   static double at(std::vector<double> v, double q) {
     if (v.empty()) return 0;
@@ -232,6 +237,18 @@ struct Tally {
     printf("\n");
   }
 };
+
+// A duration on A's (simulated) TSC, in ns of CLOCK_MONOTONIC_RAW: back to
+// physical ticks (A's skew; 2 ticks for the transform's floors), then through the
+// RAW frequency interval the test measured itself. The clock being slewed meanwhile
+// bends MONOTONIC, not this (the repros chrony-miss-1 and slew-miss-1: a frequency
+// taken against MONOTONIC put 150-628 ppm into every duration).
+Truth true_ns(const Recording& rec, Truth ticks) {
+  long double k = 1 + (long double)rec.sim[0].skew_ppb / 1e9L, lo = (ticks.lo - 2) / k, hi = (ticks.hi + 2) / k;
+  auto ns = [](long double t, long double hz) { return t / hz * 1e9L; };
+  return {std::min(ns(lo, rec.raw_hz.hi), ns(lo, rec.raw_hz.lo)),
+          std::max(ns(hi, rec.raw_hz.lo), ns(hi, rec.raw_hz.hi))};
+}
 
 bool batch_channel(const std::string& name) { return name.size() > 2 && name.substr(name.size() - 2) == ".b"; }
 
@@ -272,15 +289,19 @@ void SlewTruth::check_inputs(const Recording& rec, const std::string& label, con
     for (auto& [c1, c2] : hops) {
       std::string from = c1 + suffix, to = c2 + suffix;
       LatencyResult res = latency(out, from, to);
-      Tally tally;
+      Tally tally, ns_tally;
+      ns_tally.in_ns = true;
       uint64_t ch1 = cp_channel_id(from.c_str()), ch2 = cp_channel_id(to.c_str());
       for (const LatencyRow& row : res.rows) {
         auto [na, ta] = local.at({ch1, row.tuple});
         auto [nb, tb] = local.at({ch2, row.tuple});
         Truth a = truth_of(rec, na, ch1, row.tuple, ta, outside), b = truth_of(rec, nb, ch2, row.tuple, tb, outside);
         tally.add(row.ticks_lo, row.ticks_hi, {b.lo - a.hi, b.hi - a.lo});
+        ns_tally.add(row.ns_lo, row.ns_hi, true_ns(rec, {b.lo - a.hi, b.hi - a.lo}));
       }
       tally.print(label + " " + inputs + " " + from + " -> " + to);
+      ns_tally.print(label + " " + inputs + " " + from + " -> " + to + " (ns)");
+      EXPECT_EQ(ns_tally.contained, ns_tally.n) << label << " " << inputs << " " << from << " -> " << to << " in ns";
       EXPECT_EQ(tally.n, tuples) << label << " " << inputs << " " << from << " -> " << to;
       EXPECT_EQ(tally.contained, tally.n) << label << " " << inputs << " " << from << " -> " << to;
     }

@@ -143,3 +143,30 @@ TEST(ClockSample, WidthAndOrder) {
 
 }  // namespace
 }  // namespace cptrace
+
+namespace cptrace {
+namespace {
+
+// A segment the model cannot vouch for falls back to [point i, point i+1]: over
+// 10 s at 2.9 GHz that is 2.9e10 ticks, far beyond 32 bits. The stamp's error
+// must carry it whole (it was clamped to UINT32_MAX, ~1.5 s here: a bound too
+// narrow, silently).
+TEST(ClockMap, LongFallbackSegmentKeepsItsWholeWidth) {
+  std::vector<ClockPoint> pts;
+  for (uint64_t s : {0ull, 10ull, 20ull, 30ull}) {
+    uint64_t m = kMono0 + s * 1'000'000'000ull;
+    pts.push_back({linear_tsc(m), m, 10, 0});
+  }
+  // Two witnessed changes in the middle segment: not checkable, falls back.
+  uint64_t mid = kMono0 + 15'000'000'000ull;
+  ClockMap map(pts, {{mid - 1000, mid}, {mid + 1000, mid + 2000}});
+  EXPECT_GT(map.model_stats().crowded, 0u);
+  ClockMap::Stamp st = map.mono_to_stamp(mid);
+  TscBounds b = map.mono_to_tsc_bounds(mid);
+  EXPECT_GT(b.hi - b.lo, uint64_t(UINT32_MAX));
+  EXPECT_LE(st.ts - st.err, b.lo);
+  EXPECT_GE(st.ts + st.err, b.hi);
+}
+
+}  // namespace
+}  // namespace cptrace

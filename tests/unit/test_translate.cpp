@@ -9,6 +9,7 @@
 #include <map>
 #include <sstream>
 
+#include "analyze/local_latency.h"
 #include "translate/latency.h"
 #include "test_util.h"
 #include "truth_util.h"
@@ -226,6 +227,46 @@ TEST(TranslateGroundTruth, NonLinearClockIsReported) {
   });
   printf("  [non-linear B] %zu instants checked, %zu in the reported transition skipped\n", checked, skipped);
   EXPECT_GT(checked, skipped);
+}
+
+// Durations in ns while an NTP client bends the nodes' CLOCK_MONOTONIC (the repros
+// chrony-miss-1 and slew-miss-1: a TSC frequency measured against MONOTONIC put its
+// +150..+628 ppm average slew into every duration, 1.5-12 us on 10-25 ms). The
+// synthetic RAW is true time; every node's MONOTONIC runs 628 ppm fast with a 2 %
+// tick slew in its middle second: the ns bounds of translate and of a one-node
+// latency must hold the true durations all the same.
+TEST(TranslateGroundTruth, NsBoundsHoldWhileMonotonicIsSlewed) {
+  synth::Cluster cl = three_nodes(21);
+  auto slewed = [](long double t) {
+    long double tick = std::clamp(t - 2e9L, 0.0L, 1e9L) * 0.02L;
+    return t * (1 + 628e-6L) + tick;
+  };
+  for (int i = 0; i < 3; i++) cl.mono_of[i] = slewed;
+  cl.sync_all({{0, 1}, {1, 0}, {0, 2}, {2, 0}, {1, 2}, {2, 1}}, kSpan, 50, 250e6L);
+  cl.pipeline(2000, 200e6L, 2.5e6L);
+  TempDir tmp;
+  auto dirs = write_all(cl, tmp);
+  TranslateOptions o{dirs, "A", tmp / "out", Method::Best, true};
+  TranslateSummary s = translate(o);
+  EXPECT_EQ(s.meta["translated"]["frequency"]["clock"], "CLOCK_MONOTONIC_RAW");
+  Widths w;
+  for (auto& [c1, c2] : kHops) check_latency(cl, o.out, c1, c2, w);
+  EXPECT_EQ(w.contained, w.checked);
+  print_widths("slewed monotonic", w);
+  // One node's trace alone: ns over its own RAW frequency.
+  TraceReader r(dirs[1]);
+  MemoryBudget budget;
+  budget.temp_dir = tmp.path.string();
+  LatencyResult local = node_latency_stream(r, "B.in", "B.out", budget);
+  ASSERT_TRUE(local.have_ns);
+  size_t n = 0, in = 0;
+  local.for_each_row([&](const LatencyRow& row) {
+    long double ns = cl.truth_ns("B.in", "B.out", row.tuple);
+    n++;
+    in += ns >= row.ns_lo && ns <= row.ns_hi;
+  });
+  EXPECT_EQ(n, 2000u);
+  EXPECT_EQ(in, n) << "one-node latency in ns under a slewed MONOTONIC";
 }
 
 // latency reads each pair's relation back from meta.json (pair_relation): under

@@ -5,16 +5,23 @@
 #include <cmath>
 #include <filesystem>
 #include <functional>
+#include <limits>
 #include <stdexcept>
 #include <unordered_map>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "trace/tsc_frequency.h"
 #include "translate/run_merge.h"
 #include "translate/tuple_join.h"
 
 namespace cptrace {
+
+int64_t pair_bound(uint32_t widest, uint64_t max_err) {
+  constexpr uint64_t kMax = uint64_t(std::numeric_limits<int64_t>::max());
+  return int64_t(std::max<uint64_t>(widest, max_err > kMax / 2 ? kMax : 2 * max_err));
+}
 
 uint32_t widest_bracket(const ClockMap& map) {
   uint32_t w = 0;
@@ -200,17 +207,14 @@ class NodeRows : public LatencyRowSource {
 };
 
 // A strict interval around the TSC frequency from the first and last correlation
-// points: their bracket widths and 1 ns of clock resolution (translate measures
-// the reference's the same way). False with fewer than two points.
+// points (trace/tsc_frequency.h; translate measures the reference's the same way).
+// False with fewer than two points.
 bool frequency_interval(const std::vector<ClockPoint>& pts, double& lo, double& hi) {
-  if (pts.size() < 2 || pts.back().tsc <= pts.front().tsc || pts.back().mono_ns <= pts.front().mono_ns + 1)
-    return false;
-  const ClockPoint &p1 = pts.front(), &p2 = pts.back();
-  long double dt = (long double)(p2.tsc - p1.tsc), dm = (long double)(p2.mono_ns - p1.mono_ns);
-  long double w = (long double)(p1.width_ticks + p2.width_ticks) / 2 + 2;
-  lo = std::nextafter(double((dt - w) / (dm + 1) * 1e9L), 0.0);
-  hi = std::nextafter(double((dt + w) / (dm - 1) * 1e9L), INFINITY);
-  return lo > 0;
+  if (pts.size() < 2) return false;
+  auto f = tsc_frequency(pts.front(), pts.back());
+  if (!f) return false;
+  lo = f->lo, hi = f->hi;
+  return true;
 }
 
 }  // namespace
@@ -229,7 +233,7 @@ LatencyResult node_latency_stream(const TraceReader& r, const std::string& from,
   res.have_ns = frequency_interval(r.clock_map().points(), res.hz_lo, res.hz_hi);
   if (!res.have_ns) res.hz = res.hz_lo = res.hz_hi = 0;
   TupleJoin join(budget.share(0.5), TupleJoin::Keep::Earliest);
-  uint32_t max_err = 0;
+  uint64_t max_err = 0;
   r.for_each_event([&](const TraceEvent& e) {
     if (e.kind != uint8_t(EventKind::User) || (e.channel != cf && e.channel != ct)) return;
     max_err = std::max(max_err, e.ts_err);
@@ -239,7 +243,7 @@ LatencyResult node_latency_stream(const TraceReader& r, const std::string& from,
     if (e.channel == ct) join.add(true, e.tuple, st);
   });
   uint32_t widest = widest_bracket(r.clock_map());
-  auto rows = std::make_shared<NodeRows>(budget, int64_t(std::max<uint64_t>(widest, 2 * uint64_t(max_err))), res);
+  auto rows = std::make_shared<NodeRows>(budget, pair_bound(widest, max_err), res);
   JoinCounts c = join.run(
       [&](uint64_t tuple, uint64_t seq, const JoinStamp& a, const JoinStamp& b) {
         rows->pairs.add({seq, tuple, a.local, b.local});
@@ -271,7 +275,7 @@ LatencySeries same_node_latency(const TraceReader& r, const Timeline& tl, uint64
   // The pairing of SameNodePairing (earliest stamp per side, repeats counted),
   // through the tuple join, so that any length of trace fits the budget.
   TupleJoin join(budget.share(0.5), TupleJoin::Keep::Earliest);
-  uint32_t max_err = 0;
+  uint64_t max_err = 0;
   r.for_each_event([&](const TraceEvent& e) {
     if (e.kind != uint8_t(EventKind::User)) return;
     if (e.channel != from && e.channel != to) return;
@@ -296,7 +300,7 @@ LatencySeries same_node_latency(const TraceReader& r, const Timeline& tl, uint64
   s.duplicates = c.from_duplicates + c.to_duplicates;
   s.unmatched_from = c.from_only;
   s.unmatched_to = c.to_only;
-  double w = tl.ticks_to_s(double(std::max<uint64_t>(widest, 2 * uint64_t(max_err))));
+  double w = tl.ticks_to_s(double(pair_bound(widest, max_err)));
   auto scan = [&](const std::function<void(const LatencySample&)>& fn) {
     pairs.for_each([&](const LocalPair& p) {
       double v = tl.ticks_to_s(double(int64_t(p.tb - p.ta)));

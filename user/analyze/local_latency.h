@@ -34,6 +34,9 @@ namespace cptrace {
 // only) are dropped and counted as unmatched. `windowed()` says so.
 // The widest correlation bracket of `map`, in ticks: the bound of each end of a
 // same-node duration.
+// A same-node duration's bound (ticks): the widest bracket, or twice the largest
+// conversion error of a kernel stamp; saturates at INT64_MAX (a damaged trace's).
+int64_t pair_bound(uint32_t widest, uint64_t max_err);
 uint32_t widest_bracket(const ClockMap& map);
 
 class SameNodePairing {
@@ -74,9 +77,9 @@ class SameNodePairing {
   uint64_t duplicates_ = 0;
   // The largest conversion error of a paired-side event (TraceEvent::ts_err):
   // under NTP slewing it can exceed the widest bracket.
-  uint32_t max_err_ = 0;
+  uint64_t max_err_ = 0;
   double bound_s(const Timeline& tl, uint32_t widest) const {
-    return tl.ticks_to_s(double(std::max<uint64_t>(widest, 2 * uint64_t(max_err_))));
+    return tl.ticks_to_s(double(pair_bound(widest, max_err_)));
   }
 };
 

@@ -130,8 +130,7 @@ ClockMap::ClockMap(std::vector<ClockPoint> pts, std::vector<ClockChange> changes
 ClockMap::Stamp ClockMap::mono_to_stamp(uint64_t mono_ns) const {
   TscBounds b = bounds_.mono_to_tsc(mono_ns);
   uint64_t ts = std::clamp(mono_to_tsc(mono_ns), b.lo, b.hi);
-  uint64_t e = std::max(ts - b.lo, b.hi - ts);
-  return {ts, uint32_t(std::min<uint64_t>(e, std::numeric_limits<uint32_t>::max()))};
+  return {ts, std::max(ts - b.lo, b.hi - ts)};
 }
 
 uint64_t ClockMap::mono_to_tsc(uint64_t mono_ns) const {

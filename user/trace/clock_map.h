@@ -43,7 +43,7 @@ class ClockMap {
   // smallest interval around it that holds the bounds (TraceEvent::ts_err).
   struct Stamp {
     uint64_t ts = 0;
-    uint32_t err = 0;
+    uint64_t err = 0;  // full width: a long fallback segment's seconds, never clamped
   };
   Stamp mono_to_stamp(uint64_t mono_ns) const;
   const ClockModelStats& model_stats() const { return bounds_.stats(); }

@@ -29,7 +29,7 @@ static_assert(sizeof(cp_net_rec) == 96, "cp_net_rec is the on-disk Net record: k
 struct NetEvent {
   uint64_t ts = 0;
   cp_net_rec r{};
-  uint32_t ts_err = 0;  // the true instant is in [ts - ts_err, ts + ts_err]
+  uint64_t ts_err = 0;  // the true instant is in [ts - ts_err, ts + ts_err]
 };
 
 // n <= kMaxFrameEvents, else std::invalid_argument.

@@ -79,7 +79,7 @@ struct TraceEvent {
   // Set by the reader for a converted kernel stamp: the true TSC instant is in
   // [ts - ts_err, ts + ts_err] (ClockMap::mono_to_stamp); 0 for TSC stamps.
   // Not stored in events.cpt.
-  uint32_t ts_err = 0;
+  uint64_t ts_err = 0;  // full width: never clamped to fit a field
   bool operator==(const TraceEvent&) const = default;
 };
 

@@ -21,6 +21,7 @@
 #include "translate/latency.h"
 #include "translate/ratio_sync.h"
 #include "translate/realtime_offset.h"
+#include "trace/tsc_frequency.h"
 #include "translate/relation_cursor.h"
 #include "translate/sync_pairs.h"
 #include "translate/sync_sanity.h"
@@ -30,6 +31,11 @@
 
 namespace cptrace {
 namespace {
+
+// The TSC values translation supports (int64 arithmetic with room for bounds):
+// an event beyond is refused; a kernel stamp's interval reaching beyond it covers
+// every supported value, so it is cut there, not narrowed.
+constexpr uint64_t kTscRange = uint64_t(std::numeric_limits<int64_t>::max() / 4);
 
 using nlohmann::json;
 
@@ -192,7 +198,8 @@ PacketMatches read_packets(const std::vector<Node>& nodes) {
       // constraint that holds is "received no later than the latest possible
       // receive, sent no earlier than the earliest possible send".
       NetEvent c = e;
-      c.ts = e.r.kind == CP_NET_PKT_TX ? e.ts - std::min<uint64_t>(e.ts, e.ts_err) : e.ts + e.ts_err;
+      c.ts =
+          e.r.kind == CP_NET_PKT_TX ? e.ts - std::min<uint64_t>(e.ts, e.ts_err) : e.ts + std::min(e.ts_err, kTscRange);
       c.ts_err = 0;
       np[i].events.push_back(c);
     });
@@ -375,8 +382,8 @@ std::string no_path_error(const std::vector<Node>& nodes, size_t v, size_t ref,
 }
 
 // TSC frequency of the reference for seconds: clock-stream points nearest to the
-// first MinRTT1 and last MinRTT2 instants on the reference, with their bracket
-// widths and 1 ns of clock_gettime resolution turned into a strict interval.
+// first MinRTT1 and last MinRTT2 instants on the reference, as a strict interval
+// against CLOCK_MONOTONIC_RAW (trace/tsc_frequency.h: why not MONOTONIC).
 json measure_frequency(const Node& ref, const std::map<std::pair<size_t, size_t>, Pair>& pairs, size_t ref_idx) {
   const auto& pts = ref.reader->clock_map().points();
   json j = {{"stream_hz", ref.reader->clock_map().tsc_hz()}};
@@ -402,17 +409,18 @@ json measure_frequency(const Node& ref, const std::map<std::pair<size_t, size_t>
     });
   };
   ClockPoint p1 = nearest(a), p2 = nearest(b);
-  if (p2.tsc <= p1.tsc) {
-    p1 = pts.front();
-    p2 = pts.back();
+  auto f = tsc_frequency(p1, p2);
+  if (!f) f = tsc_frequency(pts.front(), pts.back());
+  if (!f) {
+    j["error"] = "reference clock stream does not advance: durations in ns unavailable";
+    return j;
   }
-  long double dt = (long double)(p2.tsc - p1.tsc), dm = (long double)(p2.mono_ns - p1.mono_ns);
-  long double w = (long double)(p1.width_ticks + p2.width_ticks) / 2 + 2;
-  j["hz"] = double(dt / dm * 1e9L);
-  j["hz_lo"] = std::nextafter(double((dt - w) / (dm + 1) * 1e9L), 0.0);
-  j["hz_hi"] = std::nextafter(double((dt + w) / (dm - 1) * 1e9L), INFINITY);
-  j["span_s"] = double(dm / 1e9L);
-  j["source"] = source;
+  j["hz"] = f->hz;
+  j["hz_lo"] = f->lo;
+  j["hz_hi"] = f->hi;
+  j["clock"] = f->clock();
+  j["span_s"] = double(p2.mono_ns - p1.mono_ns) / 1e9;
+  j["source"] = source + ", against " + f->clock();
   return j;
 }
 
@@ -475,12 +483,12 @@ uint64_t translate_node(const Node& n, uint16_t index, const Relation& rel, cons
     out.clear();
     out.reserve(evs.size());
     for (const TraceEvent& e : evs) {
-      if (e.ts > uint64_t(std::numeric_limits<int64_t>::max() / 4))
+      if (e.ts > kTscRange)
         throw std::runtime_error(fmt::format("{}: event timestamp {} is beyond the supported TSC range", n.dir, e.ts));
       Bound b = cursor.at(int64_t(e.ts));
       if (e.ts_err) {  // a converted kernel stamp: its own interval widens the bound
         b.lo = cursor.at(int64_t(e.ts - std::min<uint64_t>(e.ts, e.ts_err))).lo;
-        b.hi = cursor.at(int64_t(e.ts + e.ts_err)).hi;
+        b.hi = cursor.at(int64_t(e.ts + std::min(e.ts_err, kTscRange))).hi;
       }
       for (const auto& [lo, hi] : transitions) in_transition += int64_t(e.ts) >= lo && int64_t(e.ts) <= hi;
       out.push_back({e.ts, b.est, b.lo, b.hi, e.channel, e.tuple, e.pid, e.tid, e.cpu, index, e.kind});
