@@ -10,6 +10,8 @@
 
 #include "trace/clock_change_candidates.h"
 #include "trace/clock_map.h"
+#include "trace/clock_quantum.h"
+#include "trace/ntp_state.h"
 
 namespace cptrace {
 namespace {
@@ -234,6 +236,129 @@ TEST(ClockBounds, CrowdedWitnessedChangesFallBack) {
   Result r = check(k, m, 4e9);
   EXPECT_EQ(r.contained, r.checked);
   EXPECT_GE(m.model_stats().crowded, 1u);
+}
+
+}  // namespace
+}  // namespace cptrace
+
+namespace cptrace {
+namespace {
+
+// A clock that moves against the TSC with no syscall (issue 35, item 3): kvm-clock
+// re-anchored by the host, a clocksource switch, a TSC whose rate changes. Both
+// CLOCK_MONOTONIC and CLOCK_MONOTONIC_RAW come from the same clocksource read, so
+// both move; RAW, never disciplined, is the witness (trace/raw_witness.h).
+struct FaultyClock {
+  std::vector<std::pair<ld, ld>> steps;  // (tsc, ns added to both clocks from there on)
+  ld rate_change_tsc = INFINITY, rate_change_ppm = 0;  // the TSC's own rate changes
+  ld quantum = 1;  // readings truncated to this step (ns)
+  ld ns_since_start(ld tsc) const {
+    ld ns = (tsc - kTsc0) / kHz;
+    if (tsc > rate_change_tsc) ns -= (tsc - rate_change_tsc) / kHz * rate_change_ppm * 1e-6L;
+    for (auto& [t, s] : steps)
+      if (tsc >= t) ns += s;
+    return ns;
+  }
+  uint64_t read(ld tsc, uint64_t base) const {
+    ld v = ld(base) + ns_since_start(tsc);
+    return uint64_t(std::floor(v / quantum) * quantum);
+  }
+  uint64_t mono(ld tsc) const { return read(tsc, kMono0); }
+  uint64_t raw(ld tsc) const { return read(tsc, kMono0 / 2); }
+};
+
+// Points as sample_clock_point takes them: MONOTONIC's bracket, then RAW's.
+std::vector<ClockPoint> faulty_points(const FaultyClock& c, ld span_ns, ld every_ns, bool with_raw = true) {
+  std::mt19937_64 rng(11);
+  std::vector<ClockPoint> pts;
+  for (ld t = 0; t <= span_ns; t += every_ns) {
+    uint32_t w = 40 + rng() % 120, wr = 40 + rng() % 120;
+    uint64_t t1 = kTsc0 + uint64_t(t * kHz), r1 = t1 + w + 30;
+    ClockPoint p{t1 + w / 2, c.mono(ld(t1) + ld(rng() % (w + 1))), w, 0};
+    if (with_raw) {
+      p.flags |= kClockHasRaw;
+      p.raw_tsc = r1 + wr / 2, p.raw_width_ticks = wr;
+      p.raw_ns = c.raw(ld(r1) + ld(rng() % (wr + 1)));
+    }
+    pts.push_back(p);
+  }
+  return pts;
+}
+
+// Every stamp the kernel would give at random instants must lie in its bound.
+uint64_t faulty_misses(const FaultyClock& c, const ClockMap& map, int n = 200000) {
+  std::mt19937_64 rng(5);
+  ld first = map.points().front().tsc, last = map.points().back().tsc;
+  uint64_t miss = 0;
+  for (int i = 0; i < n; ++i) {
+    ld tau = first + (last - first) * ld(rng() % 1000000) / 1e6L;
+    TscBounds b = map.mono_to_tsc_bounds(c.mono(tau));
+    miss += !(ld(b.lo) <= tau && tau <= ld(b.hi));
+  }
+  return miss;
+}
+
+TEST(ClockBounds, StepsWithNoSyscallAreCaughtByRaw) {
+  FaultyClock c;
+  // The sizes seen to slip through unflagged before: 150-400 ns, and 3 us.
+  for (auto [at_ms, ns] : {std::pair{1230.0L, 150.0L}, {2570.0L, 300.0L}, {4010.0L, 400.0L}, {5555.0L, 3000.0L}})
+    c.steps.push_back({kTsc0 + at_ms * 1e6L * kHz, ns});
+  ClockMap map(faulty_points(c, 7e9, 100e6));
+  const RawWitness& w = map.raw_witness();
+  printf("  [raw witness] %llu of %llu segments departed, largest %.0f ns beyond tolerance\n",
+         (unsigned long long)w.departed, (unsigned long long)w.checked, double(w.largest_ns));
+  EXPECT_EQ(w.departed, 4u);
+  EXPECT_EQ(map.model_stats().departed, 4u * 3);  // each with its two neighbours
+  EXPECT_EQ(faulty_misses(c, map), 0u);
+  // The same clock without RAW in its points: nothing flags the steps.
+  ClockMap blind(faulty_points(c, 7e9, 100e6, false));
+  EXPECT_EQ(blind.model_stats().departed, 0u);
+  printf("  [raw witness] without RAW: %llu of 200000 stamps outside their bound\n",
+         (unsigned long long)faulty_misses(c, blind));
+}
+
+TEST(ClockBounds, TscRateChangeDepartsFromRaw) {
+  FaultyClock c;
+  c.rate_change_tsc = kTsc0 + 3e9L * kHz, c.rate_change_ppm = 30;
+  ClockMap map(faulty_points(c, 6e9, 100e6));
+  EXPECT_GT(map.raw_witness().departed, 20u);  // every segment after the change
+  EXPECT_EQ(faulty_misses(c, map), 0u);
+}
+
+TEST(ClockBounds, UnfaultedRawDepartsNowhere) {
+  FaultyClock c;
+  ClockMap map(faulty_points(c, 30e9, 100e6));
+  EXPECT_EQ(map.raw_witness().checked, 300u);
+  EXPECT_EQ(map.raw_witness().departed, 0u);
+}
+
+// A clocksource that reads in 100 ns steps (Hyper-V's TSC page): with its
+// quantum every stamp is inside its bound.
+TEST(ClockBounds, CoarseReadingQuantumIsCarried) {
+  FaultyClock c;
+  c.quantum = 100;
+  ClockMap map(faulty_points(c, 6e9, 100e6), {}, ClockReading{100, 100});
+  EXPECT_EQ(map.raw_witness().departed, 0u);
+  EXPECT_EQ(faulty_misses(c, map), 0u);
+  ClockMap assumed_fine(faulty_points(c, 6e9, 100e6));
+  printf("  [quantum 100 ns] assumed 1 ns: %llu of 200000 stamps outside their bound\n",
+         (unsigned long long)faulty_misses(c, assumed_fine));
+}
+
+TEST(ClockQuantum, FromReads) {
+  // A nanosecond clocksource read every ~25 ns: never the same value twice.
+  EXPECT_EQ(quantum_from_reads({1000, 1024, 1051, 1077, 1102}, true), 1u);
+  // Unknown clocksource, no repeat: at most the smallest advance.
+  EXPECT_EQ(quantum_from_reads({1000, 1024, 1051, 1077, 1102}, false), 24u);
+  // hpet (69.8 ns) read every ~25 ns: repeats, steps of 69 and 70.
+  EXPECT_EQ(quantum_from_reads({1000, 1000, 1070, 1070, 1070, 1139, 1209}, true), 70u);
+  // Hyper-V's 100 ns.
+  EXPECT_EQ(quantum_from_reads({500, 500, 600, 600, 700}, false), 101u);
+  EXPECT_EQ(quantum_from_reads({}, false), 1u);
+  uint64_t here = measure_clock_quantum(CLOCK_MONOTONIC, current_clocksource());
+  printf("  [quantum] this machine's CLOCK_MONOTONIC (%s): %llu ns\n", current_clocksource().c_str(),
+         (unsigned long long)here);
+  EXPECT_GE(here, 1u);
 }
 
 }  // namespace

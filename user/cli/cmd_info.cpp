@@ -118,6 +118,7 @@ nlohmann::json summary_json(const std::string& dir, const TraceReader& r, const 
   }
   j["clock_adjustments"] = summarize_clock_adjustments(r).to_json();
   if (r.meta().contains("clock_discipline")) j["clock_discipline"] = r.meta()["clock_discipline"];
+  if (r.clock_map().points().size() >= 2) j["clock_model"] = clock_model_json(r.clock_map());
   if (r.meta().contains("write_error")) j["write_error"] = r.meta()["write_error"];
   if (r.error()) j["error"] = r.error()->what();
   return j;
@@ -138,6 +139,26 @@ void print_net_stamps(const nlohmann::json& st) {
   fmt::print("\n");
 }
 
+// The clocksource, its reading step, and how the kernel stamps' conversion went:
+// segments that fell back, and why (clock_bounds.h).
+void print_clock_model(const nlohmann::json& j) {
+  const nlohmann::json cd = j.value("clock_discipline", nlohmann::json::object());
+  if (cd.contains("quantum_ns"))
+    fmt::print("clock      clocksource {}, reads in steps of {} ns (RAW {} ns){}\n", cd.value("clocksource", "?"),
+               cd.value("quantum_ns", uint64_t(1)), cd.value("raw_quantum_ns", uint64_t(1)),
+               cd.value("clocksource_switches", nlohmann::json::array()).empty()
+                   ? ""
+                   : fmt::format("; {} clocksource switches", cd["clocksource_switches"].size()));
+  if (!j.contains("clock_model")) return;
+  const nlohmann::json& m = j["clock_model"];
+  uint64_t v = m.value("violated", uint64_t(0)), c = m.value("crowded", uint64_t(0)),
+           d = m.value("departed", uint64_t(0));
+  fmt::print(
+      "clock      kernel stamps: {} of {} segments bounded without the model ({} violated, {} crowded, {} "
+      "where CLOCK_MONOTONIC_RAW left its TSC line); RAW checked {} segments\n",
+      v + c + d, m.value("segments", uint64_t(0)), v, c, d, m.value("raw_checked", uint64_t(0)));
+}
+
 // The clock's NTP state at start and every change the recording saw; "none" when
 // it saw none (a trace from before they were recorded says so instead).
 void print_clock_adjustments(const nlohmann::json& j) {
@@ -152,6 +173,7 @@ void print_clock_adjustments(const nlohmann::json& j) {
   if (j.contains("clock_discipline") && !j["clock_discipline"].value("syscalls_watched", true))
     fmt::print("clock      clock-adjusting syscalls not watched ({}): changes seen only at correlation points\n",
                j["clock_discipline"].value("why_not_watched", ""));
+  print_clock_model(j);
   if (c["changes"].empty()) fmt::print("clock adj  none\n");
   for (const auto& l : c["changes"])
     fmt::print("clock adj  {:+11.6f} s  {}\n", l["at_s"].get<double>(), l["text"].get<std::string>());

@@ -34,6 +34,7 @@
 #include "record/held_command.h"
 #include "record/namespace_pids.h"
 #include "record/clock_schedule.h"
+#include "record/clocksource_watch.h"
 #include "sync/minrtt_record.h"
 #include "trace/clock_adjust.h"
 #include "trace/clock_map.h"
@@ -186,6 +187,7 @@ class Recording {
   size_t adjustments_written_ = 0;
   std::optional<NtpState> ntp_;  // at the last correlation point
   ClockSchedule schedule_;  // extra correlation points around clock changes
+  std::optional<ClocksourceWatch> clocksource_;  // from the first point on
   uint64_t extra_points_ = 0;  // beyond the 100 ms cadence: the schedule's, after attaching, the stop sequence's
   ClockTransform sim_;
   std::unique_ptr<HandlerTable> handlers_;
@@ -226,6 +228,7 @@ ClockPoint Recording::sample_clock() const {
 void Recording::take_point() {
   clock_.push_back(sample_clock());
   note_clock_state(clock_.back());
+  if (clocksource_ && clock_.size() >= 2) clocksource_->poll(clock_[clock_.size() - 2].mono_ns, clock_.back().mono_ns);
 }
 
 // The NTP state (when it changed) and a step of CLOCK_REALTIME (when REALTIME -
@@ -295,6 +298,7 @@ void Recording::wait_for_clock(uint64_t deadline_mono) {
 // (handlers installed before attach) and the network capture.
 void Recording::load_and_attach() {
   clockadj_ = start_clock_adjust_watch(clockadj_missing_);  // first: it sees every change from here on
+  clocksource_.emplace();
   clock_ = {sample_clock_point()};
   start_rt_minus_mono_ = realtime_minus_mono_ns();  // with clock_[0]: meta "start" is one instant
   usleep(20000);
@@ -652,6 +656,7 @@ void Recording::finish_meta(uint64_t held_series_points) {
                                {"adjustments", adjustments_.size()},
                                {"extra_points", extra_points_},
                                {"clocksource", current_clocksource()}};
+  if (clocksource_) clocksource_->describe(meta_["clock_discipline"]);
   if (clockadj_) {
     meta_["clock_discipline"]["syscalls_seen"] = clockadj_->seen();
     meta_["clock_discipline"]["syscalls_dropped"] = clockadj_->dropped();

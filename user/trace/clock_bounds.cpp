@@ -40,18 +40,23 @@ uint64_t ceil_tick(ld v) { return !(v > 0) ? 0 : v >= kTickMax ? UINT64_MAX : ui
 
 }  // namespace
 
-ClockBounds::ClockBounds(const std::vector<ClockPoint>& pts, std::vector<ClockChange> changes)
-    : changes_(std::move(changes)) {
+ClockBounds::ClockBounds(const std::vector<ClockPoint>& pts, std::vector<ClockChange> changes,
+                         std::vector<ClockChange> faults, ClockReading reading)
+    : changes_(std::move(changes)),
+      faults_(std::move(faults)),
+      quantum_(ld(std::max<uint64_t>(1, reading.quantum_ns))) {
   if (pts.size() < 2) return;
   std::sort(changes_.begin(), changes_.end());
+  std::sort(faults_.begin(), faults_.end());
   for (ClockChange& c : changes_) {
     c.to_ns = std::max(c.to_ns, c.from_ns);
     longest_change_ = std::max(longest_change_, c.to_ns - c.from_ns);
   }
-  // A reading's 1 ns resolution: the instant mono == m_i may be up to 1 ns
-  // (about `per_ns` ticks) before the bracket's start.
+  // A reading is the true value truncated to the clock's quantum: the instant
+  // mono == m_i may be up to one quantum (about `per_ns` ticks a ns, 1.5 for a
+  // rate that is slewed) before the bracket's start.
   ld per_ns = ld(pts.back().tsc - pts.front().tsc) / ld(pts.back().mono_ns - pts.front().mono_ns);
-  ld res = std::ceil(per_ns * 1.5L) + 1;
+  ld res = std::ceil(per_ns * 1.5L * quantum_) + 1;
   for (const ClockPoint& p : pts) {
     ld t1 = ld(p.tsc - p.width_ticks / 2);  // the bracket's first rdtsc (ClockPoint: midpoint)
     m_.push_back(ld(p.mono_ns));
@@ -70,6 +75,14 @@ size_t ClockBounds::changes_in(ld lo, ld hi) const {
   size_t n = 0;
   for (; n < 2 && it != changes_.end() && ld(it->from_ns) <= hi; ++it) n += ld(it->to_ns) >= lo;
   return n;
+}
+
+// Whether a fault segment (raw_witness.h) overlaps mono (lo, hi). Faults are
+// segments between points: sorted, they do not overlap.
+bool ClockBounds::fault_in(ld lo, ld hi) const {
+  auto it =
+      std::upper_bound(faults_.begin(), faults_.end(), lo, [](ld v, const ClockChange& f) { return v < ld(f.to_ns); });
+  return it != faults_.end() && ld(it->from_ns) < hi;
 }
 
 // Rate bounds between points j < k, widened by `slack` (relative).
@@ -112,6 +125,13 @@ void ClockBounds::classify(size_t i) {
     stats_.crowded++;
     return;
   }
+  // The clock moved against the TSC inside this segment or a neighbour whose
+  // rate the hypotheses read: no rate there means anything.
+  if (fault_in(m_[has_before ? i - 1 : i], m_[has_after ? i + 2 : i + 1])) {
+    s.fit = Fit::Departed;
+    stats_.departed++;
+    return;
+  }
   // H0: the one change (if any) is in a neighbour, so the other neighbour shares
   // segment i's rate.
   bool h0 = (!has_before && !has_after) || (has_before && overlap(s.own.lo, s.own.hi, nb_before.lo, nb_before.hi)) ||
@@ -124,8 +144,10 @@ void ClockBounds::classify(size_t i) {
   bool h1 = has_before && has_after;
   if (h1) {
     s.before = nb_before, s.after = nb_after;
-    if (i >= 2 && changes_in(m_[i - 2], m_[i + 1]) < 2) s.before = intersect(s.before, rate(i - 2, i, 2 * d));
-    if (i + 3 <= last && changes_in(m_[i], m_[i + 3]) < 2) s.after = intersect(s.after, rate(i + 1, i + 3, 2 * d));
+    if (i >= 2 && changes_in(m_[i - 2], m_[i + 1]) < 2 && !fault_in(m_[i - 2], m_[i]))
+      s.before = intersect(s.before, rate(i - 2, i, 2 * d));
+    if (i + 3 <= last && changes_in(m_[i], m_[i + 3]) < 2 && !fault_in(m_[i + 1], m_[i + 3]))
+      s.after = intersect(s.after, rate(i + 1, i + 3, 2 * d));
     h1 = s.before.lo <= s.before.hi && s.after.lo <= s.after.hi && h1_window(i, s.before, s.after, s.c_lo, s.c_hi);
   }
   s.fit = h0 && h1 ? Fit::Both : h0 ? Fit::H0 : h1 ? Fit::H1 : Fit::Violated;
@@ -175,8 +197,8 @@ void ClockBounds::h1(size_t i, ld m, ld& lo, ld& hi) const {
 TscBounds ClockBounds::mono_to_tsc(uint64_t mono_ns) const {
   if (seg_.empty())
     throw std::domain_error("clock map needs at least two correlation points (has " + std::to_string(m_.size()) + ")");
-  // The stamp was read with 1 ns resolution: the instant is in [m, m + 1).
-  ld m = ld(mono_ns), m1 = m + 1;
+  // The stamp was read in steps of the clock's quantum: the instant is in [m, m + q).
+  ld m = ld(mono_ns), m1 = m + quantum_;
   size_t i = size_t(std::upper_bound(m_.begin(), m_.end(), m) - m_.begin());
   i = std::min(i == 0 ? 0 : i - 1, seg_.size() - 1);
   const Segment& s = seg_[i];

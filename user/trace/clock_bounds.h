@@ -60,6 +60,15 @@ struct ClockModelStats {
   uint64_t either = 0;  // both fit (no change, or a change too small to tell)
   uint64_t violated = 0;  // neither fits: the model's assumption fails here
   uint64_t crowded = 0;  // >= 2 witnessed changes in the window: not checkable
+  uint64_t departed = 0;  // CLOCK_MONOTONIC_RAW left its TSC line in the window (raw_witness.h)
+  uint64_t fallback() const { return violated + crowded + departed; }
+};
+
+// How the clock reads: in steps of `quantum_ns` (1 for a nanosecond clocksource;
+// hpet ~70, Hyper-V's TSC page 100, acpi_pm 279), measured by the recorder
+// (clock_quantum.h). A reading is the true value truncated to a step.
+struct ClockReading {
+  uint64_t quantum_ns = 1, raw_quantum_ns = 1;
 };
 
 // Relative slack on every segment's rate for the timekeeper's mult dither: one
@@ -70,8 +79,10 @@ class ClockBounds {
  public:
   ClockBounds() = default;
   // `pts` sorted, strictly increasing in both clocks (ClockMap's invariant);
-  // `changes` in any order.
-  ClockBounds(const std::vector<ClockPoint>& pts, std::vector<ClockChange> changes);
+  // `changes` in any order; `faults`: segments where the clock moved against
+  // the TSC (raw_witness.h), which fall back with their neighbours.
+  ClockBounds(const std::vector<ClockPoint>& pts, std::vector<ClockChange> changes,
+              std::vector<ClockChange> faults = {}, ClockReading reading = {});
 
   // Throws std::domain_error with fewer than two points. Beyond the ends the end
   // segment's rate is extrapolated (not strict: stamps there are counted by
@@ -84,7 +95,7 @@ class ClockBounds {
     long double lo = 0, hi = 0;  // ticks per ns
   };
   static Rate intersect(Rate x, Rate y) { return {x.lo > y.lo ? x.lo : y.lo, x.hi < y.hi ? x.hi : y.hi}; }
-  enum class Fit : uint8_t { Both, H0, H1, Violated, Crowded };
+  enum class Fit : uint8_t { Both, H0, H1, Violated, Crowded, Departed };
   struct Segment {
     Fit fit = Fit::Both;
     Rate own, before, after;  // before/after: the neighbours' rates (H1)
@@ -93,6 +104,7 @@ class ClockBounds {
 
   void classify(size_t i);
   size_t changes_in(long double lo, long double hi) const;
+  bool fault_in(long double lo, long double hi) const;
   Rate rate(size_t j, size_t k, long double slack) const;
   bool h1_window(size_t i, Rate ra, Rate rb, long double& c_lo, long double& c_hi) const;
   void h0(size_t i, long double m, long double& lo, long double& hi) const;
@@ -101,6 +113,8 @@ class ClockBounds {
   std::vector<long double> m_, a_, b_;  // points: mono ns, bracket lo/hi (ticks)
   std::vector<Segment> seg_;
   std::vector<ClockChange> changes_;  // sorted by from_ns
+  std::vector<ClockChange> faults_;
+  long double quantum_ = 1;  // CLOCK_MONOTONIC's reading step, ns
   uint64_t longest_change_ = 0;  // the widest [from_ns, to_ns]
   ClockModelStats stats_;
 };

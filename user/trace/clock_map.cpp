@@ -115,7 +115,9 @@ ClockPoint sample_clock_point(int brackets) {
   return best;
 }
 
-ClockMap::ClockMap(std::vector<ClockPoint> pts, std::vector<ClockChange> changes) {
+ClockMap::ClockMap(std::vector<ClockPoint> pts, std::vector<ClockChange> changes, ClockReading reading,
+                   std::vector<ClockChange> faults)
+    : reading_(reading) {
   std::sort(pts.begin(), pts.end(), [](const ClockPoint& a, const ClockPoint& b) {
     return a.tsc != b.tsc ? a.tsc < b.tsc : a.mono_ns < b.mono_ns;
   });
@@ -124,7 +126,9 @@ ClockMap::ClockMap(std::vector<ClockPoint> pts, std::vector<ClockChange> changes
   // duplicate or a corrupt record.
   for (const ClockPoint& p : pts)
     if (pts_.empty() || (p.tsc > pts_.back().tsc && p.mono_ns > pts_.back().mono_ns)) pts_.push_back(p);
-  bounds_ = ClockBounds(pts_, std::move(changes));
+  raw_ = cptrace::raw_witness(pts_, reading.raw_quantum_ns);
+  faults.insert(faults.end(), raw_.spans.begin(), raw_.spans.end());
+  bounds_ = ClockBounds(pts_, std::move(changes), std::move(faults), reading);
 }
 
 ClockMap::Stamp ClockMap::mono_to_stamp(uint64_t mono_ns) const {
@@ -144,6 +148,21 @@ uint64_t ClockMap::tsc_to_mono(uint64_t tsc) const {
 // Least-squares slope of TSC over the clock's ns. CLOCK_MONOTONIC_RAW when
 // every point carries it: NTP bends CLOCK_MONOTONIC (a 2 % tick slew would put
 // 2 % into every duration shown in ns), RAW follows the clocksource alone.
+nlohmann::json clock_model_json(const ClockMap& map) {
+  const ClockModelStats& s = map.model_stats();
+  return {{"segments", s.segments},
+          {"one_rate", s.one_rate},
+          {"rate_change", s.rate_change},
+          {"either", s.either},
+          {"violated", s.violated},
+          {"crowded", s.crowded},
+          {"departed", s.departed},
+          {"raw_checked", map.raw_witness().checked},
+          {"raw_departed", map.raw_witness().departed},
+          {"quantum_ns", map.reading().quantum_ns},
+          {"raw_quantum_ns", map.reading().raw_quantum_ns}};
+}
+
 double ClockMap::tsc_hz() const {
   if (pts_.size() < 2) return 0;
   bool raw = std::all_of(pts_.begin(), pts_.end(), [](const ClockPoint& p) { return p.has_raw(); });

@@ -4,7 +4,10 @@
 #include <cstdint>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "trace/clock_bounds.h"
+#include "trace/raw_witness.h"
 #include "trace/trace_format.h"
 
 namespace cptrace {
@@ -25,8 +28,12 @@ class ClockMap {
  public:
   ClockMap() = default;
   // Sorts by TSC and drops every point that does not advance both clocks strictly
-  // (duplicates, and points contradicting their predecessor).
-  explicit ClockMap(std::vector<ClockPoint> pts, std::vector<ClockChange> changes = {});
+  // (duplicates, and points contradicting their predecessor). Checks the points'
+  // CLOCK_MONOTONIC_RAW against the TSC (raw_witness.h): segments off the line
+  // fall back in the model, as do `faults` known otherwise (a clocksource
+  // switch). `reading`: the clocks' reading quanta.
+  explicit ClockMap(std::vector<ClockPoint> pts, std::vector<ClockChange> changes = {}, ClockReading reading = {},
+                    std::vector<ClockChange> faults = {});
 
   bool empty() const { return pts_.empty(); }
   const std::vector<ClockPoint>& points() const { return pts_; }
@@ -47,6 +54,8 @@ class ClockMap {
   };
   Stamp mono_to_stamp(uint64_t mono_ns) const;
   const ClockModelStats& model_stats() const { return bounds_.stats(); }
+  const RawWitness& raw_witness() const { return raw_; }
+  const ClockReading& reading() const { return reading_; }
   // Measured TSC frequency: least-squares slope of tsc over CLOCK_MONOTONIC_RAW
   // (over mono_ns for points without RAW), in ticks per second; 0 with fewer
   // than two points.
@@ -54,7 +63,14 @@ class ClockMap {
 
  private:
   std::vector<ClockPoint> pts_;
+  RawWitness raw_;
+  ClockReading reading_;
   ClockBounds bounds_;
 };
+
+// How a node's kernel stamps were bounded (clock_bounds.h), for translate's
+// meta.json and `info`: the model's segments by hypothesis and by why they fell
+// back, the RAW witness's count, the reading quantum.
+nlohmann::json clock_model_json(const ClockMap& map);
 
 }  // namespace cptrace

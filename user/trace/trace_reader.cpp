@@ -196,7 +196,28 @@ void TraceReader::scan() {
 // conversion model checks its assumption against them (clock_bounds.h). After
 // meta.json is read: it says whether the watch of clock calls dropped any.
 void TraceReader::add_change_candidates() {
-  if (clock_map_.points().size() >= 2) clock_map_ = ClockMap(clock_, clock_change_candidates(*this));
+  if (clock_map_.points().size() < 2) return;
+  // The recorder's measured reading quanta (clock_quantum.h); 1 ns in traces
+  // from before it measured them.
+  const nlohmann::json& cd = meta_.value("clock_discipline", nlohmann::json::object());
+  auto quantum = [&](const char* key) {
+    auto it = cd.is_object() ? cd.find(key) : cd.end();
+    return it != cd.end() && it->is_number_unsigned() ? std::max<uint64_t>(1, it->get<uint64_t>()) : uint64_t(1);
+  };
+  ClockReading reading{quantum("quantum_ns"), quantum("raw_quantum_ns")};
+  // Clocksource switches (record/clocksource_watch.h): faults of the clock. One
+  // that cannot be read covers the whole stream: wider, never wrong.
+  std::vector<ClockChange> faults;
+  auto sw = cd.is_object() ? cd.find("clocksource_switches") : cd.end();
+  if (sw != cd.end() && sw->is_array())
+    for (const nlohmann::json& s : *sw) {
+      auto f = s.is_object() ? s.find("from_ns") : s.end(), t = s.is_object() ? s.find("to_ns") : s.end();
+      if (f != s.end() && t != s.end() && f->is_number_unsigned() && t->is_number_unsigned())
+        faults.push_back({f->get<uint64_t>(), t->get<uint64_t>()});
+      else
+        faults.push_back({0, UINT64_MAX});
+    }
+  clock_map_ = ClockMap(clock_, clock_change_candidates(*this), reading, std::move(faults));
 }
 
 // Whether the frame magic occurs anywhere in [from, end of file). A file that ends

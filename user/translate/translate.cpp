@@ -464,12 +464,6 @@ json channels_json(const std::vector<Node>& nodes) {
 
 using Ranges = std::vector<std::pair<int64_t, int64_t>>;
 
-// How each node's kernel stamps were bounded (clock_bounds.h).
-json clock_model_json(const ClockModelStats& s) {
-  return {{"segments", s.segments}, {"one_rate", s.one_rate}, {"rate_change", s.rate_change},
-          {"either", s.either},     {"violated", s.violated}, {"crowded", s.crowded}};
-}
-
 // Streams one node's events through its relation, one input frame at a time.
 // Counts the events inside `transitions` (local clock ranges where the first hop
 // of the node's path is non-linear and the bound is not guaranteed).
@@ -565,7 +559,7 @@ TranslateSummary translate(const TranslateOptions& opt) {
                {"tsc_hz_stream", nodes[v].reader->clock_map().tsc_hz()},
                {"path", path_names[v]},
                {"to_reference", to_ref[v]->to_json()},
-               {"clock_model", clock_model_json(nodes[v].reader->clock_map().model_stats())}};
+               {"clock_model", clock_model_json(nodes[v].reader->clock_map())}};
     if (v != ref && nodes[v].span_hi > nodes[v].span_lo)
       nj["width_mid_ticks"] = to_ref[v]->at(nodes[v].span_lo + (nodes[v].span_hi - nodes[v].span_lo) / 2).width();
     tr["nodes"].push_back(nj);
@@ -682,12 +676,15 @@ int cmd_translate(const TranslateOptions& opt) {
     fmt::print("  {}\n", suspect_sync_warning(SyncFinding::from_json(f)));
   for (const json& n : tr["nodes"]) {
     const json& cm = n["clock_model"];
-    if (cm["violated"].get<uint64_t>() + cm["crowded"].get<uint64_t>() > 0)
+    uint64_t violated = cm["violated"].get<uint64_t>(), crowded = cm["crowded"].get<uint64_t>(),
+             departed = cm.value("departed", uint64_t(0));
+    if (violated + crowded + departed > 0)
       fmt::print(
           "  {}: kernel stamps in {} of {} correlation segments bounded without the clock model "
-          "(its assumption failed there: {} violated, {} with two clock adjustments); wider, not wrong\n",
-          n["node"].get<std::string>(), cm["violated"].get<uint64_t>() + cm["crowded"].get<uint64_t>(),
-          cm["segments"].get<uint64_t>(), cm["violated"].get<uint64_t>(), cm["crowded"].get<uint64_t>());
+          "(its assumption failed there: {} violated, {} with two clock adjustments, {} where "
+          "CLOCK_MONOTONIC_RAW left its TSC line); wider, not wrong\n",
+          n["node"].get<std::string>(), violated + crowded + departed, cm["segments"].get<uint64_t>(), violated,
+          crowded, departed);
   }
   for (const json& o : tr.value("realtime_offsets", json::array())) fmt::print("  {}\n", realtime_offset_line(o));
   const json& f = tr["frequency"];
