@@ -21,8 +21,10 @@
 #include "probe/probe_selftest.h"
 #include "probe/probe_site.h"
 #include "probe/tracefs_uprobes.h"
+#include "record/tsc_skew.h"
 #include "trace/node_info.h"
 #include "trace/ntp_state.h"
+#include "trace/tsc_verdict.h"
 
 namespace cptrace {
 
@@ -86,6 +88,33 @@ void report_clock_discipline(Checker& c) {
   c.line(watch, false, "clock-adjusting syscalls",
          watch ? "watched during recording (syscall tracepoints)"
                : "not watched (no syscall tracepoints): adjustments seen only at correlation points");
+}
+
+// One line: the widest interval over CPUs, and the bound it puts on |skew| in ns.
+std::string describe_skew(const TscSkew& s) {
+  double ns_per_tick = s.tsc_hz > 0 ? 1e9 / s.tsc_hz : 0;
+  std::string taken = fmt::format("{:.1f} ms", s.elapsed_ms);
+  if (s.reference_cpu < 0) return "not measured: this process may run on no online CPU (" + taken + ")";
+  std::string out;
+  if (auto w = s.widest())
+    out = fmt::format("TSC_k - TSC_cpu{} within [{}, {}] ticks for all {} CPUs: |skew| <= {:.1f} ns", s.reference_cpu,
+                      w->first, w->second, s.cpus.size() + 1, double(s.max_abs()) * ns_per_tick);
+  else
+    out = fmt::format(
+        "not measured on CPU {} (not allowed here, or no answer in time); measured ones |skew| <= {:.1f} ns",
+        fmt::join(s.unmeasured, ", "), double(s.max_abs()) * ns_per_tick);
+  return out + " (" + taken + ")";
+}
+
+// Every bound rests on the TSC: the kernel's verdict on it (a TSC it marked
+// unstable keeps its cpuinfo flags, so those alone prove nothing), and how far
+// apart the CPUs' counters are, measured (docs/clock.md, "TSC trust").
+void report_tsc_trust(Checker& c) {
+  TscVerdict v = read_tsc_verdict();
+  c.line(v.trust == TscTrust::Trusted, v.trust == TscTrust::Distrusted, "TSC (kernel's verdict)",
+         fmt::format("{}: {}", v.name(), v.reason));
+  TscSkew s = measure_tsc_skew();
+  c.line(s.complete(), false, "TSC skew across CPUs", describe_skew(s));
 }
 
 // What this kernel lets the BPF programs do; each missing feature degrades one
@@ -159,6 +188,7 @@ int run_check() {
   }
   c.line(n.invariant_tsc(), true, "invariant TSC",
          n.invariant_tsc() ? "constant_tsc nonstop_tsc" : "TSC not invariant: cross-node bounds would not hold");
+  report_tsc_trust(c);
   c.line(n.clocksource == "tsc", false, "clocksource",
          n.clocksource + (n.clocksource == "tsc" ? "" : " (not tsc: kernel timestamps convert less tightly)"));
   report_clock_discipline(c);

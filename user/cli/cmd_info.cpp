@@ -119,6 +119,7 @@ nlohmann::json summary_json(const std::string& dir, const TraceReader& r, const 
   j["clock_adjustments"] = summarize_clock_adjustments(r).to_json();
   if (r.meta().contains("clock_discipline")) j["clock_discipline"] = r.meta()["clock_discipline"];
   if (r.clock_map().points().size() >= 2) j["clock_model"] = clock_model_json(r.clock_map());
+  if (r.meta().contains("tsc")) j["tsc"] = r.meta()["tsc"];
   if (r.meta().contains("write_error")) j["write_error"] = r.meta()["write_error"];
   if (r.error()) j["error"] = r.error()->what();
   return j;
@@ -179,6 +180,33 @@ void print_clock_adjustments(const nlohmann::json& j) {
     fmt::print("clock adj  {:+11.6f} s  {}\n", l["at_s"].get<double>(), l["text"].get<std::string>());
 }
 
+// "[lo, hi] ticks (at most N ns apart)", or why there is no interval.
+std::string skew_text(const nlohmann::json& iv, double hz) {
+  if (!iv.is_array() || iv.size() != 2) return "not measured on every CPU";
+  int64_t lo = iv[0].get<int64_t>(), hi = iv[1].get<int64_t>();
+  double ns = hz > 0 ? double(std::max(-lo, hi)) * 1e9 / hz : 0;
+  return fmt::format("[{}, {}] ticks (|skew| <= {:.1f} ns)", lo, hi, ns);
+}
+
+// The kernel's verdict on the TSC when recording, and the skew between CPUs'
+// counters measured at start and stop (meta.json "tsc").
+void print_tsc_trust(const nlohmann::json& j) {
+  if (!j.contains("tsc")) {
+    fmt::print("tsc        verdict and skew not recorded (trace written before they were)\n");
+    return;
+  }
+  const auto& t = j["tsc"];
+  fmt::print("tsc        {} by the kernel: {}{}\n", t.value("verdict", "unknown"), t.value("reason", ""),
+             t.value("accepted_unstable", false) ? "  [recorded anyway: --accept-unstable-tsc]" : "");
+  double hz = j["tsc_hz"].get<double>();
+  nlohmann::json sk = t.value("skew_ticks", nlohmann::json::object());
+  nlohmann::json stop = sk.value("at_stop", nlohmann::json());
+  bool stop_measured = !t.value("/skew/at_stop"_json_pointer, nlohmann::json()).is_null();
+  fmt::print("tsc skew   TSC_k - TSC_ref at start {}, at stop {}\n",
+             skew_text(sk.value("at_start", nlohmann::json()), hz),
+             stop_measured ? skew_text(stop, hz) : "not measured (the recorder did not finish)");
+}
+
 void print_summary(const std::string& dir, const TraceReader& r, const EventTotals& t, const nlohmann::json& j) {
   const Counters& k = r.counters();
   fmt::print("trace      {} (node {}, host {}){}\n", dir, j["node"].get<std::string>(), j["host"].get<std::string>(),
@@ -202,6 +230,7 @@ void print_summary(const std::string& dir, const TraceReader& r, const EventTota
     if (e.pidns != r.pids().recorder_pidns)
       fmt::print("process    pid={} nspid={} (pid namespace {})\n", pid, e.nspid, e.pidns);
   print_handler_history(r, stdout, "handler    ");
+  print_tsc_trust(j);
   print_clock_adjustments(j);
   if (j.contains("sync")) print_sync_summary(j["sync"]);
   if (j.contains("write_error"))  // record stopped early: the disk filled up (or another write error)

@@ -85,6 +85,8 @@ SubcommandRunner add_record_command(CLI::App& app) {
                      "channel handler rules: lines `PATTERN HANDLER [PARAMS]` (docs/record.md)");
   record->add_option("--control-socket", rec->control_socket,
                      "control socket for `cptrace config` (default: DIR/control.sock)");
+  record->add_flag("--accept-unstable-tsc", rec->accept_unstable_tsc,
+                   "record even when the kernel distrusts the TSC (every bound rests on it; meta.json says so)");
   add_minrtt_record_options(record, rec->minrtt);
   add_net_options(record, rec->net);
   record->add_option("cmd", rec->cmd, "command to run and record (after --)");

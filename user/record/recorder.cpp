@@ -35,12 +35,14 @@
 #include "record/namespace_pids.h"
 #include "record/clock_schedule.h"
 #include "record/clocksource_watch.h"
+#include "record/tsc_skew.h"
 #include "sync/minrtt_record.h"
 #include "trace/clock_adjust.h"
 #include "trace/clock_map.h"
 #include "trace/clock_now.h"
 #include "trace/node_info.h"
 #include "trace/trace_writer.h"
+#include "trace/tsc_verdict.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -129,7 +131,40 @@ std::vector<std::string> resolve_targets(const RecordOptions& opt) {
 struct RecordPlan {
   std::vector<ConfigRule> rules;
   std::vector<std::string> targets;
+  TscVerdict tsc;
 };
+
+// Every bound the trace will give rests on the TSC: a TSC the kernel itself
+// refused stops us here, unless --accept-unstable-tsc says to go on.
+TscVerdict check_tsc_verdict(const RecordOptions& opt) {
+  TscVerdict v = read_tsc_verdict();
+  if (v.trust == TscTrust::Distrusted && !opt.accept_unstable_tsc)
+    throw std::runtime_error(fmt::format(
+        "the kernel distrusts the TSC: {}. Every bound cptrace reports rests on it; --accept-unstable-tsc records "
+        "anyway (meta.json says so)",
+        v.reason));
+  if (v.trust == TscTrust::Distrusted)
+    fmt::print(stderr, "cptrace record: recording on a TSC the kernel distrusts (--accept-unstable-tsc): {}\n",
+               v.reason);
+  return v;
+}
+
+// [lo, hi] ticks holding TSC_k - TSC_ref for every CPU k; null when some CPU
+// was not measured, as no interval then holds for it.
+json skew_interval(const TscSkew& s) {
+  auto w = s.widest();
+  return w ? json::array({w->first, w->second}) : json(nullptr);
+}
+
+// meta.json "tsc": the kernel's verdict and the skew across CPUs measured at
+// start and (once stopped) at stop; docs/record.md.
+json tsc_meta(const TscVerdict& v, bool accepted, const TscSkew& start, const std::optional<TscSkew>& stop) {
+  json j = {{"verdict", v.name()}, {"reason", v.reason}};
+  if (v.trust == TscTrust::Distrusted) j["accepted_unstable"] = accepted;
+  j["skew_ticks"] = {{"at_start", skew_interval(start)}, {"at_stop", stop ? skew_interval(*stop) : json(nullptr)}};
+  j["skew"] = {{"at_start", start.to_json()}, {"at_stop", stop ? stop->to_json() : json(nullptr)}};
+  return j;
+}
 
 RecordPlan plan_recording(const RecordOptions& opt) {
   if (opt.pid && !opt.cmd.empty()) throw std::runtime_error("-p and -- CMD exclude each other");
@@ -141,6 +176,7 @@ RecordPlan plan_recording(const RecordOptions& opt) {
   if (!opt.net.enabled && (!opt.net.netns.empty() || !opt.net.cgroup.empty() || !opt.net.ports.empty()))
     throw std::runtime_error("--netns, --cgroup and --port filter network capture: add --net");
   plan.targets = resolve_targets(opt);
+  plan.tsc = check_tsc_verdict(opt);
   return plan;
 }
 
@@ -177,6 +213,9 @@ class Recording {
   const RecordOptions& opt_;
   std::vector<std::string> targets_;
   std::vector<ConfigRule> rules_;
+  TscVerdict tsc_verdict_;
+  TscSkew skew_start_;  // measured while the command is still held
+  std::optional<TscSkew> skew_stop_;  // measured once the command is gone
   std::unique_ptr<HeldCommand> child_;
   uint32_t filter_ = 0;  // tgid the probes keep (0: all processes)
   std::vector<ClockPoint> clock_;
@@ -211,7 +250,7 @@ class Recording {
 
 // The command is forked now, held until start_drains(): its pid filters the probes.
 Recording::Recording(const RecordOptions& opt, RecordPlan plan)
-    : opt_(opt), targets_(std::move(plan.targets)), rules_(std::move(plan.rules)) {
+    : opt_(opt), targets_(std::move(plan.targets)), rules_(std::move(plan.rules)), tsc_verdict_(std::move(plan.tsc)) {
   if (!opt.cmd.empty()) child_ = std::make_unique<HeldCommand>(opt.cmd);
   filter_ = opt.pid ? uint32_t(opt.pid) : child_ ? uint32_t(child_->pid()) : 0;
 }
@@ -357,6 +396,8 @@ void Recording::open_trace() {
            {"command", opt_.cmd},
            {"complete", false}};
   if (sim_.enabled) meta_["simulated_clock"] = sim_.to_json();
+  skew_start_ = measure_tsc_skew();  // the command is held: nothing of it runs yet
+  meta_["tsc"] = tsc_meta(tsc_verdict_, opt_.accept_unstable_tsc, skew_start_, std::nullopt);
   // The default DIR/control.sock always fits (reached through DIR's descriptor);
   // a chosen one is checked before DIR is created.
   if (!opt_.control_socket.empty()) ControlSocket::check_address(opt_.control_socket);
@@ -606,6 +647,7 @@ void Recording::stop_and_flush() {
     final_counts_.filtered[cpu] -= held.filtered_fix[cpu];  // firstlast "last": recorded after all
   for (uint32_t pid : drain_->pids()) channels_.add_registry(pid);
   if (child_) child_->wait();
+  skew_stop_ = measure_tsc_skew();  // the command is gone: its CPUs are free
   if (minrtt_) minrtt_->stop();  // MinRTT2, after the command is gone: a quiet period
   for (const ClockPoint& p : keeper.finish()) {
     clock_.push_back(p);
@@ -652,6 +694,7 @@ void Recording::finish_meta(uint64_t held_series_points) {
                    {"tsc", clock_.back().tsc},
                    {"reason", stop_reason()}};
   meta_["tsc_hz"] = cmap.tsc_hz();
+  meta_["tsc"] = tsc_meta(tsc_verdict_, opt_.accept_unstable_tsc, skew_start_, skew_stop_);
   meta_["clock_discipline"] = {{"syscalls_watched", bool(clockadj_)},
                                {"adjustments", adjustments_.size()},
                                {"extra_points", extra_points_},

@@ -1,0 +1,66 @@
+// TSC trust on the real machine: `cptrace check` names the kernel's verdict and
+// the measured skew, and `record` writes both into meta.json ("tsc").
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "test_util.h"
+#include "trace/tsc_verdict.h"
+
+using namespace cptrace;
+using namespace testutil;
+
+namespace {
+
+// The whole line of `out` that holds `what` ("" if none).
+std::string line_with(const std::string& out, const std::string& what) {
+  auto at = out.find(what);
+  if (at == std::string::npos) return "";
+  auto start = out.rfind('\n', at);
+  start = start == std::string::npos ? 0 : start + 1;
+  return out.substr(start, out.find('\n', at) - start);
+}
+
+TEST(CheckTsc, NamesTheKernelsVerdictAndTheSkew) {
+  TempDir tmp;
+  auto r = run(cptrace_bin() + " check", tmp);
+  std::string verdict = line_with(r.out, "TSC (kernel's verdict)");
+  ASSERT_FALSE(verdict.empty()) << r.out;
+  TscVerdict v = read_tsc_verdict();  // what this machine's texts say
+  const char* status = v.trust == TscTrust::Trusted ? "ok " : v.trust == TscTrust::Distrusted ? "FAIL " : "warn ";
+  EXPECT_EQ(verdict.rfind(status, 0), 0u) << verdict;
+  EXPECT_NE(verdict.find(std::string(v.name()) + ": "), std::string::npos) << verdict;
+  std::string skew = line_with(r.out, "TSC skew across CPUs");
+  ASSERT_FALSE(skew.empty()) << r.out;
+  EXPECT_NE(skew.find(" ms)"), std::string::npos) << skew;  // the time it took is shown
+  fmt::print("{}\n{}\n", verdict, skew);
+}
+
+// meta.json "tsc": the verdict, and the widest skew interval at start and stop,
+// each holding 0 on this machine's one shared TSC.
+TEST(CheckTsc, RecordWritesVerdictAndSkewIntoMeta) {
+  REQUIRE_BPF();
+  TempDir tmp;
+  auto r =
+      run(cptrace_bin() + " record --no-progress --accept-unstable-tsc -o " + (tmp / "t") + " -- " +
+              (build_dir() / "tests" / "workload").string() + " --threads 1 --events 100 --channels 1 --mode single",
+          tmp);
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto meta = nlohmann::json::parse(read_file(tmp.path / "t" / "meta.json"));
+  ASSERT_TRUE(meta.contains("tsc")) << meta.dump(2);
+  const auto& t = meta["tsc"];
+  EXPECT_EQ(t["verdict"], read_tsc_verdict().name());
+  EXPECT_FALSE(t["reason"].get<std::string>().empty());
+  for (const char* at : {"at_start", "at_stop"}) {
+    const auto& iv = t["skew_ticks"][at];
+    ASSERT_TRUE(iv.is_array()) << at << ": " << t.dump(2);
+    EXPECT_LE(iv[0].get<int64_t>(), 0) << at;
+    EXPECT_GE(iv[1].get<int64_t>(), 0) << at;
+  }
+  r = run(cptrace_bin() + " info " + (tmp / "t"), tmp);
+  EXPECT_NE(line_with(r.out, "tsc        ").find(" by the kernel: "), std::string::npos) << r.out;
+  EXPECT_NE(line_with(r.out, "tsc skew").find("at start ["), std::string::npos) << r.out;
+}
+
+}  // namespace

@@ -1,0 +1,202 @@
+#include "record/tsc_skew.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <x86intrin.h>
+
+#include <algorithm>
+#include <atomic>
+#include <climits>
+#include <cstdlib>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "trace/clock_now.h"
+#include "trace/node_info.h"
+
+namespace cptrace {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// The TSC after every earlier load is globally visible (rdtscp waits for them):
+// a stamp taken after seeing a message is later than the message's arrival.
+// The lfence keeps the store that publishes it from going before it.
+inline uint64_t stamp_after_loads() {
+  unsigned aux;
+  uint64_t t = __rdtscp(&aux);
+  _mm_lfence();
+  return t;
+}
+
+// One cache line between the two threads, as the kernel's boot-time TSC sync
+// check uses one. `turn` odd: a message from the reference thread; even and
+// non-zero: from the partner. `tsc` is the sender's stamp.
+struct alignas(64) Mailbox {
+  std::atomic<uint64_t> turn{0};
+  std::atomic<uint64_t> tsc{0};
+  std::atomic<int> ready{0};
+  std::atomic<bool> stop{false};
+};
+
+struct Side {
+  int64_t bound;  // reference: the largest lower bound seen; partner: the smallest upper bound
+  uint64_t hops = 0;
+  bool pinned = false;
+};
+
+bool pin_to(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  return sched_setaffinity(0, sizeof set, &set) == 0 && sched_getcpu() == cpu;
+}
+
+// Spins until `turn` is `want`, the other side gave up, or the deadline; a
+// clock read only every 256 spins, so the wait stays a tight loop.
+bool wait_turn(Mailbox& box, uint64_t want, Clock::time_point deadline) {
+  for (unsigned spins = 0;; ++spins) {
+    if (box.turn.load(std::memory_order_acquire) == want) return true;
+    if (box.stop.load(std::memory_order_relaxed)) return false;
+    if ((spins & 255) == 0 && Clock::now() >= deadline) return false;
+    _mm_pause();
+  }
+}
+
+bool both_ready(Mailbox& box, Clock::time_point deadline) {
+  box.ready.fetch_add(1);
+  while (box.ready.load() < 2) {
+    if (box.stop.load() || Clock::now() >= deadline) return false;
+    _mm_pause();
+  }
+  return true;
+}
+
+void publish(Mailbox& box, uint64_t tsc, uint64_t turn) {
+  box.tsc.store(tsc, std::memory_order_relaxed);
+  box.turn.store(turn, std::memory_order_release);  // x86 keeps the two stores in order
+}
+
+// One side of the exchange for CPU k, up to `receives` messages received. Each
+// receive stamp is also the next message's send stamp, taken before that
+// message was published.
+//   partner receives (s from ref, r own): TSC_k(t2) = r and TSC_ref(t1) = s with
+//     t1 < t2, so TSC_k - TSC_ref <= r - s: an upper bound.
+//   reference receives (s from k, r own): TSC_ref(t2) = r >= TSC_ref(t1) =
+//     s - (TSC_k - TSC_ref), so TSC_k - TSC_ref >= s - r: a lower bound.
+void exchange(Mailbox& box, int cpu, bool reference, uint64_t receives, Clock::time_point deadline, Side& out) {
+  out.bound = reference ? INT64_MIN : INT64_MAX;
+  out.pinned = pin_to(cpu);
+  if (!out.pinned || !both_ready(box, deadline)) {
+    box.stop.store(true);
+    return;
+  }
+  uint64_t want = 1;  // the partner waits for odd turns, the reference for even ones
+  if (reference) {
+    publish(box, stamp_after_loads(), 1);
+    want = 2;
+  }
+  while (out.hops < receives && wait_turn(box, want, deadline)) {
+    uint64_t s = box.tsc.load(std::memory_order_relaxed);
+    uint64_t r = stamp_after_loads();
+    int64_t d = reference ? int64_t(s - r) : int64_t(r - s);
+    out.bound = reference ? std::max(out.bound, d) : std::min(out.bound, d);
+    out.hops++;
+    publish(box, r, want + 1);
+    want += 2;
+  }
+  box.stop.store(true);
+}
+
+// One CPU against the reference, until max_hops messages or the deadline.
+std::optional<CpuSkew> measure_cpu(int ref, int cpu, Clock::time_point deadline) {
+  constexpr uint64_t kReceives = 10000;  // per side; the extremes settle within a few hundred
+  Mailbox box;
+  Side a, b;
+  std::thread tr([&] { exchange(box, ref, true, kReceives, deadline, a); });
+  std::thread tp([&] { exchange(box, cpu, false, kReceives, deadline, b); });
+  tr.join();
+  tp.join();
+  if (a.bound == INT64_MIN || b.bound == INT64_MAX) return std::nullopt;
+  return CpuSkew{cpu, a.bound, b.bound, a.hops + b.hops};
+}
+
+// "0-3,5,7-8" (/sys/devices/system/cpu/online).
+std::vector<int> parse_cpu_list(const std::string& s) {
+  std::vector<int> cpus;
+  std::istringstream in(s);
+  for (std::string part; std::getline(in, part, ',');) {
+    if (part.empty()) continue;
+    auto dash = part.find('-');
+    int lo = std::atoi(part.c_str()), hi = dash == std::string::npos ? lo : std::atoi(part.c_str() + dash + 1);
+    for (int c = lo; c <= hi; ++c) cpus.push_back(c);
+  }
+  return cpus;
+}
+
+// CPU 0 when this process may run there, else the first online CPU it may.
+int reference_cpu(const std::vector<int>& online) {
+  cpu_set_t allowed;
+  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return online.empty() ? -1 : online.front();
+  for (int c : online)
+    if (CPU_ISSET(c, &allowed)) return c;
+  return -1;
+}
+
+}  // namespace
+
+std::optional<std::pair<int64_t, int64_t>> TscSkew::widest() const {
+  if (!complete()) return std::nullopt;
+  std::pair<int64_t, int64_t> w{0, 0};
+  for (const CpuSkew& c : cpus) w = {std::min(w.first, c.lo), std::max(w.second, c.hi)};
+  return w;
+}
+
+int64_t TscSkew::max_abs() const {
+  int64_t m = 0;
+  for (const CpuSkew& c : cpus) m = std::max({m, std::abs(c.lo), std::abs(c.hi)});
+  return m;
+}
+
+nlohmann::json TscSkew::to_json() const {
+  nlohmann::json per = nlohmann::json::array();
+  for (const CpuSkew& c : cpus) per.push_back({{"cpu", c.cpu}, {"lo", c.lo}, {"hi", c.hi}, {"hops", c.hops}});
+  return {{"reference_cpu", reference_cpu}, {"cpus", per}, {"unmeasured_cpus", unmeasured}, {"elapsed_ms", elapsed_ms}};
+}
+
+TscSkew measure_tsc_skew(std::chrono::microseconds budget) {
+  TscSkew out;
+  auto t0 = Clock::now();
+  int64_t raw0 = clock_now_ns(CLOCK_MONOTONIC_RAW);
+  uint64_t tsc0 = __rdtsc();
+  std::vector<int> online = parse_cpu_list(read_text_file("/sys/devices/system/cpu/online"));
+  out.reference_cpu = reference_cpu(online);
+  std::vector<int> others;
+  for (int c : online)
+    if (c != out.reference_cpu) others.push_back(c);
+  if (out.reference_cpu < 0) {  // nowhere to run the reference side: nothing is bounded
+    out.unmeasured = others;
+    others.clear();
+  }
+  auto end = t0 + budget;
+  for (size_t i = 0; i < others.size(); ++i) {
+    // An equal share of what is left, so a CPU whose thread waited for its
+    // turn on a busy machine does not starve the ones after it.
+    auto now = Clock::now();
+    auto share = (end - now) / int64_t(others.size() - i);
+    auto got = now < end ? measure_cpu(out.reference_cpu, others[i], now + share) : std::nullopt;
+    if (got)
+      out.cpus.push_back(*got);
+    else
+      out.unmeasured.push_back(others[i]);
+  }
+  uint64_t tsc1 = __rdtsc();
+  int64_t raw1 = clock_now_ns(CLOCK_MONOTONIC_RAW);
+  out.elapsed_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  if (raw1 > raw0) out.tsc_hz = double(tsc1 - tsc0) * 1e9 / double(raw1 - raw0);
+  return out;
+}
+
+}  // namespace cptrace
