@@ -59,11 +59,19 @@ static __always_inline struct cp_clockadj_rec *begin(__u32 syscall, __s32 clocki
 	static const struct cp_clockadj_rec zero = {};
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tid = (__u32)id;
-	if (bpf_map_update_elem(&inflight, &tid, &zero, BPF_ANY))
+	/* A call that cannot be followed is counted as seen and dropped: the
+	 * reader then trusts no window of the model (clock_change_candidates.h). */
+	if (bpf_map_update_elem(&inflight, &tid, &zero, BPF_ANY)) {
+		count(CP_CLKADJ_CNT_SEEN);
+		count(CP_CLKADJ_CNT_DROPPED);
 		return NULL;
+	}
 	struct cp_clockadj_rec *r = bpf_map_lookup_elem(&inflight, &tid);
-	if (!r)
+	if (!r) {
+		count(CP_CLKADJ_CNT_SEEN);
+		count(CP_CLKADJ_CNT_DROPPED);
 		return NULL;
+	}
 	r->enter_ns = bpf_ktime_get_ns();
 	r->tgid = id >> 32;
 	r->tid = tid;
@@ -81,6 +89,8 @@ static __always_inline struct cp_clockadj_rec *begin(__u32 syscall, __s32 clocki
 static __always_inline void read_timex(struct cp_clockadj_rec *r, const void *utx)
 {
 	struct timex_head t;
+	/* Unreadable (not faulted in): kept with read_ok 0, which the reader takes
+	 * as a call that may have changed anything, never as a read. */
 	if (bpf_probe_read_user(&t, sizeof(t), utx))
 		return;
 	if (t.modes == 0 || t.modes == CP_ADJ_OFFSET_SS_READ) {

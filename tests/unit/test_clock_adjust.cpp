@@ -147,6 +147,45 @@ TEST(ClockAdjustments, OnlyCallsThatCanChangeTheClockAreAdjusting) {
   ClockAdjustment set = syscall_adj(1, 0);
   set.syscall = "clock_settime";
   EXPECT_TRUE(set.adjusting());
+  // A timex the watch could not read (not faulted in) may have asked for
+  // anything: a change, never a read.
+  ClockAdjustment unread = syscall_adj(1, 0);
+  unread.args_read = false;
+  EXPECT_TRUE(unread.adjusting());
+  EXPECT_EQ(unread.describe(), "adjtimex by ntpd[42]: arguments unreadable: taken as a change");
+}
+
+// The kernel slews the PLL offset left at every second boundary whatever the
+// status says: clearing STA_PLL mid-slew does not stop it.
+TEST(ClockAdjustments, AnOffsetLeftIsASlewWithOrWithoutStaPll) {
+  EXPECT_TRUE(state_adj(1, STA_PLL | STA_NANO, 2'000'000).state.slewing());
+  EXPECT_TRUE(state_adj(1, STA_NANO, 2'000'000).state.slewing());
+  EXPECT_FALSE(state_adj(1, STA_PLL | STA_NANO, 0).state.slewing());
+}
+
+// A call the watch did not see (a 32-bit caller: compat syscalls miss the
+// syscall tracepoints) shows in the NTP state at the next point: the span since
+// the point before holds a change nobody placed, so its windows are unchecked.
+TEST(ClockChangeCandidates, StateChangedByNoSeenCallLeavesItsWindowsUnchecked) {
+  std::vector<ClockPoint> pts;
+  for (uint64_t m = 1'000'000'000; m <= 3'000'000'000; m += 100'000'000) pts.push_back({m * 2, m, 10, 0});
+  ClockAdjustment s0 = state_adj(1'000'000'000, STA_NANO, 0), s1 = state_adj(1'500'000'000, STA_NANO, 0);
+  s1.state.freq = 200 << 16;
+  auto reader = [&](std::vector<ClockAdjustment> adj) {
+    return TraceReader::from_bytes(
+        file_header_bytes() + bytes_of(encode_clock(pts)) +
+        bytes_of(encode_json(FrameType::ClockAdjust, clock_adjust_frame_json(adj), uint32_t(adj.size()))));
+  };
+  TraceReader unseen = reader({s0, s1});
+  ASSERT_FALSE(unseen.error()) << unseen.error()->what();
+  EXPECT_EQ(clock_change_candidates(unseen),
+            (std::vector<ClockChange>{{1'400'000'000, 1'500'000'000}, {1'400'000'000, 1'500'000'000}}));
+  // The segment, its neighbours, and the two whose windows end on its points
+  // (spans count with their ends: wider, never wrong).
+  EXPECT_EQ(unseen.clock_map().model_stats().crowded, 5u);
+  TraceReader seen = reader({s0, syscall_adj(1'450'000'000, ADJ_FREQUENCY), s1});
+  EXPECT_EQ(clock_change_candidates(seen).size(), 1u) << "the call alone";
+  EXPECT_EQ(seen.clock_map().model_stats().crowded, 0u);
 }
 
 TEST(ClockSchedule, PointsAfterAChangeAndAroundSecondBoundaries) {

@@ -67,7 +67,9 @@ std::string timex_request(const ClockAdjustment& a) {
 
 bool ClockAdjustment::adjusting() const {
   if (kind != ClockAdjustKind::Syscall || ret < 0) return false;
-  if (syscall == "adjtimex" || syscall == "clock_adjtime") return modes != 0 && modes != ADJ_OFFSET_SS_READ;
+  // A timex the watch could not read may have asked for anything: adjusting.
+  if (syscall == "adjtimex" || syscall == "clock_adjtime")
+    return !args_read || (modes != 0 && modes != ADJ_OFFSET_SS_READ);
   if (syscall == "settimeofday") return !args_read || set_ns != 0;  // unread: assume it set the time
   return true;  // clock_settime
 }
@@ -76,7 +78,9 @@ std::string ClockAdjustment::describe() const {
   switch (kind) {
     case ClockAdjustKind::Syscall: {
       std::string what = syscall == "adjtimex" || syscall == "clock_adjtime"
-                             ? (modes == 0 ? std::string("read") : timex_request(*this))
+                             ? (!args_read   ? std::string("arguments unreadable: taken as a change")
+                                : modes == 0 ? std::string("read")
+                                             : timex_request(*this))
                          : args_read ? fmt::format("set to {}.{:09d} s", set_ns / 1000000000, set_ns % 1000000000)
                                      : std::string("set");
       std::string clk = clockid == 0 ? "(CLOCK_REALTIME)" : clockid > 0 ? fmt::format("(clock {})", clockid) : "";

@@ -119,6 +119,41 @@ void next_boundaries(const std::vector<ClockPoint>& pts, uint64_t t, std::vector
   }
 }
 
+// What only a call changes: the frequency, the tick, the PLL constant and the
+// status bits a caller sets (the kernel itself sets STA_UNSYNC, STA_CLOCKERR and
+// the PPS signal bits; the offset moves at every second while slewing).
+bool call_made_change(const NtpState& a, const NtpState& b) {
+  constexpr int32_t kCallerBits = STA_PLL | STA_PPSFREQ | STA_PPSTIME | STA_FLL | STA_INS | STA_DEL | STA_FREQHOLD;
+  return a.freq != b.freq || a.tick != b.tick || a.constant != b.constant ||
+         (a.status & kCallerBits) != (b.status & kCallerBits);
+}
+
+// NTP states that changed what only a call changes, with no adjusting call
+// recorded since the point before: a call the watch did not see (a 32-bit
+// caller, whose compat syscalls miss the syscall tracepoints; a watch that is
+// not running). The change lies anywhere between that point and this one: two
+// spans there make every window over it unchecked.
+void unwitnessed_calls(const TraceReader& r, std::vector<ClockChange>& out) {
+  const auto& pts = r.clock_map().points();
+  const NtpState* prev = nullptr;
+  std::vector<uint64_t> calls;
+  for (const auto& a : r.clock_adjustments())
+    if (a.adjusting()) calls.push_back(a.mono_ns);
+  std::sort(calls.begin(), calls.end());
+  for (const auto& a : r.clock_adjustments()) {
+    if (a.kind != ClockAdjustKind::State) continue;
+    bool changed = prev && call_made_change(*prev, a.state);
+    prev = &a.state;
+    if (!changed) continue;
+    auto it = std::lower_bound(pts.begin(), pts.end(), a.mono_ns,
+                               [](const ClockPoint& p, uint64_t m) { return p.mono_ns < m; });
+    uint64_t from = it == pts.begin() ? 0 : std::prev(it)->mono_ns;
+    auto c = std::lower_bound(calls.begin(), calls.end(), from);
+    if (c != calls.end() && *c <= a.mono_ns + kChangeEffectNs) continue;  // witnessed
+    out.insert(out.end(), 2, ClockChange{from, a.mono_ns});
+  }
+}
+
 }  // namespace
 
 std::vector<ClockChange> clock_change_candidates(const TraceReader& r) {
@@ -132,7 +167,8 @@ std::vector<ClockChange> clock_change_candidates(const TraceReader& r) {
       out.push_back({enter, effect(a.mono_ns)});
       // A new offset (0 included) replaces the one being slewed: the last
       // second's chunk stays in the tick length until the next boundary.
-      bool offset = (a.syscall == "adjtimex" || a.syscall == "clock_adjtime") && (a.modes & ADJ_OFFSET);
+      bool offset =
+          (a.syscall == "adjtimex" || a.syscall == "clock_adjtime") && (!a.args_read || (a.modes & ADJ_OFFSET));
       if (offset) next_boundaries(pts, a.mono_ns, seconds);
     }
   if (!pts.empty()) next_boundaries(pts, pts.front().mono_ns, seconds);  // a call just before the start
@@ -140,6 +176,7 @@ std::vector<ClockChange> clock_change_candidates(const TraceReader& r) {
   for (uint64_t b : seconds) out.push_back({b, effect(b)});
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
+  unwitnessed_calls(r, out);  // after unique: each comes as two, on purpose
   // The watch dropped call records: changes nobody saw may lie anywhere, any
   // number of them. Two spans over the whole recording say so: every window
   // holds two, and the model falls back to the monotonic bound everywhere.

@@ -37,6 +37,11 @@
 //    after every ADJ_OFFSET call, and the first after the recording's first
 //    point (such a call made just before it began), are candidates too. (A
 //    step clears the NTP state at once, tick length included.)
+// A change of what only a call changes (frequency, tick, PLL constant, the
+// status bits a caller sets) between two correlation points' NTP states with no
+// adjusting call recorded there was made by a call the watch did not see (a
+// 32-bit caller: compat syscalls miss the syscall tracepoints): two spans over
+// that gap make its windows unchecked.
 // A recording whose watch dropped call records (meta.json's
 // clock_discipline.syscalls_dropped > 0) cannot say where its changes were:
 // two spans over the whole recording make every window unchecked.

@@ -27,7 +27,10 @@ double NtpState::tick_ppm() const {
 
 // A PLL/FLL offset whose reported value is 0 can still hold less than 1 ns
 // internally: its remaining per-second chunks change the rate by under 1 ppb.
-bool NtpState::slewing() const { return ((status & (STA_PLL | STA_FLL)) && offset != 0) || adjtime_left_us != 0; }
+// The kernel applies the remaining PLL/FLL offset in chunks at every second
+// boundary whatever the status bits say (second_overflow: clearing STA_PLL
+// mid-slew does not stop it), so any offset left is a slew.
+bool NtpState::slewing() const { return offset != 0 || adjtime_left_us != 0; }
 
 bool NtpState::same_discipline(const NtpState& o) const {
   return status == o.status && freq == o.freq && tick == o.tick && offset == o.offset && constant == o.constant &&
