@@ -111,9 +111,12 @@ class Cluster {
     e.tid = 100 + i;
     e.kind = uint8_t(cptrace::EventKind::User);
     e.timebase = uint8_t(cptrace::Timebase::Tsc);
-    events_[i].push_back(e);
     channels_[i][e.channel] = channel;
     truth_[{channel, tuple}] = {i, e.ts};
+    // Stamped on a CPU whose TSC runs ahead of the node's (truth stays the node's).
+    auto sk = channel_skew.find(channel);
+    if (sk != channel_skew.end()) e.ts = uint64_t(int64_t(e.ts) + sk->second);
+    events_[i].push_back(e);
     return e.ts;
   }
 
@@ -148,6 +151,10 @@ class Cluster {
   // (the default, as recorders write them now) the points also carry
   // CLOCK_MONOTONIC_RAW == t; without, they are version-1 points (older recorders).
   std::map<int, std::function<long double(long double)>> mono_of;
+  // Channels whose events are stamped on a CPU whose TSC is this many ticks off
+  // the node's (cross-CPU skew), and what each node's meta.json adds.
+  std::map<std::string, int64_t> channel_skew;
+  std::map<int, nlohmann::json> extra_meta;
   bool raw_points = true;
 
   // The true reference-clock value of node i's reading ts.
@@ -184,7 +191,10 @@ class Cluster {
     for (size_t k = 0; k < ev.size(); k += frame_events)
       w.write(cptrace::encode_events(ev.data() + k, std::min(frame_events, ev.size() - k)));
     if (more) more(w);
-    w.finish({{"node", clocks_[i].name}, {"complete", true}});
+    nlohmann::json meta = {{"node", clocks_[i].name}, {"complete", true}};
+    auto extra = extra_meta.find(i);
+    if (extra != extra_meta.end()) meta.update(extra->second);
+    w.finish(meta);
   }
 
   const std::vector<cptrace::TraceEvent>& events(int i) const { return events_[i]; }

@@ -269,6 +269,39 @@ TEST(TranslateGroundTruth, NsBoundsHoldWhileMonotonicIsSlewed) {
   EXPECT_EQ(in, n) << "one-node latency in ns under a slewed MONOTONIC";
 }
 
+// A node whose CPUs' TSCs are apart (B.out stamped on a CPU 250 ticks ahead of
+// the one B.in and the clock points use): with the skew the recorder measured
+// in meta.json every duration holds its truth; without it, B's local hop misses.
+TEST(TranslateGroundTruth, CrossCpuSkewIsCarriedIntoEveryBound) {
+  auto run = [](bool measured, Widths& w) {
+    synth::Cluster cl = three_nodes(23);
+    cl.channel_skew["B.out"] = 250;
+    if (measured) cl.extra_meta[1] = {{"tsc", {{"skew_ticks", {{"at_start", {-280, 300}}, {"at_stop", {-260, 270}}}}}}};
+    cl.sync_all({{0, 1}, {1, 0}, {0, 2}, {2, 0}, {1, 2}, {2, 1}}, kSpan, 50, 250e6L);
+    cl.pipeline(2000, 200e6L, 2.5e6L);
+    TempDir tmp;
+    auto dirs = write_all(cl, tmp);
+    TranslateOptions o{dirs, "B", tmp / "out", Method::Best, true};
+    translate(o);
+    for (auto& [c1, c2] : kHops) {
+      LatencyResult res = latency(o.out, c1, c2);
+      for (const LatencyRow& row : res.rows) {
+        long double t = cl.truth_ticks(c1, c2, row.tuple, 1);
+        w.checked++;
+        w.contained += t >= row.ticks_lo && t <= row.ticks_hi;
+        w.by_scenario[row.scenario].push_back(row.ns_hi - row.ns_lo);
+      }
+    }
+  };
+  Widths with, without;
+  run(true, with);
+  EXPECT_EQ(with.contained, with.checked);
+  print_widths("skew carried", with);
+  run(false, without);
+  EXPECT_LT(without.contained, without.checked) << "the skew must matter to the local hop, or this proves nothing";
+  printf("  [skew not carried] %zu of %zu outside their bound\n", without.checked - without.contained, without.checked);
+}
+
 // latency reads each pair's relation back from meta.json (pair_relation): under
 // every method it is the relation translate chose, also where the hulls of A-B
 // cross (best then uses the split hull alone, not its intersection with the ratio).

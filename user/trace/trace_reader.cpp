@@ -23,6 +23,9 @@
 
 namespace cptrace {
 
+// A conversion's error plus the TSC skew across CPUs, saturating.
+static uint64_t saturating_err(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
+
 namespace fs = std::filesystem;
 using nlohmann::json;
 
@@ -135,12 +138,14 @@ TraceReader::TraceReader(const std::string& path)
     : TraceReader(std::make_shared<FileSource>(events_path_of(path)), events_path_of(path)) {
   load_meta((fs::path(file_).parent_path() / "meta.json").string());
   add_change_candidates();
+  read_tsc_skew();
 }
 
 TraceReader TraceReader::from_bytes(std::string events_cpt, json meta) {
   TraceReader r(std::make_shared<MemorySource>(std::move(events_cpt)), "events.cpt");
   if (meta.is_object()) r.meta_ = std::move(meta);
   r.add_change_candidates();
+  r.read_tsc_skew();
   return r;
 }
 
@@ -195,6 +200,25 @@ void TraceReader::scan() {
 // Again, now with the spans where the clock's rate may have changed: the
 // conversion model checks its assumption against them (clock_bounds.h). After
 // meta.json is read: it says whether the watch of clock calls dropped any.
+// The widest of the skew intervals the recorder measured (record/tsc_skew.h),
+// as a half-width around CPU 0's TSC. Malformed values are ignored here; the
+// interval is the recorder's, not a bound the reader can check.
+void TraceReader::read_tsc_skew() {
+  const nlohmann::json& t = meta_.value("tsc", nlohmann::json::object());
+  auto sk = t.is_object() ? t.find("skew_ticks") : t.end();
+  if (sk == t.end() || !sk->is_object()) return;
+  for (const char* when : {"at_start", "at_stop"}) {
+    auto w = sk->find(when);
+    if (w == sk->end() || !w->is_array() || w->size() != 2 || !(*w)[0].is_number_integer() ||
+        !(*w)[1].is_number_integer())
+      continue;
+    int64_t lo = (*w)[0].get<int64_t>(), hi = (*w)[1].get<int64_t>();
+    uint64_t e = std::max(lo < 0 ? uint64_t(0) - uint64_t(lo) : uint64_t(lo),
+                          hi < 0 ? uint64_t(0) - uint64_t(hi) : uint64_t(hi));
+    tsc_skew_err_ = std::max(tsc_skew_err_, std::min<uint64_t>(e, uint64_t(1) << 62));
+  }
+}
+
 void TraceReader::add_change_candidates() {
   if (clock_map_.points().size() < 2) return;
   // The recorder's measured reading quanta (clock_quantum.h); 1 ns in traces
@@ -395,10 +419,14 @@ void TraceReader::check_convertible() const {
 
 void TraceReader::convert(std::vector<TraceEvent>& evs) const {
   for (TraceEvent& e : evs) {
-    if (e.timebase != static_cast<uint8_t>(Timebase::MonoNs)) continue;
+    if (e.timebase != static_cast<uint8_t>(Timebase::MonoNs)) {
+      e.ts_err = tsc_skew_err_;  // stamped on some CPU's TSC
+      continue;
+    }
+    // Through points whose TSC was read on the recorder's CPU.
     ClockMap::Stamp s = clock_map_.mono_to_stamp(e.ts);
     e.ts = s.ts;
-    e.ts_err = s.err;
+    e.ts_err = saturating_err(s.err, tsc_skew_err_);
     e.timebase = static_cast<uint8_t>(Timebase::Tsc);
   }
 }
@@ -438,7 +466,7 @@ void TraceReader::for_each_net_event(const std::function<void(const NetEvent&)>&
       e.r = r;
       ClockMap::Stamp s = clock_map_.mono_to_stamp(r.ktime_ns);
       e.ts = s.ts;
-      e.ts_err = s.err;
+      e.ts_err = saturating_err(s.err, tsc_skew_err_);
       fn(e);
     }
   }

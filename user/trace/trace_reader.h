@@ -121,6 +121,12 @@ class TraceReader {
   uint64_t event_frame_count() const { return event_frames_.size(); }
   const std::string& events_path() const { return file_; }
 
+  // How far any CPU's TSC was measured to be from CPU 0's, in ticks (meta.json
+  // "tsc" skew_ticks at start and stop; 0 in traces from before it was
+  // measured). Every stamp carries it in ts_err: a stamp from one CPU compared
+  // with a clock point or a stamp from another is off by up to this.
+  uint64_t tsc_skew_err() const { return tsc_skew_err_; }
+
  private:
   struct EventFrame {
     uint64_t offset;
@@ -130,6 +136,7 @@ class TraceReader {
   TraceReader(std::shared_ptr<const ByteSource> src, std::string file);
   void scan();
   void add_change_candidates();
+  void read_tsc_skew();
   bool read_frame(uint64_t off, FrameHeader& h, std::vector<uint8_t>& payload);
   bool magic_after(uint64_t from) const;
   void take_frame(uint64_t off, const FrameHeader& h, const std::vector<uint8_t>& payload);
@@ -158,6 +165,7 @@ class TraceReader {
   std::vector<EventFrame> event_frames_;
   std::vector<EventFrame> net_frames_;
   uint64_t net_count_ = 0;
+  uint64_t tsc_skew_err_ = 0;  // meta.json tsc.skew_ticks: the widest |TSC_k - TSC_0| measured
   Counters net_counters_;
   std::vector<EventFrame> other_frames_;  // frame types decoded by their own stages
   std::optional<TraceError> error_;

@@ -43,6 +43,7 @@ class Scenarios {
       index[n.at("node").get<std::string>()] = to_ref_.size();
       names_.push_back(n.at("node").get<std::string>());
       to_ref_.push_back(relation_from_json(n.at("to_reference")));
+      max_err_.push_back(n.value("max_ts_err", int64_t(0)));
     }
     ref_ = index.at(tr.at("reference").get<std::string>());
     for (const json& p : tr.at("pairs")) {
@@ -55,8 +56,12 @@ class Scenarios {
   Bound duration(const Stamp& a, const Stamp& b, const char*& scenario) const {
     int64_t d = int64_t(b.local - a.local);
     if (a.node == b.node) {
+      // Both stamps' own errors (a converted kernel stamp, the TSC skew across
+      // CPUs): on the reference they are the instants' bounds themselves.
       scenario = a.node == ref_ ? "local-reference" : "local";
-      return a.node == ref_ ? Bound{d, d, d} : to_ref_[a.node]->scale({d, d, d}, int64_t(a.local));
+      int64_t e = 2 * max_err_[a.node];
+      return a.node == ref_ ? Bound{b.lo - a.hi, d, b.hi - a.lo}
+                            : to_ref_[a.node]->scale({d - e, d, d + e}, int64_t(a.local));
     }
     // Instant bounds are exact for the reference (lo = est = hi = local).
     Bound via{b.lo - a.hi, b.est - a.est, b.hi - a.lo};
@@ -79,6 +84,7 @@ class Scenarios {
  private:
   std::vector<std::string> names_;
   std::vector<RelationPtr> to_ref_;
+  std::vector<int64_t> max_err_;  // per node: translate's max_ts_err
   std::map<std::pair<size_t, size_t>, RelationPtr> direct_;
   size_t ref_ = 0;
 };

@@ -149,10 +149,21 @@ size_t reference_index(const std::vector<Node>& nodes, const std::string& refere
   throw std::runtime_error("--reference " + reference + ": no such node among the traces (" + have + ")");
 }
 
-std::vector<SyncRound> rounds_with(const Node& n, const std::string& peer) {
+// The rounds n initiated with `peer`, each stamp moved by its node's TSC skew
+// across CPUs (TraceReader::tsc_skew_err) the way causality still holds for the
+// true instants: sends earlier, receives later (the round's RTT grows by twice
+// both skews).
+std::vector<SyncRound> rounds_with(const Node& n, const Node& peer) {
+  uint64_t ea = n.reader->tsc_skew_err(), eb = peer.reader->tsc_skew_err();
+  auto earlier = [](uint64_t t, uint64_t e) { return t - std::min(t, e); };
   std::vector<SyncRound> v;
   for (const SyncRound& r : n.reader->sync_rounds())
-    if (r.peer == peer) v.push_back(r);
+    if (r.peer == peer.name) {
+      SyncRound w = r;
+      w.t1 = earlier(r.t1, ea), w.t4 = r.t4 + std::min(ea, kTscRange);
+      w.t2 = r.t2 + std::min(eb, kTscRange), w.t3 = earlier(r.t3, eb);
+      v.push_back(w);
+    }
   return v;
 }
 
@@ -163,7 +174,7 @@ void check_matching(const std::vector<Node>& nodes, size_t x, size_t y) {
   if (p.span_hi <= p.span_lo) return;
   double hz = p.reader->clock_map().tsc_hz();
   int64_t slack = hz > 0 ? int64_t(hz * 10) : 0;  // 10 s: rounds just before start / after stop
-  for (const SyncRound& r : rounds_with(nodes[x], p.name)) {
+  for (const SyncRound& r : rounds_with(nodes[x], p)) {
     if (!r.kernel_ok) continue;
     int64_t t2 = int64_t(r.t2);
     if (t2 < p.span_lo - slack || t2 > p.span_hi + slack)
@@ -229,7 +240,7 @@ Pair build_pair(const std::vector<Node>& nodes, size_t x, size_t y, const Transl
                 const PacketMatches& packets) {
   Pair p;
   p.from = x, p.to = y;
-  p.rounds = pair_rounds(rounds_with(nodes[x], nodes[y].name), rounds_with(nodes[y], nodes[x].name));
+  p.rounds = pair_rounds(rounds_with(nodes[x], nodes[y]), rounds_with(nodes[y], nodes[x]));
   if (opt.inputs == Inputs::Traffic) p.rounds.rounds.clear();
   std::string name = pair_name(nodes, x, y);
   Constraints rounds = round_constraints(p.rounds.rounds), traffic;
@@ -468,7 +479,7 @@ using Ranges = std::vector<std::pair<int64_t, int64_t>>;
 // Counts the events inside `transitions` (local clock ranges where the first hop
 // of the node's path is non-linear and the bound is not guaranteed).
 uint64_t translate_node(const Node& n, uint16_t index, const Relation& rel, const Ranges& transitions,
-                        uint64_t& in_transition, TraceWriter& w) {
+                        uint64_t& in_transition, uint64_t& max_err, TraceWriter& w) {
   std::vector<TranslatedEvent> out;
   EncodedFrame frame;
   uint64_t count = 0;
@@ -485,6 +496,7 @@ uint64_t translate_node(const Node& n, uint16_t index, const Relation& rel, cons
         b.hi = cursor.at(int64_t(e.ts + std::min(e.ts_err, kTscRange))).hi;
       }
       for (const auto& [lo, hi] : transitions) in_transition += int64_t(e.ts) >= lo && int64_t(e.ts) <= hi;
+      max_err = std::max(max_err, e.ts_err);
       out.push_back({e.ts, b.est, b.lo, b.hi, e.channel, e.tuple, e.pid, e.tid, e.cpu, index, e.kind});
     }
     encode_translated(out.data(), out.size(), 1, frame);
@@ -579,9 +591,12 @@ TranslateSummary translate(const TranslateOptions& opt) {
       const Pair& p = pairs.at({v, hop});
       if (p.hull) transitions = p.hull->transitions();
     }
-    uint64_t in_transition = 0;
-    uint64_t k = translate_node(nodes[v], uint16_t(v), *to_ref[v], transitions, in_transition, w);
+    uint64_t in_transition = 0, max_err = 0;
+    uint64_t k = translate_node(nodes[v], uint16_t(v), *to_ref[v], transitions, in_transition, max_err, w);
     meta["translated"]["nodes"][v]["events"] = k;
+    // The largest error of a stamp on the node's own TSC (conversion, skew across
+    // CPUs): latency widens same-node durations by it (latency.h).
+    meta["translated"]["nodes"][v]["max_ts_err"] = std::min(max_err, kTscRange);
     meta["translated"]["nodes"][v]["events_in_transition"] = in_transition;
     if (in_transition)
       fmt::print(stderr,
