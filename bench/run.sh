@@ -113,6 +113,10 @@ echo "== 14. clock-relation hulls: constraint points per second (incremental mon
 $B/bench/bench_hull "${BENCH_HULL_POINTS:-50000000}"
 
 echo
+echo "== clock: CLOCK_MONOTONIC -> TSC conversion bounds on simulated clocks (quanta, steps, rate change, slews)"
+$B/bench/bench_clock_bounds "${BENCH_CLOCK_STAMPS:-1000000}"
+
+echo
 echo "== 15. clock relations across a rate change (+50 then -30 ppm), ${DRIFT_S:-300} s on the testbed:"
 echo "   widest bound of B's events per tenth of the run, rounds at start/stop only vs traffic vs both"
 if [[ $(id -u) -eq 0 ]]; then
