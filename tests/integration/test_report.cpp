@@ -618,6 +618,12 @@ TEST(Report, NoDropsIsOneLine) {
                      "dropped (2000 seen by the probes, 2 CPUs).</p>"),
             std::string::npos)
       << dom_part(dom, "<section class=\"node\"", "</section>");
+  // What the node's bounds rest on, in one line (a synthetic trace: no
+  // clocksource or TSC verdict recorded, and it says so).
+  EXPECT_TRUE(std::regex_search(
+      dom, std::regex("<p class=\"note clock-trust\">Clock: clocksource not recorded; skew across CPUs carried: 0 "
+                      "ticks; kernel stamps: 0 of \\d+ segments bounded without the model")))
+      << dom_part(dom, "<section class=\"node\"", "</section>");
 }
 
 TEST(Report, TranslatedRunBadInput) {

@@ -20,6 +20,26 @@ namespace cptrace {
 
 using nlohmann::json;
 
+// What the node's bounds rest on, in one line: the clocksource and its reading
+// step, the kernel's verdict on the TSC and the skew measured across CPUs, and how
+// many correlation segments fell back, by reason (docs/clock.md).
+static std::string clock_trust_line(const TraceReader& r) {
+  const json& m = r.meta();
+  const json cd = m.value("clock_discipline", json::object()), tsc = m.value("tsc", json::object());
+  std::string s = fmt::format("Clock: {}", cd.value("clocksource", std::string("clocksource not recorded")));
+  if (cd.contains("quantum_ns")) s += fmt::format(", reads in steps of {} ns", cd.value("quantum_ns", uint64_t(1)));
+  if (tsc.contains("verdict")) s += fmt::format("; TSC {} ({})", tsc.value("verdict", ""), tsc.value("reason", ""));
+  s += fmt::format("; skew across CPUs carried: {} ticks", r.tsc_skew_err());
+  if (r.clock_map().points().size() >= 2) {
+    const ClockModelStats& st = r.clock_map().model_stats();
+    s += fmt::format(
+        "; kernel stamps: {} of {} segments bounded without the model ({} violated, {} crowded, {} "
+        "where CLOCK_MONOTONIC_RAW left its TSC line)",
+        st.fallback(), st.segments, st.violated, st.crowded, st.departed);
+  }
+  return s;
+}
+
 NodeSection node_section(const TraceReader& r, const Timeline& tl, const Throughput& t) {
   NodeSection n;
   const Counters& c = r.counters();
@@ -32,6 +52,7 @@ NodeSection node_section(const TraceReader& r, const Timeline& tl, const Through
                 {"accounted", events + c.total_dropped() == c.total_seen()},
                 {"span_s", tl.seconds(tl.end)},
                 {"tsc_hz", tl.hz},
+                {"clock", clock_trust_line(r)},
                 {"error", r.error() ? json(r.error()->what()) : json(nullptr)}};
   n.drops = {{"dropped", c.dropped}, {"seen", c.seen}};
   n.throughput = throughput_json(t);

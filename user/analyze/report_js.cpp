@@ -105,6 +105,7 @@ function overview(parent, n) {
         [[o.node, o.host, {text: num(o.events), key: 'events'}, {text: num(o.dropped), key: 'dropped'},
           {text: num(o.seen), key: 'seen'}, o.accounted ? 'yes' : 'NO: recorded + dropped != seen',
           o.span_s.toFixed(6), (o.tsc_hz / 1e9).toFixed(6)]]);
+  if (o.clock) el('p', {'class': 'note clock-trust'}, parent, o.clock);
   if (o.error) el('p', {'class': 'warn'}, parent, 'Trace damaged: ' + o.error + ' (everything before it is shown).');
 }
 
