@@ -8,16 +8,19 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <optional>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
 #include "cptrace_net.h"
+#include "record/namespace_pids.h"
 #include "test_util.h"
 #include "trace/trace_reader.h"
 
@@ -168,6 +171,28 @@ ContainedWorkload start_contained_workload(const TempDir& tmp, const std::string
 // path" (canonicalising /proc/PID/root/... leaves the namespace). Now it
 // attaches through /proc/PID/root, records every event exactly, and gives the
 // process's pid both ways.
+// A process in a time namespace (`unshare --time --monotonic 1000`): the
+// recorder reads its CLOCK_MONOTONIC offset from /proc, so that the
+// System.nanoTime() stamps it hands over convert onto the host's clock.
+TEST(Containers, TimeNamespaceOffsetIsRead) {
+  if (geteuid() != 0) GTEST_SKIP() << "SKIPPED: needs root to unshare a time namespace";
+  testutil::TempDir tmp;
+  testutil::Proc p("unshare --time --monotonic 1000 --fork sleep 30", tmp / "out", tmp / "err");
+  std::optional<PidEntry> e;
+  for (int i = 0; i < 200 && !(e && e->mono_offset_ns); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    std::ifstream kids("/proc/" + std::to_string(p.pid) + "/task/" + std::to_string(p.pid) + "/children");
+    uint32_t child = 0;
+    if (kids >> child) e = read_namespace_pid(child);
+  }
+  ASSERT_TRUE(e) << testutil::read_file(tmp / "err");
+  EXPECT_EQ(e->mono_offset_ns, 1000'000'000'000) << testutil::read_file(tmp / "err");
+  EXPECT_FALSE(e->mono_offset_unknown);
+  std::optional<PidEntry> host = read_namespace_pid(uint32_t(getpid()));
+  ASSERT_TRUE(host);
+  EXPECT_EQ(host->mono_offset_ns, 0);
+}
+
 TEST(Containers, RecordPidOfProcessInOwnMountAndPidNamespaces) {
   REQUIRE_BPF();
   TempDir tmp;

@@ -3,12 +3,15 @@
 // the clock's rate may have changed.
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include <sys/timex.h>
 
 #include <cstring>
 
 #include "record/clock_schedule.h"
 #include "trace/block_codec.h"
+#include "trace/pid_table.h"
 #include "trace/clock_adjust.h"
 #include "trace/clock_change_candidates.h"
 #include "trace/clock_map.h"
@@ -306,6 +309,43 @@ TEST(ClockChangeCandidates, FarApartPointsGiveAFewBoundariesPerGap) {
   EXPECT_EQ(c[3], 4'000'000'000'600'000'000u);
   EXPECT_EQ(c[4], 4'000'000'001'600'000'000u);
   EXPECT_EQ(c[5], 8'999'999'999'600'000'000u);
+}
+
+}  // namespace
+}  // namespace cptrace
+
+namespace cptrace {
+namespace {
+
+// A System.nanoTime() read inside a time namespace is that namespace's
+// CLOCK_MONOTONIC: the reader takes the process's offset (Processes frame) off
+// before converting, or, where the offset is unknown, bounds it by nothing.
+TEST(TimeNamespace, NanoTimeInATimeNamespaceConvertsThroughItsOffset) {
+  std::vector<ClockPoint> pts;
+  for (uint64_t m = 1'000'000'000; m <= 3'000'000'000; m += 100'000'000) pts.push_back({m * 2, m, 10, 0});
+  auto mono_event = [](uint32_t pid, uint64_t ns) {
+    TraceEvent e;
+    e.ts = ns, e.pid = e.tid = pid, e.channel = 7, e.tuple = pid;
+    e.kind = uint8_t(EventKind::User), e.timebase = uint8_t(Timebase::MonoNs);
+    return e;
+  };
+  const int64_t off = 1000'000'000'000;  // `unshare --time --monotonic 1000`
+  std::vector<PidEntry> ents{{100, 1, 5, off, false}, {200, 2, 5, 0, true}};
+  std::vector<TraceEvent> evs{mono_event(100, 2'000'000'000 + off), mono_event(200, 2'000'000'000),
+                              mono_event(300, 2'000'000'000)};
+  TraceReader r =
+      TraceReader::from_bytes(file_header_bytes() + bytes_of(encode_clock(pts)) +
+                              bytes_of(encode_json(FrameType::Processes, pid_frame_json(4, ents).dump(), 2)) +
+                              bytes_of(encode_events(evs.data(), evs.size())));
+  ASSERT_FALSE(r.error()) << r.error()->what();
+  std::map<uint32_t, TraceEvent> got;
+  r.for_each_event([&](const TraceEvent& e) { got[e.pid] = e; });
+  ASSERT_EQ(got.size(), 3u);
+  auto holds = [](const TraceEvent& e, uint64_t t) { return e.ts - e.ts_err <= t && t <= e.ts + e.ts_err; };
+  EXPECT_TRUE(holds(got[100], 4'000'000'000)) << "in the namespace: its offset taken off";
+  EXPECT_TRUE(holds(got[300], 4'000'000'000)) << "on the host";
+  EXPECT_LT(got[100].ts_err, 1000u);
+  EXPECT_GE(got[200].ts_err, UINT64_MAX / 4) << "offset unknown: no bound claimed";
 }
 
 }  // namespace

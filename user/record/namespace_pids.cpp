@@ -28,6 +28,30 @@ uint64_t pid_namespace_of(const std::string& proc_dir) {
   return stat((proc_dir + "/ns/pid").c_str(), &st) == 0 ? uint64_t(st.st_ino) : 0;
 }
 
+uint64_t inode_of(const std::string& path) {
+  struct stat st {};
+  return stat(path.c_str(), &st) == 0 ? uint64_t(st.st_ino) : 0;
+}
+
+// The CLOCK_MONOTONIC offset of the process's time namespace. The file shows
+// the namespace of its future children (kernel/time/namespace.c,
+// proc_timens_show_offsets): its own only when both links are the same
+// namespace, which they are for every process that did not itself unshare one.
+// No file (a kernel without time namespaces): no offset.
+void read_time_offset(const std::string& dir, PidEntry& e) {
+  std::ifstream in(dir + "/timens_offsets");
+  if (!in) return;
+  if (inode_of(dir + "/ns/time") != inode_of(dir + "/ns/time_for_children")) {
+    e.mono_offset_unknown = true;
+    return;
+  }
+  for (std::string clock; in >> clock;) {
+    int64_t s = 0, ns = 0;
+    if (!(in >> s >> ns)) break;
+    if (clock == "monotonic") e.mono_offset_ns = s * 1000000000 + ns;
+  }
+}
+
 }  // namespace
 
 std::optional<PidEntry> read_namespace_pid(uint32_t pid) {
@@ -35,7 +59,9 @@ std::optional<PidEntry> read_namespace_pid(uint32_t pid) {
   uint64_t ns = pid_namespace_of(dir);
   std::optional<uint32_t> nspid = innermost_tgid(pid);
   if (!ns || !nspid) return std::nullopt;
-  return PidEntry{pid, *nspid, ns};
+  PidEntry e{pid, *nspid, ns};
+  read_time_offset(dir, e);
+  return e;
 }
 
 uint64_t own_pid_namespace() { return pid_namespace_of("/proc/self"); }

@@ -12,6 +12,8 @@ PidEntry entry_from_json(const nlohmann::json& j) {
   e.pid = j.at("pid").get<uint32_t>();
   e.nspid = j.at("nspid").get<uint32_t>();
   e.pidns = j.at("pidns").get<uint64_t>();
+  e.mono_offset_ns = j.value("mono_offset_ns", int64_t(0));
+  e.mono_offset_unknown = j.value("mono_offset_unknown", false);
   return e;
 }
 
@@ -58,7 +60,12 @@ nlohmann::json PidTable::to_json() const {
 
 nlohmann::json pid_frame_json(uint64_t recorder_pidns, const std::vector<PidEntry>& entries) {
   nlohmann::json a = nlohmann::json::array();
-  for (const PidEntry& e : entries) a.push_back({{"pid", e.pid}, {"nspid", e.nspid}, {"pidns", e.pidns}});
+  for (const PidEntry& e : entries) {
+    nlohmann::json j = {{"pid", e.pid}, {"nspid", e.nspid}, {"pidns", e.pidns}};
+    if (e.mono_offset_ns) j["mono_offset_ns"] = e.mono_offset_ns;
+    if (e.mono_offset_unknown) j["mono_offset_unknown"] = true;
+    a.push_back(j);
+  }
   return {{"pidns", recorder_pidns}, {"processes", a}};
 }
 

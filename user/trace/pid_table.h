@@ -11,6 +11,9 @@
 //   {"pidns": INODE of the recorder's pid namespace,
 //    "processes": [{"pid": HOST_PID, "nspid": PID_IN_ITS_NAMESPACE, "pidns": INODE}, ...]}
 //
+// with "mono_offset_ns" (a time namespace's CLOCK_MONOTONIC offset) and
+// "mono_offset_unknown" in an entry when they apply.
+//
 // A reader older than this frame type skips it (an unknown type with a good
 // CRC); a trace without it simply has no namespace pids.
 #pragma once
@@ -28,6 +31,13 @@ struct PidEntry {
   uint32_t pid = 0;  // host pid (tgid), as in the events
   uint32_t nspid = 0;  // the same process's pid in its own pid namespace
   uint64_t pidns = 0;  // inode of that namespace (/proc/PID/ns/pid)
+  // Its time namespace's CLOCK_MONOTONIC offset (what its clock reads minus the
+  // host's): a System.nanoTime() it hands over is that much off the kernel's
+  // stamps. `mono_offset_unknown`: its own namespace's offset could not be read
+  // (it unshared a time namespace without forking: /proc/PID/timens_offsets
+  // shows its children's).
+  int64_t mono_offset_ns = 0;
+  bool mono_offset_unknown = false;
   bool operator==(const PidEntry&) const = default;
 };
 

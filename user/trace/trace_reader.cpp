@@ -423,6 +423,18 @@ void TraceReader::convert(std::vector<TraceEvent>& evs) const {
       e.ts_err = tsc_skew_err_;  // stamped on some CPU's TSC
       continue;
     }
+    // A System.nanoTime() read in a time namespace (the only MonoNs user
+    // events): back onto the host's CLOCK_MONOTONIC first (pid_table.h).
+    if (e.kind == static_cast<uint8_t>(EventKind::User)) {
+      auto p = pids_.by_pid.find(e.pid);
+      if (p != pids_.by_pid.end() && p->second.mono_offset_unknown) {
+        e.ts_err = UINT64_MAX / 4;  // no offset known: any instant (docs/java.md)
+        e.timebase = static_cast<uint8_t>(Timebase::Tsc);
+        e.ts = clock_map_.mono_to_tsc(e.ts);
+        continue;
+      }
+      if (p != pids_.by_pid.end()) e.ts = uint64_t(int64_t(e.ts) - p->second.mono_offset_ns);
+    }
     // Through points whose TSC was read on the recorder's CPU.
     ClockMap::Stamp s = clock_map_.mono_to_stamp(e.ts);
     e.ts = s.ts;
