@@ -25,6 +25,7 @@ PKGS=(
   nodejs                                   # tools/duckdb: query.mjs, export-parquet.mjs (DuckDB on `export table`)
   qemu-system-x86 busybox-static cpio      # tests: boot Debian's 6.1 and 6.12 kernels (TCG) on an initramfs
   xz-utils zstd                            # tests: decompress those kernels' packaged modules (.ko.xz/.ko.zst)
+  chrony                                   # tests: a real chronyd steers the clock (SlewTruth), never as a service
 )
 # npm: Debian's package, unless a node that brings its own npm is installed
 # (Debian's npm conflicts with such a nodejs).
@@ -41,8 +42,54 @@ if ((${#missing[@]})); then
   fi
   echo "install-deps: installing ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
+  # chrony's package starts and enables chronyd, which would steer the clock under
+  # every clock test and ask the pool servers of /etc/chrony/chrony.conf. The tests
+  # run their own chronyd (private config, no server, no port). So the service is
+  # masked before the package can start it, and the maintainer scripts are told
+  # not to start services at all (policy-rc.d 101, unless the machine has its own).
+  policy=/usr/sbin/policy-rc.d
+  if [[ " ${missing[*]} " == *" chrony "* ]]; then
+    [[ -d /run/systemd/system ]] && systemctl mask --quiet chrony.service
+    if [[ ! -e $policy ]]; then
+      printf '#!/bin/sh\n# install-deps: no service starts while it installs\nexit 101\n' >"$policy"
+      chmod 755 "$policy"
+      trap 'rm -f "$policy"' EXIT
+    fi
+  fi
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  if [[ $(trap -p EXIT) ]]; then
+    rm -f "$policy"
+    trap - EXIT
+  fi
+fi
+
+# chrony's service stays stopped, disabled and masked, also where the package was
+# already installed: a chronyd steering the clock would fight the clock tests
+# (they adjust it themselves and start their own chronyd), so the tests and an
+# NTP service cannot share a machine. Idempotent: acts only on what is not so yet.
+if [[ $(id -u) -eq 0 ]] && dpkg-query -W -f='${Status}' chrony 2>/dev/null | grep -q "install ok installed"; then
+  if [[ -d /run/systemd/system ]]; then
+    if systemctl --quiet is-active chrony.service; then
+      echo "install-deps: stopping chrony.service (the clock tests run their own chronyd)"
+      systemctl stop chrony.service
+    fi
+    if [[ $(systemctl is-enabled chrony.service 2>/dev/null) != masked ]]; then
+      echo "install-deps: disabling and masking chrony.service"
+      systemctl disable --quiet chrony.service 2>/dev/null || true
+      systemctl mask --quiet chrony.service
+    fi
+  elif [[ -x /etc/init.d/chrony ]]; then
+    # No systemd (a container): the SysV script, and no boot links.
+    if /etc/init.d/chrony status >/dev/null 2>&1; then
+      echo "install-deps: stopping the chrony service (the clock tests run their own chronyd)"
+      /etc/init.d/chrony stop >/dev/null
+    fi
+    if compgen -G '/etc/rc[2345].d/S*chrony' >/dev/null; then
+      echo "install-deps: disabling the chrony service's boot links"
+      update-rc.d chrony disable >/dev/null 2>&1
+    fi
+  fi
 fi
 
 # DuckDB's node bindings (the native library ships inside the package), at the
