@@ -12,6 +12,8 @@
 #error "cptrace reads the x86 TSC"
 #endif
 
+#include "trace/least_squares.h"
+
 namespace cptrace {
 namespace {
 
@@ -168,22 +170,13 @@ double ClockMap::tsc_hz() const {
   bool raw = std::all_of(pts_.begin(), pts_.end(), [](const ClockPoint& p) { return p.has_raw(); });
   auto x = [&](const ClockPoint& p) { return raw ? p.raw_ns : p.mono_ns; };
   auto y = [&](const ClockPoint& p) { return raw ? p.raw_tsc : p.tsc; };
-  // Offsets from the first point keep the long double sums exact enough over hours.
   const ClockPoint& p0 = pts_[0];
-  long double n = pts_.size(), mx = 0, my = 0;
+  std::vector<long double> xs, ys;
   for (const ClockPoint& p : pts_) {
-    mx += (long double)x(p) - x(p0);
-    my += (long double)y(p) - y(p0);
+    xs.push_back((long double)x(p) - x(p0));
+    ys.push_back((long double)y(p) - y(p0));
   }
-  mx /= n;
-  my /= n;
-  long double sxy = 0, sxx = 0;
-  for (const ClockPoint& p : pts_) {
-    long double dx = ((long double)x(p) - x(p0)) - mx, dy = ((long double)y(p) - y(p0)) - my;
-    sxy += dx * dy;
-    sxx += dx * dx;
-  }
-  return sxx > 0 ? static_cast<double>(sxy / sxx * 1e9L) : 0;
+  return static_cast<double>(least_squares_slope(xs, ys) * 1e9L);
 }
 
 }  // namespace cptrace

@@ -4,21 +4,12 @@
 #include <algorithm>
 #include <cmath>
 
+#include "trace/least_squares.h"
+
 namespace cptrace {
 namespace {
 
 using ld = long double;
-
-// Least-squares slope of y over x (offsets from the first point keep the long
-// double sums exact enough over hours).
-ld slope(const std::vector<ld>& x, const std::vector<ld>& y) {
-  ld n = ld(x.size()), mx = 0, my = 0;
-  for (size_t i = 0; i < x.size(); ++i) mx += x[i], my += y[i];
-  mx /= n, my /= n;
-  ld sxy = 0, sxx = 0;
-  for (size_t i = 0; i < x.size(); ++i) sxy += (x[i] - mx) * (y[i] - my), sxx += (x[i] - mx) * (x[i] - mx);
-  return sxx > 0 ? sxy / sxx : 0;
-}
 
 struct Line {
   std::vector<ld> ns, tsc, tol_base;  // per point: RAW ns and tick from the first point; per segment: tolerance
@@ -40,7 +31,7 @@ void refine(Line& l) {
       if (l.departs(i)) removed += l.offset(i + 1) - l.offset(i);
       o[i + 1] = l.offset(i + 1) - removed;
     }
-    l.rate += slope(l.ns, o);
+    l.rate += least_squares_slope(l.ns, o);
   }
 }
 
@@ -60,7 +51,7 @@ RawWitness raw_witness(const std::vector<ClockPoint>& pts, uint64_t raw_quantum_
   // floor adds up to one tick per point.
   for (size_t i = 0; i + 1 < pts.size(); ++i)
     l.tol_base.push_back(ld(pts[i].raw_width_ticks + pts[i + 1].raw_width_ticks) / 2 + 4);
-  l.rate = slope(l.ns, l.tsc);
+  l.rate = least_squares_slope(l.ns, l.tsc);
   if (!(l.rate > 0) || !(l.ns.back() > 0)) return w;
   l.q = ld(raw_quantum_ns) * l.rate;
   // The rate's own uncertainty, relative: the end brackets over the span.
