@@ -35,7 +35,8 @@ LIB_OBJS   := $(patsubst lib/%,$(BUILD)/lib/%.o,$(LIB_SRCS))
 TEST_SRCS  := $(wildcard tests/unit/*.cpp) $(wildcard tests/integration/*.cpp)
 TEST_OBJS  := $(patsubst tests/%.cpp,$(BUILD)/tests/obj/%.o,$(TEST_SRCS))
 WORKLOADS  := $(patsubst tests/workloads/%.c,$(BUILD)/tests/%,$(wildcard tests/workloads/*.c)) \
-              $(patsubst tests/workloads/%.cpp,$(BUILD)/tests/%,$(wildcard tests/workloads/*.cpp))
+              $(patsubst tests/workloads/%.cpp,$(BUILD)/tests/%,$(wildcard tests/workloads/*.cpp)) \
+              $(BUILD)/tests/clock_truth
 BENCHES    := $(patsubst bench/%.cpp,$(BUILD)/bench/%,$(wildcard bench/*.cpp)) \
               $(patsubst bench/%.c,$(BUILD)/bench/%,$(wildcard bench/*.c))
 # The reader and what it needs, built with libFuzzer + ASan.
@@ -162,6 +163,13 @@ $(BUILD)/tests/%: tests/workloads/%.c $(BUILD)/libcptrace.so
 $(BUILD)/tests/%: tests/workloads/%.cpp $(BUILD)/libcptrace.so
 	@mkdir -p $(@D)
 	$(CXX) -std=c++20 $(CXXFLAGS) -Iinclude $< -o $@ -L$(BUILD) -lcptrace -Wl,-rpath,'$$ORIGIN/..' -lpthread
+
+# The kernel-matrix guest's clock check: logs through libcptrace and reads traces
+# with the trace layer (the bottom one: it needs no other).
+$(BUILD)/tests/clock_truth: tests/kernels/clock_truth.cpp tests/truth_sampler.h $(BUILD)/user/libtrace.a $(BUILD)/libcptrace.so
+	@mkdir -p $(@D)
+	$(CXX) -std=c++20 $(CXXFLAGS) $(WARN) $(CPPFLAGS) -Itests $< -o $@ $(BUILD)/user/libtrace.a -L$(BUILD) -lcptrace \
+	  -Wl,-rpath,'$$ORIGIN/..' $(LDLIBS)
 
 $(BUILD)/tests/obj/%.o: tests/%.cpp | $(SKELS)
 	@mkdir -p $(@D)

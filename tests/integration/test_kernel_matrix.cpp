@@ -6,7 +6,8 @@
 // `cptrace check` and exact-count recordings and prints one result line per
 // check. QEMU runs in TCG (no nested KVM on CI machines): slow, and its TSC is not
 // invariant, so the guest asserts what holds there (programs load, exact counts,
-// traced programs unharmed) and timing and bounds stay on the host.
+// traced programs unharmed, and kernel stamps on the acpi_pm and hpet clocksources
+// inside their bounds) and timing stays on the host.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -26,7 +27,8 @@ namespace fs = std::filesystem;
 namespace {
 
 // What /init runs, in its order; each must print exactly one result line.
-const std::vector<std::string> kChecks = {"check", "single", "batch", "fork", "spawn", "net-udp", "net-tcp"};
+const std::vector<std::string> kChecks = {"check",   "single",  "batch",         "fork",      "spawn",
+                                          "net-udp", "net-tcp", "clock-acpi_pm", "clock-hpet"};
 // The whole guest (boot, checks, power off) takes 3-6 minutes under TCG on a
 // loaded 2-CPU machine; a guest still running after this is hung.
 constexpr int kGuestTimeoutS = 1200;
