@@ -384,11 +384,11 @@ void expect_split_at_the_change(ld ppm) {
   EXPECT_EQ(in_near, uint64_t(n));
   EXPECT_LT(w_before, 1000) << "the bounds away from the change stay tight";
   EXPECT_LT(w_after, 1000);
-  printf("  [tsc rate change %.0f ppm] fell back %llu of %llu segments (departed %llu, tsc_rate_changes %llu); "
-         "median width before %.0f ns, after %.0f ns, within 0.2 s of it %.0f ns\n",
-         double(ppm), (unsigned long long)s.fallback(), (unsigned long long)s.segments,
-         (unsigned long long)s.departed, (unsigned long long)s.tsc_rate_changes, double(w_before), double(w_after),
-         double(w_near));
+  printf(
+      "  [tsc rate change %.0f ppm] fell back %llu of %llu segments (departed %llu, tsc_rate_changes %llu); "
+      "median width before %.0f ns, after %.0f ns, within 0.2 s of it %.0f ns\n",
+      double(ppm), (unsigned long long)s.fallback(), (unsigned long long)s.segments, (unsigned long long)s.departed,
+      (unsigned long long)s.tsc_rate_changes, double(w_before), double(w_after), double(w_near));
   // Durations of 1-2 s before, after and across the change, as local_latency
   // takes them (the whole run's interval) and as translate does (the points
   // nearest the stretch's ends).

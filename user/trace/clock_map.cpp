@@ -160,17 +160,17 @@ uint64_t ClockMap::tsc_to_mono(uint64_t tsc) const {
 nlohmann::json clock_model_json(const ClockMap& map) {
   const ClockModelStats& s = map.model_stats();
   nlohmann::json j = {{"segments", s.segments},
-          {"one_rate", s.one_rate},
-          {"rate_change", s.rate_change},
-          {"either", s.either},
-          {"violated", s.violated},
-          {"crowded", s.crowded},
-          {"departed", s.departed},
-          {"tsc_rate_changes", s.tsc_rate_changes},
-          {"raw_checked", map.raw_witness().checked},
-          {"raw_departed", map.raw_witness().departed},
-          {"quantum_ns", map.reading().quantum_ns},
-          {"raw_quantum_ns", map.reading().raw_quantum_ns}};
+                      {"one_rate", s.one_rate},
+                      {"rate_change", s.rate_change},
+                      {"either", s.either},
+                      {"violated", s.violated},
+                      {"crowded", s.crowded},
+                      {"departed", s.departed},
+                      {"tsc_rate_changes", s.tsc_rate_changes},
+                      {"raw_checked", map.raw_witness().checked},
+                      {"raw_departed", map.raw_witness().departed},
+                      {"quantum_ns", map.reading().quantum_ns},
+                      {"raw_quantum_ns", map.reading().raw_quantum_ns}};
   // The TSC's rate on each side of every change: one frequency for the run
   // would be wrong by their difference.
   if (s.tsc_rate_changes) {

@@ -73,6 +73,11 @@ Line fit(const std::vector<ClockPoint>& pts, size_t b, size_t e, uint64_t raw_qu
   return l;
 }
 
+// Whether two lines' rates differ by more than both are uncertain: a split
+// between lines that agree is no rate change (a shorter piece's looser
+// tolerance can hide a marginal departure without one).
+bool rates_differ(const Line& a, const Line& b) { return std::fabs(a.rate - b.rate) > a.rel * a.rate + b.rel * b.rate; }
+
 // Where one line turns into another: the k that splits the points into [0, k]
 // and [k+1, n-1] with the least total squared residual of a line fitted to
 // each side (two-phase regression). The sums run over the offsets from `l`,
@@ -123,7 +128,7 @@ struct Witness {
     size_t k = best_split(l), e = l.b + l.size() - 1;
     if (k >= l.size()) return d;
     Line left = fit(pts, l.b, l.b + k, q), right = fit(pts, l.b + k + 1, e, q);
-    if (!(left.rate > 0) || !(right.rate > 0)) return d;
+    if (!(left.rate > 0) || !(right.rate > 0) || !rates_differ(left, right)) return d;
     std::vector<size_t> lc, rc;
     size_t split = plan(left, lc) + plan(right, rc) + 1;
     if (split >= d || lc.size() + rc.size() + 1 > kMaxRateChanges) return d;
@@ -135,13 +140,14 @@ struct Witness {
 
   // Splitting first where one cut fits best can cut where no change is (a
   // change there and back is split best in the middle first): a cut whose two
-  // sides make one line departing no more than they do apart goes.
+  // sides make one line departing less than they do apart, or whose sides'
+  // rates agree, goes.
   void prune(std::vector<size_t>& cuts) const {
     for (size_t ci = 0; ci < cuts.size();) {
       size_t b = ci == 0 ? 0 : cuts[ci - 1] + 1, e = ci + 1 < cuts.size() ? cuts[ci + 1] : pts.size() - 1;
-      Line one = fit(pts, b, e, q);
-      size_t apart = fit(pts, b, cuts[ci], q).departures() + fit(pts, cuts[ci] + 1, e, q).departures() + 1;
-      if (one.rate > 0 && one.departures() < apart) {
+      Line one = fit(pts, b, e, q), left = fit(pts, b, cuts[ci], q), right = fit(pts, cuts[ci] + 1, e, q);
+      size_t apart = left.departures() + right.departures() + 1;
+      if (one.rate > 0 && (one.departures() < apart || !rates_differ(left, right))) {
         cuts.erase(cuts.begin() + ptrdiff_t(ci));
         ci = 0;
       } else {

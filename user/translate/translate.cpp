@@ -415,10 +415,10 @@ json measure_frequency(const Node& ref, const std::map<std::pair<size_t, size_t>
     source = "reference clock stream, first to last point";
   }
   auto nearest = [&](int64_t t) {
-    return size_t(std::min_element(pts.begin(), pts.end(), [t](const ClockPoint& x, const ClockPoint& y) {
-                    return std::llabs(int64_t(x.tsc) - t) < std::llabs(int64_t(y.tsc) - t);
-                  }) -
-                  pts.begin());
+    auto it = std::min_element(pts.begin(), pts.end(), [t](const ClockPoint& x, const ClockPoint& y) {
+      return std::llabs(int64_t(x.tsc) - t) < std::llabs(int64_t(y.tsc) - t);
+    });
+    return size_t(it - pts.begin());
   };
   const ClockMap& map = ref.reader->clock_map();
   size_t i1 = nearest(a), i2 = nearest(b);
