@@ -140,14 +140,14 @@ struct Witness {
 
   // Splitting first where one cut fits best can cut where no change is (a
   // change there and back is split best in the middle first): a cut whose two
-  // sides make one line departing less than they do apart, or whose sides'
+  // sides make one line departing no more than they do apart, or whose sides'
   // rates agree, goes.
   void prune(std::vector<size_t>& cuts) const {
     for (size_t ci = 0; ci < cuts.size();) {
       size_t b = ci == 0 ? 0 : cuts[ci - 1] + 1, e = ci + 1 < cuts.size() ? cuts[ci + 1] : pts.size() - 1;
       Line one = fit(pts, b, e, q), left = fit(pts, b, cuts[ci], q), right = fit(pts, cuts[ci] + 1, e, q);
       size_t apart = left.departures() + right.departures() + 1;
-      if (one.rate > 0 && (one.departures() < apart || !rates_differ(left, right))) {
+      if (one.rate > 0 && (one.departures() <= apart || !rates_differ(left, right))) {
         cuts.erase(cuts.begin() + ptrdiff_t(ci));
         ci = 0;
       } else {
