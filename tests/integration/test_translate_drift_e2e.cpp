@@ -83,6 +83,13 @@ TEST(TranslateDriftE2E, RateChangeMidRunContainedWithRoundsTrafficAndBoth) {
     }
     ASSERT_FALSE(r.error()) << r.error()->what();
     ASSERT_GE(r.clock_map().points().size(), 2u);
+    // B's simulated TSC changed its rate against the real CLOCK_MONOTONIC_RAW:
+    // the RAW line splits there once (trace/raw_witness.h); A's did not.
+    const ClockModelStats& st = r.clock_map().model_stats();
+    printf("  [drift e2e] %s: %llu of %llu segments fell back (%llu departed), %llu TSC rate changes\n", n,
+           (unsigned long long)st.fallback(), (unsigned long long)st.segments, (unsigned long long)st.departed,
+           (unsigned long long)st.tsc_rate_changes);
+    EXPECT_EQ(st.tsc_rate_changes, std::string(n) == "B" ? 1u : 0u) << n;
     ASSERT_GT(r.net_event_count(), tuples) << n << " captured no traffic";
     for (const SyncRound& s : r.sync_rounds()) ASSERT_NE(s.phase, "stream");
     clock.push_back(r.clock_map().points());

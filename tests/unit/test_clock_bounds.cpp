@@ -251,10 +251,12 @@ namespace {
 struct FaultyClock {
   std::vector<std::pair<ld, ld>> steps;  // (tsc, ns added to both clocks from there on)
   ld rate_change_tsc = INFINITY, rate_change_ppm = 0;  // the TSC's own rate changes
+  ld rate_back_tsc = INFINITY;  // and changes back (a migration there and back)
   ld quantum = 1;  // readings truncated to this step (ns)
   ld ns_since_start(ld tsc) const {
     ld ns = (tsc - kTsc0) / kHz;
     if (tsc > rate_change_tsc) ns -= (tsc - rate_change_tsc) / kHz * rate_change_ppm * 1e-6L;
+    if (tsc > rate_back_tsc) ns += (tsc - rate_back_tsc) / kHz * rate_change_ppm * 1e-6L;
     for (auto& [t, s] : steps)
       if (tsc >= t) ns += s;
     return ns;
@@ -309,6 +311,7 @@ TEST(ClockBounds, StepsWithNoSyscallAreCaughtByRaw) {
          (unsigned long long)w.departed, (unsigned long long)w.checked, double(w.largest_ns));
   EXPECT_EQ(w.departed, 4u);
   EXPECT_EQ(map.model_stats().departed, 4u * 3);  // each with its two neighbours
+  EXPECT_EQ(map.model_stats().tsc_rate_changes, 0u) << "a step changes no rate: the line does not split";
   EXPECT_EQ(faulty_misses(c, map), 0u);
   // The same clock without RAW in its points: nothing flags the steps.
   ClockMap blind(faulty_points(c, 7e9, 100e6, false));
@@ -317,12 +320,112 @@ TEST(ClockBounds, StepsWithNoSyscallAreCaughtByRaw) {
          (unsigned long long)faulty_misses(c, blind));
 }
 
-TEST(ClockBounds, TscRateChangeDepartsFromRaw) {
+// A live migration to a host without TSC scaling: the TSC's rate changes at one
+// instant, mid-segment, and RAW follows one line before and another after. The
+// line splits there: only the segment holding the change and its neighbours
+// fall back, every stamp on both sides is inside its bound (checked on each
+// side separately), and ns durations before, after and across the change hold
+// their truth (RAW's ns, the second durations are in).
+struct RateChangeRun {
   FaultyClock c;
-  c.rate_change_tsc = kTsc0 + 3e9L * kHz, c.rate_change_ppm = 30;
-  ClockMap map(faulty_points(c, 6e9, 100e6));
-  EXPECT_GT(map.raw_witness().departed, 20u);  // every segment after the change
-  EXPECT_EQ(faulty_misses(c, map), 0u);
+  ClockMap map;
+  ld change_tsc;
+  explicit RateChangeRun(ld ppm, ld at_ns = 3.05e9L) : change_tsc(kTsc0 + at_ns * kHz) {
+    c.rate_change_tsc = change_tsc, c.rate_change_ppm = ppm;
+    map = ClockMap(faulty_points(c, 6e9, 100e6));
+  }
+  // Stamps at random true instants in [from, to) (TSC): how many are inside
+  // their bound, and the median width in ns.
+  std::pair<uint64_t, ld> stamps(ld from, ld to, int n) const {
+    std::mt19937_64 rng(9);
+    uint64_t in = 0;
+    std::vector<ld> widths;
+    for (int i = 0; i < n; ++i) {
+      ld tau = from + (to - from) * ld(rng() % 1000000) / 1e6L;
+      TscBounds b = map.mono_to_tsc_bounds(c.mono(tau));
+      in += ld(b.lo) <= tau && tau <= ld(b.hi);
+      widths.push_back(ld(b.hi - b.lo) / kHz);
+    }
+    std::nth_element(widths.begin(), widths.begin() + n / 2, widths.end());
+    return {in, widths[n / 2]};
+  }
+  // The ns interval the map gives a duration between true instants t1 < t2 (as
+  // offsets in ns from the start), from points [i, j], holds RAW's ns.
+  bool duration_held(ld t1, ld t2, size_t i, size_t j) const {
+    auto f = map.tsc_frequency(i, j);
+    if (!f) return false;
+    ld a = kTsc0 + t1 * kHz, b = kTsc0 + t2 * kHz, ticks = b - a;
+    ld truth = c.ns_since_start(b) - c.ns_since_start(a);
+    return ticks / ld(f->hi) * 1e9L <= truth && truth <= ticks / ld(f->lo) * 1e9L;
+  }
+};
+
+void expect_split_at_the_change(ld ppm) {
+  RateChangeRun r(ppm);
+  const ClockModelStats& s = r.map.model_stats();
+  const RawWitness& w = r.map.raw_witness();
+  size_t last = r.map.points().size() - 1;
+  EXPECT_EQ(s.tsc_rate_changes, 1u);
+  ASSERT_EQ(w.rate_changes.size(), 1u);
+  EXPECT_EQ(w.rate_changes[0], 30u) << "the change at 3.05 s lies between the points at 3.0 s and 3.1 s";
+  ASSERT_EQ(w.pieces.size(), 2u);
+  // RAW runs 1 - ppm slower per tick after the change: ticks per ns 1 / (1 - ppm).
+  EXPECT_NEAR(w.pieces[1].hz / w.pieces[0].hz - 1, 1 / (1 - ppm * 1e-6L) - 1, 0.05e-6);
+  EXPECT_EQ(w.departed, 1u);
+  EXPECT_EQ(s.segments, 60u);
+  EXPECT_LE(s.fallback(), 3u) << "only the segment holding the change and its neighbours";
+  const int n = 100000;
+  ld first = r.map.points().front().tsc, lastt = r.map.points().back().tsc;
+  auto [in_before, w_before] = r.stamps(first, r.change_tsc, n);
+  auto [in_after, w_after] = r.stamps(r.change_tsc, lastt, n);
+  auto [in_near, w_near] = r.stamps(r.change_tsc - 0.2e9L * kHz, r.change_tsc + 0.2e9L * kHz, n);
+  EXPECT_EQ(in_before, uint64_t(n));
+  EXPECT_EQ(in_after, uint64_t(n));
+  EXPECT_EQ(in_near, uint64_t(n));
+  EXPECT_LT(w_before, 1000) << "the bounds away from the change stay tight";
+  EXPECT_LT(w_after, 1000);
+  printf(
+      "  [tsc rate change %.0f ppm] fell back %llu of %llu segments (departed %llu, tsc_rate_changes %llu); "
+      "median width before %.0f ns, after %.0f ns, within 0.2 s of it %.0f ns\n",
+      double(ppm), (unsigned long long)s.fallback(), (unsigned long long)s.segments, (unsigned long long)s.departed,
+      (unsigned long long)s.tsc_rate_changes, double(w_before), double(w_after), double(w_near));
+  // Durations of 1-2 s before, after and across the change, as local_latency
+  // takes them (the whole run's interval) and as translate does (the points
+  // nearest the stretch's ends).
+  EXPECT_TRUE(r.duration_held(0.5e9L, 2.5e9L, 0, last));
+  EXPECT_TRUE(r.duration_held(3.5e9L, 5.5e9L, 0, last));
+  EXPECT_TRUE(r.duration_held(2.0e9L, 4.0e9L, 0, last));
+  EXPECT_TRUE(r.duration_held(0.5e9L, 2.5e9L, 5, 25));
+  EXPECT_TRUE(r.duration_held(3.5e9L, 5.5e9L, 35, 55));
+  EXPECT_TRUE(r.duration_held(2.0e9L, 4.0e9L, 20, 40));
+  // The width that buys: the change's size, no more.
+  auto f = r.map.tsc_frequency(0, last);
+  ASSERT_TRUE(f);
+  EXPECT_LT((f->hi - f->lo) / f->hz, ppm * 1e-6 * 1.1);
+  nlohmann::json j = clock_model_json(r.map);
+  EXPECT_EQ(j["tsc_rate_changes"], 1u);
+  ASSERT_EQ(j["tsc_pieces"].size(), 2u);
+  EXPECT_EQ(j["tsc_pieces"][1]["from_mono_ns"], r.map.points()[31].mono_ns);
+}
+
+TEST(ClockBounds, TscRateChangeOf30PpmSplitsTheRawLine) { expect_split_at_the_change(30); }
+
+TEST(ClockBounds, TscRateChangeOf300PpmSplitsTheRawLine) { expect_split_at_the_change(300); }
+
+// A migration there and back: two changes, two splits, three lines.
+TEST(ClockBounds, TscRateChangeThereAndBackSplitsTwice) {
+  RateChangeRun r(300, 2.05e9L);
+  r.c.rate_back_tsc = kTsc0 + 4.05e9L * kHz;
+  r.map = ClockMap(faulty_points(r.c, 6e9, 100e6));
+  const ClockModelStats& s = r.map.model_stats();
+  EXPECT_EQ(s.tsc_rate_changes, 2u);
+  EXPECT_EQ(r.map.raw_witness().rate_changes, (std::vector<size_t>{20, 40}));
+  EXPECT_LE(s.fallback(), 6u);
+  EXPECT_EQ(faulty_misses(r.c, r.map), 0u);
+  size_t last = r.map.points().size() - 1;
+  EXPECT_TRUE(r.duration_held(2.5e9L, 3.5e9L, 0, last));
+  EXPECT_TRUE(r.duration_held(1.0e9L, 5.0e9L, 10, 50));
+  EXPECT_TRUE(r.duration_held(2.5e9L, 3.5e9L, 25, 35));
 }
 
 TEST(ClockBounds, UnfaultedRawDepartsNowhere) {
@@ -330,6 +433,9 @@ TEST(ClockBounds, UnfaultedRawDepartsNowhere) {
   ClockMap map(faulty_points(c, 30e9, 100e6));
   EXPECT_EQ(map.raw_witness().checked, 300u);
   EXPECT_EQ(map.raw_witness().departed, 0u);
+  EXPECT_EQ(map.model_stats().departed, 0u);
+  EXPECT_EQ(map.model_stats().tsc_rate_changes, 0u);
+  EXPECT_EQ(map.raw_witness().pieces.size(), 1u);
 }
 
 // A clocksource that reads in 100 ns steps (Hyper-V's TSC page): with its

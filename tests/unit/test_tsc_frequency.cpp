@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <vector>
 
 #include "trace/tsc_frequency.h"
 
@@ -72,6 +73,40 @@ TEST(TscFrequency, PointsThatDoNotAdvanceGiveNone) {
   ClockPoint a = point(1e9L, 0);
   EXPECT_FALSE(tsc_frequency(a, a));
   EXPECT_FALSE(tsc_frequency(point(2e9L, 0), a));
+}
+
+// A stream whose TSC ran 300 ppm faster from 4.05 s on (raw_witness.h found the
+// change in segment 3): within one side the two points' interval; across it
+// the interval holds both sides' rates; a side of one point has no rate.
+TEST(TscFrequency, AcrossARateChangeHoldsBothRates) {
+  std::vector<ClockPoint> pts;
+  for (int k = 0; k <= 6; ++k) {
+    ClockPoint p = point((k + 1) * 1e9L, 0);
+    if (k >= 4) p.raw_tsc += uint64_t((k + 1 - 4.05L) * kHz * 300e-6L);
+    pts.push_back(p);
+  }
+  const long double before = kHz, after = kHz * (1 + 300e-6L);
+  auto one = tsc_frequency(pts, 0, 3, {3});
+  ASSERT_TRUE(one);
+  EXPECT_LE(one->lo, before);
+  EXPECT_GE(one->hi, before);
+  EXPECT_LT(one->hi, after) << "no change in the stretch: not widened";
+  for (auto [i, j] : {std::pair<size_t, size_t>{0, 6}, {2, 5}, {3, 4}}) {
+    auto f = tsc_frequency(pts, i, j, {3});
+    ASSERT_TRUE(f);
+    EXPECT_LE(f->lo, before);
+    EXPECT_GE(f->hi, after);
+    EXPECT_TRUE(f->lo <= f->hz && f->hz <= f->hi);
+  }
+  // What one frequency over the whole run says: a rate between the two, wrong
+  // for either side by more than its interval.
+  auto whole = tsc_frequency(pts.front(), pts.back());
+  ASSERT_TRUE(whole);
+  EXPECT_GT(whole->lo, before);
+  EXPECT_LT(whole->hi, after);
+  EXPECT_FALSE(tsc_frequency(pts, 0, 6, {0}));  // the rate before a change in the first segment: unmeasured
+  EXPECT_FALSE(tsc_frequency(pts, 0, 6, {2, 3}));  // nor between two changes in neighbouring segments
+  EXPECT_TRUE(tsc_frequency(pts, 4, 6, {0}));
 }
 
 }  // namespace

@@ -207,11 +207,11 @@ class NodeRows : public LatencyRowSource {
 };
 
 // A strict interval around the TSC frequency from the first and last correlation
-// points (trace/tsc_frequency.h; translate measures the reference's the same way).
-// False with fewer than two points.
-bool frequency_interval(const std::vector<ClockPoint>& pts, double& lo, double& hi) {
-  if (pts.size() < 2) return false;
-  auto f = tsc_frequency(pts.front(), pts.back());
+// points (trace/tsc_frequency.h; translate measures the reference's the same way),
+// widened across TSC rate changes. False with fewer than two points.
+bool frequency_interval(const ClockMap& map, double& lo, double& hi) {
+  if (map.points().size() < 2) return false;
+  auto f = map.tsc_frequency(0, map.points().size() - 1);
   if (!f) return false;
   lo = f->lo, hi = f->hi;
   return true;
@@ -230,7 +230,7 @@ LatencyResult node_latency_stream(const TraceReader& r, const std::string& from,
   res.method = "same-node";
   res.ref_origin = tl.origin;
   res.hz = tl.hz;
-  res.have_ns = frequency_interval(r.clock_map().points(), res.hz_lo, res.hz_hi);
+  res.have_ns = frequency_interval(r.clock_map(), res.hz_lo, res.hz_hi);
   if (!res.have_ns) res.hz = res.hz_lo = res.hz_hi = 0;
   TupleJoin join(budget.share(0.5), TupleJoin::Keep::Earliest);
   uint64_t max_err = 0;

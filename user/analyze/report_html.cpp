@@ -36,6 +36,7 @@ static std::string clock_trust_line(const TraceReader& r) {
         "; kernel stamps: {} of {} segments bounded without the model ({} violated, {} crowded, {} "
         "where CLOCK_MONOTONIC_RAW left its TSC line)",
         st.fallback(), st.segments, st.violated, st.crowded, st.departed);
+    if (st.tsc_rate_changes) s += fmt::format("; the TSC changed its rate {} time(s)", st.tsc_rate_changes);
   }
   return s;
 }

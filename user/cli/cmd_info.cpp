@@ -158,6 +158,11 @@ void print_clock_model(const nlohmann::json& j) {
       "clock      kernel stamps: {} of {} segments bounded without the model ({} violated, {} crowded, {} "
       "where CLOCK_MONOTONIC_RAW left its TSC line); RAW checked {} segments\n",
       v + c + d, m.value("segments", uint64_t(0)), v, c, d, m.value("raw_checked", uint64_t(0)));
+  // Each TSC rate change splits RAW's line: ns durations across it are widened
+  // by the two rates' difference (docs/clock.md).
+  for (const nlohmann::json& p : m.value("tsc_pieces", nlohmann::json::array()))
+    fmt::print("clock      TSC {:.6f} MHz from CLOCK_MONOTONIC {} to {} ns\n", p.value("hz", 0.0) / 1e6,
+               p.value("from_mono_ns", uint64_t(0)), p.value("to_mono_ns", uint64_t(0)));
 }
 
 // The clock's NTP state at start and every change the recording saw; "none" when

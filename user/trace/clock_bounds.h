@@ -61,6 +61,9 @@ struct ClockModelStats {
   uint64_t violated = 0;  // neither fits: the model's assumption fails here
   uint64_t crowded = 0;  // >= 2 witnessed changes in the window: not checkable
   uint64_t departed = 0;  // CLOCK_MONOTONIC_RAW left its TSC line in the window (raw_witness.h)
+  // Of the RAW departures, how many were the TSC changing its rate (each one a
+  // segment, departed with its neighbours): the line splits there (ClockMap).
+  uint64_t tsc_rate_changes = 0;
   uint64_t fallback() const { return violated + crowded + departed; }
 };
 

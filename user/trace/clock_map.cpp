@@ -131,6 +131,13 @@ ClockMap::ClockMap(std::vector<ClockPoint> pts, std::vector<ClockChange> changes
   raw_ = cptrace::raw_witness(pts_, reading.raw_quantum_ns);
   faults.insert(faults.end(), raw_.spans.begin(), raw_.spans.end());
   bounds_ = ClockBounds(pts_, std::move(changes), std::move(faults), reading);
+  stats_ = bounds_.stats();
+  stats_.tsc_rate_changes = raw_.rate_changes.size();
+}
+
+std::optional<TscFrequency> ClockMap::tsc_frequency(size_t i, size_t j) const {
+  bool raw = i < j && j < pts_.size() && pts_[i].has_raw() && pts_[j].has_raw();
+  return cptrace::tsc_frequency(pts_, i, j, raw_.rate_changes, raw ? reading_.raw_quantum_ns : reading_.quantum_ns);
 }
 
 ClockMap::Stamp ClockMap::mono_to_stamp(uint64_t mono_ns) const {
@@ -152,17 +159,28 @@ uint64_t ClockMap::tsc_to_mono(uint64_t tsc) const {
 // 2 % into every duration shown in ns), RAW follows the clocksource alone.
 nlohmann::json clock_model_json(const ClockMap& map) {
   const ClockModelStats& s = map.model_stats();
-  return {{"segments", s.segments},
-          {"one_rate", s.one_rate},
-          {"rate_change", s.rate_change},
-          {"either", s.either},
-          {"violated", s.violated},
-          {"crowded", s.crowded},
-          {"departed", s.departed},
-          {"raw_checked", map.raw_witness().checked},
-          {"raw_departed", map.raw_witness().departed},
-          {"quantum_ns", map.reading().quantum_ns},
-          {"raw_quantum_ns", map.reading().raw_quantum_ns}};
+  nlohmann::json j = {{"segments", s.segments},
+                      {"one_rate", s.one_rate},
+                      {"rate_change", s.rate_change},
+                      {"either", s.either},
+                      {"violated", s.violated},
+                      {"crowded", s.crowded},
+                      {"departed", s.departed},
+                      {"tsc_rate_changes", s.tsc_rate_changes},
+                      {"raw_checked", map.raw_witness().checked},
+                      {"raw_departed", map.raw_witness().departed},
+                      {"quantum_ns", map.reading().quantum_ns},
+                      {"raw_quantum_ns", map.reading().raw_quantum_ns}};
+  // The TSC's rate on each side of every change: one frequency for the run
+  // would be wrong by their difference.
+  if (s.tsc_rate_changes) {
+    j["tsc_pieces"] = nlohmann::json::array();
+    for (const RawWitness::Piece& p : map.raw_witness().pieces)
+      j["tsc_pieces"].push_back({{"from_mono_ns", map.points()[p.first].mono_ns},
+                                 {"to_mono_ns", map.points()[p.last].mono_ns},
+                                 {"hz", p.hz}});
+  }
+  return j;
 }
 
 double ClockMap::tsc_hz() const {

@@ -9,6 +9,7 @@
 #include "trace/clock_bounds.h"
 #include "trace/raw_witness.h"
 #include "trace/trace_format.h"
+#include "trace/tsc_frequency.h"
 
 namespace cptrace {
 
@@ -53,19 +54,25 @@ class ClockMap {
     uint64_t err = 0;  // full width: a long fallback segment's seconds, never clamped
   };
   Stamp mono_to_stamp(uint64_t mono_ns) const;
-  const ClockModelStats& model_stats() const { return bounds_.stats(); }
+  const ClockModelStats& model_stats() const { return stats_; }
   const RawWitness& raw_witness() const { return raw_; }
   const ClockReading& reading() const { return reading_; }
   // Measured TSC frequency: least-squares slope of tsc over CLOCK_MONOTONIC_RAW
   // (over mono_ns for points without RAW), in ticks per second; 0 with fewer
-  // than two points.
+  // than two points. After a TSC rate change (model_stats().tsc_rate_changes)
+  // it is the run's average, an estimate; strict intervals come from
+  // tsc_frequency.
   double tsc_hz() const;
+  // The strict TSC frequency interval between points i < j, in the clock's
+  // reading quantum, widened across TSC rate changes (tsc_frequency.h).
+  std::optional<TscFrequency> tsc_frequency(size_t i, size_t j) const;
 
  private:
   std::vector<ClockPoint> pts_;
   RawWitness raw_;
   ClockReading reading_;
   ClockBounds bounds_;
+  ClockModelStats stats_;
 };
 
 // How a node's kernel stamps were bounded (clock_bounds.h), for translate's

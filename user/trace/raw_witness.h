@@ -19,6 +19,16 @@
 // the segment. A segment where it does not departs: it and its two neighbours
 // (whose rate tests read it) fall back to the assumption-free bound, counted
 // (ClockModelStats::departed).
+//
+// A TSC whose rate changes at one instant (a live migration to a host without
+// TSC scaling) leaves RAW on one line before and another after: against one
+// fit over the run every segment departs. So where two or more segments depart,
+// the stream is split where two lines fit it best (least total squared
+// residual) and each side is fitted and checked on its own; the split stands
+// when the two sides together depart in fewer segments than the one line did,
+// counting the segment between them, which holds the change and departs. Each
+// side may split again. A step is one departure wherever the line is cut, so
+// steps never split a line.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -33,6 +43,15 @@ struct RawWitness {
   uint64_t departed = 0;  // of them, off the line
   long double largest_ns = 0;  // the largest departure beyond tolerance
   std::vector<ClockChange> spans;  // CLOCK_MONOTONIC spans of the departed segments
+  // Where the TSC's rate changed: segment i (points i and i + 1) holds the
+  // change; it is among the departed. Sorted.
+  std::vector<size_t> rate_changes;
+  // The lines between the changes: points [first, last], each one rate.
+  struct Piece {
+    size_t first = 0, last = 0;
+    double hz = 0;  // its TSC ticks per CLOCK_MONOTONIC_RAW second
+  };
+  std::vector<Piece> pieces;
 };
 
 // `pts` as ClockMap keeps them (sorted, strictly increasing). Points without

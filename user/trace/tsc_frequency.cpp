@@ -1,6 +1,7 @@
 // TSC frequency intervals from two correlation points (tsc_frequency.h).
 #include "trace/tsc_frequency.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace cptrace {
@@ -23,6 +24,32 @@ std::optional<TscFrequency> tsc_frequency(const ClockPoint& p1, const ClockPoint
   f.hi = std::nextafter(double((dt + w) / (dn - q) * 1e9L), INFINITY);
   if (!(f.lo > 0)) return std::nullopt;
   return f;
+}
+
+std::optional<TscFrequency> tsc_frequency(const std::vector<ClockPoint>& pts, size_t i, size_t j,
+                                          const std::vector<size_t>& rate_changes, uint64_t quantum_ns) {
+  if (i >= j || j >= pts.size()) return std::nullopt;
+  auto first = std::lower_bound(rate_changes.begin(), rate_changes.end(), i);
+  if (first == rate_changes.end() || *first >= j) return tsc_frequency(pts[i], pts[j], quantum_ns);
+  // The pieces holding a point of [i, j]: from the one before the first change
+  // in the stretch to the one after the last.
+  auto last = std::lower_bound(first, rate_changes.end(), j);
+  std::optional<TscFrequency> hull;
+  for (auto c = first;; ++c) {
+    size_t from = c == rate_changes.begin() ? 0 : *(c - 1) + 1;
+    size_t to = c == rate_changes.end() ? pts.size() - 1 : *c;
+    auto f = from < to ? tsc_frequency(pts[from], pts[to], quantum_ns) : std::nullopt;
+    if (!f) return std::nullopt;
+    if (!hull)
+      hull = f;
+    else
+      hull->lo = std::min(hull->lo, f->lo), hull->hi = std::max(hull->hi, f->hi), hull->raw = hull->raw && f->raw;
+    if (c == last) break;
+  }
+  // The estimate: the stretch's own average, inside the hull whatever the
+  // mixture of rates was.
+  if (auto avg = tsc_frequency(pts[i], pts[j], quantum_ns)) hull->hz = std::clamp(avg->hz, hull->lo, hull->hi);
+  return hull;
 }
 
 }  // namespace cptrace

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "trace/trace_format.h"
 
@@ -31,5 +32,17 @@ struct TscFrequency {
 // reads in steps of `quantum_ns`, 1 for a nanosecond clocksource) make the
 // interval strict. nullopt when the points do not advance both clocks.
 std::optional<TscFrequency> tsc_frequency(const ClockPoint& p1, const ClockPoint& p2, uint64_t quantum_ns = 1);
+
+// Over points [i, j] of a stream (ClockMap's points, i < j) whose TSC changed
+// its rate in the segments `rate_changes` (raw_witness.h): with no change in
+// between, the two points' interval. Across a change no one frequency is
+// right: a duration there runs partly at each side's rate, so its average
+// frequency lies between them, and the interval is widened to hold every
+// frequency the stretch's pieces were measured at (each piece from its own
+// first to last point, wherever those lie; `rate_changes` sorted). A piece of
+// one point (two changes in neighbouring segments, or one in an end segment)
+// has no rate: nullopt.
+std::optional<TscFrequency> tsc_frequency(const std::vector<ClockPoint>& pts, size_t i, size_t j,
+                                          const std::vector<size_t>& rate_changes, uint64_t quantum_ns = 1);
 
 }  // namespace cptrace

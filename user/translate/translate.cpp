@@ -415,13 +415,19 @@ json measure_frequency(const Node& ref, const std::map<std::pair<size_t, size_t>
     source = "reference clock stream, first to last point";
   }
   auto nearest = [&](int64_t t) {
-    return *std::min_element(pts.begin(), pts.end(), [t](const ClockPoint& x, const ClockPoint& y) {
+    auto it = std::min_element(pts.begin(), pts.end(), [t](const ClockPoint& x, const ClockPoint& y) {
       return std::llabs(int64_t(x.tsc) - t) < std::llabs(int64_t(y.tsc) - t);
     });
+    return size_t(it - pts.begin());
   };
-  ClockPoint p1 = nearest(a), p2 = nearest(b);
-  auto f = tsc_frequency(p1, p2);
-  if (!f) f = tsc_frequency(pts.front(), pts.back());
+  const ClockMap& map = ref.reader->clock_map();
+  size_t i1 = nearest(a), i2 = nearest(b);
+  auto f = map.tsc_frequency(i1, i2);
+  if (!f) {
+    i1 = 0, i2 = pts.size() - 1;
+    f = map.tsc_frequency(i1, i2);
+  }
+  const ClockPoint &p1 = pts[i1], &p2 = pts[i2];
   if (!f) {
     j["error"] = "reference clock stream does not advance: durations in ns unavailable";
     return j;
@@ -432,6 +438,11 @@ json measure_frequency(const Node& ref, const std::map<std::pair<size_t, size_t>
   j["clock"] = f->clock();
   j["span_s"] = double(p2.mono_ns - p1.mono_ns) / 1e9;
   j["source"] = source + ", against " + f->clock();
+  // A TSC rate change in the stretch: the interval holds both sides' rates.
+  if (uint64_t n = map.model_stats().tsc_rate_changes) {
+    j["tsc_rate_changes"] = n;
+    j["source"] = j["source"].get<std::string>() + fmt::format(", widened over the TSC's {} rate change(s)", n);
+  }
   return j;
 }
 
@@ -700,6 +711,9 @@ int cmd_translate(const TranslateOptions& opt) {
           "CLOCK_MONOTONIC_RAW left its TSC line); wider, not wrong\n",
           n["node"].get<std::string>(), violated + crowded + departed, cm["segments"].get<uint64_t>(), violated,
           crowded, departed);
+    if (uint64_t r = cm.value("tsc_rate_changes", uint64_t(0)))
+      fmt::print("  {}: the TSC changed its rate {} time(s) (a live migration?): each side has its own line\n",
+                 n["node"].get<std::string>(), r);
   }
   for (const json& o : tr.value("realtime_offsets", json::array())) fmt::print("  {}\n", realtime_offset_line(o));
   const json& f = tr["frequency"];
