@@ -1,6 +1,7 @@
 // Tests that adjust this machine's clock the way NTP clients do (adjtimex: frequency,
-// tick length, kernel-PLL offset slews, CLOCK_REALTIME steps), and the guard that puts
-// the clock back on every exit path, so no later test inherits a slewed clock.
+// tick length, kernel-PLL offset slews, adjtime() slews, CLOCK_REALTIME steps), and
+// the guard that puts the clock back on every exit path, so no later test inherits a
+// slewed clock.
 //
 // ClockGuard snapshots the kernel's NTP state and CLOCK_REALTIME - CLOCK_MONOTONIC and
 // restores both from its destructor (also after a failed assertion: gtest returns
@@ -15,6 +16,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/time.h>
 #include <sys/timex.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -62,8 +64,16 @@ struct ClockState {
   long constant = 0;  // PLL time constant, as adjtimex reports it
   long offset = 0;  // remaining PLL offset being slewed (ns if STA_NANO, else us)
   long maxerror = 0, esterror = 0;
+  long adjtime_left_us = 0;  // an adjtime() slew still in progress (ADJ_OFFSET_SS_READ)
   RealMonoDiff real_mono;
 };
+
+// What is left of an adjtime() slew, in us (0 if the read fails).
+inline long read_adjtime_left_us() {
+  timex ss{};
+  ss.modes = ADJ_OFFSET_SS_READ;
+  return adjtimex(&ss) < 0 ? 0 : ss.offset;
+}
 
 inline ClockState read_clock_state() {
   timex tx{};
@@ -76,6 +86,7 @@ inline ClockState read_clock_state() {
   s.offset = tx.offset;
   s.maxerror = tx.maxerror;
   s.esterror = tx.esterror;
+  s.adjtime_left_us = read_adjtime_left_us();
   s.real_mono = read_real_minus_mono();
   return s;
 }
@@ -122,6 +133,14 @@ inline int restore_clock_state_raw(const ClockState& s) {
   b.maxerror = s.maxerror;
   b.esterror = s.esterror;
   if (adjtimex(&b) < 0) return -errno;
+  // An adjtime() slew is independent of the PLL and survives all of the above;
+  // left alone when it is as saved (no needless call for recorders to witness).
+  if (read_adjtime_left_us() != s.adjtime_left_us) {
+    timex c{};
+    c.modes = ADJ_OFFSET_SINGLESHOT;
+    c.offset = s.adjtime_left_us;
+    if (adjtimex(&c) < 0) return -errno;
+  }
   return 0;
 }
 
@@ -154,6 +173,14 @@ inline int pll_offset_slew_us(long offset_us, long constant = 2) {
   return adjtimex(&tx) < 0 ? -errno : 0;
 }
 inline int step_realtime_ns(int64_t delta_ns) { return step_realtime_raw(delta_ns); }
+// glibc's adjtime(): the kernel's single-shot slew (ADJ_OFFSET_SINGLESHOT, independent
+// of the PLL) adds up to 500 us of each second to the tick length at every
+// CLOCK_REALTIME second until the offset is gone, then, one second after its last
+// chunk, puts the base rate back: that last change comes with no call.
+inline int adjtime_slew_us(long offset_us) {
+  timeval tv{offset_us / 1000000, offset_us % 1000000};
+  return adjtime(&tv, nullptr) < 0 ? -errno : 0;
+}
 
 // The guard process: waits for its parent's death, or for a byte on the pipe saying
 // the parent restored the clock itself. Never returns.
@@ -204,11 +231,13 @@ class ClockGuard {
     }
     if (guard_pid_ > 0) waitpid(guard_pid_, nullptr, 0);
   }
-  // Restores; when a PLL offset was still being slewed, also waits out the next
-  // CLOCK_REALTIME second (+20 ms): the kernel keeps the last second's slew chunk
-  // in the tick length until then, and the next test must not inherit it.
+  // Restores; when a PLL offset or an adjtime() slew was still in progress, also
+  // waits out the next CLOCK_REALTIME second (+20 ms): the kernel keeps the last
+  // second's slew chunk in the tick length until then, and the next test must
+  // not inherit it.
   int restore() const {
-    bool slewing = read_clock_state().offset != 0;
+    ClockState now = read_clock_state();
+    bool slewing = now.offset != 0 || now.adjtime_left_us != 0;
     int rc = restore_clock_state_raw(saved_);
     if (rc == 0 && slewing) {
       int64_t rt = clock_ns(CLOCK_REALTIME);
@@ -229,6 +258,7 @@ class ClockGuard {
 struct SlewEvent {
   int64_t raw_ns;
   std::string what;
+  int64_t real_ns = 0;  // CLOCK_REALTIME just after it (the Slewer's)
 };
 
 // What the Slewer does, NTP-client style. Periods are in CLOCK_MONOTONIC_RAW ms.
@@ -241,6 +271,8 @@ struct SlewPlan {
   int pll_at_ms = 0;
   int64_t step_ns = 0;  // one CLOCK_REALTIME step at step_at_ms; 0 = none
   int step_at_ms = 0;
+  long adjtime_us = 0;  // one adjtime() slew started at adjtime_at_ms; 0 = none
+  int adjtime_at_ms = 0;
 
   // Every kind at once, as a machine whose clients fight over the clock would see:
   // frequency toggles, tick toggles, a 3 ms PLL slew at 0.5 s, a -1 s step at 1.5 s.
@@ -273,12 +305,14 @@ class Slewer {
  private:
   void apply(int rc, std::string what) {
     if (rc) errors_++, what += " FAILED: " + std::string(strerror(-rc));
-    events_.push_back({clock_ns(CLOCK_MONOTONIC_RAW), what});
+    events_.push_back({clock_ns(CLOCK_MONOTONIC_RAW), what, clock_ns(CLOCK_REALTIME)});
   }
   void run() {
     const int64_t t0 = clock_ns(CLOCK_MONOTONIC_RAW);
     int64_t next_freq = t0, next_tick = t0;
-    bool freq_up = true, tick_up = true, pll_done = !plan_.pll_offset_us, step_done = !plan_.step_ns;
+    bool freq_up = true, tick_up = true, pll_done = !plan_.pll_offset_us, step_done = !plan_.step_ns,
+         adjtime_done = !plan_.adjtime_us;
+    long adjtime_left = 0;
     while (!stop_) {
       int64_t now = clock_ns(CLOCK_MONOTONIC_RAW);
       if (plan_.freq_ppm != 0 && now >= next_freq) {
@@ -301,6 +335,15 @@ class Slewer {
         apply(step_realtime_ns(plan_.step_ns), "realtime step " + std::to_string(plan_.step_ns) + " ns");
         step_done = true;
       }
+      if (!adjtime_done && now >= t0 + int64_t(plan_.adjtime_at_ms) * 1000000) {
+        apply(adjtime_slew_us(plan_.adjtime_us), "adjtime " + std::to_string(plan_.adjtime_us) + " us");
+        adjtime_done = true;
+        adjtime_left = plan_.adjtime_us;
+      }
+      // The kernel's last chunk went in at the REALTIME second just before the
+      // slew left reads 0 (polled every 2 ms): the base rate comes back at the next.
+      if (adjtime_left != 0 && (adjtime_left = read_adjtime_left_us()) == 0)
+        events_.push_back({clock_ns(CLOCK_MONOTONIC_RAW), "adjtime slew's last chunk", clock_ns(CLOCK_REALTIME)});
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }
   }

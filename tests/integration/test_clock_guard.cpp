@@ -31,6 +31,7 @@ void expect_restored(const ClockState& saved, const ClockState& now) {
   if (saved.offset == 0) {
     EXPECT_EQ(now.offset, 0);
   }
+  EXPECT_EQ(now.adjtime_left_us, saved.adjtime_left_us);
   int64_t moved = now.real_mono.diff_ns - saved.real_mono.diff_ns;
   EXPECT_LE(std::llabs(moved), now.real_mono.err_ns + saved.real_mono.err_ns + 2000)
       << "CLOCK_REALTIME - CLOCK_MONOTONIC moved by " << moved << " ns";
@@ -42,6 +43,7 @@ void disturb() {
   ASSERT_EQ(set_tick(10150), 0);
   ASSERT_EQ(step_realtime_ns(-2500000123), 0);  // before the PLL slew: a step clears it
   ASSERT_EQ(pll_offset_slew_us(3000), 0);
+  ASSERT_EQ(adjtime_slew_us(1500), 0);  // after the step too, which clears it
 }
 
 TEST(ClockGuard, RestoresAtScopeExit) {
@@ -54,6 +56,7 @@ TEST(ClockGuard, RestoresAtScopeExit) {
     EXPECT_NE(mid.freq, before.freq);
     EXPECT_EQ(mid.tick, 10150);
     EXPECT_NE(mid.offset, 0);
+    EXPECT_NE(mid.adjtime_left_us, 0);
     EXPECT_LT(mid.real_mono.diff_ns - before.real_mono.diff_ns, -2400000000);
   }
   expect_restored(before, read_clock_state());

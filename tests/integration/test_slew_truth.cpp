@@ -2,7 +2,8 @@
 // (issue 28): two testbed nodes record the pipeline in echo mode (traffic both
 // ways, `--net`, keyed MinRTT rounds, simulated TSC transforms) while a Slewer
 // thread bends CLOCK_MONOTONIC (frequency toggles of +-500 ppm, a kernel-PLL
-// offset slew, tick +-2 %, a CLOCK_REALTIME step). Then `translate` with rounds
+// offset slew, an adjtime() slew, tick +-2 %, a CLOCK_REALTIME step; one case
+// stops a recorder for 6 s meanwhile). Then `translate` with rounds
 // only, traffic only and both must bound every event and every cross-node
 // duration, for cp_logTS and cp_logTS_batch. Widths are printed, never asserted.
 // One case has no Slewer: a real chronyd steers the clock to a wandering
@@ -32,6 +33,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <signal.h>
 #include <variant>
 
 #include "clock_guard.h"
@@ -91,7 +93,17 @@ struct Recording {
   std::vector<clockguard::SlewEvent> slews;  // a chronyd's: the frequency/tick changes the test's watch saw
   std::string chronyd_log;
   truth::RawHz raw_hz;  // the physical TSC against CLOCK_MONOTONIC_RAW over the recording
+  uint64_t tuples = 0;  // the pipeline's, per channel
+  int64_t stop_mono = 0, cont_mono = 0;  // CLOCK_MONOTONIC around a recorder's SIGSTOP .. SIGCONT
   bool ok = false;
+};
+
+// A recorder stopped (SIGSTOP) for for_ms, after_ms after it attached, then
+// continued: it takes no correlation points meanwhile, while its BPF programs go on
+// filling its rings and witnessing clock calls.
+struct RecorderStop {
+  int node = -1;  // -1: none
+  int after_ms = 0, for_ms = 0;
 };
 
 constexpr const char* kNames[] = {"A", "B"};
@@ -120,7 +132,8 @@ class SlewTruth : public ::testing::Test {
   // sample_us; the guard restores the clock before this returns, whatever happened.
   // A chronyd is started, and has selected its reference and settled, before the
   // recorders start, so all they see is a clock chronyd steers.
-  void record_nodes(const ClockPlan& plan, const std::string (&cmds)[2], bool net, int sample_us, Recording& rec) {
+  void record_nodes(const ClockPlan& plan, const std::string (&cmds)[2], bool net, int sample_us, Recording& rec,
+                    const RecorderStop& stop = {}) {
     const std::string bin = testutil::cptrace_bin();
     const std::string sims[] = {"1500000000,20", "-2700000000,50"};
     const std::string peers[] = {"10.77.2.2:7711", "10.77.1.2:7711"};
@@ -147,6 +160,7 @@ class SlewTruth : public ::testing::Test {
             rec.tmp / (std::string(kNames[k]) + ".out"), rec.tmp / (std::string(kNames[k]) + ".err")));
       std::optional<clockguard::Slewer> slewer;  // from the recorders' start: their sync rounds are slewed too
       if (auto* sp = std::get_if<clockguard::SlewPlan>(&plan)) slewer.emplace(*sp);
+      if (stop.node >= 0) stop_recorder(*procs[1 - stop.node], stop, rec);
       std::vector<int> st;
       for (auto& p : procs) st.push_back(p->wait(seconds() + 120));
       const int64_t raw_end = clockguard::clock_ns(CLOCK_MONOTONIC_RAW);
@@ -190,18 +204,31 @@ class SlewTruth : public ::testing::Test {
     rec.ok = true;
   }
 
+  // SIGSTOP, then SIGCONT: nothing between them returns early, so the recorder
+  // is always continued. The stop starts once the recorder says it attached.
+  static void stop_recorder(const testutil::Proc& p, const RecorderStop& stop, Recording& rec) {
+    EXPECT_TRUE(p.wait_for("attached", 60, true)) << testutil::read_file(p.err_path);
+    std::this_thread::sleep_for(std::chrono::milliseconds(stop.after_ms));
+    rec.stop_mono = clockguard::clock_ns(CLOCK_MONOTONIC);
+    EXPECT_EQ(kill(p.pid, SIGSTOP), 0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(stop.for_ms));
+    EXPECT_EQ(kill(p.pid, SIGCONT), 0);
+    rec.cont_mono = clockguard::clock_ns(CLOCK_MONOTONIC);
+  }
+
   // The pipeline in echo mode, A -> B -> A, cp_logTS and cp_logTS_batch at every
-  // hop, both nodes with --net; reads the workload's truth brackets.
-  void record(const clockguard::SlewPlan& plan, Recording& rec) { record_pipeline(plan, rec); }
-  void record(const realchronyd::ChronyPlan& plan, Recording& rec) { record_pipeline(plan, rec); }
-  void record_pipeline(const ClockPlan& plan, Recording& rec) {
-    const uint64_t tuples = uint64_t(seconds() * 1000);
+  // hop, both nodes with --net, for `secs` of traffic; reads the workload's truth
+  // brackets.
+  void record(const clockguard::SlewPlan& plan, Recording& rec) { record_pipeline(plan, rec, seconds()); }
+  void record(const realchronyd::ChronyPlan& plan, Recording& rec) { record_pipeline(plan, rec, seconds()); }
+  void record_pipeline(const ClockPlan& plan, Recording& rec, double secs, const RecorderStop& stop = {}) {
+    const uint64_t tuples = rec.tuples = uint64_t(secs * 1000);
     const std::string wl = (testutil::build_dir() / "tests" / "pipeline").string();
     const std::string cmds[] = {
         "-- " + wl + " --role A --connect 10.77.2.2:9000 --echo --connect-timeout 30 --rate 1000 --tuples " +
             std::to_string(tuples) + " --batch --truth " + (rec.tmp / "A.truth"),
         "-- " + wl + " --role B --listen 10.77.2.2:9000 --echo --batch --truth " + (rec.tmp / "B.truth")};
-    record_nodes(plan, cmds, true, 1000, rec);
+    record_nodes(plan, cmds, true, 1000, rec, stop);
     if (!rec.ok) return;
     rec.ok = false;
     for (int k = 0; k < 2; k++) {
@@ -240,6 +267,7 @@ class SlewTruth : public ::testing::Test {
   void check_all(const Recording& rec, const std::string& label);
   void check_inputs(const Recording& rec, const std::string& label, const std::string& inputs);
   void check_conversion(const Recording& rec, const std::string& label);
+  void check_stopped_window(const Recording& rec, int k, const RecorderStop& stop, int freq_period_ms);
 };
 std::unique_ptr<Testbed> SlewTruth::tb_;
 
@@ -296,7 +324,7 @@ void SlewTruth::check_inputs(const Recording& rec, const std::string& label, con
     printf("  [slew] %s %s: translate refused: %s\n", label.c_str(), inputs.c_str(), t.err.substr(0, 300).c_str());
     return;
   }
-  const uint64_t tuples = uint64_t(seconds() * 1000);
+  const uint64_t tuples = rec.tuples;
   TraceReader r(out);
   std::map<std::string, Tally> per_event;
   std::map<std::pair<uint64_t, uint64_t>, std::pair<int, uint64_t>> local;  // (channel, tuple) -> node, ts
@@ -459,6 +487,67 @@ void SlewTruth::check_all(const Recording& rec, const std::string& label) {
   for (const char* inputs : {"rounds", "traffic", "both"}) check_inputs(rec, label, inputs);
 }
 
+// The recorder of node k was stopped: its widest gap between correlation points
+// covers the stop, the BPF witness recorded the calls made meanwhile, and every
+// conversion inside that gap is the assumption-free bound [point before, point
+// after] (the model counts its windows crowded), never a guess across dozens of
+// rate changes. check_conversion has already checked it against truth.
+void SlewTruth::check_stopped_window(const Recording& rec, int k, const RecorderStop& stop, int freq_period_ms) {
+  TraceReader r(rec.tmp / kNames[k]);
+  const ClockMap& map = r.clock_map();
+  const auto& p = map.points();
+  ASSERT_GE(p.size(), 4u);
+  size_t g = 0;
+  for (size_t i = 1; i + 1 < p.size(); i++)
+    if (p[i + 1].mono_ns - p[i].mono_ns > p[g + 1].mono_ns - p[g].mono_ns) g = i;
+  const uint64_t m0 = p[g].mono_ns, m1 = p[g + 1].mono_ns;
+  EXPECT_LE(m0, uint64_t(rec.stop_mono)) << "the widest gap begins before the stop";
+  EXPECT_GE(m1, uint64_t(rec.cont_mono)) << "and ends after it";
+  size_t calls = 0;
+  for (const ClockAdjustment& a : r.clock_adjustments())
+    calls += a.kind == ClockAdjustKind::Syscall && a.pid == uint32_t(getpid()) && a.adjusting() && a.mono_ns > m0 &&
+             a.mono_ns < m1;
+  EXPECT_GE(calls, size_t(stop.for_ms / freq_period_ms) - 2) << "calls the stopped recorder's BPF witness recorded";
+  size_t n = 0, assumption_free = 0;
+  for (const truth::MonoSample& s : rec.samples) {
+    if (s.mono_ns <= m0 || s.mono_ns >= m1) continue;
+    TscBounds b = map.mono_to_tsc_bounds(s.mono_ns);
+    n++;
+    assumption_free += b.lo <= p[g].tsc && b.hi >= p[g + 1].tsc;
+  }
+  EXPECT_GT(n, size_t(stop.for_ms / 2)) << "truth samples inside the stop";
+  EXPECT_EQ(assumption_free, n) << "conversions inside the stop that are not the monotonic bound";
+  // The packets captured meanwhile (the events are stamped in TSC at the call):
+  // kernel stamps, each handed out with the whole gap as its uncertainty.
+  size_t packets = 0, packets_wide = 0;
+  r.for_each_net_event([&](const NetEvent& e) {
+    if (e.r.ktime_ns <= m0 || e.r.ktime_ns >= m1) return;
+    packets++;
+    packets_wide += 2 * e.ts_err + 2 >= p[g + 1].tsc - p[g].tsc;
+  });
+  EXPECT_GT(packets, size_t(stop.for_ms)) << "packets captured while the recorder was stopped";
+  EXPECT_EQ(packets_wide, packets) << "packets inside the stop handed out with less than the monotonic bound";
+  const ClockModelStats& st = map.model_stats();
+  // The gap's segment lies in the three-segment windows of itself and both
+  // neighbours: all three hold dozens of witnessed changes.
+  EXPECT_GE(st.crowded, 3u);
+  auto info = testutil::run(testutil::cptrace_bin() + " info --json " + (rec.tmp / kNames[k]), rec.tmp);
+  ASSERT_EQ(info.status, 0) << info.err;
+  auto j = nlohmann::json::parse(info.out);
+  EXPECT_EQ(j["clock_model"].value("crowded", uint64_t(0)), st.crowded) << j["clock_model"].dump();
+  printf(
+      "  [slew] node %s stopped %.3f s: gap between points %.3f s, %zu clock calls witnessed in it; %zu of %zu "
+      "truth samples and %zu of %zu packets in it on the monotonic bound\n",
+      kNames[k], double(rec.cont_mono - rec.stop_mono) / 1e9, double(m1 - m0) / 1e9, calls, assumption_free, n,
+      packets_wide, packets);
+  printf(
+      "  [slew] node %s model: %llu segments, one rate %llu, change %llu, either %llu, fallback %llu (violated "
+      "%llu, crowded %llu, departed %llu)\n",
+      kNames[k], (unsigned long long)st.segments, (unsigned long long)st.one_rate, (unsigned long long)st.rate_change,
+      (unsigned long long)st.either, (unsigned long long)st.fallback(), (unsigned long long)st.violated,
+      (unsigned long long)st.crowded, (unsigned long long)st.departed);
+}
+
 #define REQUIRE_SLEW_TESTBED()                                                               \
   do {                                                                                       \
     REQUIRE_BPF();                                                                           \
@@ -523,6 +612,71 @@ TEST_F(SlewTruth, AllAdjustmentsAtOnce) {
   Recording rec;
   record(clockguard::SlewPlan::all_kinds(), rec);
   check_all(rec, "all-kinds");
+}
+
+// Issue 35: a recorder stopped (SIGSTOP, as a debugger or an overloaded host
+// would) for 6 s while the frequency toggles +-500 ppm every 0.15 s: 40 rate
+// changes and no correlation point between them. Its BPF side goes on recording
+// the events, the packets and the clock calls; the segment over the stop must
+// fall back to the monotonic bound (crowded), and every event and duration still
+// meets its truth.
+TEST_F(SlewTruth, RecorderStoppedDuringFrequencyToggles) {
+  REQUIRE_SLEW_TESTBED();
+  const clockguard::SlewPlan plan{.freq_ppm = 500, .freq_period_ms = 150};
+  const RecorderStop stop{.node = 1, .after_ms = 1000, .for_ms = 6000};
+  Recording rec;
+  record_pipeline(plan, rec, std::max(seconds(), 9.0), stop);
+  check_all(rec, "stopped-6s+freq");
+  check_stopped_window(rec, stop.node, stop, plan.freq_period_ms);
+}
+
+// Issue 35, item 4: an adjtime() slew longer than a second (1.2 ms at the kernel's
+// 500 ppm: chunks of +500, +500 and +200 ppm at three CLOCK_REALTIME seconds) ends
+// with no call: one second after its last chunk the kernel puts the base rate
+// back, when every NTP state has read "no slew" for a second already. Every
+// conversion, event and duration must hold around that end too; the truth samples
+// within 50 ms of it are counted apart, and the end must be a witnessed change.
+TEST_F(SlewTruth, AdjtimeSlewLongerThanASecond) {
+  REQUIRE_SLEW_TESTBED();
+  const long offset_us = 1200;
+  Recording rec;
+  // At 2.5 s: after the recorders' start-up (no points for up to ~1.5 s on a busy
+  // host), so their NTP states see the slew; its end comes 3-4 s later.
+  record_pipeline(clockguard::SlewPlan{.freq_ppm = 0, .adjtime_us = offset_us, .adjtime_at_ms = 2500}, rec,
+                  std::max(seconds(), 6.0));
+  ASSERT_TRUE(rec.ok);
+  ASSERT_EQ(rec.slews.size(), 2u) << "the call, and its last chunk seen by the Slewer";
+  // The return to the base rate: the REALTIME second after the one that took the
+  // last chunk (the kernel takes a second's chunk at the first tick after it
+  // begins, a few ms late), as CLOCK_MONOTONIC (no step moves it here).
+  const int64_t sec = 1000000000, end_real = (rec.slews[1].real_ns / sec + 1) * sec;
+  const int64_t end_mono = end_real - clockguard::read_real_minus_mono().diff_ns;
+  for (int k = 0; k < 2; k++) {
+    TraceReader r(rec.tmp / kNames[k]);
+    const auto& p = r.clock_map().points();
+    ASSERT_LT(p.front().mono_ns + 50'000'000, uint64_t(end_mono)) << kNames[k] << " recorded the slew's end";
+    ASSERT_GT(p.back().mono_ns, uint64_t(end_mono) + 50'000'000) << kNames[k] << " recorded the slew's end";
+    bool seen = false;
+    for (const ClockAdjustment& a : r.clock_adjustments())
+      seen |= a.kind == ClockAdjustKind::State && a.state.adjtime_left_us > 500;
+    EXPECT_TRUE(seen) << kNames[k] << ": an NTP state shows more than a second of adjtime() slew left";
+    // The end is among the witnessed changes (from the boundary's MONOTONIC
+    // instant, which the points' REALTIME readings place within a few us).
+    bool witnessed = false;
+    for (const ClockChange& c : clock_change_candidates(r))
+      witnessed |= c.from_ns <= uint64_t(end_mono) + 100'000 && c.to_ns + 100'000 >= uint64_t(end_mono);
+    EXPECT_TRUE(witnessed) << kNames[k] << ": the slew's end, mono " << end_mono << ", is no witnessed change";
+    Tally near;
+    for (const truth::MonoSample& s : rec.samples) {
+      if (s.mono_ns + 50'000'000 < uint64_t(end_mono) || s.mono_ns > uint64_t(end_mono) + 50'000'000) continue;
+      auto [lo, hi] = conversion_bound(r.clock_map(), s.mono_ns);
+      near.add(lo, hi, {(long double)rec.sim[k].apply(s.tsc_lo), (long double)rec.sim[k].apply(s.tsc_hi)});
+    }
+    near.print(std::string("adjtime-1.2ms conversion within 50 ms of the end ") + kNames[k]);
+    EXPECT_GT(near.n, 50u);
+    EXPECT_EQ(near.contained, near.n);
+  }
+  check_all(rec, "adjtime-1.2ms");
 }
 
 // A real chronyd (Debian's chrony) steers the clock, as on any server, to a

@@ -232,19 +232,23 @@ TEST(ClockChangeCandidates, AdjustingCallsAndSecondsWhileSlewing) {
       file_header_bytes() + bytes_of(encode_clock(pts)) +
       bytes_of(encode_json(FrameType::ClockAdjust, clock_adjust_frame_json(adj), uint32_t(adj.size()))));
   ASSERT_FALSE(r.error()) << r.error()->what();
-  // Slewing from the point before 1.5 s (1.4 s) to 3.8 s: boundaries at 1.6, 2.6, 3.6 s.
+  // Slewing from the point before 1.5 s (1.4 s) to 3.8 s: boundaries at 1.6, 2.6, 3.6 s,
+  // and 4.6 s, where the last chunk (taken at 3.6 s) comes out of the tick length.
   // A call spans its entry (1 us before its exit here) to one tick after its exit.
   const uint64_t tick = kChangeEffectNs;
   EXPECT_EQ(clock_change_candidates(r), (std::vector<ClockChange>{{1'233'999'000, 1'234'000'000 + tick},
                                                                   {1'399'999'000, 1'400'000'000 + tick},
                                                                   {1'600'000'000, 1'600'000'000 + tick},
                                                                   {2'600'000'000, 2'600'000'000 + tick},
-                                                                  {3'600'000'000, 3'600'000'000 + tick}}));
+                                                                  {3'600'000'000, 3'600'000'000 + tick},
+                                                                  {4'600'000'000, 4'600'000'000 + tick}}));
 }
 
 // A slew cut short leaves its last chunk in the tick length until the next
 // REALTIME second: every adjusting call, and the recording's start, make that
-// boundary a candidate even when no NTP state shows a slew.
+// boundary a candidate even when no NTP state shows a slew. An ADJ_OFFSET call
+// makes the one after it a candidate too: an adjtime() offset of up to 500 us
+// goes in whole at the first and comes out at the second, between two points.
 TEST(ClockChangeCandidates, TheBoundaryAfterACallAndAfterTheStart) {
   std::vector<ClockPoint> pts;
   for (uint64_t m = 1'000'000'000; m <= 4'000'000'000; m += 100'000'000) {
@@ -262,8 +266,49 @@ TEST(ClockChangeCandidates, TheBoundaryAfterACallAndAfterTheStart) {
   EXPECT_EQ(clock_change_candidates(r),
             (std::vector<ClockChange>{{1'749'999'960, 1'749'999'960 + tick},  // after the start
                                       {2'299'999'000, 2'300'000'000 + tick},  // the call
-                                      {2'749'999'960, 2'749'999'960 + tick}}))  // after the call
+                                      {2'749'999'960, 2'749'999'960 + tick},  // after the call
+                                      {3'749'999'960, 3'749'999'960 + tick}}))  // an adjtime()'s return
       << "each boundary from the reading's upper end (40 ns wide)";
+}
+
+// An adjtime() slew of 1.2 ms (issue 35, item 4): chunks of 500, 500 and 200 us
+// at three REALTIME seconds, then the base rate back at the fourth, one second
+// after the states began to read "no slew left", with no call: that boundary is
+// a candidate. Each boundary is one candidate, though the points read
+// REALTIME - MONOTONIC a few ns differently (one boundary counted twice would
+// leave its windows crowded).
+TEST(ClockChangeCandidates, AdjtimeSlewEndsOneSecondAfterItsLastChunk) {
+  std::vector<ClockPoint> pts;
+  for (uint64_t m = 1'000'000'000; m <= 6'000'000'000; m += 100'000'000) {
+    ClockPoint p{m * 2, m, 10, kClockHasRealtime};
+    p.rt_minus_mono_ns = 400'000'000 - int64_t(m / 100'000'000 % 3) * 10;  // REALTIME seconds at mono ~x.6 s
+    p.rt_width_ns = 40;
+    pts.push_back(p);
+  }
+  auto left = [](uint64_t mono, int64_t us) {
+    ClockAdjustment a = state_adj(mono, STA_NANO, 0);
+    a.state.adjtime_left_us = us;
+    return a;
+  };
+  std::vector<ClockAdjustment> adj{left(1'000'000'000, 0),    syscall_adj(1'250'000'000, ADJ_OFFSET_SINGLESHOT),
+                                   left(1'300'000'000, 1200), left(1'700'000'000, 700),
+                                   left(2'700'000'000, 200),  left(3'700'000'000, 0)};
+  TraceReader r = TraceReader::from_bytes(
+      file_header_bytes() + bytes_of(encode_clock(pts)) +
+      bytes_of(encode_json(FrameType::ClockAdjust, clock_adjust_frame_json(adj), uint32_t(adj.size()))));
+  ASSERT_FALSE(r.error()) << r.error()->what();
+  std::vector<ClockChange> c = clock_change_candidates(r);
+  ASSERT_EQ(c.size(), 5u) << "the call, the three chunks' seconds and the one after the last chunk";
+  EXPECT_EQ(c[0], (ClockChange{1'249'999'000, 1'250'000'000 + kChangeEffectNs}));
+  for (size_t i = 1; i < c.size(); i++) {
+    const uint64_t b = 600'000'000 + i * 1'000'000'000;  // the boundary, from the readings' upper ends
+    EXPECT_GE(c[i].from_ns, b - 40) << i;
+    EXPECT_LE(c[i].from_ns, b - 20) << i;
+    EXPECT_LE(c[i].to_ns, b - 20 + kChangeEffectNs) << i;
+    EXPECT_GE(c[i].to_ns, b - 40 + kChangeEffectNs) << i;
+  }
+  // The end's windows hold one witnessed change: checked by the model, not crowded.
+  EXPECT_EQ(r.clock_map().model_stats().crowded, 0u);
 }
 
 // A watch that dropped call records leaves changes nobody saw: every segment

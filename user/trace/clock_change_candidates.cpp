@@ -154,6 +154,24 @@ void unwitnessed_calls(const TraceReader& r, std::vector<ClockChange>& out) {
   }
 }
 
+// One candidate per REALTIME second boundary. The same boundary, found through
+// the REALTIME - MONOTONIC readings of different points (around a call, over a
+// slewing span), comes out a few ns apart, the readings' widths; counted twice,
+// it would make its own windows crowded. Instants no farther apart than the
+// widest reading (at most 1 ms) are one boundary: one span over all of them.
+void add_boundaries(const std::vector<ClockPoint>& pts, std::vector<uint64_t>& seconds, std::vector<ClockChange>& out) {
+  auto effect = [](uint64_t at) { return at > UINT64_MAX - kChangeEffectNs ? UINT64_MAX : at + kChangeEffectNs; };
+  uint64_t same = 0;
+  for (const ClockPoint& p : pts)
+    if (p.has_realtime()) same = std::max<uint64_t>(same, p.rt_width_ns);
+  same = std::min<uint64_t>(same, 1'000'000);
+  std::sort(seconds.begin(), seconds.end());
+  for (size_t i = 0, j; i < seconds.size(); i = j) {
+    for (j = i + 1; j < seconds.size() && seconds[j] - seconds[i] <= same;) ++j;
+    out.push_back({seconds[i], effect(seconds[j - 1])});
+  }
+}
+
 }  // namespace
 
 std::vector<ClockChange> clock_change_candidates(const TraceReader& r) {
@@ -166,14 +184,26 @@ std::vector<ClockChange> clock_change_candidates(const TraceReader& r) {
       uint64_t enter = a.enter_mono_ns && a.enter_mono_ns <= a.mono_ns ? a.enter_mono_ns : a.mono_ns;
       out.push_back({enter, effect(a.mono_ns)});
       // A new offset (0 included) replaces the one being slewed: the last
-      // second's chunk stays in the tick length until the next boundary.
+      // second's chunk stays in the tick length until the next boundary. An
+      // adjtime() offset of up to 500 us (ADJ_OFFSET_SINGLESHOT has the
+      // ADJ_OFFSET bit) goes in whole at that boundary and comes out at the one
+      // after, which no NTP state may show when no point fell between.
       bool offset =
           (a.syscall == "adjtimex" || a.syscall == "clock_adjtime") && (!a.args_read || (a.modes & ADJ_OFFSET));
-      if (offset) next_boundaries(pts, a.mono_ns, seconds);
+      if (offset) {
+        next_boundaries(pts, a.mono_ns, seconds);
+        if (a.mono_ns <= UINT64_MAX - kSecond) next_boundaries(pts, a.mono_ns + kSecond, seconds);
+      }
     }
   if (!pts.empty()) next_boundaries(pts, pts.front().mono_ns, seconds);  // a call just before the start
-  for (auto [from, to] : slewing_spans(r)) second_boundaries(r, from, to, seconds);
-  for (uint64_t b : seconds) out.push_back({b, effect(b)});
+  // A slew's last chunk stays in the tick length for a second after the states
+  // read "no slew": the boundary after the first such state puts the base rate
+  // back, with no call (an adjtime() slew of more than 500 us ends this way).
+  for (auto [from, to] : slewing_spans(r)) {
+    second_boundaries(r, from, to, seconds);
+    if (to < pts.back().mono_ns) next_boundaries(pts, to, seconds);  // else past the recording
+  }
+  add_boundaries(pts, seconds, out);
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
   unwitnessed_calls(r, out);  // after unique: each comes as two, on purpose

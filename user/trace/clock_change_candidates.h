@@ -29,14 +29,26 @@
 //    to the first later state that shows none. A PLL/FLL offset that reads 0 may
 //    still hold under 1 ns internally; its remaining chunks change the rate by
 //    under 1 ppb and are ignored.
+//  - A slew's last chunk stays in the tick length for the second after the one
+//    that took it, so the base rate comes back at a boundary where every state
+//    already reads "no slew" and no call is made (an adjtime() slew of more than
+//    500 us ends this way): the first boundary after the state that ends a
+//    slewing span is a candidate.
 //  - A slew cut short (a new offset, 0 included, replaces the one being
 //    slewed: ADJ_OFFSET) leaves the last second's chunk in the tick length
 //    until the next second boundary, where second_overflow() puts the base
 //    back: seen as an unannounced 180 ppm change 4 ms after a boundary, the
 //    second after a test restored the clock mid-slew. So the first boundary
 //    after every ADJ_OFFSET call, and the first after the recording's first
-//    point (such a call made just before it began), are candidates too. (A
-//    step clears the NTP state at once, tick length included.)
+//    point (such a call made just before it began), are candidates too. So is
+//    the second after every ADJ_OFFSET call: an adjtime() offset of up to
+//    500 us (ADJ_OFFSET_SINGLESHOT includes the ADJ_OFFSET bit) goes in whole
+//    at the first and comes out at the second, and no state shows it when no
+//    point falls between the call and the first. (A step clears the NTP state
+//    at once, tick length included.)
+// Each boundary is one candidate: the same boundary found through different
+// points' REALTIME - MONOTONIC readings comes out a few ns apart (the readings'
+// widths); counted twice, it would leave its own windows crowded.
 // A change of what only a call changes (frequency, tick, PLL constant, the
 // status bits a caller sets) between two correlation points' NTP states with no
 // adjusting call recorded there was made by a call the watch did not see (a
