@@ -135,6 +135,15 @@ else
 fi
 
 echo
+echo "== 16b. traffic against rounds on a bridge (no forwarder): widths, minimum one-way delays per"
+echo "   packet class and conversion error, and the one-way delay split at every stamp point of the path"
+if [[ $(id -u) -eq 0 ]]; then
+  bash bench/traffic_vs_rounds.sh
+else
+  echo "   skipped: namespaces need root"
+fi
+
+echo
 echo "== 17. strict bounds under NTP-style clock adjustments (freq +-500 ppm, PLL slew, tick +-2 %,"
 echo "   REALTIME step), ${SLEW_S:-30} s per recording on the testbed: contained N of N, widths"
 bash bench/slew_truth.sh

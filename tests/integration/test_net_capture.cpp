@@ -25,6 +25,7 @@
 #include <fmt/format.h>
 
 #include "test_util.h"
+#include "sync/kernel_timestamps.h"
 #include "testbed_util.h"
 #include "trace/net_codec.h"
 #include "trace/trace_reader.h"
@@ -468,6 +469,129 @@ TEST_F(NetCapture, UdpReceivesStampedBeforeTheBacklogExactlyOnce) {
   size_t all_rx = 0;
   for (const NetEvent& e : r.b.ev) all_rx += e.r.kind == CP_NET_PKT_RX;
   EXPECT_EQ(at[name].get<size_t>(), all_rx) << at.dump();
+}
+
+namespace {
+// f() on a thread that entered namespace `ns` alone (sockets keep their namespace).
+template <class F>
+std::string in_netns(const std::string& ns, F f) {
+  std::string err;
+  std::thread t([&] {
+    int target = open(("/run/netns/" + ns).c_str(), O_RDONLY | O_CLOEXEC);
+    if (target < 0 || setns(target, CLONE_NEWNET) != 0) {
+      err = fmt::format("entering {}: {}", ns, strerror(errno));
+    } else {
+      try {
+        f();
+      } catch (const std::exception& e) {
+        err = e.what();
+      }
+    }
+    if (target >= 0) close(target);
+  });
+  t.join();
+  return err;
+}
+
+// The payload hash of a UDP record (bpf/netcap.bpf.c): FNV-1a of the first bytes.
+uint32_t fnv1a(const std::string& p) {
+  uint32_t h = 2166136261u;
+  for (size_t i = 0; i < p.size() && i < CP_NET_HASH_BYTES; ++i) h = (h ^ uint8_t(p[i])) * 16777619u;
+  return h;
+}
+}  // namespace
+
+// Our stamps against the kernel's own software stamps of the same datagrams (what
+// the MinRTT rounds use): the transmit stamp, read when the net_dev_start_xmit
+// program ends, must still precede the driver's SO_TIMESTAMPING transmit stamp
+// (skb_tx_timestamp in veth_xmit), and the receive stamp (netif_rx) must not
+// precede the receive stamp the kernel takes in netif_rx_internal. Either failing
+// would be a stamp outside the packet's time at that node: a traffic bound that
+// could miss the truth. On a direct veth pair, so nothing else lies between them.
+// Software stamps are CLOCK_REALTIME: converted with the REALTIME - MONOTONIC offset
+// bracketed around each datagram, on the side that can only make the checks pass
+// more rarely; a datagram during which the clock was stepped (another test may step
+// it) is left out, and at most a few may be.
+TEST_F(NetCapture, StampsBracketTheKernelsSoftwareStamps) {
+  testbed::Testbed tb("nsts", 2, "");
+  ASSERT_TRUE(tb.ok()) << tb.output();
+  for (std::string cmd : {"ip link add sts0 netns " + tb.ns(1) + " type veth peer name sts0 netns " + tb.ns(2),
+                          "ip -n " + tb.ns(1) + " addr add 10.77.98.1/24 dev sts0",
+                          "ip -n " + tb.ns(2) + " addr add 10.77.98.2/24 dev sts0",
+                          "ip -n " + tb.ns(1) + " link set sts0 up", "ip -n " + tb.ns(2) + " link set sts0 up"}) {
+    auto c = testutil::run(cmd, tmp);
+    ASSERT_EQ(c.status, 0) << cmd << ": " << c.err;
+  }
+  const int port = 7021, count = 200;
+  int tx = -1, rx = -1;
+  ASSERT_EQ(in_netns(tb.ns(1), [&] { tx = open_stamped_udp(AF_INET, true, false); }), "");
+  ASSERT_EQ(in_netns(tb.ns(2), [&] { rx = open_stamped_udp(AF_INET, false, true); }), "");
+  testbed::Addr dst = testbed::make_addr("10.77.98.2", port);
+  ASSERT_EQ(bind(rx, reinterpret_cast<sockaddr*>(&dst.ss), dst.len), 0) << strerror(errno);
+  testbed::set_timeout(rx, 2000);
+  // Both namespaces from the host, one recorder: the sender's tx and the receiver's rx.
+  Proc rec(
+      testutil::cptrace_bin() + " record --net --port " + std::to_string(port) + " --no-progress -o " + (tmp / "rec"),
+      tmp / "rec.out", tmp / "rec.err");
+  ASSERT_TRUE(rec.wait_for("attached", 20, true)) << testutil::read_file(rec.err_path);
+
+  struct Kernel {
+    uint64_t tx, rx;  // the kernel's stamps, CLOCK_REALTIME
+    int64_t off_lo, off_hi;  // REALTIME - MONOTONIC meanwhile
+  };
+  std::map<uint32_t, Kernel> sw;  // by payload hash
+  int stepped = 0;
+  for (int i = 0; i < count; ++i) {
+    RealMonoOffset before = sample_real_mono_offset(5);
+    std::string msg = fmt::format("{:<48}", fmt::format("stamp check {}", i));
+    ASSERT_EQ(sendto(tx, msg.data(), msg.size(), 0, reinterpret_cast<sockaddr*>(&dst.ss), dst.len), ssize_t(msg.size()))
+        << strerror(errno);
+    std::optional<uint64_t> t = read_tx_stamp(tx, uint32_t(i), 2000);
+    ASSERT_TRUE(t) << "no transmit stamp for datagram " << i;
+    char buf[128];
+    sockaddr_storage from{};
+    socklen_t fl = sizeof from;
+    uint64_t r = 0;
+    ASSERT_EQ(recv_stamped(rx, buf, sizeof buf, &from, &fl, &r), ssize_t(msg.size())) << strerror(errno);
+    ASSERT_NE(r, 0u) << "no receive stamp for datagram " << i;
+    RealMonoOffset after = sample_real_mono_offset(5);
+    if (before.hi < after.lo || after.hi < before.lo)
+      stepped++;  // the true offset lies in both intervals, and they do not meet
+    else
+      sw[fnv1a(msg)] = {*t, r, std::max(before.lo, after.lo), std::min(before.hi, after.hi)};
+    usleep(2000);  // one at a time, from a CPU that may have gone idle, like a paced sender
+  }
+  close(tx);
+  close(rx);
+  kill(rec.pid, SIGINT);
+  ASSERT_EQ(rec.wait(30), 0) << testutil::read_file(rec.err_path);
+  ASSERT_LE(stepped, 5) << "CLOCK_REALTIME stepped during too many datagrams";
+
+  NetTrace t = load(tmp / "rec");
+  expect_accounted(t, "recorder");
+  std::map<uint32_t, uint64_t> ours_tx, ours_rx;
+  for (const NetEvent& e : t.ev) {
+    if (e.r.proto != 17 || e.r.dport != port || !sw.count(e.r.hash)) continue;
+    auto& ours = e.r.kind == CP_NET_PKT_TX ? ours_tx : ours_rx;
+    if (e.r.kind == CP_NET_PKT_TX || e.r.kind == CP_NET_PKT_RX) {
+      ASSERT_TRUE(ours.emplace(e.r.hash, e.r.ktime_ns).second) << "recorded twice: " << net_kind_name(e.r.kind);
+    }
+  }
+  ASSERT_EQ(ours_tx.size(), sw.size());
+  ASSERT_EQ(ours_rx.size(), sw.size());
+  int64_t tx_lead = INT64_MAX, rx_lag = INT64_MAX, off_width = 0;  // for the log
+  for (auto& [h, k] : sw) {
+    int64_t k_tx_latest = int64_t(k.tx) - k.off_lo, k_rx_earliest = int64_t(k.rx) - k.off_hi;
+    off_width = std::max(off_width, k.off_hi - k.off_lo);
+    EXPECT_LE(int64_t(ours_tx[h]), k_tx_latest) << "our transmit stamp after the driver's";
+    EXPECT_GE(int64_t(ours_rx[h]), k_rx_earliest) << "our receive stamp before the kernel's";
+    tx_lead = std::min(tx_lead, k_tx_latest - int64_t(ours_tx[h]));
+    rx_lag = std::min(rx_lag, int64_t(ours_rx[h]) - k_rx_earliest);
+  }
+  printf(
+      "      %zu datagrams (%d left out: clock stepped); offset known to %ld ns; smallest margins: transmit %ld ns "
+      "before the driver's stamp, receive %ld ns after the kernel's\n",
+      sw.size(), stepped, long(off_width), long(tx_lead), long(rx_lag));
 }
 
 namespace {
