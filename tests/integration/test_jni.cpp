@@ -242,6 +242,27 @@ TEST(Jni, BatchExactSet) {
   check_exact_set(tr);
 }
 
+// A JVM in a time namespace whose CLOCK_MONOTONIC runs 1000 s ahead of the host's
+// (`unshare --time --monotonic 1000`): its System.nanoTime() batch stamps carry that
+// offset, and convert onto the host's clock only through the namespace's offsets
+// (/proc/PID/timens_offsets, read by the recorder). Taken as host time they would
+// land 1000 s after the recording: check_exact_set finds every event inside it.
+TEST(Jni, BatchInTimeNamespaceLandsInsideTheRecording) {
+  REQUIRE_BPF();
+  REQUIRE_JVM();
+  TempDir tmp;
+  auto r = run(record_cmd(tmp, "--ring-mb 64 --lib " + jni_lib() + " -- unshare --time --monotonic 1000 --fork " +
+                                   java_cmd(workload_args("batch"))),
+               tmp);
+  ASSERT_EQ(r.status, 0) << r.err;
+  TraceReader tr(tmp / "trace");
+  check_exact_set(tr);
+  bool offset_seen = false;
+  for (const auto& [pid, e] : tr.pids().by_pid)
+    if (e.mono_offset_ns == 1000'000'000'000) offset_seen = true;
+  EXPECT_TRUE(offset_seen) << "no process of the trace has the namespace's 1000 s offset";
+}
+
 // A Batch never flushed nor closed, its thread parked, the JVM ending without
 // waiting for it (System.exit, Runtime.halt, SIGKILL): every event still
 // reaches the trace, read by the recorder as each thread dies.

@@ -410,9 +410,10 @@ TEST_F(NetCapture, TcpThroughGroNoByteStampedBeforeItsSend) {
     // Spanning several transmitted segments (and no retransmission, which TCP may
     // collapse): GRO merged them, so the receive must not claim the early stamp.
     bool spans = first.upper_bound(lo) != first.upper_bound(last);
-    if (spans && !was_resent(lo, last + 1))
+    if (spans && !was_resent(lo, last + 1)) {
       EXPECT_TRUE(e.r.flags & CP_NETF_RX_GREW) << "bytes [" << lo << ", " << last << "] merged by GRO, stamped at "
                                                << net_stamp_name(e.r.kind, e.r.stamp_at);
+    }
     if (e.r.flags & CP_NETF_RX_GREW) {
       ++grew;
       EXPECT_EQ(e.r.stamp_at, CP_NET_AT_KIND) << "a grown skb took its early stamp";
