@@ -58,7 +58,7 @@ JAVA_BENCH := $(wildcard bench/java/*.java)
 JAVA_ALL   := $(if $(wildcard $(JDK_HOME)/include/jni.h),$(BUILD)/cptrace.jar $(BUILD)/libcptrace_jni.so \
               $(BUILD)/tests/java/.built,$(warning no JDK (javac with include/jni.h) found: skipping cptrace.jar and libcptrace_jni.so))
 
-.PHONY: all deps guest-kernels test check-root unit-test check-layers check-architecture check-commits format check-format demo bench fuzz fuzz-run install clean
+.PHONY: all deps guest-kernels test check-root unit-test check-layers check-architecture check-commits format check-format demo bench fuzz fuzz-run install deb clean
 all: $(BUILD)/cptrace $(BUILD)/libcptrace.so $(BUILD)/libcptrace.a $(WORKLOADS) $(TOOLS) $(JAVA_ALL)
 
 deps:
@@ -110,8 +110,11 @@ endef
 $(foreach l,$(LAYERS),$(eval $(call stage_lib,$(l))))
 
 # libcptrace.a: the generator and sink call cp_logTS, so the probe sites live in cptrace itself.
+# The recorder puts uprobes on its own probe sites (cp_*: the stage flush, the
+# self-tests); exported, they stay findable in .dynsym when the binary is stripped
+# (the Debian package strips it).
 $(BUILD)/cptrace: $(BUILD)/user/libcli.a $(CORE_LIBS) $(BUILD)/libcptrace.a
-	$(CXX) -o $@ $^ $(LDLIBS)
+	$(CXX) -Wl,--export-dynamic-symbol='cp_*' -o $@ $^ $(LDLIBS)
 
 # ---- the application library (what applications link) -------------------------
 # -fcf-protection=none: no endbr64 before our probe sites; the stubs are assembly
@@ -124,7 +127,7 @@ $(BUILD)/lib/%.S.o: lib/%.S lib/probe_site.h
 	$(CC) -fPIC -Iinclude -Ilib -c $< -o $@
 
 $(BUILD)/libcptrace.so: $(LIB_OBJS)
-	$(CC) -shared -o $@ $^ -lpthread
+	$(CC) -shared -Wl,-soname,libcptrace.so -o $@ $^ -lpthread
 $(BUILD)/libcptrace.a: $(LIB_OBJS)
 	@rm -f $@
 	ar rcs $@ $^
@@ -275,21 +278,37 @@ bench: deps
 # The build-system files (tools/pkg/*.in) name PREFIX, never DESTDIR: a DESTDIR tree
 # is a staging copy that will be unpacked at PREFIX. The CMake files compute their
 # prefix from their own place; pkg-config's file names it, so it must be absolute.
-PKG_SED := sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' $(if $(JAVA_ALL),,-e '/^jar=/d')
-PKG_DIR := $(DESTDIR)$(PREFIX)/lib
+# Where the pieces go: LIBDIR (a Debian package: /usr/lib/x86_64-linux-gnu), the
+# jar in JARDIR (/usr/share/java), the JNI library in JNIDIR (LIBDIR/jni), which
+# the jar finds through java.library.path when it is not beside it.
+LIBDIR ?= $(PREFIX)/lib
+JARDIR ?= $(LIBDIR)
+JNIDIR ?= $(LIBDIR)
+from_lib = $(shell realpath -m --relative-to=$(LIBDIR) $(1))
+PKG_SED := sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' \
+  -e 's|@JARDIR@|$(JARDIR)|g' -e 's|@INCLUDE_FROM_LIB@|$(call from_lib,$(PREFIX)/include)|g' \
+  -e 's|@JAR_FROM_LIB@|$(call from_lib,$(JARDIR))|g' $(if $(JAVA_ALL),,-e '/^jar=/d')
+PKG_DIR := $(DESTDIR)$(LIBDIR)
 
 install: all
-	@case '$(PREFIX)' in /*) ;; *) echo "make install: PREFIX must be an absolute path, got '$(PREFIX)'" >&2; exit 1;; esac
+	@for v in PREFIX='$(PREFIX)' LIBDIR='$(LIBDIR)' JARDIR='$(JARDIR)' JNIDIR='$(JNIDIR)'; do \
+	  case "$${v#*=}" in /*) ;; *) echo "make install: $${v%%=*} must be an absolute path, got '$${v#*=}'" >&2; exit 1;; esac; done
 	install -D -m 755 $(BUILD)/cptrace $(DESTDIR)$(PREFIX)/bin/cptrace
-	install -D -m 644 $(BUILD)/libcptrace.so $(DESTDIR)$(PREFIX)/lib/libcptrace.so
-	install -D -m 644 $(BUILD)/libcptrace.a $(DESTDIR)$(PREFIX)/lib/libcptrace.a
+	install -D -m 644 $(BUILD)/libcptrace.so $(DESTDIR)$(LIBDIR)/libcptrace.so
+	install -D -m 644 $(BUILD)/libcptrace.a $(DESTDIR)$(LIBDIR)/libcptrace.a
 	install -D -m 644 include/cptrace.h $(DESTDIR)$(PREFIX)/include/cptrace.h
-	$(if $(JAVA_ALL),install -D -m 644 $(BUILD)/libcptrace_jni.so $(DESTDIR)$(PREFIX)/lib/libcptrace_jni.so)
-	$(if $(JAVA_ALL),install -D -m 644 $(BUILD)/cptrace.jar $(DESTDIR)$(PREFIX)/lib/cptrace.jar)
+	$(if $(JAVA_ALL),install -D -m 644 $(BUILD)/libcptrace_jni.so $(DESTDIR)$(JNIDIR)/libcptrace_jni.so)
+	$(if $(JAVA_ALL),install -D -m 644 $(BUILD)/cptrace.jar $(DESTDIR)$(JARDIR)/cptrace.jar)
 	install -d $(PKG_DIR)/pkgconfig $(PKG_DIR)/cmake/cptrace
 	$(PKG_SED) tools/pkg/cptrace.pc.in > $(PKG_DIR)/pkgconfig/cptrace.pc
 	$(PKG_SED) tools/pkg/cptraceConfig.cmake.in > $(PKG_DIR)/cmake/cptrace/cptraceConfig.cmake
 	$(PKG_SED) tools/pkg/cptraceConfigVersion.cmake.in > $(PKG_DIR)/cmake/cptrace/cptraceConfigVersion.cmake
+
+# The Debian package of what `make install` installs, plus man pages, docs and the
+# minrttd unit (tools/deb/build-deb.sh); `apt install ./cptrace_*.deb` on each node.
+DEB := $(BUILD)/cptrace_$(VERSION)_amd64.deb
+deb: all
+	@bash tools/deb/build-deb.sh $(BUILD) $(DEB)
 
 clean:
 	rm -rf $(BUILD)

@@ -26,6 +26,7 @@ PKGS=(
   qemu-system-x86 busybox-static cpio      # tests: boot Debian's 6.1 and 6.12 kernels (TCG) on an initramfs
   xz-utils zstd                            # tests: decompress those kernels' packaged modules (.ko.xz/.ko.zst)
   chrony                                   # tests: a real chronyd steers the clock (SlewTruth), never as a service
+  dpkg-dev lintian help2man man-db         # make deb: Depends (dpkg-shlibdeps), package checks, man pages from --help
 )
 # npm: Debian's package, unless a node that brings its own npm is installed
 # (Debian's npm conflicts with such a nodejs).

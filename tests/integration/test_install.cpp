@@ -4,7 +4,10 @@
 // DESTDIR, and the CMake ones still work from wherever the tree is moved.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <iterator>
 #include <set>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -47,14 +50,16 @@ RunResult cmake_build(const TempDir& tmp, const std::string& prefix, const std::
              tmp);
 }
 
-// Records `prog kEvents` and checks the trace holds exactly tuples 0..kEvents-1 on
-// kChannel: the count from `cptrace info --json`, the tuples from `dump --csv`.
-void expect_records_every_event(const TempDir& tmp, const std::string& prog, const std::string& name) {
+// Records `prog kEvents` with `cptrace` (this build's unless named) and checks the
+// trace holds exactly tuples 0..kEvents-1 on kChannel: the count from `cptrace info
+// --json`, the tuples from `dump --csv`.
+void expect_records_every_event(const TempDir& tmp, const std::string& prog, const std::string& name,
+                                const std::string& cptrace = cptrace_bin()) {
   std::string dir = tmp / name;
-  auto rec = run(cptrace_bin() + " record -o " + dir + " -- " + prog + " " + std::to_string(kEvents), tmp);
+  auto rec = run(cptrace + " record -o " + dir + " -- " + prog + " " + std::to_string(kEvents), tmp);
   ASSERT_EQ(rec.status, 0) << rec.err;
 
-  auto info = run(cptrace_bin() + " info --json " + dir, tmp);
+  auto info = run(cptrace + " info --json " + dir, tmp);
   ASSERT_EQ(info.status, 0) << info.err;
   json j = json::parse(info.out);
   EXPECT_EQ(j.at("dropped").get<uint64_t>(), 0u);
@@ -63,7 +68,7 @@ void expect_records_every_event(const TempDir& tmp, const std::string& prog, con
     if (c.at("name") == kChannel) counted = c.at("events").get<uint64_t>();
   EXPECT_EQ(counted, kEvents) << info.out;
 
-  auto dump = run(cptrace_bin() + " dump --csv " + dir, tmp);
+  auto dump = run(cptrace + " dump --csv " + dir, tmp);
   ASSERT_EQ(dump.status, 0) << dump.err;
   std::set<uint64_t> tuples;
   size_t rows = 0;
@@ -187,3 +192,87 @@ TEST(Install, RelativePrefixIsRefused) {
 }
 
 }  // namespace
+
+// ---- the Debian package (`make deb`) --------------------------------------------
+
+namespace {
+
+#define REQUIRE_DEB_TOOLS()                                                                               \
+  do {                                                                                                    \
+    for (const char* t : {"dpkg-deb", "dpkg-shlibdeps", "lintian", "help2man", "man", "systemd-analyze"}) \
+      if (!have(t)) GTEST_SKIP() << "SKIPPED: " << t << " not installed (tools/install-deps.sh)";         \
+  } while (0)
+
+// Every path under the directories a package may touch, to compare before and after.
+std::set<std::string> system_paths(const TempDir& tmp) {
+  auto r = run("{ find /usr /etc /opt -xdev 2>/dev/null; ldconfig -p | grep -c libcptrace; }", tmp);
+  std::set<std::string> out;
+  std::istringstream lines(r.out);
+  for (std::string l; std::getline(lines, l);) out.insert(l);
+  return out;
+}
+
+// Installs the package for one test and removes it on every way out of it.
+struct InstalledDeb {
+  const TempDir& tmp;
+  RunResult result;
+  InstalledDeb(const TempDir& t, const std::string& deb) : tmp(t), result(run("dpkg -i " + deb, t)) {}
+  ~InstalledDeb() { run("dpkg -r cptrace", tmp); }
+};
+
+}  // namespace
+
+// `make deb` builds a lintian-clean package; installed with dpkg it records a program
+// built against it through pkg-config and through CMake with no path given; its man
+// pages and systemd unit check out; `dpkg -r` leaves the system as it found it.
+TEST(Install, DebianPackageInstallsRecordsAndRemovesCleanly) {
+  REQUIRE_BUILD_TOOLS();
+  REQUIRE_DEB_TOOLS();
+  REQUIRE_BPF();
+  TempDir tmp;
+  ASSERT_NE(run("dpkg-query -W -f='${Status}' cptrace", tmp).out, "install ok installed")
+      << "a cptrace package is installed on this machine: the test would replace it (dpkg -r cptrace first)";
+  std::string deb = (build_dir() / ("cptrace_" + version() + "_amd64.deb")).string();
+  auto mk = run("env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s -C " + source_dir().string() +
+                    " deb BUILD=" + build_dir().string(),
+                tmp);
+  ASSERT_EQ(mk.status, 0) << mk.out << mk.err;
+
+  auto lint = run("lintian --fail-on error,warning " + deb + " 2>/dev/null", tmp);
+  EXPECT_EQ(lint.status, 0) << lint.out;
+  EXPECT_EQ(lint.out.find("\nE: "), std::string::npos) << lint.out;
+  EXPECT_EQ(("\n" + lint.out).find("\nW: "), std::string::npos) << lint.out;
+
+  auto before = system_paths(tmp);
+  {
+    InstalledDeb installed(tmp, deb);
+    ASSERT_EQ(installed.result.status, 0) << installed.result.err;
+    EXPECT_EQ(run("/usr/bin/cptrace --version", tmp).out.rfind("cptrace " + version() + " ", 0), 0u);
+    EXPECT_EQ(run("pkg-config --modversion cptrace", tmp).out, version() + "\n");
+    for (std::string page : {"cptrace", "cptrace-record", "cptrace-translate", "cptrace-minrttd"})
+      EXPECT_EQ(run("man -w " + page, tmp).status, 0) << "no man page " << page;
+    auto unit = run("systemd-analyze verify /usr/lib/systemd/system/cptrace-minrttd.service", tmp);
+    EXPECT_EQ(unit.status, 0) << unit.out << unit.err;
+
+    std::string prog = tmp / "prog";
+    auto cc = run("cc " + sample_dir() + "/prog.c -o " + prog + " $(pkg-config --cflags --libs cptrace)", tmp);
+    ASSERT_EQ(cc.status, 0) << cc.err;
+    // ld.so finds it in the multiarch directory (/lib is /usr/lib on a merged-/usr system).
+    EXPECT_NE(run("ldd " + prog, tmp).out.find("x86_64-linux-gnu/libcptrace.so"), std::string::npos);
+    expect_records_every_event(tmp, prog, "pkg-config", "/usr/bin/cptrace");
+
+    auto b =
+        run("{ cmake -S " + sample_dir() + " -B " + (tmp / "cm") + " && cmake --build " + (tmp / "cm") + "; }", tmp);
+    ASSERT_EQ(b.status, 0) << b.out << b.err;
+    if (std::filesystem::exists(build_dir() / "cptrace.jar")) {
+      EXPECT_NE(b.out.find("cptrace_JAR=/usr/share/java/cptrace.jar\n"), std::string::npos) << b.out;
+    }
+    expect_records_every_event(tmp, tmp / "cm/prog", "cmake", "/usr/bin/cptrace");
+  }
+  auto after = system_paths(tmp);
+  std::vector<std::string> left, gone;
+  std::set_difference(after.begin(), after.end(), before.begin(), before.end(), std::back_inserter(left));
+  std::set_difference(before.begin(), before.end(), after.begin(), after.end(), std::back_inserter(gone));
+  EXPECT_TRUE(left.empty()) << "left behind: " << testing::PrintToString(left);
+  EXPECT_TRUE(gone.empty()) << "removed: " << testing::PrintToString(gone);
+}

@@ -16,6 +16,11 @@ namespace fs = std::filesystem;
 
 namespace cptrace {
 
+namespace {
+// Debian's multiarch library directory of this build's architecture (x86-64 only).
+constexpr const char* kMultiarch = "x86_64-linux-gnu";
+}  // namespace
+
 bool elf_has_probe_site(const std::string& path) {
   try {
     return elf_symbol_file_offset(path, "cp_logTS").has_value();
@@ -84,8 +89,10 @@ std::string bundled_library() {
   std::error_code ec;
   fs::path bin = fs::read_symlink("/proc/self/exe", ec).parent_path();
   if (ec) return "";
-  // build/: beside the binary; `make install`: PREFIX/bin/cptrace, PREFIX/lib/libcptrace.so.
-  for (const fs::path& p : {bin / "libcptrace.so", bin.parent_path() / "lib" / "libcptrace.so"})
+  // build/: beside the binary; `make install`: PREFIX/bin/cptrace, PREFIX/lib/libcptrace.so;
+  // the Debian package: /usr/bin/cptrace, /usr/lib/x86_64-linux-gnu/libcptrace.so.
+  fs::path lib = bin.parent_path() / "lib";
+  for (const fs::path& p : {bin / "libcptrace.so", lib / "libcptrace.so", lib / kMultiarch / "libcptrace.so"})
     if (elf_has_probe_site(p.string())) return shown_path(p.string());
   return "";
 }
