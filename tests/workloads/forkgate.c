@@ -3,8 +3,9 @@
  * patched its copy of the site: the workload of ForkSafety.Gate*.
  *
  *   forkgate --lib PATH --children N [--events K] [--stall-ms M]
- *            [--hit-after-signal] [--recorder PID --stop-recorder-at I]
- *            [--exec-every E]
+ *            [--hit-after-signal] [--serial]
+ *            [--recorder-file PATH --stop-recorder-at I] [--exec-every E]
+ *            [--hit-delay-us D]
  *
  * libcptrace is loaded with dlopen, after this program registered its own
  * atfork child handler: that handler runs before the library's repair and
@@ -22,10 +23,17 @@
  * children wait until the parent, after all of them were through fork() and
  * it printed "FORKED", got SIGUSR2 (the test stops the recorder in between):
  * their first hit comes after the detach.
- * With --recorder, the parent sends SIGINT to that pid before forking child I:
- * the detach races the children being forked and repaired.
+ * With --serial the parent forks the next child only once the last one is
+ * through fork() (a recorder attaches to one new process at a time, each
+ * attach costing more the more processes map the library). With
+ * --recorder-file, the parent reads a pid from PATH once let go and sends
+ * SIGINT to it before forking child I: the detach races the children being
+ * forked and repaired.
  *
- * At the end one JSON line: {"children":N,"ok":X,"killed":K,"sigill":L,
+ * With --hit-delay-us each child sleeps a pseudo-random 0..D-1 us between
+ * fork() and its first event, so a detach lands between the two more often.
+ *
+ * At the end one JSON line: {"pid":P,"children":N,"ok":X,"killed":K,"sigill":L,
  * "int3_over_call":C,"stall_timeouts":T,"parent_call":P} where killed counts
  * the children ended by a signal (sigill those by SIGILL), int3_over_call the
  * children whose site held an int3 followed by the call's displacement when
@@ -61,7 +69,7 @@ static const uint8_t nop5[CP_SITE_NOP_LEN] = {CP_SITE_NOP_BYTES};
 /* Runs in the child before libcptrace's repair (registered first). */
 static void stall_child(void)
 {
-	if (!site || site[0] != 0xe8)
+	if (!site)
 		return;
 	struct timespec step = {0, 100 * 1000};
 	for (unsigned i = 0; i < stall_ms * 10 && site[0] == 0xe8; i++)
@@ -104,14 +112,18 @@ static void load(const char *lib)
 
 int main(int argc, char **argv)
 {
-	const char *lib = NULL;
-	unsigned children = 0, exec_every = 0, stop_at = 0;
+	const char *lib = NULL, *recorder_file = NULL;
+	unsigned children = 0, exec_every = 0, stop_at = 0, hit_delay_us = 0;
 	uint64_t events = 5;
 	pid_t recorder = 0;
-	int hit_after_signal = 0;
+	int hit_after_signal = 0, serial = 0;
 	for (int i = 1; i < argc; i++) {
 		if (arg_is(argv[i], "--hit-after-signal")) {
 			hit_after_signal = 1;
+			continue;
+		}
+		if (arg_is(argv[i], "--serial")) {
+			serial = 1;
 			continue;
 		}
 		if (arg_is(argv[i], "--exec-child") && i + 1 < argc) { /* an exec'd child */
@@ -132,10 +144,12 @@ int main(int argc, char **argv)
 			events = strtoull(v, NULL, 10);
 		else if (arg_is(argv[i - 1], "--stall-ms"))
 			stall_ms = (unsigned)strtoul(v, NULL, 10);
-		else if (arg_is(argv[i - 1], "--recorder"))
-			recorder = (pid_t)strtol(v, NULL, 10);
+		else if (arg_is(argv[i - 1], "--recorder-file"))
+			recorder_file = v;
 		else if (arg_is(argv[i - 1], "--stop-recorder-at"))
 			stop_at = (unsigned)strtoul(v, NULL, 10);
+		else if (arg_is(argv[i - 1], "--hit-delay-us"))
+			hit_delay_us = (unsigned)strtoul(v, NULL, 10);
 		else if (arg_is(argv[i - 1], "--exec-every"))
 			exec_every = (unsigned)strtoul(v, NULL, 10);
 		else {
@@ -162,6 +176,14 @@ int main(int argc, char **argv)
 	printf("READY %d\n", (int)getpid());
 	fflush(stdout);
 	wait_signal(SIGUSR1);
+	if (recorder_file) {
+		FILE *f = fopen(recorder_file, "r");
+		if (!f || fscanf(f, "%d", &recorder) != 1 || recorder <= 0) {
+			fprintf(stderr, "forkgate: no recorder pid in %s\n", recorder_file);
+			return 2;
+		}
+		fclose(f);
+	}
 
 	uint64_t gate = open_channel("gate");
 	for (uint64_t t = 0; t < events; t++)
@@ -176,14 +198,20 @@ int main(int argc, char **argv)
 		if (recorder && c == stop_at)
 			kill(recorder, SIGINT);
 		pids[c] = fork();
-		if (pids[c] != 0)
+		if (pids[c] != 0) {
+			char b;
+			if (serial && pids[c] > 0)
+				(void)!read(ready[0], &b, 1);
 			continue;
-		close(release[1]);
-		if (hit_after_signal) {
-			char b = 1;
-			(void)!write(ready[1], &b, 1); /* repaired, and followed if the recorder follows */
-			(void)!read(release[0], &b, 1); /* EOF: the parent let go */
 		}
+		close(release[1]);
+		char b = 1;
+		if (hit_after_signal || serial)
+			(void)!write(ready[1], &b, 1); /* repaired, and followed if the recorder follows */
+		if (hit_after_signal)
+			(void)!read(release[0], &b, 1); /* EOF: the parent let go */
+		if (hit_delay_us)
+			usleep((c * 2654435761u) % hit_delay_us);
 		if (exec_every && c % exec_every == exec_every - 1) {
 			execl("/proc/self/exe", argv[0], "--exec-child", lib, (char *)NULL);
 			_exit(4);
@@ -194,7 +222,7 @@ int main(int argc, char **argv)
 		_exit(0);
 	}
 	close(ready[1]);
-	for (unsigned c = 0; hit_after_signal && c < children; c++) {
+	for (unsigned c = 0; hit_after_signal && !serial && c < children; c++) {
 		char b;
 		if (read(ready[0], &b, 1) != 1)
 			break;
@@ -214,8 +242,8 @@ int main(int argc, char **argv)
 		killed += WIFSIGNALED(status);
 		sigill += WIFSIGNALED(status) && WTERMSIG(status) == SIGILL;
 	}
-	printf("{\"children\":%u,\"ok\":%u,\"killed\":%u,\"sigill\":%u,\"int3_over_call\":%u,"
+	printf("{\"pid\":%d,\"children\":%u,\"ok\":%u,\"killed\":%u,\"sigill\":%u,\"int3_over_call\":%u,"
 	       "\"stall_timeouts\":%u,\"parent_call\":%d}\n",
-	       children, ok, killed, sigill, shared[0], shared[1], parent_call);
+	       (int)getpid(), children, ok, killed, sigill, shared[0], shared[1], parent_call);
 	return ok == children ? 0 : 1;
 }
