@@ -160,6 +160,11 @@ $(BUILD)/bench/java/.built: $(JAVA_BENCH) $(BUILD)/cptrace.jar
 	@touch $@
 
 # ---- tests ----------------------------------------------------------------------
+# forkgate loads libcptrace with dlopen, after registering its own atfork
+# handler (which must run before the library's): not linked with it.
+$(BUILD)/tests/forkgate: tests/workloads/forkgate.c $(BUILD)/libcptrace.so
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -Iinclude $< -o $@ -lpthread
 $(BUILD)/tests/%: tests/workloads/%.c $(BUILD)/libcptrace.so
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -Iinclude $< -o $@ -L$(BUILD) -lcptrace -Wl,-rpath,'$$ORIGIN/..' -lpthread

@@ -3,22 +3,35 @@
  * On kernels with optimized uprobes (Linux 6.18+), the first hit of a uprobe on
  * a nop5 site rewrites the site, in that process only, into a `call` to the
  * process's [uprobes-trampoline] page. fork() copies the rewritten code page
- * but not the trampoline mapping, so a child that reaches the site calls into
- * nothing and dies of SIGSEGV.
+ * but not the trampoline mapping (VM_DONTCOPY), so a child that reaches the
+ * site calls into nothing and dies of SIGSEGV.
+ *
+ * Worse, the kernel goes on patching the child's copy one byte at a time, as
+ * if it were a plain site: a recorder that attaches to the child (a followed
+ * fork, a second recorder) writes its int3 over the call's first byte only,
+ * because the child holds no trampoline and so the call is not "optimized" in
+ * the kernel's eyes; a detach then puts back the nop's first byte only. From
+ * `e8 4b cd ff ff` the child gets `cc 4b cd ff ff`, then `0f 4b cd ff ff`:
+ * cmovnp, then `ff ff`, an undefined opcode (SIGILL). The recorder of a
+ * followed child attaches within a millisecond of the fork, often before the
+ * child first runs, so these bytes are what the repair below finds.
  *
  * Repair, in the child, before fork() returns (a pthread_atfork child handler):
- * every page holding a site in the call form is mapped again from its file, at
- * the same address and offset. The kernel installs the breakpoints of the
+ * every page holding a site whose bytes are not exactly the nop5 the file holds
+ * (a call, an int3, or any of the mixes above) is mapped again from its file,
+ * at the same address and offset. The kernel installs the breakpoints of the
  * uprobes registered at that moment into a new mapping (uprobe_mmap), under the
  * same locks that order it with a recorder attaching or detaching. So the
  * child's sites end up exactly as if the library had just been loaded: a nop5
  * when no uprobe covers this child, an int3 (optimized again at its first hit)
- * when one does. Writing the sites back by hand could not be ordered with a
- * detaching recorder: an int3 written after its breakpoints were removed stays
- * behind and kills the child with SIGTRAP.
+ * when one does. From a nop5 or such an int3 the kernel only ever moves a site
+ * between those two and a call into the child's own trampoline, all of which
+ * it undoes correctly. Writing the sites back by hand could not be ordered
+ * with a detaching recorder: an int3 written after its breakpoints were
+ * removed stays behind and kills the child with SIGTRAP.
  *
  * Where the file cannot be mapped again (deleted or replaced since it was
- * loaded), the call-form sites are overwritten with the nop5 through
+ * loaded), the sites that are not the nop5 are overwritten with it through
  * /proc/self/mem instead: the child then runs untraced at those sites but
  * safely, whatever a recorder does meanwhile.
  *
@@ -62,17 +75,48 @@ static struct site_page pages[CP_FORK_PAGES];
 static int n_pages;
 static uintptr_t page_size;
 
-static int site_is_call(uintptr_t site)
-{
-	return *(const volatile uint8_t *)site == 0xe8;
-}
+static const uint8_t nop5[CP_SITE_NOP_LEN] = {CP_SITE_NOP_BYTES};
 
-static int page_has_call_site(uintptr_t page)
+/* Whether the site holds anything but the file's nop5: a call, an int3, or a
+ * mix left by the kernel's byte-wise patching of a copied call. Any of them
+ * gets the page mapped again. Read byte by byte: a recorder may change one byte
+ * meanwhile, and only a read of exactly the nop5 skips the repair. */
+static int site_patched(uintptr_t site)
 {
-	for (const uintptr_t *s = __start_cp_probe_sites; s < __stop_cp_probe_sites; s++)
-		if ((*s & ~(page_size - 1)) == page && site_is_call(*s))
+	const volatile uint8_t *b = (const volatile uint8_t *)site;
+	for (int i = 0; i < CP_SITE_NOP_LEN; i++)
+		if (b[i] != nop5[i])
 			return 1;
 	return 0;
+}
+
+static int page_has_patched_site(uintptr_t page)
+{
+	for (const uintptr_t *s = __start_cp_probe_sites; s < __stop_cp_probe_sites; s++)
+		if ((*s & ~(page_size - 1)) == page && site_patched(*s))
+			return 1;
+	return 0;
+}
+
+/* After the page came back from its file: a site may be the nop5 or the int3
+ * the kernel installed over it (a uprobe covers this child), nothing else. */
+static int site_fresh(uintptr_t site)
+{
+	const volatile uint8_t *b = (const volatile uint8_t *)site;
+	if (b[0] != nop5[0] && b[0] != 0xcc)
+		return 0;
+	for (int i = 1; i < CP_SITE_NOP_LEN; i++)
+		if (b[i] != nop5[i])
+			return 0;
+	return 1;
+}
+
+static int page_fresh(uintptr_t page)
+{
+	for (const uintptr_t *s = __start_cp_probe_sites; s < __stop_cp_probe_sites; s++)
+		if ((*s & ~(page_size - 1)) == page && !site_fresh(*s))
+			return 0;
+	return 1;
 }
 
 static int remap_from_file(const struct site_page *p)
@@ -88,16 +132,15 @@ static int remap_from_file(const struct site_page *p)
 	return ok ? 0 : -1;
 }
 
-/* The fallback: the nop (include/cptrace_probe_site.h) over every call-form
- * site of the page. */
+/* The fallback: the nop (include/cptrace_probe_site.h) over every site of the
+ * page that is not the nop. */
 static void write_nop5(uintptr_t page)
 {
-	static const uint8_t nop5[CP_SITE_NOP_LEN] = {CP_SITE_NOP_BYTES};
 	int fd = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
 	if (fd < 0)
 		return;
 	for (const uintptr_t *s = __start_cp_probe_sites; s < __stop_cp_probe_sites; s++)
-		if ((*s & ~(page_size - 1)) == page && site_is_call(*s))
+		if ((*s & ~(page_size - 1)) == page && site_patched(*s))
 			(void)!pwrite(fd, nop5, sizeof(nop5), (off_t)*s);
 	close(fd);
 }
@@ -107,9 +150,9 @@ CP_HIDDEN void cp_fork_repair_child(void)
 {
 	for (int i = 0; i < n_pages; i++) {
 		const struct site_page *p = &pages[i];
-		if (!page_has_call_site(p->addr))
+		if (!page_has_patched_site(p->addr))
 			continue;
-		if (remap_from_file(p) != 0 || page_has_call_site(p->addr))
+		if (remap_from_file(p) != 0 || !page_fresh(p->addr))
 			write_nop5(p->addr);
 	}
 	if (cp_follow_expected())
