@@ -254,8 +254,8 @@ struct ev_ctx {
 	__u64 channel;
 	__u64 tuple;
 	__u32 cpu, tgid, tid, timebase; /* timebase: 0 CLOCK_MONOTONIC ns (Java batches), 1 TSC */
-	int lane; /* the lane a batch holds; -1: a single event, which claims its own */
-	__u32 pad; /* no padding: a global function reads the whole struct */
+	int lane;			/* the lane a batch holds; -1: a single event, which claims its own */
+	__u32 pad;			/* no padding: a global function reads the whole struct */
 };
 
 static __always_inline const struct cp_handler *find_handler(__u64 channel)
@@ -524,8 +524,8 @@ static long filter_entry(__u32 i, void *arg)
  * then reserves ring space only if anything is kept (a fully filtered batch
  * costs none). */
 static __always_inline void filter_and_submit(void *rb, struct batch_scratch *s, int lane,
-					      const struct cp_batch_entry *entries, __u32 n, __u64 now, __u32 cpu,
-					      __u32 tgid, __u32 tid, __u16 kind)
+					      const struct cp_batch_entry *entries, __u32 n, __u64 now,
+					      __u32 cpu, __u32 tgid, __u32 tid, __u16 kind)
 {
 	__u32 bytes = n * sizeof(struct cp_batch_entry);
 	if (bytes > sizeof(s->e))
