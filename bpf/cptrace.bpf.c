@@ -172,30 +172,78 @@ struct {
 	__type(value, struct cp_hstate);
 } hstate SEC(".maps");
 
+/* Per-CPU state of firstlast and counter, per lane (CP_LANES): a lane other
+ * than 0 only gets an element when a preempting thread needed it. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
 	__uint(max_entries, 16384);
-	__type(key, struct cp_hstate_key);
+	__type(key, struct cp_slot_key);
 	__type(value, struct cp_last_slot);
 } last_slots SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
 	__uint(max_entries, 16384);
-	__type(key, struct cp_hstate_key);
+	__type(key, struct cp_slot_key);
 	__type(value, struct cp_count_slot);
 } count_slots SEC(".maps");
 
-/* Scratch for filtering a batch before it is reserved in a ring. */
+/* Scratch for filtering a batch before it is reserved in a ring, one per lane. */
 struct batch_scratch {
 	struct cp_batch_entry e[CP_BATCH_MAX];
 };
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
+	__uint(max_entries, CP_LANES);
 	__type(key, __u32);
 	__type(value, struct batch_scratch);
 } scratch SEC(".maps");
+
+/* ---- Lanes (include/cptrace_records.h, CP_LANES) -----------------------------
+ * Each CPU's lanes are busy words, claimed by compare-and-exchange: a plain
+ * test-and-set could be preempted between its test and its set. Nothing waits
+ * for a busy lane (its holder may be the thread this one preempted, which
+ * cannot run again on this CPU before this one is done). */
+struct cp_lanes {
+	__u64 busy[CP_LANES];
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct cp_lanes);
+} lanes SEC(".maps");
+
+/* The index of a lane of this CPU now claimed, or -1 when none is free. A global
+ * function: the verifier checks it once and its callers see an unknown index,
+ * instead of following each lane as its own path (which multiplied the states
+ * of the batch path's bpf_loop past the verifier's limit). */
+__noinline int claim_lane(void)
+{
+	__u32 zero = 0;
+	struct cp_lanes *l = bpf_map_lookup_elem(&lanes, &zero);
+	if (!l)
+		return -1;
+	for (int i = 0; i < CP_LANES; i++)
+		if (__sync_val_compare_and_swap(&l->busy[i], 0, 1) == 0)
+			return i;
+	return -1;
+}
+
+/* Frees lane `lane` of this CPU (claimed by this program: migration is disabled).
+ * An atomic store: the compiler keeps every write to the lane's state before it. */
+__noinline int release_lane(int lane)
+{
+	__u32 zero = 0;
+	__u64 i = (__u32)lane;
+	/* One register for the bound check and the index, which the verifier wants
+	 * (left to itself, the compiler checks a copy). */
+	asm volatile("" : "+r"(i));
+	struct cp_lanes *l = bpf_map_lookup_elem(&lanes, &zero);
+	if (l && i < CP_LANES)
+		__sync_fetch_and_and(&l->busy[i], 0);
+	return 0;
+}
 
 /* Set by the recorder when it installs the first handler: until then every event
  * takes the plain path, without a map lookup. */
@@ -206,6 +254,8 @@ struct ev_ctx {
 	__u64 channel;
 	__u64 tuple;
 	__u32 cpu, tgid, tid, timebase; /* timebase: 0 CLOCK_MONOTONIC ns (Java batches), 1 TSC */
+	int lane;			/* the lane a batch holds; -1: a single event, which claims its own */
+	__u32 pad;			/* no padding: a global function reads the whole struct */
 };
 
 static __always_inline const struct cp_handler *find_handler(__u64 channel)
@@ -220,7 +270,7 @@ static __always_inline const struct cp_handler *find_handler(__u64 channel)
 
 /* Lookup, or create (zeroed) and lookup: two CPUs creating at once both end up
  * with the one element that won. */
-static __always_inline void *state_of(void *map, struct cp_hstate_key *k)
+static __always_inline void *state_of(void *map, void *k)
 {
 	void *v = bpf_map_lookup_elem(map, k);
 	if (v)
@@ -240,36 +290,35 @@ static __always_inline __s64 next_seq(struct cp_hstate_key *k)
 	return __sync_fetch_and_add(&s->seq, 1);
 }
 
-static __always_inline void emit_count(const struct ev_ctx *e, struct cp_count_slot *slot, __u64 period)
+/* A count record: `n` events of period `bucket` (in `timebase`). */
+static __always_inline void emit_count(const struct ev_ctx *e, __u64 bucket, __u32 timebase, __u64 period,
+				       __u64 n)
 {
 	void *rb = cp_ring_of_cpu(&rings, e->cpu);
 	struct cp_count_rec *r = rb ? bpf_ringbuf_reserve(rb, sizeof(*r), 0) : NULL;
 	if (!r) {
-		count(CP_CNT_SERIES_LOST, slot->count);
+		count(CP_CNT_SERIES_LOST, n);
 		return;
 	}
-	fill_hdr(&r->h, CP_REC_COUNT, e->cpu, e->tgid, e->tid, slot->timebase);
-	r->start = slot->bucket * period;
+	fill_hdr(&r->h, CP_REC_COUNT, e->cpu, e->tgid, e->tid, timebase);
+	r->start = bucket * period;
 	r->channel = e->channel;
-	r->count = slot->count;
+	r->count = n;
 	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
 }
 
-static __always_inline void count_event(const struct ev_ctx *e, const struct cp_handler_rule *h,
-					struct cp_hstate_key *k)
+/* The event counted in lane `lane`'s slot, which the caller holds. */
+static __always_inline void count_in_lane(const struct ev_ctx *e, const struct cp_handler_rule *h,
+					  struct cp_slot_key *k, __u64 b)
 {
-	__u64 period = e->timebase ? h->p2 : h->p1;
-	if (!period)
-		return;
 	struct cp_count_slot *slot = state_of(&count_slots, k);
 	if (!slot) {
 		count(CP_CNT_SERIES_LOST, 1);
 		return;
 	}
-	__u64 b = e->ts / period;
 	if (slot->count && (slot->bucket != b || slot->timebase != e->timebase)) {
 		/* A period ended on this CPU: its count goes out now. */
-		emit_count(e, slot, slot->timebase ? h->p2 : h->p1);
+		emit_count(e, slot->bucket, slot->timebase, slot->timebase ? h->p2 : h->p1, slot->count);
 		slot->count = 0;
 	}
 	slot->bucket = b;
@@ -277,11 +326,42 @@ static __always_inline void count_event(const struct ev_ctx *e, const struct cp_
 	slot->count++;
 }
 
-static __always_inline void hold_last(const struct ev_ctx *e, struct cp_hstate_key *k, __u64 seq)
+/* Global functions (verified once, on their own) with their lane logic: inlined
+ * into the batch path's bpf_loop callback, their branches multiplied its states
+ * past the verifier's limit. */
+__noinline int count_event(const struct ev_ctx *e, const struct cp_handler_rule *h)
+{
+	if (!e || !h)
+		return 0;
+	__u64 period = e->timebase ? h->p2 : h->p1;
+	if (!period)
+		return 0;
+	__u64 b = e->ts / period;
+	int lane = e->lane >= 0 ? e->lane : claim_lane();
+	if (lane < 0) {
+		/* Every lane busy: this event's own record of one (exact, only larger). */
+		emit_count(e, b, e->timebase, period, 1);
+		return 0;
+	}
+	struct cp_slot_key k = {.channel = e->channel, .gen = h->gen, .lane = lane};
+	count_in_lane(e, h, &k, b);
+	if (e->lane < 0)
+		release_lane(lane);
+	return 0;
+}
+
+/* Lane `k->lane`'s slot, held by the caller, keeps the event if it is the later
+ * one in the handler's order: a thread that took its seq before being preempted
+ * may come to the slot after the preempting one wrote a higher seq. */
+static __always_inline void hold_in_lane(const struct ev_ctx *e, struct cp_slot_key *k, __u64 seq)
 {
 	struct cp_last_slot *slot = state_of(&last_slots, k);
-	if (!slot)
-		return; /* state map full: the event stays filtered */
+	if (!slot) {
+		count(CP_CNT_SERIES_LOST, 1); /* state map full: the event stays filtered */
+		return;
+	}
+	if (slot->seq > seq)
+		return; /* a later event is held already */
 	slot->seq = seq + 1;
 	slot->ts = e->ts;
 	slot->tuple = e->tuple;
@@ -289,6 +369,22 @@ static __always_inline void hold_last(const struct ev_ctx *e, struct cp_hstate_k
 	slot->tid = e->tid;
 	slot->cpu = e->cpu;
 	slot->timebase = e->timebase;
+}
+
+__noinline int hold_last(const struct ev_ctx *e, const struct cp_handler_rule *h, __u64 seq)
+{
+	if (!e || !h)
+		return 0;
+	int lane = e->lane >= 0 ? e->lane : claim_lane();
+	if (lane < 0) {
+		count(CP_CNT_SERIES_LOST, 1); /* every lane busy: not held */
+		return 0;
+	}
+	struct cp_slot_key k = {.channel = e->channel, .gen = h->gen, .lane = lane};
+	hold_in_lane(e, &k, seq);
+	if (e->lane < 0)
+		release_lane(lane);
+	return 0;
 }
 
 /* 1: record the event; 0: the handler keeps no per-event record of it. */
@@ -309,10 +405,10 @@ static __always_inline int apply_rule(const struct ev_ctx *e, const struct cp_ha
 		if (seq == 0)
 			return 1;
 		if (seq > 0)
-			hold_last(e, &k, seq);
+			hold_last(e, h, seq);
 		return 0;
 	case CP_H_COUNTER:
-		count_event(e, h, &k);
+		count_event(e, h);
 		return 0;
 	default: /* CP_H_NULL */
 		return 0;
@@ -347,7 +443,9 @@ static __always_inline int record_event(__u16 kind, __u64 tsc, __u64 channel, __
 				   .cpu = cpu,
 				   .tgid = tgid,
 				   .tid = tid,
-				   .timebase = 1};
+				   .timebase = 1,
+				   .lane = -1,
+				   .pad = 0};
 		if (!keep_event(&e)) {
 			count(CP_CNT_FILTERED, 1);
 			return 0;
@@ -383,6 +481,7 @@ struct batch_ctx {
 	__u32 cached;
 	__u64 cached_channel;
 	struct cp_handler_rule rule;
+	__s64 lane; /* held for the whole batch: its scratch and handler state */
 };
 
 static long filter_entry(__u32 i, void *arg)
@@ -398,7 +497,9 @@ static long filter_entry(__u32 i, void *arg)
 			   .cpu = c->cpu,
 			   .tgid = c->tgid,
 			   .tid = c->tid,
-			   .timebase = c->timebase};
+			   .timebase = c->timebase,
+			   .lane = c->lane,
+			   .pad = 0};
 	if (!c->cached || c->cached_channel != e.channel) {
 		const struct cp_handler *hv = find_handler(e.channel);
 		if (hv) {
@@ -419,24 +520,23 @@ static long filter_entry(__u32 i, void *arg)
 	return 0;
 }
 
-/* With handlers: copy into scratch, filter there, then reserve only if anything
- * is kept (a fully filtered batch costs no ring space). */
-static __always_inline int submit_filtered(void *rb, const struct cp_batch_entry *entries, __u32 n, __u64 now,
-					   __u32 cpu, __u32 tgid, __u32 tid, __u16 kind)
+/* Copies the batch into the scratch `s` of lane `lane` (held), filters it there,
+ * then reserves ring space only if anything is kept (a fully filtered batch
+ * costs none). */
+static __always_inline void filter_and_submit(void *rb, struct batch_scratch *s, int lane,
+					      const struct cp_batch_entry *entries, __u32 n, __u64 now,
+					      __u32 cpu, __u32 tgid, __u32 tid, __u16 kind)
 {
-	__u32 zero = 0;
-	struct batch_scratch *s = bpf_map_lookup_elem(&scratch, &zero);
-	if (!s)
-		return 0;
 	__u32 bytes = n * sizeof(struct cp_batch_entry);
 	if (bytes > sizeof(s->e))
 		bytes = sizeof(s->e); /* unreachable; bounds the size for the verifier */
 	if (bpf_probe_read_user(s->e, bytes, entries)) {
 		count(CP_CNT_READ_FAIL, 1);
 		count(CP_CNT_DROPPED, n);
-		return 0;
+		return;
 	}
 	struct batch_ctx c = {.s = s,
+			      .lane = lane,
 			      .n = n,
 			      .kept = 0,
 			      .cpu = cpu,
@@ -450,11 +550,11 @@ static __always_inline int submit_filtered(void *rb, const struct cp_batch_entry
 		kept = n; /* unreachable */
 	count(CP_CNT_FILTERED, n - kept);
 	if (kept == 0)
-		return 0;
+		return;
 	struct cp_batch_rec *r = bpf_ringbuf_reserve(rb, sizeof(*r), 0);
 	if (!r) {
 		count(CP_CNT_DROPPED, kept);
-		return 0;
+		return;
 	}
 	/* The whole scratch, a constant size: the verifier of 6.1 loses the bound
 	 * of `kept` across bpf_loop. Entries past `kept` are not read (h.n). */
@@ -462,6 +562,23 @@ static __always_inline int submit_filtered(void *rb, const struct cp_batch_entry
 	fill_hdr(&r->h, kind, cpu, tgid, tid, kept);
 	r->ktime_ns = now;
 	bpf_ringbuf_submit(r, wake_flag(rb));
+}
+
+/* With handlers: filtered in a scratch of a lane of this CPU, which the batch
+ * holds throughout (a thread preempting this one on the CPU takes another). */
+static __always_inline int submit_filtered(void *rb, const struct cp_batch_entry *entries, __u32 n, __u64 now,
+					   __u32 cpu, __u32 tgid, __u32 tid, __u16 kind)
+{
+	int lane = claim_lane();
+	if (lane < 0) {
+		count(CP_CNT_DROPPED, n); /* every lane busy (CP_LANES) */
+		return 0;
+	}
+	__u32 key = lane;
+	struct batch_scratch *s = bpf_map_lookup_elem(&scratch, &key);
+	if (s)
+		filter_and_submit(rb, s, lane, entries, n, now, cpu, tgid, tid, kind);
+	release_lane(lane);
 	return 0;
 }
 

@@ -133,8 +133,10 @@ enum cp_counter {
 	CP_CNT_READ_FAIL = 2,	    /* batch copies that failed (counted as dropped too) */
 	CP_CNT_FILTERED = 3,	    /* events a channel handler chose not to record:
 	                      * recorded + dropped + filtered == seen */
-	CP_CNT_SERIES_LOST = 4,	    /* `counter` events whose CP_REC_COUNT record was lost
-	                         * (they are also in FILTERED: this says the series misses them) */
+	CP_CNT_SERIES_LOST = 4,	    /* `counter` events whose CP_REC_COUNT record was lost, and
+	                         * `firstlast` events that could not be held as the last one
+	                         * (no free lane: CP_LANES) (they are also in FILTERED: this
+	                         * says the handler's output misses them) */
 	CP_CNT_FOLLOW_LOST = 5,	    /* forks of followed processes the recorder was not told of */
 	CP_CNT_EXIT_UNREADABLE = 6, /* thread buffers unreadable when their thread ended
 	                             * (their events are lost and could not be counted) */
@@ -182,6 +184,24 @@ struct cp_hstate_key {
 	__u64 gen;
 };
 
+/* Per-CPU handler state (last_slots, count_slots, the batch scratch) comes in
+ * CP_LANES lanes per CPU. A program claims a free lane of its CPU with a
+ * compare-and-exchange before it touches that state and frees it after: on a
+ * preemptible kernel (preempt=full, PREEMPT_RT) a BPF program runs with
+ * migration disabled but can be preempted, and a thread preempting it on the same
+ * CPU then claims another lane instead of interleaving in the same state. Almost
+ * always lane 0 is free; when all are busy the event's handler state is counted
+ * lost (CP_CNT_SERIES_LOST; a batch: CP_CNT_DROPPED). */
+#define CP_LANES 4
+
+/* Key of the per-CPU handler state: a handler's (channel, gen) and the lane. */
+struct cp_slot_key {
+	__u64 channel;
+	__u64 gen;
+	__u32 lane;
+	__u32 pad;
+};
+
 /* Shared (all CPUs) state of downsample and firstlast: the number of events the
  * handler has seen, taken with an atomic fetch-and-add, so "every N-th" and
  * "first" are exact across CPUs and threads. Created by user space before the
@@ -190,7 +210,7 @@ struct cp_hstate {
 	__u64 seq;
 };
 
-/* Per-CPU slot of `firstlast`: the latest non-first event this CPU saw. The
+/* Per-CPU slot of `firstlast`: the latest non-first event this CPU (lane) saw. The
  * recorder keeps, per (channel, gen), the slot with the highest seq and writes it
  * as the "last" event when the recording stops. */
 struct cp_last_slot {
@@ -203,7 +223,7 @@ struct cp_last_slot {
 	__u32 timebase;
 };
 
-/* Per-CPU slot of `counter`: the period being counted on this CPU. */
+/* Per-CPU slot of `counter`: the period being counted on this CPU (lane). */
 struct cp_count_slot {
 	__u64 bucket; /* period index: ts / period */
 	__u64 count;

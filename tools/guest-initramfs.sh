@@ -14,7 +14,7 @@ build=$(realpath "$1") kernel_dir=$(realpath "$2") out=$3
 src=$(cd "$(dirname "$0")/.." && pwd)
 # The programs the guest runs, relative to BUILD; kept in the same layout under
 # /opt/cptrace so that the workloads' rpath ($ORIGIN/..) finds libcptrace.so.
-PROGRAMS=(cptrace libcptrace.so tests/workload tests/spawner tests/prefork tests/netload tests/clock_truth)
+PROGRAMS=(cptrace libcptrace.so tests/workload tests/spawner tests/prefork tests/netload tests/clock_truth tests/preempt)
 
 stage=$(mktemp -d "${TMPDIR:-/tmp}/cptrace-initramfs.XXXXXX")
 trap 'rm -rf "$stage"' EXIT

@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Fetches the Debian kernels the kernel-matrix test boots under QEMU and unpacks
 # what the guest needs from each: the kernel image and the few modules the guest
-# checks load (veth). Usage: guest-kernels.sh DIR [SERIES...]  (default: 6.1 6.12)
+# checks load (veth). Usage: guest-kernels.sh DIR [SERIES...]
+# (default: 6.1 6.12 6.1-rt 6.12-rt)
 #
-# For each series the newest cloud image package apt knows is resolved now (ABI
+# A series is a kernel version, with the suffix -rt for Debian's PREEMPT_RT
+# flavour (linux-image-*-rt-amd64), else the cloud flavour (-cloud-amd64).
+# For each series the newest image package of its flavour apt knows is resolved now (ABI
 # numbers roll with every Debian point release, so none is written down here),
 # downloaded with `apt-get download` and unpacked with `dpkg-deb -x`. Result:
 #   DIR/SERIES/vmlinuz        the kernel
@@ -17,7 +20,7 @@ set -euo pipefail
 dir=$1
 shift
 series_list=("$@")
-((${#series_list[@]})) || series_list=(6.1 6.12)
+((${#series_list[@]})) || series_list=(6.1 6.12 6.1-rt 6.12-rt)
 
 # Paths inside the package's modules tree, without the compression suffix.
 MODULES=(kernel/drivers/net/veth.ko)
@@ -33,10 +36,15 @@ list_names() {
   fi
 }
 
-# The newest package named linux-image-SERIES.*-cloud-amd64, or empty (the signed
-# image: it exists for every ABI, the -unsigned one not always; QEMU boots either).
+# The flavour of SERIES: rt for VERSION-rt, else cloud.
+flavour() { [[ $1 == *-rt ]] && echo rt || echo cloud; }
+
+# The newest package named linux-image-VERSION.*-FLAVOUR-amd64, or empty (the
+# signed image: it exists for every ABI, the -unsigned one not always; QEMU boots
+# either).
 newest_package() {
-  local re="^linux-image-${1//./\\.}[.-][0-9][^ ]*-cloud-amd64\$"
+  local version=${1%-rt}
+  local re="^linux-image-${version//./\\.}[.-][0-9][^ ]*-$(flavour "$1")-amd64\$"
   grep -E "$re" <<<"$known_names" | sort -V | tail -1 || true
 }
 
@@ -84,7 +92,7 @@ for series in "${series_list[@]}"; do
   want=$(newest_package "$series")
   have=$(cat "$dir/$series/package" 2>/dev/null || true)
   if [[ -z $want ]]; then
-    [[ -n $have ]] || { echo "guest-kernels: no linux-image-$series*-cloud-amd64 package in apt's lists" >&2; exit 1; }
+    [[ -n $have ]] || { echo "guest-kernels: no linux-image-${series%-rt}*-$(flavour "$series")-amd64 package in apt's lists" >&2; exit 1; }
     echo "guest-kernels: $series: apt knows no such package now, keeping $have"
     continue
   fi

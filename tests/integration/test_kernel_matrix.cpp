@@ -1,5 +1,6 @@
-// The kernel matrix: cptrace on the kernels of Debian's 6.1 and 6.12 packages,
-// beside the host kernel the rest of the suite runs on. Each test boots one
+// The kernel matrix: cptrace on the kernels of Debian's 6.1 and 6.12 packages
+// (cloud and PREEMPT_RT flavours), beside the host kernel the rest of the suite
+// runs on. Each test boots one
 // kernel (fetched by tools/guest-kernels.sh, `make guest-kernels`, part of `make
 // test`) under QEMU with an initramfs built from this tree
 // (tools/guest-initramfs.sh), whose /init (tests/kernels/guest-init.sh) runs
@@ -27,8 +28,14 @@ namespace fs = std::filesystem;
 namespace {
 
 // What /init runs, in its order; each must print exactly one result line.
-const std::vector<std::string> kChecks = {"check",   "single",  "batch",         "fork",      "spawn",
-                                          "net-udp", "net-tcp", "clock-acpi_pm", "clock-hpet"};
+const std::vector<std::string> kChecks = {"check",         "single",     "batch",          "fork",
+                                          "spawn",         "net-udp",    "net-tcp",        "clock-acpi_pm",
+                                          "clock-hpet",    "preempt-single", "preempt-batch"};
+// The PREEMPT_RT kernels' shorter list (given to /init as cptrace.checks=...):
+// what preemption inside the BPF programs can break (loading, exact counts on
+// both paths, handlers with several threads on one CPU), not what the cloud
+// kernel of the same version already covers (fork, spawn, network).
+const std::vector<std::string> kRtChecks = {"check", "single", "batch", "preempt-single", "preempt-batch"};
 // The whole guest (boot, checks, power off) takes 3-6 minutes under TCG on a
 // loaded 2-CPU machine; a guest still running after this is hung.
 constexpr int kGuestTimeoutS = 1200;
@@ -85,13 +92,14 @@ std::string tail_lines(const std::string& text, size_t n) {
 // vCPU, QEMU 7.2 let a guest CPU run a kernel int3 that text patching had
 // already removed (6.12: "Oops: int3" in finish_task_switch while a perf event
 // was opened), a panic no real CPU produces.
-GuestRun boot(const std::string& series, const fs::path& initramfs, const TempDir& tmp) {
+// `append`: more of the kernel's command line.
+GuestRun boot(const std::string& series, const fs::path& initramfs, const TempDir& tmp, const std::string& append) {
   std::string console = tmp / "console.log";
   std::string cmd = fmt::format(
       "timeout -k 10 {} qemu-system-x86_64 -nodefaults -nographic -monitor none -no-reboot -accel tcg,thread=single "
-      "-cpu max -smp 2 -m 1536 -kernel {} -initrd {} -append 'console=ttyS0 panic=-1 quiet' "
+      "-cpu max -smp 2 -m 1536 -kernel {} -initrd {} -append 'console=ttyS0 panic=-1 quiet{}' "
       "-serial file:{} </dev/null",
-      kGuestTimeoutS, (kernel_dir(series) / "vmlinuz").string(), initramfs.string(), console);
+      kGuestTimeoutS, (kernel_dir(series) / "vmlinuz").string(), initramfs.string(), append, console);
   auto t0 = std::chrono::steady_clock::now();
   RunResult r = run(cmd, tmp);
   GuestRun g;
@@ -105,9 +113,9 @@ GuestRun boot(const std::string& series, const fs::path& initramfs, const TempDi
 
 // Every check's line, one per line, and what is wrong with the run: FAIL lines,
 // missing lines, a guest that hung or never got to its end.
-std::string problems(const GuestRun& g) {
+std::string problems(const GuestRun& g, const std::vector<std::string>& checks) {
   std::string p;
-  for (const std::string& c : kChecks) {
+  for (const std::string& c : checks) {
     auto it = g.results.find(c);
     if (it == g.results.end())
       p += fmt::format("  {}: no result line (the guest never got there)\n", c);
@@ -119,29 +127,51 @@ std::string problems(const GuestRun& g) {
   return p;
 }
 
-void run_matrix(const std::string& series) {
+// Boots `series` and runs `checks` there (all of /init's when they are kChecks).
+// Returns the run, for the caller's own assertions.
+GuestRun run_matrix(const std::string& series, const std::vector<std::string>& checks = kChecks) {
   fs::path kdir = kernel_dir(series);
   // Not a skip: `make test` fetches the kernels first (make guest-kernels).
-  ASSERT_TRUE(fs::exists(kdir / "vmlinuz")) << "no kernel at " << kdir << ": run `make guest-kernels` (as root)";
+  GuestRun g;
+  EXPECT_TRUE(fs::exists(kdir / "vmlinuz")) << "no kernel at " << kdir << ": run `make guest-kernels` (as root)";
+  if (!fs::exists(kdir / "vmlinuz")) return g;
   TempDir tmp;
   fs::path initramfs = tmp.path / "initramfs.cpio";
   RunResult b = run(fmt::format("bash {} {} {} {}", (source_dir() / "tools" / "guest-initramfs.sh").string(),
                                 build_dir().string(), kdir.string(), initramfs.string()),
                     tmp);
-  ASSERT_EQ(b.status, 0) << "guest-initramfs.sh failed:\n" << b.err;
-  GuestRun g = boot(series, initramfs, tmp);
+  EXPECT_EQ(b.status, 0) << "guest-initramfs.sh failed:\n" << b.err;
+  if (b.status != 0) return g;
+  std::string append;
+  if (checks != kChecks) {
+    append = " cptrace.checks=";
+    for (const std::string& c : checks) append += c + (&c == &checks.back() ? "" : ",");
+  }
+  g = boot(series, initramfs, tmp, append);
   std::string package = read_file(kdir / "package");
   package.erase(package.find_last_not_of('\n') + 1);
   printf("      %s (%s): %.0f s in QEMU, boot %s\n", series.c_str(), package.c_str(), g.seconds, g.boot.c_str());
-  for (const std::string& c : kChecks)
+  for (const std::string& c : checks)
     if (g.results.count(c))
       printf("      %-8s %s %s\n", c.c_str(), g.results[c].verdict.c_str(), g.results[c].details.c_str());
   ::testing::Test::RecordProperty("kernel_package", package);
   ::testing::Test::RecordProperty("qemu_seconds", int(g.seconds + 0.5));
-  std::string p = problems(g);
+  std::string p = problems(g, checks);
   EXPECT_TRUE(p.empty()) << "kernel " << series << " (" << package << "), guest " << g.boot << ":\n"
                          << p << "console tail:\n"
                          << tail_lines(g.console, 60);
+  return g;
+}
+
+// A PREEMPT_RT kernel: its short list, and the preemption checks must have run on
+// a kernel that says it is PREEMPT_RT (a cloud kernel in its place would pass
+// them without ever preempting a BPF program).
+void run_rt_matrix(const std::string& series) {
+  GuestRun g = run_matrix(series, kRtChecks);
+  for (const std::string& c : {"preempt-single", "preempt-batch"})
+    if (g.results.count(c))
+      EXPECT_NE(g.results[c].details.find("PREEMPT_RT:"), std::string::npos)
+          << c << " ran on a kernel that is not PREEMPT_RT: " << g.results[c].details;
 }
 
 }  // namespace
@@ -149,3 +179,9 @@ void run_matrix(const std::string& series) {
 TEST(KernelMatrix, Debian6_1) { run_matrix("6.1"); }
 
 TEST(KernelMatrix, Debian6_12) { run_matrix("6.12"); }
+
+// Several threads on one CPU preempting each other inside the BPF programs
+// (tests/kernels/guest-init.sh, check_preempt): handlers and counters exact.
+TEST(KernelMatrix, Debian6_1_PreemptRt) { run_rt_matrix("6.1-rt"); }
+
+TEST(KernelMatrix, Debian6_12_PreemptRt) { run_rt_matrix("6.12-rt"); }

@@ -300,6 +300,59 @@ check_spawn() {
 	finish spawn "spawner $1/$((2 * events)), $3/$((3 * children)) programs x $events; $(since "$t0")"
 }
 
+# ---- preemption: several threads on one CPU ---------------------------------------
+# tests/workloads/preempt on CPU 1: two SCHED_OTHER loggers (EVENTS events each)
+# flat out and a
+# SCHED_FIFO thread waking every 200 us to log a burst, which on a preemptible
+# kernel (PREEMPT_RT, preempt=full) preempts a logger inside its BPF program.
+# Each event goes to three channels: "plain" (no handler), "first" (firstlast)
+# and "count" (counter 1ms). Everything must be exact: the plain channel's
+# events once each, firstlast's the workload's first and last, the counter's
+# series adding up to every event, and recorded + dropped + filtered == seen.
+check_preempt() {
+	mode=$1 events=$2 name=preempt-$1
+	t0=$(now)
+	# The kernel's preemption model, as its version string says (PREEMPT_RT,
+	# PREEMPT_DYNAMIC, PREEMPT or none).
+	model=$(uname -v | grep -o 'PREEMPT[_A-Z]*' | head -n 1)
+	printf 'first firstlast\ncount counter 1ms\n' >/tmp/preempt.cfg
+	if ! record "$name" --config /tmp/preempt.cfg -- $TESTS/preempt --cpu 1 --loggers 2 --events "$events" \
+		--period-us 200 --burst 20 --mode "$mode"; then
+		finish "$name" "$(since "$t0")"
+		return
+	fi
+	out=/tmp/$name.out info=/tmp/$name.info
+	total=$(report_num per_channel "$out")
+	expect "SCHED_FIFO thread" "$(report_num fifo "$out")" 1
+	expect_that "no FIFO wake-up" "$(report_num fifo_wakeups "$out")" -gt 0
+	events=$(info_num events "$info")
+	seen=$(info_num seen "$info")
+	dropped=$(info_num dropped "$info")
+	filtered=$(info_num filtered "$info")
+	# 3 channels, each closed once; firstlast keeps 2, counter none.
+	expect seen "$seen" $((3 * ${total:-0} + 3))
+	expect dropped "$dropped" 0
+	expect filtered "$filtered" $((2 * ${total:-0} - 2))
+	expect "recorded+dropped+filtered" $((events + dropped + filtered)) "$seen"
+	grep -q '^  "complete": true' "$info" || FAILS="$FAILS; trace not complete"
+	# plain events, plain duplicates, firstlast events, its first 3 tuples, counted
+	# events, events from another CPU
+	counts=$(dump_awk "/tmp/$name" '
+		$col["kind"] == "user" && $col["channel"] == "plain" { plain++; if ($col["tuple"] in got) dup++; got[$col["tuple"]] = 1 }
+		$col["kind"] == "user" && $col["channel"] == "first" { if (++first <= 3) tuples = tuples "/" $col["tuple"] }
+		$col["kind"] == "count" && $col["channel"] == "count" { counted += $col["tuple"] }
+		$col["kind"] != "close" && $col["cpu"] != 1 { other++ }
+		END { printf "%d %d %d %s %d %d\n", plain, dup, first, tuples "/", counted, other }')
+	set -- $counts
+	expect "plain events" "${1:-none}" "${total:-?}"
+	expect "plain duplicates" "${2:-none}" 0
+	expect "firstlast events" "${3:-none}" 2
+	expect "firstlast tuples" "${4:-none}" "/$(report_num open_tuple "$out")/$(report_num close_tuple "$out")/"
+	expect "counter total" "${5:-none}" "${total:-?}"
+	expect "events off CPU 1" "${6:-none}" 0
+	finish "$name" "${model:-no PREEMPT}: logged ${total:-?} per channel ($(report_num fifo_wakeups "$out") FIFO wake-ups): plain ${1:-?}, firstlast ${3:-?}, counted ${5:-?}, filtered ${filtered:-?}, dropped ${dropped:-?}; $(since "$t0")"
+}
+
 # A veth pair: cpv0 (10.199.0.1) here, cpv1 (10.199.0.2) in namespace "peer".
 VETH_PROBLEM="unset"
 make_veth() {
@@ -436,23 +489,37 @@ check_clock() {
 	finish "$name" "$(sed 's/^[A-Z]* \([^|]*| \)\{0,1\}//' "/tmp/$name.check" 2>/dev/null | head -n 1); $(since "$t0")"
 }
 
+# The checks this boot runs: those named in the kernel's command line
+# (cptrace.checks=a,b,...: the kernel matrix gives the PREEMPT_RT kernels a
+# shorter list), else all. CHECKS is read in main, once /proc is mounted.
+CHECKS=""
+want() {
+	[ -z "$CHECKS" ] && return 0
+	for c in $CHECKS; do [ "$c" = "$1" ] && return 0; done
+	return 1
+}
+
 main() {
 	mount_all
 	hostname guest
 	$IP link set lo up
 	echo "CPTRACE-GUEST-BOOT $(uname -r) up $(now)s"
-	check_check
-	check_workload single single
-	check_workload batch batch
-	check_fork
-	check_spawn
-	check_net udp 7005 150
-	check_net tcp 7001 100
+	CHECKS=$(tr ' ' '\n' </proc/cmdline | sed -n 's/^cptrace\.checks=//p' | tr ',' ' ')
+	want check && check_check
+	want single && check_workload single single
+	want batch && check_workload batch batch
+	want fork && check_fork
+	want spawn && check_spawn
+	want net-udp && check_net udp 7005 150
+	want net-tcp && check_net tcp 7001 100
 	boot_cs=$(cat $CLOCKSOURCE/current_clocksource)
 	echo "CPTRACE-GUEST-CLOCKSOURCES current $boot_cs available $(cat $CLOCKSOURCE/available_clocksource)"
-	check_clock acpi_pm 7011
-	check_clock hpet 7012
+	want clock-acpi_pm && check_clock acpi_pm 7011
+	want clock-hpet && check_clock hpet 7012
 	echo "$boot_cs" >$CLOCKSOURCE/current_clocksource
+	want preempt-single && check_preempt single 4000
+	# A batch probe fires once per 256 events: more events, as many probe runs.
+	want preempt-batch && check_preempt batch 40000
 	echo "CPTRACE-GUEST-END up $(now)s"
 }
 

@@ -345,13 +345,14 @@ json handle_control(HandlerTable& table, const json& req) {
 
 namespace {
 
-// Every key of a per-CPU hash with its per-CPU values (value_size rounded to 8).
+// Every key of a per-CPU hash with its per-CPU values (value_size rounded to 8):
+// one per CPU and lane (CP_LANES).
 template <class V, class Fn>
 void for_each_percpu(int fd, Fn fn) {
   int ncpu = libbpf_num_possible_cpus();
   size_t stride = (sizeof(V) + 7) / 8 * 8;
   std::vector<uint8_t> vals(stride * ncpu);
-  cp_hstate_key key{}, next{};
+  cp_slot_key key{}, next{};
   void* prev = nullptr;
   while (bpf_map_get_next_key(fd, prev, &next) == 0) {
     key = next;
@@ -370,9 +371,10 @@ void for_each_percpu(int fd, Fn fn) {
 HeldEvents collect_held_events(int last_fd, int count_fd, const HandlerTable& table) {
   HeldEvents out;
   out.filtered_fix.assign(libbpf_num_possible_cpus(), 0);
-  // firstlast: per (channel, gen), the slot with the highest seq over all CPUs.
+  // firstlast: per (channel, gen), the slot with the highest seq over all CPUs
+  // and lanes.
   std::map<std::pair<uint64_t, uint64_t>, std::pair<int, cp_last_slot>> last;
-  for_each_percpu<cp_last_slot>(last_fd, [&](const cp_hstate_key& k, int cpu, const cp_last_slot& s) {
+  for_each_percpu<cp_last_slot>(last_fd, [&](const cp_slot_key& k, int cpu, const cp_last_slot& s) {
     if (!s.seq) return;
     auto& best = last[{k.channel, k.gen}];
     if (s.seq > best.second.seq) best = {cpu, s};
@@ -391,8 +393,8 @@ HeldEvents collect_held_events(int last_fd, int count_fd, const HandlerTable& ta
     out.events.push_back(e);
     out.filtered_fix[v.first]++;  // counted as filtered on the CPU that held it
   }
-  // counter: the period each CPU was still counting.
-  for_each_percpu<cp_count_slot>(count_fd, [&](const cp_hstate_key& k, int cpu, const cp_count_slot& s) {
+  // counter: the period each CPU (lane) was still counting.
+  for_each_percpu<cp_count_slot>(count_fd, [&](const cp_slot_key& k, int cpu, const cp_count_slot& s) {
     cp_handler_rule r;
     if (!s.count || !table.by_gen(k.gen, r)) return;
     TraceEvent e;
