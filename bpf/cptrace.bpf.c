@@ -779,6 +779,7 @@ static __always_inline void report_proc(__u32 kind, __u32 tgid, __u32 parent)
 	r->pad = 0;
 	r->hello = 0;
 	r->site = 0;
+	r->ktime_ns = 0;
 	bpf_ringbuf_submit(r, 0);
 }
 
@@ -850,6 +851,7 @@ int cp_hello(struct trace_event_raw_sys_enter *ctx)
 	r->pad = 0;
 	r->hello = ctx->args[1];
 	r->site = h.site;
+	r->ktime_ns = bpf_ktime_get_ns();
 	bpf_ringbuf_submit(r, 0);
 	return 0;
 }

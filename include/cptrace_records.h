@@ -123,8 +123,9 @@ struct cp_proc_rec {
 	__u32 tgid;   /* the new or ended process (host pid) */
 	__u32 parent; /* CP_PROC_FORK: the forking process */
 	__u32 pad;
-	__u64 hello;  /* CP_PROC_HELLO: address of its struct cp_hello */
-	__u64 site;   /* CP_PROC_HELLO: address of a probe site of that library */
+	__u64 hello;	/* CP_PROC_HELLO: address of its struct cp_hello */
+	__u64 site;	/* CP_PROC_HELLO: address of a probe site of that library */
+	__u64 ktime_ns; /* CP_PROC_HELLO: CLOCK_MONOTONIC of the hello (how long it waited) */
 };
 
 /* ---- The hello: a new process meets its recorder, from any namespace -------
@@ -139,7 +140,7 @@ struct cp_proc_rec {
  * CP_HELLO_ATTACHED into `state` (process_vm_writev, host pid); bounded. No
  * recorder: no signal, and the process goes on at once. No file, no pid of any
  * namespace involved. */
-#define CP_HELLO_PRCTL 0x43505452u /* "CPTR" */
+#define CP_HELLO_PRCTL 0x43505452u	     /* "CPTR" */
 #define CP_HELLO_MAGIC 0x6f6c6c6548707443ull /* "CtpHello" */
 #define CP_HELLO_VERSION 1u
 #define CP_HELLO_SIGNAL 23 /* SIGURG: ignored by default, should it ever escape */

@@ -52,7 +52,8 @@ static int cp_hello_signalled(void)
 		if (sigtimedwait(&sig, &si, &now) == CP_HELLO_SIGNAL) {
 			answered = si.si_code == SI_KERNEL;
 			if (!answered)
-				(void)syscall(SYS_tgkill, getpid(), (pid_t)syscall(SYS_gettid), CP_HELLO_SIGNAL);
+				(void)syscall(SYS_tgkill, getpid(), (pid_t)syscall(SYS_gettid),
+					      CP_HELLO_SIGNAL);
 		}
 	}
 	sigprocmask(SIG_SETMASK, &old, NULL);

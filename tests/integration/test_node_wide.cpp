@@ -13,6 +13,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <random>
 #include <set>
@@ -202,6 +203,7 @@ TEST(NodeWide, ContainersStartedBeforeAndAfterTheRecordingExactly) {
   // b, d, the spawner and its 9 children said hello; a (running before) did not.
   EXPECT_GE(meta["hello"].value("answered", 0u), 12u) << meta["hello"].dump();
   EXPECT_EQ(meta["hello"].value("not_reported", 1u), 0u);
+  std::cout << "hello: " << meta["hello"].dump() << "\n";  // the waits, for the record
   bool copy_added = false;
   for (const auto& t : meta["targets_added"]) copy_added |= t.get<std::string>().find("/proc/") == 0;
   EXPECT_TRUE(copy_added) << meta["targets_added"].dump() << ": the containers' copies are reached through /proc";
@@ -220,10 +222,11 @@ TEST(NodeWide, CommandStartingAContainerWithItsOwnCopyAndRun) {
   std::string id = random_id(), cgroup = "/cptrace-test-" + std::to_string(getpid()) + "-cmd/docker-" + id + ".scope";
   std::ofstream(tmp / "container.sh") << kContainerScript;
   fs::create_directories(tmp.path / "root");
-  auto r = run(cptrace_bin() + " record --no-progress -o " + (tmp / "t") + " -- unshare --mount --pid --net --fork sh " +
-                   (tmp / "container.sh") + " " + (tmp / "root") + " " + build_dir().string() + " " + cg2 + cgroup +
-                   " env LD_LIBRARY_PATH=/app /app/spawner --children 2 --events 300",
-               tmp);
+  auto r =
+      run(cptrace_bin() + " record --no-progress -o " + (tmp / "t") + " -- unshare --mount --pid --net --fork sh " +
+              (tmp / "container.sh") + " " + (tmp / "root") + " " + build_dir().string() + " " + cg2 + cgroup +
+              " env LD_LIBRARY_PATH=/app /app/spawner --children 2 --events 300",
+          tmp);
   std::error_code ec;
   fs::remove(cg2 + cgroup, ec);
   fs::remove(fs::path(cg2 + cgroup).parent_path(), ec);
@@ -243,6 +246,7 @@ TEST(NodeWide, CommandStartingAContainerWithItsOwnCopyAndRun) {
   EXPECT_EQ(c.total_seen(), tr.event_count());
   auto meta = nlohmann::json::parse(read_file(tmp.path / "t" / "meta.json"));
   EXPECT_GE(meta["follow"].value("hello_answered", 0u), 7u) << meta["follow"].dump();
+  std::cout << "follow: " << meta["follow"].dump() << "\n";
   EXPECT_EQ(meta["targets_added"].size(), 1u) << meta["targets_added"].dump();
 }
 

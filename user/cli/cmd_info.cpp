@@ -105,13 +105,12 @@ nlohmann::json summary_json(const std::string& dir, const TraceReader& r, const 
                              {"first_ts", c.first},
                              {"last_ts", c.last}});
   for (const auto& [pid, e] : r.pids().by_pid)
-    j["processes"].push_back(
-        {{"pid", pid},
-         {"nspid", e.nspid},
-         {"pidns", e.pidns},
-         {"container", e.pidns != r.pids().recorder_pidns},
-         {"cgroup", e.cgroup},
-         {"container_id", e.container_id}});
+    j["processes"].push_back({{"pid", pid},
+                              {"nspid", e.nspid},
+                              {"pidns", e.pidns},
+                              {"container", e.pidns != r.pids().recorder_pidns},
+                              {"cgroup", e.cgroup},
+                              {"container_id", e.container_id}});
   if (!r.sync_rounds().empty()) j["sync"] = summarize_rounds(r.sync_rounds(), hz);
   if (r.net_event_count() || !r.net_counters().seen.empty()) {
     const Counters& nk = r.net_counters();

@@ -49,7 +49,8 @@ Probes::Probes(const ProbeOptions& opt) {
     stage_ = std::make_unique<StageFlusher>(skel_->progs.cp_stage_flush, bpf_map__fd(skel_->maps.stages));
   if (opt.before_attach) opt.before_attach(*this);
   if (follow_) start_following(opt.filter_tgid);
-  if (hello) attach_hello(all_);
+  if (hello)
+    attach_hello(all_);
   else if (all_)
     throw std::runtime_error(
         fmt::format("record --all needs the syscall tracepoints (CONFIG_FTRACE_SYSCALLS), which Linux {} lacks",

@@ -4,6 +4,9 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <time.h>
+
+#include <algorithm>
 #include <cstddef>
 #include <cstdio>
 #include <exception>
@@ -15,6 +18,8 @@
 namespace cptrace {
 
 namespace {
+
+constexpr size_t kMaxWaits = 1 << 20;  // samples of the wait kept (4 MiB)
 
 // The file as the kernel's uprobes know it (they resolve the path we give).
 std::optional<std::pair<uint64_t, uint64_t>> file_key(const std::string& path) {
@@ -66,10 +71,27 @@ void HelloResponder::on_hello(const cp_proc_rec& r) {
     files_checked_ = files_.files_checked();
   }
   // Answered even when we could not attach: it would wait the full bound for nothing.
-  if (answer_hello(pid_t(r.tgid), r.hello) && ok)
+  if (answer_hello(pid_t(r.tgid), r.hello) && ok) {
     answered_++;
-  else
+    std::lock_guard lk(mu_);
+    timespec now{};
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    uint64_t ns = uint64_t(now.tv_sec) * 1000000000u + uint64_t(now.tv_nsec);
+    if (waits_us_.size() < kMaxWaits && ns > r.ktime_ns) waits_us_.push_back(uint32_t((ns - r.ktime_ns) / 1000));
+  } else {
     unanswered_++;
+  }
+}
+
+nlohmann::json HelloResponder::wait_json() const {
+  std::vector<uint32_t> w;
+  {
+    std::lock_guard lk(mu_);
+    w = waits_us_;
+  }
+  std::sort(w.begin(), w.end());
+  auto at = [&](double q) { return w.empty() ? 0u : w[std::min(w.size() - 1, size_t(q * double(w.size())))]; };
+  return {{"count", w.size()}, {"median_us", at(0.5)}, {"p99_us", at(0.99)}, {"max_us", w.empty() ? 0u : w.back()}};
 }
 
 // One process at a time under the lock, so that a hello is answered between two.

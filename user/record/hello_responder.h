@@ -19,6 +19,8 @@
 #include <utility>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "cptrace_records.h"
 #include "probe/instrumented_files.h"
 
@@ -41,14 +43,18 @@ class HelloResponder {
   uint64_t answered() const { return answered_; }
   uint64_t unanswered() const { return unanswered_; }  // gone, or its library unusable
   uint64_t files_checked() const { return files_checked_; }
+  // How long the answered processes waited, from their hello to our answer:
+  // {"count", "median_us", "p99_us", "max_us"}.
+  nlohmann::json wait_json() const;
 
  private:
   bool attach(const MappedFile& f, uint32_t tgid);
 
   Probes& probes_;
-  std::mutex mu_;  // the scan and the ring's thread
+  mutable std::mutex mu_;  // the scan, the ring's thread and the summary
   InstrumentedFiles files_;
   std::vector<pid_t> scanned_;
+  std::vector<uint32_t> waits_us_;  // the first kMaxWaits answers
   std::set<std::pair<uint64_t, uint64_t>> attached_;  // stat() device and inode of each attached file
   std::atomic<uint64_t> answered_{0}, unanswered_{0}, files_checked_{0};
 };

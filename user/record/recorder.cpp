@@ -647,7 +647,8 @@ void Recording::stop_and_flush() {
                        {"gone_before_attach", follower_->forks_missed()},
                        {"not_reported", probes_->counter_total(CP_CNT_FOLLOW_LOST)},
                        {"hello_answered", follower_->hello().answered()},
-                       {"hello_unanswered", follower_->hello().unanswered()}};
+                       {"hello_unanswered", follower_->hello().unanswered()},
+                       {"hello_wait", follower_->hello().wait_json()}};
     follower_.reset();  // its files go: no new child waits for us
   }
   if (node_watch_) {
@@ -656,6 +657,7 @@ void Recording::stop_and_flush() {
                       {"unanswered", h.unanswered()},
                       {"not_reported", probes_->counter_total(CP_CNT_FOLLOW_LOST)},
                       {"files_checked", h.files_checked()}};
+    meta_["hello"]["wait"] = h.wait_json();
     node_watch_.reset();
   }
   meta_["targets_added"] = probes_->added_targets();
