@@ -281,3 +281,46 @@ TEST(NodeWide, JvmInAContainerStartedAfterTheRecording) {
   EXPECT_EQ(names, (std::set<std::string>{"java.chan0", "java.chan1"}));
   EXPECT_EQ(tr.counters().total_dropped(), 0u);
 }
+
+// record -p of a running process (a shell with libcptrace preloaded) that later
+// starts a container, own /run and own copy: the container's workload, two
+// execs down the tree, says hello and is recorded exactly, under the
+// container's id; the recording ends with the recorded process.
+TEST(NodeWide, PidFollowsIntoAContainerStartedLater) {
+  REQUIRE_BPF();
+  TempDir tmp;
+  std::string cg2 = cgroup2_root();
+  ASSERT_FALSE(cg2.empty());
+  std::string id = random_id(), cgroup = "/cptrace-test-" + std::to_string(getpid()) + "-p/docker-" + id + ".scope";
+  std::ofstream(tmp / "container.sh") << kContainerScript;
+  fs::create_directories(tmp.path / "root");
+  std::ofstream(tmp / "outer.sh") << "while [ ! -e " + (tmp / "go") +
+                                         " ]; do sleep 0.05; done\nexec unshare --mount --pid --net --fork sh " +
+                                         (tmp / "container.sh") + " " + (tmp / "root") + " " + build_dir().string() +
+                                         " " + cg2 + cgroup +
+                                         " env LD_LIBRARY_PATH=/app /app/workload --threads 2 --events 3000\n";
+  Proc outer("env LD_PRELOAD=" + (build_dir() / "libcptrace.so").string() + " sh " + (tmp / "outer.sh"),
+             tmp / "outer.out", tmp / "outer.err");
+  for (int i = 0;
+       i < 500 && read_file("/proc/" + std::to_string(outer.pid) + "/maps").find("libcptrace.so") == std::string::npos;
+       i++)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));  // until the shell has loaded the library
+  auto rec = start_recorder(tmp, "-p " + std::to_string(outer.pid));
+  std::ofstream(tmp / "go").put('\n');
+  ASSERT_EQ(outer.wait(60), 0) << read_file(tmp / "outer.err");
+  ASSERT_EQ(rec->wait(60), 0) << read_file(tmp / "rec.err");
+  std::error_code ec;
+  fs::remove(cg2 + cgroup, ec);
+  fs::remove(fs::path(cg2 + cgroup).parent_path(), ec);
+  auto lines = json_lines(read_file(tmp / "outer.out"));
+  ASSERT_EQ(lines.size(), 1u) << read_file(tmp / "outer.out");
+  EXPECT_EQ(lines[0]["total"], 6000u);
+
+  TraceReader tr(tmp / "t");
+  ASSERT_FALSE(tr.error()) << tr.error()->what();
+  PerContainer got = per_container(tr);
+  EXPECT_EQ(got.events[id], 6000u);
+  EXPECT_EQ(got.events.size(), 1u);
+  EXPECT_EQ(tr.counters().total_dropped(), 0u);
+  EXPECT_EQ(tr.counters().total_seen(), tr.event_count());
+}
