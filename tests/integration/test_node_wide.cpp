@@ -324,3 +324,22 @@ TEST(NodeWide, PidFollowsIntoAContainerStartedLater) {
   EXPECT_EQ(tr.counters().total_dropped(), 0u);
   EXPECT_EQ(tr.counters().total_seen(), tr.event_count());
 }
+
+// A recorder that cannot answer (stopped) never hangs a process: its hello is
+// seen, it waits at most its bound, and it runs to its end; killed, the
+// recorder's program is gone with it, and a new process goes on at once.
+TEST(NodeWide, UnansweredHelloIsBounded) {
+  REQUIRE_BPF();
+  TempDir tmp;
+  auto rec = start_recorder(tmp, "--all");
+  kill(rec->pid, SIGSTOP);
+  std::string lib = "env LD_LIBRARY_PATH=" + build_dir().string() + " " + (build_dir() / "tests/workload").string();
+  Proc w(lib + " --threads 1 --events 100", tmp / "w.out", tmp / "w.err");
+  int st = w.wait(30);
+  kill(rec->pid, SIGKILL);
+  rec->wait(30);
+  EXPECT_EQ(st, 0) << read_file(tmp / "w.err");
+  EXPECT_EQ(json_lines(read_file(tmp / "w.out")).size(), 1u);
+  Proc after(lib + " --threads 1 --events 100", tmp / "a.out", tmp / "a.err");
+  EXPECT_EQ(after.wait(30), 0) << read_file(tmp / "a.err");
+}
