@@ -301,10 +301,15 @@ TEST(NodeWide, PidFollowsIntoAContainerStartedLater) {
                                          " env LD_LIBRARY_PATH=/app /app/workload --threads 2 --events 3000\n";
   Proc outer("env LD_PRELOAD=" + (build_dir() / "libcptrace.so").string() + " sh " + (tmp / "outer.sh"),
              tmp / "outer.out", tmp / "outer.err");
-  for (int i = 0;
-       i < 500 && read_file("/proc/" + std::to_string(outer.pid) + "/maps").find("libcptrace.so") == std::string::npos;
+  // Until the shell runs with the library loaded (before its exec, the pid is a
+  // copy of this test binary, which links libcptrace too).
+  std::string proc = "/proc/" + std::to_string(outer.pid);
+  for (int i = 0; i < 500 && (read_file(proc + "/comm") != "sh\n" ||
+                              read_file(proc + "/maps").find("libcptrace.so") == std::string::npos);
        i++)
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));  // until the shell has loaded the library
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  std::string maps = read_file(proc + "/maps");
+  ASSERT_NE(maps.find("libcptrace.so"), std::string::npos) << maps << read_file(tmp / "outer.err");
   auto rec = start_recorder(tmp, "-p " + std::to_string(outer.pid));
   std::ofstream(tmp / "go").put('\n');
   ASSERT_EQ(outer.wait(60), 0) << read_file(tmp / "outer.err");
