@@ -894,6 +894,9 @@ static __always_inline void report_proc(__u32 kind, __u32 tgid, __u32 parent)
 	r->tgid = tgid;
 	r->parent = parent;
 	r->pad = 0;
+	r->hello = 0;
+	r->site = 0;
+	r->ktime_ns = 0;
 	bpf_ringbuf_submit(r, 0);
 }
 
@@ -922,6 +925,51 @@ int BPF_PROG(cp_follow_exit, struct task_struct *p)
 	if (BPF_CORE_READ(p, signal, live.counter) != 0 || bpf_map_delete_elem(&followed, &tgid))
 		return 0;
 	report_proc(CP_PROC_EXIT, tgid, 0);
+	return 0;
+}
+
+/* ---- The hello (include/cptrace_records.h, lib/recorder_hello.c) -----------
+ * A process that loads libcptrace calls prctl(CP_HELLO_PRCTL, &hello) with
+ * CP_HELLO_SIGNAL blocked. If this recorder must record it (record --all:
+ * every process; else a followed one), that thread gets CP_HELLO_SIGNAL before
+ * the call returns: it then waits until the recorder, told here where its
+ * library is, has attached and written CP_HELLO_ATTACHED into it. A signal, as
+ * it is the one answer a BPF program can give a system call here: no
+ * bpf_probe_write_user under lockdown, no override_return without kprobes, no
+ * BPF LSM programs. A hello the recorder cannot be told of (full ring) gets no
+ * signal: the process goes on at once, and the hello is counted
+ * (CP_CNT_FOLLOW_LOST). */
+const volatile __u8 hello_all = 0;
+
+SEC("tp/syscalls/sys_enter_prctl")
+int cp_hello(struct trace_event_raw_sys_enter *ctx)
+{
+	if (ctx->args[0] != CP_HELLO_PRCTL)
+		return 0;
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	if (!hello_all && !bpf_map_lookup_elem(&followed, &tgid))
+		return 0;
+	struct cp_hello h;
+	if (bpf_probe_read_user(&h, sizeof(h), (void *)ctx->args[1]) || h.magic != CP_HELLO_MAGIC ||
+	    h.version != CP_HELLO_VERSION)
+		return 0;
+	struct cp_proc_rec *r = bpf_ringbuf_reserve(&proc_events, sizeof(*r), 0);
+	if (!r) {
+		cp_count_atomic(&counters, CP_CNT_FOLLOW_LOST, 1);
+		return 0;
+	}
+	if (bpf_send_signal_thread(CP_HELLO_SIGNAL)) {
+		bpf_ringbuf_discard(r, 0);
+		return 0;
+	}
+	r->kind = CP_PROC_HELLO;
+	r->tgid = tgid;
+	r->parent = 0;
+	r->pad = 0;
+	r->hello = ctx->args[1];
+	r->site = h.site;
+	r->ktime_ns = bpf_ktime_get_ns();
+	bpf_ringbuf_submit(r, 0);
 	return 0;
 }
 

@@ -115,13 +115,46 @@ struct cp_channel_rec {
 enum cp_proc_kind {
 	CP_PROC_FORK = 1,
 	CP_PROC_EXIT = 2,
+	CP_PROC_HELLO = 3, /* a process in scope loaded libcptrace (below) and waits */
 };
 
 struct cp_proc_rec {
 	__u32 kind;   /* enum cp_proc_kind */
-	__u32 tgid;   /* the new or ended process */
+	__u32 tgid;   /* the new or ended process (host pid) */
 	__u32 parent; /* CP_PROC_FORK: the forking process */
 	__u32 pad;
+	__u64 hello;	/* CP_PROC_HELLO: address of its struct cp_hello */
+	__u64 site;	/* CP_PROC_HELLO: address of a probe site of that library */
+	__u64 ktime_ns; /* CP_PROC_HELLO: CLOCK_MONOTONIC of the hello (how long it waited) */
+};
+
+/* ---- The hello: a new process meets its recorder, from any namespace -------
+ * At load, and in a forked child, libcptrace (lib/recorder_hello.c) calls
+ * prctl(CP_HELLO_PRCTL, &hello), an option no kernel knows (EINVAL), with
+ * CP_HELLO_SIGNAL blocked. A recorder that must record this process (record
+ * --all: every one; -p/-- CMD: its tree) has a BPF program on that system
+ * call's tracepoint which checks the struct, sends CP_HELLO_SIGNAL to the
+ * calling thread (it stays pending: blocked) and tells the recorder
+ * (CP_PROC_HELLO). The library takes the signal back and waits until the
+ * recorder, attached to the library holding `site`, has written
+ * CP_HELLO_ATTACHED into `state` (process_vm_writev, host pid); bounded. No
+ * recorder: no signal, and the process goes on at once. No file, no pid of any
+ * namespace involved. */
+#define CP_HELLO_PRCTL 0x43505452u	     /* "CPTR" */
+#define CP_HELLO_MAGIC 0x6f6c6c6548707443ull /* "CtpHello" */
+#define CP_HELLO_VERSION 1u
+#define CP_HELLO_SIGNAL 23 /* SIGURG: ignored by default, should it ever escape */
+
+enum cp_hello_state {
+	CP_HELLO_NONE = 0,     /* set by the process before the call */
+	CP_HELLO_ATTACHED = 2, /* written by the recorder: attached, go on */
+};
+
+struct cp_hello {
+	__u64 magic;   /* CP_HELLO_MAGIC */
+	__u64 site;    /* address of one probe site of the library saying hello */
+	__u32 version; /* CP_HELLO_VERSION */
+	__u32 state;   /* enum cp_hello_state */
 };
 
 /* Index of the per-CPU counters in the BPF `counters` percpu array. Counts are

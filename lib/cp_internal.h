@@ -22,4 +22,9 @@ CP_HIDDEN int cp_follow_expected(void);
 /* Waits (bounded) until the recorder is attached to this process. */
 CP_HIDDEN void cp_follow_wait(void);
 
+/* recorder_hello.c: tells a recorder that must record us that we loaded the
+ * library, and waits (bounded) until it attached. 1 when a recorder answered
+ * (no need to look for a follow mark), 0 when none did. */
+CP_HIDDEN int cp_hello_recorder(void);
+
 #endif

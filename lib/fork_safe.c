@@ -155,7 +155,7 @@ CP_HIDDEN void cp_fork_repair_child(void)
 		if (remap_from_file(p) != 0 || !page_fresh(p->addr))
 			write_nop5(p->addr);
 	}
-	if (cp_follow_expected())
+	if (!cp_hello_recorder() && cp_follow_expected())
 		cp_follow_wait();
 }
 
@@ -218,7 +218,9 @@ CP_HIDDEN void cp_fork_safe_init(void)
 		}
 	}
 	pthread_atfork(NULL, NULL, cp_fork_repair_child);
-	/* Started by a followed process without fork() (posix_spawn, vfork+exec). */
-	if (cp_follow_expected())
+	/* A recorder that must record us, in any namespace (recorder_hello.c); or,
+	 * started by a followed process without fork() (posix_spawn, vfork+exec),
+	 * its follow mark. */
+	if (!cp_hello_recorder() && cp_follow_expected())
 		cp_follow_wait();
 }

@@ -624,3 +624,29 @@ TEST(TraceReader, ProcessesFramesGiveContainerPids) {
   EXPECT_EQ(b.pids().container_pid(5000), std::nullopt) << "part of a malformed frame was applied";
   EXPECT_EQ(b.pids().container_pid(4242), std::optional<uint32_t>(8)) << "frames before it are kept";
 }
+
+// The cgroup and container id of a process (record --all tells containers
+// apart by them): kept through a Processes frame; the id is the 64-hex run a
+// runtime puts into the cgroup's last component, and nothing else.
+TEST(TraceReader, ProcessesFramesKeepCgroupAndContainerId) {
+  using namespace cptrace;
+  const std::string id(64, 'a');
+  PidEntry e{4242, 7, 200};
+  e.cgroup = "/system.slice/docker-" + id + ".scope";
+  e.container_id = container_id_of_cgroup(e.cgroup);
+  EXPECT_EQ(e.container_id, id);
+  std::string img = file_header_bytes();
+  img += frame_image(encode_json(FrameType::Processes, pid_frame_json(100, {e, {4300, 4300, 100}}).dump(), 2));
+  TraceReader r = TraceReader::from_bytes(img);
+  ASSERT_FALSE(r.error()) << r.error()->what();
+  EXPECT_EQ(r.pids().by_pid.at(4242), e);
+  EXPECT_EQ(r.pids().by_pid.at(4300).cgroup, "");
+
+  const std::string hex = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+  EXPECT_EQ(container_id_of_cgroup("/kubepods/besteffort/pod1/cri-containerd-" + hex + ".scope"), hex);
+  EXPECT_EQ(container_id_of_cgroup("/docker/" + hex), hex);
+  EXPECT_EQ(container_id_of_cgroup("/docker/" + hex + "/sub"), "") << "only the last component";
+  EXPECT_EQ(container_id_of_cgroup("/user.slice/user-0.slice/session-1.scope"), "");
+  EXPECT_EQ(container_id_of_cgroup("/x/" + hex + "0"), "") << "65 hex digits are no id";
+  EXPECT_EQ(container_id_of_cgroup("/"), "");
+}

@@ -105,8 +105,12 @@ nlohmann::json summary_json(const std::string& dir, const TraceReader& r, const 
                              {"first_ts", c.first},
                              {"last_ts", c.last}});
   for (const auto& [pid, e] : r.pids().by_pid)
-    j["processes"].push_back(
-        {{"pid", pid}, {"nspid", e.nspid}, {"pidns", e.pidns}, {"container", e.pidns != r.pids().recorder_pidns}});
+    j["processes"].push_back({{"pid", pid},
+                              {"nspid", e.nspid},
+                              {"pidns", e.pidns},
+                              {"container", e.pidns != r.pids().recorder_pidns},
+                              {"cgroup", e.cgroup},
+                              {"container_id", e.container_id}});
   if (!r.sync_rounds().empty()) j["sync"] = summarize_rounds(r.sync_rounds(), hz);
   if (r.net_event_count() || !r.net_counters().seen.empty()) {
     const Counters& nk = r.net_counters();
@@ -233,7 +237,9 @@ void print_summary(const std::string& dir, const TraceReader& r, const EventTota
   // Host processes are known by their one pid; a container's by two.
   for (const auto& [pid, e] : r.pids().by_pid)
     if (e.pidns != r.pids().recorder_pidns)
-      fmt::print("process    pid={} nspid={} (pid namespace {})\n", pid, e.nspid, e.pidns);
+      fmt::print("process    pid={} nspid={} (pid namespace {}){}{}\n", pid, e.nspid, e.pidns,
+                 e.cgroup.empty() ? "" : " cgroup " + e.cgroup,
+                 e.container_id.empty() ? "" : " container " + e.container_id.substr(0, 12));
   print_handler_history(r, stdout, "handler    ");
   print_tsc_trust(j);
   print_clock_adjustments(j);

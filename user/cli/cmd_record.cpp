@@ -65,6 +65,9 @@ SubcommandRunner add_record_command(CLI::App& app) {
       ->add_option("-p,--pid", rec->pid,
                    "record this running process (late attach) and the children it forks from now on")
       ->check(CLI::PositiveNumber);
+  record->add_flag("--all", rec->all,
+                   "record every process of the node using libcptrace (any copy, any container), those running "
+                   "and those started later");
   record->add_flag("!--no-inherit", rec->inherit,
                    "-p / -- CMD: record that one process only, not the children it forks");
   record->add_option("--node", rec->node, "node name written into the trace (default: host name)");

@@ -26,10 +26,13 @@ Probes::Probes(const ProbeOptions& opt) {
   skel_ = cptrace_bpf::open();
   if (!skel_) throw std::runtime_error(explain_bpf_error(errno, "opening the BPF object"));
   follow_ = opt.follow && opt.filter_tgid;
+  all_ = opt.all;
   // Following, the uprobes are scoped by pid to each process of the tree, whose
   // tgids the BPF side cannot know in advance: it filters nothing then.
-  skel_->rodata->filter_tgid = follow_ ? 0 : opt.filter_tgid;
-  configure_for_kernel(skel_, !opt.targets.empty(), follow_);
+  skel_->rodata->filter_tgid = follow_ || all_ ? 0 : opt.filter_tgid;
+  skel_->rodata->hello_all = all_;
+  bool hello = (follow_ || all_) && kernel_features().syscall_tracepoints;
+  configure_for_kernel(skel_, !opt.targets.empty() || all_, follow_, hello);
   skel_->rodata->wakeup_bytes = opt.wakeup_bytes;
   int ncpu = libbpf_num_possible_cpus();
   if (ncpu <= 0) throw std::runtime_error(explain_bpf_error(ncpu, "counting CPUs"));
@@ -46,8 +49,24 @@ Probes::Probes(const ProbeOptions& opt) {
     stage_ = std::make_unique<StageFlusher>(skel_->progs.cp_stage_flush, bpf_map__fd(skel_->maps.stages));
   if (opt.before_attach) opt.before_attach(*this);
   if (follow_) start_following(opt.filter_tgid);
+  if (hello)
+    attach_hello(all_);
+  else if (all_)
+    throw std::runtime_error(
+        fmt::format("record --all needs the syscall tracepoints (CONFIG_FTRACE_SYSCALLS), which Linux {} lacks",
+                    kernel_features().release));
   for (const auto& t : opt.targets) attach_target(t, opt.filter_tgid);
-  if (!opt.targets.empty()) attach_exit_handover();
+  if (follow_ && tracefs_) proc_fds_[opt.filter_tgid] = std::vector<int>(tracefs_->size(), -1);
+  if (!opt.targets.empty() || all_) attach_exit_handover();
+}
+
+// The hello (include/cptrace_records.h): a new process of ours tells us where
+// its library is and waits for us. Without it, record --all could not learn of
+// libraries loaded later; following, the follow marks still work.
+void Probes::attach_hello(bool required) {
+  hello_link_ = bpf_program__attach(skel_->progs.cp_hello);
+  if (!hello_link_ && required)
+    throw std::runtime_error(explain_bpf_error(errno, "attaching the hello program (syscalls:sys_enter_prctl)"));
 }
 
 // Only the programs this kernel can run are loaded (kernel_features.h); the
@@ -62,7 +81,7 @@ StagePrograms stage_programs(cptrace_bpf* skel, bool staged) {
           p.cp_tbuf_exit_sig_u};
 }
 
-void configure_for_kernel(cptrace_bpf* skel, bool thread_buffers, bool follow) {
+void configure_for_kernel(cptrace_bpf* skel, bool thread_buffers, bool follow, bool hello) {
   const KernelFeatures& k = kernel_features();
   skel->rodata->stage_singles = k.preempt_kfunc;
   skel->rodata->have_bpf_loop = k.bpf_loop;
@@ -79,6 +98,7 @@ void configure_for_kernel(cptrace_bpf* skel, bool thread_buffers, bool follow) {
   bpf_program__set_autoload(skel->progs.cp_stage_flush, k.preempt_kfunc);
   bpf_program__set_autoload(skel->progs.cp_follow_fork, follow);
   bpf_program__set_autoload(skel->progs.cp_follow_exit, follow);
+  bpf_program__set_autoload(skel->progs.cp_hello, hello);
 }
 
 // Thread buffers left behind when a thread ends (bpf/cptrace.bpf.c): every
@@ -194,10 +214,14 @@ bpf_link* Probes::attach_site(bpf_program* prog, const std::string& path, uint64
 
 void Probes::detach() {
   std::lock_guard lk(proc_mu_);
+  detached_ = true;
+  if (hello_link_) bpf_link__destroy(hello_link_);  // no process waits for us from here on
+  hello_link_ = nullptr;
   for (auto* l : follow_links_) bpf_link__destroy(l);  // no new children first
   follow_links_.clear();
   for (auto& [tgid, fds] : proc_fds_)
-    for (int fd : fds) close(fd);
+    for (int fd : fds)
+      if (fd >= 0) close(fd);
   proc_fds_.clear();
   for (auto* l : links_) bpf_link__destroy(l);
   links_.clear();
@@ -216,7 +240,7 @@ Counters Probes::read_counters() const {
 
 int Probes::followed_map_fd() const { return follow_ ? bpf_map__fd(skel_->maps.followed) : -1; }
 
-int Probes::proc_events_fd() const { return follow_ ? bpf_map__fd(skel_->maps.proc_events) : -1; }
+int Probes::proc_events_fd() const { return follow_ || all_ ? bpf_map__fd(skel_->maps.proc_events) : -1; }
 
 // One more perf event per uprobe event, scoped to the new process: its
 // breakpoints go in, and the programs already on the events run for it.
@@ -224,16 +248,51 @@ bool Probes::attach_process(uint32_t tgid) {
   std::lock_guard lk(proc_mu_);
   if (follow_links_.empty() || !tracefs_) return false;  // detached: stopping
   std::vector<int> fds;
-  for (size_t i = 0; i < tracefs_->size(); i++) {
+  if (!open_missing(tgid, fds)) return false;  // gone already (ESRCH)
+  proc_fds_[tgid] = std::move(fds);
+  return true;
+}
+
+// Opens the events from fds.size() on for `tgid`; on failure closes those it
+// opened and returns false.
+bool Probes::open_missing(uint32_t tgid, std::vector<int>& fds) {
+  size_t had = fds.size();
+  for (size_t i = had; i < tracefs_->size(); i++) {
     int fd = tracefs_->open(i, pid_t(tgid));
     if (fd < 0) {
-      for (int f : fds) close(f);
-      return false;  // gone already (ESRCH)
+      for (size_t j = had; j < fds.size(); j++) close(fds[j]);
+      fds.resize(had);
+      return false;
     }
     fds.push_back(fd);
   }
-  proc_fds_[tgid] = std::move(fds);
   return true;
+}
+
+bool Probes::cover_process(uint32_t tgid) {
+  std::lock_guard lk(proc_mu_);
+  if (!follow_ || detached_ || !tracefs_) return !detached_;
+  return open_missing(tgid, proc_fds_[tgid]);
+}
+
+bool Probes::add_target(const std::string& path, uint32_t tgid) {
+  std::lock_guard lk(proc_mu_);
+  if (detached_) return false;
+  if (follow_) {
+    std::vector<int>& fds = proc_fds_[tgid];
+    if (!open_missing(tgid, fds)) return false;
+    attach_target(path, tgid);
+    fds.resize(tracefs_->size(), -1);  // the new events carry the programs, for this process
+  } else {
+    attach_target(path, 0);
+  }
+  added_.push_back(path);
+  return true;
+}
+
+std::vector<std::string> Probes::added_targets() const {
+  std::lock_guard lk(proc_mu_);
+  return added_;
 }
 
 // Cheap: the uprobes stay registered; only the ended process leaves their list.
@@ -241,7 +300,8 @@ void Probes::detach_process(uint32_t tgid) {
   std::lock_guard lk(proc_mu_);
   auto it = proc_fds_.find(tgid);
   if (it == proc_fds_.end()) return;
-  for (int fd : it->second) close(fd);
+  for (int fd : it->second)
+    if (fd >= 0) close(fd);
   proc_fds_.erase(it);
 }
 

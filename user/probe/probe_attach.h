@@ -36,6 +36,9 @@ struct ProbeOptions {
   // recorder installs channel handlers here, so no event escapes them).
   std::function<void(class Probes&)> before_attach;
   bool allow_no_targets = false;  // record --net alone: load, attach nothing
+  // record --all: every process, no pid filter; targets are added as processes
+  // say hello (add_target()); none at start is fine.
+  bool all = false;
 };
 
 class Probes {
@@ -65,8 +68,23 @@ class Probes {
   int followed_map_fd() const;  // the tgid set (-1 when not following)
   bool attach_process(uint32_t tgid);
   void detach_process(uint32_t tgid);
+  // A file found after the start (a process said hello: include/cptrace_records.h):
+  // attached for every process (all) or, following, for `tgid` (which gets it
+  // first) and every process of the tree forked from now on. Throws as the
+  // attach at start does; false when already detached (stopping).
+  bool add_target(const std::string& path, uint32_t tgid);
+  // Following: opens what `tgid` lacks of the uprobe events added since it was
+  // attached (a file another process of the tree brought). False if gone.
+  bool cover_process(uint32_t tgid);
+  // True once the hello program is attached (not on a kernel without syscall
+  // tracepoints: the tree then waits on its follow marks only).
+  bool hello_attached() const { return hello_link_ != nullptr; }
+  // Every target added by add_target(), in order.
+  std::vector<std::string> added_targets() const;
   // A counter of bpf/cptrace.bpf.c summed over CPUs (enum cp_counter).
   uint64_t counter_total(uint32_t idx) const;
+  // The files attached at the start.
+  const std::vector<std::string>& targets() const { return targets_; }
   // "path:symbol" for every attached probe.
   const std::vector<std::string>& attached() const { return attached_; }
 
@@ -76,6 +94,8 @@ class Probes {
   bpf_link* attach_site(bpf_program* prog, const std::string& path, uint64_t file_offset, uint64_t cookie,
                         uint32_t tgid);
   void start_following(uint32_t root);
+  void attach_hello(bool required);
+  bool open_missing(uint32_t tgid, std::vector<int>& fds);
   void attach_exit_handover();
 
   cptrace_bpf* skel_ = nullptr;
@@ -83,10 +103,16 @@ class Probes {
   std::vector<int> ring_fds_;
   std::vector<bpf_link*> links_;
   bool follow_ = false;
+  bool all_ = false;
+  bool detached_ = false;
+  bpf_link* hello_link_ = nullptr;
+  std::vector<std::string> added_;  // under proc_mu_
   std::vector<std::string> targets_;
   mutable std::mutex proc_mu_;  // the follower thread attaches while stop detaches
   std::unique_ptr<TracefsUprobes> tracefs_;  // following: the uprobe events
-  std::map<uint32_t, std::vector<int>> proc_fds_;  // following: perf events per process
+  // Following: perf events per process, one per uprobe event in index order
+  // (-1: covered by the event carrying the programs, opened for that process)
+  std::map<uint32_t, std::vector<int>> proc_fds_;
   std::vector<bpf_link*> follow_links_;  // the fork/exit tracepoints
   std::vector<std::string> attached_;
 };
@@ -102,6 +128,8 @@ StagePrograms stage_programs(cptrace_bpf* skel, bool staged);
 // Sets the object's constants and autoload flags for the running kernel
 // (kernel_features.h): the thread-exit hand-over only with thread buffers to
 // hand over, the fork/exit tracepoints only when following a tree.
-void configure_for_kernel(cptrace_bpf* skel, bool thread_buffers, bool follow);
+// `hello`: the program answering the hello of new processes (followed ones, or
+// every one with record --all).
+void configure_for_kernel(cptrace_bpf* skel, bool thread_buffers, bool follow, bool hello = false);
 
 }  // namespace cptrace

@@ -52,6 +52,16 @@ void read_time_offset(const std::string& dir, PidEntry& e) {
   }
 }
 
+// The cgroup v2 line "0::PATH" (a v1-only host has none: left empty).
+void read_cgroup(const std::string& dir, PidEntry& e) {
+  std::ifstream in(dir + "/cgroup");
+  for (std::string line; std::getline(in, line);)
+    if (line.starts_with("0::")) {
+      e.cgroup = line.substr(3);
+      e.container_id = container_id_of_cgroup(e.cgroup);
+    }
+}
+
 }  // namespace
 
 std::optional<PidEntry> read_namespace_pid(uint32_t pid) {
@@ -61,6 +71,7 @@ std::optional<PidEntry> read_namespace_pid(uint32_t pid) {
   if (!ns || !nspid) return std::nullopt;
   PidEntry e{pid, *nspid, ns};
   read_time_offset(dir, e);
+  read_cgroup(dir, e);
   return e;
 }
 

@@ -97,7 +97,7 @@ void remove_stale_follow_files(int dir_fd) {
 }
 
 ProcessFollower::ProcessFollower(Probes& probes, pid_t root, AttachedFn on_attached)
-    : probes_(probes), on_attached_(std::move(on_attached)) {
+    : probes_(probes), hello_(probes, probes.targets()), on_attached_(std::move(on_attached)) {
   dir_fd_ = open_follow_dir();
   remove_stale_follow_files(dir_fd_);
   try {
@@ -207,6 +207,8 @@ int ProcessFollower::on_record(void* self, void* data, size_t size) {
     } else {
       f->missed_++;
     }
+  } else if (r->kind == CP_PROC_HELLO) {
+    f->hello_.on_hello(*r);  // after its fork's record: attached to already
   } else if (r->kind == CP_PROC_EXIT) {
     f->unmark(pid_t(r->tgid));
     f->probes_.detach_process(r->tgid);

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "collect/ring_waiter.h"
+#include "record/hello_responder.h"
 #include "trace/pid_table.h"
 
 struct ring_buffer;
@@ -48,6 +49,9 @@ class ProcessFollower {
 
   uint64_t forks_followed() const { return forks_; }
   uint64_t forks_missed() const { return missed_; }  // gone before we could attach
+  // The hello of the tree's processes: a child that execs a program with
+  // another copy of the library (a container's) gets it attached.
+  const HelloResponder& hello() const { return hello_; }
 
  private:
   static int on_record(void* self, void* data, size_t size);
@@ -58,6 +62,7 @@ class ProcessFollower {
   void unmark(pid_t pid);
 
   Probes& probes_;
+  HelloResponder hello_;
   AttachedFn on_attached_;
   int dir_fd_ = -1;
   ring_buffer* rb_ = nullptr;

@@ -28,6 +28,7 @@
 #include "probe/proc_registry.h"
 #include "collect/ring_drain.h"
 #include "record/channel_table.h"
+#include "record/node_watch.h"
 #include "record/process_follower.h"
 #include "record/control_socket.h"
 #include "record/correlation_keeper.h"
@@ -168,6 +169,8 @@ json tsc_meta(const TscVerdict& v, bool accepted, const TscSkew& start, const st
 
 RecordPlan plan_recording(const RecordOptions& opt) {
   if (opt.pid && !opt.cmd.empty()) throw std::runtime_error("-p and -- CMD exclude each other");
+  if (opt.all && (opt.pid || !opt.cmd.empty() || !opt.libs.empty()))
+    throw std::runtime_error("--all records every instrumented process: it excludes -p, -- CMD and --lib");
   if (opt.pid && kill(opt.pid, 0) != 0)
     throw std::runtime_error(fmt::format("-p {}: no such process ({})", opt.pid, strerror(errno)));
   if (opt.duration_s < 0) throw std::runtime_error("--duration must be >= 0");
@@ -175,7 +178,7 @@ RecordPlan plan_recording(const RecordOptions& opt) {
   if (!opt.config_file.empty()) plan.rules = parse_config_file(opt.config_file);
   if (!opt.net.enabled && (!opt.net.netns.empty() || !opt.net.cgroup.empty() || !opt.net.ports.empty()))
     throw std::runtime_error("--netns, --cgroup and --port filter network capture: add --net");
-  plan.targets = resolve_targets(opt);
+  if (!opt.all) plan.targets = resolve_targets(opt);  // --all: found at the start (record/node_watch.h)
   plan.tsc = check_tsc_verdict(opt);
   return plan;
 }
@@ -233,6 +236,7 @@ class Recording {
   std::unique_ptr<Probes> probes_;
   NamespacePids ns_pids_;  // before follower_ and drain_, which feed it
   std::unique_ptr<ProcessFollower> follower_;  // goes before probes_
+  std::unique_ptr<NodeWatch> node_watch_;  // record --all; goes before probes_
   std::unique_ptr<NetCapture> net_;
   std::unique_ptr<MinrttRecording> minrtt_;
   std::vector<SyncRound> sync_rounds_;
@@ -354,14 +358,16 @@ void Recording::load_and_attach() {
   po.targets = targets_;
   po.filter_tgid = filter_;
   po.follow = opt_.inherit && filter_ && !targets_.empty();
-  po.ring_bytes = targets_.empty() ? 64 << 10 : opt_.ring_mb << 20;  // network only: rings stay empty
+  po.ring_bytes = targets_.empty() && !opt_.all ? 64 << 10 : opt_.ring_mb << 20;  // network only: rings stay empty
   po.wakeup_bytes = opt_.wakeup_kib ? uint64_t(opt_.wakeup_kib) << 10 : (uint64_t(opt_.ring_mb) << 20) / 4;
-  po.allow_no_targets = opt_.net.enabled;
+  po.allow_no_targets = opt_.net.enabled || opt_.all;
+  po.all = opt_.all;
   po.before_attach = [&](Probes& p) {
     handlers_ = make_handler_table(p, tsc_hz);
     handlers_->set_rules(std::move(rules_));
   };
   probes_ = std::make_unique<Probes>(po);
+  if (po.all) node_watch_ = std::make_unique<NodeWatch>(*probes_, [this](pid_t p) { ns_pids_.add(uint32_t(p)); });
   if (po.follow)
     follower_ = std::make_unique<ProcessFollower>(
         *probes_, pid_t(filter_), [this](pid_t p, const std::optional<PidEntry>& e) { ns_pids_.add(uint32_t(p), e); });
@@ -416,6 +422,11 @@ void Recording::open_trace() {
   };
   if (opt_.pid) channels_.add_registry(opt_.pid);
   if (filter_) ns_pids_.add(filter_);
+  if (node_watch_)  // processes running at the start: channels opened before us, pids in their namespaces
+    for (pid_t p : node_watch_->hello().scanned()) {
+      channels_.add_registry(p);
+      ns_pids_.add(uint32_t(p));
+    }
   control_ = std::make_unique<ControlSocket>(
       opt_.control_socket.empty() ? (fs::path(opt_.out_dir) / "control.sock").string() : opt_.control_socket,
       [this](const json& req) { return handle_control(*handlers_, req); });
@@ -448,8 +459,9 @@ void Recording::start_drains() {
                "only through the NTP state at each correlation point\n",
                kernel_features().release, clockadj_missing_);
   fmt::print(stderr, "cptrace record: attached {} probes in {} file(s){}{}, writing {}\n", probes_->attached().size(),
-             targets_.size(), net_ ? " + network capture" : "",
-             !filter_    ? ", all processes"
+             targets_.size() + probes_->added_targets().size(), net_ ? " + network capture" : "",
+             opt_.all    ? ", every process using libcptrace, now and later"
+             : !filter_  ? ", all processes"
              : follower_ ? fmt::format(", pid {} and the children it forks", filter_)
                          : fmt::format(", pid {}", filter_),
              opt_.out_dir);
@@ -633,9 +645,22 @@ void Recording::stop_and_flush() {
   if (follower_) {
     meta_["follow"] = {{"processes", follower_->forks_followed()},
                        {"gone_before_attach", follower_->forks_missed()},
-                       {"not_reported", probes_->counter_total(CP_CNT_FOLLOW_LOST)}};
+                       {"not_reported", probes_->counter_total(CP_CNT_FOLLOW_LOST)},
+                       {"hello_answered", follower_->hello().answered()},
+                       {"hello_unanswered", follower_->hello().unanswered()},
+                       {"hello_wait", follower_->hello().wait_json()}};
     follower_.reset();  // its files go: no new child waits for us
   }
+  if (node_watch_) {
+    const HelloResponder& h = node_watch_->hello();
+    meta_["hello"] = {{"answered", h.answered()},
+                      {"unanswered", h.unanswered()},
+                      {"not_reported", probes_->counter_total(CP_CNT_FOLLOW_LOST)},
+                      {"files_checked", h.files_checked()}};
+    meta_["hello"]["wait"] = h.wait_json();
+    node_watch_.reset();
+  }
+  meta_["targets_added"] = probes_->added_targets();
   if (net_) net_->stop();
   final_counts_ = probes_->read_counters();
   drain_->stop_and_flush();

@@ -17,6 +17,7 @@ struct RecordOptions {
   pid_t pid = 0;  // -p: late attach to this process
   std::vector<std::string> cmd;  // -- CMD ARGS...: run and record it
   bool inherit = true;  // -p / -- CMD: also the children forked from then on
+  bool all = false;  // --all: every process of the node using a file with probe sites (record/node_watch.h)
   std::string node;  // node name (default: host name)
   bool overwrite = false;
   bool progress = true;  // progress line when stderr is a terminal

@@ -14,6 +14,8 @@ PidEntry entry_from_json(const nlohmann::json& j) {
   e.pidns = j.at("pidns").get<uint64_t>();
   e.mono_offset_ns = j.value("mono_offset_ns", int64_t(0));
   e.mono_offset_unknown = j.value("mono_offset_unknown", false);
+  e.cgroup = j.value("cgroup", std::string());
+  e.container_id = j.value("container_id", std::string());
   return e;
 }
 
@@ -58,12 +60,26 @@ nlohmann::json PidTable::to_json() const {
   return pid_frame_json(recorder_pidns, v);
 }
 
+std::string container_id_of_cgroup(const std::string& cgroup) {
+  std::string last = cgroup.substr(cgroup.rfind('/') + 1);
+  auto hex = [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); };
+  for (size_t i = 0; i + 64 <= last.size(); i++) {
+    size_t n = 0;
+    while (i + n < last.size() && hex(last[i + n])) n++;
+    if (n == 64 && (i == 0 || !hex(last[i - 1]))) return last.substr(i, 64);
+    i += n;
+  }
+  return "";
+}
+
 nlohmann::json pid_frame_json(uint64_t recorder_pidns, const std::vector<PidEntry>& entries) {
   nlohmann::json a = nlohmann::json::array();
   for (const PidEntry& e : entries) {
     nlohmann::json j = {{"pid", e.pid}, {"nspid", e.nspid}, {"pidns", e.pidns}};
     if (e.mono_offset_ns) j["mono_offset_ns"] = e.mono_offset_ns;
     if (e.mono_offset_unknown) j["mono_offset_unknown"] = true;
+    if (!e.cgroup.empty()) j["cgroup"] = e.cgroup;
+    if (!e.container_id.empty()) j["container_id"] = e.container_id;
     a.push_back(j);
   }
   return {{"pidns", recorder_pidns}, {"processes", a}};

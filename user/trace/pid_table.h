@@ -9,10 +9,12 @@
 // wins) and into meta.json:
 //
 //   {"pidns": INODE of the recorder's pid namespace,
-//    "processes": [{"pid": HOST_PID, "nspid": PID_IN_ITS_NAMESPACE, "pidns": INODE}, ...]}
+//    "processes": [{"pid": HOST_PID, "nspid": PID_IN_ITS_NAMESPACE, "pidns": INODE,
+//                   "cgroup": PATH, "container_id": ID}, ...]}
 //
 // with "mono_offset_ns" (a time namespace's CLOCK_MONOTONIC offset) and
-// "mono_offset_unknown" in an entry when they apply.
+// "mono_offset_unknown" in an entry when they apply; "cgroup" and
+// "container_id" when known (a reader before them ignores them).
 //
 // A reader older than this frame type skips it (an unknown type with a good
 // CRC); a trace without it simply has no namespace pids.
@@ -38,8 +40,17 @@ struct PidEntry {
   // shows its children's).
   int64_t mono_offset_ns = 0;
   bool mono_offset_unknown = false;
+  // Its cgroup (v2 path, /proc/PID/cgroup) and the container id found in it
+  // (container_id_of_cgroup()); "" when unknown or none.
+  std::string cgroup;
+  std::string container_id;
   bool operator==(const PidEntry&) const = default;
 };
+
+// The container id a runtime put into a cgroup path: the last component's run
+// of 64 hex digits (docker-ID.scope, cri-containerd-ID.scope, crio-ID.scope,
+// /docker/ID, /kubepods/.../ID); "" if none.
+std::string container_id_of_cgroup(const std::string& cgroup);
 
 struct PidTable {
   uint64_t recorder_pidns = 0;  // the namespace the host pids belong to

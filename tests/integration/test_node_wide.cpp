@@ -1,0 +1,350 @@
+// Recording every instrumented process of the node (record --all) and
+// following a command into containers, with containers made the way runtimes
+// make them: own mount, pid and network namespaces, an image directory holding
+// its own COPY of libcptrace.so (another file than any of the host's), its own
+// /run (a tmpfs: no follow mark of the host is visible), chroot into it, and a
+// cgroup named like a runtime's (docker-<id>.scope). New processes meet the
+// recorder through the hello (include/cptrace_records.h): every event they log
+// is in the trace, exactly.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <random>
+#include <set>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "test_util.h"
+#include "trace/trace_reader.h"
+
+using namespace cptrace;
+using namespace testutil;
+namespace fs = std::filesystem;
+
+namespace {
+
+// ROOT BUILD CGROUP CMD...: run under `unshare --mount --pid --net --fork`.
+// Joins CGROUP (a cgroup v2 directory), builds the image in a tmpfs at ROOT
+// (the host's /usr, /etc, /dev, /sys bound in; /app with copies of the library,
+// the workloads and the Java parts; an empty /run of its own), then chroot,
+// /proc of the new pid namespace, and CMD as a child of the container's first
+// process.
+constexpr const char* kContainerScript = R"SH(set -e
+R=$1 B=$2 CG=$3
+shift 3
+mkdir -p "$CG" && echo 0 > "$CG/cgroup.procs"
+mount -t tmpfs -o mode=0755 cptrace-img "$R"
+mkdir "$R/usr" "$R/etc" "$R/dev" "$R/sys" "$R/proc" "$R/tmp" "$R/run" "$R/app"
+for d in usr etc dev sys; do mount --rbind "/$d" "$R/$d"; done
+for l in bin sbin lib lib64; do if [ -L "/$l" ]; then ln -s "$(readlink "/$l")" "$R/$l"; fi; done
+mount -t tmpfs -o mode=0755 cptrace-run "$R/run"
+cp "$B/libcptrace.so" "$B/tests/workload" "$B/tests/spawner" "$R/app/"
+if [ -f "$B/cptrace.jar" ]; then cp "$B/cptrace.jar" "$B/libcptrace_jni.so" "$B/tests/java/JniWorkload.class" "$R/app/"; fi
+ip link set lo up
+exec chroot "$R" /bin/sh -c 'mount -t proc proc /proc; "$@"; exit $?' sh "$@"
+)SH";
+
+// Where cgroup v2 is mounted ("" if nowhere).
+std::string cgroup2_root() {
+  std::ifstream mi("/proc/self/mountinfo");
+  for (std::string line; std::getline(mi, line);) {
+    auto dash = line.find(" - ");
+    if (dash == std::string::npos || line.compare(dash + 3, 8, "cgroup2 ") != 0) continue;
+    std::istringstream f(line);
+    std::string id, parent, devno, root, mnt;
+    f >> id >> parent >> devno >> root >> mnt;
+    return mnt;
+  }
+  return "";
+}
+
+std::string random_id() {
+  std::random_device rd;
+  std::string id;
+  for (int i = 0; i < 64; i++) id += "0123456789abcdef"[rd() % 16];
+  return id;
+}
+
+// A container as a runtime starts one; `cgroup` is its path as /proc/PID/cgroup shows it.
+struct Container {
+  std::string id, cgroup, dir;
+  std::unique_ptr<Proc> proc;
+
+  Container(const TempDir& tmp, const std::string& name, const std::string& cmd) {
+    std::string cg2 = cgroup2_root();
+    EXPECT_FALSE(cg2.empty()) << "no cgroup v2 mount";
+    id = random_id();
+    cgroup = "/cptrace-test-" + std::to_string(getpid()) + "/docker-" + id + ".scope";
+    dir = cg2 + cgroup;
+    std::string script = tmp / "container.sh";
+    if (!fs::exists(script)) std::ofstream(script) << kContainerScript;
+    fs::create_directories(tmp.path / name);
+    proc = std::make_unique<Proc>("unshare --mount --pid --net --fork sh " + script + " " + (tmp / name) + " " +
+                                      build_dir().string() + " " + dir + " " + cmd,
+                                  tmp / (name + ".out"), tmp / (name + ".err"));
+  }
+  ~Container() {
+    proc.reset();
+    std::error_code ec;
+    fs::remove(dir, ec);
+    fs::remove(fs::path(dir).parent_path(), ec);  // the last one removes the parent
+  }
+  std::string out() const { return read_file(proc->out_path); }
+  std::string err() const { return read_file(proc->err_path); }
+};
+
+// The process named `comm` among the descendants of `root` (0 if none).
+pid_t find_descendant(pid_t root, const std::string& comm) {
+  std::vector<pid_t> todo = {root};
+  while (!todo.empty()) {
+    pid_t p = todo.back();
+    todo.pop_back();
+    if (p != root && read_file("/proc/" + std::to_string(p) + "/comm") == comm + "\n") return p;
+    std::istringstream kids(read_file("/proc/" + std::to_string(p) + "/task/" + std::to_string(p) + "/children"));
+    for (pid_t k; kids >> k;) todo.push_back(k);
+  }
+  return 0;
+}
+
+// Every JSON line a process of the container printed, parsed.
+std::vector<nlohmann::json> json_lines(const std::string& out) {
+  std::vector<nlohmann::json> v;
+  std::istringstream in(out);
+  for (std::string line; std::getline(in, line);)
+    if (line.starts_with("{")) v.push_back(nlohmann::json::parse(line));
+  return v;
+}
+
+// User events of the trace per container id (the pid table's), and the
+// processes of each; events of a pid the table does not place count under "".
+struct PerContainer {
+  std::map<std::string, uint64_t> events;
+  std::map<std::string, std::set<uint32_t>> pids;
+};
+
+PerContainer per_container(const TraceReader& tr) {
+  PerContainer r;
+  tr.for_each_event([&](const TraceEvent& e) {
+    if (e.kind != uint8_t(EventKind::User)) return;
+    auto it = tr.pids().by_pid.find(e.pid);
+    std::string id = it == tr.pids().by_pid.end() ? "" : it->second.container_id;
+    r.events[id]++;
+    r.pids[id].insert(e.pid);
+  });
+  return r;
+}
+
+std::unique_ptr<Proc> start_recorder(const TempDir& tmp, const std::string& args) {
+  auto rec = std::make_unique<Proc>(cptrace_bin() + " record --no-progress --ring-mb 64 -o " + (tmp / "t") + " " + args,
+                                    tmp / "rec.out", tmp / "rec.err");
+  EXPECT_TRUE(rec->wait_for("attached", 60, true)) << read_file(tmp / "rec.err");
+  return rec;
+}
+
+}  // namespace
+
+// record --all: a container started before the recording (its workload waits
+// for a signal before logging) and three started together after it, each with
+// its own copy of the library: a workload that ends mid-run, a spawner whose
+// children start by fork+exec, posix_spawn and vfork+exec, and a paced
+// workload. Every event of each container is in the trace, under the
+// container's id, and the new processes were answered.
+TEST(NodeWide, ContainersStartedBeforeAndAfterTheRecordingExactly) {
+  REQUIRE_BPF();
+  TempDir tmp;
+  Container a(tmp, "a", "env LD_LIBRARY_PATH=/app /app/workload --wait-signal --threads 2 --events 4000 --channels 2");
+  ASSERT_TRUE(a.proc->wait_for("READY", 30)) << a.err();
+  pid_t a_host = find_descendant(a.proc->pid, "workload");
+  ASSERT_GT(a_host, 0);
+
+  auto rec = start_recorder(tmp, "--all");
+  kill(a_host, SIGUSR1);
+  Container b(tmp, "b", "env LD_LIBRARY_PATH=/app /app/workload --threads 2 --events 3000 --channels 3");
+  Container c(tmp, "c", "env LD_LIBRARY_PATH=/app /app/spawner --children 3 --events 200");
+  Container d(tmp, "d", "env LD_LIBRARY_PATH=/app /app/workload --threads 1 --events 2000 --pace-us 300");
+  for (Container* k : {&a, &b, &c, &d}) ASSERT_EQ(k->proc->wait(60), 0) << k->err();
+  kill(rec->pid, SIGINT);
+  ASSERT_EQ(rec->wait(60), 0) << read_file(tmp / "rec.err");
+
+  std::map<std::string, uint64_t> emitted;
+  for (Container* k : {&a, &b, &d}) {
+    auto lines = json_lines(k->out());
+    ASSERT_EQ(lines.size(), 1u) << k->out();
+    emitted[k->id] = lines[0]["total"].get<uint64_t>();
+  }
+  auto s = json_lines(c.out());
+  ASSERT_EQ(s.size(), 1u) << c.out();
+  EXPECT_EQ(s[0]["started"], 9u);
+  emitted[c.id] = 2 * 200 + 9 * 200;
+  EXPECT_EQ(emitted[a.id], 8000u);
+
+  TraceReader tr(tmp / "t");
+  ASSERT_FALSE(tr.error()) << tr.error()->what();
+  PerContainer got = per_container(tr);
+  for (Container* k : {&a, &b, &c, &d}) {
+    EXPECT_EQ(got.events[k->id], emitted[k->id]) << "container " << k->cgroup;
+    for (uint32_t pid : got.pids[k->id]) {
+      const PidEntry& e = tr.pids().by_pid.at(pid);
+      EXPECT_EQ(e.cgroup, k->cgroup);
+      EXPECT_NE(e.nspid, pid) << "a container's pid inside differs from the host's";
+    }
+  }
+  EXPECT_EQ(got.pids[a.id].size(), 1u);
+  EXPECT_EQ(got.pids[c.id].size(), 10u) << "the spawner and its 9 children";
+  EXPECT_EQ(tr.counters().total_dropped(), 0u);
+  auto meta = nlohmann::json::parse(read_file(tmp.path / "t" / "meta.json"));
+  // b, d, the spawner and its 9 children said hello; a (running before) did not.
+  EXPECT_GE(meta["hello"].value("answered", 0u), 12u) << meta["hello"].dump();
+  EXPECT_EQ(meta["hello"].value("not_reported", 1u), 0u);
+  std::cout << "hello: " << meta["hello"].dump() << "\n";  // the waits, for the record
+  bool copy_added = false;
+  for (const auto& t : meta["targets_added"]) copy_added |= t.get<std::string>().find("/proc/") == 0;
+  EXPECT_TRUE(copy_added) << meta["targets_added"].dump() << ": the containers' copies are reached through /proc";
+}
+
+// record -- CMD where CMD makes a container with its own /run and a copy of
+// the library: the recorder knows only the library that came with it when it
+// starts; the spawner in the container says hello, its copy is attached for
+// it, and every process of the tree started inside (fork+exec, posix_spawn,
+// vfork+exec, each after its parent said hello) is recorded exactly.
+TEST(NodeWide, CommandStartingAContainerWithItsOwnCopyAndRun) {
+  REQUIRE_BPF();
+  TempDir tmp;
+  std::string cg2 = cgroup2_root();
+  ASSERT_FALSE(cg2.empty());
+  std::string id = random_id(), cgroup = "/cptrace-test-" + std::to_string(getpid()) + "-cmd/docker-" + id + ".scope";
+  std::ofstream(tmp / "container.sh") << kContainerScript;
+  fs::create_directories(tmp.path / "root");
+  auto r =
+      run(cptrace_bin() + " record --no-progress -o " + (tmp / "t") + " -- unshare --mount --pid --net --fork sh " +
+              (tmp / "container.sh") + " " + (tmp / "root") + " " + build_dir().string() + " " + cg2 + cgroup +
+              " env LD_LIBRARY_PATH=/app /app/spawner --children 2 --events 300",
+          tmp);
+  std::error_code ec;
+  fs::remove(cg2 + cgroup, ec);
+  fs::remove(fs::path(cg2 + cgroup).parent_path(), ec);
+  ASSERT_EQ(r.status, 0) << r.err << r.out;
+  auto s = json_lines(r.out);
+  ASSERT_EQ(s.size(), 1u) << r.out;
+  EXPECT_EQ(s[0]["started"], 6u);
+
+  TraceReader tr(tmp / "t");
+  ASSERT_FALSE(tr.error()) << tr.error()->what();
+  PerContainer got = per_container(tr);
+  EXPECT_EQ(got.events[id], 2 * 300u + 6 * 300u);
+  EXPECT_EQ(got.events.size(), 1u) << "every event under the container's id";
+  EXPECT_EQ(got.pids[id].size(), 7u);
+  const Counters& c = tr.counters();
+  EXPECT_EQ(c.total_dropped(), 0u);
+  EXPECT_EQ(c.total_seen(), tr.event_count());
+  auto meta = nlohmann::json::parse(read_file(tmp.path / "t" / "meta.json"));
+  EXPECT_GE(meta["follow"].value("hello_answered", 0u), 7u) << meta["follow"].dump();
+  std::cout << "follow: " << meta["follow"].dump() << "\n";
+  EXPECT_EQ(meta["targets_added"].size(), 1u) << meta["targets_added"].dump();
+}
+
+// An unmodified JVM in a container started after `record --all`: it loads the
+// container's copy of libcptrace_jni.so with System.load, says hello from it,
+// and every event of its threads is in the trace.
+TEST(NodeWide, JvmInAContainerStartedAfterTheRecording) {
+  REQUIRE_BPF();
+  ASSERT_TRUE(fs::exists(build_dir() / "cptrace.jar") && fs::exists(build_dir() / "tests/java/JniWorkload.class"))
+      << "the Java parts were not built (no JDK at build time?)";
+  TempDir tmp;
+  auto rec = start_recorder(tmp, "--all");
+  constexpr uint64_t kEvents = 5000, kThreads = 2;
+  Container j(tmp, "jvm",
+              "java -Xshare:auto -cp /app/cptrace.jar:/app JniWorkload --threads " + std::to_string(kThreads) +
+                  " --events " + std::to_string(kEvents) + " --channels 2 --mode single");
+  ASSERT_EQ(j.proc->wait(60), 0) << j.err();
+  kill(rec->pid, SIGINT);
+  ASSERT_EQ(rec->wait(60), 0) << read_file(tmp / "rec.err");
+  EXPECT_NE(j.out().find("DONE " + std::to_string(kThreads * kEvents)), std::string::npos) << j.out();
+
+  TraceReader tr(tmp / "t");
+  ASSERT_FALSE(tr.error()) << tr.error()->what();
+  PerContainer got = per_container(tr);
+  EXPECT_EQ(got.events[j.id], kThreads * kEvents);
+  ASSERT_EQ(got.pids[j.id].size(), 1u);
+  std::set<std::string> names;
+  uint32_t jvm = *got.pids[j.id].begin();
+  tr.for_each_event([&](const TraceEvent& e) {
+    if (e.pid == jvm) names.insert(tr.channel_name(e.channel));
+  });
+  EXPECT_EQ(names, (std::set<std::string>{"java.chan0", "java.chan1"}));
+  EXPECT_EQ(tr.counters().total_dropped(), 0u);
+}
+
+// record -p of a running process (a shell with libcptrace preloaded) that later
+// starts a container, own /run and own copy: the container's workload, two
+// execs down the tree, says hello and is recorded exactly, under the
+// container's id; the recording ends with the recorded process.
+TEST(NodeWide, PidFollowsIntoAContainerStartedLater) {
+  REQUIRE_BPF();
+  TempDir tmp;
+  std::string cg2 = cgroup2_root();
+  ASSERT_FALSE(cg2.empty());
+  std::string id = random_id(), cgroup = "/cptrace-test-" + std::to_string(getpid()) + "-p/docker-" + id + ".scope";
+  std::ofstream(tmp / "container.sh") << kContainerScript;
+  fs::create_directories(tmp.path / "root");
+  std::ofstream(tmp / "outer.sh") << "while [ ! -e " + (tmp / "go") +
+                                         " ]; do sleep 0.05; done\nexec unshare --mount --pid --net --fork sh " +
+                                         (tmp / "container.sh") + " " + (tmp / "root") + " " + build_dir().string() +
+                                         " " + cg2 + cgroup +
+                                         " env LD_LIBRARY_PATH=/app /app/workload --threads 2 --events 3000\n";
+  Proc outer("env LD_PRELOAD=" + (build_dir() / "libcptrace.so").string() + " sh " + (tmp / "outer.sh"),
+             tmp / "outer.out", tmp / "outer.err");
+  // Until the shell runs with the library loaded (before its exec, the pid is a
+  // copy of this test binary, which links libcptrace too).
+  std::string proc = "/proc/" + std::to_string(outer.pid);
+  for (int i = 0; i < 500 && (read_file(proc + "/comm") != "sh\n" ||
+                              read_file(proc + "/maps").find("libcptrace.so") == std::string::npos);
+       i++)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  std::string maps = read_file(proc + "/maps");
+  ASSERT_NE(maps.find("libcptrace.so"), std::string::npos) << maps << read_file(tmp / "outer.err");
+  auto rec = start_recorder(tmp, "-p " + std::to_string(outer.pid));
+  std::ofstream(tmp / "go").put('\n');
+  ASSERT_EQ(outer.wait(60), 0) << read_file(tmp / "outer.err");
+  ASSERT_EQ(rec->wait(60), 0) << read_file(tmp / "rec.err");
+  std::error_code ec;
+  fs::remove(cg2 + cgroup, ec);
+  fs::remove(fs::path(cg2 + cgroup).parent_path(), ec);
+  auto lines = json_lines(read_file(tmp / "outer.out"));
+  ASSERT_EQ(lines.size(), 1u) << read_file(tmp / "outer.out");
+  EXPECT_EQ(lines[0]["total"], 6000u);
+
+  TraceReader tr(tmp / "t");
+  ASSERT_FALSE(tr.error()) << tr.error()->what();
+  PerContainer got = per_container(tr);
+  EXPECT_EQ(got.events[id], 6000u);
+  EXPECT_EQ(got.events.size(), 1u);
+  EXPECT_EQ(tr.counters().total_dropped(), 0u);
+  EXPECT_EQ(tr.counters().total_seen(), tr.event_count());
+}
+
+// A recorder that cannot answer (stopped) never hangs a process: its hello is
+// seen, it waits at most its bound, and it runs to its end; killed, the
+// recorder's program is gone with it, and a new process goes on at once.
+TEST(NodeWide, UnansweredHelloIsBounded) {
+  REQUIRE_BPF();
+  TempDir tmp;
+  auto rec = start_recorder(tmp, "--all");
+  kill(rec->pid, SIGSTOP);
+  std::string lib = "env LD_LIBRARY_PATH=" + build_dir().string() + " " + (build_dir() / "tests/workload").string();
+  Proc w(lib + " --threads 1 --events 100", tmp / "w.out", tmp / "w.err");
+  int st = w.wait(30);
+  kill(rec->pid, SIGKILL);
+  rec->wait(30);
+  EXPECT_EQ(st, 0) << read_file(tmp / "w.err");
+  EXPECT_EQ(json_lines(read_file(tmp / "w.out")).size(), 1u);
+  Proc after(lib + " --threads 1 --events 100", tmp / "a.out", tmp / "a.err");
+  EXPECT_EQ(after.wait(30), 0) << read_file(tmp / "a.err");
+}
