@@ -28,9 +28,9 @@ namespace fs = std::filesystem;
 namespace {
 
 // What /init runs, in its order; each must print exactly one result line.
-const std::vector<std::string> kChecks = {"check",         "single",     "batch",          "fork",
-                                          "spawn",         "net-udp",    "net-tcp",        "clock-acpi_pm",
-                                          "clock-hpet",    "preempt-single", "preempt-batch"};
+const std::vector<std::string> kChecks = {"check",      "single",         "batch",        "fork",
+                                          "spawn",      "net-udp",        "net-tcp",      "clock-acpi_pm",
+                                          "clock-hpet", "preempt-single", "preempt-batch"};
 // The PREEMPT_RT kernels' shorter list (given to /init as cptrace.checks=...):
 // what preemption inside the BPF programs can break (loading, exact counts on
 // both paths, handlers with several threads on one CPU), not what the cloud
@@ -168,10 +168,12 @@ GuestRun run_matrix(const std::string& series, const std::vector<std::string>& c
 // them without ever preempting a BPF program).
 void run_rt_matrix(const std::string& series) {
   GuestRun g = run_matrix(series, kRtChecks);
-  for (const std::string& c : {"preempt-single", "preempt-batch"})
-    if (g.results.count(c))
+  for (const std::string c : {"preempt-single", "preempt-batch"}) {
+    if (g.results.count(c)) {
       EXPECT_NE(g.results[c].details.find("PREEMPT_RT:"), std::string::npos)
           << c << " ran on a kernel that is not PREEMPT_RT: " << g.results[c].details;
+    }
+  }
 }
 
 }  // namespace
