@@ -4,6 +4,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=build
+
+# Runs CMD... as root; elsewhere says the section is skipped, and WHY.
+as_root() {
+  local why=$1
+  shift
+  if [[ $(id -u) -eq 0 ]]; then "$@"; else echo "   skipped: $why"; fi
+}
 tmp=$(mktemp -d /tmp/cptrace-bench.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 N=${BENCH_EVENTS:-5000000}
@@ -128,20 +135,12 @@ fi
 
 echo
 echo "== 16. traffic against rounds: bound widths of translate --inputs rounds|traffic|both on the testbed"
-if [[ $(id -u) -eq 0 ]]; then
-  bash bench/net_stamp_widths.sh
-else
-  echo "   skipped: the testbed needs root"
-fi
+as_root "the testbed needs root" bash bench/net_stamp_widths.sh
 
 echo
 echo "== 16b. traffic against rounds on a bridge (no forwarder): widths, minimum one-way delays per"
 echo "   packet class and conversion error, and the one-way delay split at every stamp point of the path"
-if [[ $(id -u) -eq 0 ]]; then
-  bash bench/traffic_vs_rounds.sh
-else
-  echo "   skipped: namespaces need root"
-fi
+as_root "namespaces need root" bash bench/traffic_vs_rounds.sh
 
 echo
 echo "== 17. strict bounds under NTP-style clock adjustments (freq +-500 ppm, PLL slew, tick +-2 %,"
@@ -151,8 +150,4 @@ bash bench/slew_truth.sh
 echo
 echo "== 18. analysis at scale: latency, report, export table on ${ANALYSIS_TUPLES:-5000000 20000000 100000000} tuples"
 echo "   (3 channels, scrambled ids, batch path): seconds, tuples/s, peak RSS against --memory ${ANALYSIS_MEMORY:-1G}"
-if [[ $(id -u) -eq 0 ]]; then
-  bash bench/analysis_scale.sh
-else
-  echo "   skipped: recording needs root"
-fi
+as_root "recording needs root" bash bench/analysis_scale.sh

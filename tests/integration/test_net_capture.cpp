@@ -342,6 +342,22 @@ std::string set_offload(const std::string& ns, const std::string& ifname, uint32
   t.join();
   return err;
 }
+
+// A veth pair NAME straight between testbed nodes 1 and 2 (no forwarder between
+// them), addressed PREFIX.1 and PREFIX.2 (/24) and up; destroyed with the nodes'
+// namespaces when the testbed goes down. "" or what failed.
+std::string add_direct_veth(const testbed::Testbed& tb, const std::string& name, const std::string& prefix,
+                            const TempDir& tmp) {
+  for (std::string cmd :
+       {"ip link add " + name + " netns " + tb.ns(1) + " type veth peer name " + name + " netns " + tb.ns(2),
+        "ip -n " + tb.ns(1) + " addr add " + prefix + ".1/24 dev " + name,
+        "ip -n " + tb.ns(2) + " addr add " + prefix + ".2/24 dev " + name,
+        "ip -n " + tb.ns(1) + " link set " + name + " up", "ip -n " + tb.ns(2) + " link set " + name + " up"}) {
+    auto c = testutil::run(cmd, tmp);
+    if (c.status != 0) return cmd + ": " + c.err;
+  }
+  return "";
+}
 }  // namespace
 
 // GRO on a veth (NAPI mode), on a direct link between the two nodes (through the
@@ -357,14 +373,7 @@ std::string set_offload(const std::string& ns, const std::string& ifname, uint32
 TEST_F(NetCapture, TcpThroughGroNoByteStampedBeforeItsSend) {
   testbed::Testbed tb("ngro", 2, "");
   ASSERT_TRUE(tb.ok()) << tb.output();
-  // Destroyed with the nodes' namespaces when the testbed goes down.
-  for (std::string cmd : {"ip link add gro0 netns " + tb.ns(1) + " type veth peer name gro0 netns " + tb.ns(2),
-                          "ip -n " + tb.ns(1) + " addr add 10.77.99.1/24 dev gro0",
-                          "ip -n " + tb.ns(2) + " addr add 10.77.99.2/24 dev gro0",
-                          "ip -n " + tb.ns(1) + " link set gro0 up", "ip -n " + tb.ns(2) + " link set gro0 up"}) {
-    auto c = testutil::run(cmd, tmp);
-    ASSERT_EQ(c.status, 0) << cmd << ": " << c.err;
-  }
+  ASSERT_EQ(add_direct_veth(tb, "gro0", "10.77.99", tmp), "");
   ASSERT_EQ(set_offload(tb.ns(1), "gro0", ETHTOOL_STSO, false), "");
   ASSERT_EQ(set_offload(tb.ns(2), "gro0", ETHTOOL_SGRO, true), "");
   const int port = 7011, count = 2000;  // enough back-to-back segments for GRO to merge some
@@ -516,13 +525,7 @@ uint32_t fnv1a(const std::string& p) {
 TEST_F(NetCapture, StampsBracketTheKernelsSoftwareStamps) {
   testbed::Testbed tb("nsts", 2, "");
   ASSERT_TRUE(tb.ok()) << tb.output();
-  for (std::string cmd : {"ip link add sts0 netns " + tb.ns(1) + " type veth peer name sts0 netns " + tb.ns(2),
-                          "ip -n " + tb.ns(1) + " addr add 10.77.98.1/24 dev sts0",
-                          "ip -n " + tb.ns(2) + " addr add 10.77.98.2/24 dev sts0",
-                          "ip -n " + tb.ns(1) + " link set sts0 up", "ip -n " + tb.ns(2) + " link set sts0 up"}) {
-    auto c = testutil::run(cmd, tmp);
-    ASSERT_EQ(c.status, 0) << cmd << ": " << c.err;
-  }
+  ASSERT_EQ(add_direct_veth(tb, "sts0", "10.77.98", tmp), "");
   const int port = 7021, count = 200;
   int tx = -1, rx = -1;
   ASSERT_EQ(in_netns(tb.ns(1), [&] { tx = open_stamped_udp(AF_INET, true, false); }), "");

@@ -209,11 +209,30 @@ class SlewTruth : public ::testing::Test {
   static void stop_recorder(const testutil::Proc& p, const RecorderStop& stop, Recording& rec) {
     EXPECT_TRUE(p.wait_for("attached", 60, true)) << testutil::read_file(p.err_path);
     std::this_thread::sleep_for(std::chrono::milliseconds(stop.after_ms));
-    rec.stop_mono = clockguard::clock_ns(CLOCK_MONOTONIC);
+    // The instants are read where the recorder surely is stopped: once every
+    // thread shows state T, and before SIGCONT is sent (read after kill(), this
+    // thread being descheduled would let the recorder's next point precede it).
     EXPECT_EQ(kill(p.pid, SIGSTOP), 0);
+    EXPECT_TRUE(all_threads_stopped(p.pid)) << "the recorder did not stop";
+    rec.stop_mono = clockguard::clock_ns(CLOCK_MONOTONIC);
     std::this_thread::sleep_for(std::chrono::milliseconds(stop.for_ms));
-    EXPECT_EQ(kill(p.pid, SIGCONT), 0);
     rec.cont_mono = clockguard::clock_ns(CLOCK_MONOTONIC);
+    EXPECT_EQ(kill(p.pid, SIGCONT), 0);
+  }
+
+  // Waits (at most 10 s) until every thread of `pid` is stopped (state T).
+  static bool all_threads_stopped(pid_t pid) {
+    for (int i = 0; i < 10000; ++i) {
+      bool all = true;
+      for (const auto& t : std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/task")) {
+        std::string stat = testutil::read_file(t.path() / "stat");
+        auto close = stat.rfind(')');
+        if (close == std::string::npos || close + 2 >= stat.size() || stat[close + 2] != 'T') all = false;
+      }
+      if (all) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return false;
   }
 
   // The pipeline in echo mode, A -> B -> A, cp_logTS and cp_logTS_batch at every
