@@ -9,7 +9,8 @@
  *   local_nop5   a direct call to a probe site made by the library's macro in
  *                this program (TSC stamp, nop5, ret: what a probe site costs
  *                at best, without the PLT)
- *   cp_logTS     the probe site through the PLT
+ *   cp_logTS     through the PLT: its probe site, or the thread's buffer where
+ *                the library buffers single events (CPTRACE_SINGLE, docs/record.md)
  *   batch        cp_logTS_batch, submits included (one per 256 events)
  *
  * Prints figures only, never a verdict: run it plainly for the "nothing
@@ -190,7 +191,9 @@ static int probe_fds[2] = {-1, -1};
 
 static void attach_uprobes(void)
 {
-	void *sites[2] = {(void *)cp_logTS, (void *)cp_batch_submit};
+	/* The site behind cp_logTS (a library before the split: cp_logTS itself). */
+	void *single = dlsym(RTLD_DEFAULT, "cp_logTS_site");
+	void *sites[2] = {single ? single : (void *)cp_logTS, (void *)cp_batch_submit};
 	for (int i = 0; i < 2; i++) {
 		probe_fds[i] = open_uprobe_counter(sites[i]);
 		if (probe_fds[i] < 0) {

@@ -29,6 +29,21 @@ grep -E "recorded|dropped" "$tmp/err" || true
 $B/cptrace info "$tmp/single" | sed -n 2,4p
 
 echo
+echo "== 3b. single events buffered, as cp_logTS does on kernels before 6.18 (CPTRACE_SINGLE=buffer):"
+echo "   recorded, $N events each, no per-event probe hit; ratio to the batch path in this run"
+ns_of() { sed -n 's/.*ns\/event=\([0-9.]*\).*/\1/p' "$1" | head -1; }
+for mode in buffer site; do
+  CPTRACE_SINGLE=$mode $B/cptrace record --no-progress -o "$tmp/s-$mode" -- \
+    $B/bench/bench_logts --only single --n "$N" >"$tmp/s-$mode.out" 2>"$tmp/err" || cat "$tmp/err"
+  echo "   cp_logTS ($mode): $(ns_of "$tmp/s-$mode.out") ns/event; $(grep -oE '[0-9]+ events recorded, [0-9]+ dropped' "$tmp/err")"
+done
+$B/cptrace record --no-progress -o "$tmp/s-batch" -- $B/bench/bench_logts --only batch --n "$N" \
+  >"$tmp/s-batch.out" 2>"$tmp/err" || cat "$tmp/err"
+echo "   cp_logTS_batch:    $(ns_of "$tmp/s-batch.out") ns/event; $(grep -oE '[0-9]+ events recorded, [0-9]+ dropped' "$tmp/err")"
+awk -v s="$(ns_of "$tmp/s-buffer.out")" -v b="$(ns_of "$tmp/s-batch.out")" \
+  'BEGIN { printf "   buffered single / batch = %.2f (goal: at most 2)\n", s / b }'
+
+echo
 echo "== 4. recorded by cptrace record (batch path, $((N * 20)) events)"
 $B/cptrace record --no-progress -o "$tmp/batch" -- $B/bench/bench_logts --only batch --n $((N * 20)) 2>"$tmp/err" || cat "$tmp/err"
 grep -E "recorded|dropped" "$tmp/err" || true

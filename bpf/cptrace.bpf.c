@@ -585,7 +585,7 @@ static __always_inline int submit_filtered(void *rb, const struct cp_batch_entry
 /* A batch of n entries at `entries` (user memory of the current process):
  * filtered, copied into this CPU's ring, counted. */
 static __always_inline int emit_batch(const struct cp_batch_entry *entries, __u32 n, __u16 kind, __u64 now,
-				      const int staged)
+				      __u32 owner, const int staged)
 {
 	__u32 cpu, tgid, tid;
 	void *rb = my_ring(&cpu, &tgid, &tid);
@@ -599,6 +599,8 @@ static __always_inline int emit_batch(const struct cp_batch_entry *entries, __u3
 	}
 	count(CP_CNT_SEEN, n);
 	flush_stage(rb, cpu, tgid, tid, staged);
+	if (owner)
+		tid = owner; /* entries logged by another thread of ours (the flusher's hand-over) */
 	if (handlers_in_use && have_bpf_loop) /* the recorder refuses handlers without bpf_loop */
 		return submit_filtered(rb, entries, n, now, cpu, tgid, tid, kind);
 	/* The verifier wants a constant reservation size: always reserve a full batch. */
@@ -711,11 +713,14 @@ static __always_inline int batch_submit(struct pt_regs *ctx, const struct cp_bat
 {
 	__u64 now = bpf_ktime_get_ns();
 	/* The same program serves cp_batch_submit_mono (Java); the cookie says so. */
-	__u16 kind = bpf_get_attach_cookie(ctx) == CP_COOKIE_BATCH_MONO ? CP_REC_BATCH_MONO : CP_REC_BATCH;
+	__u64 cookie = bpf_get_attach_cookie(ctx);
+	__u16 kind = cookie == CP_COOKIE_BATCH_MONO ? CP_REC_BATCH_MONO : CP_REC_BATCH;
+	/* cp_batch_submit_for's fourth argument: the tid that logged the entries. */
+	__u32 owner = cookie == CP_COOKIE_BATCH_FOR ? (__u32)PT_REGS_PARM4(ctx) : 0;
 	if (filter_tgid && (bpf_get_current_pid_tgid() >> 32) != filter_tgid)
 		return 0;
 	remember_tbuf(entries, n, count_at, kind);
-	return emit_batch(entries, n, kind, now, staged);
+	return emit_batch(entries, n, kind, now, owner, staged);
 }
 
 /* Hands over what the ending thread `tid` left in its buffer. */
@@ -736,7 +741,7 @@ static __always_inline int hand_over_tbuf(__u32 tid, const int staged)
 	}
 	if (n == 0 || (n == r.last_n && ts0 == r.last_ts0))
 		return 0; /* empty, or handed over already */
-	return emit_batch((const struct cp_batch_entry *)r.entries, n, r.kind, bpf_ktime_get_ns(), staged);
+	return emit_batch((const struct cp_batch_entry *)r.entries, n, r.kind, bpf_ktime_get_ns(), 0, staged);
 }
 
 static __always_inline int hand_over_current(const int staged)

@@ -61,6 +61,9 @@ struct cp_batch_entry {
 /* Attach cookie of the batch program: which timebase the entries carry. */
 #define CP_COOKIE_BATCH_TSC 0
 #define CP_COOKIE_BATCH_MONO 1
+/* cp_batch_submit_for: a thread's buffer handed over by the library's flusher
+ * thread (lib/buffer_flusher.c); a fourth argument names the owner's tid. */
+#define CP_COOKIE_BATCH_FOR 2
 
 struct cp_batch_rec { /* CP_REC_BATCH and CP_REC_BATCH_MONO */
 	struct cp_rec_hdr h;

@@ -6,18 +6,22 @@
 
 	.text
 
-/* void cp_logTS(uint64_t channel, uint64_t tuple_id) */
-	CP_PROBE_SITE cp_logTS
+/* void cp_logTS_site(uint64_t channel, uint64_t tuple_id): where cp_logTS
+ * (single_route.c) sends an event that is not buffered */
+	CP_PROBE_SITE cp_logTS_site
 /* void cp_batch_submit(const struct cp_batch_entry *e, uint32_t n, const uint32_t *count_at) */
 	CP_PROBE_SITE cp_batch_submit
+/* void cp_batch_submit_for(const struct cp_batch_entry *e, uint32_t n, const uint32_t *count_at,
+ *                          uint32_t tid) */
+	CP_PROBE_SITE cp_batch_submit_for
 /* void cp_channel_announce(uint64_t id, const char *name) */
 	CP_PROBE_SITE cp_channel_announce
 /* void cp_channel_closed(uint64_t id) */
 	CP_PROBE_SITE cp_channel_closed
 
 /* Registered here, not with __attribute__((constructor)) in fork_safe.c: a
- * program linked with libcptrace.a pulls this object (it calls cp_logTS), and
- * through this reference fork_safe.o with it. */
+ * program linked with libcptrace.a pulls this object (its cp_logTS calls
+ * cp_logTS_site), and through this reference fork_safe.o with it. */
 	.section .init_array, "aw"
 	.balign 8
 	.quad	cp_fork_safe_init

@@ -155,8 +155,8 @@ TEST(JniStub, ProbeSitesAreStampedNop5Sites) {
   std::vector<uint8_t> site = {CP_SITE_STAMP_BYTES};
   for (uint8_t b : {CP_SITE_NOP_BYTES}) site.push_back(b);
   site.push_back(CP_SITE_RET);
-  for (const char* s : {"Java_cp_Cloudprofiler_logTS", "cp_batch_submit_mono", "cp_logTS", "cp_batch_submit",
-                        "cp_channel_announce", "cp_channel_closed"}) {
+  for (const char* s : {"Java_cp_Cloudprofiler_logTS", "cp_batch_submit_mono", "cp_logTS_site", "cp_batch_submit",
+                        "cp_batch_submit_for", "cp_channel_announce", "cp_channel_closed"}) {
     EXPECT_EQ(symbol_bytes(jni_lib(), s, site.size()), site) << s;
     auto off = elf_symbol_file_offset(jni_lib(), s);
     ASSERT_TRUE(off.has_value()) << s;

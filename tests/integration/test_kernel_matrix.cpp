@@ -28,14 +28,15 @@ namespace fs = std::filesystem;
 namespace {
 
 // What /init runs, in its order; each must print exactly one result line.
-const std::vector<std::string> kChecks = {"check",      "single",         "batch",        "fork",
-                                          "spawn",      "net-udp",        "net-tcp",      "clock-acpi_pm",
-                                          "clock-hpet", "preempt-single", "preempt-batch"};
+const std::vector<std::string> kChecks = {"check",         "single",     "single-site",    "batch",
+                                          "fork",          "spawn",      "net-udp",        "net-tcp",
+                                          "clock-acpi_pm", "clock-hpet", "preempt-single", "preempt-batch"};
 // The PREEMPT_RT kernels' shorter list (given to /init as cptrace.checks=...):
 // what preemption inside the BPF programs can break (loading, exact counts on
-// both paths, handlers with several threads on one CPU), not what the cloud
+// all paths, handlers with several threads on one CPU), not what the cloud
 // kernel of the same version already covers (fork, spawn, network).
-const std::vector<std::string> kRtChecks = {"check", "single", "batch", "preempt-single", "preempt-batch"};
+const std::vector<std::string> kRtChecks = {"check", "single",         "single-site",
+                                            "batch", "preempt-single", "preempt-batch"};
 // The whole guest (boot, checks, power off) takes 3-6 minutes under TCG on a
 // loaded 2-CPU machine; a guest still running after this is hung.
 constexpr int kGuestTimeoutS = 1200;

@@ -98,11 +98,13 @@ std::string record_cmd(const TempDir& tmp, const std::string& extra) {
 // 4 threads x 250,000 events on 3 channels through `mode` (single or batch),
 // recorded with `options` into 64 MiB rings: the exact set arrives. `more`
 // checks the rest of the test on the same trace.
+// `env`: assignments put in the recorder's (and so the workload's) environment.
 void record_million_exact(const std::string& options, const char* mode,
-                          const std::function<void(const TraceReader&)>& more = {}) {
+                          const std::function<void(const TraceReader&)>& more = {}, const std::string& env = "") {
   TempDir tmp;
-  auto r = run(record_cmd(tmp, "--ring-mb 64 " + options + " -- " + workload() +
-                                   " --threads 4 --events 250000 --channels 3 --mode " + mode),
+  auto r = run((env.empty() ? "" : "env " + env + " ") +
+                   record_cmd(tmp, "--ring-mb 64 " + options + " -- " + workload() +
+                                       " --threads 4 --events 250000 --channels 3 --mode " + mode),
                tmp);
   ASSERT_EQ(r.status, 0) << r.err;
   TraceReader tr(tmp / "trace");
@@ -119,6 +121,53 @@ TEST(Record, MillionEventsFromFourThreadsExactSet) {
   // the uprobes against the drain (that race is `make bench`'s; DropsAreCountedExactly
   // checks the accounting when rings overflow).
   record_million_exact("", "single", [](const TraceReader& tr) { EXPECT_TRUE(tr.meta().value("complete", false)); });
+}
+
+// Single events through the thread buffers, as cp_logTS sends them on kernels
+// before 6.18 (lib/single_route.c): the exact set, each event with the tid of
+// the thread that logged it (check_exact_set: one tid per thread).
+TEST(Record, BufferedSinglesExactSet) {
+  REQUIRE_BPF();
+  record_million_exact("", "single", {}, "CPTRACE_SINGLE=buffer");
+}
+
+// Buffered singles while a signal handler logs inside the thread's own calls
+// (every 50 us): the handler's events and the thread's, each exactly once, all
+// with the thread's tid.
+TEST(Record, BufferedSinglesFromASignalHandlerExactSet) {
+  REQUIRE_BPF();
+  TempDir tmp;
+  auto r = run("env CPTRACE_SINGLE=buffer " +
+                   record_cmd(tmp, "--ring-mb 64 -- " + workload() +
+                                       " --threads 2 --events 500000 --channels 1 --mode single --signal-us 50"),
+               tmp);
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto report = nlohmann::json::parse(r.out.substr(r.out.find('{')));
+  const uint64_t sig = report["signal_events"].get<uint64_t>();
+  const uint32_t tid0 = report["thread_list"][0]["tid"].get<uint32_t>();
+  EXPECT_GT(sig, 100u) << "the timer interrupted the thread";
+  TraceReader tr(tmp / "trace");
+  ASSERT_FALSE(tr.error());
+  std::set<uint64_t> main_tuples, sig_tuples;
+  uint64_t user = 0, sig_wrong_tid = 0;
+  tr.for_each_event([&](const TraceEvent& e) {
+    if (e.kind != uint8_t(EventKind::User)) return;
+    user++;
+    if (tr.channel_name(e.channel) == "sig") {
+      sig_tuples.insert(e.tuple);
+      sig_wrong_tid += e.tid != tid0;
+    } else {
+      main_tuples.insert(e.tuple);
+    }
+  });
+  EXPECT_EQ(user, main_tuples.size() + sig_tuples.size()) << "an event recorded twice";
+  EXPECT_EQ(main_tuples.size(), 1000000u);
+  ASSERT_EQ(sig_tuples.size(), sig);
+  EXPECT_EQ(*sig_tuples.begin(), 999000000000ull);
+  EXPECT_EQ(*sig_tuples.rbegin(), 999000000000ull + sig - 1);
+  EXPECT_EQ(sig_wrong_tid, 0u);
+  EXPECT_EQ(tr.event_count() + tr.counters().total_dropped(), tr.counters().total_seen());
+  EXPECT_EQ(tr.counters().total_dropped(), 0u);
 }
 
 TEST(Record, BatchPathExactSet) {
@@ -267,8 +316,8 @@ TEST(Record, AttachToPidLeavesOtherProcessesUntouched) {
   ASSERT_TRUE(other.wait_for("READY", 20)) << read_file(tmp / "o.err");
   Proc rec(record_cmd(tmp, "-p " + std::to_string(w.pid)), tmp / "r.out", tmp / "r.err");
   ASSERT_TRUE(rec.wait_for("attached", 30, true)) << read_file(tmp / "r.err");
-  EXPECT_EQ(mapped_site_byte(w.pid, lib, "cp_logTS"), 0xcc) << "the recorded process is not probed";
-  EXPECT_EQ(mapped_site_byte(other.pid, lib, "cp_logTS"), 0x0f) << "another process was patched";
+  EXPECT_EQ(mapped_site_byte(w.pid, lib, "cp_logTS_site"), 0xcc) << "the recorded process is not probed";
+  EXPECT_EQ(mapped_site_byte(other.pid, lib, "cp_logTS_site"), 0x0f) << "another process was patched";
   EXPECT_EQ(mapped_site_byte(other.pid, lib, "cp_batch_submit"), 0x0f);
   kill(other.pid, SIGUSR1);
   EXPECT_EQ(other.wait(), 0);
@@ -339,6 +388,48 @@ TEST(Record, FewEventsReachTheTraceWhileTheProgramRuns) {
   uint64_t user = 0;
   tr.for_each_event([&](const TraceEvent& e) { user += e.kind == uint8_t(EventKind::User); });
   EXPECT_EQ(user, 5u) << "each event once";
+  EXPECT_EQ(tr.event_count() + tr.counters().total_dropped(), tr.counters().total_seen());
+}
+
+// Buffered single events of threads that then idle, alive: the library's
+// flusher hands them over, so they reach the trace while the threads idle,
+// each named with its thread's tid, and once only when the threads end.
+TEST(Record, BufferedSinglesReachTheTraceWhileTheirThreadsIdle) {
+  REQUIRE_BPF();
+  TempDir tmp;
+  Proc rec("env CPTRACE_SINGLE=buffer " +
+               record_cmd(tmp, "-- " + workload() + " --threads 2 --events 5 --channels 1 --mode single --linger"),
+           tmp / "r.out", tmp / "r.err");
+  ASSERT_TRUE(rec.wait_for("LOGGED", 30)) << read_file(tmp / "r.err");
+  pid_t wl = std::stoi(read_file(tmp / "r.out").substr(read_file(tmp / "r.out").find("LOGGED") + 7));
+  uint64_t seen_live = 0;
+  for (int i = 0; i < 150 && seen_live < 10; ++i) {  // the threads idle: only the flusher hands over
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    TraceReader live(tmp / "trace");
+    seen_live = 0;
+    live.for_each_event([&](const TraceEvent& e) { seen_live += e.kind == uint8_t(EventKind::User); });
+  }
+  EXPECT_EQ(kill(wl, 0), 0) << "the program is still lingering";
+  EXPECT_EQ(seen_live, 10u) << "the 10 events reached the trace while their threads idled";
+  kill(wl, SIGUSR1);
+  EXPECT_EQ(rec.wait(60), 0) << read_file(tmp / "r.err");
+  std::string out = read_file(tmp / "r.out");
+  auto report = nlohmann::json::parse(out.substr(out.find('{')));
+  std::map<uint64_t, uint32_t> tid_of_thread;
+  for (const auto& t : report["thread_list"]) tid_of_thread[t["thread"].get<uint64_t>()] = t["tid"].get<uint32_t>();
+  TraceReader tr(tmp / "trace");
+  EXPECT_TRUE(tr.meta().value("complete", false));
+  std::set<uint64_t> tuples;
+  uint64_t user = 0, wrong_tid = 0;
+  tr.for_each_event([&](const TraceEvent& e) {
+    if (e.kind != uint8_t(EventKind::User)) return;
+    user++;
+    tuples.insert(e.tuple);
+    wrong_tid += e.tid != tid_of_thread[e.tuple / kThreadStride];
+  });
+  EXPECT_EQ(user, 10u) << "each event once";
+  EXPECT_EQ(tuples.size(), 10u);
+  EXPECT_EQ(wrong_tid, 0u) << "an event named with the flusher's tid, not its thread's";
   EXPECT_EQ(tr.event_count() + tr.counters().total_dropped(), tr.counters().total_seen());
 }
 

@@ -15,11 +15,13 @@
 #include <spawn.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <asm/perf_regs.h>
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 #include <x86intrin.h>
 
 #include <array>
@@ -30,6 +32,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -56,7 +59,8 @@ const Bytes kSite = [] {
   return b;
 }();
 const Bytes kNop = {CP_SITE_NOP_BYTES};
-const char* const kProbeSites[] = {"cp_logTS", "cp_batch_submit", "cp_channel_announce", "cp_channel_closed"};
+const char* const kProbeSites[] = {"cp_logTS_site", "cp_batch_submit", "cp_batch_submit_for", "cp_channel_announce",
+                                   "cp_channel_closed"};
 
 // ---- where things are ---------------------------------------------------------
 
@@ -206,7 +210,7 @@ class Child {
 
 struct Hit {
   uint32_t pid = 0, tid = 0;
-  uint64_t rdi = 0, rsi = 0, rdx = 0;  // first three arguments of the probe site
+  uint64_t rdi = 0, rsi = 0, rdx = 0, rcx = 0;  // first four arguments of the probe site
   uint64_t rax = 0;  // the site's TSC stamp
 };
 
@@ -280,8 +284,8 @@ class UprobeSampler {
     a.config2 = offset;
     a.sample_period = 1;
     a.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_REGS_USER;
-    a.sample_regs_user =
-        (1ull << PERF_REG_X86_AX) | (1ull << PERF_REG_X86_DX) | (1ull << PERF_REG_X86_SI) | (1ull << PERF_REG_X86_DI);
+    a.sample_regs_user = (1ull << PERF_REG_X86_AX) | (1ull << PERF_REG_X86_CX) | (1ull << PERF_REG_X86_DX) |
+                         (1ull << PERF_REG_X86_SI) | (1ull << PERF_REG_X86_DI);
     int fd = static_cast<int>(syscall(SYS_perf_event_open, &a, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC));
     if (fd < 0) {
       // An offline CPU is not an error.
@@ -322,17 +326,18 @@ class UprobeSampler {
   }
 
   // PERF_SAMPLE_TID: u32 pid, tid; PERF_SAMPLE_REGS_USER: u64 abi, then the
-  // requested registers in bit order (AX, DX, SI, DI).
+  // requested registers in bit order (AX, CX, DX, SI, DI).
   static Hit parse_sample(const uint8_t* p) {
     Hit hit;
-    uint64_t regs[5];
+    uint64_t regs[6];
     memcpy(&hit.pid, p, 4);
     memcpy(&hit.tid, p + 4, 4);
     memcpy(regs, p + 8, sizeof(regs));
     hit.rax = regs[1];
-    hit.rdx = regs[2];
-    hit.rsi = regs[3];
-    hit.rdi = regs[4];
+    hit.rcx = regs[2];
+    hit.rdx = regs[3];
+    hit.rsi = regs[4];
+    hit.rdi = regs[5];
     return hit;
   }
 
@@ -659,7 +664,7 @@ int main(void) {
     ASSERT_EQ(v.size(), 2u);
     EXPECT_EQ(v[0], (ChannelEntry{cp_channel_id("static.a"), "static.a", false}));
     EXPECT_EQ(v[1], (ChannelEntry{cp_channel_id("static.b"), "static.b", true}));
-    auto off = cptrace::elf_symbol_file_offset(bin, "cp_logTS");
+    auto off = cptrace::elf_symbol_file_offset(bin, "cp_logTS_site");
     ASSERT_TRUE(off.has_value());
     EXPECT_EQ(file_bytes(bin, *off, kSite.size()), std::optional<Bytes>(kSite));
   }
@@ -698,7 +703,7 @@ TEST(ProbeCalls, OpenAnnouncesRegistryName) {
 // caller's own rdtsc bracket (on 6.18+ through the optimized path, whose
 // trampoline must hand the probe the caller's rax, not its own).
 TEST(ProbeCalls, LogTSPassesChannelTupleAndStamp) {
-  UprobeSampler s(libcptrace_so_path(), "cp_logTS", gettid_i());
+  UprobeSampler s(libcptrace_so_path(), "cp_logTS_site", gettid_i());
   REQUIRE_SAMPLER(s);
   uint64_t ch = cp_open_channel("test.logts");
   uint64_t t[4];
@@ -837,22 +842,22 @@ void expect_forked_child_sees_nop5(const std::function<uint8_t()>& site_byte_now
 // the page again in the child: with no uprobe covering the child (this one
 // follows the parent's thread only) the child's sites are plain nop5s again.
 TEST(ProbeCalls, ForkAfterOptimizedProbeChildSurvives) {
-  UprobeSampler s(libcptrace_so_path(), "cp_logTS", gettid_i());
+  UprobeSampler s(libcptrace_so_path(), "cp_logTS_site", gettid_i());
   REQUIRE_SAMPLER(s);
   for (int i = 0; i < 3; i++) cp_logTS(1, i);  // the first hit optimizes
-  expect_forked_child_sees_nop5([] { return site_byte("cp_logTS"); }, call_every_site, site_byte("cp_logTS"));
+  expect_forked_child_sees_nop5([] { return site_byte("cp_logTS_site"); }, call_every_site, site_byte("cp_logTS_site"));
 }
 
 // A uprobe covering every process: the child's remapped page gets the
 // breakpoint back from the kernel, so the child is traced, not just alive.
 TEST(ProbeCalls, ForkedChildKeepsASystemWideProbe) {
-  UprobeSampler s(libcptrace_so_path(), "cp_logTS", UprobeSampler::kAllProcesses);
+  UprobeSampler s(libcptrace_so_path(), "cp_logTS_site", UprobeSampler::kAllProcesses);
   REQUIRE_SAMPLER(s);
   for (int i = 0; i < 3; i++) cp_logTS(1, i);
   pid_t pid = fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
-    uint8_t b = site_byte("cp_logTS");
+    uint8_t b = site_byte("cp_logTS_site");
     cp_logTS(7, 77);
     _exit(b == 0xcc ? 0 : 10);
   }
@@ -882,20 +887,21 @@ TEST(ProbeCalls, ForkRepairWithReplacedLibraryFileWritesTheNop5) {
   void* h = dlopen(copy.c_str(), RTLD_NOW | RTLD_LOCAL);
   ASSERT_NE(h, nullptr) << dlerror();
   auto logts = reinterpret_cast<void (*)(uint64_t, uint64_t)>(dlsym(h, "cp_logTS"));
+  const void* logts_site = dlsym(h, "cp_logTS_site");
   ASSERT_NE(logts, nullptr);
+  ASSERT_NE(logts_site, nullptr);
   {
-    UprobeSampler s(copy, "cp_logTS", gettid_i());
+    UprobeSampler s(copy, "cp_logTS_site", gettid_i());
     if (!s.ok()) {
       dlclose(h);
       GTEST_SKIP() << "perf uprobes unavailable: " << s.error();
     }
     for (int i = 0; i < 3; i++) logts(1, i);
-    uint8_t parent_byte = nop_byte(reinterpret_cast<const void*>(logts));
+    uint8_t parent_byte = nop_byte(logts_site);
     // Another file at the same path (the loaded one lives on, unlinked).
     ASSERT_EQ(unlink(copy.c_str()), 0);
     { std::ofstream(copy) << "not the library"; }
-    expect_forked_child_sees_nop5([&] { return nop_byte(reinterpret_cast<const void*>(logts)); }, [&] { logts(2, 0); },
-                                  parent_byte);
+    expect_forked_child_sees_nop5([&] { return nop_byte(logts_site); }, [&] { logts(2, 0); }, parent_byte);
   }
   dlclose(h);
   unlink(copy.c_str());
@@ -907,7 +913,7 @@ TEST(ProbeCalls, ForkRepairWithReplacedLibraryFileWritesTheNop5) {
 // Deterministic in what it asserts (no child dies), whatever the timing.
 TEST(ProbeCalls, ForkRacingAttachAndDetachNeverKillsAChild) {
   {
-    UprobeSampler probe(libcptrace_so_path(), "cp_logTS", UprobeSampler::kAllProcesses);
+    UprobeSampler probe(libcptrace_so_path(), "cp_logTS_site", UprobeSampler::kAllProcesses);
     REQUIRE_SAMPLER(probe);
   }
   std::atomic<bool> stop{false};
@@ -915,7 +921,7 @@ TEST(ProbeCalls, ForkRacingAttachAndDetachNeverKillsAChild) {
   std::thread flipper([&] {
     unsigned seed = 1;
     while (!stop) {
-      UprobeSampler a(libcptrace_so_path(), "cp_logTS", UprobeSampler::kAllProcesses);
+      UprobeSampler a(libcptrace_so_path(), "cp_logTS_site", UprobeSampler::kAllProcesses);
       UprobeSampler b(libcptrace_so_path(), "cp_channel_announce", UprobeSampler::kAllProcesses);
       UprobeSampler c(libcptrace_so_path(), "cp_batch_submit", UprobeSampler::kAllProcesses);
       usleep(rand_r(&seed) % 2000);
@@ -941,4 +947,157 @@ TEST(ProbeCalls, ForkRacingAttachAndDetachNeverKillsAChild) {
   flipper.join();
   EXPECT_EQ(died, 0) << "first: " << first;
   EXPECT_GT(cycles.load(), 0);
+}
+
+// ---- cp_logTS: its own site or the thread's buffer (lib/single_route.c) -------
+
+// Where one process's events reached the library's sites.
+struct SiteHits {
+  uint64_t site = 0;  // cp_logTS_site hits
+  uint64_t site_on_sig = 0;  // of which on the workload's "sig" channel
+  uint64_t submitted = 0;  // entries handed over by cp_batch_submit
+  uint64_t handed_for = 0;  // entries handed over by cp_batch_submit_for
+  std::set<uint32_t> owners, flusher_threads;  // cp_batch_submit_for: its tid argument, the caller
+};
+
+class SiteSamplers {
+ public:
+  SiteSamplers()
+      : site_(libcptrace_so_path(), "cp_logTS_site", UprobeSampler::kAllProcesses),
+        submit_(libcptrace_so_path(), "cp_batch_submit", UprobeSampler::kAllProcesses),
+        submit_for_(libcptrace_so_path(), "cp_batch_submit_for", UprobeSampler::kAllProcesses) {}
+  std::string error() const {
+    for (const UprobeSampler* s : {&site_, &submit_, &submit_for_})
+      if (!s->ok()) return s->error();
+    return "";
+  }
+  uint64_t lost() const { return site_.lost() + submit_.lost() + submit_for_.lost(); }
+  // Adds what `pid` did since the last call.
+  void drain(pid_t pid, SiteHits& h) {
+    auto mine = [&](const Hit& x) { return x.pid == static_cast<uint32_t>(pid); };
+    for (const Hit& x : site_.drain())
+      if (mine(x)) {
+        h.site++;
+        h.site_on_sig += x.rdi == cp_channel_id("sig");
+      }
+    for (const Hit& x : submit_.drain())
+      if (mine(x)) h.submitted += static_cast<uint32_t>(x.rsi);
+    for (const Hit& x : submit_for_.drain())
+      if (mine(x)) {
+        h.handed_for += static_cast<uint32_t>(x.rsi);
+        h.owners.insert(static_cast<uint32_t>(x.rcx));
+        h.flusher_threads.insert(x.tid);
+      }
+  }
+
+ private:
+  UprobeSampler site_, submit_, submit_for_;
+};
+
+// The workload with CPTRACE_SINGLE=mode (nullptr: unset) in its environment.
+std::unique_ptr<Child> spawn_workload(const char* mode, const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {exe_dir() + "/tests/workload"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  if (mode)
+    setenv("CPTRACE_SINGLE", mode, 1);
+  else
+    unsetenv("CPTRACE_SINGLE");
+  auto c = std::make_unique<Child>(argv);
+  unsetenv("CPTRACE_SINGLE");
+  return c;
+}
+
+bool kernel_optimizes_nop5_uprobes() {
+  utsname u{};
+  unsigned major = 0, minor = 0;
+  return uname(&u) == 0 && sscanf(u.release, "%u.%u", &major, &minor) == 2 &&
+         (major > 6 || (major == 6 && minor >= 18));
+}
+
+// 2 threads x 1 000 single events with CPTRACE_SINGLE=mode: where they went.
+SiteHits singles_with_mode(const char* mode) {
+  SiteSamplers s;
+  SiteHits h;
+  if (!s.error().empty()) return h;
+  auto c = spawn_workload(mode, {"--threads", "2", "--events", "1000", "--channels", "1", "--mode", "single"});
+  EXPECT_TRUE(c->read_line().has_value()) << "workload report";
+  EXPECT_EQ(c->wait(), 0);
+  s.drain(c->pid(), h);
+  EXPECT_EQ(s.lost(), 0u);
+  return h;
+}
+
+// site: each event hits the site; buffer: none does, all go through the thread
+// buffers; unset, auto or an unknown value: buffer only where the kernel does
+// not optimize the site (before 6.18).
+TEST(SingleRoute, ModeDecidesWhereSingleEventsGo) {
+  {
+    SiteSamplers probe;
+    if (!probe.error().empty()) GTEST_SKIP() << "perf uprobes unavailable: " << probe.error();
+  }
+  SiteHits site = singles_with_mode("site");
+  EXPECT_EQ(site.site, 2000u);
+  EXPECT_EQ(site.submitted + site.handed_for, 0u);
+  SiteHits buffer = singles_with_mode("buffer");
+  EXPECT_EQ(buffer.site, 0u);
+  EXPECT_EQ(buffer.submitted + buffer.handed_for, 2000u);
+  const bool buffered_by_default = !kernel_optimizes_nop5_uprobes();
+  for (const char* mode : {static_cast<const char*>(nullptr), "auto", "fast"}) {
+    SiteHits h = singles_with_mode(mode);
+    EXPECT_EQ(h.site, buffered_by_default ? 0u : 2000u) << (mode ? mode : "(unset)");
+    EXPECT_EQ(h.submitted + h.handed_for, buffered_by_default ? 2000u : 0u) << (mode ? mode : "(unset)");
+  }
+}
+
+// Threads that log a few buffered events and then idle (alive): their events
+// are handed over by the flusher thread, named with each owner's tid, while
+// they idle; none again when they end.
+TEST(SingleRoute, FlusherHandsOverAnIdleThreadsEvents) {
+  SiteSamplers s;
+  if (!s.error().empty()) GTEST_SKIP() << "perf uprobes unavailable: " << s.error();
+  auto c =
+      spawn_workload("buffer", {"--threads", "2", "--events", "5", "--channels", "1", "--mode", "single", "--linger"});
+  ASSERT_EQ(c->read_line(), "LOGGED " + std::to_string(c->pid()));
+  SiteHits h;
+  for (int i = 0; i < 300 && h.handed_for < 10; i++) {  // the threads idle: only the flusher can
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    s.drain(c->pid(), h);
+  }
+  EXPECT_EQ(h.handed_for, 10u) << "while the threads idled";
+  EXPECT_EQ(h.site + h.submitted, 0u);
+  kill(c->pid(), SIGUSR1);
+  auto report = c->read_line();
+  ASSERT_TRUE(report.has_value());
+  EXPECT_EQ(c->wait(), 0);
+  s.drain(c->pid(), h);
+  EXPECT_EQ(h.handed_for + h.submitted + h.site, 10u) << "each event handed over once";
+  std::set<uint32_t> workers;
+  auto j = nlohmann::json::parse(*report);
+  for (const auto& t : j["thread_list"]) workers.insert(t["tid"].get<uint32_t>());
+  EXPECT_EQ(h.owners, workers) << "named with the threads that logged them";
+  ASSERT_EQ(h.flusher_threads.size(), 1u);
+  EXPECT_EQ(workers.count(*h.flusher_threads.begin()), 0u) << "handed over by another thread";
+}
+
+// A signal handler logging while its thread is inside an append of its own:
+// that call takes the site, every other one the buffer. (That every event
+// arrives exactly once is Record.BufferedSinglesFromASignalHandlerExactSet's:
+// perf may throttle a sampler, never the recorder's programs.)
+TEST(SingleRoute, SignalHandlerInsideAnAppendTakesTheSite) {
+  SiteSamplers s;
+  if (!s.error().empty()) GTEST_SKIP() << "perf uprobes unavailable: " << s.error();
+  auto c = spawn_workload(
+      "buffer", {"--threads", "1", "--events", "3000000", "--channels", "1", "--mode", "single", "--signal-us", "50"});
+  auto report = c->read_line(120000);
+  ASSERT_TRUE(report.has_value());
+  EXPECT_EQ(c->wait(), 0);
+  SiteHits h;
+  s.drain(c->pid(), h);
+  EXPECT_EQ(s.lost(), 0u);
+  auto j = nlohmann::json::parse(*report);
+  uint64_t sig = j["signal_events"].get<uint64_t>();
+  EXPECT_GT(sig, 100u) << "the timer interrupted the thread";
+  EXPECT_EQ(h.site, h.site_on_sig) << "only the handler's calls take the site";
+  EXPECT_LE(h.site_on_sig, sig);
+  EXPECT_GT(h.site_on_sig, 0u) << "no handler call met an append (of " << sig << ")";
 }

@@ -37,8 +37,8 @@ std::string follow_problem() {
   try {
     TracefsUprobes t;
     std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
-    auto off = probe_site_file_offset(self, "cp_logTS");
-    if (!off) return "no cp_logTS in " + self;
+    auto off = probe_site_file_offset(self, single_event_site(self));
+    if (!off) return "no single-event site in " + self;
     int fd = t.open(t.add(self, *off), getpid());
     if (fd < 0) return std::string("perf_event_open on a tracefs uprobe event: ") + strerror(errno);
     close(fd);
@@ -177,7 +177,7 @@ int run_check() {
              probe_site_nop_form() +
                  (optimized ? ", optimized by this kernel: " + costs
                             : ", not optimized: int3 path, every hit traps (x86-64 Linux 6.18+ optimizes nop5 "
-                              "sites; hot paths should use cp_logTS_batch): " +
+                              "sites; here cp_logTS buffers events unless CPTRACE_SINGLE=site): " +
                                   costs));
     }
     report_fork_safety(c);

@@ -155,16 +155,20 @@ void Probes::attach_target(const std::string& path, uint32_t tgid) {
     uint64_t cookie = 0;
   };
   StagePrograms sp = stage_programs(skel_, kernel_features().preempt_kfunc);
+  if (access(path.c_str(), R_OK) != 0) throw std::runtime_error("--lib " + path + ": " + strerror(errno));
+  const std::string single = single_event_site(path);
   const Site sites[] = {
       {sp.batch_submit, "cp_batch_submit", true, CP_COOKIE_BATCH_TSC},
+      // Where cp_logTS buffers events (lib/single_route.c): the flusher's
+      // hand-over. Required where defined: without it those events would be lost.
+      {sp.batch_submit, "cp_batch_submit_for", single == "cp_logTS_site", CP_COOKIE_BATCH_FOR},
       {sp.channel_announce, "cp_channel_announce", true},
       {sp.channel_closed, "cp_channel_closed", true},
       // libcptrace_jni.so (jni/) only: attached where the file defines them.
       {sp.jni_logTS, "Java_cp_Cloudprofiler_logTS", false},
       {sp.batch_submit, "cp_batch_submit_mono", false, CP_COOKIE_BATCH_MONO},
-      {sp.logTS, "cp_logTS", true},
+      {sp.logTS, single.c_str(), true},
   };
-  if (access(path.c_str(), R_OK) != 0) throw std::runtime_error("--lib " + path + ": " + strerror(errno));
   std::optional<uint64_t> offsets[std::size(sites)];
   for (size_t i = 0; i < std::size(sites); ++i) {
     offsets[i] = probe_site_file_offset(path, sites[i].symbol);

@@ -39,6 +39,10 @@ std::array<uint8_t, kSiteLen> expected_site() {
 
 std::string probe_site_nop_form() { return fmt::format("{} ({})", CP_SITE_NOP_NAME, hex(kNop.data(), kNop.size())); }
 
+std::string single_event_site(const std::string& path) {
+  return elf_symbol_file_offset(path, "cp_logTS_site") ? "cp_logTS_site" : "cp_logTS";
+}
+
 std::optional<uint64_t> probe_site_file_offset(const std::string& path, const std::string& symbol) {
   auto off = elf_symbol_file_offset(path, symbol);
   if (!off) return std::nullopt;

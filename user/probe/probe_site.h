@@ -24,6 +24,11 @@ class ProbeSiteError : public std::runtime_error {
 // when the file cannot be read as ELF.
 std::optional<uint64_t> probe_site_file_offset(const std::string& path, const std::string& symbol);
 
+// The site that single events reach in the ELF file `path`: "cp_logTS_site"
+// where the file defines it (libraries whose cp_logTS may buffer events,
+// lib/single_route.c), else "cp_logTS" (libraries where cp_logTS is the site).
+std::string single_event_site(const std::string& path);
+
 // "nop5 (0f 1f 44 00 00)": the nop form of our sites, for messages.
 std::string probe_site_nop_form();
 
