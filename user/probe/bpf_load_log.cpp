@@ -81,9 +81,10 @@ std::string explain_load_failure(int err, const std::string& log, const std::str
   static const std::regex failed_prog(R"(prog '([A-Za-z0-9_]+)': (BPF program load failed|failed to load))");
   if (std::regex_search(log, m, failed_prog)) {
     std::string prog = m[1], reason = verifier_reason(log, prog), need = feature_needed_by(prog);
-    return fmt::format("{}: the kernel (Linux {}) refused BPF program {} ({}){}{}", what, kernel, prog,
-                       reason.empty() ? strerror(err) : "verifier: " + reason, need.empty() ? "" : "; it needs " + need,
-                       privileged() ? "" : "; this process lacks CAP_SYS_ADMIN and CAP_BPF + CAP_PERFMON too");
+    return fmt::format(
+        "{}: the kernel (Linux {}) refused BPF program {} ({}){}{}", what, kernel, prog,
+        reason.empty() ? strerror(err) : "verifier: " + reason, need.empty() ? "" : "; it needs " + need,
+        privileged() ? "" : "; loading it needs CAP_SYS_ADMIN, or CAP_BPF + CAP_PERFMON, which this process lacks");
   }
   static const std::regex missing_ksym(R"(extern \(func ksym\) '([A-Za-z0-9_]+)': not found)");
   if (std::regex_search(log, m, missing_ksym))

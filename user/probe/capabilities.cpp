@@ -3,17 +3,22 @@
 #include <fstream>
 #include <stdexcept>
 
-
 namespace cptrace {
 
 const char* cap_name(Cap c) {
   switch (c) {
-    case Cap::DacReadSearch: return "CAP_DAC_READ_SEARCH";
-    case Cap::NetAdmin: return "CAP_NET_ADMIN";
-    case Cap::SysPtrace: return "CAP_SYS_PTRACE";
-    case Cap::SysAdmin: return "CAP_SYS_ADMIN";
-    case Cap::Perfmon: return "CAP_PERFMON";
-    case Cap::Bpf: return "CAP_BPF";
+    case Cap::DacReadSearch:
+      return "CAP_DAC_READ_SEARCH";
+    case Cap::NetAdmin:
+      return "CAP_NET_ADMIN";
+    case Cap::SysPtrace:
+      return "CAP_SYS_PTRACE";
+    case Cap::SysAdmin:
+      return "CAP_SYS_ADMIN";
+    case Cap::Perfmon:
+      return "CAP_PERFMON";
+    case Cap::Bpf:
+      return "CAP_BPF";
   }
   return "CAP_?";
 }

@@ -52,7 +52,8 @@ Probes::Probes(const ProbeOptions& opt) {
       BpfLoadLog quiet;  // libbpf's own line about it: the error below says it better
       stage_ = std::make_unique<StageFlusher>(skel_->progs.cp_stage_flush, bpf_map__fd(skel_->maps.stages));
     } catch (const std::system_error& e) {  // the first uprobe: a refusal names the capability
-      throw std::runtime_error(explain_uprobe_error(e.code().value(), "attaching the stage flush probe to the recorder itself"));
+      throw std::runtime_error(
+          explain_uprobe_error(e.code().value(), "attaching the stage flush probe to the recorder itself"));
     }
   }
   if (opt.before_attach) opt.before_attach(*this);

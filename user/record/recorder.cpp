@@ -180,7 +180,7 @@ RecordPlan plan_recording(const RecordOptions& opt) {
   if (!opt.net.enabled && (!opt.net.netns.empty() || !opt.net.cgroup.empty() || !opt.net.ports.empty()))
     throw std::runtime_error("--netns, --cgroup and --port filter network capture: add --net");
   if (!opt.all) plan.targets = resolve_targets(opt);  // --all: found at the start (record/node_watch.h)
-  if (opt.all) require_node_wide_capabilities();      // before anything starts: no empty trace
+  if (opt.all) require_node_wide_capabilities();  // before anything starts: no empty trace
   plan.tsc = check_tsc_verdict(opt);
   return plan;
 }
