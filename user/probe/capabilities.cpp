@@ -39,12 +39,19 @@ bool can_load_bpf() {
 }
 
 void require_node_wide_capabilities() {
-  if (has_capability(Cap::SysPtrace)) return;
-  throw std::runtime_error(
-      "record --all needs CAP_SYS_PTRACE, which this process lacks: it reads the memory map of each process that "
-      "says hello (/proc/PID/maps), opens its library as the process sees it (/proc/PID/root, /proc/PID/map_files) "
-      "and answers it by writing into it (process_vm_writev); for a process of another user, or one holding a "
-      "capability the recorder lacks, the kernel allows these only with CAP_SYS_PTRACE (docs/deploy.md)");
+  std::string missing;
+  if (!has_capability(Cap::SysPtrace))
+    missing +=
+        "; CAP_SYS_PTRACE: it reads the memory map of each process that says hello (/proc/PID/maps), opens its "
+        "library as the process sees it (/proc/PID/root, /proc/PID/map_files) and answers it by writing into it "
+        "(process_vm_writev), which the kernel allows, for a process of another user or one holding a capability "
+        "the recorder lacks, only with CAP_SYS_PTRACE";
+  if (!has_capability(Cap::DacReadSearch))
+    missing +=
+        "; CAP_DAC_READ_SEARCH: it reads each process's library, which may lie in a directory or file only its "
+        "owner may read (root without this capability may not)";
+  if (missing.empty()) return;
+  throw std::runtime_error("record --all needs" + missing.substr(1) + " (docs/deploy.md)");
 }
 
 // Since Linux 6.16 (commit "perf: Revert to requiring CAP_SYS_ADMIN for uprobes",

@@ -19,10 +19,11 @@ bool has_capability(Cap c);
 // Loading BPF programs and opening their rings: CAP_SYS_ADMIN, or CAP_BPF and CAP_PERFMON.
 bool can_load_bpf();
 
-// record --all reads every process's memory map and answers its hello by
-// writing into it: a process of another user, or one holding a capability the
-// recorder lacks, is reachable only with CAP_SYS_PTRACE. Throws, naming the
-// capability and the steps, when it is missing.
+// record --all reads every process's memory map, opens its library and
+// answers its hello by writing into it: a process of another user, or one
+// holding a capability the recorder lacks, is reachable only with
+// CAP_SYS_PTRACE, and a library in a private directory only with
+// CAP_DAC_READ_SEARCH. Throws, naming each missing capability and what needs it.
 void require_node_wide_capabilities();
 
 // The words appended to a refused uprobe (EPERM, EACCES): which capability it needs.

@@ -69,6 +69,11 @@ void HelloResponder::on_hello(const cp_proc_rec& r) {
   bool ok = false;
   {
     std::lock_guard lk(mu_);
+    if (f && access(f->path.c_str(), R_OK) != 0 && unreadable_.insert(f->path).second)
+      fmt::print(stderr,
+                 "cptrace record: pid {}: cannot read its library {} ({}): a file or directory only its owner may "
+                 "read needs CAP_DAC_READ_SEARCH; its events are not recorded\n",
+                 r.tgid, f->path, strerror(errno));
     ok = f && files_.holds_probe_site(*f) && attach(*f, r.tgid);
     files_checked_ = files_.files_checked();
   }
