@@ -27,6 +27,7 @@ PKGS=(
   xz-utils zstd                            # tests: decompress those kernels' packaged modules (.ko.xz/.ko.zst)
   chrony                                   # tests: a real chronyd steers the clock (SlewTruth), never as a service
   dpkg-dev lintian help2man man-db         # make deb: Depends (dpkg-shlibdeps), package checks, man pages from --help
+  yamllint python3-yaml                    # tests: lint and read deploy/cptrace-node.yaml (NodeWide.DaemonSet*)
 )
 # npm: Debian's package, unless a node that brings its own npm is installed
 # (Debian's npm conflicts with such a nodejs).

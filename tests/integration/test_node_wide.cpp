@@ -11,11 +11,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
 #include <random>
+#include <regex>
 #include <set>
 #include <sstream>
 
@@ -347,4 +349,183 @@ TEST(NodeWide, UnansweredHelloIsBounded) {
   EXPECT_EQ(json_lines(read_file(tmp / "w.out")).size(), 1u);
   Proc after(lib + " --threads 1 --events 100", tmp / "a.out", tmp / "a.err");
   EXPECT_EQ(after.wait(30), 0) << read_file(tmp / "a.err");
+}
+
+// ---- Running the node-wide recorder as a DaemonSet (deploy/cptrace-node.yaml) ----
+
+namespace {
+
+fs::path manifest_path() { return source_dir() / "deploy" / "cptrace-node.yaml"; }
+
+// The manifest's documents, as JSON (python3-yaml, which yamllint brings).
+std::vector<nlohmann::json> manifest_docs(const TempDir& tmp) {
+  auto r = run("python3 -c 'import json,sys,yaml; print(json.dumps(list(yaml.safe_load_all(open(sys.argv[1])))))' " +
+                   manifest_path().string(),
+               tmp);
+  EXPECT_EQ(r.status, 0) << r.err;
+  return r.status == 0 ? nlohmann::json::parse(r.out).get<std::vector<nlohmann::json>>()
+                       : std::vector<nlohmann::json>{};
+}
+
+// The DaemonSet's pod spec and its one container.
+struct NodePod {
+  nlohmann::json pod, container;
+  std::vector<std::string> caps;  // capabilities.add, "SYS_ADMIN" etc.
+  std::string script;  // the container's `sh -c` script
+};
+
+NodePod node_pod(const TempDir& tmp) {
+  NodePod p;
+  for (const auto& d : manifest_docs(tmp))
+    if (d.is_object() && d.value("kind", "") == "DaemonSet") p.pod = d["spec"]["template"]["spec"];
+  EXPECT_TRUE(p.pod.is_object()) << "no DaemonSet in " << manifest_path();
+  if (!p.pod.is_object()) return p;
+  EXPECT_EQ(p.pod["containers"].size(), 1u);
+  p.container = p.pod["containers"][0];
+  p.caps = p.container["securityContext"]["capabilities"]["add"].get<std::vector<std::string>>();
+  EXPECT_EQ(p.container["command"], nlohmann::json({"/bin/sh", "-c"}));
+  p.script = p.container["args"][0].get<std::string>();
+  return p;
+}
+
+// setpriv's options giving exactly `caps` (inheritable, and so permitted and
+// effective across the exec of a root process; bounding) and nothing else.
+std::string only_caps(const std::vector<std::string>& caps) {
+  std::string list = "-all";
+  for (std::string c : caps) {
+    std::transform(c.begin(), c.end(), c.begin(), ::tolower);
+    list += ",+" + c;
+  }
+  return "setpriv --inh-caps=" + list + " --ambient-caps=-all --bounding-set=" + list + " -- ";
+}
+
+uint64_t cap_mask(const std::vector<std::string>& caps) {
+  static const std::map<std::string, int> numbers = {{"SYS_ADMIN", 21},     {"SYS_PTRACE", 19}, {"BPF", 39},
+                                                     {"PERFMON", 38},       {"NET_ADMIN", 12},  {"SYS_RESOURCE", 24},
+                                                     {"DAC_READ_SEARCH", 2}};
+  uint64_t m = 0;
+  for (const auto& c : caps) {
+    EXPECT_TRUE(numbers.count(c)) << c << ": a capability this test does not know";
+    if (numbers.count(c)) m |= uint64_t(1) << numbers.at(c);
+  }
+  return m;
+}
+
+// "CapEff" and so on of a process, as numbers.
+std::map<std::string, uint64_t> cap_sets(pid_t pid) {
+  std::map<std::string, uint64_t> r;
+  std::istringstream st(read_file("/proc/" + std::to_string(pid) + "/status"));
+  for (std::string line; std::getline(st, line);)
+    if (line.starts_with("Cap"))
+      r[line.substr(0, line.find(':'))] = std::stoull(line.substr(line.find(':') + 1), nullptr, 16);
+  return r;
+}
+
+}  // namespace
+
+// The manifest's pod as the kubelet would run it, minus Kubernetes: its own
+// script (the hourly loop, the SIGTERM stop), as root with exactly the
+// manifest's capabilities, all others dropped from every set, the bounding set
+// too. A container started after the recorder (root inside, so holding
+// capabilities the recorder lacks) and a process of another user whose library
+// lies in a directory only that user may read: every event of each is in the
+// trace, and SIGTERM leaves a complete trace.
+TEST(NodeWide, DaemonSetCapabilitiesRecordEveryProcessExactly) {
+  REQUIRE_BPF();
+  TempDir tmp;
+  NodePod p = node_pod(tmp);
+  ASSERT_FALSE(p.caps.empty());
+  EXPECT_EQ(p.pod.value("hostPID", false), true);
+  EXPECT_EQ(p.container["securityContext"].value("privileged", true), false);
+  EXPECT_EQ(p.container["securityContext"]["capabilities"]["drop"], nlohmann::json({"ALL"}));
+  std::ofstream(tmp / "node.sh") << p.script;
+  fs::create_directories(tmp.path / "traces");
+  Proc node("env PATH=" + build_dir().string() + ":$PATH NODE_NAME=test-node TRACES=" + (tmp / "traces") +
+                " PEERS= " + only_caps(p.caps) + "sh " + (tmp / "node.sh"),
+            tmp / "node.out", tmp / "node.err");
+  ASSERT_TRUE(node.wait_for("attached", 60, true)) << read_file(tmp / "node.err");
+  pid_t rec = find_descendant(node.pid, "cptrace");
+  ASSERT_GT(rec, 0);
+  auto sets = cap_sets(rec);
+  uint64_t want = cap_mask(p.caps);
+  for (const char* s : {"CapEff", "CapPrm", "CapBnd"}) EXPECT_EQ(sets[s], want) << s << " of the recorder";
+  EXPECT_EQ(sets["CapAmb"], 0u);
+
+  Container c(tmp, "c", "env LD_LIBRARY_PATH=/app /app/workload --threads 2 --events 3000 --channels 2");
+  // The other user's library lies in its own private directory.
+  fs::permissions(tmp.path, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
+  fs::create_directories(tmp.path / "private");
+  fs::copy_file(build_dir() / "libcptrace.so", tmp.path / "private" / "libcptrace.so");
+  ASSERT_EQ(run("chown -R 65534:65534 " + (tmp / "private") + " && chmod 700 " + (tmp / "private"), tmp).status, 0);
+  Proc other("setpriv --reuid=65534 --regid=65534 --clear-groups env LD_LIBRARY_PATH=" + (tmp / "private") + " " +
+                 (build_dir() / "tests/workload").string() + " --threads 2 --events 2000",
+             tmp / "other.out", tmp / "other.err");
+  ASSERT_EQ(c.proc->wait(60), 0) << c.err();
+  ASSERT_EQ(other.wait(60), 0) << read_file(tmp / "other.err");
+  kill(node.pid, SIGTERM);
+  ASSERT_EQ(node.wait(60), 0) << read_file(tmp / "node.err");
+
+  auto lines = json_lines(c.out()), others = json_lines(read_file(tmp / "other.out"));
+  ASSERT_EQ(lines.size(), 1u) << c.out();
+  ASSERT_EQ(others.size(), 1u) << read_file(tmp / "other.out");
+  EXPECT_EQ(lines[0]["total"], 6000u);
+  EXPECT_EQ(others[0]["total"], 4000u);
+  uint32_t other_pid = others[0]["pid"].get<uint32_t>();
+
+  std::vector<fs::path> traces;
+  for (const auto& e : fs::directory_iterator(tmp.path / "traces")) traces.push_back(e.path());
+  ASSERT_EQ(traces.size(), 1u) << "one recording, stopped by SIGTERM";
+  EXPECT_TRUE(traces[0].filename().string().starts_with("test-node-")) << traces[0];
+  TraceReader tr(traces[0]);
+  ASSERT_FALSE(tr.error()) << tr.error()->what();
+  PerContainer got = per_container(tr);
+  EXPECT_EQ(got.events[c.id], 6000u) << "the container's workload";
+  uint64_t of_other = 0;
+  tr.for_each_event([&](const TraceEvent& e) { of_other += e.kind == uint8_t(EventKind::User) && e.pid == other_pid; });
+  EXPECT_EQ(of_other, 4000u) << "the other user's workload; the recorder said: " << read_file(tmp / "node.err");
+  EXPECT_EQ(tr.counters().total_dropped(), 0u);
+  auto meta = nlohmann::json::parse(read_file(traces[0] / "meta.json"));
+  EXPECT_EQ(meta.value("node", ""), "test-node");
+  EXPECT_EQ(meta["hello"].value("not_reported", 1u), 0u);
+}
+
+// Each capability of the manifest is needed: without it the recorder stops at
+// once (exit status 1, no trace) and names the capability it lacks.
+TEST(NodeWide, EachDaemonSetCapabilityIsNamedWhenMissing) {
+  REQUIRE_BPF();
+  TempDir tmp;
+  NodePod p = node_pod(tmp);
+  ASSERT_FALSE(p.caps.empty());
+  for (const std::string& missing : p.caps) {
+    std::vector<std::string> rest;
+    for (const auto& c : p.caps)
+      if (c != missing) rest.push_back(c);
+    fs::path dir = tmp / ("without-" + missing);
+    auto r =
+        run("timeout 60 " + only_caps(rest) + cptrace_bin() + " record --all --no-progress -o " + dir.string(), tmp);
+    EXPECT_EQ(r.status, 1) << "without CAP_" << missing << ": " << r.err;
+    EXPECT_NE(r.err.find("needs"), std::string::npos) << "without CAP_" << missing << ": " << r.err;
+    EXPECT_NE(r.err.find("CAP_" + missing), std::string::npos) << "without CAP_" << missing << ": " << r.err;
+    EXPECT_EQ(r.err.find("attached"), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(dir / "meta.json")) << "no trace without CAP_" << missing;
+  }
+}
+
+// The manifest passes yamllint, and every flag its script gives `cptrace
+// record` is one the recorder accepts (the run above uses them all but those
+// of --peers, which need other nodes).
+TEST(NodeWide, DaemonSetManifestLintsAndItsFlagsExist) {
+  TempDir tmp;
+  auto lint = run("yamllint -s " + manifest_path().string(), tmp);
+  EXPECT_EQ(lint.status, 0) << lint.out << lint.err;
+  NodePod p = node_pod(tmp);
+  auto help = run(cptrace_bin() + " record --help", tmp);
+  ASSERT_EQ(help.status, 0) << help.err;
+  static const std::regex flag(R"((^|[\s"])(--[a-z][a-z-]*|-o)(?=[\s"=]|$))");
+  std::set<std::string> flags;
+  for (std::sregex_iterator it(p.script.begin(), p.script.end(), flag), end; it != end; ++it) flags.insert((*it)[2]);
+  for (const char* f : {"--all", "--node", "--duration", "-o", "--peers", "--key"}) EXPECT_TRUE(flags.count(f)) << f;
+  for (const auto& f : flags)
+    EXPECT_TRUE(std::regex_search(help.out, std::regex("(^|[\\s,])" + f + "([\\s,{]|$)")))
+        << f << ": not an option of `cptrace record`";
 }

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <system_error>
 
 #include <fmt/format.h>
 
@@ -29,7 +30,7 @@ StageFlusher::StageFlusher(bpf_program* prog, int stages_fd) : stages_fd_(stages
   LIBBPF_OPTS(bpf_uprobe_opts, uo, .func_name = "cp_recorder_stage_flush");
   link_ = bpf_program__attach_uprobe_opts(prog, getpid(), "/proc/self/exe", CP_SITE_NOP_OFFSET, &uo);
   if (!link_)
-    throw std::runtime_error(std::string("attaching the stage flush probe to the recorder itself: ") + strerror(errno));
+    throw std::system_error(errno, std::generic_category(), "attaching the stage flush probe to the recorder itself");
 }
 
 StageFlusher::~StageFlusher() {

@@ -1,13 +1,10 @@
 #include "probe/bpf_load_log.h"
 
-#include <unistd.h>
-
 #include <cerrno>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <mutex>
 #include <regex>
 #include <sstream>
@@ -17,6 +14,7 @@
 #include <bpf/libbpf.h>
 #include <fmt/format.h>
 
+#include "probe/capabilities.h"
 #include "probe/kernel_features.h"
 
 namespace cptrace {
@@ -41,19 +39,9 @@ int capture(enum libbpf_print_level level, const char* format, va_list args) {
   return n;
 }
 
-// Root, or the capabilities that load and attach tracing programs (from
-// CapEff in /proc/self/status: CAP_SYS_ADMIN 21, CAP_PERFMON 38, CAP_BPF 39).
-bool privileged() {
-  if (geteuid() == 0) return true;
-  std::ifstream st("/proc/self/status");
-  for (std::string line; std::getline(st, line);) {
-    if (line.rfind("CapEff:", 0) != 0) continue;
-    unsigned long long eff = std::stoull(line.substr(7), nullptr, 16);
-    auto has = [&](int cap) { return (eff >> cap) & 1; };
-    return has(21) || (has(38) && has(39));
-  }
-  return false;
-}
+// The capabilities that load tracing programs (capabilities.h), not euid 0:
+// root in a container may hold far fewer.
+bool privileged() { return can_load_bpf(); }
 
 // The verifier's reason: the last lines of its log that are not statistics.
 std::string verifier_reason(const std::string& log, const std::string& prog) {
@@ -93,9 +81,10 @@ std::string explain_load_failure(int err, const std::string& log, const std::str
   static const std::regex failed_prog(R"(prog '([A-Za-z0-9_]+)': (BPF program load failed|failed to load))");
   if (std::regex_search(log, m, failed_prog)) {
     std::string prog = m[1], reason = verifier_reason(log, prog), need = feature_needed_by(prog);
-    return fmt::format("{}: the kernel (Linux {}) refused BPF program {} ({}){}{}", what, kernel, prog,
-                       reason.empty() ? strerror(err) : "verifier: " + reason, need.empty() ? "" : "; it needs " + need,
-                       privileged() ? "" : "; not running as root either (CAP_BPF + CAP_PERFMON)");
+    return fmt::format(
+        "{}: the kernel (Linux {}) refused BPF program {} ({}){}{}", what, kernel, prog,
+        reason.empty() ? strerror(err) : "verifier: " + reason, need.empty() ? "" : "; it needs " + need,
+        privileged() ? "" : "; loading it needs CAP_SYS_ADMIN, or CAP_BPF + CAP_PERFMON, which this process lacks");
   }
   static const std::regex missing_ksym(R"(extern \(func ksym\) '([A-Za-z0-9_]+)': not found)");
   if (std::regex_search(log, m, missing_ksym))
@@ -107,13 +96,19 @@ std::string explain_bpf_error(int err, const std::string& what) {
   err = err < 0 ? -err : err;
   std::string s = what + ": " + strerror(err);
   if ((err == EPERM || err == EACCES) && !privileged())
-    s += " (recording needs root, or CAP_BPF + CAP_PERFMON; see `cptrace check`)";
+    s += " (recording needs CAP_SYS_ADMIN, or CAP_BPF + CAP_PERFMON, which this process lacks; see `cptrace check`)";
   else if (err == EPERM || err == EACCES)
     s += fmt::format(
         " (running with the privileges needed: the kernel, Linux {}, refused it; "
         "lockdown or a security module? see `cptrace check`)",
         kernel_features().release);
   return s;
+}
+
+std::string explain_uprobe_error(int err, const std::string& what) {
+  err = err < 0 ? -err : err;
+  if (err != EPERM && err != EACCES) return explain_bpf_error(err, what);
+  return what + ": " + strerror(err) + uprobe_permission_hint();
 }
 
 }  // namespace cptrace

@@ -25,4 +25,8 @@ std::string explain_load_failure(int err, const std::string& log, const std::str
 // Turns a libbpf error code into the sentence a user needs (no verifier log).
 std::string explain_bpf_error(int err, const std::string& what);
 
+// The same for a uprobe the kernel would not create: a refusal names the
+// capability uprobes need (capabilities.h).
+std::string explain_uprobe_error(int err, const std::string& what);
+
 }  // namespace cptrace

@@ -7,11 +7,13 @@
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
+#include <system_error>
 
 #include <fmt/format.h>
 
 #include "cptrace.skel.h"
 #include "cptrace_records.h"
+#include "probe/bpf_load_log.h"
 #include "probe/per_cpu_rings.h"
 #include "probe/probe_site.h"
 #include "probe/tracefs_uprobes.h"
@@ -45,8 +47,15 @@ Probes::Probes(const ProbeOptions& opt) {
       throw std::runtime_error(explain_load_failure(err, log.text(), "loading the BPF programs"));
   }
   create_rings(opt.ring_bytes);
-  if (kernel_features().preempt_kfunc)
-    stage_ = std::make_unique<StageFlusher>(skel_->progs.cp_stage_flush, bpf_map__fd(skel_->maps.stages));
+  if (kernel_features().preempt_kfunc) {
+    try {
+      BpfLoadLog quiet;  // libbpf's own line about it: the error below says it better
+      stage_ = std::make_unique<StageFlusher>(skel_->progs.cp_stage_flush, bpf_map__fd(skel_->maps.stages));
+    } catch (const std::system_error& e) {  // the first uprobe: a refusal names the capability
+      throw std::runtime_error(
+          explain_uprobe_error(e.code().value(), "attaching the stage flush probe to the recorder itself"));
+    }
+  }
   if (opt.before_attach) opt.before_attach(*this);
   if (follow_) start_following(opt.filter_tgid);
   if (hello)
@@ -185,7 +194,7 @@ void Probes::attach_target(const std::string& path, uint32_t tgid) {
     if (!l) {
       int err = errno;
       if (!s.required) continue;
-      throw std::runtime_error(explain_bpf_error(err, "attaching a uprobe to " + path + ":" + s.symbol));
+      throw std::runtime_error(explain_uprobe_error(err, "attaching a uprobe to " + path + ":" + s.symbol));
     }
     links_.push_back(l);
     attached_.push_back(path + ":" + s.symbol);

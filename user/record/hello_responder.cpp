@@ -8,7 +8,9 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 
 #include <fmt/format.h>
@@ -67,11 +69,22 @@ void HelloResponder::on_hello(const cp_proc_rec& r) {
   bool ok = false;
   {
     std::lock_guard lk(mu_);
+    if (f && access(f->path.c_str(), R_OK) != 0 && unreadable_.insert(f->path).second)
+      fmt::print(stderr,
+                 "cptrace record: pid {}: cannot read its library {} ({}): a file or directory only its owner may "
+                 "read needs CAP_DAC_READ_SEARCH; its events are not recorded\n",
+                 r.tgid, f->path, strerror(errno));
     ok = f && files_.holds_probe_site(*f) && attach(*f, r.tgid);
     files_checked_ = files_.files_checked();
   }
   // Answered even when we could not attach: it would wait the full bound for nothing.
-  if (answer_hello(pid_t(r.tgid), r.hello) && ok) {
+  bool answered = answer_hello(pid_t(r.tgid), r.hello);
+  if (!answered && errno == EPERM && !warned_eperm_.exchange(true))
+    fmt::print(stderr,
+               "cptrace record: pid {}: cannot answer its hello (process_vm_writev: {}): writing into another "
+               "process needs CAP_SYS_PTRACE, and no security module refusing it; its events are not recorded\n",
+               r.tgid, strerror(EPERM));
+  if (answered && ok) {
     answered_++;
     std::lock_guard lk(mu_);
     timespec now{};

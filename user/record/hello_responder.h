@@ -57,6 +57,8 @@ class HelloResponder {
   std::vector<uint32_t> waits_us_;  // the first kMaxWaits answers
   std::set<std::pair<uint64_t, uint64_t>> attached_;  // stat() device and inode of each attached file
   std::atomic<uint64_t> answered_{0}, unanswered_{0}, files_checked_{0};
+  std::atomic<bool> warned_eperm_{false};  // the missing-privilege warning, printed once
+  std::set<std::string> unreadable_;  // libraries said unreadable, each once
 };
 
 // Writes CP_HELLO_ATTACHED into process `pid`'s struct cp_hello at `hello`.

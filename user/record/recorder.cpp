@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "probe/attach_targets.h"
+#include "probe/capabilities.h"
 #include "collect/block_pipeline.h"
 #include "probe/clock_adjust_watch.h"
 #include "probe/handlers.h"
@@ -179,6 +180,7 @@ RecordPlan plan_recording(const RecordOptions& opt) {
   if (!opt.net.enabled && (!opt.net.netns.empty() || !opt.net.cgroup.empty() || !opt.net.ports.empty()))
     throw std::runtime_error("--netns, --cgroup and --port filter network capture: add --net");
   if (!opt.all) plan.targets = resolve_targets(opt);  // --all: found at the start (record/node_watch.h)
+  if (opt.all) require_node_wide_capabilities();  // before anything starts: no empty trace
   plan.tsc = check_tsc_verdict(opt);
   return plan;
 }
