@@ -9,13 +9,14 @@
  * return (~10 ns).
  *
  *   uint64_t ch = cp_open_channel("parser.in");
- *   for (...) cp_logTS(ch, item_id);          // ~10 ns; recorded, one optimized uprobe
-                                             // hit (0.3-1.5 us by host: make bench)
+ *   for (...) cp_logTS(ch, item_id);          // ~20 ns; recorded, one optimized uprobe
+                                             // hit (0.3-1.5 us by host: make bench),
+                                             // or buffered where hits would trap
  *   for (...) cp_logTS_batch(ch, item_id);    // hot loops: buffered, rdtsc-stamped
  *   cp_close_channel(ch);
  *
  * Thread safety: every function may be called from any thread. None is
- * async-signal-safe (cp_logTS itself is: it only reads the TSC).
+ * async-signal-safe except cp_logTS (but for a thread's first buffered call).
  *
  * Usable from C and C++; link with -lcptrace (or libcptrace.a) and -lpthread. */
 #ifndef CPTRACE_H
@@ -60,11 +61,14 @@ static inline uint64_t cp_channel_id(const char *name) CP_NOEXCEPT
  * the full name. NULL is treated as "". */
 uint64_t cp_open_channel(const char *name) CP_NOEXCEPT;
 
-/* PROBE SITE. Logs one event, stamped with the TSC read at the call (before
- * the probe fires, so neither the uprobe's entry delay nor an NTP adjustment
- * of the kernel's clocks is in the stamp). Never inlined; after the TSC read
- * comes a 5-byte NOP, where the uprobe goes, so that it is the cheap,
- * optimized kind (x86-64 Linux 6.18+). */
+/* Logs one event, stamped with the TSC read at the call (before any probe
+ * fires, so neither the uprobe's entry delay nor an NTP adjustment of the
+ * kernel's clocks is in the stamp). Where the kernel optimizes uprobes on a
+ * nop5 (x86-64 Linux 6.18+) the event goes through its own probe site at
+ * once; before, where each hit would trap, it goes into the thread's buffer
+ * like cp_logTS_batch's and reaches the recorder within 0.1 s.
+ * CPTRACE_SINGLE=site|buffer|auto in the environment chooses (docs/record.md,
+ * "Single events"). Async-signal-safe except a thread's first buffered call. */
 void cp_logTS(uint64_t channel, uint64_t tuple_id) CP_NOEXCEPT;
 
 /* Logs one event into the calling thread's buffer, stamped with rdtsc. Every

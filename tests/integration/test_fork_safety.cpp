@@ -225,6 +225,20 @@ TEST(ForkSafety, PreforkServerUnderCommand) {
   expect_prefork_tree_exact(tmp / "t", 5, 4, 50);
 }
 
+// The same tree with single events buffered (as on kernels before 6.18): each
+// generation forks while the parent's flusher may hold a claim or a lock, and
+// starts its own; every event of every process exactly once.
+TEST(ForkSafety, PreforkServerWithBufferedSingles) {
+  REQUIRE_BPF();
+  TempDir tmp;
+  auto r = run("env CPTRACE_SINGLE=buffer " + record_cmd(tmp, "t", "-- " + prefork() + " --rounds 5 --events 50"), tmp);
+  ASSERT_EQ(r.status, 0) << r.err << r.out;
+  auto s = summary(r.out);
+  EXPECT_EQ(s.value("failed", -1), 0);
+  EXPECT_EQ(s.value("children", 0), 40);
+  expect_prefork_tree_exact(tmp / "t", 5, 4, 50);
+}
+
 // --no-inherit: the server alone, exactly; its tree survives unrecorded.
 TEST(ForkSafety, PreforkServerUnderCommandNoInherit) {
   REQUIRE_BPF();
