@@ -32,6 +32,7 @@ SubcommandRunner add_latency_command(CLI::App& app);  // cmd_latency.cpp
 SubcommandRunner add_minrttd_command(CLI::App& app);  // cmd_minrttd.cpp
 SubcommandRunner add_sync_command(CLI::App& app);  // cmd_sync.cpp
 SubcommandRunner add_keygen_command(CLI::App& app);  // cmd_keygen.cpp
+SubcommandRunner add_cluster_command(CLI::App& app);  // cmd_cluster.cpp
 // Load generation and measurement.
 SubcommandRunner add_gen_command(CLI::App& app);  // cmd_gen.cpp
 SubcommandRunner add_sink_command(CLI::App& app);  // cmd_sink.cpp

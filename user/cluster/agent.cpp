@@ -1,0 +1,218 @@
+#include "cluster/agent.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <fmt/core.h>
+#include <nlohmann/json.hpp>
+
+#include "cluster/agent_wire.h"
+#include "cluster/node_process.h"
+
+namespace cptrace {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// The controller's end of stdout; once it is gone nothing more is sent, but the
+// recording goes on (the node keeps its copy).
+struct Out {
+  bool open = true;
+  void send(WireType t, uint64_t off, const std::string& data) {
+    if (!open) return;
+    std::string f = encode_wire(t, off, data.data(), data.size());
+    open = write_all(1, f.data(), f.size());
+  }
+};
+
+void mkdirs(const std::string& path) {
+  for (size_t at = 1; at != std::string::npos;) {
+    at = path.find('/', at + 1);
+    std::string p = path.substr(0, at);
+    if (mkdir(p.c_str(), 0700) != 0 && errno != EEXIST)
+      throw std::runtime_error(fmt::format("mkdir {}: {}", p, strerror(errno)));
+  }
+}
+
+void write_private(const std::string& path, const std::string& content) {
+  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) throw std::runtime_error(fmt::format("create {}: {}", path, strerror(errno)));
+  bool ok = write_all(fd, content.data(), content.size());
+  if (close(fd) != 0 || !ok) throw std::runtime_error(fmt::format("write {}: {}", path, strerror(errno)));
+}
+
+std::string read_whole(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string self_exe() {
+  char buf[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) throw std::runtime_error("cannot read /proc/self/exe");
+  return std::string(buf, size_t(n));
+}
+
+// Sends what events.cpt holds beyond `offset`, in chunks.
+void pump(Out& out, const std::string& path, uint64_t& offset) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return;  // not created yet
+  std::string buf(1 << 20, '\0');
+  for (;;) {
+    ssize_t n = pread(fd, buf.data(), buf.size(), off_t(offset));
+    if (n <= 0) break;
+    out.send(WireType::Events, offset, buf.substr(0, size_t(n)));
+    offset += uint64_t(n);
+  }
+  close(fd);
+}
+
+// A line from the controller: the request, or a command.
+bool read_line(int fd, std::string& pending, std::string& line, bool& eof) {
+  for (;;) {
+    auto nl = pending.find('\n');
+    if (nl != std::string::npos) {
+      line = pending.substr(0, nl);
+      pending.erase(0, nl + 1);
+      return true;
+    }
+    char buf[4096];
+    ssize_t n = read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      eof = true;
+      return false;
+    }
+    pending.append(buf, size_t(n));
+    if (pending.size() > (1 << 20)) throw std::runtime_error("request line too long");
+  }
+}
+
+pid_t start_recorder(const std::vector<std::string>& argv, const std::string& log) {
+  int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) throw std::runtime_error(fmt::format("create {}: {}", log, strerror(errno)));
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = fork();
+  if (pid < 0) throw std::runtime_error(fmt::format("fork: {}", strerror(errno)));
+  if (pid == 0) {
+    setsid();  // a hangup of the transport's session must not reach the recorder
+    int null = open("/dev/null", O_RDONLY);
+    dup2(null, 0), dup2(fd, 1), dup2(fd, 2);
+    signal(SIGPIPE, SIG_DFL), signal(SIGHUP, SIG_DFL);
+    execv(args[0], args.data());
+    dprintf(2, "cannot run %s: %s\n", args[0], strerror(errno));
+    _exit(127);
+  }
+  close(fd);
+  return pid;
+}
+
+int run_record(const nlohmann::json& req, int in_fd, std::string& pending, Out& out) {
+  const std::string dir = req.at("dir"), node = req.at("node");
+  const double timeout_s = req.value("controller_timeout", 30.0);
+  mkdirs(dir);
+  const std::string key = dir + "/minrtt.key", trace = dir + "/trace", log = dir + "/record.log";
+  std::vector<std::string> argv = {self_exe(), "record", "--no-progress", "--node", node, "-o", trace};
+  if (req.contains("key")) {
+    write_private(key, req["key"].get<std::string>() + "\n");
+    argv.insert(argv.end(), {"--key", key});
+  }
+  for (const auto& a : req.value("record_args", std::vector<std::string>())) argv.push_back(a);
+  auto cmd = req.value("command", std::vector<std::string>());
+  if (!cmd.empty()) {
+    argv.push_back("--");
+    argv.insert(argv.end(), cmd.begin(), cmd.end());
+  }
+  pid_t rec = start_recorder(argv, log);
+  out.send(WireType::Hello, 0, nlohmann::json{{"dir", dir}, {"pid", rec}}.dump());
+
+  uint64_t offset = 0;
+  bool in_open = true, signalled = false;
+  Clock::time_point eof_at;
+  int st = 0;
+  for (;;) {
+    pollfd p{in_open ? in_fd : -1, POLLIN, 0};
+    poll(&p, 1, 200);
+    if (in_open && (p.revents & (POLLIN | POLLHUP | POLLERR))) {
+      bool eof = false;
+      char buf[4096];
+      ssize_t n = read(in_fd, buf, sizeof buf);
+      if (n > 0) pending.append(buf, size_t(n));
+      if (n == 0 || (n < 0 && errno != EINTR)) eof = true;
+      for (size_t nl; (nl = pending.find('\n')) != std::string::npos; pending.erase(0, nl + 1))
+        if (pending.compare(0, nl, "stop") == 0 && !signalled) kill(rec, SIGINT), signalled = true;
+      if (eof) in_open = false, eof_at = Clock::now();
+    }
+    if (!in_open && !signalled && Clock::now() - eof_at > std::chrono::duration<double>(timeout_s)) {
+      kill(rec, SIGINT);  // no controller: stop by ourselves, the trace stays here
+      signalled = true;
+    }
+    pump(out, trace + "/events.cpt", offset);
+    pid_t w = waitpid(rec, &st, WNOHANG);
+    if (w == rec) break;
+  }
+  pump(out, trace + "/events.cpt", offset);
+  unlink(key.c_str());
+  std::string meta = read_whole(trace + "/meta.json");
+  if (!meta.empty()) out.send(WireType::Meta, 0, meta);
+  nlohmann::json done = {{"status", exit_status(st)},
+                         {"events_bytes", offset},
+                         {"stderr_tail", tail_lines(read_whole(log), 15)},
+                         {"stopped_by", !signalled ? "recorder" : in_open ? "controller" : "controller_timeout"}};
+  std::ofstream(dir + "/status.json") << done.dump() << "\n";
+  out.send(WireType::Done, 0, done.dump());
+  return 0;
+}
+
+int run_fetch(const nlohmann::json& req, Out& out) {
+  const std::string dir = req.at("dir");
+  uint64_t offset = req.value("offset", uint64_t(0));
+  struct stat st;
+  if (stat((dir + "/trace/events.cpt").c_str(), &st) != 0)
+    throw std::runtime_error(fmt::format("no trace in {} on this node", dir));
+  std::string status = read_whole(dir + "/status.json");
+  pump(out, dir + "/trace/events.cpt", offset);
+  std::string meta = read_whole(dir + "/trace/meta.json");
+  if (!meta.empty()) out.send(WireType::Meta, 0, meta);
+  nlohmann::json done = status.empty() ? nlohmann::json{{"running", true}} : nlohmann::json::parse(status);
+  done["events_bytes"] = offset;
+  out.send(WireType::Done, 0, done.dump());
+  return 0;
+}
+
+}  // namespace
+
+int run_cluster_agent() {
+  signal(SIGPIPE, SIG_IGN);  // a gone controller is seen as a failed write
+  signal(SIGHUP, SIG_IGN);  // ssh's hangup: the recording goes on until the timeout
+  std::string pending, line;
+  bool eof = false;
+  if (!read_line(0, pending, line, eof)) throw std::runtime_error("no request on stdin");
+  nlohmann::json req = nlohmann::json::parse(line);
+  Out out;
+  const std::string op = req.value("op", std::string());
+  if (op == "record") return run_record(req, 0, pending, out);
+  if (op == "fetch") return run_fetch(req, out);
+  throw std::runtime_error(fmt::format("unknown request \"{}\"", op));
+}
+
+}  // namespace cptrace

@@ -1,0 +1,25 @@
+// `cptrace cluster agent`: the node side of a cluster run, started by the
+// controller through the node's transport. stdin: the controller's request (one
+// JSON line) and commands; stdout: the framed stream of agent_wire.h, nothing
+// else.
+//
+// {"op": "record", "node", "dir", "key", "record_args": [...], "command": [...],
+//  "controller_timeout": SEC}
+//   writes the key to DIR/minrtt.key (0600, O_EXCL, never through a symlink),
+//   runs `cptrace record --no-progress --node NODE --key DIR/minrtt.key -o
+//   DIR/trace ARGS -- COMMAND` in its own session (output in DIR/record.log),
+//   and streams DIR/trace/events.cpt as it grows. "stop" on stdin sends the
+//   recorder SIGINT; stdin at EOF (the controller gone) for `controller_timeout`
+//   seconds does the same, and the trace stays in DIR. At the recorder's end: the
+//   rest of events.cpt, meta.json, Done {"status", "events_bytes",
+//   "stderr_tail"} (also written to DIR/status.json); the key file is removed.
+// {"op": "fetch", "dir", "offset"}
+//   sends DIR/trace/events.cpt from `offset`, meta.json, and Done (from
+//   DIR/status.json, or {"running": true} while the recorder still runs).
+#pragma once
+
+namespace cptrace {
+
+int run_cluster_agent();
+
+}  // namespace cptrace

@@ -1,0 +1,51 @@
+// The byte stream between `cptrace cluster agent` (on a node) and the controller.
+//
+// Controller -> agent (the agent's stdin): one JSON line, the request
+// ({"op": "record", ...} or {"op": "fetch", ...}, see agent.h), then, while
+// recording, command lines ("stop"). The MinRTT key travels in the request
+// line, so it is never on any command line.
+//
+// Agent -> controller (the agent's stdout): frames of a 24-byte header
+// {magic "CPAG", type, offset, length} and `length` bytes. Events frames carry
+// bytes of the node's events.cpt at `offset`, in order, so the controller's copy
+// is the node's file byte for byte; Meta carries the whole meta.json at the end;
+// Hello and Done are JSON.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace cptrace {
+
+enum class WireType : uint32_t { Hello = 1, Events = 2, Meta = 3, Done = 4 };
+
+struct WireFrame {
+  WireType type;
+  uint64_t offset = 0;
+  std::string data;
+};
+
+constexpr uint32_t kWireMagic = 0x47415043;  // "CPAG"
+constexpr size_t kWireHeader = 24;
+constexpr uint32_t kWireMaxPayload = 16u << 20;
+
+// The frame's bytes (header + data).
+std::string encode_wire(WireType type, uint64_t offset, const char* data, size_t len);
+
+// Incremental decoding of the agent's stdout, fed as bytes arrive.
+class WireDecoder {
+ public:
+  void feed(const char* p, size_t n) { buf_.append(p, n); }
+  // The next complete frame into `out`: true; false when more bytes are needed.
+  // Throws std::runtime_error on a bad header (not an agent on the other end).
+  bool next(WireFrame& out);
+  size_t pending() const { return buf_.size(); }
+
+ private:
+  std::string buf_;
+};
+
+// write(2) until every byte is out; false on an error (EPIPE: the reader is gone).
+bool write_all(int fd, const char* p, size_t n);
+
+}  // namespace cptrace
