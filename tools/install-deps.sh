@@ -28,6 +28,7 @@ PKGS=(
   chrony                                   # tests: a real chronyd steers the clock (SlewTruth), never as a service
   dpkg-dev lintian help2man man-db         # make deb: Depends (dpkg-shlibdeps), package checks, man pages from --help
   yamllint python3-yaml                    # tests: lint and read deploy/cptrace-node.yaml (NodeWide.DaemonSet*)
+  openssh-server openssh-client            # tests: cluster nodes reached over ssh (sshd in a namespace, never as a service)
 )
 # npm: Debian's package, unless a node that brings its own npm is installed
 # (Debian's npm conflicts with such a nodejs).
@@ -50,8 +51,13 @@ if ((${#missing[@]})); then
   # masked before the package can start it, and the maintainer scripts are told
   # not to start services at all (policy-rc.d 101, unless the machine has its own).
   policy=/usr/sbin/policy-rc.d
-  if [[ " ${missing[*]} " == *" chrony "* ]]; then
-    [[ -d /run/systemd/system ]] && systemctl mask --quiet chrony.service
+  # openssh-server's package starts sshd on port 22 of the machine; the cluster tests
+  # start their own sshd inside a namespace, so the service is masked the same way.
+  if [[ " ${missing[*]} " == *" chrony "* || " ${missing[*]} " == *" openssh-server "* ]]; then
+    if [[ -d /run/systemd/system ]]; then
+      [[ " ${missing[*]} " == *" chrony "* ]] && systemctl mask --quiet chrony.service
+      [[ " ${missing[*]} " == *" openssh-server "* ]] && systemctl mask --quiet ssh.service ssh.socket
+    fi
     if [[ ! -e $policy ]]; then
       printf '#!/bin/sh\n# install-deps: no service starts while it installs\nexit 101\n' >"$policy"
       chmod 755 "$policy"

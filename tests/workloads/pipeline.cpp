@@ -9,8 +9,11 @@
 //
 //   pipeline --role A|B|C [--listen HOST:PORT] [--connect HOST:PORT]
 //            [--tuples N] [--rate PER_S] [--connect-timeout S] [--echo]
-//            [--batch] [--truth FILE]
+//            [--batch] [--truth FILE] [--stage NAME]
 //
+// --stage NAME names the stage's channels NAME.in / NAME.out instead of the role
+// letter's, so a path of many B stages (cluster tests: N1 -> N2 -> ... -> N8)
+// has one channel pair per node.
 // --batch logs every hop a second time through cp_logTS_batch, on the channel
 // named as the hop plus ".b" (e.g. "A.out.b"), right after the cp_logTS call.
 // --truth FILE brackets every logging call with physical TSC reads (lfence; rdtsc
@@ -60,7 +63,10 @@ struct Options {
   bool echo = false;
   bool batch = false;
   std::string truth;
+  std::string stage;  // channel prefix; empty: the role letter
 };
+
+std::string prefix(const Options& o) { return o.stage.empty() ? std::string(1, o.role) : o.stage; }
 
 [[noreturn]] void usage(const char* why) {
   fprintf(stderr,
@@ -204,7 +210,7 @@ void write_id(int fd, uint64_t k) {
 }
 
 uint64_t run_a(const Options& o) {
-  Hops::Channel out = Hops::open("A.out"), in = Hops::open("A.in");
+  Hops::Channel out = Hops::open(prefix(o) + ".out"), in = Hops::open(prefix(o) + ".in");
   int fd = connect_to(o.connect, o.connect_timeout);
   std::thread back;
   if (o.echo)
@@ -228,7 +234,7 @@ uint64_t run_a(const Options& o) {
 }
 
 uint64_t run_b(const Options& o) {
-  Hops::Channel in = Hops::open("B.in"), out = Hops::open("B.out");
+  Hops::Channel in = Hops::open(prefix(o) + ".in"), out = Hops::open(prefix(o) + ".out");
   int next = o.echo ? -1 : connect_to(o.connect, o.connect_timeout);
   int fd = accept_one(o.listen);
   uint64_t k, n = 0;
@@ -243,7 +249,7 @@ uint64_t run_b(const Options& o) {
 }
 
 uint64_t run_c(const Options& o) {
-  Hops::Channel in = Hops::open("C.in");
+  Hops::Channel in = Hops::open(prefix(o) + ".in");
   int fd = accept_one(o.listen);
   uint64_t k, n = 0;
   while (read_id(fd, k)) Hops::log(in, k), n++;
@@ -280,6 +286,8 @@ int main(int argc, char** argv) {
       o.batch = true;
     else if (a == "--truth")
       o.truth = val();
+    else if (a == "--stage")
+      o.stage = val();
     else
       usage(("unknown argument " + a).c_str());
   }

@@ -1,0 +1,272 @@
+// `cptrace cluster record` end to end on the namespace testbed: 8 nodes, each
+// running one stage of the pipeline workload (N1 -> N2 -> ... -> N8 over TCP),
+// six reached through `ip netns exec`, two through real OpenSSH (an sshd started
+// by the test inside their namespaces, a test host key and user key). Asserts:
+// every node's RUN/NODE/ is byte for byte the node's own copy; the MinRTT
+// topology is O(N) (at most 2 peers per node, at most 2N pairs); the run was
+// translated and every end-to-end bound contains the truth (one physical TSC:
+// the truth is the nodes' correlation streams, as in test_translate_e2e); the
+// per-hop summary was printed; the key was on no process's command line and its
+// file on each node was mode 0600. And the refusals: an unreachable node, a
+// missing cptrace, a version mismatch, each named.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "cptrace.h"
+#include "test_util.h"
+#include "testbed_util.h"
+#include "trace/trace_reader.h"
+#include "translate/latency.h"
+#include "translate/translated_frame.h"
+#include "truth_util.h"
+
+namespace cptrace {
+namespace {
+
+namespace fs = std::filesystem;
+using testbed::skip_reason;
+using testbed::Testbed;
+
+constexpr int kNodes = 8;
+constexpr uint64_t kTuples = 400;
+const std::set<int> kSshNodes = {4, 7};
+
+std::string ip(int k) { return "10.77." + std::to_string(k) + ".2"; }
+
+// The stage of node k: N1 sends, N2..N7 pass on, N8 receives.
+std::vector<std::string> stage(int k) {
+  std::string wl = (testutil::build_dir() / "tests" / "pipeline").string(), name = "N" + std::to_string(k);
+  std::string next = ip(k + 1) + ":9000";
+  if (k == 1)
+    return {wl, "--role", "A", "--stage", name, "--connect", next, "--tuples", std::to_string(kTuples), "--rate",
+            "100", "--connect-timeout", "40"};
+  if (k == kNodes) return {wl, "--role", "C", "--stage", name, "--listen", ip(k) + ":9000"};
+  return {wl, "--role", "B", "--stage", name, "--listen", ip(k) + ":9000", "--connect", next, "--connect-timeout", "40"};
+}
+
+// sshd in node k's namespace, allowing root with the test user key only.
+struct Sshd {
+  std::unique_ptr<testutil::Proc> proc;
+  Sshd(const testutil::TempDir& tmp, const std::string& ns, int k) {
+    std::string d = tmp / "ssh", conf = d + "/sshd" + std::to_string(k) + ".conf";
+    std::ofstream(conf) << "ListenAddress " << ip(k) << "\nPort 22\nHostKey " << d << "/host_key\n"
+                        << "AuthorizedKeysFile " << d << "/authorized_keys\nPermitRootLogin prohibit-password\n"
+                        << "PasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\n"
+                        << "PidFile none\n";
+    proc = std::make_unique<testutil::Proc>("ip netns exec " + ns + " /usr/sbin/sshd -D -e -f " + conf,
+                                            d + "/sshd" + std::to_string(k) + ".out",
+                                            d + "/sshd" + std::to_string(k) + ".err");
+  }
+};
+
+// The ssh transport of node k: the client runs in node 1's namespace (the
+// testbed's addresses exist only there), a real OpenSSH connection to node k.
+std::vector<std::string> ssh_transport(const testutil::TempDir& tmp, const std::string& client_ns, int k) {
+  std::string d = tmp / "ssh";
+  return {"ip", "netns", "exec", client_ns, "ssh", "-i", d + "/user_key", "-o", "StrictHostKeyChecking=no",
+          "-o", "UserKnownHostsFile=" + d + "/known_hosts", "-o", "BatchMode=yes", "-o", "LogLevel=ERROR",
+          "root@" + ip(k)};
+}
+
+// Every process's command line, NULs as spaces.
+std::vector<std::string> all_cmdlines() {
+  std::vector<std::string> out;
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    std::string s = testutil::read_file(e.path() / "cmdline");
+    std::replace(s.begin(), s.end(), '\0', ' ');
+    if (!s.empty()) out.push_back(s);
+  }
+  return out;
+}
+
+struct KeySeen {
+  int files = 0, agents = 0;
+  std::vector<std::string> problems;
+};
+
+// While the run goes: each node's key file (mode 0600) and no command line holding the key.
+KeySeen watch_keys(const std::string& local, double timeout_s) {
+  KeySeen r;
+  auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  while (std::chrono::steady_clock::now() < end && r.files < kNodes) {
+    r = {};
+    std::vector<std::string> keys;
+    std::error_code ec;
+    for (auto it = fs::recursive_directory_iterator(local, ec); !ec && it != fs::recursive_directory_iterator();
+         it.increment(ec)) {
+      if (it->path().filename() != "minrtt.key") continue;
+      struct stat st;
+      if (stat(it->path().c_str(), &st) != 0) continue;
+      std::string key = testutil::read_file(it->path());
+      while (!key.empty() && key.back() == '\n') key.pop_back();
+      if (key.size() < 32) continue;  // being written
+      keys.push_back(key);
+      if ((st.st_mode & 0777) != 0600) r.problems.push_back(it->path().string() + " is not mode 0600");
+    }
+    r.files = int(keys.size());
+    for (const std::string& c : all_cmdlines()) {
+      for (const std::string& key : keys)
+        if (c.find(key) != std::string::npos) r.problems.push_back("the key is on a command line: " + c);
+      if (c.find("cluster agent") != std::string::npos && c.find("cptrace") != std::string::npos) r.agents++;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return r;
+}
+
+TEST(Cluster, EightNodesNetnsAndSshStreamTranslateContainTruth) {
+  REQUIRE_BPF();
+  REQUIRE_TESTBED();
+  ASSERT_TRUE(testbed::is_file("/usr/sbin/sshd")) << "openssh-server missing: run tools/install-deps.sh";
+  Testbed tb("clu", kNodes, "--delay 100 --jitter 20");
+  ASSERT_TRUE(tb.ok()) << tb.output();
+  testutil::TempDir tmp;
+  fs::create_directories(tmp / "ssh");
+  mkdir("/run/sshd", 0755);  // sshd's privilege separation directory
+  for (const char* k : {"host_key", "user_key"}) {
+    auto r = testutil::run("ssh-keygen -q -t ed25519 -N '' -f " + (tmp / ("ssh/" + std::string(k))), tmp);
+    ASSERT_EQ(r.status, 0) << r.err;
+  }
+  fs::copy_file(tmp / "ssh/user_key.pub", tmp / "ssh/authorized_keys");
+  std::vector<std::unique_ptr<Sshd>> sshd;
+  for (int k : kSshNodes) sshd.push_back(std::make_unique<Sshd>(tmp, tb.ns(k), k));
+
+  const char* sims[] = {"1500000000,40", "-2700000000,-150", "900000000,200", "300000000,-60",
+                        "-800000000,90", "2100000000,-20", "-1200000000,130", "600000000,-110"};
+  nlohmann::json nodes = nlohmann::json::array();
+  for (int k = 1; k <= kNodes; ++k) {
+    nlohmann::json n = {{"name", "N" + std::to_string(k)},
+                        {"minrtt", ip(k)},
+                        {"command", stage(k)},
+                        {"record", {"--simulate-clock", sims[k - 1]}}};
+    n["transport"] = kSshNodes.count(k) ? nlohmann::json(ssh_transport(tmp, tb.ns(1), k))
+                                        : nlohmann::json({"ip", "netns", "exec", tb.ns(k)});
+    nodes.push_back(n);
+  }
+  nlohmann::json file = {{"cptrace", testutil::cptrace_bin()}, {"dir", tmp / "local"}, {"nodes", nodes}};
+  std::ofstream(tmp / "nodes.json") << file.dump(2);
+  // sshd listens once its namespace's address is up; a version check over ssh shows it.
+  for (int k : kSshNodes) {
+    bool up = false;
+    for (int i = 0; i < 100 && !up; ++i) {
+      std::string cmd;
+      for (const auto& w : ssh_transport(tmp, tb.ns(1), k)) cmd += testbed::shq(w) + " ";
+      up = testutil::run(cmd + "true", tmp).status == 0;
+      if (!up) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    ASSERT_TRUE(up) << "sshd in node " << k << ": " << testutil::read_file(tmp / ("ssh/sshd" + std::to_string(k) + ".err"));
+  }
+
+  std::string path;
+  for (int k = 1; k <= kNodes; ++k)
+    path += (k == 1 ? "" : ",") + std::string("N") + std::to_string(k) + (k == 1 ? ".out" : k == kNodes ? ".in" : ".in,N" + std::to_string(k) + ".out");
+  testutil::Proc ctl(testutil::cptrace_bin() + " cluster record " + (tmp / "nodes.json") + " -o " + (tmp / "run") +
+                         " --sync-rounds 30 --sync-wait 20 --path " + path,
+                     tmp / "ctl.out", tmp / "ctl.err");
+  KeySeen keys = watch_keys(tmp / "local", 60);
+  int st = ctl.wait(150);
+  std::string out = testutil::read_file(tmp / "ctl.out"), err = testutil::read_file(tmp / "ctl.err");
+  ASSERT_EQ(st, 0) << out << err;
+  printf("%s", out.c_str());
+  EXPECT_EQ(keys.files, kNodes) << "key files seen while running";
+  EXPECT_GE(keys.agents, kNodes) << "agents seen while running";
+  for (const auto& p : keys.problems) ADD_FAILURE() << p;
+
+  // Byte-identical copies, and the rounds topology.
+  std::set<std::pair<std::string, std::string>> pairs;
+  size_t rounds = 0;
+  for (int k = 1; k <= kNodes; ++k) {
+    std::string name = "N" + std::to_string(k), local;
+    for (const auto& e : fs::directory_iterator(tmp / "local")) local = (e.path() / name / "trace").string();
+    for (const char* f : {"events.cpt", "meta.json"}) {
+      std::string a = testutil::read_file(tmp / ("run/" + name + "/" + f)), b = testutil::read_file(local + "/" + f);
+      EXPECT_FALSE(a.empty()) << name << " " << f;
+      EXPECT_TRUE(a == b) << name << "/" << f << ": controller copy " << a.size() << " bytes, node's " << b.size();
+    }
+    TraceReader r(tmp / ("run/" + name));
+    ASSERT_FALSE(r.error()) << name;
+    EXPECT_EQ(r.meta().value("complete", false), true) << name;
+    const nlohmann::json& m = r.meta();
+    size_t peers = m.contains("minrtt") && m["minrtt"].contains("peers") ? m["minrtt"]["peers"].size() : 0;
+    EXPECT_LE(peers, 2u) << name;
+    for (const SyncRound& s : r.sync_rounds()) {
+      pairs.insert(std::minmax(name, s.peer));
+      rounds++;
+    }
+  }
+  EXPECT_LE(pairs.size(), size_t(2 * kNodes)) << "MinRTT pairs";
+  EXPECT_GE(pairs.size(), size_t(kNodes - 1)) << "every node related to another";
+  printf("  [cluster] %d nodes: %zu MinRTT pairs (all pairs would be %d), %zu rounds\n", kNodes, pairs.size(),
+         kNodes * (kNodes - 1) / 2, rounds);
+  EXPECT_NE(out.find("per-hop latency"), std::string::npos);
+  EXPECT_NE(out.find("end to end"), std::string::npos);
+  EXPECT_TRUE(fs::exists(tmp / "run/report.html"));
+
+  // Every end-to-end bound contains the truth (one physical TSC, the streams invert it).
+  std::vector<std::vector<ClockPoint>> clock(kNodes + 1);
+  for (int k = 1; k <= kNodes; ++k) clock[k] = TraceReader(tmp / ("run/N" + std::to_string(k))).clock_map().points();
+  const std::string tr = tmp / "run/translated", c1 = "N1.out", c2 = "N" + std::to_string(kNodes) + ".in";
+  LatencyResult res = latency(tr, c1, c2);
+  EXPECT_EQ(res.rows.size(), kTuples);
+  uint64_t ch1 = cp_channel_id(c1.c_str()), ch2 = cp_channel_id(c2.c_str());
+  std::map<std::pair<uint64_t, uint64_t>, uint64_t> local;
+  TraceReader t(tr);
+  std::vector<TranslatedEvent> evs;
+  t.for_each_frame(FrameType::Translated, [&](const FrameHeader& h, const std::vector<uint8_t>& p) {
+    decode_translated(h, p.data(), p.size(), evs);
+    for (const TranslatedEvent& e : evs)
+      if (e.channel == ch1 || e.channel == ch2) local[{e.channel, e.tuple}] = e.local_ts;
+  });
+  size_t contained = 0;
+  int64_t widest = 0;
+  for (const LatencyRow& row : res.rows) {
+    uint64_t a = local.at({ch1, row.tuple}), b = local.at({ch2, row.tuple});
+    long double ta = truth::interp(clock[1], (long double)a, true), tb_ = truth::interp(clock[kNodes], (long double)b, true);
+    long double ns = tb_ - ta;
+    bool ok = ns >= row.ns_lo && ns <= row.ns_hi;
+    contained += ok;
+    widest = std::max(widest, row.ns_hi - row.ns_lo);
+    EXPECT_TRUE(ok) << "tuple " << row.tuple << " [" << row.ns_lo << ", " << row.ns_hi << "] truth " << (double)ns;
+  }
+  printf("  [cluster] %s -> %s: %zu/%zu bounds contain the truth, widest %lld ns\n", c1.c_str(), c2.c_str(),
+         contained, res.rows.size(), (long long)widest);
+}
+
+TEST(Cluster, RefusesUnreachableMissingAndMismatchedNodesByName) {
+  testutil::TempDir tmp;
+  std::string fake = tmp / "old-cptrace";
+  std::ofstream(fake) << "#!/bin/sh\necho 'cptrace 0.0-old (trace format 1)'\n";
+  chmod(fake.c_str(), 0755);
+  auto attempt = [&](const nlohmann::json& bad) {
+    nlohmann::json f = {{"cptrace", testutil::cptrace_bin()},
+                        {"dir", tmp / "local"},
+                        {"nodes", {{{"name", "good"}, {"transport", "env"}, {"minrtt", "127.0.0.1"}}, bad}}};
+    std::ofstream(tmp / "nodes.json") << f.dump();
+    return testutil::run(testutil::cptrace_bin() + " cluster record --check-timeout 10 " + (tmp / "nodes.json") +
+                             " -o " + (tmp / "run") + " -- true",
+                         tmp);
+  };
+  auto r = attempt({{"name", "gone"}, {"transport", "ip netns exec cptt-no-such-ns-x"}, {"minrtt", "10.0.0.1"}});
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.err.find("node gone: unreachable"), std::string::npos) << r.err;
+  r = attempt({{"name", "bare"}, {"transport", "env"}, {"minrtt", "10.0.0.1"}, {"cptrace", "/nonexistent/cptrace"}});
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.err.find("node bare: unreachable or no cptrace at \"/nonexistent/cptrace\""), std::string::npos)
+      << r.err;
+  r = attempt({{"name", "old"}, {"transport", "env"}, {"minrtt", "10.0.0.1"}, {"cptrace", fake}});
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.err.find("node old: version mismatch"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("0.0-old"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("node good"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(tmp / "run")) << "nothing is started when a node cannot start";
+}
+
+}  // namespace
+}  // namespace cptrace
