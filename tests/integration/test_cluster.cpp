@@ -45,10 +45,14 @@ std::vector<std::string> stage(int k) {
   std::string wl = (testutil::build_dir() / "tests" / "pipeline").string(), name = "N" + std::to_string(k);
   std::string next = ip(k + 1) + ":9000";
   if (k == 1)
-    return {wl, "--role", "A", "--stage", name, "--connect", next, "--tuples", std::to_string(kTuples), "--rate",
-            "100", "--connect-timeout", "40"};
+    return {wl,        "--role",   "A",
+            "--stage", name,       "--connect",
+            next,      "--tuples", std::to_string(kTuples),
+            "--rate",  "100",      "--connect-timeout",
+            "40"};
   if (k == kNodes) return {wl, "--role", "C", "--stage", name, "--listen", ip(k) + ":9000"};
-  return {wl, "--role", "B", "--stage", name, "--listen", ip(k) + ":9000", "--connect", next, "--connect-timeout", "40"};
+  return {wl,  "--role", "B", "--stage", name, "--listen", ip(k) + ":9000", "--connect", next, "--connect-timeout",
+          "40"};
 }
 
 // sshd in node k's namespace, allowing root with the test user key only.
@@ -70,8 +74,21 @@ struct Sshd {
 // testbed's addresses exist only there), a real OpenSSH connection to node k.
 std::vector<std::string> ssh_transport(const testutil::TempDir& tmp, const std::string& client_ns, int k) {
   std::string d = tmp / "ssh";
-  return {"ip", "netns", "exec", client_ns, "ssh", "-i", d + "/user_key", "-o", "StrictHostKeyChecking=no",
-          "-o", "UserKnownHostsFile=" + d + "/known_hosts", "-o", "BatchMode=yes", "-o", "LogLevel=ERROR",
+  return {"ip",
+          "netns",
+          "exec",
+          client_ns,
+          "ssh",
+          "-i",
+          d + "/user_key",
+          "-o",
+          "StrictHostKeyChecking=no",
+          "-o",
+          "UserKnownHostsFile=" + d + "/known_hosts",
+          "-o",
+          "BatchMode=yes",
+          "-o",
+          "LogLevel=ERROR",
           "root@" + ip(k)};
 }
 
@@ -138,8 +155,8 @@ TEST(Cluster, EightNodesNetnsAndSshStreamTranslateContainTruth) {
   std::vector<std::unique_ptr<Sshd>> sshd;
   for (int k : kSshNodes) sshd.push_back(std::make_unique<Sshd>(tmp, tb.ns(k), k));
 
-  const char* sims[] = {"1500000000,40", "-2700000000,-150", "900000000,200", "300000000,-60",
-                        "-800000000,90", "2100000000,-20", "-1200000000,130", "600000000,-110"};
+  const char* sims[] = {"1500000000,40", "-2700000000,-150", "900000000,200",   "300000000,-60",
+                        "-800000000,90", "2100000000,-20",   "-1200000000,130", "600000000,-110"};
   nlohmann::json nodes = nlohmann::json::array();
   for (int k = 1; k <= kNodes; ++k) {
     nlohmann::json n = {{"name", "N" + std::to_string(k)},
@@ -161,12 +178,16 @@ TEST(Cluster, EightNodesNetnsAndSshStreamTranslateContainTruth) {
       up = testutil::run(cmd + "true", tmp).status == 0;
       if (!up) std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
-    ASSERT_TRUE(up) << "sshd in node " << k << ": " << testutil::read_file(tmp / ("ssh/sshd" + std::to_string(k) + ".err"));
+    ASSERT_TRUE(up) << "sshd in node " << k << ": "
+                    << testutil::read_file(tmp / ("ssh/sshd" + std::to_string(k) + ".err"));
   }
 
   std::string path;
   for (int k = 1; k <= kNodes; ++k)
-    path += (k == 1 ? "" : ",") + std::string("N") + std::to_string(k) + (k == 1 ? ".out" : k == kNodes ? ".in" : ".in,N" + std::to_string(k) + ".out");
+    path += (k == 1 ? "" : ",") + std::string("N") + std::to_string(k) +
+            (k == 1        ? ".out"
+             : k == kNodes ? ".in"
+                           : ".in,N" + std::to_string(k) + ".out");
   testutil::Proc ctl(testutil::cptrace_bin() + " cluster record " + (tmp / "nodes.json") + " -o " + (tmp / "run") +
                          " --sync-rounds 30 --sync-wait 20 --path " + path,
                      tmp / "ctl.out", tmp / "ctl.err");
@@ -228,15 +249,16 @@ TEST(Cluster, EightNodesNetnsAndSshStreamTranslateContainTruth) {
   int64_t widest = 0;
   for (const LatencyRow& row : res.rows) {
     uint64_t a = local.at({ch1, row.tuple}), b = local.at({ch2, row.tuple});
-    long double ta = truth::interp(clock[1], (long double)a, true), tb_ = truth::interp(clock[kNodes], (long double)b, true);
+    long double ta = truth::interp(clock[1], (long double)a, true),
+                tb_ = truth::interp(clock[kNodes], (long double)b, true);
     long double ns = tb_ - ta;
     bool ok = ns >= row.ns_lo && ns <= row.ns_hi;
     contained += ok;
     widest = std::max(widest, row.ns_hi - row.ns_lo);
     EXPECT_TRUE(ok) << "tuple " << row.tuple << " [" << row.ns_lo << ", " << row.ns_hi << "] truth " << (double)ns;
   }
-  printf("  [cluster] %s -> %s: %zu/%zu bounds contain the truth, widest %lld ns\n", c1.c_str(), c2.c_str(),
-         contained, res.rows.size(), (long long)widest);
+  printf("  [cluster] %s -> %s: %zu/%zu bounds contain the truth, widest %lld ns\n", c1.c_str(), c2.c_str(), contained,
+         res.rows.size(), (long long)widest);
 }
 
 TEST(Cluster, RefusesUnreachableMissingAndMismatchedNodesByName) {
@@ -258,8 +280,7 @@ TEST(Cluster, RefusesUnreachableMissingAndMismatchedNodesByName) {
   EXPECT_NE(r.err.find("node gone: unreachable"), std::string::npos) << r.err;
   r = attempt({{"name", "bare"}, {"transport", "env"}, {"minrtt", "10.0.0.1"}, {"cptrace", "/nonexistent/cptrace"}});
   EXPECT_NE(r.status, 0);
-  EXPECT_NE(r.err.find("node bare: unreachable or no cptrace at \"/nonexistent/cptrace\""), std::string::npos)
-      << r.err;
+  EXPECT_NE(r.err.find("node bare: unreachable or no cptrace at \"/nonexistent/cptrace\""), std::string::npos) << r.err;
   r = attempt({{"name", "old"}, {"transport", "env"}, {"minrtt", "10.0.0.1"}, {"cptrace", fake}});
   EXPECT_NE(r.status, 0);
   EXPECT_NE(r.err.find("node old: version mismatch"), std::string::npos) << r.err;

@@ -14,8 +14,9 @@ namespace cptrace {
 SubcommandRunner add_cluster_command(CLI::App& app) {
   auto rec = std::make_shared<ClusterRecordOptions>();
   auto gat = std::make_shared<ClusterGatherOptions>();
-  auto* cluster = app.add_subcommand("cluster", "record every node of a cluster from one place, over ssh or any "
-                                                "transport");
+  auto* cluster = app.add_subcommand("cluster",
+                                     "record every node of a cluster from one place, over ssh or any "
+                                     "transport");
   cluster->require_subcommand(1);
 
   auto* r = cluster->add_subcommand("record", "start every node's recorder, stream the traces into RUN/, translate");
@@ -33,16 +34,18 @@ SubcommandRunner add_cluster_command(CLI::App& app) {
                 "an option passed to every node's `cptrace record` (repeatable, one word each: "
                 "--record-arg=--sync-rounds --record-arg=50)")
       ->allow_extra_args(false);
-  auto pass = [rec](const std::string& flag) { return [rec, flag](const std::string& v) {
-    rec->record_args.insert(rec->record_args.end(), {flag, v});
-  }; };
+  auto pass = [rec](const std::string& flag) {
+    return [rec, flag](const std::string& v) { rec->record_args.insert(rec->record_args.end(), {flag, v}); };
+  };
   r->add_option_function<std::string>("-p,--pid", pass("-p"), "record this pid on every node");
   r->add_option_function<std::string>("--lib", pass("--lib"), "an ELF file to attach to on every node")
       ->allow_extra_args(false);
   r->add_option_function<std::string>("--sync-rounds", pass("--sync-rounds"), "MinRTT rounds per peer (record's)");
   r->add_option_function<std::string>("--sync-wait", pass("--sync-wait"), "wait for a late peer (record's)");
-  r->add_flag_callback("--all", [rec] { rec->record_args.push_back("--all"); }, "node-wide recording on every node");
-  r->add_flag_callback("--net", [rec] { rec->record_args.push_back("--net"); }, "network events on every node");
+  r->add_flag_callback(
+      "--all", [rec] { rec->record_args.push_back("--all"); }, "node-wide recording on every node");
+  r->add_flag_callback(
+      "--net", [rec] { rec->record_args.push_back("--net"); }, "network events on every node");
   r->add_option("cmd", rec->cmd, "workload of the nodes without their own \"command\" (after --)");
 
   auto* g = cluster->add_subcommand("gather", "fetch what a cluster run is missing (RUN/cluster.json), translate");

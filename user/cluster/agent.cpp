@@ -177,7 +177,9 @@ int run_record(const nlohmann::json& req, int in_fd, std::string& pending, Out& 
   nlohmann::json done = {{"status", exit_status(st)},
                          {"events_bytes", offset},
                          {"stderr_tail", tail_lines(read_whole(log), 15)},
-                         {"stopped_by", !signalled ? "recorder" : in_open ? "controller" : "controller_timeout"}};
+                         {"stopped_by", !signalled ? "recorder"
+                                        : in_open  ? "controller"
+                                                   : "controller_timeout"}};
   std::ofstream(dir + "/status.json") << done.dump() << "\n";
   out.send(WireType::Done, 0, done.dump());
   return 0;

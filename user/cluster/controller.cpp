@@ -91,11 +91,11 @@ std::vector<std::string> check_nodes(const std::vector<NodeRun>& nodes, const st
       CaptureResult r = run_capture(argv, timeout);
       std::string theirs = tail_lines(r.out, 1);
       if (r.status == -1)
-        problems[i] = fmt::format("node {}: unreachable: `{}` did not answer within {} s", n.name, join_argv(argv),
-                                  timeout);
+        problems[i] =
+            fmt::format("node {}: unreachable: `{}` did not answer within {} s", n.name, join_argv(argv), timeout);
       else if (r.status != 0 || theirs.rfind("cptrace ", 0) != 0)
-        problems[i] = fmt::format("node {}: unreachable or no cptrace at \"{}\" (`{}` exit {}): {}", n.name,
-                                  n.cptrace, join_argv(argv), r.status, tail_lines(r.err + r.out, 3));
+        problems[i] = fmt::format("node {}: unreachable or no cptrace at \"{}\" (`{}` exit {}): {}", n.name, n.cptrace,
+                                  join_argv(argv), r.status, tail_lines(r.err + r.out, 3));
       else if (theirs != version)
         problems[i] = fmt::format("node {}: version mismatch: the controller is \"{}\", the node's {} is \"{}\"",
                                   n.name, version, n.cptrace, theirs);
@@ -293,8 +293,7 @@ void print_path_summary(const std::string& translated, const std::string& path) 
     fmt::print("{} {}\n", line, unit);
   };
   fmt::print("per-hop latency (true percentile within [lo, hi]):\n");
-  for (const auto& h : b["hops"])
-    row(h.value("from", std::string()) + " -> " + h.value("to", std::string()), h);
+  for (const auto& h : b["hops"]) row(h.value("from", std::string()) + " -> " + h.value("to", std::string()), h);
   if (b.contains("end_to_end")) row("end to end", b["end_to_end"]);
 }
 
@@ -383,8 +382,7 @@ void stream_run(std::vector<NodeRun>& nodes, const ClusterRecordOptions& o, int 
       }
     }
     if (g_signal) stop_all(strsignal(g_signal));
-    if (o.duration_s > 0 && Clock::now() - start > std::chrono::duration<double>(o.duration_s))
-      stop_all("--duration");
+    if (o.duration_s > 0 && Clock::now() - start > std::chrono::duration<double>(o.duration_s)) stop_all("--duration");
     bool workloads_over = any_workload;
     for (const NodeRun& n : nodes)
       if (!n.spec.command.empty() || !o.cmd.empty()) workloads_over = workloads_over && (n.done || !n.running);
@@ -411,8 +409,8 @@ int cmd_cluster_record(const ClusterRecordOptions& o) {
   auto problems = check_nodes(nodes, own_version(), o.check_timeout_s);
   if (!problems.empty()) {
     for (const auto& p : problems) fmt::print(stderr, "cluster: {}\n", p);
-    throw std::runtime_error(fmt::format("{} of {} node(s) cannot start; nothing was started", problems.size(),
-                                         nodes.size()));
+    throw std::runtime_error(
+        fmt::format("{} of {} node(s) cannot start; nothing was started", problems.size(), nodes.size()));
   }
   if (mkdir(o.out.c_str(), 0755) != 0 && !(errno == EEXIST && o.overwrite))
     throw std::runtime_error(fmt::format("create {}: {}", o.out, strerror(errno)));
@@ -469,8 +467,8 @@ int cmd_cluster_gather(const ClusterGatherOptions& o) {
     }
     nodes.push_back(std::move(n));
   }
-  write_file(o.run + "/cluster.json", manifest(m.value("run_id", std::string()), m.value("path", ""), nodes).dump(2) +
-                                          "\n");
+  write_file(o.run + "/cluster.json",
+             manifest(m.value("run_id", std::string()), m.value("path", ""), nodes).dump(2) + "\n");
   int bad = report_nodes(nodes);
   int st = o.translate ? finish_run(o.run, m.value("path", std::string()), nodes) : 0;
   return bad || st ? 1 : 0;

@@ -36,8 +36,8 @@ void check_name(const std::string& name, size_t index) {
   bool ok = !name.empty() && name.size() <= 64 && name != "." && name != "..";
   for (char c : name) ok = ok && (isalnum((unsigned char)c) || c == '-' || c == '_' || c == '.');
   if (!ok)
-    throw std::runtime_error(fmt::format("node #{}: name \"{}\" must be 1-64 letters, digits, '.', '-' or '_'",
-                                         index + 1, name));
+    throw std::runtime_error(
+        fmt::format("node #{}: name \"{}\" must be 1-64 letters, digits, '.', '-' or '_'", index + 1, name));
 }
 
 bool is_ssh(const std::vector<std::string>& t) {
@@ -88,8 +88,8 @@ ClusterSpec parse_nodes(const nlohmann::json& j) {
     n.dir = e.value("dir", def_dir);
     n.minrtt = e.value("minrtt", host.empty() ? std::string() : host);
     if (n.minrtt.empty())
-      throw std::runtime_error(fmt::format("node {}: \"minrtt\" (its address, HOST[:PORT]) is needed without \"host\"",
-                                           n.name));
+      throw std::runtime_error(
+          fmt::format("node {}: \"minrtt\" (its address, HOST[:PORT]) is needed without \"host\"", n.name));
     n.minrtt = with_port(n.minrtt);
     if (e.contains("command")) n.command = argv_field(e["command"], n.name, "command");
     if (e.contains("record")) n.record = argv_field(e["record"], n.name, "record");
@@ -111,8 +111,8 @@ ClusterSpec read_nodes_file(const std::string& path) {
 }
 
 nlohmann::json to_json(const ClusterNode& n) {
-  return {{"name", n.name},   {"transport", n.transport}, {"shell", n.shell_transport},
-          {"cptrace", n.cptrace}, {"minrtt", n.minrtt},      {"dir", n.dir},
+  return {{"name", n.name},       {"transport", n.transport}, {"shell", n.shell_transport},
+          {"cptrace", n.cptrace}, {"minrtt", n.minrtt},       {"dir", n.dir},
           {"command", n.command}, {"record", n.record}};
 }
 
