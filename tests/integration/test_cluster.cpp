@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -259,6 +260,142 @@ TEST(Cluster, EightNodesNetnsAndSshStreamTranslateContainTruth) {
   }
   printf("  [cluster] %s -> %s: %zu/%zu bounds contain the truth, widest %lld ns\n", c1.c_str(), c2.c_str(), contained,
          res.rows.size(), (long long)widest);
+}
+
+// A 3-node run over `ip netns exec` (N1 -> N2 -> N3), the controller started in
+// the background; `tuples` at 100/s.
+struct SmallRun {
+  Testbed tb;
+  testutil::TempDir tmp;
+  std::unique_ptr<testutil::Proc> ctl;
+  SmallRun(const std::string& tag, uint64_t tuples, const std::string& opts) : tb(tag, 3, "--delay 100") {
+    if (!tb.ok()) return;
+    nlohmann::json nodes = nlohmann::json::array();
+    const std::string wl = (testutil::build_dir() / "tests" / "pipeline").string();
+    for (int k = 1; k <= 3; ++k) {
+      std::vector<std::string> cmd = {wl, "--stage", "N" + std::to_string(k)};
+      std::vector<std::string> role = k == 1   ? std::vector<std::string>{"--role",
+                                                                          "A",
+                                                                          "--connect",
+                                                                          ip(2) + ":9000",
+                                                                          "--tuples",
+                                                                          std::to_string(tuples),
+                                                                          "--rate",
+                                                                          "100",
+                                                                          "--connect-timeout",
+                                                                          "40"}
+                                      : k == 2 ? std::vector<std::string>{"--role",
+                                                                          "B",
+                                                                          "--listen",
+                                                                          ip(2) + ":9000",
+                                                                          "--connect",
+                                                                          ip(3) + ":9000",
+                                                                          "--connect-timeout",
+                                                                          "40"}
+                                               : std::vector<std::string>{"--role", "C", "--listen", ip(3) + ":9000"};
+      cmd.insert(cmd.end(), role.begin(), role.end());
+      nodes.push_back({{"name", "N" + std::to_string(k)},
+                       {"transport", {"ip", "netns", "exec", tb.ns(k)}},
+                       {"minrtt", ip(k)},
+                       {"command", cmd}});
+    }
+    nlohmann::json file = {{"cptrace", testutil::cptrace_bin()}, {"dir", tmp / "local"}, {"nodes", nodes}};
+    std::ofstream(tmp / "nodes.json") << file.dump(2);
+    ctl = std::make_unique<testutil::Proc>(testutil::cptrace_bin() + " cluster record " + (tmp / "nodes.json") +
+                                               " -o " + (tmp / "run") + " --sync-rounds 20 --sync-wait 10 " + opts,
+                                           tmp / "ctl.out", tmp / "ctl.err");
+  }
+  // The node's own trace directory.
+  std::string node_trace(const std::string& name) const {
+    for (const auto& e : fs::directory_iterator(tmp / "local")) return (e.path() / name / "trace").string();
+    return "";
+  }
+  bool streaming() const {
+    std::error_code ec;
+    return fs::file_size(tmp / "run/N1/events.cpt", ec) > 16 && !ec;
+  }
+  void expect_identical_copies() const {
+    for (const char* n : {"N1", "N2", "N3"})
+      for (const char* f : {"events.cpt", "meta.json"}) {
+        std::string a = testutil::read_file(tmp / (std::string("run/") + n + "/" + f)),
+                    b = testutil::read_file(node_trace(n) + "/" + f);
+        EXPECT_FALSE(a.empty()) << n << "/" << f;
+        EXPECT_TRUE(a == b) << n << "/" << f << ": controller copy " << a.size() << " bytes, node's " << b.size();
+      }
+  }
+};
+
+bool wait_until(const std::function<bool()>& f, double timeout_s) {
+  auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  while (!f()) {
+    if (std::chrono::steady_clock::now() > end) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return true;
+}
+
+// The controller SIGKILLed mid-run: every agent stops its recorder after
+// --controller-timeout, the traces stay on the nodes, `cluster gather` completes RUN/.
+TEST(Cluster, ControllerKilledAgentsStopByThemselvesGatherCompletes) {
+  REQUIRE_BPF();
+  REQUIRE_TESTBED();
+  SmallRun run("clk", 3000, "--controller-timeout 2");
+  ASSERT_TRUE(run.tb.ok()) << run.tb.output();
+  ASSERT_TRUE(wait_until([&] { return run.streaming(); }, 60)) << testutil::read_file(run.tmp / "ctl.err");
+  kill(run.ctl->pid, SIGKILL);
+  run.ctl->wait(10);
+  for (const char* n : {"N1", "N2", "N3"}) {
+    std::string status =
+        run.tmp / (std::string("local/") + fs::path(run.node_trace(n)).parent_path().parent_path().filename().string() +
+                   "/" + n + "/status.json");
+    ASSERT_TRUE(wait_until([&] { return testbed::is_file(status); }, 60))
+        << n << " did not stop without its controller";
+    auto j = nlohmann::json::parse(testutil::read_file(status));
+    int code = j.value("status", -1);
+    EXPECT_TRUE(code == 0 || code == 130) << n << " (130: its command passed the stop) " << j.dump();
+    if (std::string(n) == "N1") EXPECT_EQ(j.value("stopped_by", ""), "controller_timeout") << j.dump();
+  }
+  auto g = testutil::run(testutil::cptrace_bin() + " cluster gather " + (run.tmp / "run"), run.tmp);
+  EXPECT_EQ(g.status, 0) << g.out << g.err;
+  run.expect_identical_copies();
+  EXPECT_TRUE(fs::exists(run.tmp / "run/translated/events.cpt")) << g.err;
+  auto m = nlohmann::json::parse(testutil::read_file(run.tmp / "run/cluster.json"));
+  for (const auto& n : m["nodes"]) EXPECT_EQ(n.value("state", ""), "complete") << n.dump();
+}
+
+// One node's agent killed mid-run (its stream breaks, its recorder goes on):
+// at the stop the controller fetches the rest by offset; the copy is complete.
+TEST(Cluster, BrokenStreamIsCompletedAtStop) {
+  REQUIRE_BPF();
+  REQUIRE_TESTBED();
+  SmallRun run("clb", 500, "");
+  ASSERT_TRUE(run.tb.ok()) << run.tb.output();
+  ASSERT_TRUE(wait_until([&] { return run.streaming(); }, 60)) << testutil::read_file(run.tmp / "ctl.err");
+  // N2's agent: the parent of the recorder writing N2's trace.
+  pid_t agent = -1;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        for (const auto& e : fs::directory_iterator("/proc")) {
+          std::string c = testutil::read_file(e.path() / "cmdline");
+          std::replace(c.begin(), c.end(), '\0', ' ');
+          if (c.find(" record ") == std::string::npos || c.find("/N2/trace") == std::string::npos ||
+              c.find(run.tmp.path.string()) == std::string::npos)
+            continue;
+          std::string stat = testutil::read_file(e.path() / "stat");
+          agent = atoi(stat.substr(stat.rfind(')') + 4).c_str());
+          return agent > 1;
+        }
+        return false;
+      },
+      30));
+  ASSERT_NE(testutil::read_file("/proc/" + std::to_string(agent) + "/cmdline").find("cluster"), std::string::npos);
+  kill(agent, SIGKILL);
+  int st = run.ctl->wait(120);
+  std::string err = testutil::read_file(run.tmp / "ctl.err");
+  EXPECT_EQ(st, 0) << err;
+  EXPECT_NE(err.find("node N2: stream ended at byte"), std::string::npos) << err;
+  run.expect_identical_copies();
+  EXPECT_TRUE(fs::exists(run.tmp / "run/translated/events.cpt")) << err;
 }
 
 TEST(Cluster, RefusesUnreachableMissingAndMismatchedNodesByName) {

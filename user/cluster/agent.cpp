@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -143,6 +144,7 @@ int run_record(const nlohmann::json& req, int in_fd, std::string& pending, Out& 
     argv.insert(argv.end(), cmd.begin(), cmd.end());
   }
   pid_t rec = start_recorder(argv, log);
+  std::ofstream(dir + "/recorder.pid") << rec << "\n";  // for a fetch after this agent is gone
   out.send(WireType::Hello, 0, nlohmann::json{{"dir", dir}, {"pid", rec}}.dump());
 
   uint64_t offset = 0;
@@ -185,17 +187,45 @@ int run_record(const nlohmann::json& req, int in_fd, std::string& pending, Out& 
   return 0;
 }
 
+bool meta_complete(const std::string& trace) {
+  try {
+    return nlohmann::json::parse(read_whole(trace + "/meta.json")).value("complete", false);
+  } catch (const nlohmann::json::exception&) {
+    return false;  // not written yet
+  }
+}
+
+// A recorder whose agent is gone (killed, its transport broken) still runs: with
+// "stop", it is stopped as the agent would have; then its end is awaited.
+void settle_orphan(const std::string& dir, bool stop, double wait_s) {
+  const std::string trace = dir + "/trace";
+  if (stop && !meta_complete(trace)) {
+    pid_t pid = atoi(read_whole(dir + "/recorder.pid").c_str());
+    std::string cmd = pid > 0 ? read_whole(fmt::format("/proc/{}/cmdline", pid)) : "";
+    if (cmd.find(trace) != std::string::npos) kill(pid, SIGINT);  // still our recorder, not a reused pid
+  }
+  auto end = Clock::now() + std::chrono::duration<double>(wait_s);
+  while (!meta_complete(trace) && Clock::now() < end) usleep(100000);
+}
+
 int run_fetch(const nlohmann::json& req, Out& out) {
   const std::string dir = req.at("dir");
   uint64_t offset = req.value("offset", uint64_t(0));
   struct stat st;
   if (stat((dir + "/trace/events.cpt").c_str(), &st) != 0)
     throw std::runtime_error(fmt::format("no trace in {} on this node", dir));
+  if (read_whole(dir + "/status.json").empty()) settle_orphan(dir, req.value("stop", false), req.value("wait", 0.0));
   std::string status = read_whole(dir + "/status.json");
   pump(out, dir + "/trace/events.cpt", offset);
   std::string meta = read_whole(dir + "/trace/meta.json");
   if (!meta.empty()) out.send(WireType::Meta, 0, meta);
-  nlohmann::json done = status.empty() ? nlohmann::json{{"running", true}} : nlohmann::json::parse(status);
+  nlohmann::json done;
+  if (!status.empty())
+    done = nlohmann::json::parse(status);
+  else if (meta_complete(dir + "/trace"))
+    done = {{"status", 0}, {"stopped_by", "fetch"}};  // its agent never saw the end
+  else
+    done = {{"running", true}};
   done["events_bytes"] = offset;
   out.send(WireType::Done, 0, done.dump());
   return 0;

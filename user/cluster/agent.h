@@ -13,9 +13,11 @@
 //   seconds does the same, and the trace stays in DIR. At the recorder's end: the
 //   rest of events.cpt, meta.json, Done {"status", "events_bytes",
 //   "stderr_tail"} (also written to DIR/status.json); the key file is removed.
-// {"op": "fetch", "dir", "offset"}
+// {"op": "fetch", "dir", "offset", "stop", "wait"}
 //   sends DIR/trace/events.cpt from `offset`, meta.json, and Done (from
-//   DIR/status.json, or {"running": true} while the recorder still runs).
+//   DIR/status.json, or {"running": true} while the recorder still runs). A
+//   recorder whose agent is gone is sent SIGINT first with "stop", and its end
+//   awaited up to "wait" seconds.
 #pragma once
 
 namespace cptrace {

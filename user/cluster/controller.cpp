@@ -200,14 +200,15 @@ void finish_agent(NodeRun& n) {
 
 // Runs one agent (a fetch) to its end.
 void run_fetch(NodeRun& n) {
-  start_agent(n, {{"op", "fetch"}, {"dir", n.node_dir}, {"offset", n.received}});
+  // The run is over: a recorder left without its agent is stopped now.
+  start_agent(n, {{"op", "fetch"}, {"dir", n.node_dir}, {"offset", n.received}, {"stop", true}, {"wait", 60}});
   close(n.proc.in);
   n.proc.in = -1;
   n.dec = WireDecoder();
   n.problem.clear();
   for (;;) {
     pollfd p[2] = {{n.proc.out, POLLIN, 0}, {n.proc.err, POLLIN, 0}};
-    if (poll(p, 2, 60000) <= 0) break;
+    if (poll(p, 2, 120000) <= 0) break;
     if (p[1].revents) read_err(n);
     if (p[0].revents && !read_stream(n)) break;
   }
@@ -240,8 +241,15 @@ void complete_copy(NodeRun& n) {
   if (n.events_fd >= 0) close(n.events_fd), n.events_fd = -1;
 }
 
+// The recorder exits with its command's status; a command it passed our stop
+// (SIGINT) to ends with 130, which is no failure.
+bool recorder_ok(const nlohmann::json& done) {
+  int st = done.value("status", -1);
+  return st == 0 || (st == 128 + SIGINT && done.value("stopped_by", std::string("recorder")) != "recorder");
+}
+
 std::string state_of(const NodeRun& n) {
-  if (n.complete()) return n.done_json.value("status", 0) == 0 ? "complete" : "recorder_failed";
+  if (n.complete()) return recorder_ok(n.done_json) ? "complete" : "recorder_failed";
   return "incomplete";
 }
 
