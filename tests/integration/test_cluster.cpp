@@ -398,6 +398,49 @@ TEST(Cluster, BrokenStreamIsCompletedAtStop) {
   EXPECT_TRUE(fs::exists(run.tmp / "run/translated/events.cpt")) << err;
 }
 
+// Ctrl-C (SIGINT to the controller) and --duration stop every node; the run is
+// complete (the commands ended by the stop count as stopped, not failed).
+TEST(Cluster, SigintAndDurationStopEveryNode) {
+  REQUIRE_BPF();
+  REQUIRE_TESTBED();
+  for (const std::string how : {"sigint", "duration"}) {
+    SmallRun run(how == "sigint" ? "cli" : "cld", 3000, how == "duration" ? "--duration 4" : "");
+    ASSERT_TRUE(run.tb.ok()) << run.tb.output();
+    ASSERT_TRUE(wait_until([&] { return run.streaming(); }, 60)) << testutil::read_file(run.tmp / "ctl.err");
+    if (how == "sigint") kill(run.ctl->pid, SIGINT);
+    int st = run.ctl->wait(60);
+    std::string err = testutil::read_file(run.tmp / "ctl.err");
+    EXPECT_EQ(st, 0) << how << ": " << err;
+    EXPECT_NE(err.find(how == "sigint" ? "stopping every node (Interrupt)" : "stopping every node (--duration)"),
+              std::string::npos)
+        << err;
+    run.expect_identical_copies();
+    TraceReader r(run.tmp / "run/N2");
+    EXPECT_TRUE(r.meta().value("complete", false)) << how;
+    EXPECT_TRUE(fs::exists(run.tmp / "run/translated/events.cpt")) << how << ": " << err;
+  }
+}
+
+// A recorder that fails on its node is named with its exit status and output.
+TEST(Cluster, FailedRecorderIsNamedWithItsOutput) {
+  testutil::TempDir tmp;
+  nlohmann::json f = {
+      {"cptrace", testutil::cptrace_bin()},
+      {"dir", tmp / "local"},
+      {"nodes",
+       {{{"name", "alpha"}, {"transport", "env"}, {"minrtt", "127.0.0.1:17711"}},
+        {{"name", "beta"}, {"transport", "env"}, {"minrtt", "127.0.0.1:17712"}, {"record", {"--ring-mb", "3"}}}}}};
+  std::ofstream(tmp / "nodes.json") << f.dump();
+  auto r = testutil::run(testutil::cptrace_bin() + " cluster record " + (tmp / "nodes.json") + " -o " + (tmp / "run") +
+                             " --record-arg=--bogus-option -- true",
+                         tmp);
+  EXPECT_NE(r.status, 0);
+  for (const char* n : {"alpha", "beta"}) {
+    EXPECT_NE(r.err.find(std::string("node ") + n + ": recorder failed (exit"), std::string::npos) << r.err;
+  }
+  EXPECT_NE(r.err.find("--bogus-option"), std::string::npos) << "the recorder's own words: " << r.err;
+}
+
 TEST(Cluster, RefusesUnreachableMissingAndMismatchedNodesByName) {
   testutil::TempDir tmp;
   std::string fake = tmp / "old-cptrace";

@@ -30,6 +30,10 @@ SubcommandRunner add_cluster_command(CLI::App& app) {
       ->check(CLI::PositiveNumber);
   r->add_option("--check-timeout", rec->check_timeout_s, "seconds to reach each node at the start (default 30)")
       ->check(CLI::PositiveNumber);
+  r->add_option("--stop-linger", rec->stop_linger_s,
+                "seconds every node's MinRTT responder answers after its own stop, for the nodes stopping later "
+                "(record --sync-linger; default 3)")
+      ->check(CLI::Range(0.0, 3600.0));
   r->add_option("--record-arg", rec->record_args,
                 "an option passed to every node's `cptrace record` (repeatable, one word each: "
                 "--record-arg=--sync-rounds --record-arg=50)")

@@ -113,6 +113,9 @@ std::vector<std::string> record_args(const ClusterRecordOptions& o, const std::v
   const std::string& me = nodes[i].spec.minrtt;
   if (nodes.size() > 1) {
     a.insert(a.end(), {"--minrtt-listen", "[::]" + me.substr(me.rfind(':'))});
+    // Nodes stop one after the other (each when its workload ends): a responder
+    // must outlast its node's stop so that the later nodes still get MinRTT2.
+    a.insert(a.end(), {"--sync-linger", fmt::format("{}", o.stop_linger_s)});
     std::string peers;
     for (size_t k : rounds_peers(i)) peers += (peers.empty() ? "" : ",") + nodes[k].spec.minrtt;
     if (!peers.empty()) a.insert(a.end(), {"--peers", peers});
@@ -231,7 +234,10 @@ void open_copy(NodeRun& n, bool fresh, bool overwrite) {
 // After the stream: a node whose copy is short is asked again from where it
 // broke; what is still missing is said by name.
 void complete_copy(NodeRun& n) {
-  if (!n.complete() && (n.hello || n.received > 0 || n.done)) {
+  // A stream that reached its Done whole needs nothing more, even from a failed recorder.
+  bool whole = n.done && !n.done_json.value("running", false) &&
+               n.received == n.done_json.value("events_bytes", uint64_t(0)) && n.problem.empty();
+  if (!whole && (n.hello || n.received > 0 || n.done)) {
     fmt::print(stderr, "cluster: node {}: stream ended at byte {}{}; fetching the rest\n", n.spec.name, n.received,
                n.problem.empty() ? "" : " (" + n.problem + ")");
     run_fetch(n);
@@ -249,6 +255,7 @@ bool recorder_ok(const nlohmann::json& done) {
 }
 
 std::string state_of(const NodeRun& n) {
+  if (n.done && !n.done_json.value("running", false) && !recorder_ok(n.done_json)) return "recorder_failed";
   if (n.complete()) return recorder_ok(n.done_json) ? "complete" : "recorder_failed";
   return "incomplete";
 }
@@ -274,8 +281,8 @@ int report_nodes(const std::vector<NodeRun>& nodes) {
     if (s == "complete") continue;
     bad++;
     if (s == "recorder_failed")
-      fmt::print(stderr, "cluster: node {}: recorder failed (exit {}):\n{}\n", n.spec.name,
-                 n.done_json.value("status", -1), n.done_json.value("stderr_tail", std::string()));
+      fmt::print(stderr, "cluster: node {}: recorder failed (exit {}: its own error, or its command's status):\n{}\n",
+                 n.spec.name, n.done_json.value("status", -1), n.done_json.value("stderr_tail", std::string()));
     else if (n.done && n.done_json.value("running", false))
       fmt::print(stderr, "cluster: node {}: trace incomplete: its recorder still runs (got {} bytes)\n", n.spec.name,
                  n.received);

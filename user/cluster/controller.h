@@ -25,6 +25,7 @@ struct ClusterRecordOptions {
   std::string path;  // "CH,CH,...": the per-hop summary and the report's path
   double controller_timeout_s = 30;  // agents stop their recorder after this long without us
   double check_timeout_s = 30;  // for reaching each node at the start
+  double stop_linger_s = 3;  // every responder answers this long after its node's stop phase
   std::vector<std::string> record_args;  // the same for every node (-p, --lib, --all, --net, ...)
   std::vector<std::string> cmd;  // the workload of nodes that have none of their own
 };

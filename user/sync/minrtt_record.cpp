@@ -2,6 +2,7 @@
 #include "sync/minrtt_record.h"
 
 #include <time.h>
+#include <algorithm>
 #include <cmath>
 #include <unistd.h>
 
@@ -24,6 +25,11 @@ void add_minrtt_record_options(CLI::App* record, MinrttRecordOptions& o) {
   record->add_option("--sync-rate", o.rate_hz, "MinRTT stream rounds per second and peer while recording (0: none)")
       ->check(CLI::Range(0.0, 1000.0));
   record->add_option("--sync-wait", o.wait_s, "seconds to keep retrying a peer that does not answer yet")
+      ->check(CLI::Range(0.0, 3600.0));
+  record
+      ->add_option("--sync-linger", o.linger_s,
+                   "seconds the responder keeps answering after this node's stop phase, even when quiet "
+                   "(peers stopping later still get their MinRTT2; `cluster record` sets it)")
       ->check(CLI::Range(0.0, 3600.0));
   record->add_option("--key", o.key_file, "HMAC key file (cptrace keygen): authenticate MinRTT probes and replies");
   record->add_flag("--insecure", o.insecure,
@@ -86,8 +92,12 @@ std::vector<SyncRound> MinrttRecording::take_rounds() {
 
 void MinrttRecording::stop() {
   if (session_) session_->stop_phase();
-  int64_t end = mono_ns() + int64_t(opt_.wait_s * 1e9);
-  while (mono_ns() < end && mono_ns() - responder_->stats().last_probe_ns.load() < 1000000000ll) usleep(50000);
+  // At least --sync-linger, then until peers have been quiet for 1 s, at most
+  // the larger of the two limits.
+  const int64_t now = mono_ns(), linger_end = now + int64_t(opt_.linger_s * 1e9);
+  const int64_t end = now + int64_t(std::max(opt_.wait_s, opt_.linger_s) * 1e9);
+  auto quiet = [&] { return mono_ns() - responder_->stats().last_probe_ns.load() >= 1000000000ll; };
+  while (mono_ns() < end && (mono_ns() < linger_end || !quiet())) usleep(50000);
   responder_->stop();
   fmt::print(stderr, "cptrace record: MinRTT responder: {}\n", responder_->stats().line());
 }

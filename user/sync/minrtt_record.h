@@ -28,6 +28,7 @@ struct MinrttRecordOptions {
   unsigned rounds = 100;  // --sync-rounds, per peer and phase
   double rate_hz = 0;  // --sync-rate, stream rounds per second and peer
   double wait_s = 10;  // --sync-wait, retry deadline for peers not yet answering
+  double linger_s = 0;  // --sync-linger, the responder's least time after the stop phase
   std::string key_file;  // --key
   bool insecure = false;  // --insecure: no key, rounds recorded as unauthenticated
   std::string simulate_clock;  // --simulate-clock OFFSET_NS,SKEW_PPM (test only)
@@ -52,8 +53,9 @@ class MinrttRecording {
   ~MinrttRecording();
   void start();
   std::vector<SyncRound> take_rounds();
-  // Stop phase, then keeps answering until peers have been quiet for 1 s (at most
-  // --sync-wait): peers that stop a little later still get their MinRTT2.
+  // Stop phase, then keeps answering for --sync-linger and until peers have been
+  // quiet for 1 s (at most the larger of --sync-wait and --sync-linger): peers
+  // that stop a little later still get their MinRTT2.
   void stop();
   // meta.json "minrtt": responder counters, per-peer round counters, summary.
   nlohmann::json meta(double tsc_hz, const std::vector<SyncRound>& all_rounds) const;
