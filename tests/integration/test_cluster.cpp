@@ -202,7 +202,7 @@ TEST(Cluster, EightNodesNetnsAndSshStreamTranslateContainTruth) {
   for (const auto& p : keys.problems) ADD_FAILURE() << p;
 
   // Byte-identical copies, and the rounds topology.
-  std::set<std::pair<std::string, std::string>> pairs;
+  std::map<std::pair<std::string, std::string>, std::set<std::string>> pairs;  // -> phases with rounds
   size_t rounds = 0;
   for (int k = 1; k <= kNodes; ++k) {
     std::string name = "N" + std::to_string(k), local;
@@ -219,12 +219,14 @@ TEST(Cluster, EightNodesNetnsAndSshStreamTranslateContainTruth) {
     size_t peers = m.contains("minrtt") && m["minrtt"].contains("peers") ? m["minrtt"]["peers"].size() : 0;
     EXPECT_LE(peers, 2u) << name;
     for (const SyncRound& s : r.sync_rounds()) {
-      pairs.insert(std::minmax(name, s.peer));
+      pairs[std::minmax(name, s.peer)].insert(s.phase);
       rounds++;
     }
   }
   EXPECT_LE(pairs.size(), size_t(2 * kNodes)) << "MinRTT pairs";
   EXPECT_GE(pairs.size(), size_t(kNodes - 1)) << "every node related to another";
+  for (const auto& [pair, phases] : pairs)  // the later nodes still reached the earlier ones at the stop
+    EXPECT_TRUE(phases.count("start") && phases.count("stop")) << pair.first << "-" << pair.second;
   printf("  [cluster] %d nodes: %zu MinRTT pairs (all pairs would be %d), %zu rounds\n", kNodes, pairs.size(),
          kNodes * (kNodes - 1) / 2, rounds);
   EXPECT_NE(out.find("per-hop latency"), std::string::npos);
