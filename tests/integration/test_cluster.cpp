@@ -443,6 +443,35 @@ TEST(Cluster, FailedRecorderIsNamedWithItsOutput) {
   EXPECT_NE(r.err.find("--bogus-option"), std::string::npos) << "the recorder's own words: " << r.err;
 }
 
+// One node cannot start while the other records a long workload: every node is
+// stopped at once, and the one that failed is named.
+TEST(Cluster, NodeThatCannotStartStopsTheRun) {
+  REQUIRE_BPF();
+  testutil::TempDir tmp;
+  nlohmann::json f = {{"cptrace", testutil::cptrace_bin()},
+                      {"dir", tmp / "local"},
+                      {"nodes",
+                       {{{"name", "alpha"}, {"transport", "env"}, {"minrtt", "127.0.0.1:17711"}},
+                        {{"name", "beta"},
+                         {"transport", "env"},
+                         {"minrtt", "127.0.0.1:17712"},
+                         {"record", {"--ring-mb", "3"}},
+                         {"command", {"true"}}}}}};
+  std::ofstream(tmp / "nodes.json") << f.dump();
+  auto r = testutil::run(testutil::cptrace_bin() + " cluster record " + (tmp / "nodes.json") + " -o " + (tmp / "run") +
+                             " --stop-linger 0 --sync-wait 2 --sync-rounds 5 -- sleep 60",
+                         tmp);
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.err.find("stopping every node (node beta could not start its recorder)"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("node beta: recorder failed"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("node alpha: recorder failed"), std::string::npos) << r.err;
+  std::string status;
+  for (const auto& e : fs::directory_iterator(tmp / "local"))
+    status = testutil::read_file(e.path() / "alpha/status.json");
+  ASSERT_FALSE(status.empty());
+  EXPECT_EQ(nlohmann::json::parse(status).value("stopped_by", ""), "controller") << "alpha's 60 s workload: " << status;
+}
+
 TEST(Cluster, RefusesUnreachableMissingAndMismatchedNodesByName) {
   testutil::TempDir tmp;
   std::string fake = tmp / "old-cptrace";

@@ -398,6 +398,9 @@ void stream_run(std::vector<NodeRun>& nodes, const ClusterRecordOptions& o, int 
     }
     if (g_signal) stop_all(strsignal(g_signal));
     if (o.duration_s > 0 && Clock::now() - start > std::chrono::duration<double>(o.duration_s)) stop_all("--duration");
+    for (const NodeRun& n : nodes)  // a recorder that failed before writing a trace could not start
+      if (n.done && n.done_json.value("events_bytes", uint64_t(1)) == 0 && !recorder_ok(n.done_json))
+        stop_all(fmt::format("node {} could not start its recorder", n.spec.name));
     bool workloads_over = any_workload;
     for (const NodeRun& n : nodes)
       if (!n.spec.command.empty() || !o.cmd.empty()) workloads_over = workloads_over && (n.done || !n.running);
