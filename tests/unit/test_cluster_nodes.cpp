@@ -28,7 +28,7 @@ TEST(ClusterNodes, HostMeansSshAndItsAddress) {
       {"name": "c", "transport": ["kubectl", "exec", "-i", "pod", "--"], "minrtt": "fd00::3", "cptrace": "cptrace"},
       {"name": "d", "transport": "ssh -p 2222 root@h4", "minrtt": "[fd00::4]:7001"}]})"));
   ASSERT_EQ(s.nodes.size(), 4u);
-  EXPECT_EQ(s.nodes[0].transport, (std::vector<std::string>{"ssh", "h1.example"}));
+  EXPECT_EQ(s.nodes[0].transport, (std::vector<std::string>{"ssh", "-o", "BatchMode=yes", "h1.example"}));
   EXPECT_TRUE(s.nodes[0].shell_transport);
   EXPECT_EQ(s.nodes[0].minrtt, "h1.example:7711");
   EXPECT_EQ(s.nodes[0].cptrace, "/opt/cptrace");

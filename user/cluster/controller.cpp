@@ -326,6 +326,7 @@ int finish_run(const std::string& run, const std::string& path, std::vector<Node
   t.out = run + "/translated";
   t.overwrite = true;
   int st = cmd_translate(t);
+  fflush(stdout);  // its lines before the report's (stderr)
   if (st != 0) return st;
   if (!path.empty()) {
     print_path_summary(t.out, path);

@@ -80,7 +80,7 @@ ClusterSpec parse_nodes(const nlohmann::json& j) {
     if (e.contains("transport"))
       n.transport = argv_field(e["transport"], n.name, "transport");
     else if (!host.empty())
-      n.transport = {"ssh", host};  // the user's own keys and ssh config
+      n.transport = {"ssh", "-o", "BatchMode=yes", host};  // the user's keys and config; never a prompt
     if (n.transport.empty())
       throw std::runtime_error(fmt::format("node {}: give \"host\" (reached by ssh) or \"transport\"", n.name));
     n.shell_transport = e.value("shell", is_ssh(n.transport));
