@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -23,6 +24,7 @@
 
 #include "cluster/agent_wire.h"
 #include "cluster/node_process.h"
+#include "trace/trace_format.h"
 
 namespace cptrace {
 
@@ -71,13 +73,31 @@ std::string self_exe() {
   return std::string(buf, size_t(n));
 }
 
-// Sends what events.cpt holds beyond `offset`, in chunks.
-void pump(Out& out, const std::string& path, uint64_t& offset) {
+// Where the complete frames of events.cpt end, from `from` (a frame boundary)
+// on. While the recorder runs only whole frames are sent: a write that failed
+// half-way is cut back by the writer and rewritten, and bytes already sent
+// must never change.
+uint64_t frames_end(int fd, uint64_t from, uint64_t size) {
+  if (size < kFileHeaderSize) return 0;
+  uint64_t at = std::max<uint64_t>(from, kFileHeaderSize);
+  FrameHeader h;
+  while (at + sizeof h <= size && pread(fd, &h, sizeof h, off_t(at)) == ssize_t(sizeof h) && h.magic == kFrameMagic &&
+         at + sizeof h + h.payload_len <= size)
+    at += sizeof h + h.payload_len;
+  return at;
+}
+
+// Sends what events.cpt holds beyond `offset`: its complete frames, or with
+// `to_end` (the recorder is gone, the file is final) every byte.
+void pump(Out& out, const std::string& path, uint64_t& offset, bool to_end) {
   int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0) return;  // not created yet
+  struct stat st;
+  uint64_t end = fstat(fd, &st) == 0 ? uint64_t(st.st_size) : 0;
+  if (!to_end) end = frames_end(fd, offset, end);
   std::string buf(1 << 20, '\0');
-  for (;;) {
-    ssize_t n = pread(fd, buf.data(), buf.size(), off_t(offset));
+  while (offset < end) {
+    ssize_t n = pread(fd, buf.data(), std::min<uint64_t>(buf.size(), end - offset), off_t(offset));
     if (n <= 0) break;
     out.send(WireType::Events, offset, buf.substr(0, size_t(n)));
     offset += uint64_t(n);
@@ -168,11 +188,11 @@ int run_record(const nlohmann::json& req, int in_fd, std::string& pending, Out& 
       kill(rec, SIGINT);  // no controller: stop by ourselves, the trace stays here
       signalled = true;
     }
-    pump(out, trace + "/events.cpt", offset);
+    pump(out, trace + "/events.cpt", offset, false);
     pid_t w = waitpid(rec, &st, WNOHANG);
     if (w == rec) break;
   }
-  pump(out, trace + "/events.cpt", offset);
+  pump(out, trace + "/events.cpt", offset, true);
   unlink(key.c_str());
   std::string meta = read_whole(trace + "/meta.json");
   if (!meta.empty()) out.send(WireType::Meta, 0, meta);
@@ -216,7 +236,7 @@ int run_fetch(const nlohmann::json& req, Out& out) {
     throw std::runtime_error(fmt::format("no trace in {} on this node", dir));
   if (read_whole(dir + "/status.json").empty()) settle_orphan(dir, req.value("stop", false), req.value("wait", 0.0));
   std::string status = read_whole(dir + "/status.json");
-  pump(out, dir + "/trace/events.cpt", offset);
+  pump(out, dir + "/trace/events.cpt", offset, meta_complete(dir + "/trace") || !status.empty());
   std::string meta = read_whole(dir + "/trace/meta.json");
   if (!meta.empty()) out.send(WireType::Meta, 0, meta);
   nlohmann::json done;

@@ -8,7 +8,9 @@
 //   writes the key to DIR/minrtt.key (0600, O_EXCL, never through a symlink),
 //   runs `cptrace record --no-progress --node NODE --key DIR/minrtt.key -o
 //   DIR/trace ARGS -- COMMAND` in its own session (output in DIR/record.log),
-//   and streams DIR/trace/events.cpt as it grows. "stop" on stdin sends the
+//   and streams DIR/trace/events.cpt as it grows, whole frames only (bytes sent
+//   never change, even when the writer cuts back a failed write), the rest
+//   once the recorder has ended. "stop" on stdin sends the
 //   recorder SIGINT; stdin at EOF (the controller gone) for `controller_timeout`
 //   seconds does the same, and the trace stays in DIR. At the recorder's end: the
 //   rest of events.cpt, meta.json, Done {"status", "events_bytes",
