@@ -75,6 +75,15 @@ int64_t select(std::vector<int64_t>& v, double p) {
   return *k;
 }
 
+// The newest round this node initiated, on its own clock (its receive stamp t4):
+// bounds of later events are extrapolated past it.
+uint64_t last_round(const std::vector<SyncRound>& rounds) {
+  uint64_t t = 0;
+  for (const SyncRound& r : rounds)
+    if (r.kernel_ok) t = std::max(t, r.t4);
+  return t;
+}
+
 }  // namespace
 
 RunView::RunView(std::string run_dir, RunViewOptions o) : dir_(std::move(run_dir)), opt_(std::move(o)) {
@@ -301,7 +310,8 @@ json RunView::snapshot() const {
                {"rounds", n.tail->sync_rounds().size()},
                {"bytes_read", n.tail->offset()},
                {"complete", n.complete},
-               {"newest_tsc", n.newest_tsc}};
+               {"newest_tsc", n.newest_tsc},
+               {"last_round_tsc", last_round(n.tail->sync_rounds())}};
     // The newest event's instant on CLOCK_MONOTONIC (the node's own stream):
     // polled_mono_ns minus this is how far the view is behind that node's data.
     if (map.points().size() >= 2 && n.newest_tsc) nj["newest_mono_ns"] = map.tsc_to_mono(n.newest_tsc);
