@@ -9,6 +9,7 @@
 #include <algorithm>
 
 #include "analyze/run_view.h"
+#include "analyze/top.h"
 #include "synth_cluster.h"
 #include "test_util.h"
 #include "translate/latency.h"
@@ -80,6 +81,24 @@ TEST(RunView, BoundsPastTheLastRoundHoldTheTruthAndEqualTranslate) {
   }
   EXPECT_EQ(s["pairs"][0]["scenarios"].value("reference-remote", 0), 2000);
   EXPECT_EQ(s["pairs"][1]["scenarios"].value("remote-remote-direct", 0), 2000);
+
+  // `cptrace top RUN` finds the run, shows the same numbers, and ends (complete).
+  TopOptions top;
+  top.dir = run;
+  top.pairs = {"A.out,C.in", "B.out,C.in"};
+  top.reference = "A";
+  top.json = true;
+  testing::internal::CaptureStdout();
+  EXPECT_EQ(cmd_top(top), 0);
+  nlohmann::json j = nlohmann::json::parse(testing::internal::GetCapturedStdout());
+  EXPECT_EQ(j["state"], "complete");
+  EXPECT_EQ(j["pairs"], s["pairs"]);
+  top.json = false;
+  testing::internal::CaptureStdout();
+  EXPECT_EQ(cmd_top(top), 0);
+  std::string text = testing::internal::GetCapturedStdout();
+  EXPECT_NE(text.find("A.out -> C.in  2000 tuples (on A's clock"), std::string::npos) << text;
+  EXPECT_NE(text.find("p99"), std::string::npos) << text;
 }
 
 // Node directories that appear later join; a reference not there yet is said.
