@@ -57,20 +57,24 @@ int main(int argc, char** argv) {
   double read_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   printf("run view: read %llu events of 3 nodes in %.2f s (%.2f M events/s)\n", (unsigned long long)(3 * n), read_s,
          3 * n / read_s / 1e6);
+  // The first refresh bounds every tuple (as after a new round); the next ones
+  // find the same relations and only select the percentiles again.
+  auto t1 = std::chrono::steady_clock::now();
+  nlohmann::json s = view.snapshot();
+  double full = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
   std::vector<double> times;
-  nlohmann::json s;
   for (int r = 0; r < refreshes; ++r) {
-    auto t1 = std::chrono::steady_clock::now();
+    auto t2 = std::chrono::steady_clock::now();
     s = view.snapshot();
-    times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count());
+    times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t2).count());
   }
   std::sort(times.begin(), times.end());
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
   printf(
-      "run view: refresh with 2 pairs x %llu matched tuples: median %.3f s, min %.3f s (%d refreshes); peak RSS "
-      "%.0f MB\n",
-      (unsigned long long)s["pairs"][0]["count"].get<uint64_t>(), times[times.size() / 2], times[0], refreshes,
+      "run view: refresh with 2 pairs x %llu matched tuples: %.3f s bounding every tuple (relations changed), "
+      "median %.3f s (min %.3f s, %d refreshes) with the relations unchanged; peak RSS %.0f MB\n",
+      (unsigned long long)s["pairs"][0]["count"].get<uint64_t>(), full, times[times.size() / 2], times[0], refreshes,
       ru.ru_maxrss / 1024.0);
   printf("run view: A.out -> C.in p50 %lld [%lld, %lld] ticks\n",
          (long long)s["pairs"][0]["p50"]["ticks"].get<int64_t>(),

@@ -182,7 +182,7 @@ std::string RunView::damage() const {
   return "";
 }
 
-json RunView::pairs_json(std::vector<std::string>& problems) const {
+json RunView::pairs_json(std::vector<std::string>& problems) {
   size_t n = nodes_.size();
   std::vector<std::string> names;
   std::vector<uint64_t> skew(n);
@@ -238,31 +238,44 @@ json RunView::pairs_json(std::vector<std::string>& problems) const {
   std::optional<TscFrequency> f;
   if (points[ref].size() >= 2) f = ClockMap(nodes_[ref]->tail->clock()).tsc_frequency(0, points[ref].size() - 1);
 
+  // The relations are a function of the rounds, the skews and the paths: while
+  // those stay as they were, the bounds computed before are exactly what a
+  // recomputation would give, and only the tuples matched since are bounded.
+  std::string key = fmt::format("ref {} ppb {}", ref, ppb);
+  for (size_t i = 0; i < n; ++i) {
+    key += fmt::format("|{} {} {}:", names[i], nodes_[i]->tail->sync_rounds().size(), skew[i]);
+    for (size_t hop : paths.path[i]) key += fmt::format(" {}", hop);
+  }
+
   json out = json::array();
   for (size_t k = 0; k < pairs_.size(); ++k) {
-    const Pair& p = pairs_[k];
+    Pair& p = pairs_[k];
+    Bounds& c = p.bounds;
+    if (c.key != key) c = Bounds{key};
     std::vector<RelationCursor> cursors;
     static const IdentityRelation none;  // nodes without a path: their rows are skipped first
     for (size_t i = 0; i < n; ++i) cursors.emplace_back(db.to_ref[i] ? *db.to_ref[i] : none);
-    std::vector<int64_t> est, lo, hi;
-    std::map<std::string, uint64_t> scenarios;
-    uint64_t unrelated = 0, failed = 0;
-    for (const auto& [a, b] : p.rows) {
+    for (; c.rows < p.rows.size(); ++c.rows) {
+      const auto& [a, b] = p.rows[c.rows];
       if (!db.to_ref[a.node] || !db.to_ref[b.node]) {
-        unrelated++;
+        c.unrelated++;
         continue;
       }
       try {
         Bound ia = cursors[a.node].at_stamp(a.ts, skew[a.node]), ib = cursors[b.node].at_stamp(b.ts, skew[b.node]);
         const char* scenario = "";
         Bound d = db.duration({a.ts, ia.est, ia.lo, ia.hi, a.node}, {b.ts, ib.est, ib.lo, ib.hi, b.node}, scenario);
-        est.push_back(d.est), lo.push_back(d.lo), hi.push_back(d.hi);
-        scenarios[scenario]++;
+        c.est.push_back(d.est), c.lo.push_back(d.lo), c.hi.push_back(d.hi);
+        c.scenarios[scenario]++;
       } catch (const std::exception& e) {
-        if (failed++ == 0)
-          problems.push_back(fmt::format("{} -> {}: {}", opt_.pairs[k].first, opt_.pairs[k].second, e.what()));
+        if (c.failed++ == 0)
+          c.problem = fmt::format("{} -> {}: {}", opt_.pairs[k].first, opt_.pairs[k].second, e.what());
       }
     }
+    if (!c.problem.empty()) problems.push_back(c.problem);
+    std::vector<int64_t>&est = c.est, &lo = c.lo, &hi = c.hi;  // reordered by the selection: any order will do
+    const std::map<std::string, uint64_t>& scenarios = c.scenarios;
+    const uint64_t unrelated = c.unrelated, failed = c.failed;
     json j = {{"from", opt_.pairs[k].first},
               {"to", opt_.pairs[k].second},
               {"reference", names[ref]},
@@ -293,7 +306,7 @@ json RunView::pairs_json(std::vector<std::string>& problems) const {
   return out;
 }
 
-json RunView::snapshot() const {
+json RunView::snapshot() {
   json j = {{"run", dir_}, {"polled_mono_ns", polled_mono_ns_}, {"complete", complete()}};
   j["nodes"] = json::array();
   for (const auto& np : nodes_) {

@@ -19,9 +19,11 @@
 // `translate --clock-model piecewise --inputs rounds` + `latency`.
 //
 // Cost of a refresh: the relations are rebuilt from the rounds (a few hundred
-// points per pair), then every matched tuple's bound is computed again and the
-// percentiles selected (nth_element): O(tuples) per refresh, no state that could
-// go stale when a round arrives (bench/bench_run_view.cpp measures it).
+// points per pair). When they are the same as at the previous refresh (no new
+// round, same skews and paths) only the tuples matched since are bounded;
+// otherwise every matched tuple's bound is computed again (the relation changed,
+// so every bound may have). Then the percentiles are selected (nth_element):
+// O(tuples) per refresh either way (bench/bench_run_view.cpp measures both).
 #pragma once
 #include <cstdint>
 #include <map>
@@ -58,7 +60,7 @@ class RunView {
   // Why a completed node's file has unread bytes ("" when none).
   std::string damage() const;
   // One refresh as JSON (--json prints it; the screen is drawn from it).
-  nlohmann::json snapshot() const;
+  nlohmann::json snapshot();
 
  private:
   struct Node;
@@ -66,15 +68,26 @@ class RunView {
     uint16_t node = 0;
     uint64_t ts = 0;
   };
+  // The bounds of a pair's first `rows` matched tuples under the relations that
+  // `key` names (rounds per node, skews, paths).
+  struct Bounds {
+    std::string key;
+    size_t rows = 0;
+    std::vector<int64_t> est, lo, hi;
+    std::map<std::string, uint64_t> scenarios;
+    uint64_t unrelated = 0, failed = 0;
+    std::string problem;  // of the first failure
+  };
   struct Pair {
     uint64_t from = 0, to = 0;  // channel ids
     std::unordered_map<uint64_t, Side> from_seen, to_seen;  // first event of each tuple
     std::vector<std::pair<Side, Side>> rows;  // matched tuples, in match order
     uint64_t from_duplicates = 0, to_duplicates = 0;
+    Bounds bounds;
   };
   void add_events(uint16_t node, const std::vector<TraceEvent>& evs);
   void find_nodes();
-  nlohmann::json pairs_json(std::vector<std::string>& problems) const;
+  nlohmann::json pairs_json(std::vector<std::string>& problems);
 
   std::string dir_;
   RunViewOptions opt_;
