@@ -166,3 +166,8 @@ echo
 echo "== 18. analysis at scale: latency, report, export table on ${ANALYSIS_TUPLES:-5000000 20000000 100000000} tuples"
 echo "   (3 channels, scrambled ids, batch path): seconds, tuples/s, peak RSS against --memory ${ANALYSIS_MEMORY:-1G}"
 as_root "recording needs root" bash bench/analysis_scale.sh
+
+echo
+echo "== 19. top RUN: one refresh of the live cross-node view, 3 nodes x ${RUN_VIEW_EVENTS:-1000000} events,"
+echo "   2 channel pairs (relations rebuilt from the rounds, every tuple's bound, percentiles)"
+$B/bench/bench_run_view "${RUN_VIEW_EVENTS:-1000000}" 5

@@ -18,6 +18,10 @@ constexpr double kMaxBand = 1e-4;
 // At least 10 ppm: CLOCK_MONOTONIC, the other side of each point, is slewed by NTP.
 constexpr double kMinBand = 1e-5;
 
+bool is_mono(const TraceEvent& e) { return e.timebase == uint8_t(Timebase::MonoNs); }
+
+}  // namespace
+
 // A channel named on the command line: its id is the hash of its name (or "0x<hex>").
 uint64_t channel_arg_id(const std::string& name) {
   uint64_t id = 0;
@@ -27,10 +31,6 @@ uint64_t channel_arg_id(const std::string& name) {
   }
   return cp_channel_id(name.c_str());
 }
-
-bool is_mono(const TraceEvent& e) { return e.timebase == uint8_t(Timebase::MonoNs); }
-
-}  // namespace
 
 LiveView::LiveView(double period_ms, std::vector<std::pair<std::string, std::string>> pairs, const MemoryBudget& budget)
     : period_ms_(period_ms), pair_names_(std::move(pairs)) {

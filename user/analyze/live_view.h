@@ -29,6 +29,9 @@
 
 namespace cptrace {
 
+// A channel named on the command line: its id is the hash of its name (or "0x<hex>").
+uint64_t channel_arg_id(const std::string& name);
+
 class LiveView {
  public:
   LiveView(double period_ms, std::vector<std::pair<std::string, std::string>> pairs, const MemoryBudget& budget = {});

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "analyze/live_view.h"
+#include "analyze/run_view.h"
 #include "trace/trace_file.h"
 #include "trace/trace_tail.h"
 
@@ -37,7 +38,16 @@ std::vector<std::pair<std::string, std::string>> parse_pairs(const std::vector<s
 
 void sleep_s(double s) { std::this_thread::sleep_for(std::chrono::duration<double>(s)); }
 
-// The recorder creates DIR, then events.cpt in it: wait for both, at most wait_s.
+// A node directory of a run: a subdirectory holding an events.cpt (run_view.h).
+bool has_node_dir(const std::string& dir) {
+  std::error_code ec;
+  for (const auto& d : fs::directory_iterator(dir, ec))
+    if (d.is_directory(ec) && fs::exists(d.path() / "events.cpt", ec)) return true;
+  return false;
+}
+
+// The recorder creates DIR, then events.cpt in it; a run gets RUN/NODE/events.cpt.
+// Waits for either, at most wait_s. Returns events.cpt's path, or "" for a run.
 std::string wait_for_trace(const std::string& dir, double wait_s) {
   auto deadline = Clock::now() + std::chrono::duration<double>(wait_s);
   fs::path events = fs::path(dir) / "events.cpt";
@@ -46,11 +56,12 @@ std::string wait_for_trace(const std::string& dir, double wait_s) {
     if (fs::exists(dir, ec) && !fs::is_directory(dir, ec))
       throw std::runtime_error(dir + ": not a trace directory (not a directory)");
     if (fs::exists(events, ec)) return events.string();
+    if (has_node_dir(dir)) return "";
     bool have_dir = fs::exists(dir, ec);
     if (Clock::now() >= deadline)
       throw std::runtime_error(have_dir
-                                   ? fmt::format("{}: not a cptrace trace directory (no events.cpt in it "
-                                                 "after {} s, --wait)",
+                                   ? fmt::format("{}: not a cptrace trace directory (no events.cpt in it, nor "
+                                                 "node directories holding one, after {} s, --wait)",
                                                  dir, wait_s)
                                    : fmt::format("{}: no such directory after waiting {} s (--wait)", dir, wait_s));
     if (!told) fmt::print(stderr, "cptrace top: waiting up to {:g} s for {}\n", wait_s, events.string());
@@ -119,14 +130,94 @@ int finish(const TopOptions& o, const TraceTail& tail, const LiveView& view, con
   return 0;
 }
 
+double ns_or_ticks_us(const json& v) {
+  return v.contains("ns") ? v["ns"].get<double>() / 1e3 : v["ticks"].get<double>();
+}
+
+std::string bounded(const json& p, const char* key) {
+  if (!p.contains(key)) return "-";
+  const json& v = p[key];
+  bool ns = v.contains("ns");
+  double k = ns ? 1e3 : 1;
+  return fmt::format("{:.1f} [{:.1f}, {:.1f}]", ns_or_ticks_us(v), v[ns ? "ns_lo" : "ticks_lo"].get<double>() / k,
+                     v[ns ? "ns_hi" : "ticks_hi"].get<double>() / k);
+}
+
+void print_run_text(const std::string& dir, const json& s, bool tty) {
+  std::string out = tty ? "\x1b[H\x1b[2J" : "";
+  out += fmt::format("cptrace top {}  {}  {} nodes\n\n", dir, s.value("state", ""), s["nodes"].size());
+  out += fmt::format("{:<16} {:>12} {:>12} {:>10} {:>8}\n", "node", "events/s", "events", "dropped", "rounds");
+  for (const json& n : s["nodes"])
+    out += fmt::format("{:<16} {:>12.0f} {:>12} {:>10} {:>8}\n", n["node"].get<std::string>(), n["per_s"].get<double>(),
+                       n["events"].get<uint64_t>(), n["dropped"].get<uint64_t>(), n["rounds"].get<uint64_t>());
+  for (const json& p : s["pairs"]) {
+    bool ns = p.contains("p50") && p["p50"].contains("ns");
+    out += fmt::format("\n{} -> {}  {} tuples (on {}'s clock, {}; est [strict bound])\n", p["from"].get<std::string>(),
+                       p["to"].get<std::string>(), p["count"].get<uint64_t>(), p.value("reference", ""),
+                       ns ? "us" : "ticks");
+    for (const char* k : {"p50", "p90", "p99", "max"}) out += fmt::format("  {:<4} {}\n", k, bounded(p, k));
+  }
+  for (const json& w : s["problems"]) out += "note: " + w.get<std::string>() + "\n";
+  fmt::print("{}", out);
+  if (!tty) fmt::print("\n");
+  fflush(stdout);
+}
+
+// `top RUN`: the nodes' traces under RUN, until all of them are complete.
+int top_run(const TopOptions& o) {
+  RunViewOptions ro;
+  ro.pairs = parse_pairs(o.pairs);
+  ro.reference = o.reference;
+  ro.max_drift_ppm = o.max_drift_ppm;
+  RunView view(o.dir, ro);
+  auto grew_at = Clock::now();
+  uint64_t last_size = 0;
+  for (long n = 1;; ++n) {
+    view.poll();
+    if (view.file_bytes() != last_size) {
+      last_size = view.file_bytes();
+      grew_at = Clock::now();
+    }
+    json s = view.snapshot();
+    s["refresh"] = n;
+    bool complete = s["complete"].get<bool>();
+    s["state"] = complete ? "complete" : "recording";
+    bool gone = !complete && Clock::now() - grew_at > std::chrono::duration<double>(o.gone_s);
+    if (gone) s["state"] = "recorders gone";
+    std::string damage = view.damage();
+    if (o.json) {
+      fmt::print("{}\n", s.dump());
+      fflush(stdout);
+    } else {
+      print_run_text(o.dir, s, isatty(STDOUT_FILENO));
+    }
+    if (!damage.empty()) {
+      fmt::print(stderr, "cptrace top: {} (the view covers the frames before it)\n", damage);
+      return 2;
+    }
+    if (complete) return 0;
+    if (gone) {
+      fmt::print(stderr,
+                 "cptrace top: no trace under {} has grown for {:g} s and not all are complete: recorders "
+                 "stopped without finishing\n",
+                 o.dir, o.gone_s);
+      return 3;
+    }
+    if (o.iterations > 0 && n >= o.iterations) return 0;
+    sleep_s(o.interval_ms / 1e3);
+  }
+}
+
 }  // namespace
 
 int cmd_top(const TopOptions& o) {
   if (!(o.interval_ms >= 1) || !std::isfinite(o.interval_ms))
     throw std::runtime_error(fmt::format("--interval {}: must be at least 1 ms", o.interval_ms));
   if (!(o.wait_s >= 0) || !(o.gone_s > 0)) throw std::runtime_error("--wait and --gone-after must be positive");
+  std::string events = wait_for_trace(o.dir, o.wait_s);
+  if (events.empty()) return top_run(o);
   LiveView view(o.period_ms, parse_pairs(o.pairs), o.budget);
-  TraceTail tail(wait_for_trace(o.dir, o.wait_s));
+  TraceTail tail(events);
   json meta = json::object();
   auto grew_at = Clock::now();
   uint64_t last_size = 0;

@@ -1,6 +1,8 @@
 // `cptrace top DIR`: a live view of a recording in progress, refreshed every
 // --interval ms from the frames the recorder has completed (live_view.h), until
-// meta.json says the recording is complete or the recorder is gone.
+// meta.json says the recording is complete or the recorder is gone. DIR may be a
+// run instead (RUN/NODE/ per node, run_view.h): per-node counts and cross-node
+// latency with strict bounds, until every node's trace is complete.
 #pragma once
 #include <string>
 #include <vector>
@@ -18,6 +20,8 @@ struct TopOptions {
   long iterations = 0;  // 0: until the recording ends
   bool json = false;
   std::vector<std::string> pairs;  // "FROM,TO"
+  std::string reference;  // a run: the node whose TSC durations are on (default: first by name)
+  double max_drift_ppm = 500;  // a run: the clock model's rate bound (run_view.h)
   MemoryBudget budget;  // for --pairs (local_latency.h: exact within it)
 };
 

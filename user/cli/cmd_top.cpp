@@ -12,11 +12,19 @@ namespace cptrace {
 SubcommandRunner add_top_command(CLI::App& app) {
   auto o = std::make_shared<TopOptions>();
   auto* top = app.add_subcommand("top", "live view of a recording: events/s per channel, drops, latency");
-  top->add_option("dir", o->dir, "trace directory being recorded (waited for, see --wait)")->required();
+  top->add_option("dir", o->dir,
+                  "trace directory being recorded, or a run directory of one per node (waited for, see --wait)")
+      ->required();
   top->add_option("--interval", o->interval_ms, "refresh every MS milliseconds (default 1000)");
   top->add_option("--period", o->period_ms, "throughput period in ms, aligned to the trace start (default 1000)");
-  top->add_option("--pairs", o->pairs, "FROM,TO: same-node latency percentiles of this channel pair (repeatable)")
+  top->add_option("--pairs,--pair", o->pairs,
+                  "FROM,TO: latency percentiles of this channel pair (repeatable; in a run FROM and TO may be on "
+                  "different nodes, with strict bounds)")
       ->allow_extra_args(false);
+  top->add_option("--reference", o->reference, "run: the node whose TSC durations are measured on (default: first)");
+  top->add_option("--max-drift-ppm", o->max_drift_ppm,
+                  "run: bound on one node's clock rate against another's, as translate --clock-model piecewise "
+                  "(default 500)");
   top->add_option("--iterations", o->iterations, "stop after N refreshes (default: when the recording ends)")
       ->check(CLI::PositiveNumber);
   top->add_option("--wait", o->wait_s, "seconds to wait for DIR and its events.cpt to appear (default 10)");

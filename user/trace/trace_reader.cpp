@@ -203,10 +203,11 @@ void TraceReader::scan() {
 // The widest of the skew intervals the recorder measured (record/tsc_skew.h),
 // as a half-width around CPU 0's TSC. Malformed values are ignored here; the
 // interval is the recorder's, not a bound the reader can check.
-void TraceReader::read_tsc_skew() {
-  const nlohmann::json& t = meta_.value("tsc", nlohmann::json::object());
+uint64_t tsc_skew_err_of(const nlohmann::json& meta) {
+  uint64_t err = 0;
+  const nlohmann::json& t = meta.value("tsc", nlohmann::json::object());
   auto sk = t.is_object() ? t.find("skew_ticks") : t.end();
-  if (sk == t.end() || !sk->is_object()) return;
+  if (sk == t.end() || !sk->is_object()) return 0;
   for (const char* when : {"at_start", "at_stop"}) {
     auto w = sk->find(when);
     if (w == sk->end() || !w->is_array() || w->size() != 2 || !(*w)[0].is_number_integer() ||
@@ -215,9 +216,12 @@ void TraceReader::read_tsc_skew() {
     int64_t lo = (*w)[0].get<int64_t>(), hi = (*w)[1].get<int64_t>();
     uint64_t e = std::max(lo < 0 ? uint64_t(0) - uint64_t(lo) : uint64_t(lo),
                           hi < 0 ? uint64_t(0) - uint64_t(hi) : uint64_t(hi));
-    tsc_skew_err_ = std::max(tsc_skew_err_, std::min<uint64_t>(e, uint64_t(1) << 62));
+    err = std::max(err, std::min<uint64_t>(e, uint64_t(1) << 62));
   }
+  return err;
 }
+
+void TraceReader::read_tsc_skew() { tsc_skew_err_ = std::max(tsc_skew_err_, tsc_skew_err_of(meta_)); }
 
 void TraceReader::add_change_candidates() {
   if (clock_map_.points().size() < 2) return;

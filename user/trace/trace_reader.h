@@ -47,6 +47,12 @@ Counters counters_from_json(const nlohmann::json& j);
 // The entries of a Channels frame's JSON; throws std::runtime_error when malformed.
 std::vector<ChannelInfo> channels_from_json(const nlohmann::json& j);
 
+// The widest of the TSC skew intervals the recorder measured across CPUs
+// (meta.json "tsc" skew_ticks at start and stop, record/tsc_skew.h), as a
+// half-width around CPU 0's TSC; 0 when absent. Malformed values are ignored: the
+// interval is the recorder's, not a bound a reader can check.
+uint64_t tsc_skew_err_of(const nlohmann::json& meta);
+
 class TraceReader {
  public:
   // `path`: a trace directory, or the events.cpt inside one.

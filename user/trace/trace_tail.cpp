@@ -81,6 +81,7 @@ void TraceTail::take(const FrameHeader& h, const std::vector<uint8_t>& payload,
   switch (static_cast<FrameType>(h.type)) {
     case FrameType::Events:
       decode_events_into(h, payload.data(), payload.size(), events_);
+      records_ += events_.size();
       on_events(events_);
       return;
     case FrameType::Clock:
@@ -97,8 +98,16 @@ void TraceTail::take(const FrameHeader& h, const std::vector<uint8_t>& payload,
       counters_ = counters_from_json(nlohmann::json::parse(decode_json(h, payload.data(), payload.size())));
       has_counters_ = true;
       return;
+    case FrameType::Sync: {
+      // All or nothing, as TraceReader: a frame with one malformed round adds none.
+      std::vector<SyncRound> rounds;
+      for (const auto& j : nlohmann::json::parse(decode_json(h, payload.data(), payload.size())))
+        rounds.push_back(sync_round_from_json(j));
+      sync_.insert(sync_.end(), rounds.begin(), rounds.end());
+      return;
+    }
     default:
-      return;  // net, sync, handlers, newer types: not part of the live view
+      return;  // net, handlers, newer types: not part of the live view
   }
 }
 

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "trace/sync_round.h"
 #include "trace/trace_format.h"
 
 namespace cptrace {
@@ -27,7 +28,7 @@ class TraceTail {
 
   // Decodes the complete frames after offset(): Events frames go to `on_events`
   // with the timestamps as recorded (Timebase MonoNs or Tsc); Clock, Channels
-  // and Counters frames update the state below. Returns the frames read. Throws
+  // Counters and Sync frames update the state below. Returns the frames read. Throws
   // TraceError for a bad file header, or a frame that verifies but does not decode.
   size_t poll(const std::function<void(const std::vector<TraceEvent>&)>& on_events);
 
@@ -35,6 +36,11 @@ class TraceTail {
   const std::map<uint64_t, ChannelInfo>& channels() const { return channels_; }
   const Counters& counters() const { return counters_; }
   bool has_counters() const { return has_counters_; }
+  // MinRTT rounds this node initiated (Sync frames), in file order.
+  const std::vector<SyncRound>& sync_rounds() const { return sync_; }
+  // Event records decoded so far (every kind), in file order: the first
+  // records() events of the finished file are exactly those handed out.
+  uint64_t records() const { return records_; }
   // The end of the last complete frame, and the file size seen by the last poll.
   uint64_t offset() const { return offset_; }
   uint64_t file_bytes() const { return size_; }
@@ -56,6 +62,8 @@ class TraceTail {
   std::map<uint64_t, ChannelInfo> channels_;
   Counters counters_;
   bool has_counters_ = false;
+  std::vector<SyncRound> sync_;
+  uint64_t records_ = 0;
   std::vector<TraceEvent> events_;  // reused between frames
 };
 

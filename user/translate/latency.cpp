@@ -28,67 +28,6 @@ namespace {
 
 using nlohmann::json;
 
-struct Stamp {
-  uint64_t local = 0;
-  int64_t est = 0, lo = 0, hi = 0;
-  uint16_t node = 0;
-};
-
-class Scenarios {
- public:
-  explicit Scenarios(const json& tr) {
-    const Method method = parse_method(tr.at("method").get<std::string>(), "meta.json translated.method");
-    std::map<std::string, size_t> index;
-    for (const json& n : tr.at("nodes")) {
-      index[n.at("node").get<std::string>()] = to_ref_.size();
-      names_.push_back(n.at("node").get<std::string>());
-      to_ref_.push_back(relation_from_json(n.at("to_reference")));
-      max_err_.push_back(n.value("max_ts_err", int64_t(0)));
-    }
-    ref_ = index.at(tr.at("reference").get<std::string>());
-    for (const json& p : tr.at("pairs")) {
-      RelationPtr r = pair_relation(p, method);
-      if (r) direct_[{index.at(p.at("from").get<std::string>()), index.at(p.at("to").get<std::string>())}] = r;
-    }
-  }
-  const std::vector<std::string>& names() const { return names_; }
-
-  Bound duration(const Stamp& a, const Stamp& b, const char*& scenario) const {
-    int64_t d = int64_t(b.local - a.local);
-    if (a.node == b.node) {
-      // Both stamps' own errors (a converted kernel stamp, the TSC skew across
-      // CPUs): on the reference they are the instants' bounds themselves.
-      scenario = a.node == ref_ ? "local-reference" : "local";
-      int64_t e = 2 * max_err_[a.node];
-      return a.node == ref_ ? Bound{b.lo - a.hi, d, b.hi - a.lo}
-                            : to_ref_[a.node]->scale({d - e, d, d + e}, int64_t(a.local));
-    }
-    // Instant bounds are exact for the reference (lo = est = hi = local).
-    Bound via{b.lo - a.hi, b.est - a.est, b.hi - a.lo};
-    if (a.node == ref_ || b.node == ref_) {
-      scenario = "reference-remote";
-      return via;
-    }
-    auto it = direct_.find({a.node, b.node});
-    if (it == direct_.end()) {
-      scenario = "remote-remote-via-reference";
-      return via;
-    }
-    scenario = "remote-remote-direct";
-    Bound g = it->second->at(int64_t(a.local));
-    int64_t t = int64_t(b.local);
-    Bound on_b{t - g.hi, t - g.est, t - g.lo};
-    return intersect(to_ref_[b.node]->scale(on_b, t), via, "remote-remote duration");
-  }
-
- private:
-  std::vector<std::string> names_;
-  std::vector<RelationPtr> to_ref_;
-  std::vector<int64_t> max_err_;  // per node: translate's max_ts_err
-  std::map<std::pair<size_t, size_t>, RelationPtr> direct_;
-  size_t ref_ = 0;
-};
-
 // By full name (its hash is the id, whatever the trace kept of the name) or label.
 uint64_t find_channel(const TraceReader& r, const std::string& name) {
   if (r.channels().count(cp_channel_id(name.c_str()))) return cp_channel_id(name.c_str());
@@ -101,6 +40,52 @@ uint64_t find_channel(const TraceReader& r, const std::string& name) {
 }
 
 }  // namespace
+
+DurationBounds DurationBounds::from_translated(const json& tr) {
+  const Method method = parse_method(tr.at("method").get<std::string>(), "meta.json translated.method");
+  DurationBounds d;
+  std::map<std::string, size_t> index;
+  for (const json& n : tr.at("nodes")) {
+    index[n.at("node").get<std::string>()] = d.to_ref.size();
+    d.names.push_back(n.at("node").get<std::string>());
+    d.to_ref.push_back(relation_from_json(n.at("to_reference")));
+    d.max_err.push_back(n.value("max_ts_err", int64_t(0)));
+  }
+  d.ref = index.at(tr.at("reference").get<std::string>());
+  for (const json& p : tr.at("pairs")) {
+    RelationPtr r = pair_relation(p, method);
+    if (r) d.direct[{index.at(p.at("from").get<std::string>()), index.at(p.at("to").get<std::string>())}] = r;
+  }
+  return d;
+}
+
+Bound DurationBounds::duration(const DurationStamp& a, const DurationStamp& b, const char*& scenario) const {
+  int64_t d = int64_t(b.local - a.local);
+  if (a.node == b.node) {
+    // Both stamps' own errors (a converted kernel stamp, the TSC skew across
+    // CPUs): on the reference they are the instants' bounds themselves.
+    scenario = a.node == ref ? "local-reference" : "local";
+    int64_t e = 2 * max_err[a.node];
+    return a.node == ref ? Bound{b.lo - a.hi, d, b.hi - a.lo}
+                         : to_ref[a.node]->scale({d - e, d, d + e}, int64_t(a.local));
+  }
+  // Instant bounds are exact for the reference (lo = est = hi = local).
+  Bound via{b.lo - a.hi, b.est - a.est, b.hi - a.lo};
+  if (a.node == ref || b.node == ref) {
+    scenario = "reference-remote";
+    return via;
+  }
+  auto it = direct.find({a.node, b.node});
+  if (it == direct.end()) {
+    scenario = "remote-remote-via-reference";
+    return via;
+  }
+  scenario = "remote-remote-direct";
+  Bound g = it->second->at(int64_t(a.local));
+  int64_t t = int64_t(b.local);
+  Bound on_b{t - g.hi, t - g.est, t - g.lo};
+  return intersect(to_ref[b.node]->scale(on_b, t), via, "remote-remote duration");
+}
 
 uint64_t latency_channel(const TraceReader& r, const std::string& name) { return find_channel(r, name); }
 
@@ -217,11 +202,11 @@ LatencyResult latency_stream(const TraceReader& r, const std::string& from, cons
     throw std::runtime_error(r.events_path() + ": not a translated trace (run cptrace translate first)");
   if (r.error()) throw *r.error();
   const json& tr = r.meta()["translated"];
-  Scenarios sc(tr);
+  DurationBounds sc = DurationBounds::from_translated(tr);
   uint64_t cf = find_channel(r, from), ct = find_channel(r, to);
   LatencyResult res;
   res.budget = budget;
-  res.node_names = sc.names();
+  res.node_names = sc.names;
   res.method = tr.value("method", "");
   if (tr.contains("unauthenticated_rounds"))
     res.unauthenticated = tr["unauthenticated_rounds"].get<std::vector<std::string>>();
@@ -249,8 +234,7 @@ LatencyResult latency_stream(const TraceReader& r, const std::string& from, cons
   JoinCounts c = join.run(
       [&](uint64_t tuple, uint64_t seq, const JoinStamp& a, const JoinStamp& b) {
         const char* scenario = "";
-        Bound d =
-            sc.duration(Stamp{a.local, a.est, a.lo, a.hi, a.node}, Stamp{b.local, b.est, b.lo, b.hi, b.node}, scenario);
+        Bound d = sc.duration({a.local, a.est, a.lo, a.hi, a.node}, {b.local, b.est, b.lo, b.hi, b.node}, scenario);
         rows->rows.add({seq, tuple, d.est, d.lo, d.hi, a.est, a.node, b.node, scenario_index(scenario)});
       },
       [&] { rows->rows.end_run(); });

@@ -25,6 +25,12 @@
 #include <string>
 #include <vector>
 
+#include <map>
+#include <utility>
+
+#include <nlohmann/json.hpp>
+
+#include "translate/clock_relation.h"
 #include "translate/memory_budget.h"
 #include "translate/tuple_join.h"
 
@@ -83,6 +89,29 @@ NsBound ticks_to_ns(int64_t ticks, int64_t lo, int64_t hi, long double hz, long 
 // The warning line `translate` and `latency` print for rounds taken without a key
 // (--insecure): names the pairs.
 std::string unauthenticated_warning(const std::vector<std::string>& pairs);
+
+// One event of a tuple: its stamp on its node's TSC and its instant's bound on the
+// reference TSC.
+struct DurationStamp {
+  uint64_t local = 0;
+  int64_t est = 0, lo = 0, hi = 0;
+  uint16_t node = 0;
+};
+
+// The bound of a tuple's duration by the tightest scenario that applies (above),
+// from each node's relation to the reference and the direct pair relations. The
+// translated trace's meta.json gives them (from_translated); the live view of a
+// run builds them from the rounds read so far (analyze/run_view.h).
+struct DurationBounds {
+  std::vector<std::string> names;
+  std::vector<RelationPtr> to_ref;
+  std::vector<int64_t> max_err;  // per node: the largest stamp error (translate's max_ts_err)
+  std::map<std::pair<size_t, size_t>, RelationPtr> direct;
+  size_t ref = 0;
+
+  static DurationBounds from_translated(const nlohmann::json& tr);
+  Bound duration(const DurationStamp& a, const DurationStamp& b, const char*& scenario) const;
+};
 
 // Throws std::runtime_error on an unknown channel or a trace that is not translated.
 LatencyResult latency(const std::string& dir, const std::string& from, const std::string& to);

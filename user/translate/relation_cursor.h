@@ -7,11 +7,18 @@
 // exactly Relation::at's.
 #pragma once
 #include <array>
+#include <algorithm>
 #include <cstdint>
+#include <limits>
 
 #include "translate/clock_relation.h"
 
 namespace cptrace {
+
+// The TSC values translation supports (int64 arithmetic with room for bounds):
+// an event beyond is refused; a kernel stamp's interval reaching beyond it covers
+// every supported value, so it is cut there, not narrowed.
+constexpr uint64_t kTranslateTscRange = uint64_t(std::numeric_limits<int64_t>::max() / 4);
 
 class RelationCursor {
  public:
@@ -20,6 +27,16 @@ class RelationCursor {
     Range& c = cache_[size_t(x >> kRangeBits) & (kSlots - 1)];
     if (!c.loaded || c.index != x >> kRangeBits) load(c, x >> kRangeBits);
     return c.proven ? c.d.at(x) : r_.at(x);
+  }
+  // A stamp ts whose own error is +-err (a converted kernel stamp, the TSC skew
+  // across CPUs): the bound of ts, widened to those of ts - err and ts + err.
+  Bound at_stamp(uint64_t ts, uint64_t err) {
+    Bound b = at(int64_t(ts));
+    if (err) {
+      b.lo = at(int64_t(ts - std::min(ts, err))).lo;
+      b.hi = at(int64_t(ts + std::min(err, kTranslateTscRange))).hi;
+    }
+    return b;
   }
   // Instants answered from a proven range / by Relation::at (for tests and bench).
   uint64_t proven_ranges() const { return proven_; }

@@ -1,6 +1,7 @@
 // MinRTT rounds of a node pair as causality constraints.
 #include "translate/sync_pairs.h"
 
+#include <algorithm>
 #include <limits>
 
 namespace cptrace {
@@ -23,6 +24,21 @@ void take(const std::vector<SyncRound>& in, bool x_initiated, PairRounds& out) {
 }
 
 }  // namespace
+
+std::vector<SyncRound> rounds_with_peer(const std::vector<SyncRound>& initiated, const std::string& peer,
+                                        uint64_t own_err, uint64_t peer_err) {
+  constexpr uint64_t kTscRange = uint64_t(std::numeric_limits<int64_t>::max() / 4);
+  auto earlier = [](uint64_t t, uint64_t e) { return t - std::min(t, e); };
+  std::vector<SyncRound> v;
+  for (const SyncRound& r : initiated)
+    if (r.peer == peer) {
+      SyncRound w = r;
+      w.t1 = earlier(r.t1, own_err), w.t4 = r.t4 + std::min(own_err, kTscRange);
+      w.t2 = r.t2 + std::min(peer_err, kTscRange), w.t3 = earlier(r.t3, peer_err);
+      v.push_back(w);
+    }
+  return v;
+}
 
 PairRounds pair_rounds(const std::vector<SyncRound>& x_rounds, const std::vector<SyncRound>& y_rounds) {
   PairRounds p;

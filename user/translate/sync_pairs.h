@@ -35,6 +35,13 @@ struct PairRounds {
   size_t inconsistent = 0;  // rtt <= 0 or stamps out of order
 };
 
+// The rounds a node initiated with `peer` (its Sync frames), each stamp moved by
+// its node's TSC skew across CPUs (TraceReader::tsc_skew_err: own_err for t1/t4,
+// peer_err for t2/t3) the way causality still holds for the true instants: sends
+// earlier, receives later (the round's RTT grows by twice both skews).
+std::vector<SyncRound> rounds_with_peer(const std::vector<SyncRound>& initiated, const std::string& peer,
+                                        uint64_t own_err, uint64_t peer_err);
+
 // x_rounds: rounds X initiated (X's sync_rounds with peer Y); y_rounds: Y's with peer X.
 PairRounds pair_rounds(const std::vector<SyncRound>& x_rounds, const std::vector<SyncRound>& y_rounds);
 // Each round gives one below and one above point.

@@ -23,6 +23,7 @@
 #include "translate/realtime_offset.h"
 #include "trace/tsc_frequency.h"
 #include "translate/relation_cursor.h"
+#include "translate/relation_paths.h"
 #include "translate/sync_pairs.h"
 #include "translate/sync_sanity.h"
 #include "trace/trace_reader.h"
@@ -32,10 +33,7 @@
 namespace cptrace {
 namespace {
 
-// The TSC values translation supports (int64 arithmetic with room for bounds):
-// an event beyond is refused; a kernel stamp's interval reaching beyond it covers
-// every supported value, so it is cut there, not narrowed.
-constexpr uint64_t kTscRange = uint64_t(std::numeric_limits<int64_t>::max() / 4);
+constexpr uint64_t kTscRange = kTranslateTscRange;  // relation_cursor.h
 
 using nlohmann::json;
 
@@ -149,22 +147,9 @@ size_t reference_index(const std::vector<Node>& nodes, const std::string& refere
   throw std::runtime_error("--reference " + reference + ": no such node among the traces (" + have + ")");
 }
 
-// The rounds n initiated with `peer`, each stamp moved by its node's TSC skew
-// across CPUs (TraceReader::tsc_skew_err) the way causality still holds for the
-// true instants: sends earlier, receives later (the round's RTT grows by twice
-// both skews).
+// The rounds n initiated with `peer`, widened by both nodes' TSC skew (sync_pairs.h).
 std::vector<SyncRound> rounds_with(const Node& n, const Node& peer) {
-  uint64_t ea = n.reader->tsc_skew_err(), eb = peer.reader->tsc_skew_err();
-  auto earlier = [](uint64_t t, uint64_t e) { return t - std::min(t, e); };
-  std::vector<SyncRound> v;
-  for (const SyncRound& r : n.reader->sync_rounds())
-    if (r.peer == peer.name) {
-      SyncRound w = r;
-      w.t1 = earlier(r.t1, ea), w.t4 = r.t4 + std::min(ea, kTscRange);
-      w.t2 = r.t2 + std::min(eb, kTscRange), w.t3 = earlier(r.t3, eb);
-      v.push_back(w);
-    }
-  return v;
+  return rounds_with_peer(n.reader->sync_rounds(), peer.name, n.reader->tsc_skew_err(), peer.reader->tsc_skew_err());
 }
 
 // A round whose peer stamps lie far outside the peer's recording was taken against
@@ -333,48 +318,30 @@ int64_t mid_span(const Node& n, const Pair& p) {
   return r.x_initiated ? r.t1 : r.t2;
 }
 
-// Dijkstra from the reference over "bound width at the middle of the span".
+// Each node's relation to the reference (relation_paths.h), weighted by the bound
+// width at the middle of the from-node's span.
 std::vector<RelationPtr> paths_to_reference(const std::vector<Node>& nodes, size_t ref,
                                             const std::map<std::pair<size_t, size_t>, Pair>& pairs,
                                             std::vector<std::vector<std::string>>& path_names) {
-  size_t n = nodes.size();
-  std::vector<long double> dist(n, INFINITY);
-  std::vector<RelationPtr> rel(n);
-  std::vector<size_t> next(n, n);
-  using Item = std::pair<long double, size_t>;
-  std::priority_queue<Item, std::vector<Item>, std::greater<>> q;
-  dist[ref] = 0;
-  rel[ref] = std::make_shared<IdentityRelation>();
-  q.push({0, ref});
-  while (!q.empty()) {
-    auto [d, u] = q.top();
-    q.pop();
-    if (d > dist[u]) continue;
-    for (size_t v = 0; v < n; ++v) {
-      auto it = pairs.find({v, u});
-      if (v == u || it == pairs.end() || !it->second.chosen) continue;
-      long double w;
-      try {
-        w = (long double)it->second.chosen->at(mid_span(nodes[v], it->second)).width();
-      } catch (const std::exception&) {
-        continue;  // far outside the pair's span: not a usable edge
-      }
-      // A non-linear pair has transitions where nothing is guaranteed: any linear
-      // path, however wide, is preferred.
-      if (it->second.hull && !it->second.hull->linear && !it->second.drift &&
-          it->second.chosen != it->second.ratio_relation())
-        w += 1e30L;
-      if (d + w < dist[v]) {
-        dist[v] = d + w, next[v] = u;
-        rel[v] = u == ref ? it->second.chosen : std::make_shared<ComposedRelation>(it->second.chosen, rel[u]);
-        q.push({dist[v], v});
-      }
+  std::map<std::pair<size_t, size_t>, RelationEdge> edges;
+  for (const auto& [k, p] : pairs) {
+    if (!p.chosen) continue;
+    long double w;
+    try {
+      w = (long double)p.chosen->at(mid_span(nodes[p.from], p)).width();
+    } catch (const std::exception&) {
+      continue;  // far outside the pair's span: not a usable edge
     }
+    // A non-linear pair has transitions where nothing is guaranteed: any linear
+    // path, however wide, is preferred.
+    if (p.hull && !p.hull->linear && !p.drift && p.chosen != p.ratio_relation()) w += 1e30L;
+    edges[k] = {p.chosen, w};
   }
-  path_names.assign(n, {});
-  for (size_t v = 0; v < n; ++v)
-    for (size_t k = v; k < n && rel[v]; k = k == ref ? n : next[k]) path_names[v].push_back(nodes[k].name);
-  return rel;
+  RelationPaths paths = relation_paths(nodes.size(), ref, edges);
+  path_names.assign(nodes.size(), {});
+  for (size_t v = 0; v < nodes.size(); ++v)
+    for (size_t k : paths.path[v]) path_names[v].push_back(nodes[k].name);
+  return paths.to_ref;
 }
 
 std::string no_path_error(const std::vector<Node>& nodes, size_t v, size_t ref,
@@ -501,11 +468,7 @@ uint64_t translate_node(const Node& n, uint16_t index, const Relation& rel, cons
     for (const TraceEvent& e : evs) {
       if (e.ts > kTscRange)
         throw std::runtime_error(fmt::format("{}: event timestamp {} is beyond the supported TSC range", n.dir, e.ts));
-      Bound b = cursor.at(int64_t(e.ts));
-      if (e.ts_err) {  // a converted kernel stamp: its own interval widens the bound
-        b.lo = cursor.at(int64_t(e.ts - std::min<uint64_t>(e.ts, e.ts_err))).lo;
-        b.hi = cursor.at(int64_t(e.ts + std::min(e.ts_err, kTscRange))).hi;
-      }
+      Bound b = cursor.at_stamp(e.ts, e.ts_err);  // a stamp's own interval widens the bound
       for (const auto& [lo, hi] : transitions) in_transition += int64_t(e.ts) >= lo && int64_t(e.ts) <= hi;
       max_err = std::max(max_err, e.ts_err);
       out.push_back({e.ts, b.est, b.lo, b.hi, e.channel, e.tuple, e.pid, e.tid, e.cpu, index, e.kind});
