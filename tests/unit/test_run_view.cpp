@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 
 #include "analyze/run_view.h"
 #include "analyze/top.h"
@@ -128,6 +130,64 @@ TEST(RunView, NodesJoinAsTheirDirectoriesAppear) {
   EXPECT_EQ(view.nodes(), 2u);
   s = view.snapshot();
   EXPECT_EQ(s["pairs"][0]["count"].get<size_t>(), 10u) << s.dump();
+  EXPECT_TRUE(view.complete());
+}
+
+// A finished cluster run also holds RUN/translated (a translated trace) and
+// other directories: none of them is a node. Without RUN/cluster.json the
+// recordings are told by their meta.json, or before it by their first frame
+// (the clock stream); with it, its node list is the run's, its first node the
+// reference, and the run is complete only once every listed node is.
+TEST(RunView, TranslatedAndOtherDirectoriesAreNoNodes) {
+  testutil::TempDir tmp;
+  synth::Clock a{"A", 1.0e15L, 20}, b{"B", 1.0e15L + 8.1e9L, 150};
+  synth::Cluster cl({a, b}, 3);
+  cl.rounds(0, 1, "start", 1e6L, 20, 500000);
+  cl.rounds(1, 0, "start", 1e6L, 20, 500000);
+  for (uint64_t k = 0; k < 10; ++k) {
+    cl.event(0, "A.out", k, 50e6L + k * 1e6L);
+    cl.event(1, "B.in", k, 50e6L + k * 1e6L + cl.delay(0, 1));
+  }
+  const std::string run = tmp / "run";
+  cl.write(0, run + "/A", 1e9L);
+  cl.write(1, run + "/B", 1e9L);
+  TranslateOptions t;
+  t.dirs = {run + "/A", run + "/B"};
+  t.reference = "A";
+  t.out = run + "/translated";
+  translate(t);
+  std::filesystem::create_directories(run + "/empty");  // a recorder that has not written its header yet
+  std::ofstream(run + "/empty/events.cpt");
+  std::filesystem::remove(run + "/B/meta.json");  // as streamed before the recorder's meta.json arrives
+  std::filesystem::create_directories(run + "/nometa");  // a translated trace's frames, its meta.json not there
+  std::filesystem::copy_file(run + "/translated/events.cpt", run + "/nometa/events.cpt");
+
+  RunViewOptions o;
+  o.pairs = {{"A.out", "B.in"}};
+  {
+    RunView view(run, o);
+    view.poll();
+    EXPECT_EQ(view.nodes(), 2u);
+    nlohmann::json s = view.snapshot();
+    ASSERT_EQ(s["nodes"].size(), 2u) << s.dump();
+    EXPECT_EQ(s["nodes"][0]["node"], "A");
+    EXPECT_EQ(s["nodes"][1]["node"], "B");
+    EXPECT_EQ(s["pairs"][0]["reference"], "A");
+    EXPECT_EQ(s["pairs"][0]["count"].get<size_t>(), 10u) << s.dump();
+  }
+  // The manifest: B first (its reference), and C listed but not there yet.
+  std::ofstream(run + "/cluster.json") << R"({"run_id": "x", "nodes": [{"name": "B"}, {"name": "A"}, {"name": "C"}]})";
+  cl.write(1, run + "/B", 1e9L);  // B's meta.json came (complete)
+  RunView view(run, o);
+  view.poll();
+  EXPECT_EQ(view.nodes(), 2u);
+  EXPECT_FALSE(view.complete()) << "C is listed and missing";
+  nlohmann::json s = view.snapshot();
+  EXPECT_EQ(s["nodes"][0]["node"], "B");
+  EXPECT_EQ(s["pairs"][0]["reference"], "B");
+  EXPECT_EQ(s["pairs"][0]["count"].get<size_t>(), 10u) << s.dump();
+  std::ofstream(run + "/cluster.json") << R"({"run_id": "x", "nodes": [{"name": "B"}, {"name": "A"}]})";
+  view.poll();
   EXPECT_TRUE(view.complete());
 }
 

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <ctime>
 #include <filesystem>
+#include <fstream>
 #include <limits>
 #include <stdexcept>
 
@@ -13,6 +14,7 @@
 #include "analyze/live_view.h"  // channel_arg_id
 #include "trace/clock_map.h"
 #include "trace/trace_file.h"
+#include "trace/trace_format.h"
 #include "trace/trace_reader.h"  // tsc_skew_err_of
 #include "translate/drift_bound.h"
 #include "translate/latency.h"
@@ -98,14 +100,56 @@ RunView::RunView(std::string run_dir, RunViewOptions o) : dir_(std::move(run_dir
 
 RunView::~RunView() = default;
 
-// A node directory is one with an events.cpt; nodes keep the index they got
-// (the order they appeared in, by name within one scan).
+namespace {
+
+// The node names of RUN/cluster.json (`cluster record`'s manifest), in its
+// order; empty when there is none (a run of hand-started recorders).
+std::vector<std::string> manifest_nodes(const std::string& run) {
+  std::vector<std::string> names;
+  try {
+    json m = json::parse(read_trace_file((fs::path(run) / "cluster.json").string()));
+    for (const json& n : m.at("nodes")) names.push_back(n.at("name").get<std::string>());
+  } catch (const std::exception&) {
+    names.clear();  // absent, or being replaced: the directories say
+  }
+  return names;
+}
+
+// Without a manifest: a recording's directory, not a translated trace's (RUN/
+// translated) nor anything else. Its meta.json is a recorder's (a translated
+// one has "translated"); before there is one, its first frame is the clock
+// stream, which a recorder writes first and nothing else does. Undecided (no
+// meta.json, no frame yet): not yet.
+bool is_recording(const fs::path& d) {
+  json meta;
+  read_meta(d.string(), meta);
+  if (meta.is_object()) return !meta.contains("translated");
+  std::ifstream in(d / "events.cpt", std::ios::binary);
+  char head[kFileHeaderSize];
+  FrameHeader h;
+  if (!in.read(head, sizeof head) || !in.read(reinterpret_cast<char*>(&h), sizeof h)) return false;
+  return h.magic == kFrameMagic && (h.type == uint16_t(FrameType::Clock) || h.type == uint16_t(FrameType::Clock2));
+}
+
+}  // namespace
+
+// The nodes: those RUN/cluster.json names, once their directory exists; without
+// it, the recordings among RUN's directories (is_recording). Nodes keep the index
+// they got (the order they appeared in, by name or manifest order within one scan).
 void RunView::find_nodes() {
   std::vector<std::string> found;
   std::error_code ec;
-  for (const auto& d : fs::directory_iterator(dir_, ec))
-    if (d.is_directory(ec) && fs::exists(d.path() / "events.cpt", ec)) found.push_back(d.path().string());
-  std::sort(found.begin(), found.end());
+  std::vector<std::string> listed = manifest_nodes(dir_);
+  if (!listed.empty()) {
+    manifest_ = listed;
+    for (const std::string& name : listed)
+      if (fs::is_directory(fs::path(dir_) / name, ec)) found.push_back((fs::path(dir_) / name).string());
+  } else if (manifest_.empty()) {
+    for (const auto& d : fs::directory_iterator(dir_, ec))
+      if (d.is_directory(ec) && fs::exists(d.path() / "events.cpt", ec) && is_recording(d.path()))
+        found.push_back(d.path().string());
+    std::sort(found.begin(), found.end());
+  }
   for (const std::string& d : found) {
     if (std::any_of(nodes_.begin(), nodes_.end(), [&](const auto& n) { return n->dir == d; })) continue;
     if (nodes_.size() >= 0xffff) throw std::runtime_error(dir_ + ": more than 65535 node directories");
@@ -163,7 +207,7 @@ void RunView::poll() {
 }
 
 bool RunView::complete() const {
-  if (nodes_.empty()) return false;
+  if (nodes_.empty() || nodes_.size() < manifest_.size()) return false;
   for (const auto& n : nodes_)
     if (!n->complete || n->tail->offset() < n->tail->file_bytes()) return false;
   return true;
@@ -197,6 +241,13 @@ json RunView::pairs_json(std::vector<std::string>& problems) {
     auto it = std::find(names.begin(), names.end(), opt_.reference);
     if (it == names.end()) {
       problems.push_back("--reference " + opt_.reference + ": no such node in the run (yet)");
+      return json::array();
+    }
+    ref = size_t(it - names.begin());
+  } else if (!manifest_.empty()) {  // the cluster's reference, as its translate
+    auto it = std::find(names.begin(), names.end(), manifest_.front());
+    if (it == names.end()) {
+      problems.push_back("the reference " + manifest_.front() + " (cluster.json's first node) is not in the run yet");
       return json::array();
     }
     ref = size_t(it - names.begin());

@@ -41,7 +41,7 @@ namespace cptrace {
 
 struct RunViewOptions {
   std::vector<std::pair<std::string, std::string>> pairs;  // FROM,TO channel names
-  std::string reference;  // empty: the first node by name
+  std::string reference;  // empty: cluster.json's first node, else the first by name
   double max_drift_ppm = 500;
 };
 
@@ -49,7 +49,8 @@ class RunView {
  public:
   RunView(std::string run_dir, RunViewOptions o);
   ~RunView();
-  // Picks up node directories that appeared (those with an events.cpt), re-reads
+  // Picks up node directories that appeared (those RUN/cluster.json names, else
+  // the recordings: not RUN/translated nor any other directory), re-reads
   // each node's meta.json, then reads the frames completed since the last poll.
   void poll();
   size_t nodes() const { return nodes_.size(); }
@@ -91,6 +92,7 @@ class RunView {
 
   std::string dir_;
   RunViewOptions opt_;
+  std::vector<std::string> manifest_;  // RUN/cluster.json's node names, once read
   std::vector<std::unique_ptr<Node>> nodes_;
   std::vector<Pair> pairs_;
   uint64_t kernel_stamped_ = 0;  // pair events in CLOCK_MONOTONIC: not joined live

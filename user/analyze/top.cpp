@@ -38,9 +38,11 @@ std::vector<std::pair<std::string, std::string>> parse_pairs(const std::vector<s
 
 void sleep_s(double s) { std::this_thread::sleep_for(std::chrono::duration<double>(s)); }
 
-// A node directory of a run: a subdirectory holding an events.cpt (run_view.h).
+// A run: `cluster record`'s manifest, or a subdirectory holding an events.cpt
+// (which of them are nodes, run_view.h decides).
 bool has_node_dir(const std::string& dir) {
   std::error_code ec;
+  if (fs::exists(fs::path(dir) / "cluster.json", ec)) return true;
   for (const auto& d : fs::directory_iterator(dir, ec))
     if (d.is_directory(ec) && fs::exists(d.path() / "events.cpt", ec)) return true;
   return false;

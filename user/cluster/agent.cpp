@@ -105,6 +105,16 @@ void pump(Out& out, const std::string& path, uint64_t& offset, bool to_end) {
   close(fd);
 }
 
+// meta.json as the recorder writes it at its start, once it is there: the live
+// view of the run (`top RUN`) takes the node's name and TSC skew from it long
+// before the final one comes. True once sent.
+bool send_start_meta(Out& out, const std::string& trace) {
+  std::string meta = read_whole(trace + "/meta.json");  // replaced by rename: whole or absent
+  if (meta.empty()) return false;
+  out.send(WireType::MetaStart, 0, meta);
+  return true;
+}
+
 // A line from the controller: the request, or a command.
 bool read_line(int fd, std::string& pending, std::string& line, bool& eof) {
   for (;;) {
@@ -168,7 +178,7 @@ int run_record(const nlohmann::json& req, int in_fd, std::string& pending, Out& 
   out.send(WireType::Hello, 0, nlohmann::json{{"dir", dir}, {"pid", rec}}.dump());
 
   uint64_t offset = 0;
-  bool in_open = true, signalled = false;
+  bool in_open = true, signalled = false, meta_sent = false;
   Clock::time_point eof_at;
   int st = 0;
   for (;;) {
@@ -189,6 +199,7 @@ int run_record(const nlohmann::json& req, int in_fd, std::string& pending, Out& 
       signalled = true;
     }
     pump(out, trace + "/events.cpt", offset, false);
+    if (!meta_sent) meta_sent = send_start_meta(out, trace);
     pid_t w = waitpid(rec, &st, WNOHANG);
     if (w == rec) break;
   }

@@ -9,7 +9,9 @@
 // {magic "CPAG", type, offset, length} and `length` bytes. Events frames carry
 // bytes of the node's events.cpt at `offset`, in order, so the controller's copy
 // is the node's file byte for byte; Meta carries the whole meta.json at the end;
-// Hello and Done are JSON.
+// MetaStart the meta.json the recorder wrote at its start (complete=false: the
+// live view needs its node name and TSC skew before the end); Hello and Done are
+// JSON.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -17,7 +19,7 @@
 
 namespace cptrace {
 
-enum class WireType : uint32_t { Hello = 1, Events = 2, Meta = 3, Done = 4 };
+enum class WireType : uint32_t { Hello = 1, Events = 2, Meta = 3, Done = 4, MetaStart = 5 };
 
 struct WireFrame {
   WireType type;

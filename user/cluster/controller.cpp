@@ -147,6 +147,9 @@ void apply_frame(NodeRun& n, const WireFrame& f) {
     case WireType::Meta:
       n.meta = f.data;
       break;
+    case WireType::MetaStart:  // for `top RUN` while recording; the final one replaces it
+      if (n.meta.empty()) write_file(n.local + "/meta.json", f.data);
+      break;
     case WireType::Done:
       n.done = true;
       n.done_json = nlohmann::json::parse(f.data);
