@@ -13,6 +13,10 @@
 // recorder had written 2 s before the refresh's poll (sizes sampled by the test on
 // the shared clock) was read; and that the last refresh equals translate +
 // latency on the finished run.
+//
+// And the same on a run of `cptrace cluster record` (4 nodes over `ip netns
+// exec`): RUN also holds cluster.json, RUN/translated and report.html, and the
+// lag is measured against each node's own copy, the file its agent streams from.
 #include <gtest/gtest.h>
 
 #include <sys/stat.h>
@@ -20,6 +24,9 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <functional>
 #include <thread>
 #include <map>
 #include <sstream>
@@ -79,6 +86,181 @@ struct Written {
 const char* kQuantiles[] = {"p50", "p90", "p99", "max"};
 const double kQ[] = {0.5, 0.9, 0.99, 1.0};
 
+// Samples, every 100 ms on the shared CLOCK_MONOTONIC, the size of the file each
+// node's data comes from (`path_of`, "" while it does not exist): the view's lag
+// is measured against it, so a writer slow to write is not the view's lag.
+class WrittenSampler {
+ public:
+  WrittenSampler(std::vector<std::string> names, std::function<std::string(const std::string&)> path_of)
+      : thread_([this, names, path_of] {
+          while (!done_) {
+            Written w{testbed::mono_ns(), {}};
+            for (const std::string& n : names) {
+              struct stat st {};
+              std::string p = path_of(n);
+              w.bytes[n] = !p.empty() && stat(p.c_str(), &st) == 0 ? uint64_t(st.st_size) : 0;
+            }
+            written_.push_back(std::move(w));
+            std::this_thread::sleep_for(std::chrono::milliseconds(100));
+          }
+        }) {}
+  ~WrittenSampler() { stop(); }
+  const std::vector<Written>& stop() {
+    done_ = true;
+    if (thread_.joinable()) thread_.join();
+    return written_;
+  }
+
+ private:
+  std::atomic<bool> done_{false};
+  std::vector<Written> written_;
+  std::thread thread_;
+};
+
+// A run followed by `top RUN --json --pair FROM,TO`: the checks of both tests.
+struct LiveRun {
+  std::string run;  // RUN
+  std::vector<std::string> names;  // its nodes, the reference first, TO's node last
+  std::string from, to;  // channels: FROM on the reference, TO on the last node
+  size_t tuples = 0;
+  std::string best;  // translate with its default clock model, of the finished run
+};
+
+std::vector<json> read_refreshes(const std::string& path) {
+  std::vector<json> out;
+  std::istringstream in(testutil::read_file(path));
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty()) out.push_back(json::parse(line));
+  return out;
+}
+
+// For every refresh: each shown percentile bound holds the true percentile of
+// exactly the tuples it covers, and every byte of each node's file written 2 s
+// before its poll was read. The last refresh equals translate (the same clock
+// model) + latency, and the default translate's estimates lie in its bounds.
+void check_live_run(const LiveRun& lr, const std::vector<json>& refreshes, const std::vector<Written>& written,
+                    const testutil::TempDir& tmp) {
+  ASSERT_GE(refreshes.size(), 3u);
+  ASSERT_TRUE(refreshes.back()["complete"].get<bool>());
+  const std::string &refname = lr.names.front(), &last_node = lr.names.back();
+
+  std::map<std::string, NodeTrace> nodes;
+  for (const std::string& n : lr.names) nodes[n] = read_node(lr.run + "/" + n);
+  const NodeTrace& ref = nodes[refname];
+  auto mono = [&](const std::string& node, uint64_t ts) { return truth::interp(nodes[node].clock, ts, true); };
+  auto truth_ticks = [&](const std::string& node, uint64_t ts) {
+    return node == refname ? (long double)ts : truth::interp(ref.clock, mono(node, ts), false);
+  };
+  const uint64_t from = cp_channel_id(lr.from.c_str()), to = cp_channel_id(lr.to.c_str());
+
+  size_t with_tuples = 0, live = 0, extrapolated = 0;
+  int64_t worst_lag_ns = 0;
+  for (const json& r : refreshes) {
+    // The events each node's part of this refresh covers, and how far behind it is.
+    std::map<std::string, size_t> covered;
+    const int64_t poll = r["polled_mono_ns"].get<int64_t>();
+    for (const json& n : r["nodes"]) {
+      const std::string name = n["node"];
+      ASSERT_TRUE(nodes.count(name)) << "not a node of the run: " << name;
+      size_t k = n["records"].get<size_t>();
+      ASSERT_LE(k, nodes[name].events.size()) << name;
+      covered[name] = k;
+      // Every byte the node's file held 2 s before this refresh's poll is in it.
+      uint64_t read = n["bytes_read"].get<uint64_t>();
+      for (const Written& w : written) {
+        if (w.bytes.at(name) > read) worst_lag_ns = std::max(worst_lag_ns, poll - w.mono_ns);
+        if (w.mono_ns > poll - 2000000000LL) continue;
+        EXPECT_GE(read, w.bytes.at(name)) << "refresh " << r["refresh"] << " is more than 2 s behind " << name
+                                          << "'s file: " << read << " bytes read, " << w.bytes.at(name) << " written "
+                                          << double(poll - w.mono_ns) / 1e9 << " s before its poll";
+      }
+    }
+    if (r["pairs"].empty()) continue;  // before the reference appeared
+    // The tuples it covers: the first FROM on the reference and the first TO on the last node, as latency joins.
+    std::unordered_map<uint64_t, uint64_t> a_ts;
+    for (size_t i = 0; i < covered[refname]; ++i) {
+      const Ev& e = nodes[refname].events[i];
+      if (e.kind == uint8_t(EventKind::User) && e.channel == from) a_ts.emplace(e.tuple, e.ts);
+    }
+    std::vector<long double> truth;
+    std::unordered_map<uint64_t, bool> seen;
+    for (size_t i = 0; i < covered[last_node]; ++i) {
+      const Ev& e = nodes[last_node].events[i];
+      if (e.kind != uint8_t(EventKind::User) || e.channel != to || !seen.emplace(e.tuple, true).second) continue;
+      auto it = a_ts.find(e.tuple);
+      if (it != a_ts.end()) truth.push_back(truth_ticks(last_node, e.ts) - (long double)it->second);
+    }
+    std::sort(truth.begin(), truth.end());
+    const json& p = r["pairs"][0];
+    EXPECT_EQ(p["reference"], refname);
+    EXPECT_EQ(p["matched"].get<size_t>(), truth.size()) << r.dump();
+    if (p["count"].get<size_t>() == 0) continue;
+    EXPECT_EQ(p["count"].get<size_t>(), truth.size()) << r.dump();
+    with_tuples++;
+    for (size_t q = 0; q < 4; ++q) {
+      const json& v = p[kQuantiles[q]];
+      long double t = truth[nearest_rank_index(truth.size(), kQ[q])];
+      EXPECT_LE(v["ticks_lo"].get<int64_t>(), t) << kQuantiles[q] << " refresh " << r["refresh"] << " " << p.dump();
+      EXPECT_GE(v["ticks_hi"].get<int64_t>(), t) << kQuantiles[q] << " refresh " << r["refresh"] << " " << p.dump();
+      EXPECT_LE(v["ticks_lo"].get<int64_t>(), v["ticks"].get<int64_t>());
+      EXPECT_GE(v["ticks_hi"].get<int64_t>(), v["ticks"].get<int64_t>());
+    }
+    if (r["complete"].get<bool>()) continue;
+    live++;
+    // Events of the last node newer than its newest round: bounded by the drift bound's extrapolation.
+    for (const json& n : r["nodes"])
+      if (n["node"] == last_node && n["newest_tsc"].get<uint64_t>() > n["last_round_tsc"].get<uint64_t>())
+        extrapolated++;
+    printf("  [top run] refresh %3d: %5zu tuples  p50 width %6lld ticks  max width %6lld ticks\n",
+           r["refresh"].get<int>(), truth.size(),
+           (long long)(p["p50"]["ticks_hi"].get<int64_t>() - p["p50"]["ticks_lo"].get<int64_t>()),
+           (long long)(p["max"]["ticks_hi"].get<int64_t>() - p["max"]["ticks_lo"].get<int64_t>()));
+  }
+  EXPECT_GE(live, 2u) << "too few refreshes while recording to mean anything";
+  EXPECT_GE(extrapolated, 1u) << "no refresh bounded events past the last round";
+  EXPECT_EQ(refreshes.back()["pairs"][0]["count"].get<size_t>(), lr.tuples);
+
+  // The last refresh is translate (the same clock model) + latency, value for value.
+  std::string dirs;
+  for (const std::string& n : lr.names) dirs += " " + lr.run + "/" + n;
+  const std::string bin = testutil::cptrace_bin();
+  auto tr = testutil::run(
+      bin + " translate" + dirs + " --reference " + refname + " --clock-model piecewise --inputs rounds -o " +
+          (tmp / "tr"),
+      tmp);
+  ASSERT_EQ(tr.status, 0) << tr.out << tr.err;
+  LatencyResult res = latency(tmp / "tr", lr.from, lr.to);
+  ASSERT_EQ(res.rows.size(), lr.tuples);
+  std::vector<int64_t> est, lo, hi;
+  for (const LatencyRow& row : res.rows)
+    est.push_back(row.ticks), lo.push_back(row.ticks_lo), hi.push_back(row.ticks_hi);
+  std::sort(est.begin(), est.end()), std::sort(lo.begin(), lo.end()), std::sort(hi.begin(), hi.end());
+  const json& last = refreshes.back()["pairs"][0];
+  for (size_t q = 0; q < 4; ++q) {
+    size_t k = nearest_rank_index(est.size(), kQ[q]);
+    EXPECT_EQ(last[kQuantiles[q]]["ticks"].get<int64_t>(), est[k]) << kQuantiles[q];
+    EXPECT_EQ(last[kQuantiles[q]]["ticks_lo"].get<int64_t>(), lo[k]) << kQuantiles[q];
+    EXPECT_EQ(last[kQuantiles[q]]["ticks_hi"].get<int64_t>(), hi[k]) << kQuantiles[q];
+  }
+  // translate's default (linear clocks, best method) estimates inside the live final bounds.
+  LatencyResult best = latency(lr.best, lr.from, lr.to);
+  ASSERT_EQ(best.rows.size(), lr.tuples);
+  std::vector<int64_t> best_est;
+  for (const LatencyRow& row : best.rows) best_est.push_back(row.ticks);
+  std::sort(best_est.begin(), best_est.end());
+  for (size_t q = 0; q < 4; ++q) {
+    int64_t e = best_est[nearest_rank_index(best_est.size(), kQ[q])];
+    EXPECT_GE(e, last[kQuantiles[q]]["ticks_lo"].get<int64_t>()) << kQuantiles[q];
+    EXPECT_LE(e, last[kQuantiles[q]]["ticks_hi"].get<int64_t>()) << kQuantiles[q];
+  }
+  printf(
+      "  [top run] %zu refreshes, %zu with tuples, %zu while recording (%zu past %s's last round); largest lag "
+      "%.2f s; last p50 %lld [%lld, %lld] ticks\n",
+      refreshes.size(), with_tuples, live, extrapolated, last_node.c_str(), double(worst_lag_ns) / 1e9,
+      (long long)last["p50"]["ticks"].get<int64_t>(), (long long)last["p50"]["ticks_lo"].get<int64_t>(),
+      (long long)last["p50"]["ticks_hi"].get<int64_t>());
+}
+
 TEST(TopRun, ThreeNodeRunEveryLiveBoundHoldsTheTruth) {
   REQUIRE_BPF();
   REQUIRE_TESTBED();
@@ -108,144 +290,95 @@ TEST(TopRun, ThreeNodeRunEveryLiveBoundHoldsTheTruth) {
                                 (tmp / "key") + " --sync-rounds 40 --sync-rate 2 --sync-wait 20 --simulate-clock " +
                                 sims[k] + " -o " + run + "/" + names[k] + " -- " + wl + " " + roles[k]),
         tmp / (std::string(names[k]) + ".out"), tmp / (std::string(names[k]) + ".err")));
-  // What the recorders have written, when (the shared CLOCK_MONOTONIC): the view's
-  // lag is measured against it, so a recorder slow to write is not the view's lag.
-  std::vector<Written> written;
-  std::atomic<bool> done{false};
-  std::thread watch([&] {
-    while (!done) {
-      Written w{testbed::mono_ns(), {}};
-      for (const char* n : names) {
-        struct stat st {};
-        w.bytes[n] = stat((run + "/" + n + "/events.cpt").c_str(), &st) == 0 ? uint64_t(st.st_size) : 0;
-      }
-      written.push_back(std::move(w));
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-  });
+  // What the recorders have written, when.
+  WrittenSampler sampler({"A", "B", "C"}, [&](const std::string& n) { return run + "/" + n + "/events.cpt"; });
   for (auto& p : rec) EXPECT_EQ(p->wait(180), 0) << testutil::read_file(p->err_path);
   EXPECT_EQ(top.wait(60), 0) << testutil::read_file(top.err_path);
-  done = true;
-  watch.join();
+  const std::vector<Written>& written = sampler.stop();
   ASSERT_FALSE(HasFailure());
 
-  std::vector<json> refreshes;
-  {
-    std::istringstream in(testutil::read_file(top.out_path));
-    for (std::string line; std::getline(in, line);)
-      if (!line.empty()) refreshes.push_back(json::parse(line));
-  }
-  ASSERT_GE(refreshes.size(), 3u);
-  ASSERT_TRUE(refreshes.back()["complete"].get<bool>());
-
-  std::map<std::string, NodeTrace> nodes;
-  for (const char* n : names) nodes[n] = read_node(run + "/" + n);
-  const NodeTrace& ref = nodes["A"];
-  auto mono = [&](const std::string& node, uint64_t ts) { return truth::interp(nodes[node].clock, ts, true); };
-  auto truth_ticks = [&](const std::string& node, uint64_t ts) {
-    return node == "A" ? (long double)ts : truth::interp(ref.clock, mono(node, ts), false);
-  };
-  const uint64_t from = cp_channel_id("A.out"), to = cp_channel_id("C.in");
-
-  size_t with_tuples = 0, live = 0, extrapolated = 0;
-  for (const json& r : refreshes) {
-    // The events each node's part of this refresh covers, and how far behind it is.
-    std::map<std::string, size_t> covered;
-    const int64_t poll = r["polled_mono_ns"].get<int64_t>();
-    for (const json& n : r["nodes"]) {
-      const std::string name = n["node"];
-      size_t k = n["records"].get<size_t>();
-      ASSERT_LE(k, nodes[name].events.size()) << name;
-      covered[name] = k;
-      // Every byte the recorder had written 2 s before this refresh's poll is in it.
-      uint64_t read = n["bytes_read"].get<uint64_t>();
-      for (const Written& w : written) {
-        if (w.mono_ns > poll - 2000000000LL) continue;
-        EXPECT_GE(read, w.bytes.at(name)) << "refresh " << r["refresh"] << " is more than 2 s behind " << name
-                                          << "'s file: " << read << " bytes read, " << w.bytes.at(name) << " written "
-                                          << double(poll - w.mono_ns) / 1e9 << " s before its poll";
-      }
-    }
-    if (r["pairs"].empty()) continue;  // before node A appeared (--reference A)
-    // The tuples it covers: the first A.out on A and the first C.in on C, as latency joins.
-    std::unordered_map<uint64_t, uint64_t> a_ts;
-    for (size_t i = 0; i < covered["A"]; ++i) {
-      const Ev& e = nodes["A"].events[i];
-      if (e.kind == uint8_t(EventKind::User) && e.channel == from) a_ts.emplace(e.tuple, e.ts);
-    }
-    std::vector<long double> truth;
-    std::unordered_map<uint64_t, bool> seen;
-    for (size_t i = 0; i < covered["C"]; ++i) {
-      const Ev& e = nodes["C"].events[i];
-      if (e.kind != uint8_t(EventKind::User) || e.channel != to || !seen.emplace(e.tuple, true).second) continue;
-      auto it = a_ts.find(e.tuple);
-      if (it != a_ts.end()) truth.push_back(truth_ticks("C", e.ts) - (long double)it->second);
-    }
-    std::sort(truth.begin(), truth.end());
-    const json& p = r["pairs"][0];
-    EXPECT_EQ(p["matched"].get<size_t>(), truth.size()) << r.dump();
-    if (p["count"].get<size_t>() == 0) continue;
-    EXPECT_EQ(p["count"].get<size_t>(), truth.size()) << r.dump();
-    with_tuples++;
-    // The covered C events after C's newest round with A: bounded by extrapolation.
-    for (size_t q = 0; q < 4; ++q) {
-      const json& v = p[kQuantiles[q]];
-      long double t = truth[nearest_rank_index(truth.size(), kQ[q])];
-      EXPECT_LE(v["ticks_lo"].get<int64_t>(), t) << kQuantiles[q] << " refresh " << r["refresh"] << " " << p.dump();
-      EXPECT_GE(v["ticks_hi"].get<int64_t>(), t) << kQuantiles[q] << " refresh " << r["refresh"] << " " << p.dump();
-      EXPECT_LE(v["ticks_lo"].get<int64_t>(), v["ticks"].get<int64_t>());
-      EXPECT_GE(v["ticks_hi"].get<int64_t>(), v["ticks"].get<int64_t>());
-    }
-    if (r["complete"].get<bool>()) continue;
-    live++;
-    // C events newer than C's newest round: bounded by the drift bound's extrapolation.
-    for (const json& n : r["nodes"])
-      if (n["node"] == "C" && n["newest_tsc"].get<uint64_t>() > n["last_round_tsc"].get<uint64_t>()) extrapolated++;
-    printf("  [top run] refresh %3d: %5zu tuples  p50 width %6lld ticks  max width %6lld ticks\n",
-           r["refresh"].get<int>(), truth.size(),
-           (long long)(p["p50"]["ticks_hi"].get<int64_t>() - p["p50"]["ticks_lo"].get<int64_t>()),
-           (long long)(p["max"]["ticks_hi"].get<int64_t>() - p["max"]["ticks_lo"].get<int64_t>()));
-  }
-  EXPECT_GE(live, 2u) << "too few refreshes while recording to mean anything";
-  EXPECT_GE(extrapolated, 1u) << "no refresh bounded events past the last round";
-  EXPECT_EQ(refreshes.back()["pairs"][0]["count"].get<size_t>(), 3000u);
-
-  // The last refresh is translate (the same clock model) + latency, value for value.
-  auto tr = testutil::run(bin + " translate " + run + "/A " + run + "/B " + run +
-                              "/C --reference A --clock-model piecewise --inputs rounds -o " + (tmp / "tr"),
-                          tmp);
-  ASSERT_EQ(tr.status, 0) << tr.out << tr.err;
-  LatencyResult res = latency(tmp / "tr", "A.out", "C.in");
-  ASSERT_EQ(res.rows.size(), 3000u);
-  std::vector<int64_t> est, lo, hi;
-  for (const LatencyRow& row : res.rows)
-    est.push_back(row.ticks), lo.push_back(row.ticks_lo), hi.push_back(row.ticks_hi);
-  std::sort(est.begin(), est.end()), std::sort(lo.begin(), lo.end()), std::sort(hi.begin(), hi.end());
-  const json& last = refreshes.back()["pairs"][0];
-  for (size_t q = 0; q < 4; ++q) {
-    size_t k = nearest_rank_index(est.size(), kQ[q]);
-    EXPECT_EQ(last[kQuantiles[q]]["ticks"].get<int64_t>(), est[k]) << kQuantiles[q];
-    EXPECT_EQ(last[kQuantiles[q]]["ticks_lo"].get<int64_t>(), lo[k]) << kQuantiles[q];
-    EXPECT_EQ(last[kQuantiles[q]]["ticks_hi"].get<int64_t>(), hi[k]) << kQuantiles[q];
-  }
-  // translate's default (linear clocks, best method) estimates inside the live final bounds.
   auto tb2 =
       testutil::run(bin + " translate " + run + "/A " + run + "/B " + run + "/C --reference A -o " + (tmp / "tb"), tmp);
   ASSERT_EQ(tb2.status, 0) << tb2.out << tb2.err;
-  LatencyResult best = latency(tmp / "tb", "A.out", "C.in");
-  std::vector<int64_t> best_est;
-  for (const LatencyRow& row : best.rows) best_est.push_back(row.ticks);
-  std::sort(best_est.begin(), best_est.end());
-  for (size_t q = 0; q < 4; ++q) {
-    int64_t e = best_est[nearest_rank_index(best_est.size(), kQ[q])];
-    EXPECT_GE(e, last[kQuantiles[q]]["ticks_lo"].get<int64_t>()) << kQuantiles[q];
-    EXPECT_LE(e, last[kQuantiles[q]]["ticks_hi"].get<int64_t>()) << kQuantiles[q];
+  check_live_run({run, {"A", "B", "C"}, "A.out", "C.in", 3000, tmp / "tb"}, read_refreshes(top.out_path), written,
+                 tmp);
+}
+
+std::string ip(int k) { return "10.77." + std::to_string(k) + ".2"; }
+
+// `cptrace cluster record` over `ip netns exec`: N1 -> N2 -> N3 -> N4, each node
+// with a simulated clock, MinRTT rounds at the start, every 0.5 s while recording
+// (--sync-rate 2) and at the stop; `top RUN` follows from before RUN exists,
+// with no --reference (cluster.json's first node), and the lag is measured
+// against each node's OWN copy (the file its agent streams from), so the
+// streaming delay counts.
+TEST(TopRun, ClusterRunLiveBoundsHoldAndLagUnderTwoSeconds) {
+  REQUIRE_BPF();
+  REQUIRE_TESTBED();
+  constexpr int kNodes = 4;
+  constexpr size_t kTuples = 3000;
+  testbed::Testbed tb("ctr", kNodes, "--delay 100 --jitter 20 --asym 2:150");
+  ASSERT_TRUE(tb.ok()) << tb.output();
+  testutil::TempDir tmp;
+  const std::string bin = testutil::cptrace_bin(), wl = (testutil::build_dir() / "tests" / "pipeline").string();
+  const std::string run = tmp / "run";
+  const char* sims[] = {"1500000000,40", "-2700000000,-150", "900000000,200", "-800000000,90"};
+  json nodes = json::array();
+  std::vector<std::string> names;
+  for (int k = 1; k <= kNodes; ++k) {
+    std::string name = "N" + std::to_string(k);
+    names.push_back(name);
+    std::vector<std::string> cmd = {wl, "--stage", name};
+    std::vector<std::string> role =
+        k == 1        ? std::vector<std::string>{"--role", "A", "--connect", ip(2) + ":9000", "--tuples",
+                                                 std::to_string(kTuples), "--rate", "500", "--connect-timeout", "40"}
+        : k == kNodes ? std::vector<std::string>{"--role", "C", "--listen", ip(k) + ":9000"}
+                      : std::vector<std::string>{"--role", "B", "--listen", ip(k) + ":9000", "--connect",
+                                                 ip(k + 1) + ":9000", "--connect-timeout", "40"};
+    cmd.insert(cmd.end(), role.begin(), role.end());
+    nodes.push_back({{"name", name},
+                     {"transport", {"ip", "netns", "exec", tb.ns(k)}},
+                     {"minrtt", ip(k)},
+                     {"command", cmd},
+                     {"record", {"--simulate-clock", sims[k - 1]}}});
   }
-  printf(
-      "  [top run] %zu refreshes, %zu with tuples, %zu while recording (%zu past C's last round); last p50 %lld [%lld, "
-      "%lld] ticks\n",
-      refreshes.size(), with_tuples, live, extrapolated, (long long)last["p50"]["ticks"].get<int64_t>(),
-      (long long)last["p50"]["ticks_lo"].get<int64_t>(), (long long)last["p50"]["ticks_hi"].get<int64_t>());
+  json file = {{"cptrace", bin}, {"dir", tmp / "local"}, {"nodes", nodes}};
+  std::ofstream(tmp / "nodes.json") << file.dump(2);
+  const std::string from = "N1.out", to = "N" + std::to_string(kNodes) + ".in";
+  std::string path;
+  for (int k = 1; k <= kNodes; ++k)
+    path += k == 1 ? "N1.out" : ",N" + std::to_string(k) + ".in" + (k < kNodes ? ",N" + std::to_string(k) + ".out" : "");
+
+  // Started before RUN exists: it waits for it.
+  testutil::Proc top(bin + " top " + run + " --json --interval 500 --pair " + from + "," + to + " --wait 60",
+                     tmp / "top.out", tmp / "top.err");
+  // Each node's own copy: DIR/RUN-ID/NODE/trace/events.cpt on the node.
+  WrittenSampler sampler(names, [&](const std::string& n) {
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(tmp / "local", ec))
+      return (e.path() / n / "trace" / "events.cpt").string();
+    return std::string();
+  });
+  testutil::Proc ctl(bin + " cluster record " + (tmp / "nodes.json") + " -o " + run +
+                         " --sync-rounds 40 --sync-wait 20 --record-arg=--sync-rate=2 --path " + path,
+                     tmp / "ctl.out", tmp / "ctl.err");
+  EXPECT_EQ(ctl.wait(180), 0) << testutil::read_file(ctl.out_path) << testutil::read_file(ctl.err_path);
+  EXPECT_EQ(top.wait(60), 0) << testutil::read_file(top.err_path);
+  const std::vector<Written>& written = sampler.stop();
+  ASSERT_FALSE(HasFailure());
+  EXPECT_TRUE(std::filesystem::exists(run + "/report.html"));
+  EXPECT_TRUE(std::filesystem::exists(run + "/cluster.json"));
+  std::vector<json> refreshes = read_refreshes(top.out_path);
+  ASSERT_FALSE(refreshes.empty());
+  EXPECT_EQ(refreshes.back()["nodes"].size(), size_t(kNodes)) << "RUN/translated is no node";
+  // Rounds while recording: the stream phase, not only start and stop.
+  size_t stream_rounds = 0;
+  for (const std::string& n : names) {
+    TraceReader r(run + "/" + n);
+    for (const SyncRound& s : r.sync_rounds()) stream_rounds += s.phase == "stream";
+  }
+  EXPECT_GT(stream_rounds, 0u) << "no MinRTT round while recording: --record-arg=--sync-rate=2 not passed on";
+  check_live_run({run, names, from, to, kTuples, run + "/translated"}, refreshes, written, tmp);
 }
 
 }  // namespace
