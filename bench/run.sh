@@ -169,5 +169,6 @@ as_root "recording needs root" bash bench/analysis_scale.sh
 
 echo
 echo "== 19. top RUN: one refresh of the live cross-node view, 3 nodes x ${RUN_VIEW_EVENTS:-1000000} events,"
-echo "   2 channel pairs (relations rebuilt from the rounds, every tuple's bound, percentiles)"
+echo "   2 channel pairs (relations rebuilt from the rounds, every tuple's bound, percentiles; then a refresh"
+echo "   after a new round on every pair, bounding again only the tuples whose relations changed)"
 $B/bench/bench_run_view "${RUN_VIEW_EVENTS:-1000000}" 5

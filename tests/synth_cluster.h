@@ -165,6 +165,49 @@ class Cluster {
   void write(int i, const std::string& dir, long double span_ns, size_t frame_events = 16384,
              const std::function<void(cptrace::TraceWriter&)>& more = nullptr) const {
     cptrace::TraceWriter w(dir, {{"node", clocks_[i].name}}, true);
+    write_head(i, w, span_ns);
+    if (!rounds_[i].empty())
+      w.write(cptrace::encode_json(cptrace::FrameType::Sync, cptrace::sync_frame_json(rounds_[i]),
+                                   uint32_t(rounds_[i].size())));
+    const auto& ev = events_[i];
+    for (size_t k = 0; k < ev.size(); k += frame_events)
+      w.write(cptrace::encode_events(ev.data() + k, std::min(frame_events, ev.size() - k)));
+    if (more) more(w);
+    finish(i, w);
+  }
+
+  // Node i's trace as a recorder writes it while it runs: the clock stream over
+  // [0, span] and the channel names first, then per step of step_ns the rounds
+  // node i initiated in it (a Sync frame) and its events in it (an Events frame).
+  // Returns how many frames the file holds after each step.
+  std::vector<size_t> write_steps(int i, const std::string& dir, long double span_ns, long double step_ns) const {
+    cptrace::TraceWriter w(dir, {{"node", clocks_[i].name}}, true);
+    size_t frames = write_head(i, w, span_ns);
+    std::vector<size_t> out;
+    size_t r = 0, e = 0;
+    const auto& rs = rounds_[i];
+    const auto& ev = events_[i];
+    for (long double end = step_ns; end <= span_ns + step_ns / 2; end += step_ns) {
+      std::vector<cptrace::SyncRound> step;
+      for (; r < rs.size() && clocks_[i].instant(rs[r].t1) < end; ++r) step.push_back(rs[r]);
+      if (!step.empty())
+        w.write(cptrace::encode_json(cptrace::FrameType::Sync, cptrace::sync_frame_json(step), uint32_t(step.size()))),
+            frames++;
+      size_t e0 = e;
+      while (e < ev.size() && clocks_[i].instant(ev[e].ts) < end) ++e;
+      if (e > e0) w.write(cptrace::encode_events(ev.data() + e0, e - e0)), frames++;
+      out.push_back(frames);
+    }
+    finish(i, w);
+    return out;
+  }
+
+  const std::vector<cptrace::TraceEvent>& events(int i) const { return events_[i]; }
+  const std::vector<cptrace::SyncRound>& rounds_of(int i) const { return rounds_[i]; }
+
+ private:
+  // The clock stream and the channel names; the frames written.
+  size_t write_head(int i, cptrace::TraceWriter& w, long double span_ns) const {
     std::vector<cptrace::ClockPoint> pts;
     auto mono = mono_of.find(i);
     for (long double t = 0; t <= span_ns; t += 100e6L) {
@@ -183,21 +226,18 @@ class Cluster {
     auto chans = channels_.find(i);
     if (chans != channels_.end())
       for (auto& [id, name] : chans->second) ch.push_back({{"id", id}, {"name", name}, {"pid", 100 + i}});
-    if (!ch.empty()) w.write(cptrace::encode_json(cptrace::FrameType::Channels, ch.dump(), uint32_t(ch.size())));
-    if (!rounds_[i].empty())
-      w.write(cptrace::encode_json(cptrace::FrameType::Sync, cptrace::sync_frame_json(rounds_[i]),
-                                   uint32_t(rounds_[i].size())));
-    const auto& ev = events_[i];
-    for (size_t k = 0; k < ev.size(); k += frame_events)
-      w.write(cptrace::encode_events(ev.data() + k, std::min(frame_events, ev.size() - k)));
-    if (more) more(w);
+    if (ch.empty()) return 1;
+    w.write(cptrace::encode_json(cptrace::FrameType::Channels, ch.dump(), uint32_t(ch.size())));
+    return 2;
+  }
+  void finish(int i, cptrace::TraceWriter& w) const {
     nlohmann::json meta = {{"node", clocks_[i].name}, {"complete", true}};
     auto extra = extra_meta.find(i);
     if (extra != extra_meta.end()) meta.update(extra->second);
     w.finish(meta);
   }
 
-  const std::vector<cptrace::TraceEvent>& events(int i) const { return events_[i]; }
+ public:
   std::vector<cptrace::SyncRound>& node_rounds(int i) { return rounds_[i]; }
 
  private:

@@ -224,10 +224,9 @@ void check_live_run(const LiveRun& lr, const std::vector<json>& refreshes, const
   std::string dirs;
   for (const std::string& n : lr.names) dirs += " " + lr.run + "/" + n;
   const std::string bin = testutil::cptrace_bin();
-  auto tr = testutil::run(
-      bin + " translate" + dirs + " --reference " + refname + " --clock-model piecewise --inputs rounds -o " +
-          (tmp / "tr"),
-      tmp);
+  auto tr = testutil::run(bin + " translate" + dirs + " --reference " + refname +
+                              " --clock-model piecewise --inputs rounds -o " + (tmp / "tr"),
+                          tmp);
   ASSERT_EQ(tr.status, 0) << tr.out << tr.err;
   LatencyResult res = latency(tmp / "tr", lr.from, lr.to);
   ASSERT_EQ(res.rows.size(), lr.tuples);
@@ -300,8 +299,7 @@ TEST(TopRun, ThreeNodeRunEveryLiveBoundHoldsTheTruth) {
   auto tb2 =
       testutil::run(bin + " translate " + run + "/A " + run + "/B " + run + "/C --reference A -o " + (tmp / "tb"), tmp);
   ASSERT_EQ(tb2.status, 0) << tb2.out << tb2.err;
-  check_live_run({run, {"A", "B", "C"}, "A.out", "C.in", 3000, tmp / "tb"}, read_refreshes(top.out_path), written,
-                 tmp);
+  check_live_run({run, {"A", "B", "C"}, "A.out", "C.in", 3000, tmp / "tb"}, read_refreshes(top.out_path), written, tmp);
 }
 
 std::string ip(int k) { return "10.77." + std::to_string(k) + ".2"; }
@@ -330,11 +328,21 @@ TEST(TopRun, ClusterRunLiveBoundsHoldAndLagUnderTwoSeconds) {
     names.push_back(name);
     std::vector<std::string> cmd = {wl, "--stage", name};
     std::vector<std::string> role =
-        k == 1        ? std::vector<std::string>{"--role", "A", "--connect", ip(2) + ":9000", "--tuples",
-                                                 std::to_string(kTuples), "--rate", "500", "--connect-timeout", "40"}
-        : k == kNodes ? std::vector<std::string>{"--role", "C", "--listen", ip(k) + ":9000"}
-                      : std::vector<std::string>{"--role", "B", "--listen", ip(k) + ":9000", "--connect",
-                                                 ip(k + 1) + ":9000", "--connect-timeout", "40"};
+        k == 1 ? std::vector<std::string>{"--role",
+                                          "A",
+                                          "--connect",
+                                          ip(2) + ":9000",
+                                          "--tuples",
+                                          std::to_string(kTuples),
+                                          "--rate",
+                                          "500",
+                                          "--connect-timeout",
+                                          "40"}
+        : k == kNodes
+            ? std::vector<std::string>{"--role", "C", "--listen", ip(k) + ":9000"}
+            : std::vector<std::string>{
+                  "--role", "B", "--listen", ip(k) + ":9000", "--connect", ip(k + 1) + ":9000", "--connect-timeout",
+                  "40"};
     cmd.insert(cmd.end(), role.begin(), role.end());
     nodes.push_back({{"name", name},
                      {"transport", {"ip", "netns", "exec", tb.ns(k)}},
@@ -347,7 +355,8 @@ TEST(TopRun, ClusterRunLiveBoundsHoldAndLagUnderTwoSeconds) {
   const std::string from = "N1.out", to = "N" + std::to_string(kNodes) + ".in";
   std::string path;
   for (int k = 1; k <= kNodes; ++k)
-    path += k == 1 ? "N1.out" : ",N" + std::to_string(k) + ".in" + (k < kNodes ? ",N" + std::to_string(k) + ".out" : "");
+    path +=
+        k == 1 ? "N1.out" : ",N" + std::to_string(k) + ".in" + (k < kNodes ? ",N" + std::to_string(k) + ".out" : "");
 
   // Started before RUN exists: it waits for it.
   testutil::Proc top(bin + " top " + run + " --json --interval 500 --pair " + from + "," + to + " --wait 60",

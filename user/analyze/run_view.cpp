@@ -5,6 +5,7 @@
 #include <cmath>
 #include <ctime>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <limits>
 #include <stdexcept>
@@ -84,6 +85,96 @@ uint64_t last_round(const std::vector<SyncRound>& rounds) {
   for (const SyncRound& r : rounds)
     if (r.kernel_ok) t = std::max(t, r.t4);
   return t;
+}
+
+using DriftMap = std::map<std::pair<size_t, size_t>, std::shared_ptr<const DriftBoundRelation>>;
+constexpr int64_t kMin = std::numeric_limits<int64_t>::min(), kMax = std::numeric_limits<int64_t>::max();
+
+// Instants [first, second) of a clock; second == kMax: no upper end.
+using Span = std::pair<int64_t, int64_t>;
+bool in_span(const Span& s, int64_t x) { return x >= s.first && (s.second == kMax || x < s.second); }
+
+// The smallest y in [lo, hi) with pred(y), else hi; pred is false, then true.
+template <class Pred>
+int64_t first_true(int64_t lo, int64_t hi, Pred pred) {
+  while (lo < hi) {
+    int64_t mid = int64_t(lo + (__int128(hi) - lo) / 2);
+    if (pred(mid))
+      hi = mid;
+    else
+      lo = mid + 1;
+  }
+  return lo;
+}
+
+// The instants y of an edge's from-clock at which edge-then-rest answers as
+// before: y < c (the edge itself, same_below) and edge.at(y) inside `rest` (the
+// span where the rest of the path answers as before; ComposedRelation queries it
+// at the edge's lo, est and hi, and its scale at est). A drift-bounded relation's
+// lo and hi never decrease with y (each is the extreme over all kept points of
+// functions increasing in y), so that is one span, found by bisection. The
+// instants searched are those a stamp can query: within +-2 kTranslateTscRange.
+Span through(const DriftBoundRelation& edge, int64_t c, const Span& rest) {
+  if (rest == Span{kMin, kMax}) return {kMin, c};
+  const int64_t lo = -2 * int64_t(kTranslateTscRange), hi = std::min(c, 2 * int64_t(kTranslateTscRange));
+  if (hi <= lo) return {0, 0};
+  try {
+    int64_t a = rest.first == kMin ? lo : first_true(lo, hi, [&](int64_t y) { return edge.at(y).lo >= rest.first; });
+    int64_t b = rest.second == kMax ? hi : first_true(lo, hi, [&](int64_t y) { return edge.at(y).hi >= rest.second; });
+    return {a, b};
+  } catch (const std::exception&) {
+    return {0, 0};  // a relation that fails somewhere in range: nothing is known
+  }
+}
+
+}  // namespace
+
+// Where the relations answer as they did at the previous refresh, from the
+// node pairs' relations then and now along the (unchanged) paths.
+struct RunView::Unchanged {
+  std::vector<Span> node;  // per node: instants of its clock where its relation to the reference is unchanged
+  std::map<std::pair<size_t, size_t>, int64_t> direct;  // per related pair: below this
+  bool nothing_changed = true;  // every relation as before: every row is covered
+
+  // Every instant a row's bound queries (DurationBounds::duration through
+  // RelationCursor::at_stamp, whose results are Relation::at's) lies there.
+  bool covers(const Side& a, const Side& b, const std::vector<uint64_t>& skew, const DurationBounds& db) const {
+    auto stamp = [&](const Side& s) {
+      const uint64_t e = skew[s.node];
+      const Span& sp = node[s.node];
+      return in_span(sp, int64_t(s.ts)) && (!e || (in_span(sp, int64_t(s.ts - std::min(s.ts, e))) &&
+                                                   in_span(sp, int64_t(s.ts + std::min(e, kTranslateTscRange)))));
+    };
+    if (!stamp(a) || !stamp(b)) return false;
+    if (a.node == b.node || a.node == db.ref || b.node == db.ref) return true;
+    auto it = direct.find({a.node, b.node});  // remote-remote-direct: at(a) of the pair's own relation
+    return it == direct.end() || int64_t(a.ts) < it->second;
+  }
+};
+
+namespace {
+
+RunView::Unchanged unchanged_spans(const DriftMap& now, const DriftMap& before,
+                                   const std::vector<std::vector<size_t>>& path, size_t ref) {
+  RunView::Unchanged u;
+  for (const auto& [xy, rel] : now) {
+    auto it = before.find(xy);
+    u.direct[xy] = it == before.end() ? kMin : rel->same_below(*it->second);
+    u.nothing_changed = u.nothing_changed && u.direct[xy] == kMax;
+  }
+  const size_t n = path.size();
+  u.node.assign(n, Span{0, 0});  // empty: nothing known (and no path: never queried)
+  std::vector<bool> done(n, false);
+  std::function<Span(size_t)> span = [&](size_t v) -> Span {
+    if (v == ref) return {kMin, kMax};  // the identity
+    if (done[v] || path[v].size() < 2) return u.node[v];
+    done[v] = true;
+    size_t next = path[v][1];  // the path is a tree towards the reference
+    u.node[v] = through(*now.at({v, next}), u.direct.at({v, next}), span(next));
+    return u.node[v];
+  };
+  for (size_t v = 0; v < n; ++v) u.node[v] = span(v);
+  return u;
 }
 
 }  // namespace
@@ -226,6 +317,27 @@ std::string RunView::damage() const {
   return "";
 }
 
+uint8_t RunView::Bounds::scenario_index(const char* name) {
+  for (size_t i = 0; i < names.size(); ++i)
+    if (names[i] == name) return uint8_t(i);
+  if (names.size() >= kUnrelated) throw std::runtime_error("too many duration scenarios");
+  names.push_back(name);
+  return uint8_t(names.size() - 1);
+}
+
+void RunView::Bounds::set(size_t row, uint8_t s, const Bound& d) {
+  if (row >= scenario.size()) {
+    est.resize(row + 1), lo.resize(row + 1), hi.resize(row + 1);
+    scenario.resize(row + 1, kNone);
+  }
+  if (scenario[row] != kNone) count[scenario[row]]--;
+  if (scenario[row] == kFailed) failed--;
+  scenario[row] = s;
+  est[row] = d.est, lo[row] = d.lo, hi[row] = d.hi;
+  count[s]++;
+  if (s == kFailed) failed++;
+}
+
 json RunView::pairs_json(std::vector<std::string>& problems) {
   size_t n = nodes_.size();
   std::vector<std::string> names;
@@ -262,6 +374,7 @@ json RunView::pairs_json(std::vector<std::string>& problems) {
   db.names = names;
   db.ref = ref;
   std::map<std::pair<size_t, size_t>, RelationEdge> edges;
+  std::map<std::pair<size_t, size_t>, std::shared_ptr<const DriftBoundRelation>> drifts;
   for (size_t x = 0; x < n; ++x)
     for (size_t y = 0; y < n; ++y) {
       if (x == y) continue;
@@ -271,6 +384,7 @@ json RunView::pairs_json(std::vector<std::string>& problems) {
       auto drift = std::make_shared<DriftBoundRelation>(round_constraints(pr.rounds), ppb);
       if (!drift->bounded()) continue;
       db.direct[{x, y}] = drift;
+      drifts[{x, y}] = drift;
       try {
         edges[{x, y}] = {drift, (long double)drift->at(mid_span(points[x], pr)).width()};
       } catch (const std::exception&) {
@@ -289,44 +403,66 @@ json RunView::pairs_json(std::vector<std::string>& problems) {
   std::optional<TscFrequency> f;
   if (points[ref].size() >= 2) f = ClockMap(nodes_[ref]->tail->clock()).tsc_frequency(0, points[ref].size() - 1);
 
-  // The relations are a function of the rounds, the skews and the paths: while
-  // those stay as they were, the bounds computed before are exactly what a
-  // recomputation would give, and only the tuples matched since are bounded.
-  std::string key = fmt::format("ref {} ppb {}", ref, ppb);
+  // The relations are a function of the rounds, the skews and the paths. While
+  // the skews, the paths and the node pairs related stay as they were, a bound
+  // computed before is exactly what a recomputation gives unless one of its
+  // queries falls where a relation changed (unchanged_spans): only those tuples,
+  // and the ones matched since, are bounded again.
+  std::string structure = fmt::format("ref {} ppb {}", ref, ppb);
   for (size_t i = 0; i < n; ++i) {
-    key += fmt::format("|{} {} {}:", names[i], nodes_[i]->tail->sync_rounds().size(), skew[i]);
-    for (size_t hop : paths.path[i]) key += fmt::format(" {}", hop);
+    structure += fmt::format("|{} {}:", names[i], skew[i]);
+    for (size_t hop : paths.path[i]) structure += fmt::format(" {}", hop);
   }
+  for (const auto& [xy, rel] : drifts) structure += fmt::format("|{}-{}", xy.first, xy.second);
+  const bool same_structure = generation_ > 0 && structure == structure_;
+  Unchanged same;
+  if (same_structure) same = unchanged_spans(drifts, prev_drifts_, paths.path, ref);
+  const uint64_t generation = ++generation_;
+  last_bounded_ = 0;
 
   json out = json::array();
   for (size_t k = 0; k < pairs_.size(); ++k) {
     Pair& p = pairs_[k];
     Bounds& c = p.bounds;
-    if (c.key != key) c = Bounds{key};
+    // A failure's message is that of the first failing tuple: only a full pass keeps it so.
+    bool reuse = same_structure && c.generation == generation - 1 && c.failed == 0;
+    if (!reuse) c = Bounds{};
+    c.generation = generation;
     std::vector<RelationCursor> cursors;
     static const IdentityRelation none;  // nodes without a path: their rows are skipped first
     for (size_t i = 0; i < n; ++i) cursors.emplace_back(db.to_ref[i] ? *db.to_ref[i] : none);
-    for (; c.rows < p.rows.size(); ++c.rows) {
-      const auto& [a, b] = p.rows[c.rows];
-      if (!db.to_ref[a.node] || !db.to_ref[b.node]) {
-        c.unrelated++;
-        continue;
-      }
+    auto bound_row = [&](size_t r) {
+      const auto& [a, b] = p.rows[r];
+      if (!db.to_ref[a.node] || !db.to_ref[b.node]) return c.set(r, Bounds::kUnrelated, {});
       try {
         Bound ia = cursors[a.node].at_stamp(a.ts, skew[a.node]), ib = cursors[b.node].at_stamp(b.ts, skew[b.node]);
         const char* scenario = "";
         Bound d = db.duration({a.ts, ia.est, ia.lo, ia.hi, a.node}, {b.ts, ib.est, ib.lo, ib.hi, b.node}, scenario);
-        c.est.push_back(d.est), c.lo.push_back(d.lo), c.hi.push_back(d.hi);
-        c.scenarios[scenario]++;
+        c.set(r, c.scenario_index(scenario), d);
       } catch (const std::exception& e) {
-        if (c.failed++ == 0)
-          c.problem = fmt::format("{} -> {}: {}", opt_.pairs[k].first, opt_.pairs[k].second, e.what());
+        if (c.failed == 0) c.problem = fmt::format("{} -> {}: {}", opt_.pairs[k].first, opt_.pairs[k].second, e.what());
+        c.set(r, Bounds::kFailed, {});
       }
-    }
+      last_bounded_++;
+    };
+    bool old_changed = false;
+    if (reuse && !same.nothing_changed)  // rows bounded before: again only where a relation they query changed
+      for (size_t r = 0; r < c.rows; ++r)
+        if (!same.covers(p.rows[r].first, p.rows[r].second, skew, db)) bound_row(r), old_changed = true;
+    for (; c.rows < p.rows.size(); ++c.rows) bound_row(c.rows);
+    // The columns the selection reorders: the bounded rows' values, in any order;
+    // built again when a row's bound changed, else only the new rows are added.
+    if (!reuse || old_changed) c.sel_est.clear(), c.sel_lo.clear(), c.sel_hi.clear(), c.sel_rows = 0;
+    for (; c.sel_rows < c.rows; ++c.sel_rows)
+      if (c.scenario[c.sel_rows] < Bounds::kUnrelated)
+        c.sel_est.push_back(c.est[c.sel_rows]), c.sel_lo.push_back(c.lo[c.sel_rows]),
+            c.sel_hi.push_back(c.hi[c.sel_rows]);
     if (!c.problem.empty()) problems.push_back(c.problem);
-    std::vector<int64_t>&est = c.est, &lo = c.lo, &hi = c.hi;  // reordered by the selection: any order will do
-    const std::map<std::string, uint64_t>& scenarios = c.scenarios;
-    const uint64_t unrelated = c.unrelated, failed = c.failed;
+    std::vector<int64_t>&est = c.sel_est, &lo = c.sel_lo, &hi = c.sel_hi;
+    std::map<std::string, uint64_t> scenarios;
+    for (size_t i = 0; i < c.names.size(); ++i)
+      if (c.count[i]) scenarios[c.names[i]] = c.count[i];
+    const uint64_t unrelated = c.count[Bounds::kUnrelated], failed = c.failed;
     json j = {{"from", opt_.pairs[k].first},
               {"to", opt_.pairs[k].second},
               {"reference", names[ref]},
@@ -354,6 +490,8 @@ json RunView::pairs_json(std::vector<std::string>& problems) {
     }
     out.push_back(std::move(j));
   }
+  structure_ = structure;
+  prev_drifts_ = std::move(drifts);
   return out;
 }
 

@@ -19,12 +19,16 @@
 // `translate --clock-model piecewise --inputs rounds` + `latency`.
 //
 // Cost of a refresh: the relations are rebuilt from the rounds (a few hundred
-// points per pair). When they are the same as at the previous refresh (no new
-// round, same skews and paths) only the tuples matched since are bounded;
-// otherwise every matched tuple's bound is computed again (the relation changed,
-// so every bound may have). Then the percentiles are selected (nth_element):
-// O(tuples) per refresh either way (bench/bench_run_view.cpp measures both).
+// points per pair). While the skews, the paths and the node pairs related stay
+// as they were, a tuple's bound is computed again only when the relations it
+// queries changed where it queries them (DriftBoundRelation::same_below: a new
+// round at the end of a pair's rounds changes that pair's relation only after
+// the last earlier round it does not supersede, usually the previous one or a
+// few before), carried along the paths; otherwise every matched tuple's bound is
+// computed again. Then the percentiles are selected (nth_element): O(tuples) per
+// refresh either way (bench/bench_run_view.cpp measures both).
 #pragma once
+#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -36,8 +40,11 @@
 #include <nlohmann/json.hpp>
 
 #include "trace/trace_tail.h"
+#include "translate/clock_relation.h"  // Bound
 
 namespace cptrace {
+
+class DriftBoundRelation;
 
 struct RunViewOptions {
   std::vector<std::pair<std::string, std::string>> pairs;  // FROM,TO channel names
@@ -62,6 +69,9 @@ class RunView {
   std::string damage() const;
   // One refresh as JSON (--json prints it; the screen is drawn from it).
   nlohmann::json snapshot();
+  // The tuples the last snapshot bounded (new ones, and those whose relation changed).
+  uint64_t last_bounded() const { return last_bounded_; }
+  struct Unchanged;
 
  private:
   struct Node;
@@ -69,15 +79,22 @@ class RunView {
     uint16_t node = 0;
     uint64_t ts = 0;
   };
-  // The bounds of a pair's first `rows` matched tuples under the relations that
-  // `key` names (rounds per node, skews, paths).
+  // The bounds of a pair's first `rows` matched tuples, per row, under the
+  // relations of refresh `generation`.
   struct Bounds {
-    std::string key;
+    static constexpr uint8_t kUnrelated = 250, kFailed = 251, kNone = 255;
+    uint64_t generation = 0;
     size_t rows = 0;
-    std::vector<int64_t> est, lo, hi;
-    std::map<std::string, uint64_t> scenarios;
-    uint64_t unrelated = 0, failed = 0;
+    std::vector<int64_t> est, lo, hi;  // per row
+    std::vector<int64_t> sel_est, sel_lo, sel_hi;  // the first sel_rows rows' values, reordered by the selection
+    size_t sel_rows = 0;
+    std::vector<uint8_t> scenario;  // index into names, or kUnrelated, kFailed
+    std::vector<std::string> names;  // the scenarios seen
+    std::array<uint64_t, 256> count{};  // rows per scenario index
+    uint64_t failed = 0;
     std::string problem;  // of the first failure
+    uint8_t scenario_index(const char* name);
+    void set(size_t row, uint8_t scenario, const Bound& d);
   };
   struct Pair {
     uint64_t from = 0, to = 0;  // channel ids
@@ -92,6 +109,12 @@ class RunView {
 
   std::string dir_;
   RunViewOptions opt_;
+  // The relations the pairs' bounds were computed with: their structure (skews,
+  // paths, pairs related) and every node pair's rounds relation.
+  std::string structure_;
+  std::map<std::pair<size_t, size_t>, std::shared_ptr<const DriftBoundRelation>> prev_drifts_;
+  uint64_t generation_ = 0;
+  uint64_t last_bounded_ = 0;
   std::vector<std::string> manifest_;  // RUN/cluster.json's node names, once read
   std::vector<std::unique_ptr<Node>> nodes_;
   std::vector<Pair> pairs_;

@@ -97,6 +97,41 @@ size_t DriftBoundRelation::kept() const {
   return below_left_.size() + below_right_.size() + above_left_.size() + above_right_.size();
 }
 
+namespace {
+
+// The first index where the two families' kept points differ (their common length if none).
+size_t common_prefix(const std::vector<Pt>& a, const std::vector<Pt>& b) {
+  size_t k = 0;
+  while (k < a.size() && k < b.size() && a[k].x == b[k].x && a[k].y == b[k].y) ++k;
+  return k;
+}
+
+// Lookups by last_at_or_before(v, y) (or of y - 1) agree for y below this.
+int64_t left_same_below(const std::vector<Pt>& a, const std::vector<Pt>& b) {
+  size_t k = common_prefix(a, b);
+  int64_t x = std::numeric_limits<int64_t>::max();
+  if (k < a.size()) x = std::min(x, a[k].x);
+  if (k < b.size()) x = std::min(x, b[k].x);
+  return x;
+}
+
+// Lookups by first_after(v, y) (or of y - 1) agree for y below this: the first
+// point after y is then one of the common prefix.
+int64_t right_same_below(const std::vector<Pt>& a, const std::vector<Pt>& b) {
+  size_t k = common_prefix(a, b);
+  if (k == a.size() && k == b.size()) return std::numeric_limits<int64_t>::max();
+  return k == 0 ? std::numeric_limits<int64_t>::min() : a[k - 1].x;
+}
+
+}  // namespace
+
+int64_t DriftBoundRelation::same_below(const DriftBoundRelation& older) const {
+  if (rho_ != older.rho_) return std::numeric_limits<int64_t>::min();  // scale() differs too
+  return std::min({left_same_below(below_left_, older.below_left_), left_same_below(above_left_, older.above_left_),
+                   right_same_below(below_right_, older.below_right_),
+                   right_same_below(above_right_, older.above_right_)});
+}
+
 Bound DriftBoundRelation::at(int64_t x) const {
   if (!bounded()) throw std::runtime_error("drift-bounded relation without constraints on both sides");
   const int64_t rlo = kDen - rho_, rhi = kDen + rho_;

@@ -38,6 +38,19 @@ class DriftBoundRelation : public Relation {
   nlohmann::json to_json() const override;
   static RelationPtr from_json(const nlohmann::json& j);
   size_t kept() const;  // constraint points kept (for the report)
+  // An x such that at(y) == older.at(y) and scale(d, y) == older.scale(d, y) for
+  // every y < x (INT64_MIN: none known, INT64_MAX: the same relation), from the
+  // constraints each keeps (the live view rebounds only later instants after a
+  // new round, run_view.h). at(y) looks up one kept point per family: the last
+  // of the left families at or before y, the first of the right families after
+  // it. Where both relations keep the same first k points of a family (sorted by
+  // x), a left-family lookup before the (k+1)-th point of either, and a
+  // right-family lookup before the k-th, finds the same point. A round after
+  // every earlier one adds itself to both left families' ends and displaces the
+  // right families' points that it bounds as tightly (their running extremes
+  // taken from the right), so x is usually an earlier round near the end, but it
+  // can be any earlier round, the first included.
+  int64_t same_below(const DriftBoundRelation& older) const;
   int64_t max_drift_ppb() const { return rho_; }
 
  private:
