@@ -1,10 +1,12 @@
 // The rate-bounded relation (translate/drift_bound.h) on clocks that change rate
 // mid-run: every bound contains the truth, with dense traffic the width stays near
 // the local one-way delays, with rounds at start and stop only it grows with the
-// distance to them; and it survives the meta.json round trip.
+// distance to them; it survives the meta.json round trip; and a relation with a
+// new round answers as the older one below same_below().
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <random>
 
 #include "translate/drift_bound.h"
@@ -92,6 +94,60 @@ TEST(DriftBound, JsonRoundTripAndScale) {
   one_way.above.push_back({1, 2});
   EXPECT_FALSE(DriftBoundRelation(one_way, 1000).bounded());
   EXPECT_THROW(DriftBoundRelation(one_way, 0), std::invalid_argument);
+}
+
+// same_below: a relation with one more round after every other answers exactly
+// as the older one at every instant below the returned one, at the kept points
+// and between them; that instant is an earlier round, usually near the end but
+// not always the previous one (so the live view computes it, never assumes it).
+TEST(DriftBound, NewRoundChangesNothingBelowSameBelow) {
+  std::mt19937_64 rng(5);
+  const int64_t rho = 200000;  // 200 ppm: the truth's rates are within it
+  size_t before_previous = 0, trials = 0;
+  for (int trial = 0; trial < 200; ++trial) {
+    Constraints c;
+    int rounds = 3 + int(rng() % 20);
+    long double x = 1e9L;
+    for (int k = 0; k <= rounds; ++k, x += 1e9L + (long double)(rng() % 2000000000)) {
+      // A round at x: sent at x, answered, back after delays of 50k-2M ticks (sometimes far apart).
+      int64_t d1 = 50000 + int64_t(rng() % (k % 3 ? 300000 : 2000000)), d2 = 50000 + int64_t(rng() % 300000);
+      c.above.push_back({int64_t(x), int64_t(std::ceil(truth(x) + d1))});
+      c.below.push_back({int64_t(x) + 2 * d1, int64_t(std::floor(truth(x + 2 * d1) - d2))});
+    }
+    Constraints older = c;
+    older.above.pop_back(), older.below.pop_back();  // the last round not read yet
+    DriftBoundRelation now(c, rho), before(older, rho);
+    const int64_t below = now.same_below(before);
+    const int64_t prev = older.above.back().x;
+    trials++;
+    ASSERT_LE(below, c.above.back().x) << "the new round changes the bound at its own instant";
+    std::vector<int64_t> probes;
+    for (const Pt& p : older.above) probes.insert(probes.end(), {p.x - 1, p.x, p.x + 1});
+    for (const Pt& p : older.below) probes.insert(probes.end(), {p.x - 1, p.x, p.x + 1});
+    for (int k = 0; k < 300; ++k) probes.push_back(int64_t(rng() % uint64_t(x)));
+    probes.push_back(below - 1);
+    bool changed_before_previous = false;
+    for (int64_t y : probes) {
+      if (y < prev && y >= below) {
+        Bound a = now.at(y), b = before.at(y);
+        changed_before_previous = changed_before_previous || a.lo != b.lo || a.hi != b.hi;
+      }
+      if (y >= below) continue;
+      Bound a = now.at(y), b = before.at(y);
+      ASSERT_EQ(a.lo, b.lo) << "trial " << trial << " at " << y << " (same below " << below << ")";
+      ASSERT_EQ(a.hi, b.hi) << "trial " << trial << " at " << y;
+      ASSERT_EQ(a.est, b.est) << "trial " << trial << " at " << y;
+    }
+    before_previous += changed_before_previous;
+  }
+  // The math: a new round can move bounds before the previous round (its
+  // constraint, extrapolated back at the extreme rate, beats a loose earlier one).
+  EXPECT_GT(before_previous, 0u) << "a new round never moved a bound before the previous round";
+  printf("  [drift] a new round moved bounds before the previous round in %zu of %zu trials\n", before_previous,
+         trials);
+  DriftBoundRelation same(rounds(), rho);
+  EXPECT_EQ(same.same_below(DriftBoundRelation(rounds(), rho)), std::numeric_limits<int64_t>::max());
+  EXPECT_EQ(same.same_below(DriftBoundRelation(rounds(), rho + 1)), std::numeric_limits<int64_t>::min());
 }
 
 }  // namespace
