@@ -432,6 +432,7 @@ json RunView::pairs_json(std::vector<std::string>& problems) {
     static const IdentityRelation none;  // nodes without a path: their rows are skipped first
     for (size_t i = 0; i < n; ++i) cursors.emplace_back(db.to_ref[i] ? *db.to_ref[i] : none);
     auto bound_row = [&](size_t r) {
+      last_bounded_++;
       const auto& [a, b] = p.rows[r];
       if (!db.to_ref[a.node] || !db.to_ref[b.node]) return c.set(r, Bounds::kUnrelated, {});
       try {
@@ -443,7 +444,6 @@ json RunView::pairs_json(std::vector<std::string>& problems) {
         if (c.failed == 0) c.problem = fmt::format("{} -> {}: {}", opt_.pairs[k].first, opt_.pairs[k].second, e.what());
         c.set(r, Bounds::kFailed, {});
       }
-      last_bounded_++;
     };
     bool old_changed = false;
     if (reuse && !same.nothing_changed)  // rows bounded before: again only where a relation they query changed
