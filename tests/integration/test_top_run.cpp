@@ -16,7 +16,8 @@
 //
 // And the same on a run of `cptrace cluster record` (4 nodes over `ip netns
 // exec`): RUN also holds cluster.json, RUN/translated and report.html, and the
-// lag is measured against each node's own copy, the file its agent streams from.
+// lag is measured against each node's own copy, the file its agent streams from;
+// and each node's start meta.json reaches RUN while it records.
 #include <gtest/gtest.h>
 
 #include <sys/stat.h>
@@ -29,6 +30,7 @@
 #include <functional>
 #include <thread>
 #include <map>
+#include <set>
 #include <sstream>
 #include <unordered_map>
 
@@ -371,6 +373,24 @@ TEST(TopRun, ClusterRunLiveBoundsHoldAndLagUnderTwoSeconds) {
   testutil::Proc ctl(bin + " cluster record " + (tmp / "nodes.json") + " -o " + run +
                          " --sync-rounds 40 --sync-wait 20 --record-arg=--sync-rate=2 --path " + path,
                      tmp / "ctl.out", tmp / "ctl.err");
+  // While recording, each RUN/NODE/meta.json is the recorder's first one (its TSC
+  // skew across CPUs widens the live bounds), streamed long before the final one.
+  auto is_start_meta = [&](const std::string& n) {
+    try {
+      json m = json::parse(testutil::read_file(run + "/" + n + "/meta.json"));
+      return !m.value("complete", true) && m.contains("tsc") && m.value("node", "") == n;
+    } catch (const std::exception&) {
+      return false;  // not there yet
+    }
+  };
+  std::set<std::string> start_meta;
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (start_meta.size() < names.size() && std::chrono::steady_clock::now() < until) {
+    for (const std::string& n : names)
+      if (is_start_meta(n)) start_meta.insert(n);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(start_meta.size(), names.size()) << "nodes whose start meta.json was seen in RUN while recording";
   EXPECT_EQ(ctl.wait(180), 0) << testutil::read_file(ctl.out_path) << testutil::read_file(ctl.err_path);
   EXPECT_EQ(top.wait(60), 0) << testutil::read_file(top.err_path);
   const std::vector<Written>& written = sampler.stop();

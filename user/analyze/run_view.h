@@ -1,6 +1,8 @@
 // The state of `cptrace top RUN`: a run directory holding one trace per node
 // (RUN/NODE/, each written as `cptrace record -o RUN/NODE` writes it, e.g. by
-// `cptrace cluster record`), followed while the nodes record.
+// `cptrace cluster record`), followed while the nodes record. The nodes are
+// those RUN/cluster.json lists, else the directories holding a recording (never
+// RUN/translated, a translated trace).
 //
 // Per node: events and drops, read from its frames as they complete (TraceTail).
 // Per channel pair FROM,TO (on any nodes, joined by tuple id as `latency` joins
@@ -26,7 +28,7 @@
 // the last earlier round it does not supersede, usually the previous one or a
 // few before), carried along the paths; otherwise every matched tuple's bound is
 // computed again. Then the percentiles are selected (nth_element): O(tuples) per
-// refresh either way (bench/bench_run_view.cpp measures both).
+// refresh either way (bench/bench_run_view.cpp measures each case).
 #pragma once
 #include <array>
 #include <cstdint>
