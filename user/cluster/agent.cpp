@@ -202,6 +202,9 @@ int run_record(const nlohmann::json& req, int in_fd, std::string& pending, Out& 
                          {"stopped_by", !signalled ? "recorder"
                                         : in_open  ? "controller"
                                                    : "controller_timeout"}};
+  // Killed (SIGKILL, a crash): the trace ends at its last complete frame, the
+  // controller reports the gap. Not an exit status of 128 + N: that is the command's.
+  if (WIFSIGNALED(st)) done["signal"] = WTERMSIG(st);
   std::ofstream(dir + "/status.json") << done.dump() << "\n";
   out.send(WireType::Done, 0, done.dump());
   return 0;
