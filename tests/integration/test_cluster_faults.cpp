@@ -2,7 +2,7 @@
 // ... -> N5, the pipeline workload over TCP), N3 reached through real OpenSSH.
 // Mid-run, N4's recorder is SIGKILLed and N3's ssh client is SIGKILLed (its
 // transport breaks, its recorder goes on). Asserts: the other nodes record to
-// the --duration stop and their copies are byte-identical to the nodes' own;
+// their workloads' end and their copies are byte-identical to the nodes' own;
 // N3's copy is completed at the stop from where its stream broke, byte-identical,
 // and the summary says so (resumed, no gap); N4's copy is byte-identical to what
 // its node holds, the run is still translated with N4's partial trace, and the
@@ -38,14 +38,23 @@ using namespace clustertest;
 using testbed::skip_reason;
 
 constexpr int kNodes = 5, kSsh = 3, kLost = 4;
+constexpr uint64_t kTuples = 1000;  // 10 s at 100/s: the workloads end the run
 
 std::vector<std::string> stage(int k) {
   std::string wl = (testutil::build_dir() / "tests" / "pipeline").string(), name = "N" + std::to_string(k);
   std::vector<std::string> c = {wl, "--stage", name};
   std::vector<std::string> role;
   if (k == 1)
-    role = {"--role", "A",      "--connect", ip(2) + ":9000",     "--tuples",
-            "3000",   "--rate", "100",       "--connect-timeout", "40"};
+    role = {"--role",
+            "A",
+            "--connect",
+            ip(2) + ":9000",
+            "--tuples",
+            std::to_string(kTuples),
+            "--rate",
+            "100",
+            "--connect-timeout",
+            "40"};
   else if (k == kNodes)
     role = {"--role", "C", "--listen", ip(k) + ":9000"};
   else
@@ -106,7 +115,7 @@ TEST(Cluster, NodeLostAndTransportBrokenMidRunRestCompleteGapReported) {
   for (int k = 2; k < kNodes; ++k) path += ",N" + std::to_string(k) + ".in,N" + std::to_string(k) + ".out";
   path += ",N" + std::to_string(kNodes) + ".in";
   testutil::Proc ctl(testutil::cptrace_bin() + " cluster record " + (tmp / "nodes.json") + " -o " + (tmp / "run") +
-                         " --duration 10 --sync-rounds 20 --sync-wait 4 --path " + path,
+                         " --sync-rounds 20 --sync-wait 4 --path " + path,
                      tmp / "ctl.out", tmp / "ctl.err");
 
   // Mid-run: N3's ssh client, then N4's recorder, each once its events stream in.
@@ -130,7 +139,7 @@ TEST(Cluster, NodeLostAndTransportBrokenMidRunRestCompleteGapReported) {
   std::string out = testutil::read_file(tmp / "ctl.out"), err = testutil::read_file(tmp / "ctl.err");
   printf("%s%s", out.c_str(), err.c_str());
   EXPECT_EQ(st, 1) << "a node is incomplete: exit 1, everything else produced";
-  EXPECT_NE(err.find("stopping every node (--duration)"), std::string::npos) << err;
+  EXPECT_NE(err.find("stopping every node (every workload has exited)"), std::string::npos) << err;
   EXPECT_NE(out.find("per-hop latency"), std::string::npos) << out;
   EXPECT_NE(out.find("end to end"), std::string::npos) << out;
   ASSERT_TRUE(fs::exists(tmp / "run/translated/events.cpt")) << err;
@@ -177,7 +186,7 @@ TEST(Cluster, NodeLostAndTransportBrokenMidRunRestCompleteGapReported) {
   double seen = lost.value("seen_at_s", -1.0), run_s = lost.value("run_s", -1.0);
   EXPECT_GT(seen, 0) << lost.dump();
   EXPECT_LT(seen, run_s) << lost.dump();
-  EXPECT_GE(run_s, 10) << "the others went on to --duration: " << lost.dump();
+  EXPECT_GE(run_s, 10) << "the others went on to their workloads' end: " << lost.dump();
   std::string html = testutil::read_file(tmp / "run/report.html");
   EXPECT_NE(html.find(gap), std::string::npos) << "the report names the gap";
 
@@ -203,6 +212,8 @@ TEST(Cluster, NodeLostAndTransportBrokenMidRunRestCompleteGapReported) {
   });
   double ends = lost.value("trace_ends_s", -1.0), ends_err = lost.value("trace_ends_err_s", -1.0);
   EXPECT_GE(ends_err, 0) << lost.dump();
+  EXPECT_GT(ends, 0) << lost.dump();
+  EXPECT_LT(ends, run_s) << lost.dump();
   EXPECT_LE((last_lo["N4"] - ref0) / hz, ends + ends_err + 1e-6) << "every N4 event kept is before the gap";
   EXPECT_GT((last_lo["N5"] - ref0) / hz, ends + 2) << "N5 went on recording after N4 was lost";
   EXPECT_GT((last_lo["N3"] - ref0) / hz, ends + 2) << "N3 went on recording after its transport broke";
@@ -217,7 +228,10 @@ TEST(Cluster, NodeLostAndTransportBrokenMidRunRestCompleteGapReported) {
   for (auto [c1, c2] : std::vector<std::pair<std::string, std::string>>{
            {"N1.out", "N5.in"}, {"N1.out", "N4.in"}, {"N3.out", "N4.in"}, {"N4.out", "N5.in"}}) {
     LatencyResult res = latency(tmp / "run/translated", c1, c2);
-    EXPECT_GT(res.rows.size(), 100u) << c1 << " -> " << c2;
+    if (c1 == "N1.out" && c2 == "N5.in")
+      EXPECT_EQ(res.rows.size(), kTuples) << "every tuple reached N5: N4's workload went on without its recorder";
+    else
+      EXPECT_GT(res.rows.size(), 100u) << c1 << " -> " << c2;
     uint64_t ch1 = cp_channel_id(c1.c_str()), ch2 = cp_channel_id(c2.c_str());
     size_t contained = 0;
     int64_t widest = 0;
@@ -231,9 +245,16 @@ TEST(Cluster, NodeLostAndTransportBrokenMidRunRestCompleteGapReported) {
       EXPECT_TRUE(ok) << c1 << " -> " << c2 << " tuple " << row.tuple << " [" << row.ns_lo << ", " << row.ns_hi
                       << "] truth " << (double)ns;
     }
+    if (c2 == "N4.in") EXPECT_LT(res.rows.size(), kTuples) << "N4's events end at its loss";
     printf("  [cluster faults] %s -> %s: %zu/%zu bounds contain the truth, widest %lld ns\n", c1.c_str(), c2.c_str(),
            contained, res.rows.size(), (long long)widest);
   }
+
+  // `cluster gather` later: nothing to fetch, the same gap named from the manifest.
+  auto g = testutil::run(testutil::cptrace_bin() + " cluster gather " + (tmp / "run"), tmp);
+  EXPECT_EQ(g.status, 1) << g.out << g.err;
+  EXPECT_NE(g.err.find(gap), std::string::npos) << g.err;
+  EXPECT_NE(g.err.find("events on N4 after +"), std::string::npos) << g.err;
 }
 
 }  // namespace
