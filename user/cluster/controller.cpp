@@ -51,9 +51,12 @@ struct NodeRun {
   std::string meta, transport_err, problem;
   nlohmann::json done_json;
   // Seconds into the run (the controller's clock since the agents were started).
-  double broke_at_s = -1, done_at_s = -1;
+  double broke_at_s = -1, done_at_s = -1, resumed_at_s = -1;  // the first break, the first resume
   uint64_t broke_at_byte = 0;
-  bool resumed = false;  // fetched again at the stop from where the stream broke
+  bool resumed = false;  // streamed again (a follow agent, or a fetch at the stop) from where it broke
+  bool following = false, follow_hello = false;  // the current agent is a follow agent; it answered
+  int breaks = 0;
+  Clock::time_point retry_at;
   nlohmann::json trace_end;  // a lost recorder: where its events end on the reference's clock
 
   // The recorder itself died of a signal (SIGKILL, a crash): no stop sequence,
@@ -140,6 +143,7 @@ void apply_frame(NodeRun& n, const WireFrame& f) {
   switch (f.type) {
     case WireType::Hello:
       n.hello = true;
+      n.follow_hello = n.following;
       break;
     case WireType::Events: {
       uint64_t end = f.offset + f.data.size();
@@ -197,6 +201,8 @@ void read_err(NodeRun& n) {
 void start_agent(NodeRun& n, const nlohmann::json& request) {
   n.proc = spawn_node_process(remote_argv(n.spec, {"cluster", "agent"}));
   n.running = true;
+  n.following = request.value("op", std::string()) == "follow";
+  n.follow_hello = false;
   std::string line = request.dump() + "\n";  // the key goes here: stdin, never argv
   write_all(n.proc.in, line.data(), line.size());
 }
@@ -252,7 +258,7 @@ void complete_copy(NodeRun& n) {
     fmt::print(stderr, "cluster: node {}: stream ended at byte {}{}; fetching the rest\n", n.spec.name, n.received,
                n.problem.empty() ? "" : " (" + n.problem + ")");
     run_fetch(n);
-    n.resumed = n.broke_at_s >= 0;
+    n.resumed = n.resumed || n.broke_at_s >= 0;
   }
   if (!n.meta.empty()) write_file(n.local + "/meta.json", n.meta);
   if (n.events_fd >= 0 && n.complete()) ftruncate(n.events_fd, off_t(n.received));
@@ -283,10 +289,8 @@ nlohmann::json manifest(const std::string& run_id, const std::string& path, cons
     e["events_bytes"] = n.received;
     if (n.done) e["done"] = n.done_json;
     if (n.broke_at_s >= 0)
-      e["stream"] = {{"broke_at_s", n.broke_at_s},
-                     {"broke_at_byte", n.broke_at_byte},
-                     {"resumed", n.resumed},
-                     {"gap", !n.complete()}};
+      e["stream"] = {{"broke_at_s", n.broke_at_s}, {"broke_at_byte", n.broke_at_byte}, {"breaks", n.breaks},
+                     {"resumed", n.resumed},       {"resumed_at_s", n.resumed_at_s},   {"gap", !n.complete()}};
     if (n.killed()) {
       e["gap"] = {{"signal", n.done_json.value("signal", 0)}, {"seen_at_s", n.done_at_s}, {"run_s", run_s}};
       if (n.trace_end.is_object()) e["gap"].update(n.trace_end);
@@ -321,9 +325,10 @@ std::vector<std::string> node_lines(const std::vector<NodeRun>& nodes, double ru
     std::string s = state_of(n);
     if (s == "complete") {
       if (n.resumed)
-        lines.push_back(fmt::format(
-            "node {}: its stream broke at +{} s (byte {}); resumed from there at the stop: complete, no gap",
-            n.spec.name, seconds(n.broke_at_s), n.broke_at_byte));
+        lines.push_back(
+            fmt::format("node {}: its stream broke at +{} s (byte {}); resumed from there {}: complete, no gap",
+                        n.spec.name, seconds(n.broke_at_s), n.broke_at_byte,
+                        n.resumed_at_s >= 0 ? "at +" + seconds(n.resumed_at_s) + " s" : "at the stop"));
       continue;
     }
     count++;
@@ -480,7 +485,9 @@ double stream_run(std::vector<NodeRun>& nodes, const ClusterRecordOptions& o, in
       if (nodes[i].proc.out >= 0) fds.push_back({nodes[i].proc.out, POLLIN, 0}), who.push_back({i, true});
       if (nodes[i].proc.err >= 0) fds.push_back({nodes[i].proc.err, POLLIN, 0}), who.push_back({i, false});
     }
-    if (fds.size() == 1) break;
+    bool awaiting = false;  // a broken stream to take up again
+    for (const NodeRun& n : nodes) awaiting = awaiting || (!stopping && !n.running && !n.done && n.broke_at_s >= 0);
+    if (fds.size() == 1 && !awaiting) break;
     poll(fds.data(), fds.size(), 200);
     for (size_t k = 1; k < fds.size(); ++k) {
       if (!fds[k].revents) continue;
@@ -490,15 +497,34 @@ double stream_run(std::vector<NodeRun>& nodes, const ClusterRecordOptions& o, in
       } else if (!read_stream(n)) {
         close(n.proc.out);
         n.proc.out = -1;
+        bool answered = !n.following || n.follow_hello;
         finish_agent(n);
         if (!n.done) {
-          n.broke_at_s = elapsed(), n.broke_at_byte = n.received;
-          fmt::print(stderr, "cluster: node {}: its stream broke at +{:.1f} s (byte {})\n", n.spec.name, n.broke_at_s,
-                     n.received);
+          if (n.broke_at_s < 0) n.broke_at_s = elapsed(), n.broke_at_byte = n.received;
+          if (answered)
+            fmt::print(stderr, "cluster: node {}: its stream broke at +{:.1f} s (byte {})\n", n.spec.name, elapsed(),
+                       n.received);
+          n.breaks += answered;
+          // Reached again soon, then less often while it does not answer.
+          n.retry_at = Clock::now() + std::chrono::seconds(answered ? 1 : 3);
         }
+      }
+      if (n.follow_hello && n.resumed_at_s < 0) {
+        n.resumed = true, n.resumed_at_s = elapsed();
+        fmt::print(stderr, "cluster: node {}: stream resumed at +{:.1f} s from byte {}\n", n.spec.name, n.resumed_at_s,
+                   n.received);
       }
       if (n.done && n.done_at_s < 0) n.done_at_s = elapsed();
     }
+    // A broken stream is taken up again while its recorder runs: a follow agent
+    // from the byte where the copy ends (its recorder's agent, left without us,
+    // then does not stop it after --controller-timeout).
+    for (NodeRun& n : nodes)
+      if (!stopping && !n.running && !n.done && n.broke_at_s >= 0 && Clock::now() >= n.retry_at) {
+        n.dec = WireDecoder();
+        n.problem.clear();
+        start_agent(n, {{"op", "follow"}, {"dir", n.node_dir}, {"offset", n.received}});
+      }
     if (g_signal) stop_all(strsignal(g_signal));
     if (o.duration_s > 0 && Clock::now() - start > std::chrono::duration<double>(o.duration_s)) stop_all("--duration");
     for (const NodeRun& n : nodes)  // a recorder that failed before writing a trace could not start
