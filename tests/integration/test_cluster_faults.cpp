@@ -133,7 +133,11 @@ TEST(Cluster, NodeLostAndTransportBrokenMidRunRestCompleteGapReported) {
   std::this_thread::sleep_for(std::chrono::seconds(1));
   auto [rec, rec_parent] = find_process({" record ", "/N4/trace", tmp.path.string()});
   ASSERT_GT(rec, 0) << "N4's recorder";
+  // The truth of its death: after the kill, before its agent has reaped it.
+  const int64_t killed_at = testbed::mono_ns();
   kill(rec, SIGKILL);
+  ASSERT_TRUE(wait_until([&] { return kill(rec, 0) != 0; }, 30));
+  const int64_t gone_at = testbed::mono_ns();
 
   int st = ctl.wait(90);
   std::string out = testutil::read_file(tmp / "ctl.out"), err = testutil::read_file(tmp / "ctl.err");
@@ -175,7 +179,7 @@ TEST(Cluster, NodeLostAndTransportBrokenMidRunRestCompleteGapReported) {
   EXPECT_NE(err.find("node N3: stream resumed at +"), std::string::npos) << "taken up again mid-run: " << err;
   EXPECT_NE(err.find("resumed from there at +"), std::string::npos) << err;
   EXPECT_NE(err.find("complete, no gap"), std::string::npos) << err;
-  const std::string gap = "node N4: recorder killed by signal 9 at +";
+  const std::string gap = "node N4: recorder killed by signal 9 between +";
   EXPECT_NE(err.find(gap), std::string::npos) << err;
   EXPECT_NE(err.find("events on N4 after +"), std::string::npos) << err;
   auto m = nlohmann::json::parse(testutil::read_file(tmp / "run/cluster.json"));
@@ -221,6 +225,20 @@ TEST(Cluster, NodeLostAndTransportBrokenMidRunRestCompleteGapReported) {
   EXPECT_LT(ends, run_s) << lost.dump();
   EXPECT_LE((last_lo["N4"] - ref0) / hz, ends + ends_err + 1e-6) << "every N4 event kept is before the gap";
   EXPECT_GT((last_lo["N5"] - ref0) / hz, ends + 2) << "N5 went on recording after N4 was lost";
+  // When it died, on the same clock: the reported interval meets [kill, reaped]
+  // (one physical TSC: N1's clock stream puts those instants on its TSC).
+  ASSERT_TRUE(lost.contains("killed_s")) << lost.dump();
+  double k_lo = lost["killed_s"][0], k_hi = lost["killed_s"][1];
+  std::vector<ClockPoint> c1 = TraceReader(tmp / "run/N1").clock_map().points();
+  double t_kill = double((truth::interp(c1, (long double)killed_at, false) - ref0) / hz),
+         t_gone = double((truth::interp(c1, (long double)gone_at, false) - ref0) / hz);
+  EXPECT_LE(k_lo, t_gone) << lost.dump();
+  EXPECT_GE(k_hi, t_kill) << lost.dump();
+  EXPECT_LE(ends - ends_err, k_hi) << "its events end before its death: " << lost.dump();
+  printf(
+      "  [cluster faults] N4 killed at +%.3f s (reaped by +%.3f s), reported between +%.3f and +%.3f s; its "
+      "events end at +%.3f s\n",
+      t_kill, t_gone, k_lo, k_hi, ends);
   EXPECT_GT((last_lo["N3"] - ref0) / hz, ends + 2) << "N3 went on recording after its transport broke";
 
   // Every bound contains the truth: end to end, and the hops through N4 (tuples

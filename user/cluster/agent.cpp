@@ -134,6 +134,12 @@ const char* const kFollowerAlive = "/follower.alive";
 // fetch agent), so that the recorder's own agent says it was stopped, not failed.
 const char* const kStopRequested = "/stop.requested";
 
+int64_t mono_now() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
 bool exists(const std::string& path) {
   struct stat st;
   return lstat(path.c_str(), &st) == 0;
@@ -202,6 +208,7 @@ int run_record(const nlohmann::json& req, int in_fd, std::string& pending, Out& 
   bool in_open = true, signalled = false;
   Clock::time_point eof_at;
   int st = 0;
+  int64_t alive_mono = mono_now(), ended_mono = 0;  // the recorder ran after the first, had ended by the second
   for (;;) {
     pollfd p{in_open ? in_fd : -1, POLLIN, 0};
     poll(&p, 1, 200);
@@ -221,8 +228,13 @@ int run_record(const nlohmann::json& req, int in_fd, std::string& pending, Out& 
       signalled = true;
     }
     pump(out, trace + "/events.cpt", offset, false);
+    int64_t before = mono_now();
     pid_t w = waitpid(rec, &st, WNOHANG);
-    if (w == rec) break;
+    if (w == rec) {
+      ended_mono = mono_now();
+      break;
+    }
+    alive_mono = before;
   }
   pump(out, trace + "/events.cpt", offset, true);
   unlink(key.c_str());
@@ -236,7 +248,9 @@ int run_record(const nlohmann::json& req, int in_fd, std::string& pending, Out& 
                                                    : "controller_timeout"}};
   // Killed (SIGKILL, a crash): the trace ends at its last complete frame, the
   // controller reports the gap. Not an exit status of 128 + N: that is the command's.
-  if (WIFSIGNALED(st)) done["signal"] = WTERMSIG(st);
+  // When, on this node's CLOCK_MONOTONIC: its trace's clock stream maps that
+  // onto its TSC, translate's relation onto the reference's.
+  if (WIFSIGNALED(st)) done["signal"] = WTERMSIG(st), done["ended_mono_ns"] = {alive_mono, ended_mono};
   std::ofstream(dir + "/status.json") << done.dump() << "\n";
   out.send(WireType::Done, 0, done.dump());
   return 0;

@@ -27,8 +27,10 @@
 #include "cluster/node_process.h"
 #include "cluster/nodes_file.h"
 #include "sync/minrtt_protocol.h"
+#include "trace/clock_map.h"
 #include "trace/output_dir.h"
 #include "trace/trace_reader.h"
+#include "translate/clock_relation.h"
 #include "translate/translate.h"
 #include "translate/translated_frame.h"
 
@@ -302,18 +304,24 @@ nlohmann::json manifest(const std::string& run_id, const std::string& path, cons
 
 std::string seconds(double s) { return s < 0 ? "?" : fmt::format("{:.1f}", s); }
 
-// What a lost recorder's gap is: when it was seen, and where its events end.
+// What a lost recorder's gap is: when it died and where its events end, on
+// the reference's clock when the run was translated, else as the controller saw it.
 std::string gap_line(const NodeRun& n, double run_s) {
-  std::string l = fmt::format("node {}: recorder killed by signal {} at +{} s of the {} s run (seen by the controller)",
-                              n.spec.name, n.done_json.value("signal", 0), seconds(n.done_at_s), seconds(run_s));
-  if (!n.trace_end.contains("trace_ends_s"))
-    return l + fmt::format("; its trace ends at its last complete frame (byte {}): the events after it are missing",
-                           n.received);
+  const nlohmann::json& e = n.trace_end;
+  std::string seen = fmt::format("at +{} s of the {} s run", seconds(n.done_at_s), seconds(run_s));
+  std::string l = fmt::format("node {}: recorder killed by signal {} ", n.spec.name, n.done_json.value("signal", 0));
+  if (e.contains("killed_s"))
+    l += fmt::format("between +{:.3f} and +{:.3f} s", e["killed_s"][0].get<double>(), e["killed_s"][1].get<double>());
+  else
+    l += seen + " (the controller's clock)";
+  if (!e.contains("trace_ends_s"))
+    return l + fmt::format("; its trace ends at its last complete frame (byte {}): the events after it are missing{}",
+                           n.received, e.contains("killed_s") ? " (" + e.value("clock", std::string()) + ")" : "");
   return l + fmt::format(
-                 "; its trace ends at its last complete frame: events on {} after +{:.3f} s (+-{:.3f} ms; {}) are "
-                 "missing",
-                 n.spec.name, n.trace_end.value("trace_ends_s", 0.0), n.trace_end.value("trace_ends_err_s", 0.0) * 1e3,
-                 n.trace_end.value("clock", std::string()));
+                 "; its trace ends at its last complete frame: events on {} after +{:.3f} s (+-{:.3f} ms) are "
+                 "missing ({}; the controller saw the loss {})",
+                 n.spec.name, e.value("trace_ends_s", 0.0), e.value("trace_ends_err_s", 0.0) * 1e3,
+                 e.value("clock", std::string()), seen);
 }
 
 // What happened to each node that is not simply complete, by name: problems
@@ -367,9 +375,13 @@ void locate_trace_ends(const std::string& translated, std::vector<NodeRun>& node
   if (lost.empty()) return;
   TraceReader t(translated);
   std::map<uint16_t, NodeRun*> by_index;
-  const auto& tn = t.meta()["translated"].value("nodes", nlohmann::json::array());
+  std::map<NodeRun*, RelationPtr> to_ref;
+  const auto tn = t.meta()["translated"].value("nodes", nlohmann::json::array());
   for (size_t i = 0; i < tn.size(); ++i)
-    if (auto it = lost.find(tn[i].value("node", std::string())); it != lost.end()) by_index[uint16_t(i)] = it->second;
+    if (auto it = lost.find(tn[i].value("node", std::string())); it != lost.end()) {
+      by_index[uint16_t(i)] = it->second;
+      if (tn[i].contains("to_reference")) to_ref[it->second] = relation_from_json(tn[i]["to_reference"]);
+    }
   std::map<NodeRun*, TranslatedEvent> last;
   std::vector<TranslatedEvent> evs;
   t.for_each_frame(FrameType::Translated, [&](const FrameHeader& h, const std::vector<uint8_t>& p) {
@@ -384,10 +396,23 @@ void locate_trace_ends(const std::string& translated, std::vector<NodeRun>& node
   double hz = ref.clock_map().tsc_hz();
   int64_t start = ref.meta()["start"].value("tsc", int64_t(0));
   if (!(hz > 0)) return;
+  auto clock = fmt::format("times on {}'s clock, seconds since its recording began", nodes[0].spec.name);
   for (auto& [n, e] : last)
     n->trace_end = {{"trace_ends_s", double(e.ref_ts - start) / hz},
                     {"trace_ends_err_s", double(std::max(e.ref_hi - e.ref_ts, e.ref_ts - e.ref_lo)) / hz},
-                    {"clock", fmt::format("{}'s clock, seconds since its recording began", nodes[0].spec.name)}};
+                    {"clock", clock}};
+  for (auto& [n, rel] : to_ref) {
+    if (!n->done_json.contains("ended_mono_ns")) continue;
+    try {  // the node's clock stream and relation may not reach that far: then not said
+      ClockMap cm = TraceReader(n->local).clock_map();
+      const auto& m = n->done_json["ended_mono_ns"];
+      Bound lo = rel->at(int64_t(cm.mono_to_tsc_bounds(m[0].get<uint64_t>()).lo)),
+            hi = rel->at(int64_t(cm.mono_to_tsc_bounds(m[1].get<uint64_t>()).hi));
+      n->trace_end["killed_s"] = {double(lo.lo - start) / hz, double(hi.hi - start) / hz};
+      n->trace_end["clock"] = clock;
+    } catch (const std::exception&) {
+    }
+  }
 }
 
 void print_path_summary(const std::string& translated, const std::string& path) {
@@ -532,7 +557,8 @@ double stream_run(std::vector<NodeRun>& nodes, const ClusterRecordOptions& o, in
         stop_all(fmt::format("node {} could not start its recorder", n.spec.name));
     bool workloads_over = any_workload;
     for (const NodeRun& n : nodes)
-      if (!n.spec.command.empty() || !o.cmd.empty()) workloads_over = workloads_over && (n.done || !n.running);
+      if (!n.spec.command.empty() || !o.cmd.empty())  // a node not reached again does not hold the others
+        workloads_over = workloads_over && (n.done || !n.running || (n.following && !n.follow_hello));
     if (workloads_over) stop_all("every workload has exited");
   }
   return stopped_at >= 0 ? stopped_at : elapsed();
