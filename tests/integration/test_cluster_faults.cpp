@@ -1,13 +1,16 @@
 // `cptrace cluster record` losing parts of the run: 5 nodes in a chain (N1 ->
 // ... -> N5, the pipeline workload over TCP), N3 reached through real OpenSSH.
-// Mid-run, N4's recorder is SIGKILLed and N3's ssh client is SIGKILLed (its
-// transport breaks, its recorder goes on). Asserts: the other nodes record to
-// their workloads' end and their copies are byte-identical to the nodes' own;
-// N3's copy is completed at the stop from where its stream broke, byte-identical,
-// and the summary says so (resumed, no gap); N4's copy is byte-identical to what
-// its node holds, the run is still translated with N4's partial trace, and the
-// gap is named (node, signal, when, where its events end on the run's clock) on
-// stderr, in RUN/cluster.json and in RUN/report.html; the per-hop summary and the
+// Mid-run, N3's ssh client is SIGKILLed (its transport breaks, its recorder goes
+// on) and N4's recorder is SIGKILLed. Asserts: the other nodes record to their
+// workloads' end and their copies are byte-identical to the nodes' own; N3's
+// stream is taken up again mid-run from where it broke (its agent, without a
+// controller for longer than --controller-timeout, did not stop the recorder),
+// its copy is byte-identical and the summary says so (resumed, no gap); N4's
+// copy is byte-identical to what its node holds, the run is still translated
+// with N4's partial trace, and the gap is named (node, signal, when it died and
+// where its events end on the reference's clock) on stderr, in RUN/cluster.json
+// and RUN/report.html, and again by `cluster gather`; the death's reported
+// interval meets the true one (kill .. reaped); the per-hop summary and the
 // report come out and the exit status is 1; every bound reported for a tuple
 // (end to end, and the hops through N4 before its loss) contains the truth (one
 // physical TSC: the nodes' correlation streams invert it).
