@@ -1,10 +1,12 @@
 // `cptrace cluster record` losing parts of the run: 5 nodes in a chain (N1 ->
 // ... -> N5, the pipeline workload over TCP), N3 reached through real OpenSSH.
 // Mid-run, N3's ssh client is SIGKILLed (its transport breaks, its recorder goes
-// on) and N4's recorder is SIGKILLed. Asserts: the other nodes record to their
-// workloads' end and their copies are byte-identical to the nodes' own; N3's
-// stream is taken up again mid-run from where it broke (its agent, without a
-// controller for longer than --controller-timeout, did not stop the recorder),
+// on) and N4's recorder is SIGKILLed; Ctrl-C once N3's stream is taken up
+// again. Asserts: the other nodes record to the stop and their copies are
+// byte-identical to the nodes' own; N3's stream is taken up again mid-run from
+// where it broke (its agent, without a controller for longer than
+// --controller-timeout, did not stop the recorder; the stop came through the
+// follow agent and N3's recorder counts as stopped, not failed),
 // its copy is byte-identical and the summary says so (resumed, no gap); N4's
 // copy is byte-identical to what its node holds, the run is still translated
 // with N4's partial trace, and the gap is named (node, signal, when it died and
@@ -41,7 +43,7 @@ using namespace clustertest;
 using testbed::skip_reason;
 
 constexpr int kNodes = 5, kSsh = 3, kLost = 4;
-constexpr uint64_t kTuples = 1000;  // 10 s at 100/s: the workloads end the run
+constexpr uint64_t kTuples = 100000;  // at 100/s: the run ends by Ctrl-C
 
 std::vector<std::string> stage(int k) {
   std::string wl = (testutil::build_dir() / "tests" / "pipeline").string(), name = "N" + std::to_string(k);
@@ -141,12 +143,17 @@ TEST(Cluster, NodeLostAndTransportBrokenMidRunRestCompleteGapReported) {
   kill(rec, SIGKILL);
   ASSERT_TRUE(wait_until([&] { return kill(rec, 0) != 0; }, 30));
   const int64_t gone_at = testbed::mono_ns();
+  // The others record on; N3's stream is taken up again; then Ctrl-C (which the
+  // follow agent passes to N3's recorder, whose own agent has no controller).
+  ASSERT_TRUE(ctl.wait_for("node N3: stream resumed at", 60, true)) << testutil::read_file(tmp / "ctl.err");
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  kill(ctl.pid, SIGINT);
 
   int st = ctl.wait(90);
   std::string out = testutil::read_file(tmp / "ctl.out"), err = testutil::read_file(tmp / "ctl.err");
   printf("%s%s", out.c_str(), err.c_str());
   EXPECT_EQ(st, 1) << "a node is incomplete: exit 1, everything else produced";
-  EXPECT_NE(err.find("stopping every node (every workload has exited)"), std::string::npos) << err;
+  EXPECT_NE(err.find("stopping every node (Interrupt)"), std::string::npos) << err;
   EXPECT_NE(out.find("per-hop latency"), std::string::npos) << out;
   EXPECT_NE(out.find("end to end"), std::string::npos) << out;
   ASSERT_TRUE(fs::exists(tmp / "run/translated/events.cpt")) << err;
@@ -173,8 +180,9 @@ TEST(Cluster, NodeLostAndTransportBrokenMidRunRestCompleteGapReported) {
     EXPECT_TRUE(r.meta().value("complete", false)) << name << ": recorded to the normal end";
     auto status = nlohmann::json::parse(testutil::read_file(local_run + "/" + name + "/status.json"));
     EXPECT_FALSE(status.contains("signal")) << name << " " << status.dump();
-    // N3's agent lost its controller, but not for 5 s: the stream was taken up again.
-    EXPECT_NE(status.value("stopped_by", ""), "controller_timeout") << name << " " << status.dump();
+    // N3's agent lost its controller (not for 5 s: the stream was taken up again),
+    // and still knows the stop came from it.
+    EXPECT_EQ(status.value("stopped_by", ""), "controller") << name << " " << status.dump();
   }
 
   // The summary and the manifest: N3 broke and was resumed, N4's gap by name and time.
@@ -198,7 +206,7 @@ TEST(Cluster, NodeLostAndTransportBrokenMidRunRestCompleteGapReported) {
   double seen = lost.value("seen_at_s", -1.0), run_s = lost.value("run_s", -1.0);
   EXPECT_GT(seen, 0) << lost.dump();
   EXPECT_LT(seen, run_s) << lost.dump();
-  EXPECT_GE(run_s, 10) << "the others went on to their workloads' end: " << lost.dump();
+  EXPECT_GT(run_s, seen + 3) << "the others went on to the stop: " << lost.dump();
   std::string html = testutil::read_file(tmp / "run/report.html");
   EXPECT_NE(html.find(gap), std::string::npos) << "the report names the gap";
 
@@ -251,13 +259,12 @@ TEST(Cluster, NodeLostAndTransportBrokenMidRunRestCompleteGapReported) {
     std::string n = "N" + std::to_string(k);
     clock[n] = TraceReader(tmp / ("run/" + n)).clock_map().points();
   }
+  std::map<std::string, size_t> rows;
   for (auto [c1, c2] : std::vector<std::pair<std::string, std::string>>{
            {"N1.out", "N5.in"}, {"N1.out", "N4.in"}, {"N3.out", "N4.in"}, {"N4.out", "N5.in"}}) {
     LatencyResult res = latency(tmp / "run/translated", c1, c2);
-    if (c1 == "N1.out" && c2 == "N5.in")
-      EXPECT_EQ(res.rows.size(), kTuples) << "every tuple reached N5: N4's workload went on without its recorder";
-    else
-      EXPECT_GT(res.rows.size(), 100u) << c1 << " -> " << c2;
+    rows[c1 + "," + c2] = res.rows.size();
+    EXPECT_GT(res.rows.size(), 100u) << c1 << " -> " << c2;
     uint64_t ch1 = cp_channel_id(c1.c_str()), ch2 = cp_channel_id(c2.c_str());
     size_t contained = 0;
     int64_t widest = 0;
@@ -271,10 +278,12 @@ TEST(Cluster, NodeLostAndTransportBrokenMidRunRestCompleteGapReported) {
       EXPECT_TRUE(ok) << c1 << " -> " << c2 << " tuple " << row.tuple << " [" << row.ns_lo << ", " << row.ns_hi
                       << "] truth " << (double)ns;
     }
-    if (c2 == "N4.in") EXPECT_LT(res.rows.size(), kTuples) << "N4's events end at its loss";
     printf("  [cluster faults] %s -> %s: %zu/%zu bounds contain the truth, widest %lld ns\n", c1.c_str(), c2.c_str(),
            contained, res.rows.size(), (long long)widest);
   }
+
+  EXPECT_GT(rows["N1.out,N5.in"], rows["N1.out,N4.in"] + 200)
+      << "tuples went on reaching N5 after N4's loss (its workload runs on without its recorder)";
 
   // `cluster gather` later: nothing to fetch, the same gap named from the manifest.
   auto g = testutil::run(testutil::cptrace_bin() + " cluster gather " + (tmp / "run"), tmp);
