@@ -131,16 +131,27 @@ json report_json(const ReportData& d) {
   for (const auto& s : d.latency) j["latency"].push_back(series_json(s));
   j["path"] = d.path;
   j["run_nodes"] = d.run_nodes;
+  j["warnings"] = d.warnings;
   return j;
 }
+
+namespace {
+// Plain HTML, not drawn by the script: what the run lacks is read first, and
+// even without JavaScript.
+std::string warnings_html(const std::vector<std::string>& w) {
+  std::string h;
+  for (const std::string& l : w) h += "<p class=\"warn\">" + html_escape(l) + "</p>\n";
+  return h;
+}
+}  // namespace
 
 std::string render_report_html(const ReportData& d) {
   std::string h =
       "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>" + html_escape(d.title) +
       "</title>\n<style>\n" + report_css() + "</style></head>\n<body>\n<h1>" + html_escape(d.title) + "</h1>\n" +
       "<noscript><p class=\"warn\">This report draws its plots with an inline script; enable "
-      "JavaScript (no network access is needed).</p></noscript>\n"
-      "<div id=\"report\"></div>\n<script type=\"application/json\" id=\"cptrace-data\">" +
+      "JavaScript (no network access is needed).</p></noscript>\n" +
+      warnings_html(d.warnings) + "<div id=\"report\"></div>\n<script type=\"application/json\" id=\"cptrace-data\">" +
       script_safe(report_json(d).dump()) + "</script>\n<script>\n" + report_js() + "</script>\n</body></html>\n";
   return h;
 }
@@ -199,6 +210,7 @@ int cmd_report(const ReportOptions& o) {
     translated_report(*r, o, d);
   else
     node_trace_report(*r, o, d);
+  d.warnings = o.warnings;
   OutFile f(o.out);
   f.write(render_report_html(d));
   f.close();

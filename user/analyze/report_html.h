@@ -45,6 +45,7 @@ struct ReportData {
   std::vector<LatencySeries> latency;
   nlohmann::json path;  // path_breakdown(), or null
   std::vector<std::string> run_nodes;  // a translated run's nodes (a note when their sections are missing)
+  std::vector<std::string> warnings;  // shown first: what the run lacks (a node lost mid-run, ...)
 };
 
 struct ReportOptions {
@@ -54,6 +55,7 @@ struct ReportOptions {
   std::vector<std::string> node_dirs;  // translated DIR: the nodes' own traces
   std::string path;  // translated DIR: "A,B,C,..." per-hop breakdown
   MemoryBudget budget;  // for the latency rows (--memory, --temp-dir)
+  std::vector<std::string> warnings;  // ReportData::warnings (`cluster record`: each node's gap)
 };
 
 NodeSection node_section(const TraceReader& r, const Timeline& tl, const Throughput& t);

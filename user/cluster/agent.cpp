@@ -136,6 +136,43 @@ bool read_line(int fd, std::string& pending, std::string& line, bool& eof) {
   }
 }
 
+// A follow agent (the controller reached the node again after its stream broke)
+// touches this file while it runs: the record agent, which lost its controller,
+// then does not count that as the controller being gone.
+const char* const kFollowerAlive = "/follower.alive";
+// Written by the agent that stops a recorder it did not start (a follow or
+// fetch agent), so that the recorder's own agent says it was stopped, not failed.
+const char* const kStopRequested = "/stop.requested";
+
+int64_t mono_now() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+bool exists(const std::string& path) {
+  struct stat st;
+  return lstat(path.c_str(), &st) == 0;
+}
+
+void touch(const std::string& path) {
+  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd >= 0) futimens(fd, nullptr), close(fd);
+}
+
+void stop_recorder(const std::string& dir, pid_t pid) {
+  touch(dir + kStopRequested);
+  kill(pid, SIGINT);
+}
+
+// Touched within the last `s` seconds.
+bool fresh(const std::string& path, double s) {
+  struct stat st;
+  timespec now;
+  if (stat(path.c_str(), &st) != 0 || clock_gettime(CLOCK_REALTIME, &now) != 0) return false;
+  return double(now.tv_sec - st.st_mtim.tv_sec) + 1e-9 * double(now.tv_nsec - st.st_mtim.tv_nsec) < s;
+}
+
 pid_t start_recorder(const std::vector<std::string>& argv, const std::string& log) {
   int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) throw std::runtime_error(fmt::format("create {}: {}", log, strerror(errno)));
@@ -181,6 +218,7 @@ int run_record(const nlohmann::json& req, int in_fd, std::string& pending, Out& 
   bool in_open = true, signalled = false, meta_sent = false;
   Clock::time_point eof_at;
   int st = 0;
+  int64_t alive_mono = mono_now(), ended_mono = 0;  // the recorder ran after the first, had ended by the second
   for (;;) {
     pollfd p{in_open ? in_fd : -1, POLLIN, 0};
     poll(&p, 1, 200);
@@ -194,14 +232,20 @@ int run_record(const nlohmann::json& req, int in_fd, std::string& pending, Out& 
         if (pending.compare(0, nl, "stop") == 0 && !signalled) kill(rec, SIGINT), signalled = true;
       if (eof) in_open = false, eof_at = Clock::now();
     }
+    if (!in_open && fresh(dir + kFollowerAlive, 2)) eof_at = Clock::now();  // the controller is back
     if (!in_open && !signalled && Clock::now() - eof_at > std::chrono::duration<double>(timeout_s)) {
       kill(rec, SIGINT);  // no controller: stop by ourselves, the trace stays here
       signalled = true;
     }
     pump(out, trace + "/events.cpt", offset, false);
     if (!meta_sent) meta_sent = send_start_meta(out, trace);
+    int64_t before = mono_now();
     pid_t w = waitpid(rec, &st, WNOHANG);
-    if (w == rec) break;
+    if (w == rec) {
+      ended_mono = mono_now();
+      break;
+    }
+    alive_mono = before;
   }
   pump(out, trace + "/events.cpt", offset, true);
   unlink(key.c_str());
@@ -210,9 +254,14 @@ int run_record(const nlohmann::json& req, int in_fd, std::string& pending, Out& 
   nlohmann::json done = {{"status", exit_status(st)},
                          {"events_bytes", offset},
                          {"stderr_tail", tail_lines(read_whole(log), 15)},
-                         {"stopped_by", !signalled ? "recorder"
+                         {"stopped_by", !signalled ? (exists(dir + kStopRequested) ? "controller" : "recorder")
                                         : in_open  ? "controller"
                                                    : "controller_timeout"}};
+  // Killed (SIGKILL, a crash): the trace ends at its last complete frame, the
+  // controller reports the gap. Not an exit status of 128 + N: that is the command's.
+  // When, on this node's CLOCK_MONOTONIC: its trace's clock stream maps that
+  // onto its TSC, translate's relation onto the reference's.
+  if (WIFSIGNALED(st)) done["signal"] = WTERMSIG(st), done["ended_mono_ns"] = {alive_mono, ended_mono};
   std::ofstream(dir + "/status.json") << done.dump() << "\n";
   out.send(WireType::Done, 0, done.dump());
   return 0;
@@ -226,15 +275,19 @@ bool meta_complete(const std::string& trace) {
   }
 }
 
+// The pid of DIR's recorder while it runs (not a reused pid), else -1.
+pid_t running_recorder(const std::string& dir) {
+  pid_t pid = atoi(read_whole(dir + "/recorder.pid").c_str());
+  std::string cmd = pid > 0 ? read_whole(fmt::format("/proc/{}/cmdline", pid)) : "";
+  return cmd.find(dir + "/trace") != std::string::npos ? pid : -1;
+}
+
 // A recorder whose agent is gone (killed, its transport broken) still runs: with
 // "stop", it is stopped as the agent would have; then its end is awaited.
 void settle_orphan(const std::string& dir, bool stop, double wait_s) {
   const std::string trace = dir + "/trace";
-  if (stop && !meta_complete(trace)) {
-    pid_t pid = atoi(read_whole(dir + "/recorder.pid").c_str());
-    std::string cmd = pid > 0 ? read_whole(fmt::format("/proc/{}/cmdline", pid)) : "";
-    if (cmd.find(trace) != std::string::npos) kill(pid, SIGINT);  // still our recorder, not a reused pid
-  }
+  if (stop && !meta_complete(trace))
+    if (pid_t pid = running_recorder(dir); pid > 0) stop_recorder(dir, pid);
   auto end = Clock::now() + std::chrono::duration<double>(wait_s);
   while (!meta_complete(trace) && Clock::now() < end) usleep(100000);
 }
@@ -262,6 +315,50 @@ int run_fetch(const nlohmann::json& req, Out& out) {
   return 0;
 }
 
+// The stream again after a break, while the recorder runs: events.cpt from
+// `offset` as it grows, whole frames only, as the record agent sends it. "stop"
+// stops the recorder (its own agent may be gone); at the recorder's end, the
+// rest, meta.json and Done (its agent's status.json when it wrote one).
+int run_follow(const nlohmann::json& req, int in_fd, std::string& pending, Out& out) {
+  const std::string dir = req.at("dir"), events = dir + "/trace/events.cpt", alive = dir + kFollowerAlive;
+  uint64_t offset = req.value("offset", uint64_t(0));
+  out.send(WireType::Hello, 0, nlohmann::json{{"dir", dir}, {"follow", true}}.dump());
+  bool signalled = false;
+  for (pid_t rec; (rec = running_recorder(dir)) > 0 && read_whole(dir + "/status.json").empty();) {
+    touch(alive);
+    pollfd p{in_fd, POLLIN, 0};
+    poll(&p, 1, 200);
+    if (p.revents & (POLLIN | POLLHUP | POLLERR)) {
+      char buf[4096];
+      ssize_t n = read(in_fd, buf, sizeof buf);
+      if (n == 0 || (n < 0 && errno != EINTR)) break;  // the controller gone again
+      if (n > 0) pending.append(buf, size_t(n));
+      for (size_t nl; (nl = pending.find('\n')) != std::string::npos; pending.erase(0, nl + 1))
+        if (pending.compare(0, nl, "stop") == 0 && !signalled) stop_recorder(dir, rec), signalled = true;
+    }
+    pump(out, events, offset, false);
+    if (!out.open) break;
+  }
+  unlink(alive.c_str());
+  if (running_recorder(dir) > 0 && read_whole(dir + "/status.json").empty())
+    return 0;  // we are the ones gone: the recording goes on
+  // Its agent, if alive, writes status.json right after the recorder's end.
+  for (int i = 0; i < 40 && read_whole(dir + "/status.json").empty(); ++i) usleep(50000);
+  pump(out, events, offset, true);
+  std::string meta = read_whole(dir + "/trace/meta.json"), status = read_whole(dir + "/status.json");
+  if (!meta.empty()) out.send(WireType::Meta, 0, meta);
+  nlohmann::json done;
+  if (!status.empty())
+    done = nlohmann::json::parse(status);
+  else if (meta_complete(dir + "/trace"))
+    done = {{"status", 0}, {"stopped_by", signalled ? "controller" : "recorder"}};
+  else  // gone without its stop sequence, and its agent with it: no exit status to tell
+    done = {{"status", -1}, {"stderr_tail", "the recorder ended without its stop sequence; its agent is gone too"}};
+  done["events_bytes"] = offset;
+  out.send(WireType::Done, 0, done.dump());
+  return 0;
+}
+
 }  // namespace
 
 int run_cluster_agent() {
@@ -275,6 +372,7 @@ int run_cluster_agent() {
   const std::string op = req.value("op", std::string());
   if (op == "record") return run_record(req, 0, pending, out);
   if (op == "fetch") return run_fetch(req, out);
+  if (op == "follow") return run_follow(req, 0, pending, out);
   throw std::runtime_error(fmt::format("unknown request \"{}\"", op));
 }
 

@@ -15,6 +15,11 @@
 //   seconds does the same, and the trace stays in DIR. At the recorder's end: the
 //   rest of events.cpt, meta.json, Done {"status", "events_bytes",
 //   "stderr_tail"} (also written to DIR/status.json); the key file is removed.
+// {"op": "follow", "dir", "offset"}
+//   the stream again after a break, while the recorder runs (its agent, alive or
+//   not, sees the controller back through DIR/follower.alive and does not stop
+//   it for the controller's absence): events.cpt from `offset` as it grows,
+//   "stop" stops the recorder, and at its end the rest, meta.json and Done.
 // {"op": "fetch", "dir", "offset", "stop", "wait"}
 //   sends DIR/trace/events.cpt from `offset`, meta.json, and Done (from
 //   DIR/status.json, or {"running": true} while the recorder still runs). A

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <ctime>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <stdexcept>
 #include <thread>
@@ -26,9 +27,12 @@
 #include "cluster/node_process.h"
 #include "cluster/nodes_file.h"
 #include "sync/minrtt_protocol.h"
+#include "trace/clock_map.h"
 #include "trace/output_dir.h"
 #include "trace/trace_reader.h"
+#include "translate/clock_relation.h"
 #include "translate/translate.h"
+#include "translate/translated_frame.h"
 
 namespace cptrace {
 
@@ -48,6 +52,18 @@ struct NodeRun {
   uint64_t received = 0;
   std::string meta, transport_err, problem;
   nlohmann::json done_json;
+  // Seconds into the run (the controller's clock since the agents were started).
+  double broke_at_s = -1, done_at_s = -1, resumed_at_s = -1;  // the first break, the first resume
+  uint64_t broke_at_byte = 0;
+  bool resumed = false;  // streamed again (a follow agent, or a fetch at the stop) from where it broke
+  bool following = false, follow_hello = false;  // the current agent is a follow agent; it answered
+  int breaks = 0;
+  Clock::time_point retry_at;
+  nlohmann::json trace_end;  // a lost recorder: where its events end on the reference's clock
+
+  // The recorder itself died of a signal (SIGKILL, a crash): no stop sequence,
+  // its trace ends at its last complete frame.
+  bool killed() const { return done && done_json.contains("signal"); }
 
   bool complete() const {
     return done && !done_json.value("running", false) && problem.empty() && !meta.empty() &&
@@ -129,6 +145,7 @@ void apply_frame(NodeRun& n, const WireFrame& f) {
   switch (f.type) {
     case WireType::Hello:
       n.hello = true;
+      n.follow_hello = n.following;
       break;
     case WireType::Events: {
       uint64_t end = f.offset + f.data.size();
@@ -189,6 +206,8 @@ void read_err(NodeRun& n) {
 void start_agent(NodeRun& n, const nlohmann::json& request) {
   n.proc = spawn_node_process(remote_argv(n.spec, {"cluster", "agent"}));
   n.running = true;
+  n.following = request.value("op", std::string()) == "follow";
+  n.follow_hello = false;
   std::string line = request.dump() + "\n";  // the key goes here: stdin, never argv
   write_all(n.proc.in, line.data(), line.size());
 }
@@ -244,6 +263,7 @@ void complete_copy(NodeRun& n) {
     fmt::print(stderr, "cluster: node {}: stream ended at byte {}{}; fetching the rest\n", n.spec.name, n.received,
                n.problem.empty() ? "" : " (" + n.problem + ")");
     run_fetch(n);
+    n.resumed = n.resumed || n.broke_at_s >= 0;
   }
   if (!n.meta.empty()) write_file(n.local + "/meta.json", n.meta);
   if (n.events_fd >= 0 && n.complete()) ftruncate(n.events_fd, off_t(n.received));
@@ -258,12 +278,14 @@ bool recorder_ok(const nlohmann::json& done) {
 }
 
 std::string state_of(const NodeRun& n) {
+  if (n.killed()) return "recorder_killed";
   if (n.done && !n.done_json.value("running", false) && !recorder_ok(n.done_json)) return "recorder_failed";
   if (n.complete()) return recorder_ok(n.done_json) ? "complete" : "recorder_failed";
   return "incomplete";
 }
 
-nlohmann::json manifest(const std::string& run_id, const std::string& path, const std::vector<NodeRun>& nodes) {
+nlohmann::json manifest(const std::string& run_id, const std::string& path, const std::vector<NodeRun>& nodes,
+                        double run_s = -1) {
   nlohmann::json m = {{"run_id", run_id}, {"path", path}, {"nodes", nlohmann::json::array()}};
   for (const NodeRun& n : nodes) {
     nlohmann::json e = to_json(n.spec);
@@ -271,30 +293,129 @@ nlohmann::json manifest(const std::string& run_id, const std::string& path, cons
     e["state"] = state_of(n);
     e["events_bytes"] = n.received;
     if (n.done) e["done"] = n.done_json;
+    if (n.broke_at_s >= 0)
+      e["stream"] = {{"broke_at_s", n.broke_at_s}, {"broke_at_byte", n.broke_at_byte}, {"breaks", n.breaks},
+                     {"resumed", n.resumed},       {"resumed_at_s", n.resumed_at_s},   {"gap", !n.complete()}};
+    if (n.killed()) {
+      e["gap"] = {{"signal", n.done_json.value("signal", 0)}, {"seen_at_s", n.done_at_s}, {"run_s", run_s}};
+      if (n.trace_end.is_object()) e["gap"].update(n.trace_end);
+    }
     m["nodes"].push_back(e);
   }
   return m;
 }
 
-// Says what went wrong on each node, by name; the number of such nodes.
-int report_nodes(const std::vector<NodeRun>& nodes) {
-  int bad = 0;
+std::string seconds(double s) { return s < 0 ? "?" : fmt::format("{:.1f}", s); }
+
+// What a lost recorder's gap is: when it died and where its events end, on
+// the reference's clock when the run was translated, else as the controller saw it.
+std::string gap_line(const NodeRun& n, double run_s) {
+  const nlohmann::json& e = n.trace_end;
+  std::string seen = fmt::format("at +{} s of the {} s run", seconds(n.done_at_s), seconds(run_s));
+  std::string l = fmt::format("node {}: recorder killed by signal {} ", n.spec.name, n.done_json.value("signal", 0));
+  if (e.contains("killed_s"))
+    l += fmt::format("between +{:.3f} and +{:.3f} s", e["killed_s"][0].get<double>(), e["killed_s"][1].get<double>());
+  else
+    l += seen + " (the controller's clock)";
+  if (!e.contains("trace_ends_s"))
+    return l + fmt::format("; its trace ends at its last complete frame (byte {}): the events after it are missing{}",
+                           n.received, e.contains("killed_s") ? " (" + e.value("clock", std::string()) + ")" : "");
+  return l + fmt::format(
+                 "; its trace ends at its last complete frame: events on {} after +{:.3f} s (+-{:.3f} ms) are "
+                 "missing ({}; the controller saw the loss {})",
+                 n.spec.name, e.value("trace_ends_s", 0.0), e.value("trace_ends_err_s", 0.0) * 1e3,
+                 e.value("clock", std::string()), seen);
+}
+
+// What happened to each node that is not simply complete, by name: problems
+// (`bad` counts those nodes) and the streams that broke and were resumed whole.
+std::vector<std::string> node_lines(const std::vector<NodeRun>& nodes, double run_s, int* bad = nullptr) {
+  std::vector<std::string> lines;
+  int count = 0;
   for (const NodeRun& n : nodes) {
     std::string s = state_of(n);
-    if (s == "complete") continue;
-    bad++;
-    if (s == "recorder_failed")
-      fmt::print(stderr, "cluster: node {}: recorder failed (exit {}: its own error, or its command's status):\n{}\n",
-                 n.spec.name, n.done_json.value("status", -1), n.done_json.value("stderr_tail", std::string()));
+    if (s == "complete") {
+      if (n.resumed)
+        lines.push_back(
+            fmt::format("node {}: its stream broke at +{} s (byte {}); resumed from there {}: complete, no gap",
+                        n.spec.name, seconds(n.broke_at_s), n.broke_at_byte,
+                        n.resumed_at_s >= 0 ? "at +" + seconds(n.resumed_at_s) + " s" : "at the stop"));
+      continue;
+    }
+    count++;
+    if (s == "recorder_killed")
+      lines.push_back(gap_line(n, run_s));
+    else if (s == "recorder_failed")
+      lines.push_back(fmt::format("node {}: recorder failed (exit {}: its own error, or its command's status):\n{}",
+                                  n.spec.name, n.done_json.value("status", -1),
+                                  n.done_json.value("stderr_tail", std::string())));
     else if (n.done && n.done_json.value("running", false))
-      fmt::print(stderr, "cluster: node {}: trace incomplete: its recorder still runs (got {} bytes)\n", n.spec.name,
-                 n.received);
+      lines.push_back(
+          fmt::format("node {}: trace incomplete: its recorder still runs (got {} bytes)", n.spec.name, n.received));
     else
-      fmt::print(stderr, "cluster: node {}: trace incomplete: got {} bytes of events.cpt{}{}\n", n.spec.name,
-                 n.received, n.problem.empty() ? "" : ", " + n.problem,
-                 n.transport_err.empty() ? "" : "; transport: " + tail_lines(n.transport_err, 3));
+      lines.push_back(fmt::format("node {}: trace incomplete: got {} bytes of events.cpt{}{}", n.spec.name, n.received,
+                                  n.problem.empty() ? "" : ", " + n.problem,
+                                  n.transport_err.empty() ? "" : "; transport: " + tail_lines(n.transport_err, 3)));
   }
+  if (bad) *bad = count;
+  return lines;
+}
+
+// Says what happened to each node, by name; the number of nodes with a problem.
+int report_nodes(const std::vector<NodeRun>& nodes, double run_s) {
+  int bad = 0;
+  for (const std::string& l : node_lines(nodes, run_s, &bad)) fmt::print(stderr, "cluster: {}\n", l);
   return bad;
+}
+
+// Where each lost recorder's events end, on the reference's clock (seconds
+// since the reference's recording began), from the translated run: the
+// node's last event kept, with its strict bound.
+void locate_trace_ends(const std::string& translated, std::vector<NodeRun>& nodes) {
+  std::map<std::string, NodeRun*> lost;
+  for (NodeRun& n : nodes)
+    if (n.killed()) lost[n.spec.name] = &n;
+  if (lost.empty()) return;
+  TraceReader t(translated);
+  std::map<uint16_t, NodeRun*> by_index;
+  std::map<NodeRun*, RelationPtr> to_ref;
+  const auto tn = t.meta()["translated"].value("nodes", nlohmann::json::array());
+  for (size_t i = 0; i < tn.size(); ++i)
+    if (auto it = lost.find(tn[i].value("node", std::string())); it != lost.end()) {
+      by_index[uint16_t(i)] = it->second;
+      if (tn[i].contains("to_reference")) to_ref[it->second] = relation_from_json(tn[i]["to_reference"]);
+    }
+  std::map<NodeRun*, TranslatedEvent> last;
+  std::vector<TranslatedEvent> evs;
+  t.for_each_frame(FrameType::Translated, [&](const FrameHeader& h, const std::vector<uint8_t>& p) {
+    decode_translated(h, p.data(), p.size(), evs);
+    for (const TranslatedEvent& e : evs)
+      if (auto it = by_index.find(e.node); it != by_index.end()) {
+        auto [at, fresh] = last.try_emplace(it->second, e);
+        if (!fresh && e.local_ts > at->second.local_ts) at->second = e;
+      }
+  });
+  TraceReader ref(nodes[0].local);
+  double hz = ref.clock_map().tsc_hz();
+  int64_t start = ref.meta()["start"].value("tsc", int64_t(0));
+  if (!(hz > 0)) return;
+  auto clock = fmt::format("times on {}'s clock, seconds since its recording began", nodes[0].spec.name);
+  for (auto& [n, e] : last)
+    n->trace_end = {{"trace_ends_s", double(e.ref_ts - start) / hz},
+                    {"trace_ends_err_s", double(std::max(e.ref_hi - e.ref_ts, e.ref_ts - e.ref_lo)) / hz},
+                    {"clock", clock}};
+  for (auto& [n, rel] : to_ref) {
+    if (!n->done_json.contains("ended_mono_ns")) continue;
+    try {  // the node's clock stream and relation may not reach that far: then not said
+      ClockMap cm = TraceReader(n->local).clock_map();
+      const auto& m = n->done_json["ended_mono_ns"];
+      Bound lo = rel->at(int64_t(cm.mono_to_tsc_bounds(m[0].get<uint64_t>()).lo)),
+            hi = rel->at(int64_t(cm.mono_to_tsc_bounds(m[1].get<uint64_t>()).hi));
+      n->trace_end["killed_s"] = {double(lo.lo - start) / hz, double(hi.hi - start) / hz};
+      n->trace_end["clock"] = clock;
+    } catch (const std::exception&) {
+    }
+  }
 }
 
 void print_path_summary(const std::string& translated, const std::string& path) {
@@ -316,7 +437,7 @@ void print_path_summary(const std::string& translated, const std::string& path) 
 }
 
 // translate (the code path of `cptrace translate`), the summary and the report.
-int finish_run(const std::string& run, const std::string& path, std::vector<NodeRun>& nodes) {
+int finish_run(const std::string& run, const std::string& path, std::vector<NodeRun>& nodes, double run_s) {
   TranslateOptions t;
   for (const NodeRun& n : nodes)
     if (n.complete() || (!n.meta.empty() && n.received > 0)) t.dirs.push_back(n.local);
@@ -331,6 +452,7 @@ int finish_run(const std::string& run, const std::string& path, std::vector<Node
   int st = cmd_translate(t);
   fflush(stdout);  // its lines before the report's (stderr)
   if (st != 0) return st;
+  locate_trace_ends(t.out, nodes);
   if (!path.empty()) {
     print_path_summary(t.out, path);
     ReportOptions ro;
@@ -338,6 +460,7 @@ int finish_run(const std::string& run, const std::string& path, std::vector<Node
     ro.out = run + "/report.html";
     ro.node_dirs = t.dirs;
     ro.path = path;
+    ro.warnings = node_lines(nodes, run_s);
     st = cmd_report(ro);
     fmt::print("report: {}\n", ro.out);
   }
@@ -365,15 +488,19 @@ struct SignalScope {
   }
 };
 
-// The poll loop over every agent's stream until all have ended.
-void stream_run(std::vector<NodeRun>& nodes, const ClusterRecordOptions& o, int wake_fd) {
+// The poll loop over every agent's stream until all have ended; the run's
+// length in seconds (until the stop, or until the last stream ended).
+double stream_run(std::vector<NodeRun>& nodes, const ClusterRecordOptions& o, int wake_fd) {
   const auto start = Clock::now();
+  auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
+  double stopped_at = -1;
   bool stopping = false;
   bool any_workload = !o.cmd.empty();
   for (const NodeRun& n : nodes) any_workload = any_workload || !n.spec.command.empty();
   auto stop_all = [&](const std::string& why) {
     if (stopping) return;
     stopping = true;
+    stopped_at = elapsed();
     fmt::print(stderr, "cluster: stopping every node ({})\n", why);
     for (NodeRun& n : nodes)
       if (n.proc.in >= 0) write_all(n.proc.in, "stop\n", 5);
@@ -386,7 +513,9 @@ void stream_run(std::vector<NodeRun>& nodes, const ClusterRecordOptions& o, int 
       if (nodes[i].proc.out >= 0) fds.push_back({nodes[i].proc.out, POLLIN, 0}), who.push_back({i, true});
       if (nodes[i].proc.err >= 0) fds.push_back({nodes[i].proc.err, POLLIN, 0}), who.push_back({i, false});
     }
-    if (fds.size() == 1) break;
+    bool awaiting = false;  // a broken stream to take up again
+    for (const NodeRun& n : nodes) awaiting = awaiting || (!stopping && !n.running && !n.done && n.broke_at_s >= 0);
+    if (fds.size() == 1 && !awaiting) break;
     poll(fds.data(), fds.size(), 200);
     for (size_t k = 1; k < fds.size(); ++k) {
       if (!fds[k].revents) continue;
@@ -396,10 +525,34 @@ void stream_run(std::vector<NodeRun>& nodes, const ClusterRecordOptions& o, int 
       } else if (!read_stream(n)) {
         close(n.proc.out);
         n.proc.out = -1;
+        bool answered = !n.following || n.follow_hello;
         finish_agent(n);
-        if (!n.done) fmt::print(stderr, "cluster: node {}: its stream broke\n", n.spec.name);
+        if (!n.done) {
+          if (n.broke_at_s < 0) n.broke_at_s = elapsed(), n.broke_at_byte = n.received;
+          if (answered)
+            fmt::print(stderr, "cluster: node {}: its stream broke at +{:.1f} s (byte {})\n", n.spec.name, elapsed(),
+                       n.received);
+          n.breaks += answered;
+          // Reached again soon, then less often while it does not answer.
+          n.retry_at = Clock::now() + std::chrono::seconds(answered ? 1 : 3);
+        }
       }
+      if (n.follow_hello && n.resumed_at_s < 0) {
+        n.resumed = true, n.resumed_at_s = elapsed();
+        fmt::print(stderr, "cluster: node {}: stream resumed at +{:.1f} s from byte {}\n", n.spec.name, n.resumed_at_s,
+                   n.received);
+      }
+      if (n.done && n.done_at_s < 0) n.done_at_s = elapsed();
     }
+    // A broken stream is taken up again while its recorder runs: a follow agent
+    // from the byte where the copy ends (its recorder's agent, left without us,
+    // then does not stop it after --controller-timeout).
+    for (NodeRun& n : nodes)
+      if (!stopping && !n.running && !n.done && n.broke_at_s >= 0 && Clock::now() >= n.retry_at) {
+        n.dec = WireDecoder();
+        n.problem.clear();
+        start_agent(n, {{"op", "follow"}, {"dir", n.node_dir}, {"offset", n.received}});
+      }
     if (g_signal) stop_all(strsignal(g_signal));
     if (o.duration_s > 0 && Clock::now() - start > std::chrono::duration<double>(o.duration_s)) stop_all("--duration");
     for (const NodeRun& n : nodes)  // a recorder that failed before writing a trace could not start
@@ -407,9 +560,11 @@ void stream_run(std::vector<NodeRun>& nodes, const ClusterRecordOptions& o, int 
         stop_all(fmt::format("node {} could not start its recorder", n.spec.name));
     bool workloads_over = any_workload;
     for (const NodeRun& n : nodes)
-      if (!n.spec.command.empty() || !o.cmd.empty()) workloads_over = workloads_over && (n.done || !n.running);
+      if (!n.spec.command.empty() || !o.cmd.empty())  // a node not reached again does not hold the others
+        workloads_over = workloads_over && (n.done || !n.running || (n.following && !n.follow_hello));
     if (workloads_over) stop_all("every workload has exited");
   }
+  return stopped_at >= 0 ? stopped_at : elapsed();
 }
 
 }  // namespace
@@ -454,11 +609,13 @@ int cmd_cluster_record(const ClusterRecordOptions& o) {
   }
   fmt::print(stderr, "cluster: {} node(s) started (run {}), rounds with the reference {} and a neighbour each\n",
              nodes.size(), run_id, nodes[0].spec.name);
-  stream_run(nodes, o, sig.pipe_fds[0]);
+  double run_s = stream_run(nodes, o, sig.pipe_fds[0]);
   for (NodeRun& n : nodes) complete_copy(n);
-  write_file(o.out + "/cluster.json", manifest(run_id, o.path, nodes).dump(2) + "\n");
-  int bad = report_nodes(nodes);
-  int st = finish_run(o.out, o.path, nodes);
+  write_file(o.out + "/cluster.json", manifest(run_id, o.path, nodes, run_s).dump(2) + "\n");
+  // Translated even with a node lost: the others' traces and the lost one's up to its break.
+  int st = finish_run(o.out, o.path, nodes, run_s);
+  write_file(o.out + "/cluster.json", manifest(run_id, o.path, nodes, run_s).dump(2) + "\n");  // with the gaps
+  int bad = report_nodes(nodes, run_s);
   return bad || st ? 1 : 0;
 }
 
@@ -467,6 +624,7 @@ int cmd_cluster_gather(const ClusterGatherOptions& o) {
   if (!in) throw std::runtime_error(fmt::format("{}: no cluster.json (not a cluster run)", o.run));
   nlohmann::json m = nlohmann::json::parse(in);
   std::vector<NodeRun> nodes;
+  double run_s = -1;  // the record run's, as its manifest says
   nlohmann::json spec_json = {{"nodes", nlohmann::json::array()}};
   for (const auto& e : m["nodes"]) spec_json["nodes"].push_back(e);
   ClusterSpec spec = parse_nodes(spec_json);
@@ -481,6 +639,9 @@ int cmd_cluster_gather(const ClusterGatherOptions& o) {
       std::ifstream mf(n.local + "/meta.json");
       n.meta.assign(std::istreambuf_iterator<char>(mf), {});
       n.received = m["nodes"][i].value("events_bytes", uint64_t(0));
+      const nlohmann::json gap = m["nodes"][i].value("gap", nlohmann::json::object());
+      n.done_at_s = gap.value("seen_at_s", -1.0);
+      run_s = std::max(run_s, gap.value("run_s", -1.0));
     } else {
       open_copy(n, false, false);
       fmt::print(stderr, "cluster gather: node {}: fetching from byte {}\n", n.spec.name, n.received);
@@ -489,10 +650,10 @@ int cmd_cluster_gather(const ClusterGatherOptions& o) {
     }
     nodes.push_back(std::move(n));
   }
+  int st = o.translate ? finish_run(o.run, m.value("path", std::string()), nodes, run_s) : 0;
   write_file(o.run + "/cluster.json",
-             manifest(m.value("run_id", std::string()), m.value("path", ""), nodes).dump(2) + "\n");
-  int bad = report_nodes(nodes);
-  int st = o.translate ? finish_run(o.run, m.value("path", std::string()), nodes) : 0;
+             manifest(m.value("run_id", std::string()), m.value("path", ""), nodes, run_s).dump(2) + "\n");
+  int bad = report_nodes(nodes, run_s);
   return bad || st ? 1 : 0;
 }
 
