@@ -152,11 +152,23 @@ int run_record(const nlohmann::json& req, int in_fd, std::string& pending, Out& 
   const double timeout_s = req.value("controller_timeout", 30.0);
   mkdirs(dir);
   const std::string key = dir + "/minrtt.key", trace = dir + "/trace", log = dir + "/record.log";
+  const std::string hold = dir + "/sync.hold";
   std::vector<std::string> argv = {self_exe(), "record", "--no-progress", "--node", node, "-o", trace};
   if (req.contains("key")) {
     write_private(key, req["key"].get<std::string>() + "\n");
     argv.insert(argv.end(), {"--key", key});
   }
+  // The responder outlives this node's stop until the controller releases it:
+  // neighbours whose workloads end later still get their stop rounds.
+  bool holding = req.value("hold", false), stopped_said = false;
+  if (holding) {
+    unlink(hold.c_str());
+    write_private(hold, "");
+    argv.insert(argv.end(), {"--sync-hold", hold});
+  }
+  auto release = [&] {
+    if (holding) unlink(hold.c_str()), holding = false;
+  };
   for (const auto& a : req.value("record_args", std::vector<std::string>())) argv.push_back(a);
   auto cmd = req.value("command", std::vector<std::string>());
   if (!cmd.empty()) {
@@ -180,19 +192,27 @@ int run_record(const nlohmann::json& req, int in_fd, std::string& pending, Out& 
       ssize_t n = read(in_fd, buf, sizeof buf);
       if (n > 0) pending.append(buf, size_t(n));
       if (n == 0 || (n < 0 && errno != EINTR)) eof = true;
-      for (size_t nl; (nl = pending.find('\n')) != std::string::npos; pending.erase(0, nl + 1))
+      for (size_t nl; (nl = pending.find('\n')) != std::string::npos; pending.erase(0, nl + 1)) {
         if (pending.compare(0, nl, "stop") == 0 && !signalled) kill(rec, SIGINT), signalled = true;
+        if (pending.compare(0, nl, "release") == 0) release();
+      }
       if (eof) in_open = false, eof_at = Clock::now();
     }
-    if (!in_open && !signalled && Clock::now() - eof_at > std::chrono::duration<double>(timeout_s)) {
-      kill(rec, SIGINT);  // no controller: stop by ourselves, the trace stays here
+    if (!in_open && Clock::now() - eof_at > std::chrono::duration<double>(timeout_s)) {
+      if (!signalled) kill(rec, SIGINT);  // no controller: stop by ourselves, the trace stays here
       signalled = true;
+      release();  // nobody else will
+    }
+    if (holding && !stopped_said && read_whole(hold).rfind("stopped", 0) == 0) {
+      out.send(WireType::Stopped, 0, "{}");  // this node's stop rounds are over
+      stopped_said = true;
     }
     pump(out, trace + "/events.cpt", offset, false);
     pid_t w = waitpid(rec, &st, WNOHANG);
     if (w == rec) break;
   }
   pump(out, trace + "/events.cpt", offset, true);
+  release();
   unlink(key.c_str());
   std::string meta = read_whole(trace + "/meta.json");
   if (!meta.empty()) out.send(WireType::Meta, 0, meta);

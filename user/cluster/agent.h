@@ -4,7 +4,7 @@
 // else.
 //
 // {"op": "record", "node", "dir", "key", "record_args": [...], "command": [...],
-//  "controller_timeout": SEC}
+//  "controller_timeout": SEC, "hold": BOOL}
 //   writes the key to DIR/minrtt.key (0600, O_EXCL, never through a symlink),
 //   runs `cptrace record --no-progress --node NODE --key DIR/minrtt.key -o
 //   DIR/trace ARGS -- COMMAND` in its own session (output in DIR/record.log),
@@ -15,6 +15,10 @@
 //   seconds does the same, and the trace stays in DIR. At the recorder's end: the
 //   rest of events.cpt, meta.json, Done {"status", "events_bytes",
 //   "stderr_tail"} (also written to DIR/status.json); the key file is removed.
+//   With "hold", the recorder gets `--sync-hold DIR/sync.hold`: once its MinRTT
+//   stop phase is over the agent sends Stopped, and the responder keeps
+//   answering until "release" on stdin (or the controller's timeout) removes
+//   the file.
 // {"op": "fetch", "dir", "offset", "stop", "wait"}
 //   sends DIR/trace/events.cpt from `offset`, meta.json, and Done (from
 //   DIR/status.json, or {"running": true} while the recorder still runs). A

@@ -2,14 +2,15 @@
 //
 // Controller -> agent (the agent's stdin): one JSON line, the request
 // ({"op": "record", ...} or {"op": "fetch", ...}, see agent.h), then, while
-// recording, command lines ("stop"). The MinRTT key travels in the request
+// recording, command lines ("stop", "release"). The MinRTT key travels in the request
 // line, so it is never on any command line.
 //
 // Agent -> controller (the agent's stdout): frames of a 24-byte header
 // {magic "CPAG", type, offset, length} and `length` bytes. Events frames carry
 // bytes of the node's events.cpt at `offset`, in order, so the controller's copy
 // is the node's file byte for byte; Meta carries the whole meta.json at the end;
-// Hello and Done are JSON.
+// Hello and Done are JSON; Stopped (empty JSON) says the node's MinRTT stop
+// phase is over and its responder waits for "release".
 #pragma once
 #include <cstdint>
 #include <string>
@@ -17,7 +18,7 @@
 
 namespace cptrace {
 
-enum class WireType : uint32_t { Hello = 1, Events = 2, Meta = 3, Done = 4 };
+enum class WireType : uint32_t { Hello = 1, Events = 2, Meta = 3, Done = 4, Stopped = 5 };
 
 struct WireFrame {
   WireType type;

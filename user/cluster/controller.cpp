@@ -43,6 +43,7 @@ struct NodeRun {
   std::string local;  // RUN/NODE
   NodeProcess proc;
   bool running = false, hello = false, done = false;
+  bool stopped = false;  // its MinRTT stop phase is over, its responder held
   WireDecoder dec;
   int events_fd = -1;
   uint64_t received = 0;
@@ -146,6 +147,9 @@ void apply_frame(NodeRun& n, const WireFrame& f) {
     }
     case WireType::Meta:
       n.meta = f.data;
+      break;
+    case WireType::Stopped:
+      n.stopped = true;
       break;
     case WireType::Done:
       n.done = true;
@@ -365,7 +369,7 @@ struct SignalScope {
 // The poll loop over every agent's stream until all have ended.
 void stream_run(std::vector<NodeRun>& nodes, const ClusterRecordOptions& o, int wake_fd) {
   const auto start = Clock::now();
-  bool stopping = false;
+  bool stopping = false, released = false;
   bool any_workload = !o.cmd.empty();
   for (const NodeRun& n : nodes) any_workload = any_workload || !n.spec.command.empty();
   auto stop_all = [&](const std::string& why) {
@@ -406,6 +410,16 @@ void stream_run(std::vector<NodeRun>& nodes, const ClusterRecordOptions& o, int 
     for (const NodeRun& n : nodes)
       if (!n.spec.command.empty() || !o.cmd.empty()) workloads_over = workloads_over && (n.done || !n.running);
     if (workloads_over) stop_all("every workload has exited");
+    // Responders are held until no node has stop rounds left to do: workloads
+    // end at different times, and a neighbour gone early would cost a node its
+    // stop rounds (and --sync-wait seconds of retries).
+    bool all_stopped = !released;
+    for (const NodeRun& n : nodes) all_stopped = all_stopped && (n.stopped || n.done || !n.running);
+    if (all_stopped) {
+      released = true;
+      for (NodeRun& n : nodes)
+        if (n.proc.in >= 0) write_all(n.proc.in, "release\n", 8);
+    }
   }
 }
 
@@ -446,7 +460,7 @@ int cmd_cluster_record(const ClusterRecordOptions& o) {
                           {"record_args", record_args(o, nodes, i)},
                           {"command", nodes[i].spec.command.empty() ? o.cmd : nodes[i].spec.command},
                           {"controller_timeout", o.controller_timeout_s}};
-    if (nodes.size() > 1) req["key"] = key;
+    if (nodes.size() > 1) req["key"] = key, req["hold"] = true;
     start_agent(nodes[i], req);
   }
   fmt::print(stderr, "cluster: {} node(s) started (run {}), rounds with the reference {} and a neighbour each\n",
