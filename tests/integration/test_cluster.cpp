@@ -20,6 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cluster_util.h"
 #include "cptrace.h"
 #include "test_util.h"
 #include "testbed_util.h"
@@ -32,14 +33,15 @@ namespace cptrace {
 namespace {
 
 namespace fs = std::filesystem;
+using cluster_test::ip;
+using cluster_test::ssh_transport;
+using cluster_test::Sshd;
 using testbed::skip_reason;
 using testbed::Testbed;
 
 constexpr int kNodes = 8;
 constexpr uint64_t kTuples = 400;
 const std::set<int> kSshNodes = {4, 7};
-
-std::string ip(int k) { return "10.77." + std::to_string(k) + ".2"; }
 
 // The stage of node k: N1 sends, N2..N7 pass on, N8 receives.
 std::vector<std::string> stage(int k) {
@@ -54,43 +56,6 @@ std::vector<std::string> stage(int k) {
   if (k == kNodes) return {wl, "--role", "C", "--stage", name, "--listen", ip(k) + ":9000"};
   return {wl,  "--role", "B", "--stage", name, "--listen", ip(k) + ":9000", "--connect", next, "--connect-timeout",
           "40"};
-}
-
-// sshd in node k's namespace, allowing root with the test user key only.
-struct Sshd {
-  std::unique_ptr<testutil::Proc> proc;
-  Sshd(const testutil::TempDir& tmp, const std::string& ns, int k) {
-    std::string d = tmp / "ssh", conf = d + "/sshd" + std::to_string(k) + ".conf";
-    std::ofstream(conf) << "ListenAddress " << ip(k) << "\nPort 22\nHostKey " << d << "/host_key\n"
-                        << "AuthorizedKeysFile " << d << "/authorized_keys\nPermitRootLogin prohibit-password\n"
-                        << "PasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\n"
-                        << "PidFile none\n";
-    proc = std::make_unique<testutil::Proc>("ip netns exec " + ns + " /usr/sbin/sshd -D -e -f " + conf,
-                                            d + "/sshd" + std::to_string(k) + ".out",
-                                            d + "/sshd" + std::to_string(k) + ".err");
-  }
-};
-
-// The ssh transport of node k: the client runs in node 1's namespace (the
-// testbed's addresses exist only there), a real OpenSSH connection to node k.
-std::vector<std::string> ssh_transport(const testutil::TempDir& tmp, const std::string& client_ns, int k) {
-  std::string d = tmp / "ssh";
-  return {"ip",
-          "netns",
-          "exec",
-          client_ns,
-          "ssh",
-          "-i",
-          d + "/user_key",
-          "-o",
-          "StrictHostKeyChecking=no",
-          "-o",
-          "UserKnownHostsFile=" + d + "/known_hosts",
-          "-o",
-          "BatchMode=yes",
-          "-o",
-          "LogLevel=ERROR",
-          "root@" + ip(k)};
 }
 
 // Every process's command line, NULs as spaces.
