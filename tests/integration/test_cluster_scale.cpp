@@ -39,6 +39,7 @@ using testbed::Testbed;
 
 constexpr int kChains = 8, kLen = 8, kNodes = kChains * kLen;
 constexpr uint64_t kTuples = 60;  // per chain, at 100/s
+constexpr size_t kRounds = 10;  // MinRTT rounds per pair, at start and at stop
 const std::set<int> kSshNodes = {20, 45};
 
 std::string name(int k) { return "N" + std::to_string(k); }
@@ -127,7 +128,7 @@ TEST(Cluster64, SixtyFourNodesEightPathsEveryBoundHoldsTheTruth) {
 
   const auto t1 = std::chrono::steady_clock::now();
   testutil::Proc ctl(testutil::cptrace_bin() + " cluster record " + (tmp / "nodes.json") + " -o " + (tmp / "run") +
-                         " --sync-rounds 10 --sync-wait 60",
+                         " --sync-rounds " + std::to_string(kRounds) + " --sync-wait 60",
                      tmp / "ctl.out", tmp / "ctl.err");
   int st = ctl.wait(170);
   const double run_s = since(t1);
@@ -139,6 +140,7 @@ TEST(Cluster64, SixtyFourNodesEightPathsEveryBoundHoldsTheTruth) {
   for (const auto& e : fs::directory_iterator(tmp / "local")) local_run = e.path().string();
   std::map<std::pair<std::string, std::string>, std::set<std::string>> pairs;  // -> phases with rounds
   size_t rounds = 0;
+  uint64_t probes = 0, replies = 0;  // as every node's responder counted them
   std::vector<std::vector<ClockPoint>> clock(kNodes + 1);
   for (int k = 1; k <= kNodes; ++k) {
     for (const char* f : {"events.cpt", "meta.json"}) {
@@ -155,8 +157,12 @@ TEST(Cluster64, SixtyFourNodesEightPathsEveryBoundHoldsTheTruth) {
       rounds++;
     }
     clock[k] = r.clock_map().points();
+    const nlohmann::json resp = r.meta().value("/minrtt/responder"_json_pointer, nlohmann::json::object());
+    probes += resp.value("received", uint64_t(0));
+    replies += resp.value("answered", uint64_t(0));
   }
   EXPECT_LE(pairs.size(), size_t(2 * kNodes - 3)) << "MinRTT pairs";
+  EXPECT_EQ(rounds, 2 * kRounds * pairs.size()) << "every pair's rounds at start and at stop";
   EXPECT_EQ(connected(pairs), size_t(kNodes)) << "every node related to the reference";
   for (const auto& [pair, phases] : pairs)
     EXPECT_TRUE(phases.count("start") && phases.count("stop")) << pair.first << "-" << pair.second;
@@ -205,9 +211,10 @@ TEST(Cluster64, SixtyFourNodesEightPathsEveryBoundHoldsTheTruth) {
   printf("  [cluster64] testbed up %.1f s, cluster record %.1f s (recorders, rounds, streams, translate)\n", testbed_s,
          run_s);
   printf(
-      "  [cluster64] %d nodes: %zu MinRTT pairs (2N-3 = %d; all pairs would be %d), %zu rounds (%zu probe + reply "
-      "packets)\n",
-      kNodes, pairs.size(), 2 * kNodes - 3, kNodes * (kNodes - 1) / 2, rounds, 2 * rounds);
+      "  [cluster64] %d nodes: %zu MinRTT pairs (2N-3 = %d; all pairs would be %d), %zu rounds; the responders "
+      "received %llu probes, answered %llu\n",
+      kNodes, pairs.size(), 2 * kNodes - 3, kNodes * (kNodes - 1) / 2, rounds, (unsigned long long)probes,
+      (unsigned long long)replies);
   printf("  [cluster64] %d chains of %d nodes: %zu/%zu end-to-end bounds contain the truth, width %lld..%lld ns\n",
          kChains, kLen, contained, total, (long long)narrowest, (long long)widest);
   printf("  [cluster64] %s\n", translated_line.c_str());
