@@ -110,12 +110,15 @@ TEST(Cluster64, SixtyFourNodesEightPathsEveryBoundHoldsTheTruth) {
   std::vector<std::unique_ptr<cluster_test::Sshd>> sshd;
   for (int k : kSshNodes) sshd.push_back(std::make_unique<cluster_test::Sshd>(tmp, tb.ns(k), k));
 
+  // 64 recorders on one machine: a 1 MiB ring per CPU and blocks of 1024 events
+  // (the block pool is most of a recorder's memory) keep each near 20 MB.
   nlohmann::json nodes = nlohmann::json::array();
   for (int k = 1; k <= kNodes; ++k) {
-    nlohmann::json n = {{"name", name(k)},
-                        {"minrtt", ip(k)},
-                        {"command", stage(k)},
-                        {"record", {"--simulate-clock", simulated_clock(k), "--ring-mb", "1"}}};
+    nlohmann::json n = {
+        {"name", name(k)},
+        {"minrtt", ip(k)},
+        {"command", stage(k)},
+        {"record", {"--simulate-clock", simulated_clock(k), "--ring-mb", "1", "--block-events", "1024"}}};
     n["transport"] = kSshNodes.count(k) ? nlohmann::json(cluster_test::ssh_transport(tmp, tb.ns(1), k))
                                         : nlohmann::json({"ip", "netns", "exec", tb.ns(k)});
     nodes.push_back(n);
