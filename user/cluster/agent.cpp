@@ -239,6 +239,7 @@ bool meta_complete(const std::string& trace) {
 // "stop", it is stopped as the agent would have; then its end is awaited.
 void settle_orphan(const std::string& dir, bool stop, double wait_s) {
   const std::string trace = dir + "/trace";
+  if (stop) unlink((dir + "/sync.hold").c_str());  // no controller will release its responder now
   if (stop && !meta_complete(trace)) {
     pid_t pid = atoi(read_whole(dir + "/recorder.pid").c_str());
     std::string cmd = pid > 0 ? read_whole(fmt::format("/proc/{}/cmdline", pid)) : "";

@@ -60,7 +60,7 @@ ClockTransform make_simulated_clock(const std::string& spec, double tsc_hz) {
 
 MinrttRecording::MinrttRecording(const MinrttRecordOptions& opt, const std::string& node, const ClockTransform& sim,
                                  double tsc_hz)
-    : opt_(opt), sim_(sim) {
+    : opt_(opt), sim_(sim), parent_(getppid()) {
   key_ = minrtt::key_or_insecure(opt_.key_file, opt_.insecure, "record", false);
   std::vector<Peer> peers = opt_.peers.empty() ? std::vector<Peer>{} : parse_peers(opt_.peers);
   ResponderOptions ro;
@@ -100,9 +100,9 @@ std::vector<SyncRound> MinrttRecording::take_rounds() {
 namespace {
 
 // Says "stopped" in the hold file, then waits while it exists and our parent
-// (the agent that created it) lives: once the agent is gone nobody would remove it.
-void hold(const std::string& file) {
-  const pid_t parent = getppid();
+// (the agent that created it, `parent` when we started) lives: once the agent
+// is gone nobody would remove it.
+void hold(const std::string& file, pid_t parent) {
   int fd = open(file.c_str(), O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) return;  // already released
   bool said = write(fd, "stopped\n", 8) == 8;
@@ -120,7 +120,7 @@ void MinrttRecording::stop() {
   // the larger of the two limits; a hold counts towards both.
   const int64_t now = mono_ns(), linger_end = now + int64_t(opt_.linger_s * 1e9);
   const int64_t end = now + int64_t(std::max(opt_.wait_s, opt_.linger_s) * 1e9);
-  if (!opt_.hold_file.empty()) hold(opt_.hold_file);
+  if (!opt_.hold_file.empty()) hold(opt_.hold_file, parent_);
   auto quiet = [&] { return mono_ns() - responder_->stats().last_probe_ns.load() >= 1000000000ll; };
   while (mono_ns() < end && (mono_ns() < linger_end || !quiet())) usleep(50000);
   responder_->stop();

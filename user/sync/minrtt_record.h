@@ -4,6 +4,7 @@
 // finished rounds at every flush (Sync frames), and calls stop() when recording
 // ends.
 #pragma once
+#include <sys/types.h>
 #include <memory>
 #include <string>
 #include <vector>
@@ -68,6 +69,7 @@ class MinrttRecording {
  private:
   MinrttRecordOptions opt_;
   ClockTransform sim_;
+  pid_t parent_;  // who started the recorder: a hold ends when it is gone
   std::vector<uint8_t> key_;
   std::unique_ptr<Responder> responder_;
   std::unique_ptr<SyncSession> session_;
