@@ -95,6 +95,10 @@ void pump(Out& out, const std::string& path, uint64_t& offset, bool to_end) {
   struct stat st;
   uint64_t end = fstat(fd, &st) == 0 ? uint64_t(st.st_size) : 0;
   if (!to_end) end = frames_end(fd, offset, end);
+  if (offset >= end) {  // the usual case, 5 times a second: no buffer to clear
+    close(fd);
+    return;
+  }
   std::string buf(1 << 20, '\0');
   while (offset < end) {
     ssize_t n = pread(fd, buf.data(), std::min<uint64_t>(buf.size(), end - offset), off_t(offset));
