@@ -7,7 +7,9 @@
 // topology is O(N) (at most 2N - 3 pairs, all of them connected into one
 // tree-like graph holding every node, each pair with start and stop rounds); every
 // tuple's end-to-end duration on each chain is inside its bound, the truth from
-// the nodes' clock streams (one physical TSC, as in test_cluster.cpp).
+// the nodes' clock streams (one physical TSC, as in test_cluster.cpp). And,
+// small: a node whose workload ends seconds after the others' still gets its
+// stop rounds (the responders are held until every node has stopped).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -222,6 +224,31 @@ TEST(Cluster64, SixtyFourNodesEightPathsEveryBoundHoldsTheTruth) {
          kChains, kLen, contained, total, (long long)narrowest, (long long)widest);
   printf("  [cluster64] %s\n", translated_line.c_str());
   EXPECT_FALSE(translated_line.empty()) << out;
+}
+
+// Workloads that end far apart: the first two nodes stop at once, the third 6 s
+// later (twice --stop-linger). Their responders are held until it has stopped
+// too, so its stop rounds with the reference and its neighbour happen.
+TEST(ClusterHold, LateNodeGetsItsStopRoundsFromNodesThatStoppedEarly) {
+  REQUIRE_BPF();
+  testutil::TempDir tmp;
+  nlohmann::json nodes = nlohmann::json::array();
+  for (int k = 1; k <= 3; ++k)
+    nodes.push_back({{"name", name(k)},
+                     {"transport", "env"},
+                     {"minrtt", "127.0.0.1:" + std::to_string(17730 + k)},
+                     {"command", k == 3 ? std::vector<std::string>{"sleep", "6"} : std::vector<std::string>{"true"}}});
+  nlohmann::json f = {{"cptrace", testutil::cptrace_bin()}, {"dir", tmp / "local"}, {"nodes", nodes}};
+  std::ofstream(tmp / "nodes.json") << f.dump();
+  auto r = testutil::run(testutil::cptrace_bin() + " cluster record " + (tmp / "nodes.json") + " -o " + (tmp / "run") +
+                             " --sync-rounds 5 --sync-wait 4 --stop-linger 3",
+                         tmp);
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::map<std::string, std::set<std::string>> phases;  // N3's peer -> phases with rounds
+  TraceReader n3(tmp / "run/N3");
+  for (const SyncRound& s : n3.sync_rounds()) phases[s.peer].insert(s.phase);
+  for (const char* peer : {"N1", "N2"})
+    EXPECT_TRUE(phases[peer].count("start") && phases[peer].count("stop")) << "N3 with " << peer << ": " << r.err;
 }
 
 }  // namespace
