@@ -172,3 +172,10 @@ echo "== 19. top RUN: one refresh of the live cross-node view, 3 nodes x ${RUN_V
 echo "   2 channel pairs (relations rebuilt from the rounds, every tuple's bound, percentiles; then a refresh"
 echo "   after a new round on every pair, bounding again only the tuples whose relations changed)"
 $B/bench/bench_run_view "${RUN_VIEW_EVENTS:-1000000}" 5
+
+echo
+echo "== 20. translate of a cluster run: ${CLUSTER_NODES:-64} synthetic nodes, rounds in the O(N) topology of"
+echo "   cluster record (each node with the reference and its neighbour), 8-node pipeline chains"
+for tuples in ${CLUSTER_TUPLES:-2000 20000}; do
+  $B/bench/bench_translate_cluster "${CLUSTER_NODES:-64}" "$tuples"
+done

@@ -82,7 +82,7 @@ TEST(ClusterNodes, RoundsTopologyIsLinearAndConnected) {
 
 TEST(ClusterWire, FramesSurviveAnyChunking) {
   std::string stream = encode_wire(WireType::Hello, 0, "{}", 2) + encode_wire(WireType::Events, 16, "abcdef", 6) +
-                       encode_wire(WireType::Done, 0, "", 0);
+                       encode_wire(WireType::Stopped, 0, "{}", 2) + encode_wire(WireType::Done, 0, "", 0);
   for (size_t chunk : {1u, 5u, 24u, 1000u}) {
     WireDecoder d;
     std::vector<WireFrame> got;
@@ -91,11 +91,12 @@ TEST(ClusterWire, FramesSurviveAnyChunking) {
       WireFrame f;
       while (d.next(f)) got.push_back(f);
     }
-    ASSERT_EQ(got.size(), 3u) << chunk;
+    ASSERT_EQ(got.size(), 4u) << chunk;
     EXPECT_EQ(got[1].type, WireType::Events);
     EXPECT_EQ(got[1].offset, 16u);
     EXPECT_EQ(got[1].data, "abcdef");
-    EXPECT_EQ(got[2].type, WireType::Done);
+    EXPECT_EQ(got[2].type, WireType::Stopped);
+    EXPECT_EQ(got[3].type, WireType::Done);
     EXPECT_EQ(d.pending(), 0u);
   }
 }

@@ -95,6 +95,10 @@ void pump(Out& out, const std::string& path, uint64_t& offset, bool to_end) {
   struct stat st;
   uint64_t end = fstat(fd, &st) == 0 ? uint64_t(st.st_size) : 0;
   if (!to_end) end = frames_end(fd, offset, end);
+  if (offset >= end) {  // the usual case, 5 times a second: no buffer to clear
+    close(fd);
+    return;
+  }
   std::string buf(1 << 20, '\0');
   while (offset < end) {
     ssize_t n = pread(fd, buf.data(), std::min<uint64_t>(buf.size(), end - offset), off_t(offset));
@@ -199,11 +203,23 @@ int run_record(const nlohmann::json& req, int in_fd, std::string& pending, Out& 
   const double timeout_s = req.value("controller_timeout", 30.0);
   mkdirs(dir);
   const std::string key = dir + "/minrtt.key", trace = dir + "/trace", log = dir + "/record.log";
+  const std::string hold = dir + "/sync.hold";
   std::vector<std::string> argv = {self_exe(), "record", "--no-progress", "--node", node, "-o", trace};
   if (req.contains("key")) {
     write_private(key, req["key"].get<std::string>() + "\n");
     argv.insert(argv.end(), {"--key", key});
   }
+  // The responder outlives this node's stop until the controller releases it:
+  // neighbours whose workloads end later still get their stop rounds.
+  bool holding = req.value("hold", false), stopped_said = false;
+  if (holding) {
+    unlink(hold.c_str());
+    write_private(hold, "");
+    argv.insert(argv.end(), {"--sync-hold", hold});
+  }
+  auto release = [&] {
+    if (holding) unlink(hold.c_str()), holding = false;
+  };
   for (const auto& a : req.value("record_args", std::vector<std::string>())) argv.push_back(a);
   auto cmd = req.value("command", std::vector<std::string>());
   if (!cmd.empty()) {
@@ -228,14 +244,21 @@ int run_record(const nlohmann::json& req, int in_fd, std::string& pending, Out& 
       ssize_t n = read(in_fd, buf, sizeof buf);
       if (n > 0) pending.append(buf, size_t(n));
       if (n == 0 || (n < 0 && errno != EINTR)) eof = true;
-      for (size_t nl; (nl = pending.find('\n')) != std::string::npos; pending.erase(0, nl + 1))
+      for (size_t nl; (nl = pending.find('\n')) != std::string::npos; pending.erase(0, nl + 1)) {
         if (pending.compare(0, nl, "stop") == 0 && !signalled) kill(rec, SIGINT), signalled = true;
+        if (pending.compare(0, nl, "release") == 0) release();
+      }
       if (eof) in_open = false, eof_at = Clock::now();
     }
     if (!in_open && fresh(dir + kFollowerAlive, 2)) eof_at = Clock::now();  // the controller is back
-    if (!in_open && !signalled && Clock::now() - eof_at > std::chrono::duration<double>(timeout_s)) {
-      kill(rec, SIGINT);  // no controller: stop by ourselves, the trace stays here
+    if (!in_open && Clock::now() - eof_at > std::chrono::duration<double>(timeout_s)) {
+      if (!signalled) kill(rec, SIGINT);  // no controller: stop by ourselves, the trace stays here
       signalled = true;
+      release();  // nobody else will
+    }
+    if (holding && !stopped_said && read_whole(hold).rfind("stopped", 0) == 0) {
+      out.send(WireType::Stopped, 0, "{}");  // this node's stop rounds are over
+      stopped_said = true;
     }
     pump(out, trace + "/events.cpt", offset, false);
     if (!meta_sent) meta_sent = send_start_meta(out, trace);
@@ -248,6 +271,7 @@ int run_record(const nlohmann::json& req, int in_fd, std::string& pending, Out& 
     alive_mono = before;
   }
   pump(out, trace + "/events.cpt", offset, true);
+  release();
   unlink(key.c_str());
   std::string meta = read_whole(trace + "/meta.json");
   if (!meta.empty()) out.send(WireType::Meta, 0, meta);
@@ -286,6 +310,7 @@ pid_t running_recorder(const std::string& dir) {
 // "stop", it is stopped as the agent would have; then its end is awaited.
 void settle_orphan(const std::string& dir, bool stop, double wait_s) {
   const std::string trace = dir + "/trace";
+  if (stop) unlink((dir + "/sync.hold").c_str());  // no controller will release its responder now
   if (stop && !meta_complete(trace))
     if (pid_t pid = running_recorder(dir); pid > 0) stop_recorder(dir, pid);
   auto end = Clock::now() + std::chrono::duration<double>(wait_s);
@@ -323,7 +348,8 @@ int run_follow(const nlohmann::json& req, int in_fd, std::string& pending, Out& 
   const std::string dir = req.at("dir"), events = dir + "/trace/events.cpt", alive = dir + kFollowerAlive;
   uint64_t offset = req.value("offset", uint64_t(0));
   out.send(WireType::Hello, 0, nlohmann::json{{"dir", dir}, {"follow", true}}.dump());
-  bool signalled = false;
+  const std::string hold = dir + "/sync.hold";
+  bool signalled = false, stopped_said = false;
   for (pid_t rec; (rec = running_recorder(dir)) > 0 && read_whole(dir + "/status.json").empty();) {
     touch(alive);
     pollfd p{in_fd, POLLIN, 0};
@@ -333,9 +359,15 @@ int run_follow(const nlohmann::json& req, int in_fd, std::string& pending, Out& 
       ssize_t n = read(in_fd, buf, sizeof buf);
       if (n == 0 || (n < 0 && errno != EINTR)) break;  // the controller gone again
       if (n > 0) pending.append(buf, size_t(n));
-      for (size_t nl; (nl = pending.find('\n')) != std::string::npos; pending.erase(0, nl + 1))
-        if (pending.compare(0, nl, "stop") == 0 && !signalled) stop_recorder(dir, rec), signalled = true;
     }
+    // Lines may have come with the request itself: parse whatever is pending.
+    for (size_t nl; (nl = pending.find('\n')) != std::string::npos; pending.erase(0, nl + 1)) {
+      if (pending.compare(0, nl, "stop") == 0 && !signalled) stop_recorder(dir, rec), signalled = true;
+      if (pending.compare(0, nl, "release") == 0) unlink(hold.c_str());
+    }
+    // The record agent's Stopped went down the broken stream: say it again here.
+    if (!stopped_said && read_whole(hold).rfind("stopped", 0) == 0)
+      out.send(WireType::Stopped, 0, "{}"), stopped_said = true;
     pump(out, events, offset, false);
     if (!out.open) break;
   }

@@ -4,7 +4,7 @@
 // else.
 //
 // {"op": "record", "node", "dir", "key", "record_args": [...], "command": [...],
-//  "controller_timeout": SEC}
+//  "controller_timeout": SEC, "hold": BOOL}
 //   writes the key to DIR/minrtt.key (0600, O_EXCL, never through a symlink),
 //   runs `cptrace record --no-progress --node NODE --key DIR/minrtt.key -o
 //   DIR/trace ARGS -- COMMAND` in its own session (output in DIR/record.log),
@@ -15,6 +15,10 @@
 //   seconds does the same, and the trace stays in DIR. At the recorder's end: the
 //   rest of events.cpt, meta.json, Done {"status", "events_bytes",
 //   "stderr_tail"} (also written to DIR/status.json); the key file is removed.
+//   With "hold", the recorder gets `--sync-hold DIR/sync.hold`: once its MinRTT
+//   stop phase is over the agent sends Stopped, and the responder keeps
+//   answering until "release" on stdin (or the controller's timeout) removes
+//   the file.
 // {"op": "follow", "dir", "offset"}
 //   the stream again after a break, while the recorder runs (its agent, alive or
 //   not, sees the controller back through DIR/follower.alive and does not stop

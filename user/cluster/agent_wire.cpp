@@ -38,7 +38,7 @@ std::string encode_wire(WireType type, uint64_t offset, const char* data, size_t
 bool WireDecoder::next(WireFrame& out) {
   if (buf_.size() < kWireHeader) return false;
   uint32_t magic = get<uint32_t>(buf_, 0), type = get<uint32_t>(buf_, 4), len = get<uint32_t>(buf_, 16);
-  if (magic != kWireMagic || type < 1 || type > uint32_t(WireType::MetaStart) || len > kWireMaxPayload)
+  if (magic != kWireMagic || type < 1 || type > uint32_t(WireType::Stopped) || len > kWireMaxPayload)
     throw std::runtime_error(fmt::format("not a cptrace agent stream (starts with \"{}\")",
                                          buf_.substr(0, std::min<size_t>(buf_.size(), 60))));
   if (buf_.size() < kWireHeader + len) return false;

@@ -2,7 +2,7 @@
 //
 // Controller -> agent (the agent's stdin): one JSON line, the request
 // ({"op": "record", ...} or {"op": "fetch", ...}, see agent.h), then, while
-// recording, command lines ("stop"). The MinRTT key travels in the request
+// recording, command lines ("stop", "release"). The MinRTT key travels in the request
 // line, so it is never on any command line.
 //
 // Agent -> controller (the agent's stdout): frames of a 24-byte header
@@ -11,7 +11,8 @@
 // is the node's file byte for byte; Meta carries the whole meta.json at the end;
 // MetaStart the meta.json the recorder wrote at its start (complete=false: the
 // live view needs its node name and TSC skew before the end); Hello and Done are
-// JSON.
+// JSON; Stopped (empty JSON) says the node's MinRTT stop
+// phase is over and its responder waits for "release".
 #pragma once
 #include <cstdint>
 #include <string>
@@ -19,7 +20,7 @@
 
 namespace cptrace {
 
-enum class WireType : uint32_t { Hello = 1, Events = 2, Meta = 3, Done = 4, MetaStart = 5 };
+enum class WireType : uint32_t { Hello = 1, Events = 2, Meta = 3, Done = 4, MetaStart = 5, Stopped = 6 };
 
 struct WireFrame {
   WireType type;

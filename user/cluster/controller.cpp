@@ -47,6 +47,7 @@ struct NodeRun {
   std::string local;  // RUN/NODE
   NodeProcess proc;
   bool running = false, hello = false, done = false;
+  bool stopped = false;  // its MinRTT stop phase is over, its responder held
   WireDecoder dec;
   int events_fd = -1;
   uint64_t received = 0;
@@ -166,6 +167,9 @@ void apply_frame(NodeRun& n, const WireFrame& f) {
       break;
     case WireType::MetaStart:  // for `top RUN` while recording; the final one replaces it
       if (n.meta.empty()) write_file(n.local + "/meta.json", f.data);
+      break;
+    case WireType::Stopped:
+      n.stopped = true;
       break;
     case WireType::Done:
       n.done = true;
@@ -494,7 +498,7 @@ double stream_run(std::vector<NodeRun>& nodes, const ClusterRecordOptions& o, in
   const auto start = Clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
   double stopped_at = -1;
-  bool stopping = false;
+  bool stopping = false, released = false;
   bool any_workload = !o.cmd.empty();
   for (const NodeRun& n : nodes) any_workload = any_workload || !n.spec.command.empty();
   auto stop_all = [&](const std::string& why) {
@@ -552,6 +556,7 @@ double stream_run(std::vector<NodeRun>& nodes, const ClusterRecordOptions& o, in
         n.dec = WireDecoder();
         n.problem.clear();
         start_agent(n, {{"op", "follow"}, {"dir", n.node_dir}, {"offset", n.received}});
+        if (released && n.proc.in >= 0) write_all(n.proc.in, "release\n", 8);  // it missed the first
       }
     if (g_signal) stop_all(strsignal(g_signal));
     if (o.duration_s > 0 && Clock::now() - start > std::chrono::duration<double>(o.duration_s)) stop_all("--duration");
@@ -563,6 +568,17 @@ double stream_run(std::vector<NodeRun>& nodes, const ClusterRecordOptions& o, in
       if (!n.spec.command.empty() || !o.cmd.empty())  // a node not reached again does not hold the others
         workloads_over = workloads_over && (n.done || !n.running || (n.following && !n.follow_hello));
     if (workloads_over) stop_all("every workload has exited");
+    // Responders are held until no node has stop rounds left to do: workloads
+    // end at different times, and a neighbour gone early would cost a node its
+    // stop rounds (and --sync-wait seconds of retries).
+    bool all_stopped = !released;
+    for (const NodeRun& n : nodes)
+      all_stopped = all_stopped && (n.stopped || n.done || !n.running || (n.following && !n.follow_hello));
+    if (all_stopped) {
+      released = true;
+      for (NodeRun& n : nodes)
+        if (n.proc.in >= 0) write_all(n.proc.in, "release\n", 8);
+    }
   }
   return stopped_at >= 0 ? stopped_at : elapsed();
 }
@@ -604,7 +620,7 @@ int cmd_cluster_record(const ClusterRecordOptions& o) {
                           {"record_args", record_args(o, nodes, i)},
                           {"command", nodes[i].spec.command.empty() ? o.cmd : nodes[i].spec.command},
                           {"controller_timeout", o.controller_timeout_s}};
-    if (nodes.size() > 1) req["key"] = key;
+    if (nodes.size() > 1) req["key"] = key, req["hold"] = true;
     start_agent(nodes[i], req);
   }
   fmt::print(stderr, "cluster: {} node(s) started (run {}), rounds with the reference {} and a neighbour each\n",

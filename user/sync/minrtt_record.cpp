@@ -4,6 +4,8 @@
 #include <time.h>
 #include <algorithm>
 #include <cmath>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -31,6 +33,11 @@ void add_minrtt_record_options(CLI::App* record, MinrttRecordOptions& o) {
                    "seconds the responder keeps answering after this node's stop phase, even when quiet "
                    "(peers stopping later still get their MinRTT2; `cluster record` sets it)")
       ->check(CLI::Range(0.0, 3600.0));
+  record
+      ->add_option("--sync-hold", o.hold_file,
+                   "after the stop phase, write \"stopped\" into this existing FILE and keep answering while it "
+                   "exists and the parent process lives (`cluster record` sets it)")
+      ->check(CLI::ExistingFile);
   record->add_option("--key", o.key_file, "HMAC key file (cptrace keygen): authenticate MinRTT probes and replies");
   record->add_flag("--insecure", o.insecure,
                    "MinRTT without a key: unauthenticated rounds, recorded as such (trials only)");
@@ -53,7 +60,7 @@ ClockTransform make_simulated_clock(const std::string& spec, double tsc_hz) {
 
 MinrttRecording::MinrttRecording(const MinrttRecordOptions& opt, const std::string& node, const ClockTransform& sim,
                                  double tsc_hz)
-    : opt_(opt), sim_(sim) {
+    : opt_(opt), sim_(sim), parent_(getppid()) {
   key_ = minrtt::key_or_insecure(opt_.key_file, opt_.insecure, "record", false);
   std::vector<Peer> peers = opt_.peers.empty() ? std::vector<Peer>{} : parse_peers(opt_.peers);
   ResponderOptions ro;
@@ -90,12 +97,30 @@ std::vector<SyncRound> MinrttRecording::take_rounds() {
   return session_ ? session_->take_rounds() : std::vector<SyncRound>{};
 }
 
+namespace {
+
+// Says "stopped" in the hold file, then waits while it exists and our parent
+// (the agent that created it, `parent` when we started) lives: once the agent
+// is gone nobody would remove it.
+void hold(const std::string& file, pid_t parent) {
+  int fd = open(file.c_str(), O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return;  // already released
+  bool said = write(fd, "stopped\n", 8) == 8;
+  close(fd);
+  if (!said) return;
+  struct stat st;
+  while (stat(file.c_str(), &st) == 0 && getppid() == parent) usleep(50000);
+}
+
+}  // namespace
+
 void MinrttRecording::stop() {
   if (session_) session_->stop_phase();
   // At least --sync-linger, then until peers have been quiet for 1 s, at most
-  // the larger of the two limits.
+  // the larger of the two limits; a hold counts towards both.
   const int64_t now = mono_ns(), linger_end = now + int64_t(opt_.linger_s * 1e9);
   const int64_t end = now + int64_t(std::max(opt_.wait_s, opt_.linger_s) * 1e9);
+  if (!opt_.hold_file.empty()) hold(opt_.hold_file, parent_);
   auto quiet = [&] { return mono_ns() - responder_->stats().last_probe_ns.load() >= 1000000000ll; };
   while (mono_ns() < end && (mono_ns() < linger_end || !quiet())) usleep(50000);
   responder_->stop();

@@ -4,6 +4,7 @@
 // finished rounds at every flush (Sync frames), and calls stop() when recording
 // ends.
 #pragma once
+#include <sys/types.h>
 #include <memory>
 #include <string>
 #include <vector>
@@ -29,6 +30,7 @@ struct MinrttRecordOptions {
   double rate_hz = 0;  // --sync-rate, stream rounds per second and peer
   double wait_s = 10;  // --sync-wait, retry deadline for peers not yet answering
   double linger_s = 0;  // --sync-linger, the responder's least time after the stop phase
+  std::string hold_file;  // --sync-hold FILE: answer after the stop phase while FILE exists
   std::string key_file;  // --key
   bool insecure = false;  // --insecure: no key, rounds recorded as unauthenticated
   std::string simulate_clock;  // --simulate-clock OFFSET_NS,SKEW_PPM (test only)
@@ -55,7 +57,11 @@ class MinrttRecording {
   std::vector<SyncRound> take_rounds();
   // Stop phase, then keeps answering for --sync-linger and until peers have been
   // quiet for 1 s (at most the larger of --sync-wait and --sync-linger): peers
-  // that stop a little later still get their MinRTT2.
+  // that stop a little later still get their MinRTT2. With --sync-hold FILE it
+  // writes "stopped" into FILE after the stop phase and also keeps answering
+  // while FILE exists and the process that started the recorder lives: peers
+  // that stop any time later still get theirs (`cluster record`'s agent removes
+  // FILE once every node has stopped).
   void stop();
   // meta.json "minrtt": responder counters, per-peer round counters, summary.
   nlohmann::json meta(double tsc_hz, const std::vector<SyncRound>& all_rounds) const;
@@ -63,6 +69,7 @@ class MinrttRecording {
  private:
   MinrttRecordOptions opt_;
   ClockTransform sim_;
+  pid_t parent_;  // who started the recorder: a hold ends when it is gone
   std::vector<uint8_t> key_;
   std::unique_ptr<Responder> responder_;
   std::unique_ptr<SyncSession> session_;

@@ -157,9 +157,11 @@ std::vector<SyncRound> rounds_with(const Node& n, const Node& peer) {
 void check_matching(const std::vector<Node>& nodes, size_t x, size_t y) {
   const Node& p = nodes[y];
   if (p.span_hi <= p.span_lo) return;
+  const std::vector<SyncRound> rounds = rounds_with(nodes[x], p);
+  if (rounds.empty()) return;  // most pairs of a large cluster: no fit over the clock stream
   double hz = p.reader->clock_map().tsc_hz();
   int64_t slack = hz > 0 ? int64_t(hz * 10) : 0;  // 10 s: rounds just before start / after stop
-  for (const SyncRound& r : rounds_with(nodes[x], p)) {
+  for (const SyncRound& r : rounds) {
     if (!r.kernel_ok) continue;
     int64_t t2 = int64_t(r.t2);
     if (t2 < p.span_lo - slack || t2 > p.span_hi + slack)
