@@ -318,7 +318,9 @@ TEST(Cluster, ControllerKilledAgentsStopByThemselvesGatherCompletes) {
     auto j = nlohmann::json::parse(testutil::read_file(status));
     int code = j.value("status", -1);
     EXPECT_TRUE(code == 0 || code == 130) << n << " (130: its command passed the stop) " << j.dump();
-    if (std::string(n) == "N1") EXPECT_EQ(j.value("stopped_by", ""), "controller_timeout") << j.dump();
+    if (std::string(n) == "N1") {
+      EXPECT_EQ(j.value("stopped_by", ""), "controller_timeout") << j.dump();
+    }
   }
   auto g = testutil::run(testutil::cptrace_bin() + " cluster gather " + (run.tmp / "run"), run.tmp);
   EXPECT_EQ(g.status, 0) << g.out << g.err;

@@ -74,7 +74,9 @@ TEST(ClusterNodes, RoundsTopologyIsLinearAndConnected) {
         EXPECT_LT(p, i) << "a node rounds only with earlier ones, so all are up before the later ones";
         pairs.insert({p, i});
       }
-      if (i > 0) EXPECT_EQ(peers.front(), 0u) << "every node reaches the reference in one hop";
+      if (i > 0) {
+        EXPECT_EQ(peers.front(), 0u) << "every node reaches the reference in one hop";
+      }
     }
     EXPECT_EQ(pairs.size(), n < 2 ? 0 : 2 * n - 3) << n;
   }
