@@ -231,7 +231,9 @@ class Cluster {
     return 2;
   }
   void finish(int i, cptrace::TraceWriter& w) const {
-    nlohmann::json meta = {{"node", clocks_[i].name}, {"complete", true}};
+    // The nominal frequency, as the recorder writes it (its RAW-calibrated
+    // estimate): the oscillator's, off the truth by the node's skew.
+    nlohmann::json meta = {{"node", clocks_[i].name}, {"complete", true}, {"tsc_hz", double(clocks_[i].f * 1e9L)}};
     auto extra = extra_meta.find(i);
     if (extra != extra_meta.end()) meta.update(extra->second);
     w.finish(meta);

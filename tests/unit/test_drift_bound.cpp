@@ -190,13 +190,6 @@ TEST(DriftBound, NodesAtDifferentNominalFrequencies) {
     ASSERT_TRUE(r.bounded());
     EXPECT_EQ(r.rates().lo, 1333066666);  // 4/3 (1 - 200 ppm) * 1e9, rounded down
     EXPECT_EQ(r.rates().hi, 1333600000);  // 4/3 (1 + 200 ppm) * 1e9, exact
-    int64_t widest = 0;
-    for (long double x = 0; x <= 320e9L; x += 0.37e9L) {
-      Bound b = r.at(int64_t(x));
-      ASSERT_TRUE(b.contains(w.truth(x))) << "period " << (double)period << " x " << (double)x << " [" << b.lo
-                                          << ", " << b.hi << "] truth " << (double)w.truth(x);
-      widest = std::max(widest, b.width());
-    }
     // A duration on the from-clock, scaled: contains the true to-clock duration.
     for (long double x1 : {5e9L, 100e9L, 250e9L})
       for (long double len : {1e6L, 3e9L, 40e9L}) {
@@ -207,6 +200,13 @@ TEST(DriftBound, NodesAtDifferentNominalFrequencies) {
                                        << "] truth " << (double)truth;
         EXPECT_NEAR(double(s.est), double(truth), double(len) * 2e-4);
       }
+    int64_t widest = 0;
+    for (long double x = 0; x <= 320e9L; x += 0.37e9L) {
+      Bound b = r.at(int64_t(x));
+      ASSERT_TRUE(b.contains(w.truth(x))) << "period " << (double)period << " x " << (double)x << " [" << b.lo
+                                          << ", " << b.hi << "] truth " << (double)w.truth(x);
+      widest = std::max(widest, b.width());
+    }
     printf("  [two frequencies, traffic every %.0f ticks] widest bound %lld ticks\n", (double)period,
            (long long)widest);
   }
@@ -220,6 +220,16 @@ TEST(DriftBound, NodesAtDifferentNominalFrequencies) {
   EXPECT_EQ(relation_from_json(j)->scale({1000000000, 1000000000, 1000000000}, 0).hi, 1000200000);
   // The same rho around ratio 1 is no bound here: the rounds contradict it.
   EXPECT_THROW(DriftBoundRelation(w.constraints(0, 3), rho, 2.8e9, 2.8e9).at(int64_t(150e9)), std::runtime_error);
+}
+
+// Where k comes from: meta.json's tsc_hz, else the clock stream's slope to the
+// kHz; unknown (0) without either, and the error then names the node.
+TEST(DriftBound, NominalFrequencyFromMetaElseStreamElseUnknown) {
+  ClockMap stream({{1000, 0, 20, 0}, {1000 + 2100123456, 1000000000, 20, 0}});
+  EXPECT_EQ(nominal_tsc_hz({{"tsc_hz", 2.8e9}}, stream), 2.8e9);
+  EXPECT_EQ(nominal_tsc_hz({{"node", "B"}}, stream), 2100123000.0);
+  EXPECT_EQ(nominal_tsc_hz({{"node", "B"}}, ClockMap({{1000, 0, 20, 0}})), 0.0);
+  EXPECT_NE(unknown_tsc_hz_error("B (run/B)").find("B (run/B): TSC frequency unknown"), std::string::npos);
 }
 
 }  // namespace

@@ -39,26 +39,9 @@ struct RunView::Node {
   // events/s: events and newest stamp at the previous poll.
   uint64_t prev_events = 0, prev_newest = 0;
   double per_s = 0;
-  // The nominal TSC frequency the clock relations use (drift_bound.h): meta.json's
-  // once the node completes, before that its clock stream's slope so far, kept
-  // while later slopes stay within kHzHold of it (a relation with another rate
-  // interval is bounded again everywhere, DriftBoundRelation::same_below).
-  double nominal_hz = 0;
 };
 
 namespace {
-
-// 0.1 ppm: far inside what --max-drift-ppm allows for the calibration of the
-// nominal frequency (docs/sync-translate.md), far above the slope's change from
-// one refresh to the next once the stream spans a few seconds.
-constexpr double kHzHold = 1e-7;
-
-// The node's nominal frequency for this refresh (0: unknown).
-double refresh_nominal_hz(double held, const json& meta, const ClockMap& map) {
-  double hz = nominal_tsc_hz(meta, map);
-  if (meta.contains("tsc_hz") || !(held > 0) || !(hz > 0)) return hz;  // the recorder's own value: exact
-  return std::abs(hz - held) <= held * kHzHold ? held : hz;
-}
 
 int64_t mono_now_ns() {
   timespec ts{};
@@ -360,12 +343,13 @@ json RunView::pairs_json(std::vector<std::string>& problems) {
   std::vector<std::string> names;
   std::vector<uint64_t> skew(n);
   std::vector<std::vector<ClockPoint>> points(n);
+  std::vector<double> hz(n);  // nominal TSC frequencies (drift_bound.h), 0: not known yet
   for (size_t i = 0; i < n; ++i) {
     names.push_back(nodes_[i]->name);
     skew[i] = tsc_skew_err_of(nodes_[i]->meta);
     ClockMap map(nodes_[i]->tail->clock());
     points[i] = map.points();
-    nodes_[i]->nominal_hz = refresh_nominal_hz(nodes_[i]->nominal_hz, nodes_[i]->meta, map);
+    hz[i] = nominal_tsc_hz(nodes_[i]->meta, map);
   }
   size_t ref = 0;
   if (!opt_.reference.empty()) {
@@ -400,9 +384,8 @@ json RunView::pairs_json(std::vector<std::string>& problems) {
       PairRounds pr = pair_rounds(rounds_with_peer(nodes_[x]->tail->sync_rounds(), names[y], skew[x], skew[y]),
                                   rounds_with_peer(nodes_[y]->tail->sync_rounds(), names[x], skew[y], skew[x]));
       if (pr.rounds.empty()) continue;
-      if (!(nodes_[x]->nominal_hz > 0) || !(nodes_[y]->nominal_hz > 0)) continue;  // said below
-      auto drift = std::make_shared<DriftBoundRelation>(round_constraints(pr.rounds), ppb, nodes_[x]->nominal_hz,
-                                                        nodes_[y]->nominal_hz);
+      if (!(hz[x] > 0) || !(hz[y] > 0)) continue;  // said below
+      auto drift = std::make_shared<DriftBoundRelation>(round_constraints(pr.rounds), ppb, hz[x], hz[y]);
       if (!drift->bounded()) continue;
       db.direct[{x, y}] = drift;
       drifts[{x, y}] = drift;
@@ -413,7 +396,7 @@ json RunView::pairs_json(std::vector<std::string>& problems) {
       }
     }
   for (size_t i = 0; i < n; ++i)
-    if (!(nodes_[i]->nominal_hz > 0))
+    if (!(hz[i] > 0))
       problems.push_back(names[i] +
                          ": TSC frequency not known yet (no meta.json tsc_hz, fewer than two clock points): "
                          "not related to any node");

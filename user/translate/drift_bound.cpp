@@ -99,7 +99,10 @@ double nominal_tsc_hz(const nlohmann::json& meta, const ClockMap& map) {
   auto it = meta.find("tsc_hz");
   if (it != meta.end() && it->is_number() && std::isfinite(it->get<double>()) && it->get<double>() > 0)
     return it->get<double>();
-  return std::max(map.tsc_hz(), 0.0);
+  // To the kHz, as the kernel's tsc_khz: the slope moves by parts per billion as
+  // points arrive, and the live view rebounds everything when k moves.
+  const double hz = map.tsc_hz();
+  return hz >= 1000 && std::isfinite(hz) ? std::round(hz / 1000) * 1000 : 0;
 }
 
 std::string unknown_tsc_hz_error(const std::string& node) {
