@@ -203,8 +203,8 @@ TEST(DriftBound, NodesAtDifferentNominalFrequencies) {
     int64_t widest = 0;
     for (long double x = 0; x <= 320e9L; x += 0.37e9L) {
       Bound b = r.at(int64_t(x));
-      ASSERT_TRUE(b.contains(w.truth(x))) << "period " << (double)period << " x " << (double)x << " [" << b.lo
-                                          << ", " << b.hi << "] truth " << (double)w.truth(x);
+      ASSERT_TRUE(b.contains(w.truth(x))) << "period " << (double)period << " x " << (double)x << " [" << b.lo << ", "
+                                          << b.hi << "] truth " << (double)w.truth(x);
       widest = std::max(widest, b.width());
     }
     printf("  [two frequencies, traffic every %.0f ticks] widest bound %lld ticks\n", (double)period,

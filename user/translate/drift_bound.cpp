@@ -86,7 +86,8 @@ i128 millihertz(double hz, const char* which) {
 }  // namespace
 
 DriftRates drift_rates(int64_t rho, double from_hz, double to_hz) {
-  if (rho <= 0 || rho > kDen / 10) throw std::invalid_argument(fmt::format("max drift {} ppb: must be in (0, 1e8]", rho));
+  if (rho <= 0 || rho > kDen / 10)
+    throw std::invalid_argument(fmt::format("max drift {} ppb: must be in (0, 1e8]", rho));
   const i128 from = millihertz(from_hz, "from-node"), to = millihertz(to_hz, "to-node");
   if (to * 1000 < from || to > from * 1000)
     throw std::invalid_argument(
@@ -178,11 +179,10 @@ Bound DriftBoundRelation::at(int64_t x) const {
   if (const Pt* p = last_at_or_before(above_left_, x - 1))
     hi = std::min(hi, p->y + ceil_div(i128(x - p->x) * rhi, kDen));
   if (lo > hi)
-    throw std::runtime_error(
-        fmt::format("drift-bounded relation: empty at {} ([{}, {}]): a constraint violates "
-                    "causality or the rate leaves [{}, {}] (the nominal ratio +-{} ppm)",
-                    x, int64_t(lo), int64_t(hi), double(rates_.lo) / kDen, double(rates_.hi) / kDen,
-                    double(rho_) / 1000));
+    throw std::runtime_error(fmt::format(
+        "drift-bounded relation: empty at {} ([{}, {}]): a constraint violates "
+        "causality or the rate leaves [{}, {}] (the nominal ratio +-{} ppm)",
+        x, int64_t(lo), int64_t(hi), double(rates_.lo) / kDen, double(rates_.hi) / kDen, double(rho_) / 1000));
   Bound b{narrow(lo), 0, narrow(hi)};
   b.est = b.lo + (b.hi - b.lo) / 2;
   return b;
