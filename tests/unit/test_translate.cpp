@@ -123,6 +123,9 @@ TEST(TranslateGroundTruth, PiecewiseWithNodesAtDifferentFrequencies) {
   synth::Clock a{"A", 1.0e15L, 20}, b{"B", 1.0e15L + 8.1e9L, 150, 3e9L, -230, 2.1L},
       c{"C", 1.0e15L - 4.3e9L, -80, INFINITY, 0, 2.8L};
   synth::Cluster cl({a, b, c}, 41);
+  // Each node's calibration gives its oscillator's nominal frequency (like "tsc:
+  // Detected 2100.000 MHz"): the true rates are off it by the skews, within rho.
+  for (int i = 0; i < 3; ++i) cl.extra_meta[i] = {{"tsc_hz", double(cl.clock(i).f * 1e9L)}};
   cl.asym_ns[{0, 1}] = 120000;
   cl.sync_all({{0, 1}, {1, 0}, {0, 2}, {2, 0}, {1, 2}, {2, 1}}, kSpan, 50, 250e6L);
   cl.pipeline(3000, 200e6L, 1.8e6L);
