@@ -17,9 +17,10 @@
 // node's clock-stream slope to the kHz until its meta.json has tsc_hz), and for
 // an instant past the last round it is the drift bound, widening by 2 k rho per
 // tick away from it. Paths to the reference and every duration's bound are
-// translate's and latency's (relation_paths.h, DurationBounds). A bound shown live therefore holds for the rounds known then,
-// and once every node's trace is complete the last refresh is exactly
-// `translate --clock-model piecewise --inputs rounds` + `latency`.
+// translate's and latency's (relation_paths.h, DurationBounds). A bound shown
+// live therefore holds for the rounds known then, and once every node's trace
+// is complete the last refresh is exactly `translate --clock-model piecewise
+// --inputs rounds` + `latency`.
 //
 // Cost of a refresh: the relations are rebuilt from the rounds (a few hundred
 // points per pair). While the skews, the paths and the node pairs related stay
