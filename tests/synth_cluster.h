@@ -17,6 +17,7 @@
 
 #include "trace/block_codec.h"
 #include "cptrace.h"
+#include "trace/clock_map.h"
 #include "trace/sync_round.h"
 #include "trace/trace_writer.h"
 
@@ -173,7 +174,7 @@ class Cluster {
     for (size_t k = 0; k < ev.size(); k += frame_events)
       w.write(cptrace::encode_events(ev.data() + k, std::min(frame_events, ev.size() - k)));
     if (more) more(w);
-    finish(i, w);
+    finish(i, w, span_ns);
   }
 
   // Node i's trace as a recorder writes it while it runs: the clock stream over
@@ -198,7 +199,7 @@ class Cluster {
       if (e > e0) w.write(cptrace::encode_events(ev.data() + e0, e - e0)), frames++;
       out.push_back(frames);
     }
-    finish(i, w);
+    finish(i, w, span_ns);
     return out;
   }
 
@@ -208,6 +209,17 @@ class Cluster {
  private:
   // The clock stream and the channel names; the frames written.
   size_t write_head(int i, cptrace::TraceWriter& w, long double span_ns) const {
+    w.write(cptrace::encode_clock(stream(i, span_ns)));
+    nlohmann::json ch = nlohmann::json::array();
+    auto chans = channels_.find(i);
+    if (chans != channels_.end())
+      for (auto& [id, name] : chans->second) ch.push_back({{"id", id}, {"name", name}, {"pid", 100 + i}});
+    if (ch.empty()) return 1;
+    w.write(cptrace::encode_json(cptrace::FrameType::Channels, ch.dump(), uint32_t(ch.size())));
+    return 2;
+  }
+  // Node i's clock stream: a point every 100 ms over [0, span].
+  std::vector<cptrace::ClockPoint> stream(int i, long double span_ns) const {
     std::vector<cptrace::ClockPoint> pts;
     auto mono = mono_of.find(i);
     for (long double t = 0; t <= span_ns; t += 100e6L) {
@@ -221,17 +233,13 @@ class Cluster {
       }
       pts.push_back(p);
     }
-    w.write(cptrace::encode_clock(pts));
-    nlohmann::json ch = nlohmann::json::array();
-    auto chans = channels_.find(i);
-    if (chans != channels_.end())
-      for (auto& [id, name] : chans->second) ch.push_back({{"id", id}, {"name", name}, {"pid", 100 + i}});
-    if (ch.empty()) return 1;
-    w.write(cptrace::encode_json(cptrace::FrameType::Channels, ch.dump(), uint32_t(ch.size())));
-    return 2;
+    return pts;
   }
-  void finish(int i, cptrace::TraceWriter& w) const {
-    nlohmann::json meta = {{"node", clocks_[i].name}, {"complete", true}};
+  void finish(int i, cptrace::TraceWriter& w, long double span_ns) const {
+    // The nominal frequency as the recorder writes it: its stream's slope (here
+    // against a perfect RAW clock, so f with the node's skew).
+    nlohmann::json meta = {
+        {"node", clocks_[i].name}, {"complete", true}, {"tsc_hz", cptrace::ClockMap(stream(i, span_ns)).tsc_hz()}};
     auto extra = extra_meta.find(i);
     if (extra != extra_meta.end()) meta.update(extra->second);
     w.finish(meta);

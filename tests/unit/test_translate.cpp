@@ -115,6 +115,42 @@ TEST(TranslateGroundTruth, ThreeNodesEveryBoundContainsTruthAllMethods) {
   }
 }
 
+// Nodes whose TSCs tick at different nominal frequencies (2.5, 2.1 and 2.8 ticks
+// per ns, each off by its skew, B changing rate mid-run): under --clock-model
+// piecewise every instant and every duration contains the truth (a rate interval
+// around 1 instead of the nominal ratio contradicts the rounds or is false).
+TEST(TranslateGroundTruth, PiecewiseWithNodesAtDifferentFrequencies) {
+  synth::Clock a{"A", 1.0e15L, 20}, b{"B", 1.0e15L + 8.1e9L, 150, 3e9L, -230, 2.1L},
+      c{"C", 1.0e15L - 4.3e9L, -80, INFINITY, 0, 2.8L};
+  synth::Cluster cl({a, b, c}, 41);
+  // Each node's calibration gives its oscillator's nominal frequency (like "tsc:
+  // Detected 2100.000 MHz"): the true rates are off it by the skews, within rho.
+  for (int i = 0; i < 3; ++i) cl.extra_meta[i] = {{"tsc_hz", double(cl.clock(i).f * 1e9L)}};
+  cl.asym_ns[{0, 1}] = 120000;
+  cl.sync_all({{0, 1}, {1, 0}, {0, 2}, {2, 0}, {1, 2}, {2, 1}}, kSpan, 50, 250e6L);
+  cl.pipeline(3000, 200e6L, 1.8e6L);
+  TempDir tmp;
+  TranslateOptions o{write_all(cl, tmp), "A", tmp / "out", Method::Best, true};
+  o.clock_model = ClockModel::Piecewise;
+  TranslateSummary s = translate(o);
+  size_t seen = 0;
+  for (const auto& p : s.meta["translated"]["pairs"])
+    if (p["from"] == "B" && p["to"] == "A") {
+      seen++;
+      EXPECT_NEAR(p["piecewise"]["rate_interval"][0].get<double>(), 2.5 / 2.1 * (1 - 500e-6), 1e-9);
+      EXPECT_NEAR(p["piecewise"]["rate_interval"][1].get<double>(), 2.5 / 2.1 * (1 + 500e-6), 1e-9);
+    }
+  EXPECT_EQ(seen, 1u);
+  size_t instants = 0;
+  check_instants(cl, o.out, instants);
+  EXPECT_EQ(instants, 4u * 3000u);
+  Widths w;
+  for (auto& [c1, c2] : kHops) check_latency(cl, o.out, c1, c2, w);
+  EXPECT_EQ(w.contained, w.checked);
+  EXPECT_TRUE(w.by_scenario.count("remote-remote-direct"));
+  print_widths("piecewise, 2.5/2.1/2.8 GHz", w);
+}
+
 // `dump` of a translated trace prints every event once, with its node, the bound
 // around its estimate, and the same instants the trace holds.
 TEST(TranslateGroundTruth, DumpOfTranslatedTraceListsEveryEventWithBound) {

@@ -343,10 +343,13 @@ json RunView::pairs_json(std::vector<std::string>& problems) {
   std::vector<std::string> names;
   std::vector<uint64_t> skew(n);
   std::vector<std::vector<ClockPoint>> points(n);
+  std::vector<double> hz(n);  // nominal TSC frequencies (drift_bound.h), 0: not known yet
   for (size_t i = 0; i < n; ++i) {
     names.push_back(nodes_[i]->name);
     skew[i] = tsc_skew_err_of(nodes_[i]->meta);
-    points[i] = ClockMap(nodes_[i]->tail->clock()).points();
+    ClockMap map(nodes_[i]->tail->clock());
+    points[i] = map.points();
+    hz[i] = nominal_tsc_hz(nodes_[i]->meta, map);
   }
   size_t ref = 0;
   if (!opt_.reference.empty()) {
@@ -381,7 +384,8 @@ json RunView::pairs_json(std::vector<std::string>& problems) {
       PairRounds pr = pair_rounds(rounds_with_peer(nodes_[x]->tail->sync_rounds(), names[y], skew[x], skew[y]),
                                   rounds_with_peer(nodes_[y]->tail->sync_rounds(), names[x], skew[y], skew[x]));
       if (pr.rounds.empty()) continue;
-      auto drift = std::make_shared<DriftBoundRelation>(round_constraints(pr.rounds), ppb);
+      if (!(hz[x] > 0) || !(hz[y] > 0)) continue;  // said below
+      auto drift = std::make_shared<DriftBoundRelation>(round_constraints(pr.rounds), ppb, hz[x], hz[y]);
       if (!drift->bounded()) continue;
       db.direct[{x, y}] = drift;
       drifts[{x, y}] = drift;
@@ -391,6 +395,11 @@ json RunView::pairs_json(std::vector<std::string>& problems) {
         // far outside the pair's span: not a usable edge (as translate)
       }
     }
+  for (size_t i = 0; i < n; ++i)
+    if (!(hz[i] > 0))
+      problems.push_back(names[i] +
+                         ": TSC frequency not known yet (no meta.json tsc_hz, fewer than two clock points): "
+                         "not related to any node");
   RelationPaths paths = relation_paths(n, ref, edges);
   db.to_ref = paths.to_ref;
   db.max_err.assign(skew.begin(), skew.end());

@@ -13,12 +13,14 @@
 // with translate's own code: each node pair's rounds (sync_pairs.h, widened by the
 // TSC skew across CPUs) bound the clocks under the rate-bounded model
 // (drift_bound.h, `translate --clock-model piecewise`): it holds whatever the
-// rates do within +-max_drift_ppm, and for an instant past the last round it is
-// the drift bound, widening by 2 rho per tick away from it. Paths to the reference
-// and every duration's bound are translate's and latency's (relation_paths.h,
-// DurationBounds). A bound shown live therefore holds for the rounds known then,
-// and once every node's trace is complete the last refresh is exactly
-// `translate --clock-model piecewise --inputs rounds` + `latency`.
+// rates do within +-max_drift_ppm of the nodes' nominal TSC frequency ratio (a
+// node's clock-stream slope to the kHz until its meta.json has tsc_hz), and for
+// an instant past the last round it is the drift bound, widening by 2 k rho per
+// tick away from it. Paths to the reference and every duration's bound are
+// translate's and latency's (relation_paths.h, DurationBounds). A bound shown
+// live therefore holds for the rounds known then, and once every node's trace
+// is complete the last refresh is exactly `translate --clock-model piecewise
+// --inputs rounds` + `latency`.
 //
 // Cost of a refresh: the relations are rebuilt from the rounds (a few hundred
 // points per pair). While the skews, the paths and the node pairs related stay

@@ -273,7 +273,16 @@ Pair build_pair(const std::vector<Node>& nodes, size_t x, size_t y, const Transl
   }
   if (opt.clock_model == ClockModel::Piecewise) {
     // Replaces the linear relation: it holds whatever the rates did, within the bound.
-    p.drift = std::make_shared<DriftBoundRelation>(merge(rounds, traffic), std::llround(opt.max_drift_ppm * 1000));
+    // The rates are bounded around the nodes' nominal frequency ratio: nodes tick
+    // at different rates (drift_bound.h), so an unknown frequency is an error.
+    double hz[2];
+    for (size_t k : {size_t(0), size_t(1)}) {
+      const Node& n = nodes[k == 0 ? x : y];
+      hz[k] = nominal_tsc_hz(n.reader->meta(), n.reader->clock_map());
+      if (!(hz[k] > 0)) throw std::runtime_error(unknown_tsc_hz_error(n.name + " (" + n.dir + ")"));
+    }
+    p.drift = std::make_shared<DriftBoundRelation>(merge(rounds, traffic), std::llround(opt.max_drift_ppm * 1000),
+                                                   hz[0], hz[1]);
     p.chosen = p.drift->bounded() ? p.drift : nullptr;
     p.why_none = p.drift->bounded() ? ""
                                     : fmt::format(
@@ -305,6 +314,7 @@ json pair_json(const std::vector<Node>& nodes, const Pair& p) {
   }
   if (p.drift)
     j["piecewise"] = {{"max_drift_ppm", double(p.drift->max_drift_ppb()) / 1000},
+                      {"rate_interval", {double(p.drift->rates().lo) / 1e9, double(p.drift->rates().hi) / 1e9}},
                       {"kept_constraints", p.drift->kept()}};
   if (p.chosen)
     j["relation"] = p.chosen->to_json();
