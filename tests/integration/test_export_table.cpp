@@ -201,7 +201,9 @@ TEST(ExportTable, ParquetExportBadInputIsNamed) {
     EXPECT_EQ(listing(nodetmp), std::set<std::string>{}) << c.args;
   }
   for (const char* d : {"p1", "p2", "p3", "p4"})
-    if (fs::exists(tmp / d)) EXPECT_EQ(listing(tmp / d), std::set<std::string>{}) << d;
+    if (fs::exists(tmp / d)) {
+      EXPECT_EQ(listing(tmp / d), std::set<std::string>{}) << d;
+    }
 
   // An existing export needs -f, which replaces the tables of any form.
   auto r = run(cptrace_bin() + " export table " + out + " -o " + (tmp / "p5") + " --pair A.out,B.in", tmp);
