@@ -113,7 +113,7 @@ class Cluster {
     e.kind = uint8_t(cptrace::EventKind::User);
     e.timebase = uint8_t(cptrace::Timebase::Tsc);
     channels_[i][e.channel] = channel;
-    truth_[{channel, tuple}] = {i, e.ts};
+    if (keep_truth) truth_[{channel, tuple}] = {i, e.ts};
     // Stamped on a CPU whose TSC runs ahead of the node's (truth stays the node's).
     auto sk = channel_skew.find(channel);
     if (sk != channel_skew.end()) e.ts = uint64_t(int64_t(e.ts) + sk->second);
@@ -157,6 +157,8 @@ class Cluster {
   std::map<std::string, int64_t> channel_skew;
   std::map<int, nlohmann::json> extra_meta;
   bool raw_points = true;
+  // Off for runs of millions of events (benchmarks): the truth map costs ~100 bytes per event.
+  bool keep_truth = true;
 
   // The true reference-clock value of node i's reading ts.
   long double truth_ref(int i, uint64_t ts, int ref) const { return clocks_[ref].at(clocks_[i].instant(ts)); }
