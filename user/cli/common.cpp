@@ -29,6 +29,9 @@ void add_memory_options(CLI::App* cmd, MemoryBudget& b) {
   cmd->add_option("--temp-dir", b.temp_dir,
                   "directory for spilled data (default $TMPDIR or /tmp); the files have no name and vanish at exit")
       ->check(CLI::ExistingDirectory);
+  cmd->add_option("--threads", b.threads, "threads for the per-tuple work (default: every CPU); same output for any")
+      ->type_name("N")
+      ->check(CLI::Range(1u, 1024u));
 }
 
 std::string handler_change_line(const nlohmann::json& c) {

@@ -1,6 +1,8 @@
 // Memory budget of the analysis commands (memory_budget.h).
 #include "translate/memory_budget.h"
 
+#include <sched.h>
+
 #include <cctype>
 #include <cstdlib>
 #include <stdexcept>
@@ -19,6 +21,15 @@ std::string MemoryBudget::spill_dir() const {
   if (!temp_dir.empty()) return temp_dir;
   const char* t = getenv("TMPDIR");
   return t && *t ? t : "/tmp";
+}
+
+unsigned MemoryBudget::thread_count() const {
+  if (threads) return threads;
+  // The affinity mask, not the machine's CPU count: under taskset or a cgroup
+  // cpuset more threads than CPUs would only take turns.
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return unsigned(CPU_COUNT(&set));
+  return 1;
 }
 
 uint64_t parse_memory_size(const std::string& option, const std::string& value) {

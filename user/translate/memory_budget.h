@@ -16,9 +16,13 @@ struct MemoryBudget {
   static constexpr uint64_t kMinBytes = 16ull << 20;  // below this the merge buffers themselves do not fit
   uint64_t bytes = kDefaultBytes;
   std::string temp_dir;  // empty: $TMPDIR, else /tmp
+  // `--threads`: how many threads the analysis may use (0: every CPU). Not
+  // memory, but it travels with the budget to every stage that splits work.
+  unsigned threads = 0;
 
   MemoryBudget share(double fraction) const;
   std::string spill_dir() const;
+  unsigned thread_count() const;  // threads, or the CPUs this process may run on
 };
 
 // "1G", "512M", "300k", "2GiB", "1073741824" -> bytes (powers of 1024). Throws

@@ -4,14 +4,19 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "translate/parallel_for.h"
+
 namespace cptrace {
 namespace {
 
 constexpr uint64_t kToBit = 1ull << 63;
 constexpr int kMaxLevel = 64 / TupleJoin::kFanoutBits - 1;
-// Per record in memory: the record, its share of a hash table half full (two
-// 16-byte slots) and of the to-event list.
+// Per record in memory: the record, its id and index in the partitioned order
+// (16 bytes), its pair slot (8), and the tables of the partitions being joined
+// (two 16-byte slots per record, at most a partition per thread: the rest of
+// the 40 when one partition holds most records, as a few ids repeated).
 constexpr uint64_t kBytesPerRecord = sizeof(TupleJoin::Rec) + 40;
+static_assert(sizeof(TupleJoin::Rec) + 16 + 8 <= kBytesPerRecord);
 // Budgets below this are real limits: the record vector is reserved at its
 // full size up front (address space only; pages are touched as it fills), so it
 // never doubles; above it (latency() without a budget) it grows as vectors do.
@@ -30,6 +35,12 @@ uint64_t mix(uint64_t x) {
 size_t partition_of(uint64_t tuple, int level) {
   return size_t(mix(tuple) >> (64 - TupleJoin::kFanoutBits * (level + 1))) & ((1u << TupleJoin::kFanoutBits) - 1);
 }
+
+// Records per partition of the in-memory join: its table (two 16-byte slots a
+// record) is 256 KiB, within a core's L2 cache.
+constexpr uint64_t kPartitionRecords = 8192;
+constexpr uint32_t kNone = ~0u;
+constexpr uint32_t kToRef = 1u << 31;  // the to side, in a record index (below 2^31)
 
 struct Slot {
   uint64_t tuple = 0;
@@ -83,56 +94,117 @@ JoinCounts TupleJoin::run(const PairFn& pair, const std::function<void()>& end_p
   return c;
 }
 
-// One flat open-addressing table over the partition's records: the first from
-// and the first to record of each id; then the first to-records in trace order.
+// The records radix-partitioned by low bits of the id's hash (the spill chose
+// by the high ones), each partition small enough that its open-addressing table
+// stays in the cache, and the partitions joined in parallel: a tuple id lives in
+// one partition only, so they are independent. Each partition writes the pair of
+// its first to-record into `match`, indexed by that record: reading `match` in
+// index order gives the pairs in to_seq order without a merge.
 void TupleJoin::join_memory(std::vector<Rec>& recs, JoinCounts& c, const PairFn& pair) {
-  // Exactly twice the records (no power of two: a slot is the high half of
-  // hash * cap), so memory is what kBytesPerRecord says.
-  const size_t cap = std::max<size_t>(16, 2 * recs.size());
-  // The hash's high bits chose the partition (all equal here): the table hashes
-  // the id offset by a constant, an independent bijection.
-  auto home = [cap](uint64_t tuple) {
-    return size_t((unsigned __int128)mix(tuple + 0x9e3779b97f4a7c15ull) * cap >> 64);
-  };
-  std::vector<Slot> table(cap);
-  std::vector<std::pair<uint32_t, uint32_t>> firsts;  // (to record, slot)
-  // Ids are random over the table: each lookup is a cache miss, so the slot of
-  // the record kPrefetch ahead is fetched while this one is placed.
-  constexpr uint32_t kPrefetch = 16;
   const uint32_t n = uint32_t(recs.size());
+  const unsigned threads = budget_.thread_count();
+  int bits = 0;
+  while (bits < 16 && (uint64_t(n) >> bits) > kPartitionRecords) ++bits;
+  const size_t parts = size_t(1) << bits;
+  auto part_of = [parts](uint64_t tuple) { return size_t(mix(tuple) & (parts - 1)); };
+
+  // 1. Record indices grouped by partition, in record order inside each (a
+  // stable counting sort: each chunk of records has its own cursors).
+  const size_t chunks = std::max<size_t>(1, std::min<size_t>(threads, n / 4096 + 1));
+  auto chunk_begin = [&](size_t ch) { return uint32_t(uint64_t(n) * ch / chunks); };
+  std::vector<uint32_t> cursor(chunks * parts);
+  parallel_for(threads, chunks, [&](size_t ch, unsigned) {
+    for (uint32_t i = chunk_begin(ch); i < chunk_begin(ch + 1); ++i) cursor[ch * parts + part_of(recs[i].tuple)]++;
+  });
+  std::vector<uint32_t> part_begin(parts + 1);
+  uint32_t at = 0;
+  for (size_t p = 0; p < parts; ++p) {
+    part_begin[p] = at;
+    for (size_t ch = 0; ch < chunks; ++ch) std::swap(cursor[ch * parts + p], at), at += cursor[ch * parts + p];
+  }
+  part_begin[parts] = n;
+  // The id goes along: the partition's pass then reads this array in order
+  // instead of the records at random.
+  struct Ref {
+    uint64_t tuple;
+    uint32_t index;  // top bit: to side
+  };
+  std::vector<Ref> order(n);
+  parallel_for(threads, chunks, [&](size_t ch, unsigned) {
+    for (uint32_t i = chunk_begin(ch); i < chunk_begin(ch + 1); ++i) {
+      const Rec& r = recs[i];
+      order[cursor[ch * parts + part_of(r.tuple)]++] = {r.tuple, i | (r.seq & kToBit ? kToRef : 0)};
+    }
+  });
+  std::vector<uint32_t>().swap(cursor);
+
+  // 2. Each partition: the first from and the first to record of each id (or
+  // the earliest, keep_), and the pair at its first to-record's index.
+  struct Match {
+    uint32_t from = kNone, to = kNone;  // the records paired (from == kNone: none)
+  };
+  std::vector<Match> match(n);
+  struct Worker {
+    std::vector<Slot> table;
+    std::vector<std::pair<uint32_t, uint32_t>> firsts;  // (first to record, slot)
+    JoinCounts c;
+  };
+  std::vector<Worker> workers(std::min<size_t>(threads, parts));
+  parallel_for(threads, parts, [&](size_t p, unsigned w) {
+    Worker& wk = workers[w];
+    const Ref* refs = order.data() + part_begin[p];
+    const uint32_t m = part_begin[p + 1] - part_begin[p];
+    // Twice the records, no power of two (a slot is the high half of hash * cap).
+    const size_t cap = std::max<size_t>(16, 2 * size_t(m));
+    auto home = [cap](uint64_t tuple) {
+      return size_t((unsigned __int128)mix(tuple + 0x9e3779b97f4a7c15ull) * cap >> 64);
+    };
+    wk.table.assign(cap, Slot{});
+    wk.firsts.clear();
+    for (uint32_t j = 0; j < m; ++j) {
+      const uint64_t tuple = refs[j].tuple;
+      const uint32_t i = refs[j].index & ~kToRef;
+      size_t h = home(tuple);
+      while ((wk.table[h].from || wk.table[h].to) && wk.table[h].tuple != tuple) h = h + 1 == cap ? 0 : h + 1;
+      Slot& s = wk.table[h];
+      s.tuple = tuple;
+      bool to = refs[j].index & kToRef;
+      uint32_t& mine = to ? s.to : s.from;
+      if (mine) {
+        ++(to ? wk.c.to_duplicates : wk.c.from_duplicates);
+        if (keep_ == Keep::Earliest && recs[i].s.local < recs[mine - 1].s.local) mine = i + 1;
+        continue;
+      }
+      mine = i + 1;
+      if (to) wk.firsts.push_back({i, uint32_t(h)});
+    }
+    for (auto [i, h] : wk.firsts) {
+      const Slot& s = wk.table[h];
+      if (!s.from) {
+        wk.c.to_only++;
+        continue;
+      }
+      match[i] = {s.from - 1, s.to - 1};
+      wk.c.pairs++;
+    }
+    for (const Slot& s : wk.table)
+      if (s.from && !s.to) wk.c.from_only++;
+  });
+  std::vector<Ref>().swap(order);
+  for (Worker& wk : workers) {
+    c.from_only += wk.c.from_only;
+    c.to_only += wk.c.to_only;
+    c.from_duplicates += wk.c.from_duplicates;
+    c.to_duplicates += wk.c.to_duplicates;
+    c.pairs += wk.c.pairs;
+  }
+
+  // 3. The pairs in order of their first to-record.
   for (uint32_t i = 0; i < n; ++i) {
-    if (i + kPrefetch < n) __builtin_prefetch(&table[home(recs[i + kPrefetch].tuple)], 1);
-    size_t h = home(recs[i].tuple);
-    while ((table[h].from || table[h].to) && table[h].tuple != recs[i].tuple) h = h + 1 == cap ? 0 : h + 1;
-    Slot& s = table[h];
-    s.tuple = recs[i].tuple;
-    bool to = recs[i].seq & kToBit;
-    uint32_t& mine = to ? s.to : s.from;
-    if (mine) {
-      ++(to ? c.to_duplicates : c.from_duplicates);
-      if (keep_ == Keep::Earliest && recs[i].s.local < recs[mine - 1].s.local) mine = i + 1;
-      continue;
-    }
-    mine = i + 1;
-    if (to) firsts.push_back({i, uint32_t(h)});
+    const Match& mt = match[i];
+    if (mt.from == kNone) continue;
+    pair(recs[i].tuple, recs[i].seq & ~kToBit, recs[mt.from].s, recs[mt.to].s);
   }
-  for (size_t j = 0; j < firsts.size(); ++j) {
-    if (j + kPrefetch < firsts.size()) {
-      const Slot& ahead = table[firsts[j + kPrefetch].second];
-      if (ahead.from) __builtin_prefetch(&recs[ahead.from - 1]);
-    }
-    if (j + 2 * kPrefetch < firsts.size()) __builtin_prefetch(&table[firsts[j + 2 * kPrefetch].second]);
-    auto [i, h] = firsts[j];
-    const Slot& s = table[h];
-    if (!s.from) {
-      c.to_only++;
-      continue;
-    }
-    pair(recs[i].tuple, recs[i].seq & ~kToBit, recs[s.from - 1].s, recs[s.to - 1].s);
-    c.pairs++;
-  }
-  for (const Slot& s : table)
-    if (s.from && !s.to) c.from_only++;
 }
 
 void TupleJoin::join_file(SpillFile& f, int level, JoinCounts& c, const PairFn& pair,
