@@ -499,6 +499,17 @@ void TraceReader::for_each_frame(FrameType type,
   }
 }
 
+std::vector<size_t> TraceReader::frame_positions(FrameType type) const {
+  std::vector<size_t> out;
+  for (size_t i = 0; i < other_frames_.size(); ++i)
+    if (other_frames_[i].hdr.type == uint16_t(type)) out.push_back(i);
+  return out;
+}
+
+void TraceReader::read_frame(size_t position, FrameHeader& h, std::vector<uint8_t>& payload) const {
+  reread(other_frames_.at(position), h, payload);
+}
+
 void TraceReader::for_each_event(const std::function<void(const TraceEvent&)>& fn) const {
   for_each_batch([&](const std::vector<TraceEvent>& evs) {
     for (const TraceEvent& e : evs) fn(e);

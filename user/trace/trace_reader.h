@@ -106,6 +106,11 @@ class TraceReader {
   // (Translated, and types newer than this reader), in file order, one frame at a time.
   void for_each_frame(FrameType type,
                       const std::function<void(const FrameHeader&, const std::vector<uint8_t>&)>& fn) const;
+  // The same frames one by one, for a caller that decodes them on several
+  // threads: their positions (in file order), and the frame at a position
+  // (safe from any thread; same checks as for_each_frame).
+  std::vector<size_t> frame_positions(FrameType type) const;
+  void read_frame(size_t position, FrameHeader& h, std::vector<uint8_t>& payload) const;
 
   // MinRTT rounds this node initiated (Sync frames), in file order.
   const std::vector<SyncRound>& sync_rounds() const { return sync_; }

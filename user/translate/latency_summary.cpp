@@ -1,6 +1,7 @@
 // The summary of `cptrace latency`: nearest-rank percentiles and their bounds.
 #include "translate/latency_summary.h"
 
+#include <algorithm>
 #include <map>
 #include <tuple>
 #include <utility>
@@ -12,12 +13,19 @@ LatencyColumns::LatencyColumns(const LatencyResult& res)
   std::map<std::tuple<uint16_t, uint16_t, const char*>, Leaf*> index;
   const std::string dir = res.budget.spill_dir();
   bool ns = res.have_ns;
+  Leaf* last = nullptr;
+  const char* last_scenario = nullptr;  // rows come in long runs of one leaf: no lookup for those
   res.for_each_row([&](const LatencyRow& r) {
-    Leaf*& l = index[{r.from_node, r.to_node, r.scenario}];
-    if (!l) {
-      leaves_.push_back(std::make_unique<Leaf>(pool_, dir));
-      l = leaves_.back().get();
-      l->from_node = r.from_node, l->to_node = r.to_node, l->scenario = r.scenario;
+    Leaf* l = last;
+    if (!l || l->from_node != r.from_node || l->to_node != r.to_node || last_scenario != r.scenario) {
+      Leaf*& found = index[{r.from_node, r.to_node, r.scenario}];
+      if (!found) {
+        leaves_.push_back(std::make_unique<Leaf>(pool_, dir));
+        found = leaves_.back().get();
+        found->from_node = r.from_node, found->to_node = r.to_node, found->scenario = r.scenario;
+      }
+      l = last = found;
+      last_scenario = r.scenario;
     }
     int64_t lo = ns ? r.ns_lo : r.ticks_lo, hi = ns ? r.ns_hi : r.ticks_hi;
     l->value.add(ns ? r.ns : r.ticks);
@@ -46,7 +54,11 @@ std::vector<int64_t> LatencyColumns::percentiles(const Group& g, ValueColumn Lea
   uint64_t n = count(g);
   std::vector<uint64_t> ks;
   for (double p : ps) ks.push_back(nearest_rank_index(n, p));
-  return select_ranks(cols, ks, select_bytes_);
+  std::sort(cols.begin(), cols.end());  // a group's leaves in any order are the same values
+  auto key = std::pair{cols, ks};
+  auto it = selected_.find(key);
+  if (it == selected_.end()) it = selected_.emplace(key, select_ranks(cols, ks, select_bytes_)).first;
+  return it->second;
 }
 
 nlohmann::json LatencyColumns::group_json(const Group& g) const {

@@ -17,6 +17,7 @@
 // are selected exactly, in memory when they fit.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -54,6 +55,9 @@ class LatencyColumns {
  private:
   MemoryPool pool_;
   uint64_t select_bytes_;
+  // Answers already selected, by columns and ranks: the groups "all", a hop and
+  // a scenario are often the same leaves, and each costs a pass over them.
+  mutable std::map<std::pair<std::vector<const ValueColumn*>, std::vector<uint64_t>>, std::vector<int64_t>> selected_;
   std::vector<std::unique_ptr<Leaf>> leaves_;
 };
 

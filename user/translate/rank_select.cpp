@@ -37,11 +37,25 @@ std::vector<int64_t> select_in_memory(const std::vector<const ValueColumn*>& col
   for (const ValueColumn* c : cols) n += c->size();
   all.reserve(n);
   scan_all(cols, [&](const int64_t* v, size_t m) { all.insert(all.end(), v, v + m); });
-  std::vector<int64_t> out;
-  if (ks.size() > 16) std::sort(all.begin(), all.end());
-  for (uint64_t k : ks) {
-    if (ks.size() <= 16) std::nth_element(all.begin(), all.begin() + k, all.end());
-    out.push_back(all[k]);
+  std::vector<int64_t> out(ks.size());
+  if (ks.size() > 16) {
+    std::sort(all.begin(), all.end());
+    for (size_t i = 0; i < ks.size(); ++i) out[i] = all[ks[i]];
+    return out;
+  }
+  // Ranks in increasing order, each selected in what lies above the last: once
+  // the k-th smallest is in place, every larger rank is in (k, n).
+  std::vector<size_t> by_rank(ks.size());
+  for (size_t i = 0; i < ks.size(); ++i) by_rank[i] = i;
+  std::sort(by_rank.begin(), by_rank.end(), [&](size_t a, size_t b) { return ks[a] < ks[b]; });
+  auto from = all.begin();
+  for (size_t i : by_rank) {
+    auto at = all.begin() + ks[i];
+    if (at >= from) {
+      std::nth_element(from, at, all.end());
+      from = at + 1;
+    }
+    out[i] = *at;
   }
   return out;
 }

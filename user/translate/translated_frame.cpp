@@ -2,11 +2,16 @@
 #include "translate/translated_frame.h"
 
 #include <cstring>
+#include <exception>
+#include <thread>
 #include <memory>
 #include <stdexcept>
 #include <unordered_map>
 
 #include <zstd.h>
+
+#include "trace/trace_reader.h"
+#include "translate/parallel_for.h"
 
 namespace cptrace {
 namespace {
@@ -152,6 +157,69 @@ void decode_translated(const FrameHeader& h, const uint8_t* payload, size_t len,
     out.push_back(e);
   }
   if (c.p != c.end) throw std::runtime_error("translated frame: trailing bytes after the last record");
+}
+
+namespace {
+
+struct DecodedFrame {
+  std::vector<uint8_t> payload;
+  std::vector<TranslatedEvent> events;
+  std::exception_ptr error;
+};
+
+void decode_batch(const TraceReader& r, unsigned threads, const size_t* pos, size_t n,
+                  std::vector<DecodedFrame>& out) {
+  parallel_for(threads, n, [&](size_t i, unsigned) {
+    DecodedFrame& f = out[i];
+    f.error = nullptr;
+    try {
+      FrameHeader h{};
+      r.read_frame(pos[i], h, f.payload);
+      decode_translated(h, f.payload.data(), f.payload.size(), f.events);
+    } catch (...) {
+      f.error = std::current_exception();
+    }
+  });
+}
+
+}  // namespace
+
+void for_each_translated(const TraceReader& r, unsigned threads,
+                         const std::function<void(const std::vector<TranslatedEvent>&)>& fn) {
+  const std::vector<size_t> pos = r.frame_positions(FrameType::Translated);
+  // One thread: read, decode and hand out in turn. More: the next batch is
+  // decoded (on all but the calling thread) while this one is handed out.
+  const unsigned decoders = threads > 1 ? threads - 1 : 1;
+  const size_t batch = threads > 1 ? 2 * size_t(decoders) : 1;
+  std::vector<DecodedFrame> cur(batch), next(batch);
+  auto hand_out = [&](std::vector<DecodedFrame>& frames, size_t n) {
+    for (size_t i = 0; i < n; ++i) {
+      if (frames[i].error) std::rethrow_exception(frames[i].error);
+      fn(frames[i].events);
+    }
+  };
+  size_t at = std::min(batch, pos.size());
+  decode_batch(r, threads > 1 ? threads : 1, pos.data(), at, cur);
+  size_t cur_n = at;
+  while (cur_n) {
+    size_t next_n = std::min(batch, pos.size() - at);
+    if (threads > 1 && next_n) {
+      std::thread ahead([&] { decode_batch(r, decoders, pos.data() + at, next_n, next); });
+      try {
+        hand_out(cur, cur_n);
+      } catch (...) {
+        ahead.join();
+        throw;
+      }
+      ahead.join();
+    } else {
+      hand_out(cur, cur_n);
+      decode_batch(r, 1, pos.data() + at, next_n, next);
+    }
+    at += next_n;
+    std::swap(cur, next);
+    cur_n = next_n;
+  }
 }
 
 }  // namespace cptrace

@@ -11,6 +11,7 @@
 //   zz pid delta; zz tid delta; varint cpu; u8 kind.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "trace/block_codec.h"
@@ -32,5 +33,13 @@ struct TranslatedEvent {
 void encode_translated(const TranslatedEvent* ev, size_t n, int zstd_level, EncodedFrame& out);
 // Checks lengths and count; throws std::runtime_error on any inconsistency.
 void decode_translated(const FrameHeader& h, const uint8_t* payload, size_t len, std::vector<TranslatedEvent>& out);
+
+class TraceReader;
+// The Translated frames of `r`, read and decoded on `threads` threads while the
+// calling thread hands the frames before them to fn(events), one frame at a
+// time in file order. An error (a damaged frame) is raised when its frame's
+// turn comes, after fn had every frame before it: as a sequential reading.
+void for_each_translated(const TraceReader& r, unsigned threads,
+                         const std::function<void(const std::vector<TranslatedEvent>&)>& fn);
 
 }  // namespace cptrace
