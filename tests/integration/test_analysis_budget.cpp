@@ -157,6 +157,44 @@ TEST_F(AnalysisBudget, LatencySpilledIsByteForByteTheUnbudgetedOutput) {
   EXPECT_EQ(j["to_duplicates"], expect_.to_dups);
 }
 
+// `--threads` splits the join's partitions, the decoding and the rows over
+// threads: any count gives the same bytes, in memory and spilled, for a pair of
+// each kind (reference-remote, remote-remote-direct) and for one node's trace.
+// The runs of one form and pair must agree with --threads 1 unbudgeted,
+// stderr included (the spill note aside, which names a temp dir).
+TEST_F(AnalysisBudget, LatencyIsTheSameBytesOnAnyNumberOfThreads) {
+  auto without_note = [](std::string err) {
+    size_t at = err.find("note: the tuples did not fit");
+    if (at != std::string::npos) err.erase(at, err.find('\n', at) + 1 - at);
+    return err;
+  };
+  struct Case {
+    std::string dir, pair;
+  };
+  for (const Case& c : {Case{dir_, kPair}, Case{dir_, " --from B.in --to C.in"},
+                        Case{*tmp_ / "B", " --from B.in --to B.out"}})
+    for (const char* form : {" --csv", " --json"}) {
+      std::string cmd = cptrace_bin() + " latency " + c.dir + c.pair + form;
+      auto one = run(cmd + " --threads 1", *tmp_);
+      ASSERT_EQ(one.status, 0) << one.err;
+      ASSERT_GT(one.out.size(), 1000u) << cmd;
+      for (const char* more : {" --threads 2", " --threads 3", " --threads 1 --memory 16M", " --threads 2 --memory 16M"}) {
+        auto other = run(cmd + more, *tmp_);
+        ASSERT_EQ(other.status, 0) << other.err;
+        EXPECT_TRUE(other.out == one.out) << cmd << more << ": stdout differs from --threads 1";
+        EXPECT_EQ(without_note(other.err), one.err) << cmd << more;
+        if (std::string(more).find("--memory") != std::string::npos)
+          EXPECT_NE(other.err.find("spilled"), std::string::npos) << cmd << more << ": must really spill";
+      }
+    }
+}
+
+TEST_F(AnalysisBudget, ThreadsOptionRefusesZero) {
+  auto r = run(cptrace_bin() + " latency " + dir_ + kPair + " --threads 0", *tmp_);
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.err.find("--threads"), std::string::npos) << r.err;
+}
+
 // Peak RSS within the budget plus the fixed cost (the same command on a run of
 // 2000 tuples); the unbudgeted run of the same data needs more than that, so
 // the assertion can fail.

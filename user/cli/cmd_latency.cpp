@@ -26,7 +26,7 @@ struct LatencyArgs {
 int run_latency(const LatencyArgs& a) {
   auto r = open_latency_trace(a.dir);
   if (r->meta().contains("translated"))
-    return cmd_latency(a.dir, a.from, a.to, a.csv, a.accept_suspect_sync, a.json, a.budget);
+    return cmd_latency(*r, a.dir, a.from, a.to, a.csv, a.accept_suspect_sync, a.json, a.budget);
   return print_latency(node_latency_stream(*r, a.from, a.to, a.budget), a.from, a.to, a.csv, a.json, {});
 }
 

@@ -354,7 +354,10 @@ void print_csv(const LatencyResult& res) {
 // The findings translate accepted (--accept-suspect-sync): an error unless the
 // user accepts them here too.
 std::vector<SyncFinding> suspect_findings(const std::string& dir, bool accept) {
-  TraceReader r(dir);
+  return suspect_findings(TraceReader(dir), dir, accept);
+}
+
+std::vector<SyncFinding> suspect_findings(const TraceReader& r, const std::string& dir, bool accept) {
   std::vector<SyncFinding> fs;
   if (!r.meta().contains("translated")) return fs;
   for (const nlohmann::json& f : r.meta()["translated"].value("suspect_sync", nlohmann::json::array()))
@@ -366,8 +369,12 @@ std::vector<SyncFinding> suspect_findings(const std::string& dir, bool accept) {
 
 int cmd_latency(const std::string& dir, const std::string& from, const std::string& to, bool csv,
                 bool accept_suspect_sync, bool json, const MemoryBudget& budget) {
-  std::vector<SyncFinding> suspect = suspect_findings(dir, accept_suspect_sync);
-  TraceReader r(dir);
+  return cmd_latency(TraceReader(dir), dir, from, to, csv, accept_suspect_sync, json, budget);
+}
+
+int cmd_latency(const TraceReader& r, const std::string& dir, const std::string& from, const std::string& to,
+                bool csv, bool accept_suspect_sync, bool json, const MemoryBudget& budget) {
+  std::vector<SyncFinding> suspect = suspect_findings(r, dir, accept_suspect_sync);
   if (!r.meta().contains("translated"))
     throw std::runtime_error(dir + ": not a translated trace (run cptrace translate first)");
   return print_latency(latency_stream(r, from, to, budget), from, to, csv, json, suspect);

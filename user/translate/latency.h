@@ -127,11 +127,15 @@ LatencyResult latency_stream(const TraceReader& r, const std::string& from, cons
 // throws naming them unless accept (then the caller prints the warnings).
 struct SyncFinding;
 std::vector<SyncFinding> suspect_findings(const std::string& dir, bool accept);
+// The same on an open reader of `dir` (one scan of the trace, not one per step).
+std::vector<SyncFinding> suspect_findings(const TraceReader& r, const std::string& dir, bool accept);
 // Refuses (throws) a trace translated with --accept-suspect-sync unless
 // accept_suspect_sync; then prints one WARNING line per finding. json: the
 // summary as JSON (latency_summary.h) on stdout, the notes on stderr.
 int cmd_latency(const std::string& dir, const std::string& from, const std::string& to, bool csv,
                 bool accept_suspect_sync = false, bool json = false, const MemoryBudget& budget = {});
+int cmd_latency(const TraceReader& r, const std::string& dir, const std::string& from, const std::string& to,
+                bool csv, bool accept_suspect_sync, bool json, const MemoryBudget& budget);
 // What cmd_latency prints of `res`, however its rows were obtained (a translated
 // trace, or one node's own: analyze/local_latency.h): the summary, --csv or
 // --json on stdout, then the notes (and one WARNING line per finding).

@@ -190,7 +190,9 @@ void for_each_translated(const TraceReader& r, unsigned threads,
   // One thread: read, decode and hand out in turn. More: the next batch is
   // decoded (on all but the calling thread) while this one is handed out.
   const unsigned decoders = threads > 1 ? threads - 1 : 1;
-  const size_t batch = threads > 1 ? 2 * size_t(decoders) : 1;
+  // Two frames a decoder, at most 8 ahead: decoded frames (~1 MB each) are a
+  // fixed cost, outside the budget.
+  const size_t batch = threads > 1 ? std::min<size_t>(2 * size_t(decoders), 8) : 1;
   std::vector<DecodedFrame> cur(batch), next(batch);
   auto hand_out = [&](std::vector<DecodedFrame>& frames, size_t n) {
     for (size_t i = 0; i < n; ++i) {
