@@ -10,6 +10,10 @@
 #   ANALYSIS_MEMORY       --memory budget of the analysis commands (default 1G)
 #   ANALYSIS_RATE         emitter pace in tuples/s, 0 = flat out (default 1000000)
 #   ANALYSIS_RECORD_ONLY  1: record and translate only, no analysis commands
+#   ANALYSIS_DUCKDB       0: no DuckDB comparison (default 1: when node and
+#                         tools/duckdb's @duckdb/node-api are installed, the
+#                         trace is exported to Parquet and DuckDB answers
+#                         latency's question on it; the ratio is printed)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=build
@@ -22,6 +26,11 @@ MEMORY=${ANALYSIS_MEMORY:-1G}
 # analysis.
 RATE=${ANALYSIS_RATE:-1000000}
 RECORD_ONLY=${ANALYSIS_RECORD_ONLY:-0}
+DUCKDB=${ANALYSIS_DUCKDB:-1}
+if [[ $DUCKDB == 1 ]] && ! (cd tools/duckdb && node -e "require.resolve('@duckdb/node-api')") >/dev/null 2>&1; then
+  echo "  DuckDB comparison: skipped, no node or no @duckdb/node-api in tools/duckdb (tools/install-deps.sh)"
+  DUCKDB=0
+fi
 # -t: under $TMPDIR when set, so a larger disk can be chosen for 100 M tuples.
 tmp=$(mktemp -d -t cptrace-analysis.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
@@ -79,6 +88,7 @@ measure() {
     tail -3 "$tmp/err" | sed 's/^/    /'
     return 0
   fi
+  last_secs=$secs
   local verdict="budget: none (no --memory in this build)"
   if [[ -n $budget ]]; then
     if ((kb * 1024 <= $(bytes "$MEMORY"))); then
@@ -91,6 +101,42 @@ measure() {
     printf "  %-22s %11d tuples %9.2f s %12.0f tuples/s %9.1f MiB peak RSS  %s\n",
       l, n, s, n / (s > 0 ? s : 0.01), kb / 1024, v }'
   return 0
+}
+
+# duckdb_latency N DIR LATENCY_SECS: the trace exported to Parquet
+# (tools/duckdb/export-parquet.mjs, timed), then DuckDB on events.parquet with
+# the question `latency` answers: the first src.out and sink.in event of each
+# tuple joined on the id, duration and strict bound per tuple (the reference's
+# ticks), count, p50, p99 and the p99's bound. Both use every CPU (DuckDB's
+# default threads, cptrace's default --threads). Prints DuckDB's line and
+# latency's time as a ratio of it (the goal: at most 1/3).
+duckdb_latency() {
+  local n=$1 dir=$2 lat=$3 kb secs
+  if ! /usr/bin/time -o "$tmp/time" -f '%M %e' node tools/duckdb/export-parquet.mjs "$dir/tr" "$dir/pq" \
+    --cptrace "$B/cptrace" >"$tmp/out" 2>"$tmp/err"; then
+    echo "  export-parquet: FAILED:"; tail -3 "$tmp/err" | sed 's/^/    /'; rm -rf "$dir/pq"; return 0
+  fi
+  read -r kb secs < <(tail -1 "$tmp/time")
+  awk -v n="$((3 * n))" -v s="$secs" -v kb="$kb" 'BEGIN {
+    printf "  %-22s %11d events %9.2f s %12.0f events/s %9.1f MiB peak RSS\n", "export-parquet.mjs", n, s, n / (s > 0 ? s : 0.01), kb / 1024 }'
+  local sql="WITH a AS (SELECT tuple, arg_min(ref_ts, ref_ts) ts, arg_min(ref_lo, ref_ts) lo, arg_min(ref_hi, ref_ts) hi
+      FROM events WHERE channel = 'src.out' AND kind = 'user' GROUP BY tuple),
+    b AS (SELECT tuple, arg_min(ref_ts, ref_ts) ts, arg_min(ref_lo, ref_ts) lo, arg_min(ref_hi, ref_ts) hi
+      FROM events WHERE channel = 'sink.in' AND kind = 'user' GROUP BY tuple),
+    d AS (SELECT b.ts - a.ts AS v, b.lo - a.hi AS lo, b.hi - a.lo AS hi FROM a JOIN b USING (tuple))
+    SELECT count(*) AS n, quantile_disc(v, 0.5::DOUBLE) AS p50, quantile_disc(v, 0.99::DOUBLE) AS p99,
+      quantile_disc(lo, 0.99::DOUBLE) AS p99_lo, quantile_disc(hi, 0.99::DOUBLE) AS p99_hi FROM d"
+  if ! /usr/bin/time -o "$tmp/time" -f '%M %e' node tools/duckdb/query.mjs "$dir/pq" "$sql" >"$tmp/out" 2>"$tmp/err"; then
+    echo "  DuckDB query: FAILED:"; tail -3 "$tmp/err" | sed 's/^/    /'; rm -rf "$dir/pq"; return 0
+  fi
+  read -r kb secs < <(tail -1 "$tmp/time")
+  awk -v l="DuckDB (same question)" -v n="$n" -v s="$secs" -v kb="$kb" -v lat="$lat" 'BEGIN {
+    printf "  %-22s %11d tuples %9.2f s %12.0f tuples/s %9.1f MiB peak RSS  (node start-up included)\n",
+      l, n, s, n / (s > 0 ? s : 0.01), kb / 1024
+    printf "    latency / DuckDB: %.2f (%.1fx %s; goal: latency at most 1/3 of DuckDB)\n", lat / (s > 0 ? s : 0.01),
+      (lat <= s ? s / (lat > 0 ? lat : 0.01) : lat / (s > 0 ? s : 0.01)), (lat <= s ? "faster" : "slower") }'
+  tr -d ' \n' <"$tmp/out" | sed 's/^/    DuckDB: /; s/$/\n/'
+  rm -rf "$dir/pq"
 }
 
 for n in $TUPLES; do
@@ -151,7 +197,9 @@ PY
         # Every tuple has both ends: the summary's count is the whole run.
         head -1 "$tmp/out" | sed 's/^/    /'
         grep '^unmatched' "$tmp/out" | sed 's/^/    /' || true
+        latency_secs=$last_secs
         measure "$n" "latency --csv" /dev/null latency "$dir/tr" --from src.out --to sink.in --csv
+        [[ $DUCKDB == 1 ]] && duckdb_latency "$n" "$dir" "$latency_secs"
         ;;
       report)
         measure "$n" "report" /dev/null report "$dir/tr" --pair src.out,sink.in -o "$dir/report.html"
