@@ -2,6 +2,7 @@
 #include "translate/memory_budget.h"
 
 #include <sched.h>
+#include <sys/mman.h>
 
 #include <cctype>
 #include <cstdlib>
@@ -21,6 +22,12 @@ std::string MemoryBudget::spill_dir() const {
   if (!temp_dir.empty()) return temp_dir;
   const char* t = getenv("TMPDIR");
   return t && *t ? t : "/tmp";
+}
+
+void advise_huge_pages(const void* p, size_t bytes) {
+  constexpr uintptr_t kHuge = 2 << 20;
+  uintptr_t b = (uintptr_t(p) + kHuge - 1) & ~(kHuge - 1), e = (uintptr_t(p) + bytes) & ~(kHuge - 1);
+  if (e > b) madvise(reinterpret_cast<void*>(b), e - b, MADV_HUGEPAGE);
 }
 
 unsigned MemoryBudget::thread_count() const {

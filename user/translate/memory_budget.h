@@ -6,6 +6,7 @@
 // peak memory does not depend on the run's length. Fixed costs (the reader's
 // meta data, one decoded frame, the code) come on top: a few tens of MB.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -24,6 +25,11 @@ struct MemoryBudget {
   std::string spill_dir() const;
   unsigned thread_count() const;  // threads, or the CPUs this process may run on
 };
+
+// Asks the kernel for huge pages under [p, p + bytes) (the whole 2 MiB pages
+// inside it): a large buffer filled once then costs a page fault per 2 MiB, not
+// per 4 KiB. Only advice: nothing changes where transparent huge pages are off.
+void advise_huge_pages(const void* p, size_t bytes);
 
 // "1G", "512M", "300k", "2GiB", "1073741824" -> bytes (powers of 1024). Throws
 // std::runtime_error naming the option and the value on anything else, and on

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "translate/memory_budget.h"
 #include "translate/spill_file.h"
 
 namespace cptrace {
@@ -22,7 +23,10 @@ class RunMerge {
       : limit_(std::max<uint64_t>(memory_bytes / sizeof(T), 1024)), dir_(std::move(dir)), key_(key) {
     // A real limit: reserved once (address space; pages come as it fills), so the
     // vector never doubles past it. No limit (latency()): grows as vectors do.
-    if (memory_bytes <= (64ull << 30)) mem_.reserve(limit_);
+    if (memory_bytes <= (64ull << 30)) {
+      mem_.reserve(limit_);
+      advise_huge_pages(mem_.data(), limit_ * sizeof(T));
+    }
   }
 
   void add(const T& x) {

@@ -55,7 +55,10 @@ TupleJoin::TupleJoin(const MemoryBudget& b, Keep keep)
   // held before the first spill take under half of it (no table yet), the
   // buffers half.
   fanout_buffer_ = size_t(std::clamp<uint64_t>(b.bytes / 2 >> kFanoutBits, 16 << 10, 1 << 20));
-  if (b.bytes <= kReserveUpTo) mem_.reserve(max_in_memory_);
+  if (b.bytes <= kReserveUpTo) {
+    mem_.reserve(max_in_memory_);
+    advise_huge_pages(mem_.data(), max_in_memory_ * sizeof(Rec));
+  }
 }
 
 TupleJoin::~TupleJoin() = default;
@@ -130,6 +133,7 @@ void TupleJoin::join_memory(std::vector<Rec>& recs, JoinCounts& c, const PairFn&
     uint32_t index;  // top bit: to side
   };
   std::vector<Ref> order(n);
+  advise_huge_pages(order.data(), n * sizeof(Ref));
   parallel_for(threads, chunks, [&](size_t ch, unsigned) {
     for (uint32_t i = chunk_begin(ch); i < chunk_begin(ch + 1); ++i) {
       const Rec& r = recs[i];
@@ -143,7 +147,10 @@ void TupleJoin::join_memory(std::vector<Rec>& recs, JoinCounts& c, const PairFn&
   struct Match {
     uint32_t from = kNone, to = kNone;  // the records paired (from == kNone: none)
   };
-  std::vector<Match> match(n);
+  std::vector<Match> match;
+  match.reserve(n);
+  advise_huge_pages(match.data(), n * sizeof(Match));
+  match.resize(n);
   struct Worker {
     std::vector<Slot> table;
     std::vector<std::pair<uint32_t, uint32_t>> firsts;  // (first to record, slot)
