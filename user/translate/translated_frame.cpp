@@ -37,6 +37,18 @@ struct Cursor {
   const uint8_t* p;
   const uint8_t* end;
   uint64_t varint() {
+    // Most values are one byte; with 10 bytes left no byte can run past the
+    // end, so the loop below need not check for it.
+    if (p != end && *p < 0x80) return *p++;
+    if (end - p >= 10) {
+      uint64_t v = 0;
+      for (int shift = 0; shift < 64; shift += 7) {
+        uint8_t b = *p++;
+        v |= uint64_t(b & 0x7f) << shift;
+        if (!(b & 0x80)) return v;
+      }
+      throw std::runtime_error("translated frame: varint longer than 10 bytes");
+    }
     uint64_t v = 0;
     for (int shift = 0; shift < 64; shift += 7) {
       if (p == end) throw std::runtime_error("translated frame: varint runs past the end");
@@ -130,12 +142,11 @@ void decode_translated(const FrameHeader& h, const uint8_t* payload, size_t len,
   }
   Cursor c{data, data + n};
   std::vector<uint64_t> chan;
-  out.clear();
-  out.reserve(h.count);
+  out.resize(h.count);
   uint64_t prev_ts = 0;
   int64_t prev_off = 0, prev_tuple = 0, prev_pid = 0, prev_tid = 0;
   for (uint32_t i = 0; i < h.count; ++i) {
-    TranslatedEvent e;
+    TranslatedEvent& e = out[i];
     uint64_t node = c.varint();
     if (node > 0xffff) throw std::runtime_error("translated frame: node index beyond 16 bits");
     e.node = uint16_t(node);
@@ -154,7 +165,6 @@ void decode_translated(const FrameHeader& h, const uint8_t* payload, size_t len,
     e.cpu = uint16_t(c.varint());
     e.kind = c.u8();
     prev_ts = e.local_ts, prev_off = off, prev_tuple = int64_t(e.tuple), prev_pid = e.pid, prev_tid = e.tid;
-    out.push_back(e);
   }
   if (c.p != c.end) throw std::runtime_error("translated frame: trailing bytes after the last record");
 }
