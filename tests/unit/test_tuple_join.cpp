@@ -1,0 +1,160 @@
+// The tuple join (user/translate/tuple_join.h) against the obvious one hash map
+// over the whole run: the same pairs in the same order, the same counts, on any
+// number of threads, in memory and spilled; and parallel_for's contract.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <iterator>
+#include <random>
+#include <stdexcept>
+#include <unordered_map>
+#include <vector>
+
+#include "translate/parallel_for.h"
+#include "translate/tuple_join.h"
+
+using namespace cptrace;
+
+namespace {
+
+struct Event {
+  bool to;
+  uint64_t tuple, local;
+};
+
+struct Pair {
+  uint64_t tuple, seq, from_local, to_local;
+  bool operator==(const Pair&) const = default;
+};
+
+struct Joined {
+  std::vector<Pair> pairs;
+  JoinCounts c;
+  uint64_t ends = 0;
+};
+
+// Ids from a small range (repeats on both sides, ids on one side only), stamps
+// out of order so that Keep::Earliest differs from Keep::First.
+std::vector<Event> events(size_t n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<Event> ev;
+  for (size_t i = 0; i < n; ++i)
+    ev.push_back({bool(rng() & 1), rng() % (n / 2), uint64_t(i * 10) + rng() % 1000});
+  return ev;
+}
+
+// One unordered_map over everything: what the join must say.
+Joined reference(const std::vector<Event>& ev, TupleJoin::Keep keep) {
+  struct Side {
+    bool has = false;
+    uint64_t seq = 0, local = 0;
+  };
+  std::unordered_map<uint64_t, std::pair<Side, Side>> m;
+  Joined j;
+  for (uint64_t seq = 0; seq < ev.size(); ++seq) {
+    const Event& e = ev[seq];
+    Side& s = e.to ? m[e.tuple].second : m[e.tuple].first;
+    if (s.has) {
+      ++(e.to ? j.c.to_duplicates : j.c.from_duplicates);
+      if (keep == TupleJoin::Keep::Earliest && e.local < s.local) s.local = e.local;
+      continue;
+    }
+    s = {true, seq, e.local};
+  }
+  std::vector<std::pair<uint64_t, Pair>> out;
+  for (const auto& [id, sides] : m) {
+    if (sides.first.has && sides.second.has)
+      out.push_back({sides.second.seq, {id, sides.second.seq, sides.first.local, sides.second.local}});
+    else if (sides.first.has)
+      j.c.from_only++;
+    else
+      j.c.to_only++;
+  }
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (const auto& [seq, p] : out) j.pairs.push_back(p);
+  j.c.pairs = j.pairs.size();
+  return j;
+}
+
+Joined join(const std::vector<Event>& ev, TupleJoin::Keep keep, unsigned threads, uint64_t bytes) {
+  MemoryBudget b;
+  b.bytes = bytes;
+  b.threads = threads;
+  b.temp_dir = "/tmp";
+  TupleJoin t(b, keep);
+  for (const Event& e : ev) {
+    JoinStamp s;
+    s.local = e.local;
+    t.add(e.to, e.tuple, s);
+  }
+  Joined j;
+  std::vector<Pair> part;
+  j.c = t.run(
+      [&](uint64_t tuple, uint64_t seq, const JoinStamp& a, const JoinStamp& z) {
+        part.push_back({tuple, seq, a.local, z.local});
+      },
+      [&] {
+        // Each partition's pairs in to-event order; the partitions merged here.
+        std::vector<Pair> merged;
+        std::merge(j.pairs.begin(), j.pairs.end(), part.begin(), part.end(), std::back_inserter(merged),
+                   [](const Pair& a, const Pair& z) { return a.seq < z.seq; });
+        j.pairs = std::move(merged);
+        part.clear();
+        j.ends++;
+      });
+  return j;
+}
+
+void expect_same(const Joined& want, const Joined& got, const char* what) {
+  EXPECT_EQ(got.c.pairs, want.c.pairs) << what;
+  EXPECT_EQ(got.c.from_only, want.c.from_only) << what;
+  EXPECT_EQ(got.c.to_only, want.c.to_only) << what;
+  EXPECT_EQ(got.c.from_duplicates, want.c.from_duplicates) << what;
+  EXPECT_EQ(got.c.to_duplicates, want.c.to_duplicates) << what;
+  ASSERT_EQ(got.pairs.size(), want.pairs.size()) << what;
+  EXPECT_TRUE(got.pairs == want.pairs) << what;
+}
+
+}  // namespace
+
+TEST(TupleJoin, SamePairsAndCountsAsOneMapOnAnyThreadsInMemoryAndSpilled) {
+  const std::vector<Event> ev = events(200000, 7);
+  for (TupleJoin::Keep keep : {TupleJoin::Keep::First, TupleJoin::Keep::Earliest}) {
+    Joined want = reference(ev, keep);
+    ASSERT_GT(want.c.pairs, 10000u);
+    ASSERT_GT(want.c.from_duplicates, 1000u);
+    ASSERT_GT(want.c.from_only, 1000u);
+    for (unsigned threads : {1u, 2u, 5u}) {
+      Joined mem = join(ev, keep, threads, 1ull << 30);
+      EXPECT_EQ(mem.c.partitions, 1u);
+      expect_same(want, mem, "in memory");
+      // 2 MB: ~20 K records in memory, so the 200 K spill into 64 partitions.
+      Joined spilled = join(ev, keep, threads, 2ull << 20);
+      EXPECT_GT(spilled.c.partitions, 1u);
+      EXPECT_EQ(spilled.ends, spilled.c.partitions);
+      expect_same(want, spilled, "spilled");
+    }
+  }
+}
+
+TEST(ParallelFor, EveryIndexOnceAndTheFirstErrorRethrown) {
+  for (unsigned threads : {1u, 3u, 8u}) {
+    std::vector<std::atomic<int>> seen(1000);
+    parallel_for(threads, seen.size(), [&](size_t i, unsigned worker) {
+      ASSERT_LT(worker, threads);
+      seen[i]++;
+    });
+    for (const auto& s : seen) EXPECT_EQ(s.load(), 1);
+    std::atomic<size_t> ran{0};
+    EXPECT_THROW(parallel_for(threads, 1000,
+                              [&](size_t i, unsigned) {
+                                ran++;
+                                if (i == 10) throw std::runtime_error("item 10");
+                              }),
+                 std::runtime_error);
+    if (threads == 1) {
+      EXPECT_EQ(ran.load(), 11u) << "one thread stops at the error";
+    }
+  }
+}
