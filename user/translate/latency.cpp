@@ -280,7 +280,7 @@ LatencyResult latency_stream(const TraceReader& r, const std::string& from, cons
         done[i] = {p.seq, p.tuple, d.est, d.lo, d.hi, a.est, a.node, b.node, scenario_index(scenario)};
       }
     });
-    for (size_t i = 0; i < n; ++i) rows->rows.add(done[i]);
+    rows->rows.add(done.data(), n);
     pending.clear();
   };
   JoinCounts c = join.run(

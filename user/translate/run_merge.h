@@ -33,6 +33,15 @@ class RunMerge {
     if (mem_.size() >= limit_) spill();
     mem_.push_back(x);
   }
+  // add() of each of p[0, n), copied in blocks.
+  void add(const T* p, size_t n) {
+    while (n) {
+      if (mem_.size() >= limit_) spill();
+      size_t m = std::min<size_t>(n, limit_ - mem_.size());
+      mem_.insert(mem_.end(), p, p + m);
+      p += m, n -= m;
+    }
+  }
   // The records added since the last end_run() form one run.
   void end_run() {
     if (mem_.size() > run_begin_) mem_runs_.push_back({run_begin_, mem_.size()});
