@@ -171,14 +171,15 @@ TEST_F(AnalysisBudget, LatencyIsTheSameBytesOnAnyNumberOfThreads) {
   struct Case {
     std::string dir, pair;
   };
-  for (const Case& c : {Case{dir_, kPair}, Case{dir_, " --from B.in --to C.in"},
-                        Case{*tmp_ / "B", " --from B.in --to B.out"}})
+  for (const Case& c :
+       {Case{dir_, kPair}, Case{dir_, " --from B.in --to C.in"}, Case{*tmp_ / "B", " --from B.in --to B.out"}})
     for (const char* form : {" --csv", " --json"}) {
       std::string cmd = cptrace_bin() + " latency " + c.dir + c.pair + form;
       auto one = run(cmd + " --threads 1", *tmp_);
       ASSERT_EQ(one.status, 0) << one.err;
       ASSERT_GT(one.out.size(), 1000u) << cmd;
-      for (const char* more : {" --threads 2", " --threads 3", " --threads 1 --memory 16M", " --threads 2 --memory 16M"}) {
+      for (const char* more :
+           {" --threads 2", " --threads 3", " --threads 1 --memory 16M", " --threads 2 --memory 16M"}) {
         auto other = run(cmd + more, *tmp_);
         ASSERT_EQ(other.status, 0) << other.err;
         EXPECT_TRUE(other.out == one.out) << cmd << more << ": stdout differs from --threads 1";

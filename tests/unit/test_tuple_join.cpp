@@ -39,8 +39,7 @@ struct Joined {
 std::vector<Event> events(size_t n, uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::vector<Event> ev;
-  for (size_t i = 0; i < n; ++i)
-    ev.push_back({bool(rng() & 1), rng() % (n / 2), uint64_t(i * 10) + rng() % 1000});
+  for (size_t i = 0; i < n; ++i) ev.push_back({bool(rng() & 1), rng() % (n / 2), uint64_t(i * 10) + rng() % 1000});
   return ev;
 }
 

@@ -372,8 +372,8 @@ int cmd_latency(const std::string& dir, const std::string& from, const std::stri
   return cmd_latency(TraceReader(dir), dir, from, to, csv, accept_suspect_sync, json, budget);
 }
 
-int cmd_latency(const TraceReader& r, const std::string& dir, const std::string& from, const std::string& to,
-                bool csv, bool accept_suspect_sync, bool json, const MemoryBudget& budget) {
+int cmd_latency(const TraceReader& r, const std::string& dir, const std::string& from, const std::string& to, bool csv,
+                bool accept_suspect_sync, bool json, const MemoryBudget& budget) {
   std::vector<SyncFinding> suspect = suspect_findings(r, dir, accept_suspect_sync);
   if (!r.meta().contains("translated"))
     throw std::runtime_error(dir + ": not a translated trace (run cptrace translate first)");

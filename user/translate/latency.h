@@ -134,8 +134,8 @@ std::vector<SyncFinding> suspect_findings(const TraceReader& r, const std::strin
 // summary as JSON (latency_summary.h) on stdout, the notes on stderr.
 int cmd_latency(const std::string& dir, const std::string& from, const std::string& to, bool csv,
                 bool accept_suspect_sync = false, bool json = false, const MemoryBudget& budget = {});
-int cmd_latency(const TraceReader& r, const std::string& dir, const std::string& from, const std::string& to,
-                bool csv, bool accept_suspect_sync, bool json, const MemoryBudget& budget);
+int cmd_latency(const TraceReader& r, const std::string& dir, const std::string& from, const std::string& to, bool csv,
+                bool accept_suspect_sync, bool json, const MemoryBudget& budget);
 // What cmd_latency prints of `res`, however its rows were obtained (a translated
 // trace, or one node's own: analyze/local_latency.h): the summary, --csv or
 // --json on stdout, then the notes (and one WARNING line per finding).

@@ -177,8 +177,7 @@ struct DecodedFrame {
   std::exception_ptr error;
 };
 
-void decode_batch(const TraceReader& r, unsigned threads, const size_t* pos, size_t n,
-                  std::vector<DecodedFrame>& out) {
+void decode_batch(const TraceReader& r, unsigned threads, const size_t* pos, size_t n, std::vector<DecodedFrame>& out) {
   parallel_for(threads, n, [&](size_t i, unsigned) {
     DecodedFrame& f = out[i];
     f.error = nullptr;
