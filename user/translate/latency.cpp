@@ -312,6 +312,8 @@ void summary_line(const std::string& what, const LatencyColumns& cols, const Lat
                   ValueColumn LatencyColumns::Leaf::*col, const char* unit) {
   uint64_t n = LatencyColumns::count(g);
   if (!n) return;
+  cols.select_together(g, {{&LatencyColumns::Leaf::value, {0, 0.5, 0.9, 0.99, 1.0}},
+                           {&LatencyColumns::Leaf::width, {0, 0.5, 0.9, 0.99, 1.0}}});
   std::vector<int64_t> p = cols.percentiles(g, col, {0, 0.5, 0.9, 0.99, 1.0});
   fmt::print("  {:<44} {:>9} {:>12} {:>12} {:>12} {:>12} {:>12}  {}\n", what, n, p[0], p[1], p[2], p[3], p[4], unit);
 }

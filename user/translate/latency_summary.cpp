@@ -1,6 +1,8 @@
 // The summary of `cptrace latency`: nearest-rank percentiles and their bounds.
 #include "translate/latency_summary.h"
 
+#include "translate/parallel_for.h"
+
 #include <algorithm>
 #include <map>
 #include <tuple>
@@ -9,7 +11,9 @@
 namespace cptrace {
 
 LatencyColumns::LatencyColumns(const LatencyResult& res)
-    : pool_{res.budget.share(0.25).bytes, 0}, select_bytes_(res.budget.share(0.3).bytes) {
+    : pool_{res.budget.share(0.25).bytes, 0},
+      select_bytes_(res.budget.share(0.3).bytes),
+      threads_(res.budget.thread_count()) {
   std::map<std::tuple<uint16_t, uint16_t, const char*>, Leaf*> index;
   const std::string dir = res.budget.spill_dir();
   bool ns = res.have_ns;
@@ -47,23 +51,48 @@ uint64_t LatencyColumns::count(const Group& g) {
   return n;
 }
 
-std::vector<int64_t> LatencyColumns::percentiles(const Group& g, ValueColumn Leaf::*col,
-                                                 const std::vector<double>& ps) const {
+LatencyColumns::Key LatencyColumns::key(const Group& g, ValueColumn Leaf::*col, const std::vector<double>& ps) const {
   std::vector<const ValueColumn*> cols;
   for (const Leaf* l : g) cols.push_back(&(l->*col));
+  std::sort(cols.begin(), cols.end());  // a group's leaves in any order are the same values
   uint64_t n = count(g);
   std::vector<uint64_t> ks;
   for (double p : ps) ks.push_back(nearest_rank_index(n, p));
-  std::sort(cols.begin(), cols.end());  // a group's leaves in any order are the same values
-  auto key = std::pair{cols, ks};
-  auto it = selected_.find(key);
-  if (it == selected_.end()) it = selected_.emplace(key, select_ranks(cols, ks, select_bytes_)).first;
+  return {cols, ks};
+}
+
+std::vector<int64_t> LatencyColumns::percentiles(const Group& g, ValueColumn Leaf::*col,
+                                                 const std::vector<double>& ps) const {
+  Key k = key(g, col, ps);
+  auto it = selected_.find(k);
+  if (it == selected_.end()) it = selected_.emplace(k, select_ranks(k.first, k.second, select_bytes_)).first;
   return it->second;
+}
+
+void LatencyColumns::select_together(const Group& g, const std::vector<Ask>& asks) const {
+  std::vector<Key> todo;
+  for (const Ask& a : asks) {
+    Key k = key(g, a.first, a.second);
+    if (!selected_.count(k) && std::find(todo.begin(), todo.end(), k) == todo.end()) todo.push_back(k);
+  }
+  const uint64_t n = count(g);
+  // Each selection in memory copies its n values: together only when all
+  // copies fit the selection's share (the same memory as one at a time).
+  if (todo.size() < 2 || threads_ < 2 || n * sizeof(int64_t) * todo.size() > select_bytes_) return;
+  std::vector<std::vector<int64_t>> got(todo.size());
+  parallel_for(threads_, todo.size(), [&](size_t i, unsigned) {
+    got[i] = select_ranks(todo[i].first, todo[i].second, select_bytes_ / todo.size());
+  });
+  for (size_t i = 0; i < todo.size(); ++i) selected_.emplace(std::move(todo[i]), std::move(got[i]));
 }
 
 nlohmann::json LatencyColumns::group_json(const Group& g) const {
   nlohmann::json j{{"count", count(g)}};
   if (!count(g)) return j;
+  select_together(g, {{&Leaf::value, {0, 0.5, 0.9, 0.99, 1.0}},
+                      {&Leaf::lo, {0.5, 0.9, 0.99}},
+                      {&Leaf::hi, {0.5, 0.9, 0.99}},
+                      {&Leaf::width, {0.5, 0.9, 0.99, 1.0}}});
   std::vector<int64_t> v = percentiles(g, &Leaf::value, {0, 0.5, 0.9, 0.99, 1.0});
   std::vector<int64_t> lo = percentiles(g, &Leaf::lo, {0.5, 0.9, 0.99});
   std::vector<int64_t> hi = percentiles(g, &Leaf::hi, {0.5, 0.9, 0.99});

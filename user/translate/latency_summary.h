@@ -48,16 +48,25 @@ class LatencyColumns {
   static uint64_t count(const Group& g);
   // The nearest-rank percentiles `ps` (0: min, 1: max) of one column of the group.
   std::vector<int64_t> percentiles(const Group& g, ValueColumn Leaf::*col, const std::vector<double>& ps) const;
+  // Selects the percentiles of several columns of a group at once, one column a
+  // thread, when all their copies fit the selection's memory together (else
+  // one after the other, as percentiles() would): percentiles() then answers
+  // from what was selected.
+  using Ask = std::pair<ValueColumn Leaf::*, std::vector<double>>;
+  void select_together(const Group& g, const std::vector<Ask>& asks) const;
   // {"count", "min", "p50", "p90", "p99", "max", "p50_lo", "p50_hi", ...,
   //  "width_p50", "width_p90", "width_p99", "width_max"}.
   nlohmann::json group_json(const Group& g) const;
 
  private:
+  using Key = std::pair<std::vector<const ValueColumn*>, std::vector<uint64_t>>;
+  Key key(const Group& g, ValueColumn Leaf::*col, const std::vector<double>& ps) const;
   MemoryPool pool_;
   uint64_t select_bytes_;
+  unsigned threads_;
   // Answers already selected, by columns and ranks: the groups "all", a hop and
   // a scenario are often the same leaves, and each costs a pass over them.
-  mutable std::map<std::pair<std::vector<const ValueColumn*>, std::vector<uint64_t>>, std::vector<int64_t>> selected_;
+  mutable std::map<Key, std::vector<int64_t>> selected_;
   std::vector<std::unique_ptr<Leaf>> leaves_;
 };
 
