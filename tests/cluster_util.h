@@ -4,6 +4,9 @@
 #pragma once
 #include <chrono>
 #include <filesystem>
+#include <functional>
+#include <map>
+#include <set>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -12,6 +15,8 @@
 
 #include "test_util.h"
 #include "testbed_util.h"
+#include "trace/trace_reader.h"
+#include "translate/translated_frame.h"
 
 namespace cptrace::clustertest {
 
@@ -75,6 +80,30 @@ inline bool wait_ssh_up(const testutil::TempDir& tmp, const std::string& client_
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   return false;
+}
+
+// Polls f every 50 ms until it holds (true) or timeout_s passes (false).
+inline bool wait_until(const std::function<bool()>& f, double timeout_s) {
+  auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  while (!f()) {
+    if (std::chrono::steady_clock::now() > end) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return true;
+}
+
+// The node-local TSC stamp of every event of `channels` in the translated trace
+// DIR, by (channel, tuple): the truth side of the containment checks.
+inline std::map<std::pair<uint64_t, uint64_t>, uint64_t> local_stamps(const std::string& dir,
+                                                                      const std::set<uint64_t>& channels) {
+  std::map<std::pair<uint64_t, uint64_t>, uint64_t> local;
+  std::vector<TranslatedEvent> evs;
+  TraceReader(dir).for_each_frame(FrameType::Translated, [&](const FrameHeader& h, const std::vector<uint8_t>& p) {
+    decode_translated(h, p.data(), p.size(), evs);
+    for (const TranslatedEvent& e : evs)
+      if (channels.count(e.channel)) local[{e.channel, e.tuple}] = e.local_ts;
+  });
+  return local;
 }
 
 }  // namespace cptrace::clustertest

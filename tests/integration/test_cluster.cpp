@@ -203,14 +203,7 @@ TEST(Cluster, EightNodesNetnsAndSshStreamTranslateContainTruth) {
   LatencyResult res = latency(tr, c1, c2);
   EXPECT_EQ(res.rows.size(), kTuples);
   uint64_t ch1 = cp_channel_id(c1.c_str()), ch2 = cp_channel_id(c2.c_str());
-  std::map<std::pair<uint64_t, uint64_t>, uint64_t> local;
-  TraceReader t(tr);
-  std::vector<TranslatedEvent> evs;
-  t.for_each_frame(FrameType::Translated, [&](const FrameHeader& h, const std::vector<uint8_t>& p) {
-    decode_translated(h, p.data(), p.size(), evs);
-    for (const TranslatedEvent& e : evs)
-      if (e.channel == ch1 || e.channel == ch2) local[{e.channel, e.tuple}] = e.local_ts;
-  });
+  auto local = local_stamps(tr, {ch1, ch2});
   size_t contained = 0;
   int64_t widest = 0;
   for (const LatencyRow& row : res.rows) {
@@ -289,15 +282,6 @@ struct SmallRun {
       }
   }
 };
-
-bool wait_until(const std::function<bool()>& f, double timeout_s) {
-  auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
-  while (!f()) {
-    if (std::chrono::steady_clock::now() > end) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return true;
-}
 
 // The controller SIGKILLed mid-run: every agent stops its recorder after
 // --controller-timeout, the traces stay on the nodes, `cluster gather` completes RUN/.

@@ -82,15 +82,6 @@ std::pair<pid_t, pid_t> find_process(const std::vector<std::string>& needles) {
   return {-1, -1};
 }
 
-bool wait_until(const std::function<bool()>& f, double timeout_s) {
-  auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
-  while (!f()) {
-    if (std::chrono::steady_clock::now() > end) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return true;
-}
-
 TEST(Cluster, NodeLostAndTransportBrokenMidRunRestCompleteGapReported) {
   REQUIRE_BPF();
   REQUIRE_TESTBED();

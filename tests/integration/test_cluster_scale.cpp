@@ -179,14 +179,7 @@ TEST(Cluster64, SixtyFourNodesEightPathsEveryBoundHoldsTheTruth) {
     wanted.insert(cp_channel_id((name(first_of_chain(c)) + ".out").c_str()));
     wanted.insert(cp_channel_id((name(last_of_chain(c)) + ".in").c_str()));
   }
-  std::map<std::pair<uint64_t, uint64_t>, uint64_t> local;
-  TraceReader t(tr);
-  std::vector<TranslatedEvent> evs;
-  t.for_each_frame(FrameType::Translated, [&](const FrameHeader& h, const std::vector<uint8_t>& p) {
-    decode_translated(h, p.data(), p.size(), evs);
-    for (const TranslatedEvent& e : evs)
-      if (wanted.count(e.channel)) local[{e.channel, e.tuple}] = e.local_ts;
-  });
+  auto local = clustertest::local_stamps(tr, wanted);
   size_t contained = 0, total = 0;
   int64_t widest = 0, narrowest = INT64_MAX;
   for (int c = 0; c < kChains; ++c) {

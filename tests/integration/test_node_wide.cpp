@@ -452,13 +452,15 @@ TEST(NodeWide, DaemonSetCapabilitiesRecordEveryProcessExactly) {
   EXPECT_EQ(sets["CapAmb"], 0u);
 
   Container c(tmp, "c", "env LD_LIBRARY_PATH=/app /app/workload --threads 2 --events 3000 --channels 2");
-  // The other user's library lies in its own private directory.
+  // The other user's library and program lie in its own private directory (a
+  // copy: the build tree may be closed to that user, as a fresh mktemp -d is).
   fs::permissions(tmp.path, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
   fs::create_directories(tmp.path / "private");
   fs::copy_file(build_dir() / "libcptrace.so", tmp.path / "private" / "libcptrace.so");
+  fs::copy_file(build_dir() / "tests" / "workload", tmp.path / "private" / "workload");
   ASSERT_EQ(run("chown -R 65534:65534 " + (tmp / "private") + " && chmod 700 " + (tmp / "private"), tmp).status, 0);
   Proc other("setpriv --reuid=65534 --regid=65534 --clear-groups env LD_LIBRARY_PATH=" + (tmp / "private") + " " +
-                 (build_dir() / "tests/workload").string() + " --threads 2 --events 2000",
+                 (tmp.path / "private" / "workload").string() + " --threads 2 --events 2000",
              tmp / "other.out", tmp / "other.err");
   ASSERT_EQ(c.proc->wait(60), 0) << c.err();
   ASSERT_EQ(other.wait(60), 0) << read_file(tmp / "other.err");

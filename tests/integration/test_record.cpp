@@ -91,6 +91,19 @@ void check_exact_set(const TraceReader& r, const Expect& x) {
   EXPECT_EQ(int(thread_of_tid.size()), x.threads);
 }
 
+// User events in a trace still being written, read again every 0.2 s until
+// there are `want` of them (or 30 s passed): what reached it meanwhile.
+uint64_t live_user_events(const std::string& trace, uint64_t want) {
+  uint64_t seen = 0;
+  for (int i = 0; i < 150 && seen < want; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    TraceReader live(trace);
+    seen = 0;
+    live.for_each_event([&](const TraceEvent& e) { seen += e.kind == uint8_t(EventKind::User); });
+  }
+  return seen;
+}
+
 std::string record_cmd(const TempDir& tmp, const std::string& extra) {
   return cptrace_bin() + " record --no-progress -o " + (tmp / "trace") + " " + extra;
 }
@@ -372,13 +385,7 @@ TEST(Record, FewEventsReachTheTraceWhileTheProgramRuns) {
            tmp / "r.out", tmp / "r.err");
   ASSERT_TRUE(rec.wait_for("LOGGED", 30)) << read_file(tmp / "r.err");
   pid_t wl = std::stoi(read_file(tmp / "r.out").substr(read_file(tmp / "r.out").find("LOGGED") + 7));
-  uint64_t seen_live = 0;
-  for (int i = 0; i < 150 && seen_live < 5; ++i) {  // the program holds: nothing else will flush
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    TraceReader live(tmp / "trace");
-    seen_live = 0;
-    live.for_each_event([&](const TraceEvent& e) { seen_live += e.kind == uint8_t(EventKind::User); });
-  }
+  uint64_t seen_live = live_user_events(tmp / "trace", 5);  // the program holds: nothing else will flush
   EXPECT_EQ(kill(wl, 0), 0) << "the program is still holding";
   EXPECT_EQ(seen_live, 5u) << "the 5 events reached the trace while the program ran";
   kill(wl, SIGUSR1);
@@ -402,13 +409,7 @@ TEST(Record, BufferedSinglesReachTheTraceWhileTheirThreadsIdle) {
            tmp / "r.out", tmp / "r.err");
   ASSERT_TRUE(rec.wait_for("LOGGED", 30)) << read_file(tmp / "r.err");
   pid_t wl = std::stoi(read_file(tmp / "r.out").substr(read_file(tmp / "r.out").find("LOGGED") + 7));
-  uint64_t seen_live = 0;
-  for (int i = 0; i < 150 && seen_live < 10; ++i) {  // the threads idle: only the flusher hands over
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    TraceReader live(tmp / "trace");
-    seen_live = 0;
-    live.for_each_event([&](const TraceEvent& e) { seen_live += e.kind == uint8_t(EventKind::User); });
-  }
+  uint64_t seen_live = live_user_events(tmp / "trace", 10);  // the threads idle: only the flusher hands over
   EXPECT_EQ(kill(wl, 0), 0) << "the program is still lingering";
   EXPECT_EQ(seen_live, 10u) << "the 10 events reached the trace while their threads idled";
   kill(wl, SIGUSR1);

@@ -99,8 +99,8 @@ std::vector<std::string> degraded_features(const KernelFeatures& f) {
   std::vector<std::string> out;
   if (!f.optimized_uprobe)
     out.push_back(
-        "no optimized uprobes (x86-64 Linux 6.18+): every cp_logTS hit traps (int3), several "
-        "µs each (docs/kernels.md); hot paths should log through cp_logTS_batch");
+        "no optimized uprobes (x86-64 Linux 6.18+): every probe hit traps (int3), several "
+        "µs each (docs/kernels.md); cp_logTS buffers its events unless CPTRACE_SINGLE=site");
   if (!f.preempt_kfunc)
     out.push_back(
         "no bpf_preempt_disable kfunc (Linux 6.10+): single events go to the ring one record "
