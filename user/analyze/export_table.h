@@ -1,8 +1,9 @@
-// `cptrace export table OUT -o DIR [--pair FROM,TO]... [--plain]`: a translated
-// trace (`cptrace translate`) as CSV tables that DuckDB, Spark or pandas read
-// without cptrace, schema in docs/analysis-export.md, zstd-compressed as they
-// are written (zstd_csv_writer.h: events.csv.zst, latency.csv.zst; --plain:
-// the same text uncompressed, events.csv, latency.csv):
+// `cptrace export table OUT -o DIR [--pair FROM,TO]... [--plain|--parquet]`: a
+// translated trace (`cptrace translate`) as tables that DuckDB, Spark or pandas
+// read without cptrace, schema in docs/analysis-export.md: CSV zstd-compressed
+// as it is written (zstd_csv_writer.h: events.csv.zst, latency.csv.zst;
+// --plain: the same text uncompressed, events.csv, latency.csv), or Parquet
+// (parquet_writer.h: events.parquet, latency.parquet; the same rows and values):
 //   events       one row per event: node, channel, tuple, pid/tid/cpu, local TSC,
 //                reference-TSC instant with its strict bound, and the same in ns
 //                since the reference's span start;
@@ -28,15 +29,19 @@ struct TableExportStats {
   uint64_t latency_rows = 0;
 };
 
-// A table's file name in the export: "events" -> events.csv.zst (events.csv if plain).
-std::string table_file_name(const std::string& stem, bool plain);
+// The form of the tables in the directory.
+enum class TableForm { Zstd, Plain, Parquet };
+
+// A table's file name in the export: "events" -> events.csv.zst, events.csv
+// (Plain), events.parquet (Parquet).
+std::string table_file_name(const std::string& stem, TableForm form);
 
 // Throws std::runtime_error (naming the cause) on a trace that is not translated
 // or is damaged, an unknown channel, or an output directory that already holds
 // an export (unless overwrite).
 TableExportStats export_table(const TraceReader& r, const std::string& out,
                               const std::vector<std::pair<std::string, std::string>>& pairs, bool overwrite,
-                              bool plain = false, const MemoryBudget& budget = {});
+                              TableForm form = TableForm::Zstd, const MemoryBudget& budget = {});
 
 // One table ("events", or "latency" of `pairs`) as plain CSV text on stdout and
 // nothing else written, for a reader at the other end of a pipe: the Parquet

@@ -28,13 +28,19 @@ struct ExportArgs {
   bool overwrite = false;
   bool accept_suspect_sync = false;
   bool plain = false;  // table: .csv rather than .csv.zst
+  bool parquet = false;  // table: .parquet rather than .csv.zst
   std::string stdout_table;  // table: this one table's plain CSV on stdout, no directory
   MemoryBudget budget;  // table: for the latency rows
 };
 
-// `export table`: a translated trace as CSV tables for SQL, zstd-compressed unless --plain (export_table.h).
+// `export table`: a translated trace as tables for SQL, CSV zstd-compressed
+// unless --plain, or Parquet (export_table.h).
 int run_export_table(const ExportArgs& a) {
   if (a.out.empty() && a.stdout_table.empty()) throw std::runtime_error("export table needs -o DIR or --stdout TABLE");
+  if (a.parquet && a.plain) throw std::runtime_error("--parquet and --plain exclude each other");
+  if (a.parquet && !a.stdout_table.empty())
+    throw std::runtime_error("--stdout writes CSV text; --parquet needs -o DIR");
+  const TableForm form = a.parquet ? TableForm::Parquet : a.plain ? TableForm::Plain : TableForm::Zstd;
   std::vector<std::pair<std::string, std::string>> pairs;
   for (const std::string& p : a.pairs) {
     size_t comma = p.find(',');
@@ -52,12 +58,12 @@ int run_export_table(const ExportArgs& a) {
     for (const SyncFinding& f : suspect) fmt::print(stderr, "{}\n", suspect_sync_warning(f));
     return 0;
   }
-  TableExportStats s = export_table(*r, a.out, pairs, a.overwrite, a.plain, a.budget);
-  fmt::print(stderr, "cptrace export: {} events -> {}/{}", s.events, a.out, table_file_name("events", a.plain));
+  TableExportStats s = export_table(*r, a.out, pairs, a.overwrite, form, a.budget);
+  fmt::print(stderr, "cptrace export: {} events -> {}/{}", s.events, a.out, table_file_name("events", form));
   // No --pair, no latency table: nothing to name.
   if (!pairs.empty())
     fmt::print(stderr, ", {} tuple rows of {} pair(s) -> {}/{}", s.latency_rows, pairs.size(), a.out,
-               table_file_name("latency", a.plain));
+               table_file_name("latency", form));
   fmt::print(stderr, "\n");
   for (const SyncFinding& f : suspect) fmt::print(stderr, "{}\n", suspect_sync_warning(f));
   return 0;
@@ -73,6 +79,7 @@ int run_export(const ExportArgs& a) {
   if (out.empty()) throw std::runtime_error("export " + format + " needs -o OUT");
   if (!a.pairs.empty()) throw std::runtime_error("--pair applies to export table only");
   if (a.plain) throw std::runtime_error("--plain applies to export table only");
+  if (a.parquet) throw std::runtime_error("--parquet applies to export table only");
   auto r = open_trace(a.dir);
   Timeline tl = trace_timeline(*r);
   // CTF output is a directory: export_ctf() checks it itself.
@@ -96,13 +103,17 @@ SubcommandRunner add_export_command(CLI::App& app) {
   auto* exp =
       app.add_subcommand("export",
                          "export a trace: ctf (babeltrace2, Trace Compass), json (Chrome/Perfetto), csv; table: "
-                         "a translated trace as zstd-compressed CSV tables for SQL (DuckDB, Spark)");
+                         "a translated trace as zstd-compressed CSV or Parquet tables for SQL (DuckDB, Spark)");
   exp->add_option("format", a->format, "ctf, json, csv or table")->required();
   exp->add_option("dir", a->dir, "trace directory (translated, for table)")->required();
   auto* out = exp->add_option("-o,--output", a->out, "output (a directory for ctf and table, a file otherwise)");
   exp->add_flag("-f,--force", a->overwrite, "overwrite an existing output");
   exp->add_option("--pair", a->pairs, "table: also latency.csv.zst rows of this channel pair FROM,TO (repeatable)");
-  exp->add_flag("--plain", a->plain, "table: uncompressed events.csv, latency.csv (default: zstd, .csv.zst)");
+  auto* plain =
+      exp->add_flag("--plain", a->plain, "table: uncompressed events.csv, latency.csv (default: zstd, .csv.zst)");
+  exp->add_flag("--parquet", a->parquet,
+                "table: Parquet events.parquet, latency.parquet, zstd pages (default: zstd CSV, .csv.zst)")
+      ->excludes(plain);
   // For a pipe into another program (tools/duckdb/export-parquet.mjs), instead of -o.
   exp->add_option("--stdout", a->stdout_table,
                   "table: write only this table (events or latency) as plain CSV to stdout, instead of -o DIR")

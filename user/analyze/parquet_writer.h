@@ -1,0 +1,98 @@
+// A Parquet file written while its rows are made (`export table --parquet`).
+//
+// Only what the export tables need, no general Parquet library (none is
+// packaged in Debian 12): flat schemas of required columns, whose types are
+// those DuckDB's COPY ... (FORMAT parquet) gave the same tables (physical type
+// with a converted type: UTF8 strings, UINT_16/UINT_32/UINT_64 and INT_64
+// integers, booleans), and optional columns that are NULL on every row (the ns
+// columns of a trace without a measured frequency). Encodings: integers
+// DELTA_BINARY_PACKED (timestamps in time order shrink to a few bits a value
+// before zstd sees them), strings RLE_DICTIONARY (every string column of the
+// tables takes a handful of values), booleans PLAIN; every page zstd-compressed.
+//
+// Memory: the values of one page per column (kPageRows), and the compressed
+// pages of one row group (a column chunk's pages are contiguous in the file,
+// so a row group is written whole once its last row is in). The footer (file
+// metadata, Thrift compact protocol) goes out at close().
+#pragma once
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "trace/out_file.h"
+
+namespace cptrace {
+
+class ParquetWriter {
+ public:
+  enum class Kind : uint8_t { Bool, UInt16, UInt32, Int64, UInt64, String };
+  struct ColumnSpec {
+    std::string name;
+    Kind kind;
+    bool all_null = false;  // optional, NULL on every row: takes no values
+  };
+  // Rows per page and per row group: ~1 M rows a group, the unit a reader
+  // splits on; pages small enough that their values stay in cache-friendly
+  // buffers (8 bytes a value, 1 MiB a column).
+  static constexpr size_t kPageRows = size_t(1) << 17;
+  static constexpr size_t kRowGroupRows = kPageRows * 8;
+
+  // Writes to `out` (from its current position, which must be its start).
+  ParquetWriter(OutFile& out, std::vector<ColumnSpec> columns, size_t row_group_rows = kRowGroupRows);
+  ParquetWriter(const ParquetWriter&) = delete;
+  ParquetWriter& operator=(const ParquetWriter&) = delete;
+  ~ParquetWriter();
+
+  // One value per row for each column that is not all_null, in row order; the
+  // integer kinds take their value as int64 (a UInt64 as its bit pattern).
+  void put_int(size_t col, int64_t v) { cols_[col].values.push_back(v); }
+  void put_bool(size_t col, bool v) { cols_[col].values.push_back(v); }
+  // A String column's value is a code from code(): the strings are kept once.
+  void put_code(size_t col, uint32_t code) { cols_[col].values.push_back(code); }
+  uint32_t code(size_t col, std::string_view s);
+  // After every column had the row's value.
+  void end_row() {
+    if (++page_rows_ == kPageRows) end_page();
+  }
+  // Writes the last row group and the footer, and closes the file.
+  void close();
+
+  uint64_t rows() const { return rows_ + page_rows_; }
+
+ private:
+  struct Column {
+    ColumnSpec spec;
+    std::vector<int64_t> values;  // this page's (codes for String, 0/1 for Bool)
+    std::vector<std::string> dict;  // String: every value seen, by code
+    std::unordered_map<std::string, uint32_t> dict_index;
+    std::string pages;  // this row group's data pages, headers included, compressed
+    uint64_t pages_raw = 0;  // their size uncompressed, headers included
+  };
+  struct ChunkMeta {
+    int64_t offset, data_offset, dict_offset, raw, packed;
+  };
+  void end_page();
+  void end_group();
+  void encode_page(Column& c, size_t n);
+  // Appends a page (header, then `body` zstd-compressed) to `to`; returns its uncompressed size.
+  uint64_t append_page(std::string& to, int page_type, std::string_view body, size_t n, int encoding);
+  void write(std::string_view s);
+  std::string footer() const;
+
+  OutFile& out_;
+  std::vector<Column> cols_;
+  size_t row_group_rows_;
+  size_t page_rows_ = 0;  // rows of the page being filled
+  uint64_t group_rows_ = 0;  // rows of the row group's finished pages
+  uint64_t rows_ = 0;  // rows in finished pages
+  int64_t offset_ = 0;  // bytes written to out_
+  std::vector<std::vector<ChunkMeta>> groups_;  // per row group, per column
+  std::vector<uint64_t> group_sizes_;  // rows per row group
+  std::string body_, zbuf_;  // scratch for one page
+  void* zctx_ = nullptr;  // ZSTD_CCtx
+  bool closed_ = false;
+};
+
+}  // namespace cptrace
