@@ -332,7 +332,7 @@ std::vector<ParquetWriter::ColumnSpec> latency_columns(bool have_ns) {
 
 uint64_t write_events_parquet(const TraceReader& r, const RefClock& c, const OutputDir& dir, unsigned threads) {
   OutFile file(dir, table_file_name("events", TableForm::Parquet));
-  ParquetWriter w(file, events_columns(c.have_ns));
+  ParquetWriter w(file, events_columns(c.have_ns), threads > 1);
   enum { kNode, kReference, kKind, kChannel, kChannelId, kTuple, kPid, kTid, kCpu, kLocalTs, kRefTs, kRefLo, kRefHi };
   std::vector<uint32_t> node_code;
   for (const std::string& name : c.names) node_code.push_back(w.code(kNode, name));
@@ -375,7 +375,7 @@ uint64_t write_events_parquet(const TraceReader& r, const RefClock& c, const Out
 uint64_t write_latency_parquet(const TraceReader& r, const std::vector<std::pair<std::string, std::string>>& pairs,
                                const RefClock& c, const OutputDir& dir, const MemoryBudget& budget) {
   OutFile file(dir, table_file_name("latency", TableForm::Parquet));
-  ParquetWriter w(file, latency_columns(c.have_ns));
+  ParquetWriter w(file, latency_columns(c.have_ns), budget.thread_count() > 1);
   enum { kFrom, kTo, kTuple, kFromNode, kToNode, kScenario, kRemote, kFromRef, kTicks, kTicksLo, kTicksHi, kNs };
   for (const auto& [from, to] : pairs) {
     LatencyResult res = latency_stream(r, from, to, budget);

@@ -6,6 +6,7 @@
 #include <climits>
 #include <cstring>
 #include <stdexcept>
+#include <utility>
 
 #include <fmt/format.h>
 #include <zstd.h>
@@ -232,18 +233,61 @@ std::vector<int> encodings(const ParquetWriter::ColumnSpec& s) {
 
 }  // namespace
 
-ParquetWriter::ParquetWriter(OutFile& out, std::vector<ColumnSpec> columns, size_t row_group_rows)
+ParquetWriter::ParquetWriter(OutFile& out, std::vector<ColumnSpec> columns, bool background, size_t row_group_rows)
     : out_(out), row_group_rows_(std::max(row_group_rows / kPageRows, size_t(1)) * kPageRows) {
   for (ColumnSpec& s : columns) {
-    cols_.push_back(Column{std::move(s), {}, {}, {}, {}, 0});
+    cols_.push_back(Column{std::move(s), {}, {}, 0, {}, {}, {}, 0});
     if (!cols_.back().spec.all_null) cols_.back().values.reserve(kPageRows);
   }
   zctx_ = ZSTD_createCCtx();
   if (!zctx_) throw std::runtime_error(fmt::format("{}: zstd: cannot create a compression context", out_.path()));
   write("PAR1");
+  if (background) worker_ = std::thread([this] { work(); });
 }
 
-ParquetWriter::~ParquetWriter() { ZSTD_freeCCtx(static_cast<ZSTD_CCtx*>(zctx_)); }
+ParquetWriter::~ParquetWriter() {
+  if (worker_.joinable()) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    worker_.join();
+  }
+  ZSTD_freeCCtx(static_cast<ZSTD_CCtx*>(zctx_));
+}
+
+void ParquetWriter::work() {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    cv_.wait(lock, [&] { return stop_ || job_rows_ > 0; });
+    if (stop_) return;
+    const size_t n = job_rows_;
+    lock.unlock();
+    std::exception_ptr error;
+    try {
+      encode_pages(n);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    lock.lock();
+    error_ = error;
+    job_rows_ = 0;
+    busy_ = false;
+    cv_.notify_all();
+  }
+}
+
+void ParquetWriter::wait_idle() {
+  if (!worker_.joinable()) return;
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] { return !busy_; });
+  if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
+}
+
+void ParquetWriter::encode_pages(size_t n) {
+  for (Column& c : cols_) encode_page(c, n);
+}
 
 uint32_t ParquetWriter::code(size_t col, std::string_view s) {
   Column& c = cols_[col];
@@ -303,22 +347,36 @@ void ParquetWriter::encode_page(Column& c, size_t n) {
   } else if (c.spec.kind == Kind::Bool) {
     body_.assign((n + 7) / 8, '\0');
     for (size_t i = 0; i < n; ++i)
-      if (c.values[i]) body_[i / 8] = char(body_[i / 8] | 1 << (i % 8));
+      if (c.encoding[i]) body_[i / 8] = char(body_[i / 8] | 1 << (i % 8));
   } else if (c.spec.kind == Kind::String) {
     encoding = kRleDictionary;
-    int width = std::max(bit_width(c.dict.size() - 1), 1);
+    int width = std::max(bit_width(c.dict_size - 1), 1);
     body_ += char(width);
-    hybrid(c.values.data(), n, width, body_);
+    hybrid(c.encoding.data(), n, width, body_);
   } else {
     encoding = kDeltaBinaryPacked;
-    delta_binary_packed(c.values.data(), n, physical(c.spec.kind) == kInt32, body_);
+    delta_binary_packed(c.encoding.data(), n, physical(c.spec.kind) == kInt32, body_);
   }
   c.pages_raw += append_page(c.pages, kDataPage, body_, n, encoding);
-  c.values.clear();
+  c.encoding.clear();
 }
 
 void ParquetWriter::end_page() {
-  for (Column& c : cols_) encode_page(c, page_rows_);
+  wait_idle();
+  for (Column& c : cols_) {
+    std::swap(c.values, c.encoding);
+    c.dict_size = c.dict.size();
+  }
+  if (worker_.joinable()) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      job_rows_ = page_rows_;
+      busy_ = true;
+    }
+    cv_.notify_all();
+  } else {
+    encode_pages(page_rows_);
+  }
   group_rows_ += page_rows_;
   rows_ += page_rows_;
   page_rows_ = 0;
@@ -328,6 +386,7 @@ void ParquetWriter::end_page() {
 // The row group's column chunks, one after the other: a String column's
 // dictionary page (every string seen so far), then its data pages.
 void ParquetWriter::end_group() {
+  wait_idle();
   if (group_rows_ == 0) return;
   std::vector<ChunkMeta> metas;
   for (Column& c : cols_) {
@@ -417,6 +476,7 @@ void ParquetWriter::close() {
   closed_ = true;
   if (page_rows_) end_page();
   end_group();
+  wait_idle();
   std::string meta = footer();
   uint32_t len = uint32_t(meta.size());
   meta.append(reinterpret_cast<const char*>(&len), 4);

@@ -10,13 +10,21 @@
 // before zstd sees them), strings RLE_DICTIONARY (every string column of the
 // tables takes a handful of values), booleans PLAIN; every page zstd-compressed.
 //
-// Memory: the values of one page per column (kPageRows), and the compressed
+// With `background`, a page is encoded and compressed on a thread of its own
+// while the next one is filled (the encoding is a fifth of the work, filling
+// and what the caller computes for it the rest).
+//
+// Memory: the values of two pages per column (kPageRows), and the compressed
 // pages of one row group (a column chunk's pages are contiguous in the file,
 // so a row group is written whole once its last row is in). The footer (file
 // metadata, Thrift compact protocol) goes out at close().
 #pragma once
+#include <condition_variable>
 #include <cstdint>
+#include <exception>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
@@ -40,7 +48,8 @@ class ParquetWriter {
   static constexpr size_t kRowGroupRows = kPageRows * 8;
 
   // Writes to `out` (from its current position, which must be its start).
-  ParquetWriter(OutFile& out, std::vector<ColumnSpec> columns, size_t row_group_rows = kRowGroupRows);
+  ParquetWriter(OutFile& out, std::vector<ColumnSpec> columns, bool background = true,
+                size_t row_group_rows = kRowGroupRows);
   ParquetWriter(const ParquetWriter&) = delete;
   ParquetWriter& operator=(const ParquetWriter&) = delete;
   ~ParquetWriter();
@@ -65,6 +74,8 @@ class ParquetWriter {
   struct Column {
     ColumnSpec spec;
     std::vector<int64_t> values;  // this page's (codes for String, 0/1 for Bool)
+    std::vector<int64_t> encoding;  // the previous page's, while it is encoded
+    size_t dict_size = 0;  // the dictionary's size when that page ended: its codes are below
     std::vector<std::string> dict;  // String: every value seen, by code
     std::unordered_map<std::string, uint32_t> dict_index;
     std::string pages;  // this row group's data pages, headers included, compressed
@@ -75,7 +86,11 @@ class ParquetWriter {
   };
   void end_page();
   void end_group();
+  // Encodes the page of each column's `encoding` values (on the worker, if any).
+  void encode_pages(size_t n);
   void encode_page(Column& c, size_t n);
+  void wait_idle();  // the page being encoded is done (its error rethrown)
+  void work();
   // Appends a page (header, then `body` zstd-compressed) to `to`; returns its uncompressed size.
   uint64_t append_page(std::string& to, int page_type, std::string_view body, size_t n, int encoding);
   void write(std::string_view s);
@@ -93,6 +108,14 @@ class ParquetWriter {
   std::string body_, zbuf_;  // scratch for one page
   void* zctx_ = nullptr;  // ZSTD_CCtx
   bool closed_ = false;
+  // The worker: it owns body_, zbuf_, zctx_ and the columns' `encoding` and
+  // `pages` while busy_.
+  std::mutex mu_;
+  std::condition_variable cv_;
+  size_t job_rows_ = 0;  // > 0: a page to encode
+  bool busy_ = false, stop_ = false;
+  std::exception_ptr error_;
+  std::thread worker_;
 };
 
 }  // namespace cptrace
