@@ -330,9 +330,18 @@ std::vector<ParquetWriter::ColumnSpec> latency_columns(bool have_ns) {
           {"ns_lo", K::Int64, !have_ns}, {"ns_hi", K::Int64, !have_ns}};
 }
 
-uint64_t write_events_parquet(const TraceReader& r, const RefClock& c, const OutputDir& dir, unsigned threads) {
+// The writer's share of --memory; the rest is the latency join's (or, for the
+// events, the reader's frames in flight).
+constexpr double kWriterShare = 0.25;
+
+uint64_t write_events_parquet(const TraceReader& r, const RefClock& c, const OutputDir& dir,
+                              const MemoryBudget& budget) {
   OutFile file(dir, table_file_name("events", TableForm::Parquet));
-  ParquetWriter w(file, events_columns(c.have_ns), threads > 1);
+  const unsigned threads = budget.thread_count();
+  std::vector<ParquetWriter::ColumnSpec> cols = events_columns(c.have_ns);
+  const size_t ncols = cols.size();
+  ParquetWriter w(file, std::move(cols), threads > 1,
+                  ParquetWriter::shape_for(uint64_t(double(budget.bytes) * kWriterShare), ncols));
   enum { kNode, kReference, kKind, kChannel, kChannelId, kTuple, kPid, kTid, kCpu, kLocalTs, kRefTs, kRefLo, kRefHi };
   std::vector<uint32_t> node_code;
   for (const std::string& name : c.names) node_code.push_back(w.code(kNode, name));
@@ -375,10 +384,14 @@ uint64_t write_events_parquet(const TraceReader& r, const RefClock& c, const Out
 uint64_t write_latency_parquet(const TraceReader& r, const std::vector<std::pair<std::string, std::string>>& pairs,
                                const RefClock& c, const OutputDir& dir, const MemoryBudget& budget) {
   OutFile file(dir, table_file_name("latency", TableForm::Parquet));
-  ParquetWriter w(file, latency_columns(c.have_ns), budget.thread_count() > 1);
+  std::vector<ParquetWriter::ColumnSpec> cols = latency_columns(c.have_ns);
+  const size_t ncols = cols.size();
+  ParquetWriter w(file, std::move(cols), budget.thread_count() > 1,
+                  ParquetWriter::shape_for(uint64_t(double(budget.bytes) * kWriterShare), ncols));
+  const MemoryBudget join_budget = budget.share(1 - kWriterShare);
   enum { kFrom, kTo, kTuple, kFromNode, kToNode, kScenario, kRemote, kFromRef, kTicks, kTicksLo, kTicksHi, kNs };
   for (const auto& [from, to] : pairs) {
-    LatencyResult res = latency_stream(r, from, to, budget);
+    LatencyResult res = latency_stream(r, from, to, join_budget);
     // The schema was chosen before the rows: the same frequency criterion.
     if (res.have_ns != c.have_ns) throw std::logic_error("latency rows and meta.json disagree on the frequency");
     const uint32_t from_code = w.code(kFrom, from), to_code = w.code(kTo, to);
@@ -460,7 +473,7 @@ TableExportStats export_table(const TraceReader& r, const std::string& out,
   const unsigned threads = budget.thread_count();
   if (form == TableForm::Parquet) {
     if (!pairs.empty()) s.latency_rows = write_latency_parquet(r, pairs, c, dir, budget);
-    s.events = write_events_parquet(r, c, dir, threads);  // last, as below
+    s.events = write_events_parquet(r, c, dir, budget);  // last, as below
     return s;
   }
   if (!pairs.empty()) {

@@ -233,11 +233,22 @@ std::vector<int> encodings(const ParquetWriter::ColumnSpec& s) {
 
 }  // namespace
 
-ParquetWriter::ParquetWriter(OutFile& out, std::vector<ColumnSpec> columns, bool background, size_t row_group_rows)
-    : out_(out), row_group_rows_(std::max(row_group_rows / kPageRows, size_t(1)) * kPageRows) {
+ParquetWriter::Shape ParquetWriter::shape_for(uint64_t memory, size_t columns) {
+  Shape s;
+  const uint64_t page = memory / 2 / (2 * 8 * std::max<size_t>(columns, 1));  // half for the page values
+  s.page_rows = size_t(std::clamp<uint64_t>(page, 1024, kPageRows));
+  const uint64_t group = memory / 2 / kPackedRowBytes / s.page_rows;  // the other half for a row group
+  s.group_rows = s.page_rows * size_t(std::clamp<uint64_t>(group, 1, kRowGroupRows / s.page_rows));
+  return s;
+}
+
+ParquetWriter::ParquetWriter(OutFile& out, std::vector<ColumnSpec> columns, bool background, Shape shape)
+    : out_(out), shape_(shape) {
+  shape_.page_rows = std::max<size_t>(shape_.page_rows, 1);
+  shape_.group_rows = std::max(shape_.group_rows / shape_.page_rows, size_t(1)) * shape_.page_rows;
   for (ColumnSpec& s : columns) {
     cols_.push_back(Column{std::move(s), {}, {}, 0, {}, {}, {}, 0});
-    if (!cols_.back().spec.all_null) cols_.back().values.reserve(kPageRows);
+    if (!cols_.back().spec.all_null) cols_.back().values.reserve(shape_.page_rows);
   }
   zctx_ = ZSTD_createCCtx();
   if (!zctx_) throw std::runtime_error(fmt::format("{}: zstd: cannot create a compression context", out_.path()));
@@ -380,7 +391,7 @@ void ParquetWriter::end_page() {
   group_rows_ += page_rows_;
   rows_ += page_rows_;
   page_rows_ = 0;
-  if (group_rows_ >= row_group_rows_) end_group();
+  if (group_rows_ >= shape_.group_rows) end_group();
 }
 
 // The row group's column chunks, one after the other: a String column's

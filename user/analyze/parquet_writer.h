@@ -41,15 +41,20 @@ class ParquetWriter {
     Kind kind;
     bool all_null = false;  // optional, NULL on every row: takes no values
   };
-  // Rows per page and per row group: ~1 M rows a group, the unit a reader
-  // splits on; pages small enough that their values stay in cache-friendly
-  // buffers (8 bytes a value, 1 MiB a column).
+  // Rows per page and per row group at most: ~1 M rows a group, the unit a
+  // reader splits on; pages of 8 bytes a value, 1 MiB a column.
   static constexpr size_t kPageRows = size_t(1) << 17;
   static constexpr size_t kRowGroupRows = kPageRows * 8;
+  struct Shape {
+    size_t page_rows = kPageRows, group_rows = kRowGroupRows;
+  };
+  // Pages and row groups that fit in `memory` bytes: two pages of values per
+  // column, and a row group's compressed pages at kPackedRowBytes a row.
+  static Shape shape_for(uint64_t memory, size_t columns);
+  static constexpr size_t kPackedRowBytes = 64;  // measured 17-22 on the export tables
 
   // Writes to `out` (from its current position, which must be its start).
-  ParquetWriter(OutFile& out, std::vector<ColumnSpec> columns, bool background = true,
-                size_t row_group_rows = kRowGroupRows);
+  ParquetWriter(OutFile& out, std::vector<ColumnSpec> columns, bool background, Shape shape);
   ParquetWriter(const ParquetWriter&) = delete;
   ParquetWriter& operator=(const ParquetWriter&) = delete;
   ~ParquetWriter();
@@ -63,7 +68,7 @@ class ParquetWriter {
   uint32_t code(size_t col, std::string_view s);
   // After every column had the row's value.
   void end_row() {
-    if (++page_rows_ == kPageRows) end_page();
+    if (++page_rows_ == shape_.page_rows) end_page();
   }
   // Writes the last row group and the footer, and closes the file.
   void close();
@@ -98,7 +103,7 @@ class ParquetWriter {
 
   OutFile& out_;
   std::vector<Column> cols_;
-  size_t row_group_rows_;
+  Shape shape_;
   size_t page_rows_ = 0;  // rows of the page being filled
   uint64_t group_rows_ = 0;  // rows of the row group's finished pages
   uint64_t rows_ = 0;  // rows in finished pages
