@@ -250,6 +250,15 @@ TEST_F(AnalysisBudget, ExportTableSpilledWritesTheSameFiles) {
   });
 }
 
+// export table --parquet: the writer's pages and row group take their share of
+// the budget (ParquetWriter::shape_for), the latency join the rest.
+TEST_F(AnalysisBudget, ExportTableParquetHonoursTheBudget) {
+  const std::string args = " --pair A.out,C.in --pair B.in,B.out --parquet";
+  expect_budget_honoured("export table parquet", [&](const std::string& dir, const std::string& out) {
+    return cptrace_bin() + " export table " + dir + args + " -o " + out;
+  });
+}
+
 // One node's own trace (no translation): the report's same-node series pairs
 // through the same join, the same page with and without a budget.
 TEST_F(AnalysisBudget, NodeTraceReportSpilledIsTheSamePage) {

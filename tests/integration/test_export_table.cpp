@@ -8,12 +8,14 @@
 // streaming into DuckDB through a named pipe) gives the same numbers.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <set>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "analyze/parquet_writer.h"
 #include "synth_cluster.h"
 #include "test_util.h"
 #include "zstd_util.h"
@@ -176,6 +178,150 @@ TEST(ExportTable, DuckDbHopP99EqualsLatencyViaReference) {
 TEST(ExportTable, ParquetHopP99EqualsLatency) {
   REQUIRE_DUCKDB();
   expect_sql_equals_latency(true, "remote-remote-direct", true);
+}
+
+// `export table --parquet` (cptrace's own writer, parquet_writer.h) against
+// the CSV export of the same trace, read by DuckDB: the same rows (EXCEPT ALL
+// both ways, and the counts) and the column types of export-parquet.mjs's
+// files (DuckDB's own writer). Again on the trace without a measured frequency
+// (meta.json's interval removed), where the ns columns are NULL on every row.
+void expect_parquet_is_the_csv(const std::string& trace, const TempDir& tmp, const std::string& tag, bool have_ns) {
+  SCOPED_TRACE(tag);
+  std::string pairs;
+  for (auto& p : kPairs) pairs += std::string(" --pair ") + p[0] + "," + p[1];
+  const std::string csv = tmp / (tag + "-csv"), pq = tmp / (tag + "-pq"), old = tmp / (tag + "-old");
+  auto r = run(cptrace_bin() + " export table " + trace + " -o " + csv + pairs, tmp);
+  ASSERT_EQ(r.status, 0) << r.err;
+  r = run(cptrace_bin() + " export table " + trace + " -o " + pq + pairs + " --parquet", tmp);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find(pq + "/events.parquet"), std::string::npos) << r.err;
+  EXPECT_EQ(listing(pq), (std::set<std::string>{"events.parquet", "latency.parquet"}));
+  r = export_parquet(trace + " " + old + pairs, tmp / "nodetmp", tmp);
+  ASSERT_EQ(r.status, 0) << r.err;
+  for (const std::string table : {"events", "latency"}) {
+    const std::string mine = "read_parquet('" + pq + "/" + table + ".parquet')";
+    const std::string duck = "read_parquet('" + old + "/" + table + ".parquet')";
+    json n = duckdb(csv,
+                    "SELECT (SELECT count(*) FROM " + table + ") AS csv, (SELECT count(*) FROM " + mine +
+                        ") AS pq, (SELECT count(*) FROM (SELECT * FROM " + table + " EXCEPT ALL SELECT * FROM " + mine +
+                        ")) AS only_csv, (SELECT count(*) FROM (SELECT * FROM " + mine + " EXCEPT ALL SELECT * FROM " +
+                        table + ")) AS only_pq",
+                    tmp);
+    SCOPED_TRACE(table + ": " + n.dump());
+    EXPECT_EQ(n[0]["csv"], 4 * 1500);  // events: 4 channels; latency: 4 pairs of 1500 tuples
+    EXPECT_EQ(n[0]["pq"], n[0]["csv"]);
+    EXPECT_EQ(n[0]["only_csv"], 0);
+    EXPECT_EQ(n[0]["only_pq"], 0);
+    const std::string types =
+        "SELECT string_agg(column_name || ' ' || column_type, ', ') AS t FROM (DESCRIBE SELECT * FROM ";
+    EXPECT_EQ(duckdb(csv, types + mine + ")", tmp)[0]["t"], duckdb(csv, types + duck + ")", tmp)[0]["t"]);
+    const std::string ns = table == "events" ? "time_ns" : "ns";
+    json nulls = duckdb(csv, "SELECT count(" + ns + ") AS set FROM " + mine, tmp);
+    EXPECT_EQ(nulls[0]["set"], have_ns ? n[0]["pq"] : json(0));
+  }
+}
+
+TEST(ExportTable, CptraceParquetHasTheRowsAndTypesOfTheCsvExport) {
+  REQUIRE_DUCKDB();
+  TempDir tmp;
+  std::string out = translated_cluster(tmp, true);
+  expect_parquet_is_the_csv(out, tmp, "ns", true);
+  // No frequency interval: what latency and export test to leave the ns columns empty.
+  json meta = json::parse(read_file(out + "/meta.json"));
+  ASSERT_TRUE(meta["translated"]["frequency"].contains("hz_lo"));
+  meta["translated"]["frequency"].erase("hz_lo");
+  meta["translated"]["frequency"].erase("hz_hi");
+  {
+    std::ofstream f(out + "/meta.json");
+    f << meta.dump();
+  }
+  expect_parquet_is_the_csv(out, tmp, "nons", false);
+}
+
+// The writer on values at the ends of every type and across pages and row
+// groups (small ones here: 1024-row pages, two a group), read back by DuckDB:
+// the deltas wrap around as the format says, dictionaries grow across row
+// groups, and an empty table is a valid file.
+TEST(ExportTable, ParquetWriterRoundTripsExtremeValues) {
+  REQUIRE_DUCKDB();
+  TempDir tmp;
+  using K = cptrace::ParquetWriter::Kind;
+  const uint64_t n = 5000;
+  auto value = [](uint64_t i) -> uint64_t {
+    switch (i % 7) {
+      case 0:
+        return 0;
+      case 1:
+        return ~0ull;  // UINT64_MAX, INT64 -1
+      case 2:
+        return 1ull << 63;  // INT64_MIN
+      case 3:
+        return (1ull << 63) - 1;  // INT64_MAX
+      default:
+        return i * 0x9e3779b97f4a7c15ull;  // scattered
+    }
+  };
+  {
+    fs::create_directories(tmp / "w");
+    cptrace::OutFile f(tmp / "w/events.parquet");
+    cptrace::ParquetWriter w(f,
+                             {{"u64", K::UInt64},
+                              {"i64", K::Int64},
+                              {"u32", K::UInt32},
+                              {"u16", K::UInt16},
+                              {"b", K::Bool},
+                              {"s", K::String},
+                              {"none", K::Int64, true}},
+                             true, {1024, 2048});
+    for (uint64_t i = 0; i < n; ++i) {
+      w.put_int(0, int64_t(value(i)));
+      w.put_int(1, int64_t(value(i)));
+      w.put_int(2, uint32_t(value(i)));
+      w.put_int(3, uint16_t(value(i)));
+      w.put_bool(4, i % 3 == 0);
+      // A new string every 1000 rows: the dictionary grows across row groups.
+      w.put_code(5, w.code(5, i % 2 ? "odd, it's" : "even-" + std::to_string(i / 1000)));
+      w.end_row();
+    }
+    w.close();
+  }
+  {
+    fs::create_directories(tmp / "e");
+    cptrace::OutFile f(tmp / "e/events.parquet");
+    cptrace::ParquetWriter w(f, {{"u64", K::UInt64}, {"s", K::String}}, false, {});
+    w.close();
+  }
+  // The expected values, computed here, against those read.
+  uint64_t sum_u64_mod = 0, sum_i64_mod = 0, sum_u32 = 0, sum_u16 = 0, trues = 0;
+  for (uint64_t i = 0; i < n; ++i) {
+    sum_u64_mod = (sum_u64_mod + value(i) % 1000003) % 1000003;
+    sum_i64_mod = (sum_i64_mod + uint64_t(((int64_t(value(i)) % 1000003) + 1000003) % 1000003)) % 1000003;
+    sum_u32 += uint32_t(value(i));
+    sum_u16 += uint16_t(value(i));
+    trues += i % 3 == 0;
+  }
+  json got = duckdb(tmp / "w",
+                    "SELECT count(*) AS n, sum(u64 % 1000003) % 1000003 AS u64, sum(((i64 % 1000003) + 1000003) % "
+                    "1000003) % 1000003 AS i64, sum(u32) AS u32, sum(u16) AS u16, count(*) FILTER (WHERE b) AS t, "
+                    "count(DISTINCT s) AS s, count(*) FILTER (WHERE s = 'odd, it''s') AS odd, "
+                    "count(none) AS none, max(u64) AS max_u64, min(i64) AS min_i64, max(i64) AS max_i64 FROM events",
+                    tmp);
+  ASSERT_EQ(got.size(), 1u);
+  SCOPED_TRACE(got.dump());
+  EXPECT_EQ(got[0]["n"], n);
+  EXPECT_EQ(got[0]["u64"].dump(), json(sum_u64_mod).dump());
+  EXPECT_EQ(got[0]["i64"].dump(), json(sum_i64_mod).dump());
+  EXPECT_EQ(got[0]["u32"].dump(), json(sum_u32).dump());
+  EXPECT_EQ(got[0]["u16"].dump(), json(sum_u16).dump());
+  EXPECT_EQ(got[0]["t"], trues);
+  EXPECT_EQ(got[0]["s"], 6);  // even-0 .. even-4 and the odd one
+  EXPECT_EQ(got[0]["odd"], n / 2);
+  EXPECT_EQ(got[0]["none"], 0);
+  EXPECT_EQ(got[0]["max_u64"].dump(), "\"18446744073709551615\"");
+  EXPECT_EQ(got[0]["min_i64"].dump(), "\"-9223372036854775808\"");
+  EXPECT_EQ(got[0]["max_i64"].dump(), "\"9223372036854775807\"");
+  json e = duckdb(tmp / "e", "SELECT count(*) AS n FROM events", tmp);
+  EXPECT_EQ(e[0]["n"], 0);
 }
 
 // The Parquet export refuses bad input with a non-zero exit and the message of

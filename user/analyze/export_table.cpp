@@ -330,9 +330,18 @@ std::vector<ParquetWriter::ColumnSpec> latency_columns(bool have_ns) {
           {"ns_lo", K::Int64, !have_ns}, {"ns_hi", K::Int64, !have_ns}};
 }
 
-// The writer's share of --memory; the rest is the latency join's (or, for the
-// events, the reader's frames in flight).
-constexpr double kWriterShare = 0.25;
+// The writer's share of --memory: a quarter, but never below what the latency
+// join needs to run at all (MemoryBudget::kMinBytes: the smallest budget
+// leaves the writer its smallest pages, a few hundred KiB).
+uint64_t writer_bytes(const MemoryBudget& budget) {
+  return std::min(budget.bytes / 4, budget.bytes - std::min(budget.bytes, MemoryBudget::kMinBytes));
+}
+// Pages encoded on a thread of their own when there is a core for it and room:
+// the encoder's allocations live in its own malloc arena, a few MiB that the
+// smallest budgets cannot spare (measured: 4.5 MiB over at --memory 16M).
+bool writer_in_background(const MemoryBudget& budget) {
+  return budget.thread_count() > 1 && writer_bytes(budget) >= (uint64_t(32) << 20);
+}
 
 uint64_t write_events_parquet(const TraceReader& r, const RefClock& c, const OutputDir& dir,
                               const MemoryBudget& budget) {
@@ -340,8 +349,8 @@ uint64_t write_events_parquet(const TraceReader& r, const RefClock& c, const Out
   const unsigned threads = budget.thread_count();
   std::vector<ParquetWriter::ColumnSpec> cols = events_columns(c.have_ns);
   const size_t ncols = cols.size();
-  ParquetWriter w(file, std::move(cols), threads > 1,
-                  ParquetWriter::shape_for(uint64_t(double(budget.bytes) * kWriterShare), ncols));
+  ParquetWriter w(file, std::move(cols), writer_in_background(budget),
+                  ParquetWriter::shape_for(writer_bytes(budget), ncols));
   enum { kNode, kReference, kKind, kChannel, kChannelId, kTuple, kPid, kTid, kCpu, kLocalTs, kRefTs, kRefLo, kRefHi };
   std::vector<uint32_t> node_code;
   for (const std::string& name : c.names) node_code.push_back(w.code(kNode, name));
@@ -386,9 +395,10 @@ uint64_t write_latency_parquet(const TraceReader& r, const std::vector<std::pair
   OutFile file(dir, table_file_name("latency", TableForm::Parquet));
   std::vector<ParquetWriter::ColumnSpec> cols = latency_columns(c.have_ns);
   const size_t ncols = cols.size();
-  ParquetWriter w(file, std::move(cols), budget.thread_count() > 1,
-                  ParquetWriter::shape_for(uint64_t(double(budget.bytes) * kWriterShare), ncols));
-  const MemoryBudget join_budget = budget.share(1 - kWriterShare);
+  ParquetWriter w(file, std::move(cols), writer_in_background(budget),
+                  ParquetWriter::shape_for(writer_bytes(budget), ncols));
+  MemoryBudget join_budget = budget;
+  join_budget.bytes -= writer_bytes(budget);
   enum { kFrom, kTo, kTuple, kFromNode, kToNode, kScenario, kRemote, kFromRef, kTicks, kTicksLo, kTicksHi, kNs };
   for (const auto& [from, to] : pairs) {
     LatencyResult res = latency_stream(r, from, to, join_budget);
