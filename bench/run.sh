@@ -179,3 +179,8 @@ echo "   cluster record (each node with the reference and its neighbour), 8-node
 for tuples in ${CLUSTER_TUPLES:-2000 20000}; do
   $B/bench/bench_translate_cluster "${CLUSTER_NODES:-64}" "$tuples"
 done
+
+echo
+echo "== 21. export table: events and latency tables of ${EXPORT_TUPLES:-2000000} tuples as .csv.zst and Parquet"
+echo "   (cptrace's own writer), rows/s and MB/s; baseline: export-parquet.mjs (CSV piped into DuckDB)"
+bash bench/export_tables.sh

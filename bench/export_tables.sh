@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# Export of the events and latency tables (called by bench/run.sh): a
+# translated three-node run of N tuples (bench/bench_latency_trace.cpp, about
+# 4 N events and N latency rows of the pair A.out,C.in), exported by
+#   csv.zst   cptrace export table T -o D
+#   parquet   cptrace export table T -o D --parquet
+#   node      node tools/duckdb/export-parquet.mjs T D (cptrace's CSV through a
+#             pipe into DuckDB's Parquet writer: the path before --parquet, the baseline)
+# first the events table alone, then with the latency table (--pair): the
+# latency line is the difference. Each command RUNS times, the forms in turn
+# (csv.zst, parquet, node, csv.zst, ...) so that a machine busy with other work
+# slows them alike; the median wall time with its spread, the rows/s and MB/s
+# (table bytes written) at the median, CPU seconds and peak RSS of that run.
+# Prints figures only. Knobs: EXPORT_TUPLES (default 2000000), EXPORT_RUNS (3).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+B=build
+N=${EXPORT_TUPLES:-2000000}
+RUNS=${EXPORT_RUNS:-3}
+NODE=1
+if ! (cd tools/duckdb && node -e "require.resolve('@duckdb/node-api')") >/dev/null 2>&1; then
+  echo "  node baseline: skipped, no node or no @duckdb/node-api in tools/duckdb (tools/install-deps.sh)"
+  NODE=0
+fi
+command -v /usr/bin/time >/dev/null || { echo "   skipped: no GNU time (tools/install-deps.sh)"; exit 0; }
+tmp=$(mktemp -d -t cptrace-export.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+export TMPDIR=$tmp
+
+$B/bench/bench_latency_trace "$N" "$tmp/run" >/dev/null
+T=$tmp/run/out
+PAIR="--pair A.out,C.in"
+
+# run FORM TABLES: one export into $tmp/o; appends "wall cpu kb bytes" to $tmp/FORM.TABLES.
+run() {
+  local form=$1 tables=$2 pair="" cmd
+  [[ $tables == both ]] && pair=$PAIR
+  rm -rf "$tmp/o"
+  case $form in
+    csv.zst) cmd=("$B/cptrace" export table "$T" -o "$tmp/o" $pair) ;;
+    parquet) cmd=("$B/cptrace" export table "$T" -o "$tmp/o" --parquet $pair) ;;
+    node) cmd=(node tools/duckdb/export-parquet.mjs "$T" "$tmp/o" --cptrace "$B/cptrace" $pair) ;;
+  esac
+  if ! /usr/bin/time -o "$tmp/time" -f '%e %U %S %M' "${cmd[@]}" >/dev/null 2>"$tmp/err"; then
+    echo "  $form $tables: FAILED:"; tail -3 "$tmp/err" | sed 's/^/    /'; return 0
+  fi
+  read -r wall user sys kb < <(tail -1 "$tmp/time")
+  [[ $form == csv.zst && $tables == both ]] && cp "$tmp/err" "$tmp/counts"
+  local bytes
+  bytes=$(du -cb "$tmp"/o/* | tail -1 | cut -f1)
+  echo "$wall $(awk -v u="$user" -v s="$sys" 'BEGIN { print u + s }') $kb $bytes" >>"$tmp/$form.$tables"
+}
+
+forms=(csv.zst parquet)
+((NODE)) && forms+=(node)
+for tables in events both; do
+  for ((i = 0; i < RUNS; i++)); do
+    for form in "${forms[@]}"; do run "$form" "$tables"; done
+  done
+done
+
+# "cptrace export: E events -> ..., R tuple rows of 1 pair(s) -> ..."
+events=$(sed -n 's/^cptrace export: \([0-9]*\) events.*/\1/p' "$tmp/counts" 2>/dev/null || true)
+rows=$(sed -n 's/.*, \([0-9]*\) tuple rows.*/\1/p' "$tmp/counts" 2>/dev/null || true)
+events=${events:-0} rows=${rows:-0}
+echo "  $N tuples: $events events, $rows latency rows (A.out,C.in); $RUNS runs each, other work on the machine"
+# The median run of a form (by wall time) and the spread; the latency line is
+# both's median minus events' median.
+python3 - "$tmp" "$events" "$rows" "${forms[@]}" <<'EOF'
+import sys
+tmp, events, rows, forms = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4:]
+def runs(form, tables):
+    try:
+        return sorted(tuple(float(x) for x in l.split()) for l in open(f"{tmp}/{form}.{tables}"))
+    except FileNotFoundError:
+        return []
+med = {}
+for form in forms:
+    for tables, n in (("events", events), ("both", events + rows)):
+        r = runs(form, tables)
+        if not r:
+            continue
+        wall, cpu, kb, size = r[len(r) // 2]
+        med[form, tables] = wall
+        label = "events" if tables == "events" else "events+latency"
+        print(f"  {form:8} {label:15} {n:10d} rows  {wall:6.2f} s (min {r[0][0]:.2f}, max {r[-1][0]:.2f})"
+              f"  {n / wall / 1e6:6.2f} M rows/s  {size / wall / 1e6:7.1f} MB/s  cpu {cpu:6.2f} s"
+              f"  {n / cpu / 1e6:6.2f} M rows/cpu-s  {kb / 1024:7.1f} MiB peak  {size / 1e6:8.1f} MB")
+    if (form, "both") in med and (form, "events") in med:
+        d = med[form, "both"] - med[form, "events"]
+        if d > 0:
+            print(f"  {form:8} {'latency (diff)':15} {rows:10d} rows  {d:6.2f} s  {rows / d / 1e6:6.2f} M rows/s")
+if ("node", "both") in med:
+    for form in ("csv.zst", "parquet"):
+        if (form, "both") in med:
+            print(f"  node / {form}: {med['node', 'both'] / med[form, 'both']:.1f}x the time (events+latency, medians)")
+EOF
