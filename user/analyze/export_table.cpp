@@ -42,11 +42,12 @@ const OutputKind kParquetTableOutput{"table export", "events.parquet", table_own
 // the plain text on stdout (export_table_stdout); the same text every way.
 class TableFile {
  public:
-  TableFile(const OutputDir& dir, const std::string& stem, TableForm form) {
+  // `background`: compressed on a thread of its own (ZstdCsvWriter).
+  TableFile(const OutputDir& dir, const std::string& stem, TableForm form, bool background) {
     if (form == TableForm::Plain)
       plain_.emplace(dir, table_file_name(stem, form));
     else
-      zst_.emplace(dir, table_file_name(stem, form));
+      zst_.emplace(dir, table_file_name(stem, form), ZstdCsvWriter::kLevel, background);
   }
   explicit TableFile(OutFile::Stdout s) { plain_.emplace(s); }
   void write(std::string_view text) { plain_ ? plain_->write(text) : zst_->write(text); }
@@ -336,9 +337,10 @@ std::vector<ParquetWriter::ColumnSpec> latency_columns(bool have_ns) {
 uint64_t writer_bytes(const MemoryBudget& budget) {
   return std::min(budget.bytes / 4, budget.bytes - std::min(budget.bytes, MemoryBudget::kMinBytes));
 }
-// Pages encoded on a thread of their own when there is a core for it and room:
-// the encoder's allocations live in its own malloc arena, a few MiB that the
-// smallest budgets cannot spare (measured: 4.5 MiB over at --memory 16M).
+// Parquet pages encoded, CSV chunks compressed, on a thread of their own when
+// there is a core for it and room: that thread's allocations live in its own
+// malloc arena, a few MiB that the smallest budgets cannot spare (measured:
+// 4.5 MiB over at --memory 16M).
 bool writer_in_background(const MemoryBudget& budget) {
   return budget.thread_count() > 1 && writer_bytes(budget) >= (uint64_t(32) << 20);
 }
@@ -487,11 +489,11 @@ TableExportStats export_table(const TraceReader& r, const std::string& out,
     return s;
   }
   if (!pairs.empty()) {
-    TableFile f(dir, "latency", form);
+    TableFile f(dir, "latency", form, writer_in_background(budget));
     s.latency_rows = write_latency(r, pairs, f, budget);
   }
   // Written last: the marker file, so a directory with the events table holds a whole export.
-  TableFile f(dir, "events", form);
+  TableFile f(dir, "events", form, writer_in_background(budget));
   s.events = write_events(r, c, f, threads);
   return s;
 }

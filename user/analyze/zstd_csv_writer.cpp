@@ -2,6 +2,7 @@
 #include "analyze/zstd_csv_writer.h"
 
 #include <stdexcept>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -16,7 +17,7 @@ constexpr size_t kChunk = size_t(1) << 18;
 
 }  // namespace
 
-ZstdCsvWriter::ZstdCsvWriter(const OutputDir& dir, const std::string& name, int level)
+ZstdCsvWriter::ZstdCsvWriter(const OutputDir& dir, const std::string& name, int level, bool background)
     : file_(dir, name), cctx_(ZSTD_createCCtx(), ZSTD_freeCCtx), out_size_(ZSTD_CStreamOutSize()) {
   if (!cctx_) throw std::runtime_error(fmt::format("{}: zstd: cannot create a compression context", path()));
   // The checksum lets a reader tell a damaged file from a table.
@@ -26,10 +27,64 @@ ZstdCsvWriter::ZstdCsvWriter(const OutputDir& dir, const std::string& name, int 
   }
   pending_.reserve(kChunk);
   out_ = std::make_unique<char[]>(out_size_);
+  if (background) worker_ = std::thread([this] { work(); });
+}
+
+ZstdCsvWriter::~ZstdCsvWriter() {
+  if (!worker_.joinable()) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  worker_.join();
+}
+
+void ZstdCsvWriter::work() {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    cv_.wait(lock, [&] { return stop_ || busy_; });
+    if (stop_) return;
+    lock.unlock();
+    std::exception_ptr error;
+    try {
+      compress(chunk_, ZSTD_e_continue);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    lock.lock();
+    error_ = error;
+    busy_ = false;
+    cv_.notify_all();
+  }
+}
+
+void ZstdCsvWriter::wait_idle() {
+  if (!worker_.joinable()) return;
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] { return !busy_; });
+  if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
+}
+
+void ZstdCsvWriter::submit() {
+  wait_idle();
+  chunk_.swap(pending_);
+  pending_.clear();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    busy_ = true;
+  }
+  cv_.notify_all();
 }
 
 void ZstdCsvWriter::write(std::string_view text) {
   text_bytes_ += text.size();
+  if (worker_.joinable()) {
+    // The caller's text is copied: its buffer is refilled while zstd works.
+    pending_.append(text);
+    if (pending_.size() >= kChunk) submit();
+    return;
+  }
   if (pending_.size() + text.size() < kChunk) {
     pending_.append(text);
     return;
@@ -47,6 +102,7 @@ void ZstdCsvWriter::write(std::string_view text) {
 }
 
 void ZstdCsvWriter::close() {
+  wait_idle();
   compress(pending_, ZSTD_e_end);
   pending_.clear();
   file_.close();
