@@ -471,6 +471,21 @@ TEST(ExportTable, ForceReplacesTheOtherForm) {
   r = run(cmd + " --plain -f", tmp);
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(listing(tmp / "t"), (std::set<std::string>{"events.csv", "latency.csv"}));
+  r = run(cmd + " --parquet", tmp);
+  EXPECT_NE(r.status, 0) << "wrote Parquet into an existing export without -f";
+  r = run(cmd + " --parquet -f", tmp);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(listing(tmp / "t"), (std::set<std::string>{"events.parquet", "latency.parquet"}));
+  r = run(cmd + " -f", tmp);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(listing(tmp / "t"), (std::set<std::string>{"events.csv.zst", "latency.csv.zst"}));
+  // Parquet is a file form: not with --plain, nor as a stream on stdout.
+  for (std::string bad : {" -o " + (tmp / "t") + " --parquet --plain -f", std::string(" --parquet --stdout events")}) {
+    r = run(cptrace_bin() + " export table " + out + bad, tmp);
+    EXPECT_NE(r.status, 0) << bad;
+    EXPECT_NE(r.err.find("--parquet"), std::string::npos) << bad << ": " << r.err;
+  }
+  EXPECT_EQ(listing(tmp / "t"), (std::set<std::string>{"events.csv.zst", "latency.csv.zst"}));
 }
 
 TEST(ExportTable, QueryScriptRefusesANonExport) {
