@@ -65,7 +65,8 @@ rows=$(sed -n 's/.*, \([0-9]*\) tuple rows.*/\1/p' "$tmp/counts" 2>/dev/null || 
 events=${events:-0} rows=${rows:-0}
 echo "  $N tuples: $events events, $rows latency rows (A.out,C.in); $RUNS runs each, other work on the machine"
 # The median run of a form (by wall time) and the spread; the latency line is
-# both's median minus events' median.
+# both's median minus events' median. On a busy machine the wall times vary
+# most; the CPU seconds (user + system) are the steadier figure.
 python3 - "$tmp" "$events" "$rows" "${forms[@]}" <<'EOF'
 import sys
 tmp, events, rows, forms = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4:]
@@ -74,7 +75,7 @@ def runs(form, tables):
         return sorted(tuple(float(x) for x in l.split()) for l in open(f"{tmp}/{form}.{tables}"))
     except FileNotFoundError:
         return []
-med = {}
+med, cpus = {}, {}
 for form in forms:
     for tables, n in (("events", events), ("both", events + rows)):
         r = runs(form, tables)
@@ -82,6 +83,7 @@ for form in forms:
             continue
         wall, cpu, kb, size = r[len(r) // 2]
         med[form, tables] = wall
+        cpus[form, tables] = sorted(x[1] for x in r)[len(r) // 2]
         label = "events" if tables == "events" else "events+latency"
         print(f"  {form:8} {label:15} {n:10d} rows  {wall:6.2f} s (min {r[0][0]:.2f}, max {r[-1][0]:.2f})"
               f"  {n / wall / 1e6:6.2f} M rows/s  {size / wall / 1e6:7.1f} MB/s  cpu {cpu:6.2f} s"
@@ -93,5 +95,6 @@ for form in forms:
 if ("node", "both") in med:
     for form in ("csv.zst", "parquet"):
         if (form, "both") in med:
-            print(f"  node / {form}: {med['node', 'both'] / med[form, 'both']:.1f}x the time (events+latency, medians)")
+            print(f"  node / {form}: {med['node', 'both'] / med[form, 'both']:.1f}x the time, "
+                  f"{cpus['node', 'both'] / cpus[form, 'both']:.1f}x the CPU (events+latency, medians)")
 EOF
