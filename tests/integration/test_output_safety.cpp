@@ -82,6 +82,10 @@ std::vector<DirWriter> dir_writers(const TempDir& tmp) {
        bin + " export table " + translated + " --pair a,b --plain -o {out}",
        {"latency.csv", "events.csv.zst", "events.csv"},
        true},
+      {"export table --parquet",
+       bin + " export table " + translated + " --pair a,b --parquet -o {out}",
+       {"latency.parquet", "events.csv.zst", "events.parquet"},
+       true},
   };
 }
 
