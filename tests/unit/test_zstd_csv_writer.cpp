@@ -1,6 +1,7 @@
 // ZstdCsvWriter (user/analyze/zstd_csv_writer.h): whatever the pieces the text
 // comes in (single bytes, rows, pieces larger than its chunk), the file
-// decompresses to exactly that text; an empty table is a valid empty frame; a
+// decompresses to exactly that text, and compressed on its own thread it is the
+// same file; an empty table is a valid empty frame; a
 // file cut short is refused by a reader; and the file is created as every
 // output is, never through a name that exists.
 #include <gtest/gtest.h>
@@ -51,6 +52,26 @@ TEST(ZstdCsvWriter, AnyPiecesDecompressToTheText) {
   std::string got = read_zst(tmp / "out/t.csv.zst");
   EXPECT_TRUE(got == text) << "decompressed " << got.size() << " bytes, wrote " << text.size();
   EXPECT_LT(fs::file_size(tmp / "out/t.csv.zst") * 4, text.size());
+}
+
+// Compressed on the writer's own thread (export table with room in --memory),
+// the file is the same byte for byte as in the caller's thread, whatever the pieces.
+TEST(ZstdCsvWriter, BackgroundWritesTheSameBytes) {
+  TempDir tmp;
+  std::string big;
+  for (uint64_t i = 0; i < 30000; ++i) big += row(i * 3);
+  for (bool background : {false, true}) {
+    OutputDir dir(tmp / (background ? "bg" : "fg"), kTestOutput, false);
+    ZstdCsvWriter w(dir, "t.csv.zst", ZstdCsvWriter::kLevel, background);
+    w.write("a,b\n");
+    for (uint64_t i = 0; i < 40000; ++i) w.write(row(i));
+    w.write(big);
+    w.write(big.substr(0, 100));
+    w.close();
+  }
+  std::string fg = read_file(tmp / "fg/t.csv.zst"), bg = read_file(tmp / "bg/t.csv.zst");
+  EXPECT_GT(fg.size(), 10000u);
+  EXPECT_TRUE(fg == bg) << "foreground " << fg.size() << " bytes, background " << bg.size();
 }
 
 TEST(ZstdCsvWriter, EmptyTableIsAnEmptyFrame) {
