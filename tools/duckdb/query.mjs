@@ -5,8 +5,8 @@
 //   node tools/duckdb/query.mjs EXPORT_DIR tools/duckdb/examples/hop_p99.sql
 //
 // The query sees two views, `events` and `latency`, over whichever form the
-// directory holds (tables.mjs): events.parquet, latency.parquet of
-// export-parquet.mjs; else events.csv.zst, latency.csv.zst of `cptrace export
+// directory holds (tables.mjs): events.parquet, latency.parquet of `cptrace
+// export table --parquet` or export-parquet.mjs; else events.csv.zst, latency.csv.zst of `cptrace export
 // table`, read compressed as they are; else the .csv of `export table --plain`,
 // with the column types of docs/analysis-export.md given explicitly. Integers print
 // as JSON numbers when a double holds them exactly, otherwise as strings (tuple

@@ -20,7 +20,8 @@ export const COLUMNS = {
 };
 
 // The forms a table can take in a directory, the preferred first: Parquet
-// (export-parquet.mjs; smallest, typed, read by column), then the zstd CSV of
+// (`export table --parquet` or export-parquet.mjs; smallest, typed, read by
+// column), then the zstd CSV of
 // `export table`, then its --plain CSV.
 export const FORMS = ['.parquet', '.csv.zst', '.csv'];
 
