@@ -9,8 +9,9 @@
 // grows on demand up to `max_blocks`: a compressor or the writer that stalls
 // (descheduled by a build, a write() held by dirty-page throttling) must not
 // make the producer, the ring drain, wait while memory is left, for the rings
-// behind it hold only tens of ms at tens of M events/s. The pipeline threads
-// add blocks ahead of need (top_up()), so the drain rarely faults one in.
+// behind it hold only tens of ms at tens of M events/s. A grower thread adds
+// blocks ahead of need (woken by acquire() when fewer than half the initial
+// blocks are free), so the drain rarely faults one in itself.
 // Every idle thread sleeps on its queue's condition variable: no stage polls,
 // because on a machine with few CPUs each cycle a recorder thread spends
 // looking for work is taken from the traced application. A queue operation
@@ -95,8 +96,8 @@ class BlockQueue {
   // The oldest block; waits for one. False once closed and empty. *waited:
   // set when the call had to sleep.
   bool pop(Block*& b, bool* waited = nullptr);
-  // The oldest block if there is one, without waiting.
-  bool try_pop(Block*& b);
+  // The oldest block if there is one, without waiting; *left: how many remain.
+  bool try_pop(Block*& b, size_t* left = nullptr);
   size_t size();
   // Wakes every waiter; pop() still returns what is queued.
   void close();
@@ -152,15 +153,21 @@ class BlockPipeline {
   void discard_block(const Block* b);
   // A new block, its pages touched, or nullptr at the cap.
   Block* grow();
-  // Adds blocks to the free list while it runs low (called off the producer).
-  void top_up();
+  // Adds blocks to the free list up to `target` free ones (off the producer).
+  void top_up(size_t target);
+  void grow_loop();
 
   Sink sink_;
   size_t block_events_;
   int zstd_level_;
   size_t max_blocks_;
-  size_t low_water_;  // top_up() adds blocks below this many free ones
+  size_t low_water_;  // acquire() wakes the grower below this many free blocks
   std::mutex grow_mu_;
+  std::mutex grow_wait_mu_;  // the grower's sleep
+  std::condition_variable grow_cv_;
+  std::atomic<bool> grow_wanted_{false};
+  bool grow_stop_ = false;  // under grow_wait_mu_
+  std::thread grower_;
   std::deque<Block> storage_;  // deque: growing keeps every Block* valid
   std::atomic<size_t> allocated_{0};
   std::atomic<size_t> in_use_{0};  // acquired and not yet given back
