@@ -72,7 +72,11 @@ def describe_stalls(c):
             f"{p.get('max_block_wait_ms', 0):.1f}); grown by the drain {p.get('grown_by_drain', 0)}; blocks peak {p.get('blocks_peak', 0)}/{p.get('blocks_cap', 0)}, "
             f"ready peak {p.get('ready_peak', 0)}, write queue peak {p.get('write_queue_peak', 0)}; "
             f"write max {p.get('max_write_ms', 0):.1f} ms, compress max {p.get('max_compress_ms', 0):.1f} ms"
-            + (f"; first drop seen at {first:.1f} s" if first is not None else ""))
+            + (f"; first drop seen at {first:.1f} s" if first is not None else "")
+            + "".join(f"\n           drop after the pass at {dp['at_ms']} ms: gap {dp['gap_ms']} ms, ring {dp['ring_pct']}% at "
+                      f"its start, pass {dp['pass_ms']} ms, descheduled {dp['gap_delay_ms']} ms in the gap and "
+                      f"{dp['pass_delay_ms']} ms in the pass, {dp['dropped']} dropped"
+                      for dp in d.get("drop_passes", [])[:3]))
 
 
 def repeated(args, cptrace, rates):
