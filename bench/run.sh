@@ -60,12 +60,12 @@ print("  %d events in %.2f s = %.1f M events/s, %d dropped, file %.1f MB, %.1fx 
   j["file_bytes"]/1e6, j["compression_ratio"]))'
 
 echo
-echo "== 5b. zero-drop search: paced emitter (chunks of 1000, busy wait), rising rate, ${ZERO_DROP_STEP_S:-10} s per step,"
-echo "   default record options; the recorder's CPU is its rusage less the emitter's own (uprobe programs included)"
-for path in batch single; do
-  echo "-- $path path"
-  python3 bench/zero_drop.py --build $B --path $path
-done
+echo "== 5b. zero drops: paced emitter (chunks of 1000, busy wait), ${ZERO_DROP_STEP_S:-10} s per step, default record"
+echo "   options; the recorder's CPU is its rusage less the emitter's own (uprobe programs included)"
+echo "-- batch path: 10/20/30/40 M/s, five runs in a row; drops per step and run, the collector's stall counters"
+python3 bench/zero_drop.py --build $B --path batch --rates 10e6,20e6,30e6,40e6 --runs 5
+echo "-- single path: rising rate until the first drop"
+python3 bench/zero_drop.py --build $B --path single
 
 echo
 echo "== 5c. sizing: recorder CPU per event against --wakeup-kib and --block-events, batch path at 20 M/s"

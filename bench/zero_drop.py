@@ -2,7 +2,7 @@
 """Zero-drop search: the highest paced rate `cptrace record` keeps without a drop.
 
   zero_drop.py --build DIR --path batch|single [--rates R1,R2,...] [--step-s S]
-               [--cptrace BIN] [--record-arg ARG]...
+               [--cptrace BIN] [--record-arg ARG]... [--runs N]
 
 For each rate, rising, the paced emitter (bench_logts --rate) runs for S seconds
 (default $ZERO_DROP_STEP_S, else 10) under `cptrace record` with default
@@ -12,6 +12,13 @@ Per step it prints what was emitted, recorded and dropped, and the recorder's
 CPU time: the rusage of `cptrace record` (its waited-for child included) less
 the CPU the emitter reports for itself (which includes the uprobe programs, as
 they run in the emitter). Figures only; nothing passes or fails on them.
+
+With --runs N every rate is run N times in a row (no early stop; runs after
+runs, rates rising within a run), each step's line followed by the collector's
+stall counters (meta.json "collector": the longest gap between two drain
+passes, waits for a free block, queue peaks, the longest write), and a table
+of drops per step and per run at the end: one run without drops at a rate says
+little when a stall can strike any run.
 """
 import argparse
 import json
@@ -48,7 +55,53 @@ def run_step(cptrace, build, path, rate, seconds, record_args, out_dir):
     rec_cpu = ru.ru_utime + ru.ru_stime - emitter_cpu
     return {"emitted": emitted, "achieved": achieved, "recorded": meta["recorded_events"],
             "dropped": sum(meta["counters"]["dropped"]), "rec_cpu": rec_cpu,
-            "cpu_per_m": rec_cpu / (emitted / 1e6)}
+            "cpu_per_m": rec_cpu / (emitted / 1e6), "collector": meta.get("collector")}
+
+
+def describe_stalls(c):
+    """The collector's stall counters of one step (absent from older recorders)."""
+    if not c:
+        return "(no stall counters in meta.json)"
+    d, p = c.get("drain", {}), c.get("pipeline", {})
+    first = c.get("first_drop_s")
+    ring = d.get("ring_bytes") or 1
+    return (f"drain gap max {d.get('max_gap_ms', 0):.1f} ms, pass max {d.get('max_pass_ms', 0):.1f} ms, "
+            f"ring peak {100 * d.get('ring_peak_bytes', 0) / ring:.0f}%, run delay {d.get('run_delay_ms', 0):.0f} ms, "
+            f"nice {d.get('nice', 0)}; "
+            f"block waits {p.get('block_waits', 0)} ({p.get('block_wait_ms', 0):.1f} ms, max "
+            f"{p.get('max_block_wait_ms', 0):.1f}); grown by the drain {p.get('grown_by_drain', 0)}; blocks peak {p.get('blocks_peak', 0)}/{p.get('blocks_cap', 0)}, "
+            f"ready peak {p.get('ready_peak', 0)}, write queue peak {p.get('write_queue_peak', 0)}; "
+            f"write max {p.get('max_write_ms', 0):.1f} ms, compress max {p.get('max_compress_ms', 0):.1f} ms"
+            + (f"; first drop seen at {first:.1f} s" if first is not None else "")
+            + "".join(f"\n           drop after the pass at {dp['at_ms']} ms: gap {dp['gap_ms']} ms, ring {dp['ring_pct']}% at "
+                      f"its start, pass {dp['pass_ms']} ms, descheduled {dp['gap_delay_ms']} ms in the gap and "
+                      f"{dp['pass_delay_ms']} ms in the pass, {dp['dropped']} dropped"
+                      for dp in d.get("drop_passes", [])[:3]))
+
+
+def repeated(args, cptrace, rates):
+    """--runs N: every rate N times; drops per step and per run."""
+    drops = {}
+    with tempfile.TemporaryDirectory(prefix="cptrace-zero-drop.") as tmp:
+        for run in range(args.runs):
+            for i, rate in enumerate(rates):
+                out = os.path.join(tmp, f"run{run}-step{i}")
+                r = run_step(cptrace, args.build, args.path, rate, args.step_s, args.record_arg, out)
+                subprocess.run(["rm", "-rf", out])
+                if not r:
+                    drops[(run, rate)] = None
+                    continue
+                drops[(run, rate)] = r["dropped"]
+                print(f"  run {run + 1}: " + describe(rate, r), flush=True)
+                print("         " + describe_stalls(r["collector"]), flush=True)
+    print(f"  drops per step and run ({args.path}, {args.step_s:g} s per step, default options):")
+    print("    rate M/s " + "".join(f"{'run ' + str(k + 1):>12}" for k in range(args.runs)))
+    steps_dropped = 0
+    for rate in rates:
+        row = [drops[(k, rate)] for k in range(args.runs)]
+        steps_dropped += sum(1 for d in row if d)
+        print(f"    {rate / 1e6:8.2f} " + "".join(f"{'failed' if d is None else d:>12}" for d in row))
+    print(f"  steps with drops: {steps_dropped} of {len(rates) * args.runs}")
 
 
 def describe(rate, r):
@@ -67,9 +120,13 @@ def main():
     ap.add_argument("--rates", help="comma-separated events/s, rising")
     ap.add_argument("--step-s", type=float, default=float(os.environ.get("ZERO_DROP_STEP_S", "10")))
     ap.add_argument("--record-arg", action="append", default=[])
+    ap.add_argument("--runs", type=int, default=0, help="run every rate this many times (no search)")
     args = ap.parse_args()
     rates = [float(r) for r in args.rates.split(",")] if args.rates else DEFAULT_RATES[args.path]
     cptrace = args.cptrace or os.path.join(args.build, "cptrace")
+    if args.runs:
+        repeated(args, cptrace, rates)
+        return
 
     best = None
     with tempfile.TemporaryDirectory(prefix="cptrace-zero-drop.") as tmp:

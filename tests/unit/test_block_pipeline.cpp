@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <condition_variable>
+#include <iterator>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -16,6 +18,7 @@
 
 #include "collect/block_pipeline.h"
 #include "collect/ring_drain.h"
+#include "record/recorder.h"
 
 using namespace cptrace;
 
@@ -242,4 +245,120 @@ TEST(RingDrain, IdleDrainSleepsUntilWoken) {
   }
   EXPECT_EQ(frames.load(), 0);
   close(fd);
+}
+
+namespace {
+
+// A sink that holds every write until released: a disk stalled in write().
+struct HeldSink {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool released = false;
+  uint64_t events = 0;
+  void operator()(const EncodedFrame& f) {
+    std::unique_lock lk(mu);
+    cv.wait(lk, [this] { return released; });
+    events += f.hdr.count;
+  }
+  void release() {
+    {
+      std::lock_guard lk(mu);
+      released = true;
+    }
+    cv.notify_all();
+  }
+};
+
+// Fills and submits a block of n events.
+void submit_block(BlockPipeline& pipe, size_t n) {
+  Block* b = pipe.acquire();
+  b->events.resize(n);
+  pipe.submit(b);
+}
+
+// The state letter of one of this process's threads (/proc/self/task/TID/stat).
+char thread_state(pid_t tid) {
+  std::ifstream f("/proc/self/task/" + std::to_string(tid) + "/stat");
+  std::string s((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  size_t close = s.rfind(')');
+  return close == std::string::npos || close + 2 >= s.size() ? '?' : s[close + 2];
+}
+
+}  // namespace
+
+// A writer stalled in write() does not make the producer (the ring drain)
+// wait while the block pool may still grow: blocks are added instead, and
+// every event is written once the writer resumes.
+TEST(BlockPipeline, StalledWriterDoesNotStallTheProducerBelowTheCap) {
+  HeldSink sink;
+  constexpr size_t kEvents = 100;
+  constexpr int kBlocks = 40;
+  BlockPipeline pipe([&](const EncodedFrame& f) { sink(f); }, kEvents, 1, /*blocks_in_flight=*/4, 1,
+                     /*max_blocks=*/64);
+  for (int i = 0; i < kBlocks; ++i) submit_block(pipe, kEvents);  // would hang at block 5 with a fixed pool
+  EXPECT_EQ(pipe.stats().producer_waits.load(), 0u);
+  EXPECT_GE(pipe.blocks(), size_t(kBlocks));
+  EXPECT_LE(pipe.blocks(), pipe.max_blocks());
+  EXPECT_GE(pipe.stats().blocks_peak.load(), uint64_t(kBlocks - 1));  // the stalled writer holds them
+  sink.release();
+  pipe.finish();
+  EXPECT_EQ(sink.events, kBlocks * kEvents);
+  EXPECT_EQ(pipe.stats().events.load(), kBlocks * kEvents);
+}
+
+// At the cap the producer waits (backpressure: the kernel rings then count
+// their drops), the wait is counted, the pool stays at its cap, and nothing
+// is lost once the writer resumes.
+TEST(BlockPipeline, StalledWriterAtTheCapMakesTheProducerWaitAndCountsIt) {
+  HeldSink sink;
+  constexpr size_t kEvents = 100, kCap = 8;
+  BlockPipeline pipe([&](const EncodedFrame& f) { sink(f); }, kEvents, 1, /*blocks_in_flight=*/2, 1, kCap);
+  for (size_t i = 0; i < kCap; ++i) submit_block(pipe, kEvents);
+  EXPECT_EQ(pipe.blocks(), kCap);
+  std::atomic<pid_t> tid{0};
+  std::atomic<bool> done{false};
+  std::thread producer([&] {
+    tid = gettid();
+    submit_block(pipe, kEvents);  // no block is free until the sink is released
+    done = true;
+  });
+  while (!tid.load()) std::this_thread::yield();
+  while (thread_state(tid.load()) != 'S') std::this_thread::yield();  // asleep in acquire()
+  EXPECT_FALSE(done.load()) << "a block beyond the cap was handed out";
+  sink.release();
+  producer.join();
+  pipe.finish();
+  EXPECT_EQ(pipe.stats().producer_waits.load(), 1u);
+  EXPECT_EQ(pipe.blocks(), kCap);
+  EXPECT_EQ(pipe.stats().blocks_grown.load(), kCap - 2);
+  EXPECT_EQ(sink.events, (kCap + 1) * kEvents);
+}
+
+// The drain's stall counters know each ring's size and count its passes (a
+// flush request is one), so meta.json "collector" can say how full a ring got.
+TEST(RingDrain, StatsNameTheRingSizeAndCountPasses) {
+  int fd = bpf_map_create(BPF_MAP_TYPE_RINGBUF, "stats_ring", 0, 0, 1 << 18, nullptr);
+  ASSERT_GE(fd, 0) << "creating a BPF ring buffer needs root: " << strerror(errno);
+  {
+    BlockPipeline pipe([](const EncodedFrame&) {}, 1024, 1, 4);
+    RingDrain drain({fd}, pipe, nullptr);
+    drain.set_drop_counter([] { return uint64_t(0); });
+    drain.start();
+    drain.request_flush();
+    drain.stop_and_flush();
+    pipe.finish();
+    EXPECT_EQ(drain.stats().ring_bytes, uint64_t(1) << 18);
+    EXPECT_EQ(drain.stats().ring_peak_bytes, 0u);  // nothing was ever written
+    EXPECT_GE(drain.stats().passes, 1u);
+    EXPECT_TRUE(drain.stats().drop_passes.empty());
+  }
+  close(fd);
+}
+
+// Without --ring-mb the ring is a power of two from the former 16 MiB up to 64.
+TEST(RecordDefaults, RingSizedByMemoryWithinBounds) {
+  uint32_t mb = default_ring_mb();
+  EXPECT_GE(mb, 16u);
+  EXPECT_LE(mb, 64u);
+  EXPECT_EQ(mb & (mb - 1), 0u) << mb;
 }

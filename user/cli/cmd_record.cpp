@@ -74,7 +74,9 @@ SubcommandRunner add_record_command(CLI::App& app) {
   record->add_flag("-f,--force", rec->overwrite, "overwrite an existing trace in the directory");
   record->add_flag("!--no-progress", rec->progress, "no progress line on the terminal");
   record->add_option("--compressors", rec->compressors, "compression threads")->check(CLI::Range(1, 64));
-  record->add_option("--ring-mb", rec->ring_mb, "ring buffer size per CPU, MiB (power of two)")
+  record
+      ->add_option("--ring-mb", rec->ring_mb,
+                   "ring buffer size per CPU, MiB (power of two; default 16 to 64 by the machine's memory)")
       ->check(CLI::Range(1, 1024) & CLI::Validator([](std::string& s) { return power_of_two_problem(s); }, "POW2"));
   // Defaults sized by bench/size_sweep.py (docs/record.md has the figures).
   record
@@ -95,9 +97,10 @@ SubcommandRunner add_record_command(CLI::App& app) {
   record->add_option("cmd", rec->cmd, "command to run and record (after --)");
   return {record, [rec] {
             check_minrtt_auth(rec->minrtt);  // before anything is created or run
-            if (uint64_t(rec->wakeup_kib) > uint64_t(rec->ring_mb) << 10)
+            uint32_t ring_mb = rec->ring_mb ? rec->ring_mb : default_ring_mb();
+            if (uint64_t(rec->wakeup_kib) > uint64_t(ring_mb) << 10)
               throw std::runtime_error("--wakeup-kib " + std::to_string(rec->wakeup_kib) +
-                                       ": more than a CPU's ring (--ring-mb " + std::to_string(rec->ring_mb) + ")");
+                                       ": more than a CPU's ring (--ring-mb " + std::to_string(ring_mb) + ")");
             return run_record(*rec);
           }};
 }

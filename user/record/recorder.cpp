@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <memory>
@@ -59,6 +60,78 @@ void on_stop_signal(int sig) { g_stop_signal.store(sig); }
 // Disk space set aside at start for the frames and meta.json written at stop,
 // so a recording that fills the disk can still end with its accounting.
 constexpr uint64_t kStopReserveBytes = 256 << 10;
+
+// The block pipeline starts with 64 blocks (about 1 M events at the default
+// size, 26 ms at 40 M events/s) and grows while compression or the disk falls
+// behind, up to an eighth of the machine's memory and at most 1 GiB of event
+// columns (0.7 s at 40 M events/s): stalls of that length were measured on a
+// shared 2-vCPU machine (docs/record.md), and the rings behind the drain hold
+// far less.
+constexpr size_t kInitialBlocks = 64;
+size_t collector_max_blocks(size_t block_events) {
+  uint64_t ram = uint64_t(sysconf(_SC_PHYS_PAGES)) * uint64_t(sysconf(_SC_PAGESIZE));
+  uint64_t cap = std::min<uint64_t>(ram / 8, uint64_t(1) << 30);
+  uint64_t block_bytes = block_events * (3 * sizeof(uint64_t) + 2 * sizeof(uint32_t) + sizeof(uint16_t) + 2);
+  return std::max<size_t>(kInitialBlocks, cap / block_bytes);
+}
+
+// A ring holds what arrives while the drain is not draining it. On the shared
+// 2-vCPU VM the drain was measured descheduled or busy for 100+ ms during
+// a pass (meta.json "collector"), while the paced emitter, late after its own
+// stall, catches up at full speed: 16 MiB (2.7 M batch events, 70 ms at
+// 40 M events/s) dropped in some runs at every rate. 64 MiB per CPU holds
+// 280 ms at 40 M events/s where the machine can spare it: the rings take at
+// most 1/64 of its memory (floored to a power of two), never less than the
+// former 16 MiB. The wakeup stays at 4 MiB (docs/record.md: the cost is flat
+// from 1 MiB up), so the rest of the ring is headroom for a late drain.
+uint32_t ring_mb_for_this_machine() {
+  uint64_t ram = uint64_t(sysconf(_SC_PHYS_PAGES)) * uint64_t(sysconf(_SC_PAGESIZE));
+  long cpus = std::max(1L, sysconf(_SC_NPROCESSORS_CONF));
+  uint64_t per_cpu_mb = ram / 64 / uint64_t(cpus) >> 20;
+  uint32_t mb = 16;
+  while (mb < 64 && uint64_t(mb) * 2 <= per_cpu_mb) mb *= 2;
+  return mb;
+}
+
+// meta.json "collector": the stalls the drain and the pipeline saw (figures
+// for bench/zero_drop.py; the counters are always on, a few per block).
+json collector_json(const DrainStats& d, const BlockPipeline& pipe, std::optional<double> first_drop_s) {
+  auto ms = [](uint64_t ns) { return std::round(ns / 1e4) / 100; };
+  const PipelineStats& p = pipe.stats();
+  json j = {{"drain",
+             {{"passes", d.passes},
+              {"max_gap_ms", ms(d.max_gap_ns)},
+              {"max_pass_ms", ms(d.max_pass_ns)},
+              {"ring_bytes", d.ring_bytes},
+              {"ring_peak_bytes", d.ring_peak_bytes},
+              {"ring_peak_after_bytes", d.ring_peak_after_bytes},
+              {"run_delay_ms", ms(d.run_delay_ns)},
+              {"nice", d.nice}}},
+            {"pipeline",
+             {{"block_waits", p.producer_waits.load()},
+              {"block_wait_ms", ms(p.producer_wait_ns)},
+              {"max_block_wait_ms", ms(p.max_producer_wait_ns)},
+              {"blocks", pipe.blocks()},
+              {"blocks_cap", pipe.max_blocks()},
+              {"blocks_grown", p.blocks_grown.load()},
+              {"grown_by_drain", p.grown_by_producer.load()},
+              {"blocks_peak", p.blocks_peak.load()},
+              {"ready_peak", p.ready_peak.load()},
+              {"write_queue_peak", p.done_peak.load()},
+              {"max_compress_ms", ms(p.max_compress_ns)},
+              {"write_ms", ms(p.write_ns)},
+              {"max_write_ms", ms(p.max_write_ns)}}}};
+  if (first_drop_s) j["first_drop_s"] = std::round(*first_drop_s * 10) / 10;
+  for (const DrainStats::DropPass& dp : d.drop_passes)
+    j["drain"]["drop_passes"].push_back({{"at_ms", dp.at_ms},
+                                         {"gap_ms", dp.gap_ms},
+                                         {"ring_pct", dp.ring_pct},
+                                         {"pass_ms", dp.pass_ms},
+                                         {"gap_delay_ms", dp.gap_delay_ms},
+                                         {"pass_delay_ms", dp.pass_delay_ms},
+                                         {"dropped", dp.dropped}});
+  return j;
+}
 
 json counters_json(const Counters& c) {
   return {{"seen", c.seen}, {"dropped", c.dropped}, {"filtered", c.filtered}, {"series_lost", c.series_lost}};
@@ -252,6 +325,7 @@ class Recording {
   bool command_ended_ = false;  // the command exited on its own
   uint64_t recorded_ = 0;
   Counters final_counts_;
+  std::optional<double> first_drop_s_;  // when a flush first saw a drop (seconds since the start)
 };
 
 // The command is forked now, held until start_drains(): its pid filters the probes.
@@ -412,7 +486,8 @@ void Recording::open_trace() {
   writer_ = std::make_unique<TraceWriter>(opt_.out_dir, meta_, opt_.overwrite);
   writer_->reserve_space(kStopReserveBytes);
   pipe_ = std::make_unique<BlockPipeline>([w = writer_.get()](const EncodedFrame& f) { w->write(f); },
-                                          opt_.block_events, opt_.compressors, 64, opt_.zstd_level);
+                                          opt_.block_events, opt_.compressors, kInitialBlocks, opt_.zstd_level,
+                                          collector_max_blocks(opt_.block_events));
   pipe_->submit_frame(encode_clock(clock_));
   clock_written_ = clock_.size();
   channels_.on_new = [this](const ChannelInfo& c) {
@@ -439,6 +514,7 @@ void Recording::start_drains() {
   drain_ = std::make_unique<RingDrain>(probes_->ring_fds(), *pipe_, [this](const ChannelInfo& c) { channels_.add(c); });
   drain_->set_stage(probes_->stage());
   drain_->set_on_new_pid([this](uint32_t pid) { ns_pids_.add(pid); });
+  drain_->set_drop_counter([p = probes_.get()] { return p->counter_total(CP_CNT_DROPPED); });
   if (sim_.enabled) drain_->set_tsc_transform(&sim_);
   if (minrtt_) minrtt_->start();
   drain_->start();
@@ -607,6 +683,7 @@ void Recording::run() {
       drain_->request_flush();
       if (net_) net_->request_flush();
       Counters counts = probes_->read_counters();
+      if (!first_drop_s_ && counts.total_dropped()) first_drop_s_ = secs;
       flush_side_frames(counts);
       if (tty) {
         progress_line(*pipe_, counts, secs, prev_ev, prev_bytes, since_flush);
@@ -744,6 +821,7 @@ void Recording::finish_meta(uint64_t held_series_points) {
   recorded_ = pipe_->stats().events.load() - series_points;
   meta_["recorded_events"] = recorded_;
   meta_["counter_series_points"] = series_points;
+  meta_["collector"] = collector_json(drain_->stats(), *pipe_, first_drop_s_);
   if (minrtt_) meta_["minrtt"] = minrtt_->meta(cmap.tsc_hz(), sync_rounds_);
   if (net_) {
     meta_["net"] = net_->describe();
@@ -788,7 +866,14 @@ int Recording::exit_status() const {
 
 }  // namespace
 
-int run_record(const RecordOptions& opt) {
+uint32_t default_ring_mb() { return ring_mb_for_this_machine(); }
+
+int run_record(const RecordOptions& given) {
+  RecordOptions opt = given;
+  if (!opt.ring_mb) {  // sized by memory; its wakeup stays the one measured best for 16 MiB
+    opt.ring_mb = default_ring_mb();
+    if (!opt.wakeup_kib) opt.wakeup_kib = std::min<uint32_t>(opt.ring_mb << 8, 4096);
+  }
   Recording rec(opt, plan_recording(opt));
   rec.load_and_attach();
   rec.open_trace();

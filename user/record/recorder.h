@@ -22,7 +22,7 @@ struct RecordOptions {
   bool overwrite = false;
   bool progress = true;  // progress line when stderr is a terminal
   unsigned compressors = 1;
-  uint32_t ring_mb = 16;
+  uint32_t ring_mb = 0;  // per CPU, MiB; 0: default_ring_mb()
   uint32_t wakeup_kib = 0;  // wake the drain past this fill of a CPU's ring (0: a quarter of it)
   uint32_t block_events = 16384;  // events per compressed frame
   int zstd_level = 1;
@@ -35,6 +35,9 @@ struct RecordOptions {
 };
 
 // Returns the process exit status for main(). Throws on setup errors.
+// The ring size per CPU when --ring-mb is not given (MiB, a power of two).
+uint32_t default_ring_mb();
+
 int run_record(const RecordOptions& opt);
 
 }  // namespace cptrace
