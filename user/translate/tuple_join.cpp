@@ -11,7 +11,7 @@ namespace {
 
 constexpr uint64_t kToBit = 1ull << 63;
 constexpr int kMaxLevel = 64 / TupleJoin::kFanoutBits - 1;
-constexpr uint8_t kTo = 1, kWide = 2;
+constexpr uint8_t kTo = TupleJoin::kTo, kWide = TupleJoin::kWide;
 // Per record in memory: the record and its id and index in the partitioned
 // order (12 bytes). The partitions' tables and first-to lists are per thread and
 // follow a partition's distinct ids (a few hundred KiB): the last 4 bytes.
@@ -41,7 +41,7 @@ size_t partition_of(uint64_t tuple, int level) {
 // Records per partition of the in-memory join: its table (two 16-byte slots a
 // record) is 256 KiB, within a core's L2 cache.
 constexpr uint64_t kPartitionRecords = 8192;
-constexpr uint32_t kNone = ~0u;
+constexpr uint32_t kNone = TupleJoin::kNoPartner;
 constexpr uint32_t kToRef = 1u << 31;  // the to side, in a record index (below 2^31)
 
 struct Slot {
@@ -59,20 +59,10 @@ JoinStamp stamp_of(const TupleJoin::SpilledRec& r) { return {r.local, r.est, r.l
 
 }  // namespace
 
-void TupleJoin::Block::push(bool to_side, uint64_t tuple, const JoinStamp& s) {
-  Rec r{tuple, s.local, s.est, 0, 0, kNone, s.node, uint8_t(to_side ? kTo : 0), 0};
-  // Both widths in 32 bits (the bound of a converted stamp is microseconds);
-  // anything else (no bound, an unsynchronised node) goes to the side table.
-  const __int128 below = (__int128)s.est - s.lo, above = (__int128)s.hi - s.est;
-  if (below >= 0 && above >= 0 && below <= UINT32_MAX && above <= UINT32_MAX) {
-    r.below = uint32_t(below);
-    r.above = uint32_t(above);
-  } else {
-    r.flags |= kWide;
-    r.below = uint32_t(wide.size());
-    wide.push_back({s.lo, s.hi});
-  }
-  recs.push_back(r);
+void TupleJoin::Block::push_wide(bool to_side, uint64_t tuple, const JoinStamp& s) {
+  recs.push_back(
+      {tuple, s.local, s.est, uint32_t(wide.size()), 0, kNoPartner, s.node, uint8_t((to_side ? kTo : 0) | kWide), 0});
+  wide.push_back({s.lo, s.hi});
 }
 
 JoinStamp TupleJoin::Block::stamp(const Rec& r) const {
@@ -97,11 +87,11 @@ TupleJoin::TupleJoin(const MemoryBudget& b, Keep keep)
 
 TupleJoin::~TupleJoin() = default;
 
-void TupleJoin::add(bool to_side, uint64_t tuple, const JoinStamp& s) {
+void TupleJoin::add_beyond_memory(bool to_side, uint64_t tuple, const JoinStamp& s) {
   if (parts_.empty()) {
     ++seq_;
     mem_.push(to_side, tuple, s);
-    if (mem_.recs.size() >= max_in_memory_) spill_all();
+    spill_all();
     return;
   }
   SpilledRec r{tuple, seq_++ | (to_side ? kToBit : 0), s.local, s.est, s.lo, s.hi, s.node};
@@ -169,10 +159,12 @@ void TupleJoin::join_memory(Block& b, JoinCounts& c, const PairFn& pair) {
   part_begin[parts] = n;
   // The id goes along: the partition's pass then reads these arrays in order
   // instead of the records at random.
-  std::vector<uint64_t> ids(n);
-  std::vector<uint32_t> index(n);  // top bit: to side
-  advise_huge_pages(ids.data(), n * sizeof(uint64_t));
-  advise_huge_pages(index.data(), n * sizeof(uint32_t));
+  // Left uninitialised (every slot is written below): advised before their
+  // first touch, they fault in 2 MiB pages.
+  std::unique_ptr<uint64_t[]> ids(new uint64_t[n]);
+  std::unique_ptr<uint32_t[]> index(new uint32_t[n]);  // top bit: to side
+  advise_huge_pages(ids.get(), n * sizeof(uint64_t));
+  advise_huge_pages(index.get(), n * sizeof(uint32_t));
   parallel_for(threads, chunks, [&](size_t ch, unsigned) {
     for (uint32_t i = chunk_begin(ch); i < chunk_begin(ch + 1); ++i) {
       const Rec& r = recs[i];
@@ -193,8 +185,8 @@ void TupleJoin::join_memory(Block& b, JoinCounts& c, const PairFn& pair) {
   std::vector<Worker> workers(std::min<size_t>(threads, parts));
   parallel_for(threads, parts, [&](size_t p, unsigned w) {
     Worker& wk = workers[w];
-    const uint64_t* pid = ids.data() + part_begin[p];
-    const uint32_t* pix = index.data() + part_begin[p];
+    const uint64_t* pid = ids.get() + part_begin[p];
+    const uint32_t* pix = index.get() + part_begin[p];
     const uint32_t m = part_begin[p + 1] - part_begin[p];
     // Twice the distinct ids, no power of two (a slot is the high half of hash *
     // cap). A partition of few ids repeated often starts smaller and grows.
@@ -248,8 +240,8 @@ void TupleJoin::join_memory(Block& b, JoinCounts& c, const PairFn& pair) {
     for (const Slot& s : wk.table)
       if (s.from && !s.to) wk.c.from_only++;
   });
-  std::vector<uint64_t>().swap(ids);
-  std::vector<uint32_t>().swap(index);
+  ids.reset();
+  index.reset();
   for (Worker& wk : workers) {
     c.from_only += wk.c.from_only;
     c.to_only += wk.c.to_only;

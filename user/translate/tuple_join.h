@@ -51,13 +51,23 @@ class TupleJoin {
 
   // One event of the `from` (to_side false) or `to` channel, in trace order. An
   // event of a channel that is both is added twice, once per side.
-  void add(bool to_side, uint64_t tuple, const JoinStamp& s);
+  void add(bool to_side, uint64_t tuple, const JoinStamp& s) {
+    // Inlined: the common case, one record more in memory, costs a store.
+    if (parts_.empty() && mem_.recs.size() + 1 < max_in_memory_) {
+      ++seq_;
+      mem_.push(to_side, tuple, s);
+      return;
+    }
+    add_beyond_memory(to_side, tuple, s);
+  }
 
   // pair(tuple, to_seq, from, to) for every tuple seen on both sides, in to_seq
   // order inside each partition; end_partition() after each partition.
   using PairFn = std::function<void(uint64_t tuple, uint64_t to_seq, const JoinStamp& from, const JoinStamp& to)>;
   JoinCounts run(const PairFn& pair, const std::function<void()>& end_partition);
 
+  static constexpr uint8_t kTo = 1, kWide = 2;  // Rec::flags
+  static constexpr uint32_t kNoPartner = ~0u;
   // An event as the join holds it in memory: 40 bytes. Its trace position is
   // its index (or, read back from a partition file, a column beside it); lo and
   // hi are widths below and above est, or (kWide) an index into a side table
@@ -86,11 +96,22 @@ class TupleJoin {
     std::vector<Rec> recs;
     std::vector<uint64_t> seqs;
     std::vector<std::pair<int64_t, int64_t>> wide;
-    void push(bool to_side, uint64_t tuple, const JoinStamp& s);
+    void push(bool to_side, uint64_t tuple, const JoinStamp& s) {
+      // Both widths in 32 bits (the bound of a converted stamp is microseconds);
+      // anything else (no bound, an unsynchronised node) goes to the side table.
+      const uint64_t below = uint64_t(s.est) - uint64_t(s.lo), above = uint64_t(s.hi) - uint64_t(s.est);
+      if (s.lo <= s.est && s.est <= s.hi && below <= UINT32_MAX && above <= UINT32_MAX)
+        recs.push_back({tuple, s.local, s.est, uint32_t(below), uint32_t(above), kNoPartner, s.node,
+                        uint8_t(to_side ? kTo : 0), 0});
+      else
+        push_wide(to_side, tuple, s);
+    }
+    void push_wide(bool to_side, uint64_t tuple, const JoinStamp& s);
     JoinStamp stamp(const Rec& r) const;
   };
 
  private:
+  void add_beyond_memory(bool to_side, uint64_t tuple, const JoinStamp& s);
   void spill_all();
   void join_memory(Block& b, JoinCounts& c, const PairFn& pair);
   void join_file(SpillFile& f, int level, JoinCounts& c, const PairFn& pair, const std::function<void()>& end);
