@@ -198,6 +198,9 @@ PY
         head -1 "$tmp/out" | sed 's/^/    /'
         grep '^unmatched' "$tmp/out" | sed 's/^/    /' || true
         latency_secs=$last_secs
+        # The goal is per core: latency uses every CPU (--threads' default).
+        awk -v n="$n" -v s="$latency_secs" -v c="$(nproc)" 'BEGIN {
+          printf "    per core: %.2f M tuples/s on %d threads (goal: at least 5)\n", n / (s > 0 ? s : 0.01) / c / 1e6, c }'
         measure "$n" "latency --csv" /dev/null latency "$dir/tr" --from src.out --to sink.in --csv
         [[ $DUCKDB == 1 ]] && duckdb_latency "$n" "$dir" "$latency_secs"
         ;;

@@ -2,8 +2,10 @@
 // channel with its first event on the `to` channel, in any amount of data.
 //
 // Events are added in trace order (their sequence number is their position).
-// While they fit half the memory budget they stay in memory and are joined with
-// one flat hash table; beyond it they are partitioned by a hash of the tuple id
+// While they fit half the memory budget they stay in memory, 40 bytes each (id,
+// local stamp, instant and its bound as two 32-bit widths, node; the position is
+// the index), and are joined radix-partitioned; beyond it they are partitioned
+// by a hash of the tuple id
 // into kFanout unnamed spill files (a partition that still does not fit is split
 // again with the next hash bits), and each partition is joined alone. Inside a
 // partition events keep trace order, so its pairs come out in to-event order;
@@ -14,6 +16,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "translate/memory_budget.h"
@@ -25,7 +28,6 @@ namespace cptrace {
 struct JoinStamp {
   uint64_t local = 0;
   int64_t est = 0, lo = 0, hi = 0;
-  uint32_t err = 0;
   uint16_t node = 0;
 };
 
@@ -49,30 +51,78 @@ class TupleJoin {
 
   // One event of the `from` (to_side false) or `to` channel, in trace order. An
   // event of a channel that is both is added twice, once per side.
-  void add(bool to_side, uint64_t tuple, const JoinStamp& s);
+  void add(bool to_side, uint64_t tuple, const JoinStamp& s) {
+    // Inlined: the common case, one record more in memory, costs a store.
+    if (parts_.empty() && mem_.recs.size() + 1 < max_in_memory_) {
+      ++seq_;
+      mem_.push(to_side, tuple, s);
+      return;
+    }
+    add_beyond_memory(to_side, tuple, s);
+  }
 
   // pair(tuple, to_seq, from, to) for every tuple seen on both sides, in to_seq
   // order inside each partition; end_partition() after each partition.
   using PairFn = std::function<void(uint64_t tuple, uint64_t to_seq, const JoinStamp& from, const JoinStamp& to)>;
   JoinCounts run(const PairFn& pair, const std::function<void()>& end_partition);
 
+  static constexpr uint8_t kTo = 1, kWide = 2;  // Rec::flags
+  static constexpr uint32_t kNoPartner = ~0u;
+  // An event as the join holds it in memory: 40 bytes. Its trace position is
+  // its index (or, read back from a partition file, a column beside it); lo and
+  // hi are widths below and above est, or (kWide) an index into a side table
+  // when they do not fit 32 bits.
   struct Rec {
     uint64_t tuple;
+    uint64_t local;
+    int64_t est;
+    uint32_t below, above;
+    uint32_t partner;  // the join's scratch: a to-record's from-record, a from-record's kept to-record
+    uint16_t node;
+    uint8_t flags;  // kTo, kWide
+    uint8_t unused;
+  };
+  // As written to a partition file: the whole stamp and the position.
+  struct SpilledRec {
+    uint64_t tuple;
     uint64_t seq;  // top bit: to side
-    JoinStamp s;
+    uint64_t local;
+    int64_t est, lo, hi;
+    uint16_t node;
+  };
+  // Records of one in-memory join: the records, their positions (empty: the
+  // index), and the bounds too wide for a record.
+  struct Block {
+    std::vector<Rec> recs;
+    std::vector<uint64_t> seqs;
+    std::vector<std::pair<int64_t, int64_t>> wide;
+    void push(bool to_side, uint64_t tuple, const JoinStamp& s) {
+      // Both widths in 32 bits (the bound of a converted stamp is microseconds);
+      // anything else (no bound, an unsynchronised node) goes to the side table.
+      const uint64_t below = uint64_t(s.est) - uint64_t(s.lo), above = uint64_t(s.hi) - uint64_t(s.est);
+      if (s.lo <= s.est && s.est <= s.hi && below <= UINT32_MAX && above <= UINT32_MAX)
+        recs.push_back({tuple, s.local, s.est, uint32_t(below), uint32_t(above), kNoPartner, s.node,
+                        uint8_t(to_side ? kTo : 0), 0});
+      else
+        push_wide(to_side, tuple, s);
+    }
+    void push_wide(bool to_side, uint64_t tuple, const JoinStamp& s);
+    JoinStamp stamp(const Rec& r) const;
   };
 
  private:
+  void add_beyond_memory(bool to_side, uint64_t tuple, const JoinStamp& s);
   void spill_all();
-  void join_memory(std::vector<Rec>& recs, JoinCounts& c, const PairFn& pair);
+  void join_memory(Block& b, JoinCounts& c, const PairFn& pair);
   void join_file(SpillFile& f, int level, JoinCounts& c, const PairFn& pair, const std::function<void()>& end);
 
   MemoryBudget budget_;
   Keep keep_;
   uint64_t max_in_memory_;  // records
+  uint64_t max_from_file_;  // records of a partition read back (with their positions)
   size_t fanout_buffer_;  // write buffer of each partition file (out of the budget)
   uint64_t seq_ = 0;
-  std::vector<Rec> mem_;
+  Block mem_;
   std::vector<std::unique_ptr<SpillFile>> parts_;  // empty: all in memory
 };
 
