@@ -184,3 +184,12 @@ echo
 echo "== 21. export table: events and latency tables of ${EXPORT_TUPLES:-2000000} tuples as .csv.zst and Parquet"
 echo "   (cptrace's own writer), rows/s and MB/s; baseline: export-parquet.mjs (CSV piped into DuckDB)"
 bash bench/export_tables.sh
+
+echo
+echo "== 22. translate throughput: 3 nodes, ~$((4 * ${TRANSLATE_TUPLES:-2500000})) events, scrambled and in-order ids;"
+echo "   events/s (wall, and per core from user+system time), median of 3 (min-max), this build's default"
+echo "   threads and --threads 1, against TRANSLATE_OLD (a previous build's cptrace; default $B/cptrace.before"
+echo "   when present) alternating in this run, every output compared byte for byte (goal: 10 M events/s per core)"
+old=${TRANSLATE_OLD:-}
+[[ -z $old && -x $B/cptrace.before ]] && old=$B/cptrace.before
+bash bench/translate_compare.sh "${old:--}" $B/cptrace "${TRANSLATE_TUPLES:-2500000}" 3 || echo "   OUTPUTS DIFFER (above)"

@@ -49,6 +49,10 @@ SubcommandRunner add_translate_command(CLI::App& app) {
   add_choice(translate, "--inputs", tr->inputs, parse_inputs,
              "constraints used: both (default), rounds (MinRTT only) or traffic "
              "(matched packets of --net traces only)");
+  translate
+      ->add_option("--threads", tr->threads, "threads translating frames (default: every CPU); same output for any")
+      ->type_name("N")
+      ->check(CLI::Range(1u, 1024u));
   translate->add_flag("-f,--force", tr->overwrite, "overwrite an existing trace in the output directory");
   translate->add_flag("--accept-suspect-sync", tr->accept_suspect_sync,
                       "translate even when a pair's MinRTT rounds contradict each other or the nodes' own clock rates "

@@ -7,6 +7,8 @@
 // checks every byte it reads instead.
 #include "trace/block_codec.h"
 
+#include <endian.h>
+
 #include <algorithm>
 #include <cstring>
 #include <limits>
@@ -51,48 +53,69 @@ inline U unzigzag(U z) {
 [[noreturn]] void fail(const std::string& what) { throw std::runtime_error(what); }
 [[noreturn, gnu::noinline]] void out_of_range(const char* what) { fail(std::string(what) + " out of range"); }
 
+// The low 7 bits of each byte of w, packed into 56 bits (byte 0 lowest).
+inline uint64_t pack7(uint64_t w) {
+  w = (w & 0x007f007f007f007full) | ((w & 0x7f007f007f007f00ull) >> 1);
+  w = (w & 0x00003fff00003fffull) | ((w & 0x3fff00003fff0000ull) >> 2);
+  return (w & 0x000000000fffffffull) | ((w & 0x0fffffff00000000ull) >> 4);
+}
+
+// A varint's value and the byte after it.
+struct Varint {
+  uint64_t v;
+  const uint8_t* next;
+};
+
 // A bounds-checked reader over the decoded payload.
 class Cursor {
  public:
   Cursor(const uint8_t* p, size_t n) : p_(p), end_(p + n) {}
 
   // Inlined where it runs (every column value of every frame read): most deltas
-  // fit one byte and take no call.
+  // fit one byte and take no call. The longer ones call a function that takes
+  // and returns the position by value: a call given the cursor itself would
+  // keep its position in memory, loaded and stored around every value.
   [[gnu::always_inline]] uint64_t varint() {
     if (p_ != end_ && *p_ < 0x80) [[likely]]
       return *p_++;
-    return varint_long();
+    Varint r = varint_long(p_, end_);
+    p_ = r.next;
+    return r.v;
   }
 
-  [[gnu::noinline]] uint64_t varint_long() {
+  [[gnu::noinline]] static Varint varint_long(const uint8_t* p, const uint8_t* end) {
     // Timestamp deltas take a few bytes: with a whole varint's worth left, no
     // bounds check per byte (this runs for every event of every frame read).
-    if (end_ - p_ >= 10) [[likely]] {
-      uint64_t v = 0;
-      for (unsigned i = 0; i < 9; ++i) {
-        uint8_t b = p_[i];
-        v |= static_cast<uint64_t>(b & 0x7f) << (7 * i);
-        if (!(b & 0x80)) {
-          p_ += i + 1;
-          return v;
-        }
-      }
-      uint8_t b = p_[9];  // the 10th byte holds bit 63 only
+    if (end - p >= 10) [[likely]] {
+      // The first 8 bytes at once: the first byte without its high bit ends the
+      // varint, and the 7-bit groups before it are packed by shifts (no loop
+      // whose exit depends on the data: hashed tuple ids take 10 bytes).
+      uint64_t w;
+      std::memcpy(&w, p, 8);
+      w = le64toh(w);
+      const uint64_t stops = ~w & 0x8080808080808080ull;
+      const unsigned len = stops ? (static_cast<unsigned>(__builtin_ctzll(stops)) >> 3) + 1 : 8;
+      if (len < 8) w &= (uint64_t{1} << (8 * len)) - 1;
+      uint64_t v = pack7(w);
+      if (stops) return {v, p + len};
+      uint8_t b = p[8];
+      v |= static_cast<uint64_t>(b & 0x7f) << 56;
+      if (!(b & 0x80)) return {v, p + 9};
+      b = p[9];  // the 10th byte holds bit 63 only
       if (b > 1) [[unlikely]]
         fail(b & 0x80 ? "varint longer than 10 bytes" : "varint overflows 64 bits");
-      p_ += 10;
-      return v | static_cast<uint64_t>(b) << 63;
+      return {v | static_cast<uint64_t>(b) << 63, p + 10};
     }
     uint64_t v = 0;
     for (unsigned shift = 0; shift < 64; shift += 7) {
-      if (p_ == end_) [[unlikely]]
+      if (p == end) [[unlikely]]
         fail("varint runs past the end of the frame");
-      uint8_t b = *p_++;
+      uint8_t b = *p++;
       v |= static_cast<uint64_t>(b & 0x7f) << shift;
       if (!(b & 0x80)) {
         if (shift == 63 && b > 1) [[unlikely]]
           fail("varint overflows 64 bits");
-        return v;
+        return {v, p};
       }
     }
     fail("varint longer than 10 bytes");

@@ -460,6 +460,15 @@ void TraceReader::for_each_batch(const std::function<void(const std::vector<Trac
   }
 }
 
+void TraceReader::read_events(size_t i, std::vector<TraceEvent>& out) const {
+  check_convertible();
+  thread_local std::vector<uint8_t> payload;
+  FrameHeader h{};
+  reread(event_frames_.at(i), h, payload);
+  decode_events_into(h, payload.data(), payload.size(), out);
+  convert(out);
+}
+
 // Checked again: the scan's verdict only holds for the bytes it saw.
 void TraceReader::reread(const EventFrame& f, FrameHeader& h, std::vector<uint8_t>& payload) const {
   payload.resize(f.hdr.payload_len);

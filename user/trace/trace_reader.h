@@ -89,6 +89,10 @@ class TraceReader {
   void for_each_event(const std::function<void(const TraceEvent&)>& fn) const;
   // Same, one decoded Events frame at a time (cheaper per event).
   void for_each_batch(const std::function<void(const std::vector<TraceEvent>&)>& fn) const;
+  // The same frames one by one, for a caller that decodes them on several
+  // threads (event_frame_count() of them): frame i's events as for_each_batch
+  // hands them out (safe from any thread; same errors).
+  void read_events(size_t i, std::vector<TraceEvent>& out) const;
   std::vector<TraceEvent> events() const;
 
   // Channel handler changes (Handlers frames), in the order they took effect:

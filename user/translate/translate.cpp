@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <exception>
 #include <limits>
 #include <map>
 #include <memory>
@@ -19,6 +20,8 @@
 #include "translate/packet_pairs.h"
 #include "translate/pair_inputs.h"
 #include "translate/latency.h"
+#include "translate/memory_budget.h"
+#include "translate/parallel_for.h"
 #include "translate/ratio_sync.h"
 #include "translate/realtime_offset.h"
 #include "trace/tsc_frequency.h"
@@ -102,13 +105,27 @@ void check_damage(const TraceReader& r) {
              r.events_path(), r.file_bytes() - r.valid_bytes(), r.valid_bytes());
 }
 
-std::vector<Node> open_nodes(const std::vector<std::string>& dirs) {
+// The readers are opened (each a validating scan of its whole file) on
+// `threads` threads; their checks then run in the order given, so the first
+// problem reported is the one a node-by-node opening would meet first.
+std::vector<Node> open_nodes(const std::vector<std::string>& dirs, unsigned threads) {
+  std::vector<std::unique_ptr<TraceReader>> readers(dirs.size());
+  std::vector<std::exception_ptr> errors(dirs.size());
+  parallel_for(threads, dirs.size(), [&](size_t i, unsigned) {
+    try {
+      readers[i] = std::make_unique<TraceReader>(dirs[i]);
+    } catch (...) {
+      errors[i] = std::current_exception();
+    }
+  });
   std::vector<Node> nodes;
   std::map<std::string, std::string> seen;
-  for (const std::string& d : dirs) {
+  for (size_t i = 0; i < dirs.size(); ++i) {
+    const std::string& d = dirs[i];
     Node n;
     n.dir = d;
-    n.reader = std::make_unique<TraceReader>(d);
+    if (errors[i]) std::rethrow_exception(errors[i]);
+    n.reader = std::move(readers[i]);
     // The node name and clock facts live in meta.json: without it nothing can be translated.
     if (!n.reader->meta_problem().empty()) throw std::runtime_error(n.reader->meta_problem());
     n.name = n.reader->meta().value("node", "");
@@ -465,30 +482,69 @@ json channels_json(const std::vector<Node>& nodes) {
 
 using Ranges = std::vector<std::pair<int64_t, int64_t>>;
 
-// Streams one node's events through its relation, one input frame at a time.
-// Counts the events inside `transitions` (local clock ranges where the first hop
-// of the node's path is non-linear and the bound is not guaranteed).
-uint64_t translate_node(const Node& n, uint16_t index, const Relation& rel, const Ranges& transitions,
-                        uint64_t& in_transition, uint64_t& max_err, TraceWriter& w) {
-  std::vector<TranslatedEvent> out;
+// One input frame of a node translated into one output frame, on any thread.
+// An error (a timestamp beyond the supported range, disjoint bounds) is kept
+// with its frame: it is raised when that frame's turn to be written comes.
+struct FrameOut {
   EncodedFrame frame;
+  uint64_t events = 0, in_transition = 0, max_err = 0;
+  std::exception_ptr error;
+};
+
+void translate_frame(const Node& n, size_t i, uint16_t index, RelationCursor& cursor, const Ranges& transitions,
+                     FrameOut& f) {
+  thread_local std::vector<TraceEvent> evs;
+  thread_local std::vector<TranslatedEvent> out;
+  n.reader->read_events(i, evs);
+  out.resize(evs.size());
+  uint64_t in_transition = 0, max_err = 0;
+  for (size_t k = 0; k < evs.size(); ++k) {
+    const TraceEvent& e = evs[k];
+    if (e.ts > kTscRange)
+      throw std::runtime_error(fmt::format("{}: event timestamp {} is beyond the supported TSC range", n.dir, e.ts));
+    Bound b = cursor.at_stamp(e.ts, e.ts_err);  // a stamp's own interval widens the bound
+    for (const auto& [lo, hi] : transitions) in_transition += int64_t(e.ts) >= lo && int64_t(e.ts) <= hi;
+    max_err = std::max(max_err, e.ts_err);
+    out[k] = {e.ts, b.est, b.lo, b.hi, e.channel, e.tuple, e.pid, e.tid, e.cpu, index, e.kind};
+  }
+  encode_translated(out.data(), out.size(), 1, f.frame);
+  f.events = out.size(), f.in_transition = in_transition, f.max_err = max_err;
+}
+
+// Translates one node's events through its relation, frame by frame, a batch
+// of frames at a time on `threads` threads (each with its own cursor: a
+// cursor's answers are Relation::at's whatever it cached), written in file
+// order. Counts the events inside `transitions` (local clock ranges where the
+// first hop of the node's path is non-linear and the bound is not guaranteed).
+uint64_t translate_node(const Node& n, uint16_t index, const Relation& rel, const Ranges& transitions, unsigned threads,
+                        uint64_t& in_transition, uint64_t& max_err, TraceWriter& w) {
+  const size_t frames = n.reader->event_frame_count();
+  if (frames == 0) n.reader->for_each_batch([](const std::vector<TraceEvent>&) {});  // its checks, as before
+  std::vector<RelationCursor> cursors(threads, RelationCursor(rel));
+  // A few frames a thread per batch: decoded and encoded frames are a fixed
+  // cost, whatever the trace's size.
+  const size_t batch = threads > 1 ? 4 * size_t(threads) : 1;
+  std::vector<FrameOut> outs(std::min(batch, frames));
   uint64_t count = 0;
-  RelationCursor cursor(rel);
-  n.reader->for_each_batch([&](const std::vector<TraceEvent>& evs) {
-    out.clear();
-    out.reserve(evs.size());
-    for (const TraceEvent& e : evs) {
-      if (e.ts > kTscRange)
-        throw std::runtime_error(fmt::format("{}: event timestamp {} is beyond the supported TSC range", n.dir, e.ts));
-      Bound b = cursor.at_stamp(e.ts, e.ts_err);  // a stamp's own interval widens the bound
-      for (const auto& [lo, hi] : transitions) in_transition += int64_t(e.ts) >= lo && int64_t(e.ts) <= hi;
-      max_err = std::max(max_err, e.ts_err);
-      out.push_back({e.ts, b.est, b.lo, b.hi, e.channel, e.tuple, e.pid, e.tid, e.cpu, index, e.kind});
+  for (size_t at = 0; at < frames; at += batch) {
+    const size_t k = std::min(batch, frames - at);
+    parallel_for(threads, k, [&](size_t j, unsigned worker) {
+      FrameOut& f = outs[j];
+      f.error = nullptr;
+      try {
+        translate_frame(n, at + j, index, cursors[worker], transitions, f);
+      } catch (...) {
+        f.error = std::current_exception();
+      }
+    });
+    for (size_t j = 0; j < k; ++j) {
+      if (outs[j].error) std::rethrow_exception(outs[j].error);
+      w.write(outs[j].frame);
+      count += outs[j].events;
+      in_transition += outs[j].in_transition;
+      max_err = std::max(max_err, outs[j].max_err);
     }
-    encode_translated(out.data(), out.size(), 1, frame);
-    w.write(frame);
-    count += out.size();
-  });
+  }
   return count;
 }
 
@@ -498,7 +554,10 @@ TranslateSummary translate(const TranslateOptions& opt) {
   if (!(opt.max_drift_ppm > 0) || opt.max_drift_ppm > 100000)
     throw std::runtime_error(fmt::format("--max-drift-ppm {}: must be in (0, 100000]", opt.max_drift_ppm));
   if (opt.dirs.empty()) throw std::runtime_error("no trace directories given");
-  std::vector<Node> nodes = open_nodes(opt.dirs);
+  MemoryBudget cpus;
+  cpus.threads = opt.threads;
+  const unsigned threads = cpus.thread_count();
+  std::vector<Node> nodes = open_nodes(opt.dirs, threads);
   if (nodes.size() > 0xffff) throw std::runtime_error("more than 65535 nodes");
   size_t ref = reference_index(nodes, opt.reference);
   warn_unknown_peers(nodes);
@@ -578,7 +637,7 @@ TranslateSummary translate(const TranslateOptions& opt) {
       if (p.hull) transitions = p.hull->transitions();
     }
     uint64_t in_transition = 0, max_err = 0;
-    uint64_t k = translate_node(nodes[v], uint16_t(v), *to_ref[v], transitions, in_transition, max_err, w);
+    uint64_t k = translate_node(nodes[v], uint16_t(v), *to_ref[v], transitions, threads, in_transition, max_err, w);
     meta["translated"]["nodes"][v]["events"] = k;
     // The largest error of a stamp on the node's own TSC (conversion, skew across
     // CPUs): latency widens same-node durations by it (latency.h).

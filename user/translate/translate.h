@@ -64,6 +64,9 @@ struct TranslateOptions {
   ClockModel clock_model = ClockModel::Linear;
   double max_drift_ppm = 500;
   Inputs inputs = Inputs::Both;
+  // --threads: frames translated at once (0: every CPU). The output is the same
+  // for any number: frames are independent once the relations are known.
+  unsigned threads = 0;
 };
 
 struct TranslateSummary {
