@@ -208,7 +208,7 @@ void translated_report(const TraceReader& r, const ReportOptions& o, ReportData&
   // Every channel pair of the page from one read of the trace.
   std::vector<LatencyResult> rows;
   try {
-    rows = latency_streams(r, want, o.budget);
+    if (!want.empty()) rows = latency_streams(r, want, o.budget);
   } catch (const std::runtime_error& e) {
     if (o.path.empty()) throw;
     throw std::runtime_error("--path '" + o.path + "': " + e.what());

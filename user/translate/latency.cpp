@@ -308,6 +308,7 @@ LatencyResult latency_header(const TraceReader& r) {
 
 std::vector<LatencyResult> latency_streams(const TraceReader& r, const std::vector<ChannelPair>& pairs,
                                            const MemoryBudget& budget) {
+  if (pairs.empty()) return {};  // nothing to read the trace for
   check_translated(r);
   const DurationBounds sc = DurationBounds::from_translated(r.meta()["translated"]);
   // One join per distinct channel pair (a pair asked twice is read once), each
