@@ -168,6 +168,11 @@ echo "   (3 channels, scrambled ids, batch path): seconds, tuples/s, peak RSS ag
 as_root "recording needs root" bash bench/analysis_scale.sh
 
 echo
+echo "== 18b. report with one path of three hops against one latency: ${REPORT_RATIO_TUPLES:-2000000} tuples,"
+echo "   generated translated 3-node run, alternating, medians (goal: report at most 1.5x latency)"
+bash bench/report_path_ratio.sh
+
+echo
 echo "== 19. top RUN: one refresh of the live cross-node view, 3 nodes x ${RUN_VIEW_EVENTS:-1000000} events,"
 echo "   2 channel pairs (relations rebuilt from the rounds, every tuple's bound, percentiles; then a refresh"
 echo "   after a new round on every pair, bounding again only the tuples whose relations changed)"

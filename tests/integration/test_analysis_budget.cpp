@@ -10,9 +10,13 @@
 #include <algorithm>
 #include <functional>
 #include <string>
+#include <tuple>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "analyze/report_latency.h"
+#include "analyze/report_path.h"
 #include "synth_cluster.h"
 #include "test_util.h"
 
@@ -230,6 +234,56 @@ TEST_F(AnalysisBudget, ReportSpilledIsByteForByteTheUnbudgetedPage) {
   expect_budget_honoured("report", [&](const std::string& dir, const std::string& out) {
     return cptrace_bin() + " report " + dir + args + " -o " + out;
   });
+}
+
+// The report reads all its channel pairs together (latency_streams, one read
+// of the trace, the budget shared among them): each pair's rows, counts,
+// series and path hops are exactly those of the pair read alone, with the
+// whole budget, unspilled; a pair asked twice comes out twice.
+TEST_F(AnalysisBudget, ReportPairsReadTogetherEqualEachPairReadAlone) {
+  using namespace cptrace;
+  TraceReader r(dir_);
+  const std::vector<ChannelPair> pairs = {{"A.out", "B.in"}, {"B.in", "C.in"},  {"A.out", "C.in"},
+                                          {"B.in", "B.out"}, {"C.in", "A.out"}, {"A.out", "C.in"}};
+  MemoryBudget small;
+  small.bytes = 16 << 20;
+  std::vector<LatencyResult> together = latency_streams(r, pairs, small);
+  ASSERT_EQ(together.size(), pairs.size());
+  EXPECT_GT(together[2].partitions, 1u) << "the shared budget must make the joins spill";
+  using Row = std::tuple<uint64_t, uint16_t, uint16_t, std::string, int64_t, int64_t, int64_t, int64_t, int64_t,
+                         int64_t, int64_t>;
+  auto rows_of = [](const LatencyResult& res) {
+    std::vector<Row> out;
+    res.for_each_row([&](const LatencyRow& x) {
+      out.emplace_back(x.tuple, x.from_node, x.to_node, x.scenario, x.ticks, x.ticks_lo, x.ticks_hi, x.ns, x.ns_lo,
+                       x.ns_hi, x.from_ref);
+    });
+    return out;
+  };
+  auto series_json = [](const std::vector<LatencySeries>& ss) {
+    json j = json::array();
+    for (const LatencySeries& s : ss)
+      j.push_back({s.from_channel, s.to_channel, s.from_node, s.to_node, s.remote, s.method, s.unmatched_from,
+                   s.unmatched_to, s.duplicates, summary_json(s.summary), s.histogram, s.cdf, s.width_over_time});
+    return j;
+  };
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    const auto& [from, to] = pairs[i];
+    LatencyResult alone = latency_stream(r, from, to, MemoryBudget{});
+    EXPECT_EQ(alone.partitions, 1u);
+    const LatencyResult& t = together[i];
+    EXPECT_EQ(t.row_count, alone.row_count) << from << " -> " << to;
+    EXPECT_EQ(std::tie(t.from_only, t.to_only, t.from_duplicates, t.to_duplicates),
+              std::tie(alone.from_only, alone.to_only, alone.from_duplicates, alone.to_duplicates));
+    EXPECT_TRUE(rows_of(t) == rows_of(alone)) << from << " -> " << to << ": the rows differ";
+    EXPECT_EQ(series_json(latency_series(r, from, to, t, small)).dump(),
+              series_json(latency_series(r, from, to, MemoryBudget{})).dump())
+        << from << " -> " << to;
+  }
+  EXPECT_EQ(together[2].row_count, expect_.matched);
+  const std::string path = "A.out,B.in,B.out,C.in";
+  std::vector<LatencyResult> hops = latency_streams(r, path_pairs(path), small);
+  EXPECT_EQ(path_breakdown(path, hops).dump(), path_breakdown(r, path, MemoryBudget{}).dump());
 }
 
 // export table: the same files (zstd is deterministic for the same text) with

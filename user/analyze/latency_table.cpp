@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <memory>
 
 #include "translate/rank_select.h"
 
@@ -43,28 +44,42 @@ struct FirstPass {
 
 // The histogram's bins and the bound width's time slices: one more pass, now
 // that the ranges are known.
-void second_pass(LatencySeries& s, const SampleScan& scan, const FirstPass& f) {
-  constexpr int kBins = 40;
-  constexpr size_t kSlices = 200;
-  std::vector<uint64_t> counts(kBins, 0);
-  double step = f.t1 > f.t0 ? (f.t1 - f.t0) / double(kSlices) : 1;
-  std::vector<double> first_at(kSlices, std::numeric_limits<double>::infinity()), widest(kSlices, 0);
-  std::vector<bool> used(kSlices, false);
-  bool spread = f.vmax > f.vmin;
-  scan([&](const LatencySample& x) {
-    if (spread) counts[std::min(size_t(kBins) - 1, size_t((x.value_s - f.vmin) / (f.vmax - f.vmin) * kBins))]++;
-    size_t b = std::min(kSlices - 1, size_t((x.at_s - f.t0) / step));
-    used[b] = true;
-    first_at[b] = std::min(first_at[b], x.at_s);
-    widest[b] = std::max(widest[b], x.hi_s - x.lo_s);
-  });
-  if (spread)
-    s.histogram = {{"lo_s", f.vmin}, {"hi_s", f.vmax}, {"counts", counts}};
-  else
-    s.histogram = {{"lo_s", f.vmin}, {"hi_s", f.vmax}, {"counts", {f.n}}};
-  for (size_t b = 0; b < kSlices; ++b)
-    if (used[b]) s.width_over_time.push_back({first_at[b], widest[b]});
-}
+class SecondPass {
+ public:
+  explicit SecondPass(const FirstPass& f)
+      : f_(f),
+        counts_(kBins, 0),
+        step_(f.t1 > f.t0 ? (f.t1 - f.t0) / double(kSlices) : 1),
+        first_at_(kSlices, std::numeric_limits<double>::infinity()),
+        widest_(kSlices, 0),
+        used_(kSlices, false),
+        spread_(f.vmax > f.vmin) {}
+  void add(const LatencySample& x) {
+    if (spread_) counts_[std::min(size_t(kBins) - 1, size_t((x.value_s - f_.vmin) / (f_.vmax - f_.vmin) * kBins))]++;
+    size_t b = std::min(kSlices - 1, size_t((x.at_s - f_.t0) / step_));
+    used_[b] = true;
+    first_at_[b] = std::min(first_at_[b], x.at_s);
+    widest_[b] = std::max(widest_[b], x.hi_s - x.lo_s);
+  }
+  void finish(LatencySeries& s) const {
+    if (spread_)
+      s.histogram = {{"lo_s", f_.vmin}, {"hi_s", f_.vmax}, {"counts", counts_}};
+    else
+      s.histogram = {{"lo_s", f_.vmin}, {"hi_s", f_.vmax}, {"counts", {f_.n}}};
+    for (size_t b = 0; b < kSlices; ++b)
+      if (used_[b]) s.width_over_time.push_back({first_at_[b], widest_[b]});
+  }
+
+ private:
+  static constexpr int kBins = 40;
+  static constexpr size_t kSlices = 200;
+  const FirstPass& f_;
+  std::vector<uint64_t> counts_;
+  double step_;
+  std::vector<double> first_at_, widest_;
+  std::vector<bool> used_;
+  bool spread_;
+};
 
 }  // namespace
 
@@ -83,42 +98,73 @@ nlohmann::json cdf_points(uint64_t n, const std::function<double(uint64_t)>& val
   return pts;
 }
 
+struct SeriesFiller::Series {
+  ValueColumn values, widths;
+  FirstPass first;
+  Series(MemoryPool& pool, const std::string& dir) : values(pool, dir), widths(pool, dir) {}
+};
+
+SeriesFiller::SeriesFiller(const MemoryBudget& budget)
+    : pool_{budget.share(0.3).bytes, 0}, select_bytes_(budget.share(0.3).bytes), dir_(budget.spill_dir()) {}
+
+SeriesFiller::~SeriesFiller() = default;
+
+void SeriesFiller::add(size_t series, const LatencySample& x) {
+  while (series_.size() <= series) series_.push_back(std::make_unique<Series>(pool_, dir_));
+  Series& s = *series_[series];
+  s.first.add(x);
+  s.values.add(key_of(x.value_s));
+  s.widths.add(key_of(x.hi_s - x.lo_s));
+}
+
+void SeriesFiller::finish(const std::vector<LatencySeries*>& out, const MultiScan& scan) {
+  while (series_.size() < out.size()) series_.push_back(std::make_unique<Series>(pool_, dir_));
+  std::vector<std::unique_ptr<SecondPass>> second(out.size());
+  for (size_t i = 0; i < out.size(); ++i) {
+    LatencySeries& s = *out[i];
+    const FirstPass& f = series_[i]->first;
+    s.histogram = nullptr;
+    s.cdf = nlohmann::json::array();
+    s.width_over_time = nlohmann::json::array();
+    LatencySummary& m = s.summary;
+    m = LatencySummary{};
+    m.count = f.n;
+    if (!f.n) continue;
+    // Every rank asked of the values in one selection: the summary's and the CDF's.
+    std::vector<uint64_t> ks;
+    for (double q : {0.25, 0.5, 0.75, 0.9, 0.99}) ks.push_back(nearest_rank_index(f.n, q));
+    std::vector<uint64_t> cdf_ranks;
+    cdf_points(f.n, [&](uint64_t k) {
+      cdf_ranks.push_back(k);
+      return 0.0;
+    });
+    ks.insert(ks.end(), cdf_ranks.begin(), cdf_ranks.end());
+    std::vector<int64_t> got = select_ranks({&series_[i]->values}, ks, select_bytes_);
+    m.p25 = double_of(got[0]), m.p50 = double_of(got[1]), m.p75 = double_of(got[2]);
+    m.p90 = double_of(got[3]), m.p99 = double_of(got[4]);
+    size_t next = 5;
+    s.cdf = cdf_points(f.n, [&](uint64_t) { return double_of(got[next++]); });
+    m.width_p50 = double_of(select_ranks({&series_[i]->widths}, {nearest_rank_index(f.n, 0.5)}, select_bytes_)[0]);
+    m.min = f.vmin, m.max = f.vmax, m.mean = f.sum / double(f.n);
+    m.lo_min = f.lo_min, m.hi_max = f.hi_max, m.width_max = f.wmax;
+    second[i] = std::make_unique<SecondPass>(f);
+  }
+  bool any = false;
+  for (const auto& p : second) any = any || p;
+  if (any)
+    scan([&](size_t i, const LatencySample& x) {
+      if (i < second.size() && second[i]) second[i]->add(x);
+    });
+  for (size_t i = 0; i < out.size(); ++i)
+    if (second[i]) second[i]->finish(*out[i]);
+}
+
 void fill_series_stats(LatencySeries& s, const SampleScan& scan, const MemoryBudget& budget) {
-  MemoryPool pool{budget.share(0.3).bytes, 0};
-  std::string dir = budget.spill_dir();
-  ValueColumn values(pool, dir), widths(pool, dir);
-  FirstPass f;
-  scan([&](const LatencySample& x) {
-    f.add(x);
-    values.add(key_of(x.value_s));
-    widths.add(key_of(x.hi_s - x.lo_s));
+  SeriesFiller f(budget);
+  scan([&](const LatencySample& x) { f.add(0, x); });
+  f.finish({&s}, [&](const std::function<void(size_t, const LatencySample&)>& fn) {
+    scan([&](const LatencySample& x) { fn(0, x); });
   });
-  s.histogram = nullptr;
-  s.cdf = nlohmann::json::array();
-  s.width_over_time = nlohmann::json::array();
-  LatencySummary& m = s.summary;
-  m = LatencySummary{};
-  m.count = f.n;
-  if (!f.n) return;
-  // Every rank asked of the values in one selection: the summary's and the CDF's.
-  std::vector<uint64_t> ks;
-  for (double q : {0.25, 0.5, 0.75, 0.9, 0.99}) ks.push_back(nearest_rank_index(f.n, q));
-  std::vector<uint64_t> cdf_ranks;
-  cdf_points(f.n, [&](uint64_t k) {
-    cdf_ranks.push_back(k);
-    return 0.0;
-  });
-  ks.insert(ks.end(), cdf_ranks.begin(), cdf_ranks.end());
-  uint64_t select_bytes = budget.share(0.3).bytes;
-  std::vector<int64_t> got = select_ranks({&values}, ks, select_bytes);
-  m.p25 = double_of(got[0]), m.p50 = double_of(got[1]), m.p75 = double_of(got[2]);
-  m.p90 = double_of(got[3]), m.p99 = double_of(got[4]);
-  size_t next = 5;
-  s.cdf = cdf_points(f.n, [&](uint64_t) { return double_of(got[next++]); });
-  m.width_p50 = double_of(select_ranks({&widths}, {nearest_rank_index(f.n, 0.5)}, select_bytes)[0]);
-  m.min = f.vmin, m.max = f.vmax, m.mean = f.sum / double(f.n);
-  m.lo_min = f.lo_min, m.hi_max = f.hi_max, m.width_max = f.wmax;
-  second_pass(s, scan, f);
 }
 
 nlohmann::json summary_json(const LatencySummary& s) {

@@ -14,12 +14,14 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "translate/memory_budget.h"
+#include "translate/rank_select.h"
 
 namespace cptrace {
 
@@ -61,6 +63,28 @@ using SampleScan = std::function<void(const std::function<void(const LatencySamp
 // Fills s.summary, histogram, cdf and width_over_time within `budget`. The mean
 // sums the values in scan order.
 void fill_series_stats(LatencySeries& s, const SampleScan& scan, const MemoryBudget& budget);
+
+// fill_series_stats for several series whose samples come mixed in the same
+// rows: the rows are read twice in all, not twice per series. add(i, x) during
+// the first read, for each sample x of series i (series numbered from 0 as they
+// come); finish(out, scan) fills *out[i] from series i, scan(fn) calling fn(i,
+// x) for the same samples in the same order. One pool of the budget's share
+// holds every series' columns; each selection has fill_series_stats's share.
+class SeriesFiller {
+ public:
+  using MultiScan = std::function<void(const std::function<void(size_t, const LatencySample&)>&)>;
+  explicit SeriesFiller(const MemoryBudget& budget);
+  ~SeriesFiller();
+  void add(size_t series, const LatencySample& x);
+  void finish(const std::vector<LatencySeries*>& out, const MultiScan& scan);
+
+ private:
+  struct Series;
+  MemoryPool pool_;
+  uint64_t select_bytes_;
+  std::string dir_;
+  std::vector<std::unique_ptr<Series>> series_;
+};
 
 // Nearest-rank percentile of sorted values, q in [0, 1]; 0 for an empty vector.
 double percentile_sorted(const std::vector<double>& sorted, double q);

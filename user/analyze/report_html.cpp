@@ -165,6 +165,33 @@ std::pair<std::string, std::string> split_pair(const std::string& p) {
   return {p.substr(0, comma), p.substr(comma + 1)};
 }
 
+// The channel pairs of a translated trace's page: the path's (path_pairs), then
+// each --pair. Checked before any is read, with the errors, in the order, that
+// reading them one after the other would give.
+std::vector<ChannelPair> checked_pairs(const TraceReader& r, const ReportOptions& o) {
+  std::vector<ChannelPair> want;
+  if (!o.path.empty())
+    for (const auto& [from, to] : path_pairs(o.path)) {
+      LatencyResult head;
+      try {
+        head = latency_header(r);
+        latency_channel(r, from), latency_channel(r, to);
+      } catch (const std::runtime_error& e) {
+        throw std::runtime_error("--path '" + o.path + "': " + e.what());
+      }
+      check_hop_units(head);
+      want.emplace_back(from, to);
+    }
+  for (const auto& p : o.pairs) {
+    auto [from, to] = split_pair(p);
+    LatencyResult head = latency_header(r);
+    latency_channel(r, from), latency_channel(r, to);
+    check_series_units(r, head);
+    want.emplace_back(from, to);
+  }
+  return want;
+}
+
 // A translated trace holds the events of every node on the reference clock but no
 // per-node counters, correlation stream or start instant: node sections come from
 // the node directories (report_nodes.h), the latency table from the latency
@@ -177,11 +204,23 @@ void translated_report(const TraceReader& r, const ReportOptions& o, ReportData&
         "--period: a translated trace has no throughput of its own (give the nodes' traces with "
         "--node-dir)");
   for (const auto& n : r.meta()["translated"].value("nodes", json::array())) d.run_nodes.push_back(n.value("node", ""));
-  if (!o.path.empty()) d.path = path_breakdown(r, o.path, o.budget);
-  for (const auto& p : o.pairs) {
-    auto [from, to] = split_pair(p);
-    for (LatencySeries& s : latency_series(r, from, to, o.budget)) d.latency.push_back(std::move(s));
+  std::vector<ChannelPair> want = checked_pairs(r, o);
+  // Every channel pair of the page from one read of the trace.
+  std::vector<LatencyResult> rows;
+  try {
+    if (!want.empty()) rows = latency_streams(r, want, o.budget);
+  } catch (const std::runtime_error& e) {
+    if (o.path.empty()) throw;
+    throw std::runtime_error("--path '" + o.path + "': " + e.what());
   }
+  size_t at = 0;
+  if (!o.path.empty()) {
+    at = path_pairs(o.path).size();
+    d.path = path_breakdown(o.path, std::vector<LatencyResult>(rows.begin(), rows.begin() + long(at)));
+  }
+  for (; at < want.size(); ++at)
+    for (LatencySeries& s : latency_series(r, want[at].first, want[at].second, rows[at], o.budget))
+      d.latency.push_back(std::move(s));
   if (!o.node_dirs.empty()) d.nodes = run_node_sections(r, o.node_dirs, o.period_ms);
 }
 

@@ -21,6 +21,9 @@ bool is_translated(const TraceReader& r);
 LatencyResult latency_rows(const TraceReader& r, const std::string& from, const std::string& to,
                            const MemoryBudget& budget);
 
+// Throws latency_series' error when res's durations exist only in ticks.
+void check_series_units(const TraceReader& r, const LatencyResult& res);
+
 // Durations from channel `from` to `to`, in seconds (the ns values and bounds of
 // `cptrace latency`), split by (from node, to node).
 // Throws std::runtime_error when the reference TSC frequency is unknown (the
@@ -28,5 +31,9 @@ LatencyResult latency_rows(const TraceReader& r, const std::string& from, const 
 // The rows are read within `budget` (latency_stream, fill_series_stats).
 std::vector<LatencySeries> latency_series(const TraceReader& r, const std::string& from, const std::string& to,
                                           const MemoryBudget& budget = {});
+// The same from rows already read (latency_rows, latency_streams): two reads of
+// them for all the node pairs' series.
+std::vector<LatencySeries> latency_series(const TraceReader& r, const std::string& from, const std::string& to,
+                                          const LatencyResult& res, const MemoryBudget& budget);
 
 }  // namespace cptrace

@@ -24,21 +24,26 @@ std::vector<std::string> split_path(const std::string& path) {
   return out;
 }
 
-namespace {
+std::vector<ChannelPair> path_pairs(const std::string& path) {
+  std::vector<std::string> ch = split_path(path);
+  std::vector<ChannelPair> out;
+  for (size_t i = 0; i + 1 < ch.size(); ++i) out.emplace_back(ch[i], ch[i + 1]);
+  out.emplace_back(ch.front(), ch.back());
+  return out;
+}
 
-nlohmann::json hop(const TraceReader& r, const std::string& path, const std::string& from, const std::string& to,
-                   const MemoryBudget& budget) {
-  LatencyResult res;
-  try {
-    res = latency_rows(r, from, to, budget);  // one node's trace too
-  } catch (const std::runtime_error& e) {
-    throw std::runtime_error("--path '" + path + "': " + e.what());
-  }
+void check_hop_units(const LatencyResult& res) {
   // Ticks of one hop beside ns of another would be silently wrong: refuse.
   if (!res.have_ns)
     throw std::runtime_error(
         "--path: the TSC frequency is unknown, so durations exist only in ticks "
         "(see cptrace latency)");
+}
+
+namespace {
+
+nlohmann::json hop(const std::string& from, const std::string& to, const LatencyResult& res) {
+  check_hop_units(res);
   // The "all" group of `latency --json`: the same numbers, by the same code.
   nlohmann::json sum = latency_summary_json(res, from, to);
   nlohmann::json h = {{"from", from}, {"to", to}, {"unit", sum["unit"]}};
@@ -49,10 +54,31 @@ nlohmann::json hop(const TraceReader& r, const std::string& path, const std::str
 }  // namespace
 
 nlohmann::json path_breakdown(const TraceReader& r, const std::string& path, const MemoryBudget& budget) {
-  std::vector<std::string> ch = split_path(path);
-  nlohmann::json j = {{"channels", ch}, {"hops", nlohmann::json::array()}};
-  for (size_t i = 0; i + 1 < ch.size(); ++i) j["hops"].push_back(hop(r, path, ch[i], ch[i + 1], budget));
-  j["end_to_end"] = hop(r, path, ch.front(), ch.back(), budget);
+  std::vector<ChannelPair> pairs = path_pairs(path);
+  std::vector<nlohmann::json> hops;
+  for (const auto& [from, to] : pairs) {
+    LatencyResult res;
+    try {
+      res = latency_rows(r, from, to, budget);  // one node's trace too
+    } catch (const std::runtime_error& e) {
+      throw std::runtime_error("--path '" + path + "': " + e.what());
+    }
+    hops.push_back(hop(from, to, res));
+  }
+  return path_json(path, hops);
+}
+
+nlohmann::json path_breakdown(const std::string& path, const std::vector<LatencyResult>& rows) {
+  std::vector<ChannelPair> pairs = path_pairs(path);
+  std::vector<nlohmann::json> hops;
+  for (size_t i = 0; i < pairs.size(); ++i) hops.push_back(hop(pairs[i].first, pairs[i].second, rows.at(i)));
+  return path_json(path, hops);
+}
+
+nlohmann::json path_json(const std::string& path, const std::vector<nlohmann::json>& hops) {
+  nlohmann::json j = {{"channels", split_path(path)}, {"hops", nlohmann::json::array()}};
+  for (size_t i = 0; i + 1 < hops.size(); ++i) j["hops"].push_back(hops[i]);
+  j["end_to_end"] = hops.back();
   return j;
 }
 

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "trace/trace_reader.h"
+#include "translate/latency.h"
 #include "translate/memory_budget.h"
 
 namespace cptrace {
@@ -27,5 +28,14 @@ std::vector<std::string> split_path(const std::string& path);
 // the durations exist only in ticks (reference TSC frequency unknown).
 // Each hop's rows are read within `budget` (latency_stream).
 nlohmann::json path_breakdown(const TraceReader& r, const std::string& path, const MemoryBudget& budget = {});
+
+// The channel pairs of the breakdown: each hop, then first to last channel.
+std::vector<ChannelPair> path_pairs(const std::string& path);
+// Throws path_breakdown's error when res's durations exist only in ticks.
+void check_hop_units(const LatencyResult& res);
+// The breakdown from rows already read: rows[i] of path_pairs(path)[i].
+nlohmann::json path_breakdown(const std::string& path, const std::vector<LatencyResult>& rows);
+// {"channels", "hops", "end_to_end"} of the pairs' hop objects, end-to-end last.
+nlohmann::json path_json(const std::string& path, const std::vector<nlohmann::json>& hops);
 
 }  // namespace cptrace

@@ -229,17 +229,15 @@ LatencyResult latency(const TraceReader& r, const std::string& from, const std::
   return res;
 }
 
-LatencyResult latency_stream(const TraceReader& r, const std::string& from, const std::string& to,
-                             const MemoryBudget& budget) {
-  if (!r.meta().contains("translated"))
-    throw std::runtime_error(r.events_path() + ": not a translated trace (run cptrace translate first)");
-  if (r.error()) throw *r.error();
+namespace {
+
+// What every result of trace `r` takes from its meta.json: the nodes, the
+// method, the reference's origin and TSC frequency.
+LatencyResult result_header(const TraceReader& r, const std::vector<std::string>& nodes, const MemoryBudget& budget) {
   const json& tr = r.meta()["translated"];
-  DurationBounds sc = DurationBounds::from_translated(tr);
-  uint64_t cf = find_channel(r, from), ct = find_channel(r, to);
   LatencyResult res;
   res.budget = budget;
-  res.node_names = sc.names;
+  res.node_names = nodes;
   res.method = tr.value("method", "");
   if (tr.contains("unauthenticated_rounds"))
     res.unauthenticated = tr["unauthenticated_rounds"].get<std::vector<std::string>>();
@@ -250,19 +248,19 @@ LatencyResult latency_stream(const TraceReader& r, const std::string& from, cons
   res.hz = f.value("hz", 0.0);
   res.hz_lo = f.value("hz_lo", 0.0);
   res.hz_hi = f.value("hz_hi", 0.0);
-  // A little over half the budget joins, a quarter holds the rows: the
-  // summaries later take 0.55 beside the rows (latency_summary.h), the join gone.
-  TupleJoin join(budget.share(0.55));
+  return res;
+}
+
+void check_translated(const TraceReader& r) {
+  if (!r.meta().contains("translated"))
+    throw std::runtime_error(r.events_path() + ": not a translated trace (run cptrace translate first)");
+  if (r.error()) throw *r.error();
+}
+
+// The pairs of one join, bounded and put in to-event order: res's rows.
+void join_rows(TupleJoin& join, const DurationBounds& sc, LatencyResult& res) {
+  const MemoryBudget& budget = res.budget;
   const unsigned threads = budget.thread_count();
-  for_each_translated(r, threads, [&](const std::vector<TranslatedEvent>& evs) {
-    for (const TranslatedEvent& e : evs) {
-      if (e.kind != uint8_t(EventKind::User)) continue;
-      if (e.node >= res.node_names.size())
-        throw std::runtime_error("translated event names node index beyond meta.json");
-      if (e.channel == cf) join.add(false, e.tuple, join_stamp(e));
-      if (e.channel == ct) join.add(true, e.tuple, join_stamp(e));
-    }
-  });
   auto rows = std::make_shared<MergedRows>(budget.share(0.25).bytes, budget.spill_dir(), res);
   // The bounds of a batch of pairs are computed on every thread, then added in
   // order.
@@ -298,7 +296,71 @@ LatencyResult latency_stream(const TraceReader& r, const std::string& from, cons
         rows->rows.end_run();
       });
   res.take_join(c, rows);
-  return res;
+}
+
+}  // namespace
+
+LatencyResult latency_stream(const TraceReader& r, const std::string& from, const std::string& to,
+                             const MemoryBudget& budget) {
+  return std::move(latency_streams(r, {{from, to}}, budget).front());
+}
+
+LatencyResult latency_header(const TraceReader& r) {
+  check_translated(r);
+  return result_header(r, DurationBounds::from_translated(r.meta()["translated"]).names, {});
+}
+
+std::vector<LatencyResult> latency_streams(const TraceReader& r, const std::vector<ChannelPair>& pairs,
+                                           const MemoryBudget& budget) {
+  if (pairs.empty()) return {};  // nothing to read the trace for
+  check_translated(r);
+  const DurationBounds sc = DurationBounds::from_translated(r.meta()["translated"]);
+  // One join per distinct channel pair (a pair asked twice is read once), each
+  // with an equal share of the budget: half of it joins, a quarter holds the
+  // rows (the rest is the summaries').
+  std::vector<std::pair<uint64_t, uint64_t>> ids;
+  std::vector<size_t> join_of;
+  for (const auto& [from, to] : pairs) {
+    std::pair<uint64_t, uint64_t> id{find_channel(r, from), find_channel(r, to)};
+    auto at = std::find(ids.begin(), ids.end(), id);
+    join_of.push_back(size_t(at - ids.begin()));
+    if (at == ids.end()) ids.push_back(id);
+  }
+  const MemoryBudget each = ids.size() > 1 ? budget.share(1.0 / double(ids.size())) : budget;
+  // Which join takes an event of which channel, and on which side: a channel
+  // in several pairs feeds each of them.
+  struct Feed {
+    uint64_t channel;
+    size_t join;
+    bool to_side;
+  };
+  std::vector<Feed> feeds;
+  std::vector<std::unique_ptr<TupleJoin>> joins;
+  for (size_t j = 0; j < ids.size(); ++j) {
+    // A little over half a pair's share joins, a quarter holds its rows: the
+    // summaries later take 0.55 beside the rows (latency_summary.h), the join gone.
+    joins.push_back(std::make_unique<TupleJoin>(each.share(0.55)));
+    feeds.push_back({ids[j].first, j, false});
+    feeds.push_back({ids[j].second, j, true});
+  }
+  const size_t node_count = sc.names.size();
+  for_each_translated(r, each.thread_count(), [&](const std::vector<TranslatedEvent>& evs) {
+    for (const TranslatedEvent& e : evs) {
+      if (e.kind != uint8_t(EventKind::User)) continue;
+      if (e.node >= node_count) throw std::runtime_error("translated event names node index beyond meta.json");
+      for (const Feed& f : feeds)
+        if (e.channel == f.channel) joins[f.join]->add(f.to_side, e.tuple, join_stamp(e));
+    }
+  });
+  std::vector<LatencyResult> joined;
+  for (size_t j = 0; j < ids.size(); ++j) {
+    joined.push_back(result_header(r, sc.names, each));
+    join_rows(*joins[j], sc, joined.back());
+    joins[j].reset();  // its memory to the next join's rows
+  }
+  std::vector<LatencyResult> out;
+  for (size_t j : join_of) out.push_back(joined[j]);
+  return out;
 }
 
 void LatencyResult::take_join(const JoinCounts& c, std::shared_ptr<const LatencyRowSource> rows) {

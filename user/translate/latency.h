@@ -123,6 +123,18 @@ uint64_t latency_channel(const TraceReader& r, const std::string& name);
 // The rows as a stream, within `budget` whatever the run's length.
 LatencyResult latency_stream(const TraceReader& r, const std::string& from, const std::string& to,
                              const MemoryBudget& budget);
+// The rows of several channel pairs (from, to) from one read of the trace:
+// result i is latency_stream's for pairs[i]. Each distinct pair takes an equal
+// share of `budget` (and its result's budget is that share); a channel in
+// several pairs feeds each. Throws as latency_stream, on the first unknown
+// channel in pairs' order.
+using ChannelPair = std::pair<std::string, std::string>;
+std::vector<LatencyResult> latency_streams(const TraceReader& r, const std::vector<ChannelPair>& pairs,
+                                           const MemoryBudget& budget);
+// A translated trace's result without rows: what its meta.json says of every
+// pair (nodes, method, frequency). Throws as latency_stream on a trace that is
+// not translated.
+LatencyResult latency_header(const TraceReader& r);
 // The sync findings a trace was translated despite (--accept-suspect-sync):
 // throws naming them unless accept (then the caller prints the warnings).
 struct SyncFinding;
