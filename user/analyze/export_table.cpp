@@ -102,6 +102,17 @@ char* put_field(char* p, T v) {
   return p + 1;
 }
 // `0x` and 16 lower-case hex digits.
+// The ns columns that end a row of either table, and the line's end.
+char* put_ns_tail(char* p, const NsBound& t) {
+  p = put_field(p, t.ns);
+  p = put_field(p, t.lo);
+  p = put_int(p, t.hi);
+  *p++ = '\n';
+  return p;
+}
+
+char* put_no_ns_tail(char* p) { return put(p, ",,\n"); }  // no frequency: empty (NULL) ns columns
+
 char* put_hex16(char* p, uint64_t v) {
   static constexpr char kDigits[] = "0123456789abcdef";
   p[0] = '0';
@@ -201,15 +212,7 @@ uint64_t write_events(const TraceReader& r, const RefClock& c, TableFile& f, uns
       p = put_field(p, e.ref_ts);
       p = put_field(p, e.ref_lo);
       p = put_field(p, e.ref_hi);
-      if (c.have_ns) {
-        NsBound t = event_ns(c, e);
-        p = put_field(p, t.ns);
-        p = put_field(p, t.lo);
-        p = put_int(p, t.hi);
-        *p++ = '\n';
-      } else {
-        p = put(p, ",,\n");  // no frequency: empty (NULL) ns columns
-      }
+      p = c.have_ns ? put_ns_tail(p, event_ns(c, e)) : put_no_ns_tail(p);
       buf.done(p);
     }
     f.write(buf.text());
@@ -258,14 +261,7 @@ void append_latency_line(CsvText& out, const LatencyCsvPair& p, const LatencyRow
   q = put_field(q, row.ticks);
   q = put_field(q, row.ticks_lo);
   q = put_field(q, row.ticks_hi);
-  if (p.have_ns) {
-    q = put_field(q, row.ns);
-    q = put_field(q, row.ns_lo);
-    q = put_int(q, row.ns_hi);
-    *q++ = '\n';
-  } else {
-    q = put(q, ",,\n");  // no frequency: empty (NULL) ns columns
-  }
+  q = p.have_ns ? put_ns_tail(q, {row.ns, row.ns_lo, row.ns_hi}) : put_no_ns_tail(q);
   out.done(q);
 }
 
