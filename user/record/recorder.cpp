@@ -114,6 +114,7 @@ json collector_json(const DrainStats& d, const BlockPipeline& pipe, std::optiona
               {"blocks", pipe.blocks()},
               {"blocks_cap", pipe.max_blocks()},
               {"blocks_grown", p.blocks_grown.load()},
+              {"blocks_released", p.blocks_released.load()},
               {"grown_by_drain", p.grown_by_producer.load()},
               {"blocks_peak", p.blocks_peak.load()},
               {"ready_peak", p.ready_peak.load()},
