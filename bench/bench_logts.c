@@ -23,10 +23,15 @@
  * --rate: a paced emitter instead (bench/zero_drop.py drives it under the
  * recorder): one thread logs chunks of 1000 events on the chosen path, busy
  * waiting until each chunk's due time, for S seconds; then one line
- *   paced path=P target=R n=N achieved=A late_ms=L cpu_s=C
+ *   paced path=P target=R n=N achieved=A late_ms=L cpu_s=C max_late_ms=M behind_pct=B
  * with the events emitted, the rate achieved, how far the last chunk started
- * behind its due time, and this process's CPU time since it started (uprobe
- * programs run in it, so their cost is in C, not in the recorder's). */
+ * behind its due time, this process's CPU time since it started (uprobe
+ * programs run in it, so their cost is in C, not in the recorder's), the
+ * most any chunk started late, and the share of chunks that started more than
+ * 1 ms late: those were logged at the emitter's full speed while it caught
+ * up, so only 100 - B percent of the run was paced at the target. A late
+ * emitter still logs every chunk (N is the target times S), so A is below R
+ * by what the machine could not give it. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <link.h>
@@ -92,6 +97,10 @@ DEFINE_RUN(run_batch, cp_logTS_batch)
 /* ---- --rate: paced emission ---- */
 
 #define PACE_CHUNK 1000
+/* A chunk that starts more than this after its due time was logged while the
+ * emitter caught up (at its full speed, not the target's): counted, so a
+ * figure at a target rate says how much of it was really paced. */
+#define BEHIND_NS 1e6
 
 static double cpu_seconds(void)
 {
@@ -104,8 +113,8 @@ static double cpu_seconds(void)
 static void run_paced(uint64_t ch, int batch, double rate, double seconds)
 {
 	double chunk_ns = PACE_CHUNK * 1e9 / rate, t0 = now_ns(), end = t0 + seconds * 1e9;
-	double late = 0;
-	uint64_t n = 0;
+	double late = 0, max_late = 0;
+	uint64_t n = 0, behind = 0, chunks = 0;
 	for (uint64_t k = 0;; k++) {
 		double due = t0 + k * chunk_ns, t;
 		if (due >= end)
@@ -113,6 +122,10 @@ static void run_paced(uint64_t ch, int batch, double rate, double seconds)
 		while ((t = now_ns()) < due)
 			__asm__ volatile("pause");
 		late = t - due;
+		if (late > max_late)
+			max_late = late;
+		behind += late > BEHIND_NS;
+		chunks++;
 		if (batch)
 			for (int i = 0; i < PACE_CHUNK; i++)
 				cp_logTS_batch(ch, n + i);
@@ -124,8 +137,10 @@ static void run_paced(uint64_t ch, int batch, double rate, double seconds)
 	double secs = (now_ns() - t0) / 1e9;
 	if (batch)
 		cp_flush();
-	printf("paced path=%s target=%.0f n=%llu achieved=%.0f late_ms=%.3f cpu_s=%.3f\n",
-	       batch ? "batch" : "single", rate, (unsigned long long)n, n / secs, late / 1e6, cpu_seconds());
+	printf("paced path=%s target=%.0f n=%llu achieved=%.0f late_ms=%.3f cpu_s=%.3f max_late_ms=%.3f "
+	       "behind_pct=%.1f\n",
+	       batch ? "batch" : "single", rate, (unsigned long long)n, n / secs, late / 1e6, cpu_seconds(),
+	       max_late / 1e6, chunks ? 100.0 * behind / chunks : 0.0);
 	fflush(stdout);
 }
 

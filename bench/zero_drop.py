@@ -46,7 +46,8 @@ def run_step(cptrace, build, path, rate, seconds, record_args, out_dir):
         ef.seek(0)
         err = ef.read()
     code = os.waitstatus_to_exitcode(status)
-    m = re.search(r"paced path=\S+ target=\S+ n=(\d+) achieved=(\S+) late_ms=\S+ cpu_s=(\S+)", out)
+    m = re.search(r"paced path=\S+ target=\S+ n=(\d+) achieved=(\S+) late_ms=\S+ cpu_s=(\S+)"
+                  r"(?: max_late_ms=(\S+) behind_pct=(\S+))?", out)
     if code != 0 or not m:
         print(f"  {rate / 1e6:6.2f} M/s: run failed (exit {code})\n{err}{out}", file=sys.stderr)
         return None
@@ -55,7 +56,8 @@ def run_step(cptrace, build, path, rate, seconds, record_args, out_dir):
     rec_cpu = ru.ru_utime + ru.ru_stime - emitter_cpu
     return {"emitted": emitted, "achieved": achieved, "recorded": meta["recorded_events"],
             "dropped": sum(meta["counters"]["dropped"]), "rec_cpu": rec_cpu,
-            "cpu_per_m": rec_cpu / (emitted / 1e6), "collector": meta.get("collector")}
+            "cpu_per_m": rec_cpu / (emitted / 1e6), "collector": meta.get("collector"),
+            "max_late_ms": float(m.group(4) or 0), "behind_pct": float(m.group(5) or 0)}
 
 
 def describe_stalls(c):
@@ -69,7 +71,8 @@ def describe_stalls(c):
             f"ring peak {100 * d.get('ring_peak_bytes', 0) / ring:.0f}%, run delay {d.get('run_delay_ms', 0):.0f} ms, "
             f"nice {d.get('nice', 0)}; "
             f"block waits {p.get('block_waits', 0)} ({p.get('block_wait_ms', 0):.1f} ms, max "
-            f"{p.get('max_block_wait_ms', 0):.1f}); grown by the drain {p.get('grown_by_drain', 0)}; blocks peak {p.get('blocks_peak', 0)}/{p.get('blocks_cap', 0)}, "
+            f"{p.get('max_block_wait_ms', 0):.1f}); grown by the drain {p.get('grown_by_drain', 0)}, released after "
+            f"a quiet period {p.get('blocks_released', 0)}; blocks peak {p.get('blocks_peak', 0)}/{p.get('blocks_cap', 0)}, "
             f"ready peak {p.get('ready_peak', 0)}, write queue peak {p.get('write_queue_peak', 0)}; "
             f"write max {p.get('max_write_ms', 0):.1f} ms, compress max {p.get('max_compress_ms', 0):.1f} ms"
             + (f"; first drop seen at {first:.1f} s" if first is not None else "")
@@ -81,7 +84,7 @@ def describe_stalls(c):
 
 def repeated(args, cptrace, rates):
     """--runs N: every rate N times; drops per step and per run."""
-    drops = {}
+    drops, achieved = {}, {}
     with tempfile.TemporaryDirectory(prefix="cptrace-zero-drop.") as tmp:
         for run in range(args.runs):
             for i, rate in enumerate(rates):
@@ -92,6 +95,7 @@ def repeated(args, cptrace, rates):
                     drops[(run, rate)] = None
                     continue
                 drops[(run, rate)] = r["dropped"]
+                achieved[(run, rate)] = r
                 print(f"  run {run + 1}: " + describe(rate, r), flush=True)
                 print("         " + describe_stalls(r["collector"]), flush=True)
     print(f"  drops per step and run ({args.path}, {args.step_s:g} s per step, default options):")
@@ -102,6 +106,12 @@ def repeated(args, cptrace, rates):
         steps_dropped += sum(1 for d in row if d)
         print(f"    {rate / 1e6:8.2f} " + "".join(f"{'failed' if d is None else d:>12}" for d in row))
     print(f"  steps with drops: {steps_dropped} of {len(rates) * args.runs}")
+    print("  emitter's achieved M/s (and % of its chunks logged behind schedule, at full speed) per step and run:")
+    print("    rate M/s " + "".join(f"{'run ' + str(k + 1):>14}" for k in range(args.runs)))
+    for rate in rates:
+        cells = [achieved.get((k, rate)) for k in range(args.runs)]
+        print(f"    {rate / 1e6:8.2f} " + "".join(
+            f"{'failed':>14}" if c is None else f"{c['achieved'] / 1e6:8.2f} ({c['behind_pct']:3.0f}%)" for c in cells))
 
 
 def describe(rate, r):
@@ -109,7 +119,8 @@ def describe(rate, r):
     balance = "" if r["recorded"] + r["dropped"] == r["emitted"] + 1 else "  MISMATCH: recorded + dropped != emitted + 1"
     return (f"{rate / 1e6:6.2f} M/s target, {r['achieved'] / 1e6:6.2f} M/s achieved: {r['emitted']} emitted, "
             f"{r['recorded']} recorded, {r['dropped']} dropped; recorder {r['rec_cpu']:.2f} CPU s = "
-            f"{r['cpu_per_m']:.4f} CPU s per M events{balance}")
+            f"{r['cpu_per_m']:.4f} CPU s per M events; emitter behind schedule in {r['behind_pct']:.0f}% of "
+            f"its chunks (at most {r['max_late_ms']:.0f} ms){balance}")
 
 
 def main():

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -18,6 +19,7 @@
 #include "probe/probe_site.h"
 #include "probe/proc_registry.h"
 #include "trace/clock_transform.h"
+#include "record/recorder.h"
 #include "trace/trace_reader.h"
 
 using namespace cptrace;
@@ -633,6 +635,21 @@ TEST(Record, CommandWithoutProbeSitesRecordsNothing) {
   auto targets = tr.meta()["targets"];
   ASSERT_EQ(targets.size(), 1u) << targets.dump();
   EXPECT_EQ(targets[0].get<std::string>(), fs::canonical(build_dir() / "libcptrace.so").string());
+}
+
+// --net rings are sized for what the network path produces (16 MiB per CPU),
+// not the 64 MiB the user event rings take by default; --ring-mb sets both.
+TEST(Record, NetRingsSizedForTheNetworkPathUnlessRingMbGiven) {
+  REQUIRE_BPF();
+  for (auto [flag, net_mb, user_mb] : {std::tuple{"", 16u, default_ring_mb()}, std::tuple{"--ring-mb 8 ", 8u, 8u}}) {
+    TempDir tmp;
+    auto r = run(record_cmd(tmp, std::string(flag) + "--net -- sleep 0.1"), tmp);
+    ASSERT_EQ(r.status, 0) << r.err;
+    TraceReader tr(tmp / "trace");
+    const auto& c = tr.meta()["collector"];
+    EXPECT_EQ(c.value("net_ring_bytes", uint64_t(0)), uint64_t(net_mb) << 20) << flag << c.dump();
+    EXPECT_EQ(c["drain"].value("ring_bytes", uint64_t(0)), uint64_t(user_mb) << 20) << flag << c.dump();
+  }
 }
 
 namespace {

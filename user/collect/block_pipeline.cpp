@@ -1,5 +1,6 @@
 #include "collect/block_pipeline.h"
 
+#include <malloc.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -70,6 +71,7 @@ BlockPipeline::BlockPipeline(Sink sink, size_t block_events, unsigned compressor
       block_events_(block_events),
       zstd_level_(zstd_level),
       max_blocks_(std::max(max_blocks, blocks_in_flight)),
+      initial_blocks_(blocks_in_flight),
       low_water_(std::max<size_t>(2, blocks_in_flight / 2)),
       free_(max_blocks_),
       ready_(max_blocks_),
@@ -88,12 +90,47 @@ BlockPipeline::~BlockPipeline() { finish(); }
 
 Block* BlockPipeline::grow() {
   std::lock_guard lk(grow_mu_);
-  if (storage_.size() >= max_blocks_) return nullptr;
-  Block& b = storage_.emplace_back();
-  b.events.reserve(block_events_);  // zero-filled: every page touched here
+  if (allocated_.load(std::memory_order_relaxed) >= max_blocks_) return nullptr;
+  Block* b;
+  if (!hollow_.empty()) {
+    b = hollow_.back();
+    hollow_.pop_back();
+  } else {
+    b = &storage_.emplace_back();
+  }
+  b->events.reserve(block_events_);  // zero-filled: every page touched here
   allocated_.fetch_add(1, std::memory_order_relaxed);
   stats_.blocks_grown++;
-  return &b;
+  return b;
+}
+
+// Looks kLooks times per quiet period. Keeps twice the period's peak use (and
+// at least the initial blocks): a burst that comes back finds room without
+// growing, while the memory of a burst gone for the whole period is returned.
+void BlockPipeline::release_idle() {
+  constexpr size_t kLooks = 4;
+  size_t peak = interval_peak_.exchange(in_use_.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  interval_peaks_.push_back(peak);
+  if (interval_peaks_.size() > kLooks) interval_peaks_.erase(interval_peaks_.begin());
+  if (interval_peaks_.size() < kLooks) return;
+  size_t keep = std::max(initial_blocks_, 2 * *std::max_element(interval_peaks_.begin(), interval_peaks_.end()));
+  std::vector<Block*> emptied;
+  Block* b = nullptr;
+  size_t have = allocated_.load(std::memory_order_relaxed);
+  while (have - emptied.size() > keep && free_.try_pop(b)) {
+    b->events = EventColumns{};
+    b->frame = EncodedFrame{};
+    emptied.push_back(b);
+  }
+  if (emptied.empty()) return;
+  // The columns' buffers came from malloc's arenas (too small for mmap once
+  // its threshold adapted): without a trim many of their pages stay resident.
+  // Counted as released only once their pages are gone.
+  malloc_trim(0);
+  std::lock_guard lk(grow_mu_);
+  hollow_.insert(hollow_.end(), emptied.begin(), emptied.end());
+  allocated_.fetch_sub(emptied.size(), std::memory_order_relaxed);
+  stats_.blocks_released += emptied.size();
 }
 
 // Makes blocks ahead of the producer, so a stall downstream is absorbed by
@@ -106,16 +143,30 @@ void BlockPipeline::top_up(size_t target) {
   }
 }
 
-// Asleep until acquire() finds the free list low; never polls.
+// Asleep until acquire() finds the free list low. It looks at the use
+// periodically only while the pool holds more than its initial blocks (a
+// burst's memory to give back); an idle recorder at its initial size never
+// wakes it.
 void BlockPipeline::grow_loop() {
   for (;;) {
+    bool wanted;
     {
       std::unique_lock lk(grow_wait_mu_);
-      grow_cv_.wait(lk, [this] { return grow_stop_ || grow_wanted_.load(); });
+      auto woken = [this] { return grow_stop_ || grow_wanted_.load(); };
+      uint64_t quiet_ms = release_after_ms_.load(std::memory_order_relaxed);
+      if (quiet_ms && allocated_.load(std::memory_order_relaxed) > initial_blocks_)
+        wanted = grow_cv_.wait_for(lk, std::chrono::milliseconds(std::max<uint64_t>(1, quiet_ms / 4)), woken);
+      else
+        grow_cv_.wait(lk, woken), wanted = true;
       if (grow_stop_) return;
     }
-    top_up(2 * low_water_);
-    grow_wanted_.store(false);
+    if (wanted) {
+      interval_peaks_.clear();  // a low free list: use is not quiet
+      top_up(2 * low_water_);
+      grow_wanted_.store(false);
+    } else {
+      release_idle();
+    }
   }
 }
 
@@ -140,7 +191,9 @@ Block* BlockPipeline::acquire() {
       note_max(stats_.max_producer_wait_ns, waited);
     }
   }
-  note_max(stats_.blocks_peak, in_use_.fetch_add(1, std::memory_order_relaxed) + 1);
+  size_t using_now = in_use_.fetch_add(1, std::memory_order_relaxed) + 1;
+  note_max(stats_.blocks_peak, using_now);
+  note_max(interval_peak_, using_now);
   b->events.clear();
   b->precoded = false;
   return b;

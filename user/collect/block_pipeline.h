@@ -11,7 +11,11 @@
 // make the producer, the ring drain, wait while memory is left, for the rings
 // behind it hold only tens of ms at tens of M events/s. A grower thread adds
 // blocks ahead of need (woken by acquire() when fewer than half the initial
-// blocks are free), so the drain rarely faults one in itself.
+// blocks are free), so the drain rarely faults one in itself. After a burst
+// the same thread gives the memory back: once the blocks in use have stayed
+// below half of those made for a quiet period, the free blocks beyond twice
+// that use (never below the initial count) are emptied and their pages
+// returned to the system, so the recorder's RSS falls back to its steady size.
 // Every idle thread sleeps on its queue's condition variable: no stage polls,
 // because on a machine with few CPUs each cycle a recorder thread spends
 // looking for work is taken from the traced application. A queue operation
@@ -55,6 +59,7 @@ struct PipelineStats {
   std::atomic<uint64_t> producer_waits{0};  // acquire() found no free block at the cap
   std::atomic<uint64_t> producer_wait_ns{0}, max_producer_wait_ns{0};
   std::atomic<uint64_t> blocks_grown{0};  // added beyond the initial blocks
+  std::atomic<uint64_t> blocks_released{0};  // emptied after a quiet period (memory returned)
   std::atomic<uint64_t> grown_by_producer{0};  // of those, faulted in by acquire() itself
   std::atomic<uint64_t> blocks_peak{0};  // most blocks out of the free list at once
   std::atomic<uint64_t> ready_peak{0};  // deepest queue before the compressors
@@ -136,8 +141,13 @@ class BlockPipeline {
 
   size_t block_events() const { return block_events_; }
   size_t max_blocks() const { return max_blocks_; }
-  // Blocks made so far (the initial ones and those grown).
+  // Blocks holding memory now: the initial ones and those grown, less those
+  // released after a burst.
   size_t blocks() const { return allocated_.load(std::memory_order_relaxed); }
+  // How long the blocks in use must stay low before the grower releases the
+  // surplus (default kReleaseAfterMs; 0: never). Call before the first acquire().
+  void set_release_after_ms(uint64_t ms) { release_after_ms_.store(ms, std::memory_order_relaxed); }
+  static constexpr uint64_t kReleaseAfterMs = 10000;
   const PipelineStats& stats() const { return stats_; }
   // True once the sink threw; nothing is written after that. Thread-safe.
   bool failed() const { return failed_.load(std::memory_order_acquire); }
@@ -156,6 +166,9 @@ class BlockPipeline {
   // Adds blocks to the free list up to `target` free ones (off the producer).
   void top_up(size_t target);
   void grow_loop();
+  // One look of the grower at the use of the last interval; releases the
+  // surplus once a whole quiet period has passed.
+  void release_idle();
 
   Sink sink_;
   size_t block_events_;
@@ -169,7 +182,12 @@ class BlockPipeline {
   bool grow_stop_ = false;  // under grow_wait_mu_
   std::thread grower_;
   std::deque<Block> storage_;  // deque: growing keeps every Block* valid
-  std::atomic<size_t> allocated_{0};
+  std::vector<Block*> hollow_;  // released blocks (no memory), under grow_mu_
+  size_t initial_blocks_;
+  std::atomic<size_t> allocated_{0};  // blocks with memory, under grow_mu_ when changed
+  std::atomic<uint64_t> release_after_ms_{kReleaseAfterMs};
+  std::atomic<uint64_t> interval_peak_{0};  // most blocks in use since the grower last looked
+  std::vector<size_t> interval_peaks_;  // the grower's: the last quiet period's looks
   std::atomic<size_t> in_use_{0};  // acquired and not yet given back
   BlockQueue free_, ready_, done_;
   std::mutex submit_mu_;  // a sequence number and its place in ready_ go together

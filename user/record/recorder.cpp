@@ -95,7 +95,9 @@ uint32_t ring_mb_for_this_machine() {
 
 // meta.json "collector": the stalls the drain and the pipeline saw (figures
 // for bench/zero_drop.py; the counters are always on, a few per block).
-json collector_json(const DrainStats& d, const BlockPipeline& pipe, std::optional<double> first_drop_s) {
+// net_ring_bytes: each --net ring (0: no network capture).
+json collector_json(const DrainStats& d, const BlockPipeline& pipe, std::optional<double> first_drop_s,
+                    uint64_t net_ring_bytes) {
   auto ms = [](uint64_t ns) { return std::round(ns / 1e4) / 100; };
   const PipelineStats& p = pipe.stats();
   json j = {{"drain",
@@ -114,6 +116,7 @@ json collector_json(const DrainStats& d, const BlockPipeline& pipe, std::optiona
               {"blocks", pipe.blocks()},
               {"blocks_cap", pipe.max_blocks()},
               {"blocks_grown", p.blocks_grown.load()},
+              {"blocks_released", p.blocks_released.load()},
               {"grown_by_drain", p.grown_by_producer.load()},
               {"blocks_peak", p.blocks_peak.load()},
               {"ready_peak", p.ready_peak.load()},
@@ -122,6 +125,7 @@ json collector_json(const DrainStats& d, const BlockPipeline& pipe, std::optiona
               {"write_ms", ms(p.write_ns)},
               {"max_write_ms", ms(p.max_write_ns)}}}};
   if (first_drop_s) j["first_drop_s"] = std::round(*first_drop_s * 10) / 10;
+  if (net_ring_bytes) j["net_ring_bytes"] = net_ring_bytes;
   for (const DrainStats::DropPass& dp : d.drop_passes)
     j["drain"]["drop_passes"].push_back({{"at_ms", dp.at_ms},
                                          {"gap_ms", dp.gap_ms},
@@ -451,7 +455,7 @@ void Recording::load_and_attach() {
     NetOptions no = opt_.net;
     no.pid = filter_;
     no.followed_map_fd = probes_->followed_map_fd();
-    no.ring_bytes = opt_.ring_mb << 20;
+    no.ring_bytes = opt_.net_ring_mb << 20;
     no.zstd_level = opt_.zstd_level;
     net_ = std::make_unique<NetCapture>(no);
   }
@@ -821,7 +825,8 @@ void Recording::finish_meta(uint64_t held_series_points) {
   recorded_ = pipe_->stats().events.load() - series_points;
   meta_["recorded_events"] = recorded_;
   meta_["counter_series_points"] = series_points;
-  meta_["collector"] = collector_json(drain_->stats(), *pipe_, first_drop_s_);
+  meta_["collector"] =
+      collector_json(drain_->stats(), *pipe_, first_drop_s_, net_ ? uint64_t(opt_.net_ring_mb) << 20 : 0);
   if (minrtt_) meta_["minrtt"] = minrtt_->meta(cmap.tsc_hz(), sync_rounds_);
   if (net_) {
     meta_["net"] = net_->describe();
@@ -870,6 +875,7 @@ uint32_t default_ring_mb() { return ring_mb_for_this_machine(); }
 
 int run_record(const RecordOptions& given) {
   RecordOptions opt = given;
+  if (!opt.net_ring_mb) opt.net_ring_mb = opt.ring_mb ? opt.ring_mb : kNetRingMb;
   if (!opt.ring_mb) {  // sized by memory; its wakeup stays the one measured best for 16 MiB
     opt.ring_mb = default_ring_mb();
     if (!opt.wakeup_kib) opt.wakeup_kib = std::min<uint32_t>(opt.ring_mb << 8, 4096);

@@ -23,6 +23,7 @@ struct RecordOptions {
   bool progress = true;  // progress line when stderr is a terminal
   unsigned compressors = 1;
   uint32_t ring_mb = 0;  // per CPU, MiB; 0: default_ring_mb()
+  uint32_t net_ring_mb = 0;  // --net rings per CPU, MiB; 0: ring_mb when given, else kNetRingMb
   uint32_t wakeup_kib = 0;  // wake the drain past this fill of a CPU's ring (0: a quarter of it)
   uint32_t block_events = 16384;  // events per compressed frame
   int zstd_level = 1;
@@ -37,6 +38,14 @@ struct RecordOptions {
 // Returns the process exit status for main(). Throws on setup errors.
 // The ring size per CPU when --ring-mb is not given (MiB, a power of two).
 uint32_t default_ring_mb();
+
+// The --net rings per CPU without --ring-mb (MiB). A network record is 96
+// bytes: the drain wakes at a quarter (4 MiB, 44 K records), and the 12 MiB
+// beyond hold 130 ms of 1 M records/s on one CPU, the most the network path
+// produced on the 2-vCPU development VM (both CPUs, docs/net.md). The user
+// event rings' 64 MiB are sized for 40 M events/s, which no network path
+// reaches.
+inline constexpr uint32_t kNetRingMb = 16;
 
 int run_record(const RecordOptions& opt);
 

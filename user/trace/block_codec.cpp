@@ -35,6 +35,22 @@ inline uint8_t* put_varint(uint8_t* p, uint64_t v) {
   return p;
 }
 
+// put_varint without a branch on the value's length, for v < 2^56: all its
+// bytes in one 8-byte store (the bytes past the varint are scratch, written
+// over by what follows; the buffer is sized for 10 bytes per varint). The ts
+// column's deltas straddle one and two bytes at random, so the length branch
+// of the loop above mispredicted on about half of the recorded events.
+inline uint8_t* put_varint_short(uint8_t* p, uint64_t v) {
+  const unsigned len = (63 - unsigned(__builtin_clzll(v | 1))) / 7 + 1;  // 1..8
+  uint64_t w = (v & 0x7f) | ((v << 1) & 0x7f00) | ((v << 2) & 0x7f0000) | ((v << 3) & 0x7f000000) |
+               ((v << 4) & 0x7f00000000) | ((v << 5) & 0x7f0000000000) | ((v << 6) & 0x7f000000000000) |
+               ((v << 7) & 0x7f00000000000000);
+  w |= 0x8080808080808080ull & ((uint64_t{1} << (8 * (len - 1))) - 1);  // all but the last byte continue
+  w = htole64(w);
+  std::memcpy(p, &w, 8);
+  return p + len;
+}
+
 // Zigzag of the wrapping difference b - a in U's width: small steps either way
 // become small unsigned numbers, and decoding wraps back exactly.
 template <class U>
@@ -289,13 +305,30 @@ struct ColumnView {
   }
 };
 
-template <class U, class Get>
+// A repeated value's delta is the one byte 0, so runs (pid, tid and cpu are
+// constant over each recorded batch) are written as zeros at memset speed
+// instead of one varint at a time: the recorder encodes every event.
+// Branchless: lengths vary from value to value (see put_varint_short).
+template <class U, bool Branchless = false, class Get>
 uint8_t* put_delta_column(uint8_t* p, size_t n, Get get) {
   U prev = 0;
-  for (size_t i = 0; i < n; ++i) {
+  for (size_t i = 0; i < n;) {
     U v = get(i);
-    p = put_varint(p, zigzag_delta<U>(prev, v));
+    if (v == prev) {
+      size_t j = i + 1;
+      while (j < n && get(j) == prev) ++j;
+      std::memset(p, 0, j - i);
+      p += j - i;
+      i = j;
+      continue;
+    }
+    U z = zigzag_delta<U>(prev, v);
+    if (Branchless && uint64_t(z) < (uint64_t{1} << 56))
+      p = put_varint_short(p, z);
+    else
+      p = put_varint(p, z);
     prev = v;
+    ++i;
   }
   return p;
 }
@@ -307,14 +340,27 @@ uint8_t* put_event_columns(uint8_t* p, const View& v, size_t n) {
   thread_local std::vector<uint32_t> idx;
   table.clear();
   idx.resize(n);
-  for (size_t i = 0; i < n; ++i) idx[i] = table.index_of(v.channel(i));
+  // One lookup per run of a channel (a recorded batch is one channel's).
+  for (size_t i = 0; i < n;) {
+    uint64_t c = v.channel(i);
+    uint32_t k = table.index_of(c);
+    size_t j = i + 1;
+    while (j < n && v.channel(j) == c) ++j;
+    std::fill(idx.begin() + i, idx.begin() + j, k);
+    i = j;
+  }
 
   p = put_varint(p, table.ids().size());
   if (!table.ids().empty()) std::memcpy(p, table.ids().data(), table.ids().size() * sizeof(uint64_t));
   p += table.ids().size() * sizeof(uint64_t);
 
-  p = put_delta_column<uint64_t>(p, n, [&](size_t i) { return v.ts(i); });
-  for (size_t i = 0; i < n; ++i) p = put_varint(p, idx[i]);
+  p = put_delta_column<uint64_t, true>(p, n, [&](size_t i) { return v.ts(i); });
+  if (table.ids().size() <= 0x80) {  // every index is one varint byte
+    for (size_t i = 0; i < n; ++i) p[i] = static_cast<uint8_t>(idx[i]);
+    p += n;
+  } else {
+    for (size_t i = 0; i < n; ++i) p = put_varint(p, idx[i]);
+  }
   p = put_delta_column<uint64_t>(p, n, [&](size_t i) { return v.tuple(i); });
   p = put_delta_column<uint32_t>(p, n, [&](size_t i) { return v.pid(i); });
   p = put_delta_column<uint32_t>(p, n, [&](size_t i) { return v.tid(i); });
