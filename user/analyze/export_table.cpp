@@ -181,44 +181,118 @@ class ChannelCache {
   const V* last_ = nullptr;
 };
 
+// Frames decoded, and their rows made, on every thread: the Translated frames
+// (at `pos`) in segments of `per` consecutive frames, `wave` segments at a
+// time on `threads` threads; work(positions, count, slot, worker) on any
+// thread, then take(slot) on the calling thread in file order. An error in a
+// segment (a damaged frame) is raised when its turn comes, after every segment
+// before it was taken: as a sequential reading.
+template <class Slot, class Work, class Take>
+void in_segments(const std::vector<size_t>& pos, unsigned threads, size_t wave, size_t per, std::vector<Slot>& slots,
+                 Work work, Take take) {
+  wave = std::max<size_t>(wave, 1);
+  slots.resize(wave);
+  std::vector<std::exception_ptr> errors(wave);
+  const size_t segments = (pos.size() + per - 1) / per;
+  for (size_t s = 0; s < segments; s += wave) {
+    const size_t n = std::min(wave, segments - s);
+    parallel_for(threads, n, [&](size_t i, unsigned worker) {
+      errors[i] = nullptr;
+      try {
+        const size_t first = (s + i) * per;
+        work(pos.data() + first, std::min(per, pos.size() - first), slots[i], worker);
+      } catch (...) {
+        errors[i] = std::current_exception();
+      }
+    });
+    for (size_t i = 0; i < n; ++i) {
+      if (errors[i]) std::rethrow_exception(errors[i]);
+      take(slots[i]);
+    }
+  }
+}
+
+// Frames per segment: about `rows` rows, judged by the first frame's size.
+size_t frames_per_segment(const TraceReader& r, const std::vector<size_t>& pos, size_t rows) {
+  if (pos.empty()) return 1;
+  FrameHeader h{};
+  std::vector<uint8_t> payload;
+  r.read_frame(pos[0], h, payload);
+  return std::max<size_t>(1, rows / std::max<size_t>(h.count, 1));
+}
+
+// A worker's scratch for reading frames.
+struct FrameScratch {
+  std::vector<uint8_t> payload;
+  std::vector<TranslatedEvent> events;
+  const std::vector<TranslatedEvent>& decode(const TraceReader& r, size_t position) {
+    FrameHeader h{};
+    r.read_frame(position, h, payload);
+    decode_translated(h, payload.data(), payload.size(), events);
+    return events;
+  }
+};
+
+// One event's CSV line.
+char* put_event_line(char* p, const RefClock& c, const TranslatedEvent& e, std::string_view channel) {
+  const std::string_view kind = event_kind_name(e.kind);
+  p = put(p, c.nodes[e.node]);
+  p = put(p, c.reference[e.node] ? ",true," : ",false,");
+  p = put(p, kind);
+  *p++ = ',';
+  p = put(p, channel);
+  *p++ = ',';
+  p = put_hex16(p, e.channel);
+  *p++ = ',';
+  p = put_field(p, e.tuple);
+  p = put_field(p, e.pid);
+  p = put_field(p, e.tid);
+  p = put_field(p, e.cpu);
+  p = put_field(p, e.local_ts);
+  p = put_field(p, e.ref_ts);
+  p = put_field(p, e.ref_lo);
+  p = put_field(p, e.ref_hi);
+  return c.have_ns ? put_ns_tail(p, event_ns(c, e)) : put_no_ns_tail(p);
+}
+
+// The text of a segment of frames is made on every thread (frames decoded,
+// lines formatted, ns computed there) and written in file order here.
 uint64_t write_events(const TraceReader& r, const RefClock& c, TableFile& f, unsigned threads) {
   f.write(
       "node,reference,kind,channel,channel_id,tuple,pid,tid,cpu,local_ts,ref_ts,ref_lo,ref_hi,time_ns,time_lo_ns,"
       "time_hi_ns\n");
-  ChannelCache<std::string> channels;
+  threads = std::max(threads, 1u);
+  std::vector<ChannelCache<std::string>> channels(threads);
+  std::vector<FrameScratch> scratch(threads);
   size_t widest_node = 0;
   for (const std::string& n : c.nodes) widest_node = std::max(widest_node, n.size());
-  CsvText buf;
-  uint64_t n = 0;
-  // One frame's rows at a time: memory follows the frame size, not the trace.
-  for_each_translated(r, threads, [&](const std::vector<TranslatedEvent>& evs) {
-    buf.clear();
-    for (const TranslatedEvent& e : evs) {
-      check_node(c, e);
-      const std::string& channel = channels.get(e.channel, [&](uint64_t id) { return csv_field(r.channel_name(id)); });
-      const std::string_view kind = event_kind_name(e.kind);
-      char* p = buf.room(widest_node + kind.size() + channel.size() + 16 * kIntField + 16);
-      p = put(p, c.nodes[e.node]);
-      p = put(p, c.reference[e.node] ? ",true," : ",false,");
-      p = put(p, kind);
-      *p++ = ',';
-      p = put(p, channel);
-      *p++ = ',';
-      p = put_hex16(p, e.channel);
-      *p++ = ',';
-      p = put_field(p, e.tuple);
-      p = put_field(p, e.pid);
-      p = put_field(p, e.tid);
-      p = put_field(p, e.cpu);
-      p = put_field(p, e.local_ts);
-      p = put_field(p, e.ref_ts);
-      p = put_field(p, e.ref_lo);
-      p = put_field(p, e.ref_hi);
-      p = c.have_ns ? put_ns_tail(p, event_ns(c, e)) : put_no_ns_tail(p);
-      buf.done(p);
+  struct Slot {
+    CsvText text;
+    uint64_t rows = 0;
+  };
+  auto work = [&](const size_t* pos, size_t n, Slot& s, unsigned worker) {
+    s.text.clear();
+    s.rows = 0;
+    for (size_t i = 0; i < n; ++i) {
+      const std::vector<TranslatedEvent>& evs = scratch[worker].decode(r, pos[i]);
+      for (const TranslatedEvent& e : evs) {
+        check_node(c, e);
+        const std::string& channel =
+            channels[worker].get(e.channel, [&](uint64_t id) { return csv_field(r.channel_name(id)); });
+        char* p = s.text.room(widest_node + 8 + channel.size() + 16 * kIntField + 16);
+        s.text.done(put_event_line(p, c, e, channel));
+      }
+      s.rows += evs.size();
     }
-    f.write(buf.text());
-    n += evs.size();
+  };
+  uint64_t n = 0;
+  const std::vector<size_t> pos = r.frame_positions(FrameType::Translated);
+  // Segments of about 16 Ki rows (~2 MiB of text), two a thread in a wave.
+  const size_t per = frames_per_segment(r, pos, size_t(1) << 14);
+  std::vector<Slot> slots;
+  in_segments(pos, threads, threads > 1 ? 2 * size_t(threads) : 1, per, slots, work, [&](Slot& s) {
+    f.write(s.text.text());
+    n += s.rows;
   });
   f.close();
   return n;
@@ -342,58 +416,6 @@ uint64_t writer_bytes(const MemoryBudget& budget) {
 bool writer_in_background(const MemoryBudget& budget) {
   return budget.thread_count() > 1 && writer_bytes(budget) >= (uint64_t(32) << 20);
 }
-
-// Frames decoded, and their rows made, on every thread: the Translated frames
-// (at `pos`) in segments of `per` consecutive frames, `wave` segments at a
-// time on `threads` threads; work(positions, count, slot, worker) on any
-// thread, then take(slot) on the calling thread in file order. An error in a
-// segment (a damaged frame) is raised when its turn comes, after every segment
-// before it was taken: as a sequential reading.
-template <class Slot, class Work, class Take>
-void in_segments(const std::vector<size_t>& pos, unsigned threads, size_t wave, size_t per, std::vector<Slot>& slots,
-                 Work work, Take take) {
-  wave = std::max<size_t>(wave, 1);
-  slots.resize(wave);
-  std::vector<std::exception_ptr> errors(wave);
-  const size_t segments = (pos.size() + per - 1) / per;
-  for (size_t s = 0; s < segments; s += wave) {
-    const size_t n = std::min(wave, segments - s);
-    parallel_for(threads, n, [&](size_t i, unsigned worker) {
-      errors[i] = nullptr;
-      try {
-        const size_t first = (s + i) * per;
-        work(pos.data() + first, std::min(per, pos.size() - first), slots[i], worker);
-      } catch (...) {
-        errors[i] = std::current_exception();
-      }
-    });
-    for (size_t i = 0; i < n; ++i) {
-      if (errors[i]) std::rethrow_exception(errors[i]);
-      take(slots[i]);
-    }
-  }
-}
-
-// Frames per segment: about `rows` rows, judged by the first frame's size.
-size_t frames_per_segment(const TraceReader& r, const std::vector<size_t>& pos, size_t rows) {
-  if (pos.empty()) return 1;
-  FrameHeader h{};
-  std::vector<uint8_t> payload;
-  r.read_frame(pos[0], h, payload);
-  return std::max<size_t>(1, rows / std::max<size_t>(h.count, 1));
-}
-
-// A worker's scratch for reading frames.
-struct FrameScratch {
-  std::vector<uint8_t> payload;
-  std::vector<TranslatedEvent> events;
-  const std::vector<TranslatedEvent>& decode(const TraceReader& r, size_t position) {
-    FrameHeader h{};
-    r.read_frame(position, h, payload);
-    decode_translated(h, payload.data(), payload.size(), events);
-    return events;
-  }
-};
 
 // The events table as Parquet: every thread reads frames, fills a page's
 // columns straight from them (the ns columns computed there too) and encodes
