@@ -5,10 +5,12 @@
 #include <charconv>
 #include <cstring>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string_view>
+#include <thread>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -256,7 +258,8 @@ char* put_event_line(char* p, const RefClock& c, const TranslatedEvent& e, std::
 }
 
 // The text of a segment of frames is made on every thread (frames decoded,
-// lines formatted, ns computed there) and written in file order here.
+// lines formatted, ns computed there) and written in file order here. One
+// thread under a small budget: every thread's text and malloc arena count.
 uint64_t write_events(const TraceReader& r, const RefClock& c, TableFile& f, unsigned threads) {
   f.write(
       "node,reference,kind,channel,channel_id,tuple,pid,tid,cpu,local_ts,ref_ts,ref_lo,ref_hi,time_ns,time_lo_ns,"
@@ -423,15 +426,17 @@ bool writer_in_background(const MemoryBudget& budget) {
 // given before: every node, kind and announced channel (a dictionary may hold
 // a value no row has); a channel never announced is coded when a segment
 // meets it, and that segment made again.
-uint64_t write_events_parquet(const TraceReader& r, const RefClock& c, const OutputDir& dir,
-                              const MemoryBudget& budget) {
+// `memory`: the writer's share of the budget; before_close(): called once
+// every row is in, before the file is finished (and so named).
+uint64_t write_events_parquet(const TraceReader& r, const RefClock& c, const OutputDir& dir, const MemoryBudget& budget,
+                              uint64_t memory, const std::function<void()>& before_close = {}) {
   OutFile file(dir, table_file_name("events", TableForm::Parquet));
   // A thread's allocations live in its own malloc arena, which the smallest budgets cannot spare.
   const unsigned threads = writer_in_background(budget) ? budget.thread_count() : 1;
   std::vector<ParquetWriter::ColumnSpec> cols = events_columns(c.have_ns);
   const size_t ncols = cols.size();
   const size_t wave = threads > 1 ? 2 * size_t(threads) : 1;  // segments made at a time, a page of values each
-  ParquetWriter w(file, std::move(cols), false, ParquetWriter::shape_for(writer_bytes(budget), ncols, wave), true);
+  ParquetWriter w(file, std::move(cols), false, ParquetWriter::shape_for(memory, ncols, wave), true);
   const size_t page_rows = w.shape().page_rows;
   enum { kNode, kReference, kKind, kChannel, kChannelId, kTuple, kPid, kTid, kCpu, kLocalTs, kRefTs, kRefLo, kRefHi };
   std::vector<uint32_t> node_code;
@@ -532,17 +537,18 @@ uint64_t write_events_parquet(const TraceReader& r, const RefClock& c, const Out
     }
     for (size_t i = 0; i < s.used; ++i) w.append(s.done[i]);
   });
+  if (before_close) before_close();
   w.close();
   return w.rows();
 }
 
+// `memory`: the writer's share of the budget; the join takes what the writers leave.
 uint64_t write_latency_parquet(const TraceReader& r, const std::vector<std::pair<std::string, std::string>>& pairs,
-                               const RefClock& c, const OutputDir& dir, const MemoryBudget& budget) {
+                               const RefClock& c, const OutputDir& dir, const MemoryBudget& budget, uint64_t memory) {
   OutFile file(dir, table_file_name("latency", TableForm::Parquet));
   std::vector<ParquetWriter::ColumnSpec> cols = latency_columns(c.have_ns);
   const size_t ncols = cols.size();
-  ParquetWriter w(file, std::move(cols), writer_in_background(budget),
-                  ParquetWriter::shape_for(writer_bytes(budget), ncols));
+  ParquetWriter w(file, std::move(cols), writer_in_background(budget), ParquetWriter::shape_for(memory, ncols));
   MemoryBudget join_budget = budget;
   join_budget.bytes -= writer_bytes(budget);
   enum { kFrom, kTo, kTuple, kFromNode, kToNode, kScenario, kRemote, kFromRef, kTicks, kTicksLo, kTicksHi, kNs };
@@ -628,8 +634,35 @@ TableExportStats export_table(const TraceReader& r, const std::string& out,
   TableExportStats s;
   const unsigned threads = budget.thread_count();
   if (form == TableForm::Parquet) {
-    if (!pairs.empty()) s.latency_rows = write_latency_parquet(r, pairs, c, dir, budget);
-    s.events = write_events_parquet(r, c, dir, budget);  // last, as below
+    if (pairs.empty() || !writer_in_background(budget)) {
+      if (!pairs.empty()) s.latency_rows = write_latency_parquet(r, pairs, c, dir, budget, writer_bytes(budget));
+      s.events = write_events_parquet(r, c, dir, budget, writer_bytes(budget));  // last, as below
+      return s;
+    }
+    // Both tables at once, each writer with half the writers' share: the
+    // events pages fill the cores while the join waits on its own steps. The
+    // events file is finished only after the latency table, so that it still
+    // marks a whole export; an error of the latency table is the one raised,
+    // as when it was written first.
+    const uint64_t half = writer_bytes(budget) / 2;
+    std::exception_ptr latency_error;
+    std::thread latency([&] {
+      try {
+        s.latency_rows = write_latency_parquet(r, pairs, c, dir, budget, half);
+      } catch (...) {
+        latency_error = std::current_exception();
+      }
+    });
+    auto join_latency = [&] {
+      latency.join();
+      if (latency_error) std::rethrow_exception(latency_error);
+    };
+    try {
+      s.events = write_events_parquet(r, c, dir, budget, half, join_latency);
+    } catch (...) {
+      if (latency.joinable()) join_latency();
+      throw;
+    }
     return s;
   }
   if (!pairs.empty()) {
@@ -638,7 +671,7 @@ TableExportStats export_table(const TraceReader& r, const std::string& out,
   }
   // Written last: the marker file, so a directory with the events table holds a whole export.
   TableFile f(dir, "events", form, writer_in_background(budget));
-  s.events = write_events(r, c, f, threads);
+  s.events = write_events(r, c, f, writer_in_background(budget) ? threads : 1);
   return s;
 }
 
@@ -652,7 +685,7 @@ TableExportStats export_table_stdout(const TraceReader& r, const std::string& ta
   TableExportStats s;
   TableFile f{OutFile::Stdout{}};
   if (table == "events")
-    s.events = write_events(r, c, f, budget.thread_count());
+    s.events = write_events(r, c, f, writer_in_background(budget) ? budget.thread_count() : 1);
   else
     s.latency_rows = write_latency(r, pairs, f, budget);
   return s;
