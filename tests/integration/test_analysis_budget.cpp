@@ -322,10 +322,11 @@ TEST_F(AnalysisBudget, ExportTableIsTheSameFilesOnAnyNumberOfThreads) {
         SCOPED_TRACE(out + "/" + name);
         const std::string bytes = read_file(e.path());
         EXPECT_GT(bytes.size(), 100000u);
-        if (first.count(name))
+        if (first.count(name)) {
           EXPECT_TRUE(bytes == first[name]) << "differs from the file of 1 thread";
-        else
+        } else {
           first[name] = bytes;
+        }
       }
     }
     EXPECT_EQ(first.size(), 2u);

@@ -235,67 +235,44 @@ struct FrameScratch {
   }
 };
 
-// One event's CSV line.
-char* put_event_line(char* p, const RefClock& c, const TranslatedEvent& e, std::string_view channel) {
-  const std::string_view kind = event_kind_name(e.kind);
-  p = put(p, c.nodes[e.node]);
-  p = put(p, c.reference[e.node] ? ",true," : ",false,");
-  p = put(p, kind);
-  *p++ = ',';
-  p = put(p, channel);
-  *p++ = ',';
-  p = put_hex16(p, e.channel);
-  *p++ = ',';
-  p = put_field(p, e.tuple);
-  p = put_field(p, e.pid);
-  p = put_field(p, e.tid);
-  p = put_field(p, e.cpu);
-  p = put_field(p, e.local_ts);
-  p = put_field(p, e.ref_ts);
-  p = put_field(p, e.ref_lo);
-  p = put_field(p, e.ref_hi);
-  return c.have_ns ? put_ns_tail(p, event_ns(c, e)) : put_no_ns_tail(p);
-}
-
-// The text of a segment of frames is made on every thread (frames decoded,
-// lines formatted, ns computed there) and written in file order here. One
-// thread under a small budget: every thread's text and malloc arena count.
 uint64_t write_events(const TraceReader& r, const RefClock& c, TableFile& f, unsigned threads) {
   f.write(
       "node,reference,kind,channel,channel_id,tuple,pid,tid,cpu,local_ts,ref_ts,ref_lo,ref_hi,time_ns,time_lo_ns,"
       "time_hi_ns\n");
-  threads = std::max(threads, 1u);
-  std::vector<ChannelCache<std::string>> channels(threads);
-  std::vector<FrameScratch> scratch(threads);
+  ChannelCache<std::string> channels;
   size_t widest_node = 0;
   for (const std::string& n : c.nodes) widest_node = std::max(widest_node, n.size());
-  struct Slot {
-    CsvText text;
-    uint64_t rows = 0;
-  };
-  auto work = [&](const size_t* pos, size_t n, Slot& s, unsigned worker) {
-    s.text.clear();
-    s.rows = 0;
-    for (size_t i = 0; i < n; ++i) {
-      const std::vector<TranslatedEvent>& evs = scratch[worker].decode(r, pos[i]);
-      for (const TranslatedEvent& e : evs) {
-        check_node(c, e);
-        const std::string& channel =
-            channels[worker].get(e.channel, [&](uint64_t id) { return csv_field(r.channel_name(id)); });
-        char* p = s.text.room(widest_node + 8 + channel.size() + 16 * kIntField + 16);
-        s.text.done(put_event_line(p, c, e, channel));
-      }
-      s.rows += evs.size();
-    }
-  };
+  CsvText buf;
   uint64_t n = 0;
-  const std::vector<size_t> pos = r.frame_positions(FrameType::Translated);
-  // Segments of about 16 Ki rows (~2 MiB of text), two a thread in a wave.
-  const size_t per = frames_per_segment(r, pos, size_t(1) << 14);
-  std::vector<Slot> slots;
-  in_segments(pos, threads, threads > 1 ? 2 * size_t(threads) : 1, per, slots, work, [&](Slot& s) {
-    f.write(s.text.text());
-    n += s.rows;
+  // One frame's rows at a time: memory follows the frame size, not the trace.
+  for_each_translated(r, threads, [&](const std::vector<TranslatedEvent>& evs) {
+    buf.clear();
+    for (const TranslatedEvent& e : evs) {
+      check_node(c, e);
+      const std::string& channel = channels.get(e.channel, [&](uint64_t id) { return csv_field(r.channel_name(id)); });
+      const std::string_view kind = event_kind_name(e.kind);
+      char* p = buf.room(widest_node + kind.size() + channel.size() + 16 * kIntField + 16);
+      p = put(p, c.nodes[e.node]);
+      p = put(p, c.reference[e.node] ? ",true," : ",false,");
+      p = put(p, kind);
+      *p++ = ',';
+      p = put(p, channel);
+      *p++ = ',';
+      p = put_hex16(p, e.channel);
+      *p++ = ',';
+      p = put_field(p, e.tuple);
+      p = put_field(p, e.pid);
+      p = put_field(p, e.tid);
+      p = put_field(p, e.cpu);
+      p = put_field(p, e.local_ts);
+      p = put_field(p, e.ref_ts);
+      p = put_field(p, e.ref_lo);
+      p = put_field(p, e.ref_hi);
+      p = c.have_ns ? put_ns_tail(p, event_ns(c, e)) : put_no_ns_tail(p);
+      buf.done(p);
+    }
+    f.write(buf.text());
+    n += evs.size();
   });
   f.close();
   return n;
@@ -671,7 +648,7 @@ TableExportStats export_table(const TraceReader& r, const std::string& out,
   }
   // Written last: the marker file, so a directory with the events table holds a whole export.
   TableFile f(dir, "events", form, writer_in_background(budget));
-  s.events = write_events(r, c, f, writer_in_background(budget) ? threads : 1);
+  s.events = write_events(r, c, f, threads);
   return s;
 }
 
@@ -685,7 +662,7 @@ TableExportStats export_table_stdout(const TraceReader& r, const std::string& ta
   TableExportStats s;
   TableFile f{OutFile::Stdout{}};
   if (table == "events")
-    s.events = write_events(r, c, f, writer_in_background(budget) ? budget.thread_count() : 1);
+    s.events = write_events(r, c, f, budget.thread_count());
   else
     s.latency_rows = write_latency(r, pairs, f, budget);
   return s;
