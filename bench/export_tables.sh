@@ -6,17 +6,25 @@
 #   parquet   cptrace export table T -o D --parquet
 #   node      node tools/duckdb/export-parquet.mjs T D (cptrace's CSV through a
 #             pipe into DuckDB's Parquet writer: the path before --parquet, the baseline)
+#   old.*     the same two by EXPORT_OLD (a previous build's cptrace; default
+#             build/cptrace.before when present): old and new in the same run
 # first the events table alone, then with the latency table (--pair): the
 # latency line is the difference. Each command RUNS times, the forms in turn
-# (csv.zst, parquet, node, csv.zst, ...) so that a machine busy with other work
-# slows them alike; the median wall time with its spread, the rows/s and MB/s
-# (table bytes written) at the median, CPU seconds and peak RSS of that run.
-# Prints figures only. Knobs: EXPORT_TUPLES (default 2000000), EXPORT_RUNS (3).
+# (csv.zst, parquet, old.csv.zst, old.parquet, node, csv.zst, ...) so that a
+# machine busy with other work slows them alike; the median wall time with its
+# spread, the rows/s (wall, and per CPU-second: user + system) and MB/s (table
+# bytes written) at the median, CPU seconds and peak RSS of that run; new/old
+# ratios; and whether the CSV tables are the same bytes as the old build's.
+# Prints figures only. Knobs: EXPORT_TUPLES (default 2000000), EXPORT_RUNS (3),
+# EXPORT_OLD (a cptrace binary, or - for none).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=build
 N=${EXPORT_TUPLES:-2000000}
 RUNS=${EXPORT_RUNS:-3}
+OLD=${EXPORT_OLD:-}
+[[ -z $OLD && -x $B/cptrace.before ]] && OLD=$B/cptrace.before
+[[ $OLD == - ]] && OLD=
 NODE=1
 if ! (cd tools/duckdb && node -e "require.resolve('@duckdb/node-api')") >/dev/null 2>&1; then
   echo "  node baseline: skipped, no node or no @duckdb/node-api in tools/duckdb (tools/install-deps.sh)"
@@ -39,6 +47,8 @@ run() {
   case $form in
     csv.zst) cmd=("$B/cptrace" export table "$T" -o "$tmp/o" $pair) ;;
     parquet) cmd=("$B/cptrace" export table "$T" -o "$tmp/o" --parquet $pair) ;;
+    old.csv.zst) cmd=("$OLD" export table "$T" -o "$tmp/o" $pair) ;;
+    old.parquet) cmd=("$OLD" export table "$T" -o "$tmp/o" --parquet $pair) ;;
     node) cmd=(node tools/duckdb/export-parquet.mjs "$T" "$tmp/o" --cptrace "$B/cptrace" $pair) ;;
   esac
   if ! /usr/bin/time -o "$tmp/time" -f '%e %U %S %M' "${cmd[@]}" >/dev/null 2>"$tmp/err"; then
@@ -49,9 +59,12 @@ run() {
   local bytes
   bytes=$(du -cb "$tmp"/o/* | tail -1 | cut -f1)
   echo "$wall $(awk -v u="$user" -v s="$sys" 'BEGIN { print u + s }') $kb $bytes" >>"$tmp/$form.$tables"
+  # The CSV tables kept once, to compare old and new byte for byte.
+  if [[ $form == *csv.zst && $tables == both && ! -d $tmp/keep.$form ]]; then mv "$tmp/o" "$tmp/keep.$form"; fi
 }
 
 forms=(csv.zst parquet)
+[[ -n $OLD ]] && forms+=(old.csv.zst old.parquet)
 ((NODE)) && forms+=(node)
 for tables in events both; do
   for ((i = 0; i < RUNS; i++)); do
@@ -92,9 +105,21 @@ for form in forms:
         d = med[form, "both"] - med[form, "events"]
         if d > 0:
             print(f"  {form:8} {'latency (diff)':15} {rows:10d} rows  {d:6.2f} s  {rows / d / 1e6:6.2f} M rows/s")
+for form in ("csv.zst", "parquet"):
+    for tables, label in (("events", "events"), ("both", "events+latency")):
+        if (form, tables) in med and ("old." + form, tables) in med:
+            print(f"  new / old {form:8} {label:15} wall {med[form, tables] / med['old.' + form, tables]:.2f}x, "
+                  f"cpu {cpus[form, tables] / cpus['old.' + form, tables]:.2f}x (medians; below 1: new faster)")
 if ("node", "both") in med:
     for form in ("csv.zst", "parquet"):
         if (form, "both") in med:
             print(f"  node / {form}: {med['node', 'both'] / med[form, 'both']:.1f}x the time, "
                   f"{cpus['node', 'both'] / cpus[form, 'both']:.1f}x the CPU (events+latency, medians)")
 EOF
+if [[ -d $tmp/keep.csv.zst && -d $tmp/keep.old.csv.zst ]]; then
+  if diff -r "$tmp/keep.csv.zst" "$tmp/keep.old.csv.zst" >/dev/null; then
+    echo "  CSV tables (events.csv.zst, latency.csv.zst): the same bytes as the old build's"
+  else
+    echo "  CSV tables: DIFFER from the old build's"
+  fi
+fi

@@ -188,7 +188,9 @@ done
 
 echo
 echo "== 21. export table: events and latency tables of ${EXPORT_TUPLES:-2000000} tuples as .csv.zst and Parquet"
-echo "   (cptrace's own writer), rows/s and MB/s; baseline: export-parquet.mjs (CSV piped into DuckDB)"
+echo "   (cptrace's own writer), rows/s (wall and per CPU-second) and MB/s; against EXPORT_OLD (a previous"
+echo "   build's cptrace; default $B/cptrace.before when present) in this run, and export-parquet.mjs (CSV piped"
+echo "   into DuckDB); the CSV tables compared byte for byte with the old build's"
 bash bench/export_tables.sh
 
 echo

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -302,6 +303,34 @@ TEST_F(AnalysisBudget, ExportTableSpilledWritesTheSameFiles) {
   expect_budget_honoured("export table", [&](const std::string& dir, const std::string& out) {
     return cptrace_bin() + " export table " + dir + args + " -o " + out;
   });
+}
+
+// export table: the events table is made on every thread, runs of frames at
+// a time, and with --pair both Parquet tables at once; every file is the same
+// bytes on 1, 2 and 3 threads, Parquet and .csv.zst.
+TEST_F(AnalysisBudget, ExportTableIsTheSameFilesOnAnyNumberOfThreads) {
+  for (const std::string form : {" --parquet", ""}) {
+    std::map<std::string, std::string> first;
+    for (const char* threads : {"1", "2", "3"}) {
+      const std::string out = *tmp_ / ("threads" + std::string(threads) + (form.empty() ? "csv" : "pq"));
+      auto r = run(cptrace_bin() + " export table " + dir_ + " --pair A.out,C.in" + form + " --threads " + threads +
+                       " -o " + out,
+                   *tmp_);
+      ASSERT_EQ(r.status, 0) << r.err;
+      for (const auto& e : fs::directory_iterator(out)) {
+        const std::string name = e.path().filename().string();
+        SCOPED_TRACE(out + "/" + name);
+        const std::string bytes = read_file(e.path());
+        EXPECT_GT(bytes.size(), 100000u);
+        if (first.count(name)) {
+          EXPECT_TRUE(bytes == first[name]) << "differs from the file of 1 thread";
+        } else {
+          first[name] = bytes;
+        }
+      }
+    }
+    EXPECT_EQ(first.size(), 2u);
+  }
 }
 
 // export table --parquet: the writer's pages and row group take their share of

@@ -180,6 +180,39 @@ TEST(ExportTable, ParquetHopP99EqualsLatency) {
   expect_sql_equals_latency(true, "remote-remote-direct", true);
 }
 
+// The min/max statistics of a Parquet file's column chunks (cptrace's writer),
+// as DuckDB reads them (parquet_metadata), against the SQL min and max of the
+// rows of each row group, and the null counts: for every row group of every
+// column in `cols` (integers in signed or unsigned order as their type, booleans).
+void expect_stats_are_the_rows(const std::string& file, const std::vector<std::string>& cols, const TempDir& tmp) {
+  std::string in, got;
+  for (const std::string& c : cols) {
+    in += std::string(in.empty() ? "" : ", ") + "'" + c + "'";
+    got += std::string(got.empty() ? "" : " UNION ALL ") + "SELECT g, '" + c + "' AS c, min(" + c +
+           ")::VARCHAR AS lo, max(" + c + ")::VARCHAR AS hi, count(*) - count(" + c +
+           ") AS nc FROM rows JOIN groups ON file_row_number >= first AND file_row_number < first + n GROUP BY g";
+  }
+  const std::string sql =
+      "WITH md AS (SELECT row_group_id AS g, path_in_schema AS c, stats_min_value AS lo, stats_max_value AS hi, "
+      "stats_null_count AS nc, sum(row_group_num_rows) OVER (PARTITION BY path_in_schema ORDER BY row_group_id) - "
+      "row_group_num_rows AS first, row_group_num_rows AS n FROM parquet_metadata('" +
+      file + "') WHERE path_in_schema IN (" + in +
+      ")), groups AS (SELECT DISTINCT g, first, n FROM md), rows AS (SELECT * FROM read_parquet('" + file +
+      "', file_row_number = true)), got AS (" + got +
+      ") SELECT count(*) AS chunks, count(*) FILTER (WHERE md.lo IS NOT DISTINCT FROM got.lo AND md.hi IS NOT "
+      "DISTINCT FROM got.hi AND md.nc = got.nc) AS same, (SELECT count(DISTINCT g) FROM md) AS groups, "
+      "string_agg(md.c || ' ' || md.g || ': ' || coalesce(md.lo, 'NULL') || '..' || coalesce(md.hi, 'NULL') || "
+      "' vs ' || coalesce(got.lo, 'NULL') || '..' || coalesce(got.hi, 'NULL'), '; ') FILTER (WHERE md.lo IS "
+      "DISTINCT FROM got.lo OR md.hi IS DISTINCT FROM got.hi OR md.nc <> got.nc) AS differ FROM md JOIN got USING "
+      "(g, c)";
+  json r = duckdb(fs::path(file).parent_path(), sql, tmp);
+  ASSERT_EQ(r.size(), 1u);
+  SCOPED_TRACE(file + ": " + r.dump());
+  EXPECT_EQ(r[0]["chunks"], r[0]["groups"].get<uint64_t>() * cols.size());
+  EXPECT_GT(r[0]["groups"], 0);
+  EXPECT_EQ(r[0]["same"], r[0]["chunks"]);
+}
+
 // `export table --parquet` (cptrace's own writer, parquet_writer.h) against
 // the CSV export of the same trace, read by DuckDB: the same rows (EXCEPT ALL
 // both ways, and the counts) and the column types of export-parquet.mjs's
@@ -219,6 +252,13 @@ void expect_parquet_is_the_csv(const std::string& trace, const TempDir& tmp, con
     json nulls = duckdb(csv, "SELECT count(" + ns + ") AS set FROM " + mine, tmp);
     EXPECT_EQ(nulls[0]["set"], have_ns ? n[0]["pq"] : json(0));
   }
+  expect_stats_are_the_rows(pq + "/events.parquet",
+                            {"reference", "tuple", "pid", "tid", "cpu", "local_ts", "ref_ts", "ref_lo", "ref_hi",
+                             "time_ns", "time_lo_ns", "time_hi_ns"},
+                            tmp);
+  expect_stats_are_the_rows(pq + "/latency.parquet",
+                            {"tuple", "remote", "from_ref_ts", "ticks", "ticks_lo", "ticks_hi", "ns", "ns_lo", "ns_hi"},
+                            tmp);
 }
 
 TEST(ExportTable, CptraceParquetHasTheRowsAndTypesOfTheCsvExport) {
@@ -241,7 +281,8 @@ TEST(ExportTable, CptraceParquetHasTheRowsAndTypesOfTheCsvExport) {
 // The writer on values at the ends of every type and across pages and row
 // groups (small ones here: 1024-row pages, two a group), read back by DuckDB:
 // the deltas wrap around as the format says, dictionaries grow across row
-// groups, and an empty table is a valid file.
+// groups, the statistics are those of the rows, and an empty table is a valid
+// file.
 TEST(ExportTable, ParquetWriterRoundTripsExtremeValues) {
   REQUIRE_DUCKDB();
   TempDir tmp;
@@ -320,6 +361,9 @@ TEST(ExportTable, ParquetWriterRoundTripsExtremeValues) {
   EXPECT_EQ(got[0]["max_u64"].dump(), "\"18446744073709551615\"");
   EXPECT_EQ(got[0]["min_i64"].dump(), "\"-9223372036854775808\"");
   EXPECT_EQ(got[0]["max_i64"].dump(), "\"9223372036854775807\"");
+  // Every row group's statistics: unsigned order for u64 and u32 (whose
+  // greatest values are negative as signed), signed for i64.
+  expect_stats_are_the_rows(tmp / "w/events.parquet", {"u64", "i64", "u32", "u16", "b", "none"}, tmp);
   json e = duckdb(tmp / "e", "SELECT count(*) AS n FROM events", tmp);
   EXPECT_EQ(e[0]["n"], 0);
 }

@@ -4,10 +4,13 @@
 #include <algorithm>
 #include <charconv>
 #include <cstring>
+#include <exception>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string_view>
+#include <thread>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -21,6 +24,7 @@
 #include "trace/output_dir.h"
 #include "trace/trace_reader.h"
 #include "translate/latency.h"
+#include "translate/parallel_for.h"
 #include "translate/translated_frame.h"
 
 namespace cptrace {
@@ -177,6 +181,58 @@ class ChannelCache {
   std::unordered_map<uint64_t, V> map_;
   uint64_t last_id_ = 0;
   const V* last_ = nullptr;
+};
+
+// Frames decoded, and their rows made, on every thread: the Translated frames
+// (at `pos`) in segments of `per` consecutive frames, `wave` segments at a
+// time on `threads` threads; work(positions, count, slot, worker) on any
+// thread, then take(slot) on the calling thread in file order. An error in a
+// segment (a damaged frame) is raised when its turn comes, after every segment
+// before it was taken: as a sequential reading.
+template <class Slot, class Work, class Take>
+void in_segments(const std::vector<size_t>& pos, unsigned threads, size_t wave, size_t per, std::vector<Slot>& slots,
+                 Work work, Take take) {
+  wave = std::max<size_t>(wave, 1);
+  slots.resize(wave);
+  std::vector<std::exception_ptr> errors(wave);
+  const size_t segments = (pos.size() + per - 1) / per;
+  for (size_t s = 0; s < segments; s += wave) {
+    const size_t n = std::min(wave, segments - s);
+    parallel_for(threads, n, [&](size_t i, unsigned worker) {
+      errors[i] = nullptr;
+      try {
+        const size_t first = (s + i) * per;
+        work(pos.data() + first, std::min(per, pos.size() - first), slots[i], worker);
+      } catch (...) {
+        errors[i] = std::current_exception();
+      }
+    });
+    for (size_t i = 0; i < n; ++i) {
+      if (errors[i]) std::rethrow_exception(errors[i]);
+      take(slots[i]);
+    }
+  }
+}
+
+// Frames per segment: about `rows` rows, judged by the first frame's size.
+size_t frames_per_segment(const TraceReader& r, const std::vector<size_t>& pos, size_t rows) {
+  if (pos.empty()) return 1;
+  FrameHeader h{};
+  std::vector<uint8_t> payload;
+  r.read_frame(pos[0], h, payload);
+  return std::max<size_t>(1, rows / std::max<size_t>(h.count, 1));
+}
+
+// A worker's scratch for reading frames.
+struct FrameScratch {
+  std::vector<uint8_t> payload;
+  std::vector<TranslatedEvent> events;
+  const std::vector<TranslatedEvent>& decode(const TraceReader& r, size_t position) {
+    FrameHeader h{};
+    r.read_frame(position, h, payload);
+    decode_translated(h, payload.data(), payload.size(), events);
+    return events;
+  }
 };
 
 uint64_t write_events(const TraceReader& r, const RefClock& c, TableFile& f, unsigned threads) {
@@ -341,60 +397,135 @@ bool writer_in_background(const MemoryBudget& budget) {
   return budget.thread_count() > 1 && writer_bytes(budget) >= (uint64_t(32) << 20);
 }
 
-uint64_t write_events_parquet(const TraceReader& r, const RefClock& c, const OutputDir& dir,
-                              const MemoryBudget& budget) {
+// The events table as Parquet: every thread reads frames, fills a page's
+// columns straight from them (the ns columns computed there too) and encodes
+// it; this thread appends the pages in file order. The strings' codes are
+// given before: every node, kind and announced channel (a dictionary may hold
+// a value no row has); a channel never announced is coded when a segment
+// meets it, and that segment made again.
+// `memory`: the writer's share of the budget; before_close(): called once
+// every row is in, before the file is finished (and so named).
+uint64_t write_events_parquet(const TraceReader& r, const RefClock& c, const OutputDir& dir, const MemoryBudget& budget,
+                              uint64_t memory, const std::function<void()>& before_close = {}) {
   OutFile file(dir, table_file_name("events", TableForm::Parquet));
-  const unsigned threads = budget.thread_count();
+  // A thread's allocations live in its own malloc arena, which the smallest budgets cannot spare.
+  const unsigned threads = writer_in_background(budget) ? budget.thread_count() : 1;
   std::vector<ParquetWriter::ColumnSpec> cols = events_columns(c.have_ns);
   const size_t ncols = cols.size();
-  ParquetWriter w(file, std::move(cols), writer_in_background(budget),
-                  ParquetWriter::shape_for(writer_bytes(budget), ncols));
+  const size_t wave = threads > 1 ? 2 * size_t(threads) : 1;  // segments made at a time, a page of values each
+  ParquetWriter w(file, std::move(cols), false, ParquetWriter::shape_for(memory, ncols, wave), true);
+  const size_t page_rows = w.shape().page_rows;
   enum { kNode, kReference, kKind, kChannel, kChannelId, kTuple, kPid, kTid, kCpu, kLocalTs, kRefTs, kRefLo, kRefHi };
   std::vector<uint32_t> node_code;
   for (const std::string& name : c.names) node_code.push_back(w.code(kNode, name));
-  int64_t kind_code[256];
-  std::fill(std::begin(kind_code), std::end(kind_code), -1);
-  ChannelCache<std::pair<uint32_t, uint32_t>> channels;  // name, id codes
-  for_each_translated(r, threads, [&](const std::vector<TranslatedEvent>& evs) {
-    for (const TranslatedEvent& e : evs) {
-      check_node(c, e);
-      if (kind_code[e.kind] < 0) kind_code[e.kind] = w.code(kKind, event_kind_name(e.kind));
-      const auto& ch = channels.get(e.channel, [&](uint64_t id) {
-        return std::pair{w.code(kChannel, r.channel_name(id)), w.code(kChannelId, fmt::format("0x{:016x}", id))};
-      });
-      w.put_code(kNode, node_code[e.node]);
-      w.put_bool(kReference, c.reference[e.node]);
-      w.put_code(kKind, uint32_t(kind_code[e.kind]));
-      w.put_code(kChannel, ch.first);
-      w.put_code(kChannelId, ch.second);
-      w.put_int(kTuple, int64_t(e.tuple));
-      w.put_int(kPid, e.pid);
-      w.put_int(kTid, e.tid);
-      w.put_int(kCpu, e.cpu);
-      w.put_int(kLocalTs, int64_t(e.local_ts));
-      w.put_int(kRefTs, e.ref_ts);
-      w.put_int(kRefLo, e.ref_lo);
-      w.put_int(kRefHi, e.ref_hi);
-      if (c.have_ns) {
-        NsBound t = event_ns(c, e);
-        w.put_int(kRefHi + 1, t.ns);
-        w.put_int(kRefHi + 2, t.lo);
-        w.put_int(kRefHi + 3, t.hi);
+  uint32_t kind_code[256];
+  for (size_t k = 0; k < 256; ++k) kind_code[k] = w.code(kKind, event_kind_name(uint8_t(k)));
+  std::unordered_map<uint64_t, std::pair<uint32_t, uint32_t>> channel_code;  // name, id codes
+  auto add_channel = [&](uint64_t id) {
+    channel_code.emplace(
+        id, std::pair{w.code(kChannel, r.channel_name(id)), w.code(kChannelId, fmt::format("0x{:016x}", id))});
+  };
+  for (const auto& [id, info] : r.channels()) add_channel(id);
+
+  struct Slot {
+    ParquetWriter::Page page;
+    std::vector<ParquetWriter::EncodedPage> done;
+    size_t used = 0;  // pages of done made by this segment
+    std::optional<uint64_t> missing;  // a channel without a code: the segment stopped there
+    const size_t* pos = nullptr;  // the segment's frames
+    size_t frames = 0;
+  };
+  std::vector<FrameScratch> scratch(threads);
+  std::vector<ParquetWriter::Encoder> encoders(threads);
+  const std::vector<ParquetWriter::ColumnSpec>& specs = w.columns();
+  const size_t filled = c.have_ns ? ncols : kRefHi + 1;
+  auto encode = [&](Slot& s, unsigned worker) {
+    if (s.used == s.done.size()) s.done.emplace_back();
+    encoders[worker].encode(specs, s.page, s.done[s.used++]);
+    s.page.rows = 0;
+  };
+  // n rows of a frame into the page, after its rows; false at a channel without a code.
+  auto fill = [&](const TranslatedEvent* e, size_t n, Slot& s) {
+    int64_t* v[16];
+    for (size_t k = 0; k < filled; ++k) v[k] = s.page.values[k].data() + s.page.rows;
+    uint64_t last_channel = 0;
+    std::pair<uint32_t, uint32_t> ch{0, 0};
+    bool have_channel = false;
+    for (size_t i = 0; i < n; ++i, ++e) {
+      check_node(c, *e);
+      if (!have_channel || e->channel != last_channel) {
+        auto it = channel_code.find(e->channel);
+        if (it == channel_code.end()) {
+          s.missing = e->channel;
+          return false;
+        }
+        ch = it->second, last_channel = e->channel, have_channel = true;
       }
-      w.end_row();
+      v[kNode][i] = node_code[e->node];
+      v[kReference][i] = c.reference[e->node];
+      v[kKind][i] = kind_code[e->kind];
+      v[kChannel][i] = ch.first;
+      v[kChannelId][i] = ch.second;
+      v[kTuple][i] = int64_t(e->tuple);
+      v[kPid][i] = e->pid;
+      v[kTid][i] = e->tid;
+      v[kCpu][i] = e->cpu;
+      v[kLocalTs][i] = int64_t(e->local_ts);
+      v[kRefTs][i] = e->ref_ts;
+      v[kRefLo][i] = e->ref_lo;
+      v[kRefHi][i] = e->ref_hi;
+      if (c.have_ns) {
+        NsBound t = event_ns(c, *e);
+        v[kRefHi + 1][i] = t.ns;
+        v[kRefHi + 2][i] = t.lo;
+        v[kRefHi + 3][i] = t.hi;
+      }
     }
+    s.page.rows += n;
+    return true;
+  };
+  auto work = [&](const size_t* pos, size_t n, Slot& s, unsigned worker) {
+    s.used = 0;
+    s.missing.reset();
+    s.pos = pos, s.frames = n;
+    s.page.rows = 0;
+    s.page.values.resize(ncols);
+    for (size_t k = 0; k < filled; ++k) s.page.values[k].resize(page_rows);
+    for (size_t f = 0; f < n; ++f) {
+      const std::vector<TranslatedEvent>& evs = scratch[worker].decode(r, pos[f]);
+      for (size_t at = 0; at < evs.size();) {
+        const size_t m = std::min(evs.size() - at, page_rows - s.page.rows);
+        if (!fill(evs.data() + at, m, s)) return;
+        at += m;
+        if (s.page.rows == page_rows) encode(s, worker);
+      }
+    }
+    if (s.page.rows) encode(s, worker);
+  };
+  const std::vector<size_t> pos = r.frame_positions(FrameType::Translated);
+  // Segments of about 8 pages, two a thread in a wave: the threads wait for
+  // each other only at a wave's end.
+  const size_t per = frames_per_segment(r, pos, 8 * page_rows);
+  std::vector<Slot> slots;
+  in_segments(pos, threads, wave, per, slots, work, [&](Slot& s) {
+    while (s.missing) {  // rare: a channel never announced; made again here, on worker 0's scratch
+      add_channel(*s.missing);
+      work(s.pos, s.frames, s, 0);
+    }
+    for (size_t i = 0; i < s.used; ++i) w.append(s.done[i]);
   });
+  if (before_close) before_close();
   w.close();
   return w.rows();
 }
 
+// `memory`: the writer's share of the budget; the join takes what the writers leave.
 uint64_t write_latency_parquet(const TraceReader& r, const std::vector<std::pair<std::string, std::string>>& pairs,
-                               const RefClock& c, const OutputDir& dir, const MemoryBudget& budget) {
+                               const RefClock& c, const OutputDir& dir, const MemoryBudget& budget, uint64_t memory) {
   OutFile file(dir, table_file_name("latency", TableForm::Parquet));
   std::vector<ParquetWriter::ColumnSpec> cols = latency_columns(c.have_ns);
   const size_t ncols = cols.size();
-  ParquetWriter w(file, std::move(cols), writer_in_background(budget),
-                  ParquetWriter::shape_for(writer_bytes(budget), ncols));
+  ParquetWriter w(file, std::move(cols), writer_in_background(budget), ParquetWriter::shape_for(memory, ncols));
   MemoryBudget join_budget = budget;
   join_budget.bytes -= writer_bytes(budget);
   enum { kFrom, kTo, kTuple, kFromNode, kToNode, kScenario, kRemote, kFromRef, kTicks, kTicksLo, kTicksHi, kNs };
@@ -480,8 +611,35 @@ TableExportStats export_table(const TraceReader& r, const std::string& out,
   TableExportStats s;
   const unsigned threads = budget.thread_count();
   if (form == TableForm::Parquet) {
-    if (!pairs.empty()) s.latency_rows = write_latency_parquet(r, pairs, c, dir, budget);
-    s.events = write_events_parquet(r, c, dir, budget);  // last, as below
+    if (pairs.empty() || !writer_in_background(budget)) {
+      if (!pairs.empty()) s.latency_rows = write_latency_parquet(r, pairs, c, dir, budget, writer_bytes(budget));
+      s.events = write_events_parquet(r, c, dir, budget, writer_bytes(budget));  // last, as below
+      return s;
+    }
+    // Both tables at once, each writer with half the writers' share: the
+    // events pages fill the cores while the join waits on its own steps. The
+    // events file is finished only after the latency table, so that it still
+    // marks a whole export; an error of the latency table is the one raised,
+    // as when it was written first.
+    const uint64_t half = writer_bytes(budget) / 2;
+    std::exception_ptr latency_error;
+    std::thread latency([&] {
+      try {
+        s.latency_rows = write_latency_parquet(r, pairs, c, dir, budget, half);
+      } catch (...) {
+        latency_error = std::current_exception();
+      }
+    });
+    auto join_latency = [&] {
+      latency.join();
+      if (latency_error) std::rethrow_exception(latency_error);
+    };
+    try {
+      s.events = write_events_parquet(r, c, dir, budget, half, join_latency);
+    } catch (...) {
+      if (latency.joinable()) join_latency();
+      throw;
+    }
     return s;
   }
   if (!pairs.empty()) {

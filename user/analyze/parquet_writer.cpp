@@ -3,9 +3,12 @@
 #include "analyze/parquet_writer.h"
 
 #include <algorithm>
+#include <array>
 #include <climits>
 #include <cstring>
 #include <stdexcept>
+#include <string_view>
+#include <tuple>
 #include <utility>
 
 #include <fmt/format.h>
@@ -90,26 +93,44 @@ class Compact {
   std::vector<int> last_{0};
 };
 
-// `n` values of `width` bits each (n * width a multiple of 32), least significant bit first.
-void bit_pack(const uint64_t* v, size_t n, int width, std::string& out) {
-  if (width == 0) return;
-  unsigned __int128 acc = 0;
-  int bits = 0;
-  char word[8];
-  for (size_t i = 0; i < n; ++i) {
-    acc |= (unsigned __int128)v[i] << bits;
-    bits += width;
-    if (bits >= 64) {
-      uint64_t w = uint64_t(acc);
-      std::memcpy(word, &w, 8);
-      out.append(word, 8);
-      acc >>= 64;
-      bits -= 64;
+// 32 values of W bits each (each below 2^W) into 4 * W bytes, least
+// significant bit first: one loop per width, unrolled, so that the shifts are
+// constants and whole 8-byte words are stored.
+template <int W>
+void pack32(const uint64_t* v, char* out) {
+  if constexpr (W == 64) {
+    std::memcpy(out, v, 256);
+  } else if constexpr (W > 0) {
+    uint64_t acc = 0;
+    int bits = 0;
+#pragma GCC unroll 32
+    for (int i = 0; i < 32; ++i) {
+      acc |= v[i] << bits;
+      if (bits + W >= 64) {
+        std::memcpy(out, &acc, 8);
+        out += 8;
+        acc = bits + W > 64 ? v[i] >> (64 - bits) : 0;
+        bits = bits + W - 64;
+      } else {
+        bits += W;
+      }
     }
+    if (bits) std::memcpy(out, &acc, size_t(bits / 8));  // 32 * W bits: whole 32-bit words
   }
-  uint64_t w = uint64_t(acc);
-  std::memcpy(word, &w, 8);
-  out.append(word, size_t(bits / 8));
+}
+
+using Pack32 = void (*)(const uint64_t*, char*);
+template <size_t... W>
+constexpr std::array<Pack32, sizeof...(W)> pack32_table(std::index_sequence<W...>) {
+  return {&pack32<int(W)>...};
+}
+constexpr std::array<Pack32, 65> kPack32 = pack32_table(std::make_index_sequence<65>{});
+
+// Appends 32 values of `width` bits (4 * width bytes).
+void bit_pack32(const uint64_t* v, int width, std::string& out) {
+  const size_t at = out.size();
+  out.resize(at + 4 * size_t(width));
+  kPack32[size_t(width)](v, out.data() + at);
 }
 
 int bit_width(uint64_t max) { return max ? 64 - __builtin_clzll(max) : 0; }
@@ -118,18 +139,24 @@ int bit_width(uint64_t max) { return max ? 64 - __builtin_clzll(max) : 0; }
 // miniblock bit-packed at its own width after subtracting the block's least
 // delta. Deltas wrap around (two's complement) at the physical type's width,
 // as the format says; `narrow` is INT32, whose values are the low 32 bits.
-void delta_binary_packed(const int64_t* v, size_t n, bool narrow, std::string& out) {
+// Also the least and greatest value (n > 0) as T orders them (uint64_t for the
+// UInt kinds): read once, in the same pass.
+template <bool narrow, class T>
+std::pair<int64_t, int64_t> delta_binary_packed(const int64_t* v, size_t n, std::string& out) {
   constexpr size_t kBlock = 128, kMini = 32;
   auto value = [&](size_t i) { return narrow ? int64_t(int32_t(uint32_t(v[i]))) : v[i]; };
   varint(out, kBlock);
   varint(out, kBlock / kMini);
   varint(out, n);
   varint(out, zigzag(n ? value(0) : 0));
+  T lo = n ? T(v[0]) : T(0), hi = lo;
   uint64_t d[kBlock];
   for (size_t at = 1; at < n; at += kBlock) {
     const size_t m = std::min(kBlock, n - at);
     int64_t least = INT64_MAX;
     for (size_t j = 0; j < m; ++j) {
+      lo = std::min(lo, T(v[at + j]));
+      hi = std::max(hi, T(v[at + j]));
       uint64_t diff = uint64_t(value(at + j)) - uint64_t(value(at + j - 1));
       int64_t delta = narrow ? int64_t(int32_t(uint32_t(diff))) : int64_t(diff);
       d[j] = uint64_t(delta);
@@ -148,8 +175,9 @@ void delta_binary_packed(const int64_t* v, size_t n, bool narrow, std::string& o
       out += char(widths[k]);
     }
     // Miniblocks past the last value are not written, only their width (0).
-    for (size_t k = 0; k * kMini < m; ++k) bit_pack(d + k * kMini, kMini, widths[k], out);
+    for (size_t k = 0; k * kMini < m; ++k) bit_pack32(d + k * kMini, widths[k], out);
   }
+  return {int64_t(lo), int64_t(hi)};
 }
 
 // The RLE / bit-packing hybrid of dictionary codes (after the bit-width byte
@@ -173,15 +201,14 @@ void hybrid(const int64_t* v, size_t n, int width, std::string& out) {
   const size_t groups = (n + 7) / 8;
   varint(out, uint64_t(groups) << 1 | 1);
   uint64_t g[32];
-  std::string packed;
   // Groups of 8 values, packed 32 at a time (a whole number of 32-bit words);
   // the last group is padded with zeros, which the value count leaves unread.
   for (size_t at = 0; at < groups * 8; at += 32) {
     size_t m = std::min<size_t>(32, groups * 8 - at);
     for (size_t j = 0; j < 32; ++j) g[j] = at + j < n ? uint64_t(v[at + j]) : 0;
-    packed.clear();
-    bit_pack(g, 32, width, packed);
-    out.append(packed, 0, m * size_t(width) / 8);
+    const size_t start = out.size();
+    bit_pack32(g, width, out);
+    out.resize(start + m * size_t(width) / 8);
   }
 }
 
@@ -233,93 +260,30 @@ std::vector<int> encodings(const ParquetWriter::ColumnSpec& s) {
 
 }  // namespace
 
-ParquetWriter::Shape ParquetWriter::shape_for(uint64_t memory, size_t columns) {
+ParquetWriter::Shape ParquetWriter::shape_for(uint64_t memory, size_t columns, size_t pages) {
   Shape s;
-  const uint64_t page = memory / 2 / (2 * 8 * std::max<size_t>(columns, 1));  // half for the page values
+  // half for the page values
+  const uint64_t page = memory / 2 / (std::max<size_t>(pages, 1) * 8 * std::max<size_t>(columns, 1));
   s.page_rows = size_t(std::clamp<uint64_t>(page, 1024, kPageRows));
   const uint64_t group = memory / 2 / kPackedRowBytes / s.page_rows;  // the other half for a row group
   s.group_rows = s.page_rows * size_t(std::clamp<uint64_t>(group, 1, kRowGroupRows / s.page_rows));
   return s;
 }
 
-ParquetWriter::ParquetWriter(OutFile& out, std::vector<ColumnSpec> columns, bool background, Shape shape)
-    : out_(out), shape_(shape) {
-  shape_.page_rows = std::max<size_t>(shape_.page_rows, 1);
-  shape_.group_rows = std::max(shape_.group_rows / shape_.page_rows, size_t(1)) * shape_.page_rows;
-  for (ColumnSpec& s : columns) {
-    cols_.push_back(Column{std::move(s), {}, {}, 0, {}, {}, {}, 0});
-    if (!cols_.back().spec.all_null) cols_.back().values.reserve(shape_.page_rows);
-  }
+ParquetWriter::Encoder::Encoder() {
   zctx_ = ZSTD_createCCtx();
-  if (!zctx_) throw std::runtime_error(fmt::format("{}: zstd: cannot create a compression context", out_.path()));
-  write("PAR1");
-  if (background) worker_ = std::thread([this] { work(); });
+  if (!zctx_) throw std::runtime_error("zstd: cannot create a compression context");
 }
 
-ParquetWriter::~ParquetWriter() {
-  if (worker_.joinable()) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      stop_ = true;
-    }
-    cv_.notify_all();
-    worker_.join();
-  }
-  ZSTD_freeCCtx(static_cast<ZSTD_CCtx*>(zctx_));
-}
+ParquetWriter::Encoder::~Encoder() { ZSTD_freeCCtx(static_cast<ZSTD_CCtx*>(zctx_)); }
 
-void ParquetWriter::work() {
-  std::unique_lock<std::mutex> lock(mu_);
-  for (;;) {
-    cv_.wait(lock, [&] { return stop_ || job_rows_ > 0; });
-    if (stop_) return;
-    const size_t n = job_rows_;
-    lock.unlock();
-    std::exception_ptr error;
-    try {
-      encode_pages(n);
-    } catch (...) {
-      error = std::current_exception();
-    }
-    lock.lock();
-    error_ = error;
-    job_rows_ = 0;
-    busy_ = false;
-    cv_.notify_all();
-  }
-}
-
-void ParquetWriter::wait_idle() {
-  if (!worker_.joinable()) return;
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [&] { return !busy_; });
-  if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
-}
-
-void ParquetWriter::encode_pages(size_t n) {
-  for (Column& c : cols_) encode_page(c, n);
-}
-
-uint32_t ParquetWriter::code(size_t col, std::string_view s) {
-  Column& c = cols_[col];
-  auto [it, added] = c.dict_index.try_emplace(std::string(s), uint32_t(c.dict.size()));
-  if (added) c.dict.emplace_back(s);
-  return it->second;
-}
-
-void ParquetWriter::write(std::string_view s) {
-  out_.write(s);
-  offset_ += int64_t(s.size());
-}
-
-uint64_t ParquetWriter::append_page(std::string& to, int page_type, std::string_view body, size_t n, int encoding) {
+uint64_t ParquetWriter::Encoder::append_page(std::string& to, int page_type, std::string_view body, size_t n,
+                                             int encoding) {
   zbuf_.resize(ZSTD_compressBound(body.size()));
   size_t packed = ZSTD_compressCCtx(static_cast<ZSTD_CCtx*>(zctx_), zbuf_.data(), zbuf_.size(), body.data(),
                                     body.size(), kZstdLevel);
-  if (ZSTD_isError(packed))
-    throw std::runtime_error(fmt::format("{}: zstd: {}", out_.path(), ZSTD_getErrorName(packed)));
-  if (body.size() > INT32_MAX || packed > INT32_MAX)
-    throw std::runtime_error(fmt::format("{}: a Parquet page over 2 GiB", out_.path()));
+  if (ZSTD_isError(packed)) throw std::runtime_error(fmt::format("zstd: {}", ZSTD_getErrorName(packed)));
+  if (body.size() > INT32_MAX || packed > INT32_MAX) throw std::runtime_error("a Parquet page over 2 GiB");
   Compact h;
   h.i32(1, page_type);
   h.i32(2, int64_t(body.size()));
@@ -343,85 +307,234 @@ uint64_t ParquetWriter::append_page(std::string& to, int page_type, std::string_
   return h.out.size() + body.size();
 }
 
-void ParquetWriter::encode_page(Column& c, size_t n) {
-  body_.clear();
-  int encoding = kPlain;
-  if (c.spec.all_null) {
-    // Definition levels only (all 0: NULL), RLE with their 4-byte length as a
-    // data page of version 1 has them; no values.
-    std::string levels;
-    varint(levels, uint64_t(n) << 1);
-    levels += '\0';
-    uint32_t len = uint32_t(levels.size());
-    body_.append(reinterpret_cast<const char*>(&len), 4);
-    body_ += levels;
-  } else if (c.spec.kind == Kind::Bool) {
-    body_.assign((n + 7) / 8, '\0');
-    for (size_t i = 0; i < n; ++i)
-      if (c.encoding[i]) body_[i / 8] = char(body_[i / 8] | 1 << (i % 8));
-  } else if (c.spec.kind == Kind::String) {
-    encoding = kRleDictionary;
-    int width = std::max(bit_width(c.dict_size - 1), 1);
-    body_ += char(width);
-    hybrid(c.encoding.data(), n, width, body_);
-  } else {
-    encoding = kDeltaBinaryPacked;
-    delta_binary_packed(c.encoding.data(), n, physical(c.spec.kind) == kInt32, body_);
-  }
-  c.pages_raw += append_page(c.pages, kDataPage, body_, n, encoding);
-  c.encoding.clear();
+namespace {
+
+bool unsigned_order(ParquetWriter::Kind k) {
+  return k == ParquetWriter::Kind::UInt16 || k == ParquetWriter::Kind::UInt32 || k == ParquetWriter::Kind::UInt64;
 }
 
-void ParquetWriter::end_page() {
-  wait_idle();
-  for (Column& c : cols_) {
-    std::swap(c.values, c.encoding);
-    c.dict_size = c.dict.size();
+// The least and greatest of v[0..n), n > 0: signed, or as unsigned (the bit
+// patterns of UInt64 values). Four at a time, so that four compare chains run
+// side by side.
+template <class T>
+std::pair<int64_t, int64_t> extremes_as(const int64_t* v, size_t n) {
+  T lo[4], hi[4];
+  std::fill(lo, lo + 4, T(v[0]));
+  std::fill(hi, hi + 4, T(v[0]));
+  size_t i = 0;
+  for (; i + 4 <= n; i += 4)
+    for (size_t k = 0; k < 4; ++k) {
+      lo[k] = std::min(lo[k], T(v[i + k]));
+      hi[k] = std::max(hi[k], T(v[i + k]));
+    }
+  for (; i < n; ++i) {
+    lo[0] = std::min(lo[0], T(v[i]));
+    hi[0] = std::max(hi[0], T(v[i]));
   }
+  return {int64_t(*std::min_element(lo, lo + 4)), int64_t(*std::max_element(hi, hi + 4))};
+}
+
+std::pair<int64_t, int64_t> extremes(const int64_t* v, size_t n, bool as_unsigned) {
+  return as_unsigned ? extremes_as<uint64_t>(v, n) : extremes_as<int64_t>(v, n);
+}
+
+}  // namespace
+
+void ParquetWriter::Encoder::encode(const std::vector<ColumnSpec>& columns, const Page& in, EncodedPage& out) {
+  const size_t n = in.rows;
+  out.rows = n;
+  out.columns.resize(columns.size());
+  for (size_t i = 0; i < columns.size(); ++i) {
+    const ColumnSpec& spec = columns[i];
+    EncodedPage::Column& col = out.columns[i];
+    col.bytes.clear();
+    body_.clear();
+    int encoding = kPlain;
+    const int64_t* v = in.values[i].data();
+    if (spec.all_null) {
+      // Definition levels only (all 0: NULL), RLE with their 4-byte length as a
+      // data page of version 1 has them; no values.
+      std::string levels;
+      varint(levels, uint64_t(n) << 1);
+      levels += '\0';
+      uint32_t len = uint32_t(levels.size());
+      body_.append(reinterpret_cast<const char*>(&len), 4);
+      body_ += levels;
+    } else {
+      if (in.values[i].size() < n) throw std::logic_error("Parquet page: a column with fewer values than rows");
+      if (spec.kind == Kind::Bool) {
+        body_.assign((n + 7) / 8, '\0');
+        for (size_t r = 0; r < n; ++r)
+          if (v[r]) body_[r / 8] = char(body_[r / 8] | 1 << (r % 8));
+        if (n) std::tie(col.lo, col.hi) = extremes(v, n, false);
+      } else if (spec.kind == Kind::String) {
+        // Codes are below the dictionary's size: the page's greatest one sets the width.
+        encoding = kRleDictionary;
+        if (n) std::tie(col.lo, col.hi) = extremes(v, n, true);
+        int width = std::max(bit_width(uint64_t(col.hi)), 1);
+        body_ += char(width);
+        hybrid(v, n, width, body_);
+      } else {
+        encoding = kDeltaBinaryPacked;
+        const bool as_unsigned = unsigned_order(spec.kind);
+        if (physical(spec.kind) == kInt32)
+          std::tie(col.lo, col.hi) = delta_binary_packed<true, uint64_t>(v, n, body_);  // UInt16, UInt32
+        else if (as_unsigned)
+          std::tie(col.lo, col.hi) = delta_binary_packed<false, uint64_t>(v, n, body_);
+        else
+          std::tie(col.lo, col.hi) = delta_binary_packed<false, int64_t>(v, n, body_);
+      }
+    }
+    col.raw = append_page(col.bytes, kDataPage, body_, n, encoding);
+  }
+}
+
+ParquetWriter::ParquetWriter(OutFile& out, std::vector<ColumnSpec> columns, bool background, Shape shape,
+                             bool pages_only)
+    : out_(out), specs_(std::move(columns)), shape_(shape) {
+  shape_.page_rows = std::max<size_t>(shape_.page_rows, 1);
+  shape_.group_rows = std::max(shape_.group_rows / shape_.page_rows, size_t(1)) * shape_.page_rows;
+  cols_.resize(specs_.size());
+  job_.values.resize(specs_.size());
+  for (size_t i = 0; i < specs_.size() && !pages_only; ++i)
+    if (!specs_[i].all_null) cols_[i].values.resize(shape_.page_rows);
+  write("PAR1");
+  if (background && !pages_only) worker_ = std::thread([this] { work(); });
+}
+
+ParquetWriter::~ParquetWriter() {
   if (worker_.joinable()) {
     {
       std::lock_guard<std::mutex> lock(mu_);
-      job_rows_ = page_rows_;
+      stop_ = true;
+    }
+    cv_.notify_all();
+    worker_.join();
+  }
+}
+
+void ParquetWriter::work() {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    cv_.wait(lock, [&] { return stop_ || busy_; });
+    if (stop_) return;
+    lock.unlock();
+    std::exception_ptr error;
+    try {
+      encoder_.encode(specs_, job_, done_);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    lock.lock();
+    error_ = error;
+    busy_ = false;
+    cv_.notify_all();
+  }
+}
+
+void ParquetWriter::wait_idle() {
+  if (!worker_.joinable()) return;
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] { return !busy_; });
+  if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
+}
+
+uint32_t ParquetWriter::code(size_t col, std::string_view s) {
+  Column& c = cols_[col];
+  auto [it, added] = c.dict_index.try_emplace(std::string(s), uint32_t(c.dict.size()));
+  if (added) c.dict.emplace_back(s);
+  return it->second;
+}
+
+void ParquetWriter::write(std::string_view s) {
+  out_.write(s);
+  offset_ += int64_t(s.size());
+}
+
+// put_*'s page goes to the encoder (the worker's, if any) once the one before
+// it is done and appended.
+void ParquetWriter::end_page() {
+  wait_idle();
+  if (pending_) {
+    pending_ = false;
+    append(done_);
+  }
+  if (page_rows_ == 0) return;
+  for (size_t i = 0; i < cols_.size(); ++i) {
+    std::swap(cols_[i].values, job_.values[i]);
+    if (!specs_[i].all_null) cols_[i].values.resize(shape_.page_rows);
+  }
+  job_.rows = page_rows_;
+  rows_ += page_rows_;
+  page_rows_ = 0;
+  pending_ = true;
+  if (worker_.joinable()) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
       busy_ = true;
     }
     cv_.notify_all();
   } else {
-    encode_pages(page_rows_);
+    encoder_.encode(specs_, job_, done_);
   }
-  group_rows_ += page_rows_;
-  rows_ += page_rows_;
-  page_rows_ = 0;
+}
+
+void ParquetWriter::append(EncodedPage& p) {
+  if (p.columns.size() != cols_.size()) throw std::logic_error("Parquet page of another schema");
+  if (&p != &done_) rows_ += p.rows;
+  for (size_t i = 0; i < cols_.size(); ++i) {
+    Column& c = cols_[i];
+    const EncodedPage::Column& pc = p.columns[i];
+    c.pages += pc.bytes;
+    c.pages_raw += pc.raw;
+    if (specs_[i].all_null || p.rows == 0) continue;
+    if (!c.any) {
+      c.any = true;
+      c.lo = pc.lo, c.hi = pc.hi;
+    } else if (unsigned_order(specs_[i].kind)) {
+      c.lo = int64_t(std::min(uint64_t(c.lo), uint64_t(pc.lo)));
+      c.hi = int64_t(std::max(uint64_t(c.hi), uint64_t(pc.hi)));
+    } else {
+      c.lo = std::min(c.lo, pc.lo);
+      c.hi = std::max(c.hi, pc.hi);
+    }
+  }
+  group_rows_ += p.rows;
   if (group_rows_ >= shape_.group_rows) end_group();
 }
 
 // The row group's column chunks, one after the other: a String column's
-// dictionary page (every string seen so far), then its data pages.
+// dictionary page (every string coded so far), then its data pages.
 void ParquetWriter::end_group() {
-  wait_idle();
   if (group_rows_ == 0) return;
   std::vector<ChunkMeta> metas;
-  for (Column& c : cols_) {
-    ChunkMeta m{offset_, offset_, -1, 0, 0};
-    if (c.spec.kind == Kind::String && !c.spec.all_null) {
-      body_.clear();
+  for (size_t i = 0; i < cols_.size(); ++i) {
+    Column& c = cols_[i];
+    const ColumnSpec& spec = specs_[i];
+    ChunkMeta m{offset_, offset_, -1, 0, 0, false, 0, 0};
+    if (spec.kind == Kind::String && !spec.all_null) {
+      std::string& body = encoder_.body_;
+      body.clear();
       for (const std::string& s : c.dict) {
         uint32_t len = uint32_t(s.size());
-        body_.append(reinterpret_cast<const char*>(&len), 4);
-        body_ += s;
+        body.append(reinterpret_cast<const char*>(&len), 4);
+        body += s;
       }
       std::string page;
-      m.raw += append_page(page, kDictionaryPage, body_, c.dict.size(), kPlain);
+      m.raw += encoder_.append_page(page, kDictionaryPage, body, c.dict.size(), kPlain);
       m.dict_offset = offset_;
       write(page);
       m.packed += int64_t(page.size());
       m.data_offset = offset_;
+    } else if (!spec.all_null && c.any) {
+      m.stats = true, m.lo = c.lo, m.hi = c.hi;
     }
     write(c.pages);
     m.raw += int64_t(c.pages_raw);
     m.packed += int64_t(c.pages.size());
-    c.pages.clear();
-    c.pages.shrink_to_fit();
+    c.pages.clear();  // its capacity kept: the next group's pages take as much
     c.pages_raw = 0;
+    c.any = false;
     metas.push_back(m);
   }
   groups_.push_back(std::move(metas));
@@ -429,31 +542,44 @@ void ParquetWriter::end_group() {
   group_rows_ = 0;
 }
 
+namespace {
+
+// A statistics value: the physical type's PLAIN bytes (little-endian; one
+// byte for a boolean).
+std::string plain_value(PhysicalType t, int64_t v) {
+  const size_t n = t == kBoolean ? 1 : t == kInt32 ? 4 : 8;
+  std::string s(n, '\0');
+  std::memcpy(s.data(), &v, n);  // little-endian: the low bytes first
+  return s;
+}
+
+}  // namespace
+
 std::string ParquetWriter::footer() const {
   Compact f;
   f.i32(1, 1);  // version
-  f.list(2, Compact::kStruct, cols_.size() + 1);
+  f.list(2, Compact::kStruct, specs_.size() + 1);
   f.begin_element();  // the root: a group of the columns
   f.binary(4, "schema");
-  f.i32(5, int64_t(cols_.size()));
+  f.i32(5, int64_t(specs_.size()));
   f.end_struct();
-  for (const Column& c : cols_) {
+  for (const ColumnSpec& s : specs_) {
     f.begin_element();
-    f.i32(1, physical(c.spec.kind));
-    f.i32(3, c.spec.all_null ? 1 : 0);  // OPTIONAL : REQUIRED
-    f.binary(4, c.spec.name);
-    if (converted(c.spec.kind) != kNone) f.i32(6, converted(c.spec.kind));
+    f.i32(1, physical(s.kind));
+    f.i32(3, s.all_null ? 1 : 0);  // OPTIONAL : REQUIRED
+    f.binary(4, s.name);
+    if (converted(s.kind) != kNone) f.i32(6, converted(s.kind));
     f.end_struct();
   }
   f.i64(3, int64_t(rows_));
   f.list(4, Compact::kStruct, groups_.size());
   for (size_t g = 0; g < groups_.size(); ++g) {
     f.begin_element();
-    f.list(1, Compact::kStruct, cols_.size());
+    f.list(1, Compact::kStruct, specs_.size());
     int64_t raw = 0;
-    for (size_t i = 0; i < cols_.size(); ++i) {
+    for (size_t i = 0; i < specs_.size(); ++i) {
       const ChunkMeta& m = groups_[g][i];
-      const ColumnSpec& s = cols_[i].spec;
+      const ColumnSpec& s = specs_[i];
       raw += m.raw;
       f.begin_element();
       f.i64(2, m.offset);
@@ -470,6 +596,15 @@ std::string ParquetWriter::footer() const {
       f.i64(7, m.packed);
       f.i64(9, m.data_offset);
       if (m.dict_offset >= 0) f.i64(11, m.dict_offset);
+      if (s.all_null || m.stats) {
+        f.begin_struct(12);  // Statistics
+        f.i64(3, s.all_null ? int64_t(group_sizes_[g]) : 0);  // null_count
+        if (m.stats) {
+          f.binary(5, plain_value(physical(s.kind), m.hi));  // max_value
+          f.binary(6, plain_value(physical(s.kind), m.lo));  // min_value
+        }
+        f.end_struct();
+      }
       f.end_struct();
       f.end_struct();
     }
@@ -478,6 +613,15 @@ std::string ParquetWriter::footer() const {
     f.end_struct();
   }
   f.binary(6, "cptrace");
+  // column_orders: every column's values ordered as its (logical) type says,
+  // which gives min_value and max_value their meaning.
+  f.list(7, Compact::kStruct, specs_.size());
+  for (size_t i = 0; i < specs_.size(); ++i) {
+    f.begin_element();
+    f.begin_struct(1);  // TYPE_ORDER: an empty TypeDefinedOrder
+    f.end_struct();
+    f.end_struct();
+  }
   f.out += '\0';
   return f.out;
 }
@@ -485,9 +629,9 @@ std::string ParquetWriter::footer() const {
 void ParquetWriter::close() {
   if (closed_) return;
   closed_ = true;
-  if (page_rows_) end_page();
+  end_page();  // the last put_* rows, and the page before them
+  end_page();  // appends that last page
   end_group();
-  wait_idle();
   std::string meta = footer();
   uint32_t len = uint32_t(meta.size());
   meta.append(reinterpret_cast<const char*>(&len), 4);
