@@ -48,7 +48,8 @@ bool skip_u64_column(const uint8_t*& p, const uint8_t* end, size_t n) {
     const unsigned first = static_cast<unsigned>(__builtin_ctzll(stops)) >> 3;
     if (run + first >= 10) return false;
     if (run + first == 9 && ((w >> (8 * first)) & 0xff) > 1) return false;
-    const auto k = static_cast<size_t>(__builtin_popcountll(stops));
+    // One bit per byte at most: summed by a multiply (no popcount instruction assumed).
+    const auto k = static_cast<size_t>(((stops >> 7) * 0x0101010101010101ull) >> 56);
     if (k < n) {
       n -= k;
       run = 7 - ((63 - static_cast<unsigned>(__builtin_clzll(stops))) >> 3);
