@@ -3,7 +3,6 @@
 
 #include <endian.h>
 
-#include <algorithm>
 #include <cstring>
 #include <exception>
 #include <thread>
@@ -108,15 +107,8 @@ void encode_translated(const TranslatedEvent* ev, size_t n, int zstd_level, Enco
   // Grown, never shrunk: resizing down and up again zero-filled megabytes per frame.
   if (raw.size() < n * kMaxEventBytes) raw.resize(n * kMaxEventBytes);
   uint8_t* p = raw.data();
-  // A channel's index is its rank of first use in the frame. A frame holds a
-  // few channels, often alternating event by event: a short scan of those met
-  // beats hashing (the hash's division was most of this loop's time); a map
-  // takes over past kLinearChannels.
-  constexpr size_t kLinearChannels = 16;
-  thread_local std::vector<uint64_t> chan_ids;
-  chan_ids.clear();
   std::unordered_map<uint64_t, uint64_t> chan;
-  // Events of a frame mostly repeat the previous event's channel: skip the search then.
+  // Events of a frame mostly repeat the previous event's channel: skip the map then.
   uint64_t last_chan = 0, last_idx = 0;
   bool have_last = false;
   uint64_t prev_ts = 0;
@@ -134,21 +126,10 @@ void encode_translated(const TranslatedEvent* ev, size_t n, int zstd_level, Enco
     if (have_last && e.channel == last_chan) {
       p = put(p, last_idx);
     } else {
-      uint64_t idx;
-      bool fresh;
-      if (chan_ids.size() <= kLinearChannels) {
-        idx = uint64_t(std::find(chan_ids.begin(), chan_ids.end(), e.channel) - chan_ids.begin());
-        fresh = idx == chan_ids.size();
-        if (fresh) chan_ids.push_back(e.channel);
-        if (chan_ids.size() > kLinearChannels)
-          for (size_t j = 0; j < chan_ids.size(); ++j) chan.emplace(chan_ids[j], j);
-      } else {
-        auto [it, added] = chan.try_emplace(e.channel, chan.size());
-        idx = it->second, fresh = added;
-      }
-      p = put(p, idx);
+      auto [it, fresh] = chan.try_emplace(e.channel, chan.size());
+      p = put(p, it->second);
       if (fresh) std::memcpy(p, &e.channel, 8), p += 8;
-      last_chan = e.channel, last_idx = idx, have_last = true;
+      last_chan = e.channel, last_idx = it->second, have_last = true;
     }
     p = put(p, zz(int64_t(e.tuple) - prev_tuple));
     p = put(p, zz(int64_t(e.pid) - prev_pid));
