@@ -345,8 +345,8 @@ TEST(TranslatedFrame, RoundTripAndCorruption) {
   EXPECT_THROW(encode_translated(&bad, 1, 1, f), std::invalid_argument);
 }
 
-// Past the few channels found by a scan, a map takes over: frames with many
-// channels, met in any order and again, still decode to their events.
+// Frames with one channel or many, met in any order and again, decode to
+// their events (a channel's index is its rank of first use in the frame).
 TEST(TranslatedFrame, ManyChannelsRoundTrip) {
   std::mt19937_64 rng(5);
   for (size_t channels : {1, 15, 16, 17, 18, 40, 300}) {
