@@ -6,7 +6,9 @@
 # clock model asked, and the new build's output the same under every
 # --threads; then each build's events/s, old and new alternating in the same
 # run (median of RUNS, min-max), per core from the CPU time. Exits 1 on any
-# difference. Without OLD only the new build is timed.
+# difference. Without OLD only the new build is timed. For each trace, also
+# what compressing the translated output costs per event at zstd level 1 (what
+# translate writes) and at faster levels (bench/bench_translate_zstd.cpp).
 #
 #   bench/translate_compare.sh [OLD_CPTRACE|-] [NEW_CPTRACE (build/cptrace)] [TUPLES (2500000)] [RUNS (3)]
 #
@@ -86,6 +88,8 @@ for ids in scrambled in-order; do
   build/bench/bench_latency_trace "$n" "$tmp/$ids" "$ids" | sed 's/^/  /'
   d=$tmp/$ids
   events=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["translated"]["events"])' "$d/out/meta.json")
+  # What zstd costs on this output, at its level and faster ones (bytes unchanged).
+  [[ -x build/bench/bench_translate_zstd ]] && build/bench/bench_translate_zstd "$d/out" | sed 's/^/  /'
   rm -rf "$d/out"
   same "$ids A,B,C best linear" "$d/A" "$d/B" "$d/C" --reference A
   same "$ids A,B ratio" "$d/A" "$d/B" --reference A --method ratio

@@ -345,5 +345,28 @@ TEST(TranslatedFrame, RoundTripAndCorruption) {
   EXPECT_THROW(encode_translated(&bad, 1, 1, f), std::invalid_argument);
 }
 
+// Frames with one channel or many, met in any order and again, decode to
+// their events (a channel's index is its rank of first use in the frame).
+TEST(TranslatedFrame, ManyChannelsRoundTrip) {
+  std::mt19937_64 rng(5);
+  for (size_t channels : {1, 15, 16, 17, 18, 40, 300}) {
+    std::vector<TranslatedEvent> ev;
+    for (int k = 0; k < 3000; ++k) {
+      TranslatedEvent e;
+      e.local_ts = 5'000'000 + uint64_t(k) * 100;
+      e.ref_ts = int64_t(e.local_ts) + 3;
+      e.ref_lo = e.ref_ts - 10, e.ref_hi = e.ref_ts + 10;
+      e.channel = 0x9e3779b97f4a7c15ull * (1 + rng() % channels);
+      e.tuple = uint64_t(k), e.pid = 1, e.tid = 2, e.cpu = 0, e.node = 0, e.kind = 1;
+      ev.push_back(e);
+    }
+    EncodedFrame f;
+    encode_translated(ev.data(), ev.size(), 1, f);
+    std::vector<TranslatedEvent> back;
+    decode_translated(f.hdr, f.payload.data(), f.payload.size(), back);
+    EXPECT_EQ(back, ev) << channels << " channels";
+  }
+}
+
 }  // namespace
 }  // namespace cptrace

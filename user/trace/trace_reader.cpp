@@ -19,6 +19,7 @@
 #include "cptrace.h"  // cp_channel_id, CP_CHANNEL_NAME_MAX
 #include "trace/block_codec.h"
 #include "trace/clock_change_candidates.h"
+#include "trace/events_frame_check.h"
 #include "trace/trace_file.h"
 
 namespace cptrace {
@@ -342,14 +343,20 @@ void TraceReader::take_frame(uint64_t off, const FrameHeader& h, const std::vect
   // Unknown frame types with a good CRC come from a newer writer: skipped.
 }
 
+// The frame is decoded again when its events are read: here a walk over its
+// columns says it decodes (events_frame_check.h), and only a frame that walk
+// does not accept is decoded, for the decoder's verdict and error text.
 void TraceReader::take_events(uint64_t off, const FrameHeader& h, const std::vector<uint8_t>& payload) {
-  thread_local std::vector<TraceEvent> evs;
-  decode_events_into(h, payload.data(), payload.size(), evs);
-  bool mono = std::any_of(evs.begin(), evs.end(),
-                          [](const TraceEvent& e) { return e.timebase == static_cast<uint8_t>(Timebase::MonoNs); });
+  bool mono = false;
+  if (!events_frame_decodes(h, payload.data(), payload.size(), mono)) {
+    thread_local std::vector<TraceEvent> evs;
+    decode_events_into(h, payload.data(), payload.size(), evs);
+    mono = std::any_of(evs.begin(), evs.end(),
+                       [](const TraceEvent& e) { return e.timebase == static_cast<uint8_t>(Timebase::MonoNs); });
+  }
   if (mono && !first_mono_frame_) first_mono_frame_ = off;
   event_frames_.push_back({off, h});
-  event_count_ += evs.size();
+  event_count_ += h.count;
 }
 
 void TraceReader::take_net(uint64_t off, const FrameHeader& h, const std::vector<uint8_t>& payload) {

@@ -28,6 +28,24 @@ int64_t narrow(i128 v) {
   return static_cast<int64_t>(v);
 }
 
+// floor, ceil and llround of a double below 2^60 in magnitude, inline: libm's
+// are calls, and these run for every translated event. Exact: below 2^52 a
+// double's fraction is its difference with its truncation; above, it has none.
+int64_t floor_small(double v) {
+  int64_t t = int64_t(v);
+  return double(t) > v ? t - 1 : t;
+}
+int64_t ceil_small(double v) {
+  int64_t t = int64_t(v);
+  return double(t) < v ? t + 1 : t;
+}
+int64_t llround_any(double v) {
+  if (!(std::fabs(v) < 0x1p52)) return std::llround(v);  // no fraction, or beyond int64 (libm's answer)
+  int64_t t = int64_t(v);
+  double f = v - double(t);
+  return f >= 0.5 ? t + 1 : f <= -0.5 ? t - 1 : t;  // halves away from zero
+}
+
 i128 line_num(const Line& l, int64_t x) { return i128(l.b.y - l.a.y) * (i128(x) - l.a.x); }
 
 // A guess whose correction (at most 9 steps) stays in 64 bits; beyond, the
@@ -101,20 +119,19 @@ void LineSet::find_extremes() {
 int64_t LineSet::floor_from(size_t i, int64_t x, double v) const {
   int64_t guess;
   // Far beyond 64 bits a guess means nothing: the division decides (and throws).
-  if (!(std::fabs(v) < 0x1p60) || __builtin_add_overflow(y0, int64_t(std::floor(v)), &guess))
-    return lines[i].floor_at(x);
+  if (!(std::fabs(v) < 0x1p60) || __builtin_add_overflow(y0, floor_small(v), &guess)) return lines[i].floor_at(x);
   return lines[i].floor_near(x, guess);
 }
 
 int64_t LineSet::ceil_from(size_t i, int64_t x, double v) const {
   int64_t guess;
-  if (!(std::fabs(v) < 0x1p60) || __builtin_add_overflow(y0, int64_t(std::ceil(v)), &guess)) return lines[i].ceil_at(x);
+  if (!(std::fabs(v) < 0x1p60) || __builtin_add_overflow(y0, ceil_small(v), &guess)) return lines[i].ceil_at(x);
   return lines[i].ceil_near(x, guess);
 }
 
 // The estimate needs no exactness, only to lie inside: rounded (then clamped).
 int64_t LineSet::est_from(double v_min_slope, double v_max_slope) const {
-  return y0 + int64_t(std::llround((v_min_slope + v_max_slope) / 2));
+  return y0 + llround_any((v_min_slope + v_max_slope) / 2);
 }
 
 namespace {

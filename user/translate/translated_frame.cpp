@@ -145,13 +145,16 @@ void encode_translated(const TranslatedEvent* ev, size_t n, int zstd_level, Enco
   out.hdr.flags = kFrameZstd;
   out.hdr.raw_len = uint32_t(raw_len);
   out.hdr.count = uint32_t(n);
-  out.payload.resize(ZSTD_compressBound(raw_len));
   // One context per thread, reused: same output as ZSTD_compress without its
   // per-frame context allocation and setup.
   thread_local std::unique_ptr<ZSTD_CCtx, size_t (*)(ZSTD_CCtx*)> cctx(ZSTD_createCCtx(), ZSTD_freeCCtx);
-  size_t c = ZSTD_compressCCtx(cctx.get(), out.payload.data(), out.payload.size(), raw.data(), raw_len, zstd_level);
+  // Compressed into a buffer of the worst case's size kept by the thread, then
+  // copied: growing the payload to that size zero-filled it for every frame.
+  thread_local std::vector<uint8_t> packed;
+  if (packed.size() < ZSTD_compressBound(raw_len)) packed.resize(ZSTD_compressBound(raw_len));
+  size_t c = ZSTD_compressCCtx(cctx.get(), packed.data(), packed.size(), raw.data(), raw_len, zstd_level);
   if (ZSTD_isError(c)) throw std::runtime_error(std::string("zstd: ") + ZSTD_getErrorName(c));
-  out.payload.resize(c);
+  out.payload.assign(packed.data(), packed.data() + c);
   seal_frame(out.hdr, out.payload.data(), out.payload.size());
 }
 
