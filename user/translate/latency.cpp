@@ -90,7 +90,8 @@ Bound DurationBounds::duration(const DurationStamp& a, const DurationStamp& b, c
 
 uint64_t latency_channel(const TraceReader& r, const std::string& name) { return find_channel(r, name); }
 
-NsBound ticks_to_ns(int64_t ticks, int64_t lo_t, int64_t hi_t, long double hz, long double lo_hz, long double hi_hz) {
+NsBound ticks_to_ns_long_double(int64_t ticks, int64_t lo_t, int64_t hi_t, long double hz, long double lo_hz,
+                                long double hi_hz) {
   auto conv = [](int64_t t, long double f) { return (long double)t * 1e9L / f; };
   long double lo = lo_t >= 0 ? conv(lo_t, hi_hz) : conv(lo_t, lo_hz);
   long double hi = hi_t >= 0 ? conv(hi_t, lo_hz) : conv(hi_t, hi_hz);
@@ -99,6 +100,52 @@ NsBound ticks_to_ns(int64_t ticks, int64_t lo_t, int64_t hi_t, long double hz, l
   b.hi = int64_t(std::ceil(hi + 1e-6L));
   b.ns = std::clamp(int64_t(std::llround(conv(ticks, hz))), b.lo, b.hi);
   return b;
+}
+
+namespace {
+
+// The long double formula's three roundings (floor, ceil, llround) in double.
+// The double value of t * 1e9 / f +- 1e-6 is within 6 ulps (2^-53 relative
+// each: t's conversion, the product, the quotient, the shift by 1e-6) of the
+// long double one, itself within 2^-62 of the exact value; kSlack covers that
+// with a margin of 100x, plus an absolute 1e-13 for the shift near zero. When
+// the rounding of every point within the slack is the same integer, the long
+// double value (which lies within it) rounds to that integer too: floor, ceil
+// and round are monotone. Otherwise (a value within the slack of a rounding
+// boundary, beyond 2^62, not finite, or a frequency double cannot hold) the
+// caller falls back to the long double formula.
+constexpr double kSlack = 1e-13;
+constexpr double kLimit = 4.6e18;  // below 2^62: int64 holds every rounding
+
+template <double (*Round)(double)>
+bool rounds_alike(double v, int64_t& out) {
+  const double e = std::fabs(v) * kSlack + kSlack;
+  if (!(std::fabs(v) + e < kLimit)) return false;  // also NaN
+  const double a = Round(v - e), b = Round(v + e);
+  if (a != b) return false;
+  out = int64_t(a);
+  return true;
+}
+
+bool holds_double(long double f) { return (long double)(double)f == f && f > 0 && f < 1e30L; }
+
+}  // namespace
+
+NsBound ticks_to_ns(int64_t ticks, int64_t lo_t, int64_t hi_t, long double hz, long double lo_hz, long double hi_hz) {
+  if (holds_double(hz) && holds_double(lo_hz) && holds_double(hi_hz)) {
+    auto conv = [](int64_t t, double f) { return double(t) * 1e9 / f; };
+    const double f = double(hz), flo = double(lo_hz), fhi = double(hi_hz);
+    const double lo = lo_t >= 0 ? conv(lo_t, fhi) : conv(lo_t, flo);
+    const double hi = hi_t >= 0 ? conv(hi_t, flo) : conv(hi_t, fhi);
+    NsBound b;
+    int64_t ns;
+    if (rounds_alike<std::floor>(lo - 1e-6, b.lo) && rounds_alike<std::ceil>(hi + 1e-6, b.hi) &&
+        rounds_alike<std::round>(conv(ticks, f), ns)) {
+      b.ns = std::clamp(ns, b.lo, b.hi);
+      return b;
+    }
+  }
+  return ticks_to_ns_long_double(ticks, lo_t, hi_t, hz, lo_hz, hi_hz);
 }
 
 std::string unauthenticated_warning(const std::vector<std::string>& pairs) {
@@ -120,14 +167,30 @@ namespace {
 // A row as the merge holds it: its to-event's position (the key that puts the
 // partitions' rows back in trace order) and what the row cannot be computed
 // from (ns follow from ticks, the scenario is an index): 56 bytes, not 88.
-struct SeqRow {
+struct WideRow {
   uint64_t seq, tuple;
   int64_t ticks, ticks_lo, ticks_hi, from_ref;
   uint16_t from_node, to_node;
   uint8_t scenario;
+  uint64_t key() const { return seq; }
+  uint16_t from() const { return from_node; }
+  uint16_t to() const { return to_node; }
 };
-struct SeqKey {
-  uint64_t operator()(const SeqRow& r) const { return r.seq; }
+// The same in 48 bytes, where the trace allows: the position (below 2^48) and
+// both nodes (below 256) in one word, whose order is the position's (positions
+// are distinct), and no scenario: it follows from the two nodes (ScenarioTable).
+struct CompactRow {
+  static constexpr uint64_t kMaxSeq = 1ull << 48, kMaxNodes = 256;
+  uint64_t seq_nodes, tuple;
+  int64_t ticks, ticks_lo, ticks_hi, from_ref;
+  uint64_t key() const { return seq_nodes; }
+  uint16_t from() const { return uint16_t(seq_nodes >> 8 & 0xff); }
+  uint16_t to() const { return uint16_t(seq_nodes & 0xff); }
+};
+static_assert(sizeof(CompactRow) == 48);
+template <typename Row>
+struct RowKey {
+  uint64_t operator()(const Row& r) const { return r.key(); }
 };
 
 constexpr const char* kScenarios[] = {"local-reference", "local", "reference-remote", "remote-remote-via-reference",
@@ -142,24 +205,61 @@ uint8_t scenario_index(const char* s) {
   throw std::logic_error(std::string("unlisted latency scenario ") + s);
 }
 
+// Which scenario DurationBounds::duration takes for a node pair: it chooses by
+// the nodes alone (same node, the reference, a direct relation). Every row
+// checks its scenario against this table when it is made, so a compact row
+// (which does not hold one) cannot come back with another.
+class ScenarioTable {
+ public:
+  explicit ScenarioTable(const DurationBounds& sc) : nodes_(sc.names.size()) {
+    if (nodes_ > CompactRow::kMaxNodes) return;  // wide rows hold their own
+    at_.resize(nodes_ * nodes_);
+    for (size_t a = 0; a < nodes_; ++a)
+      for (size_t b = 0; b < nodes_; ++b)
+        at_[a * nodes_ + b] = a == b                       ? (a == sc.ref ? 0 : 1)
+                              : a == sc.ref || b == sc.ref ? 2
+                              : sc.direct.count({a, b})    ? 4
+                                                           : 3;
+  }
+  uint8_t of(uint16_t a, uint16_t b) const { return at_[a * nodes_ + b]; }
+
+ private:
+  size_t nodes_;
+  std::vector<uint8_t> at_;
+};
+
+WideRow make_row(const WideRow*, uint64_t seq, uint64_t tuple, const Bound& d, int64_t from_ref, uint16_t a, uint16_t b,
+                 uint8_t scenario, const ScenarioTable&) {
+  return {seq, tuple, d.est, d.lo, d.hi, from_ref, a, b, scenario};
+}
+CompactRow make_row(const CompactRow*, uint64_t seq, uint64_t tuple, const Bound& d, int64_t from_ref, uint16_t a,
+                    uint16_t b, uint8_t scenario, const ScenarioTable& table) {
+  if (table.of(a, b) != scenario) throw std::logic_error("latency scenario not the node pair's");
+  return {seq << 16 | uint64_t(a) << 8 | b, tuple, d.est, d.lo, d.hi, from_ref};
+}
+uint8_t scenario_of(const WideRow& r, const ScenarioTable&) { return r.scenario; }
+uint8_t scenario_of(const CompactRow& r, const ScenarioTable& table) { return table.of(r.from(), r.to()); }
+
 // Rows computed or expanded on the threads at a time (fixed memory: ~0.5 MB of
 // pairs, ~0.7 MB of expanded rows), in chunks of kRowChunk per task.
 constexpr size_t kRowBatch = 1 << 13;
 constexpr size_t kRowChunk = 1 << 10;
 
+template <typename Row>
 class MergedRows : public LatencyRowSource {
  public:
-  MergedRows(uint64_t bytes, const std::string& dir, const LatencyResult& res)
+  MergedRows(uint64_t bytes, const std::string& dir, const LatencyResult& res, const ScenarioTable& table)
       : rows(bytes, dir),
+        table_(table),
         have_ns_(res.have_ns),
         hz_(res.hz),
         hz_lo_(res.hz_lo),
         hz_hi_(res.hz_hi),
         threads_(res.budget.thread_count()) {}
-  // The rows expanded (ns from ticks, in long double) a batch at a time on
-  // every thread, handed out in order.
+  // The rows expanded (ns from ticks) a batch at a time on every thread, handed
+  // out in order.
   void for_each(const std::function<void(const LatencyRow&)>& fn) const override {
-    std::vector<SeqRow> in;
+    std::vector<Row> in;
     std::vector<LatencyRow> out(kRowBatch);
     in.reserve(kRowBatch);
     auto flush = [&] {
@@ -170,18 +270,18 @@ class MergedRows : public LatencyRowSource {
       for (size_t i = 0; i < n; ++i) fn(out[i]);
       in.clear();
     };
-    rows.for_each([&](const SeqRow& r) {
+    rows.for_each([&](const Row& r) {
       in.push_back(r);
       if (in.size() == kRowBatch) flush();
     });
     flush();
   }
-  LatencyRow expand(const SeqRow& r) const {
+  LatencyRow expand(const Row& r) const {
     LatencyRow row;
     row.tuple = r.tuple;
-    row.from_node = r.from_node;
-    row.to_node = r.to_node;
-    row.scenario = kScenarios[r.scenario];
+    row.from_node = r.from();
+    row.to_node = r.to();
+    row.scenario = kScenarios[scenario_of(r, table_)];
     row.ticks = r.ticks;
     row.ticks_lo = r.ticks_lo;
     row.ticks_hi = r.ticks_hi;
@@ -194,9 +294,10 @@ class MergedRows : public LatencyRowSource {
     }
     return row;
   }
-  mutable RunMerge<SeqRow, SeqKey> rows;  // reading may move its last runs to file
+  mutable RunMerge<Row, RowKey<Row>> rows;  // reading may move its last runs to file
 
  private:
+  ScenarioTable table_;
   bool have_ns_;
   double hz_, hz_lo_, hz_hi_;
   unsigned threads_;
@@ -257,11 +358,14 @@ void check_translated(const TraceReader& r) {
   if (r.error()) throw *r.error();
 }
 
-// The pairs of one join, bounded and put in to-event order: res's rows.
-void join_rows(TupleJoin& join, const DurationBounds& sc, LatencyResult& res) {
+// The pairs of one join, bounded and put in to-event order: res's rows, as
+// Row.
+template <typename Row>
+void join_rows_as(TupleJoin& join, const DurationBounds& sc, LatencyResult& res) {
   const MemoryBudget& budget = res.budget;
   const unsigned threads = budget.thread_count();
-  auto rows = std::make_shared<MergedRows>(budget.share(0.25).bytes, budget.spill_dir(), res);
+  const ScenarioTable table(sc);
+  auto rows = std::make_shared<MergedRows<Row>>(budget.share(0.25).bytes, budget.spill_dir(), res, table);
   // The bounds of a batch of pairs are computed on every thread, then added in
   // order.
   struct Pending {
@@ -269,7 +373,7 @@ void join_rows(TupleJoin& join, const DurationBounds& sc, LatencyResult& res) {
     JoinStamp a, b;
   };
   std::vector<Pending> pending;
-  std::vector<SeqRow> done;
+  std::vector<Row> done;
   pending.reserve(kRowBatch);
   done.resize(kRowBatch);
   auto flush = [&] {
@@ -280,7 +384,8 @@ void join_rows(TupleJoin& join, const DurationBounds& sc, LatencyResult& res) {
         const JoinStamp &a = p.a, &b = p.b;
         const char* scenario = "";
         Bound d = sc.duration({a.local, a.est, a.lo, a.hi, a.node}, {b.local, b.est, b.lo, b.hi, b.node}, scenario);
-        done[i] = {p.seq, p.tuple, d.est, d.lo, d.hi, a.est, a.node, b.node, scenario_index(scenario)};
+        done[i] =
+            make_row((const Row*)nullptr, p.seq, p.tuple, d, a.est, a.node, b.node, scenario_index(scenario), table);
       }
     });
     rows->rows.add(done.data(), n);
@@ -296,6 +401,15 @@ void join_rows(TupleJoin& join, const DurationBounds& sc, LatencyResult& res) {
         rows->rows.end_run();
       });
   res.take_join(c, rows);
+}
+
+// Compact rows where the positions and nodes fit them, else wide ones: the
+// same rows either way.
+void join_rows(TupleJoin& join, const DurationBounds& sc, LatencyResult& res) {
+  if (join.records() < CompactRow::kMaxSeq && sc.names.size() <= CompactRow::kMaxNodes)
+    join_rows_as<CompactRow>(join, sc, res);
+  else
+    join_rows_as<WideRow>(join, sc, res);
 }
 
 }  // namespace

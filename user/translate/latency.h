@@ -84,7 +84,12 @@ struct LatencyResult {
 struct NsBound {
   int64_t ns = 0, lo = 0, hi = 0;
 };
+// Computed in double, with the long double formula (ticks_to_ns_long_double,
+// the reference) only where double's error could change a rounding: the same
+// result on every input.
 NsBound ticks_to_ns(int64_t ticks, int64_t lo, int64_t hi, long double hz, long double hz_lo, long double hz_hi);
+NsBound ticks_to_ns_long_double(int64_t ticks, int64_t lo, int64_t hi, long double hz, long double hz_lo,
+                                long double hz_hi);
 
 // The warning line `translate` and `latency` print for rounds taken without a key
 // (--insecure): names the pairs.

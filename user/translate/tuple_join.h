@@ -61,6 +61,9 @@ class TupleJoin {
     add_beyond_memory(to_side, tuple, s);
   }
 
+  // Records added so far (both sides): every to_seq is below it.
+  uint64_t records() const { return seq_; }
+
   // pair(tuple, to_seq, from, to) for every tuple seen on both sides, in to_seq
   // order inside each partition; end_partition() after each partition.
   using PairFn = std::function<void(uint64_t tuple, uint64_t to_seq, const JoinStamp& from, const JoinStamp& to)>;
