@@ -170,8 +170,16 @@ as_root "recording needs root" bash bench/analysis_scale.sh
 
 echo
 echo "== 18b. report with one path of three hops against one latency: ${REPORT_RATIO_TUPLES:-2000000} tuples,"
-echo "   generated translated 3-node run, alternating, medians (goal: report at most 1.5x latency)"
-bash bench/report_path_ratio.sh
+echo "   generated translated 3-node run, alternating, medians (goal: report at most 1.5x latency); against"
+echo "   REPORT_OLD (a previous build's cptrace; default $B/cptrace.before when present) in the same run"
+old=${REPORT_OLD:-}
+[[ -z $old && -x $B/cptrace.before ]] && old=$B/cptrace.before
+REPORT_RATIO_OLD=$old bash bench/report_path_ratio.sh
+if [[ -n $old ]]; then
+  echo "   report pages, stderr and exit codes byte for byte against $old (translated --path/--pair,"
+  echo "   one node, spilled with --memory 16M):"
+  bash bench/report_compare.sh "$old" $B/cptrace || echo "   OUTPUTS DIFFER (above)"
+fi
 
 echo
 echo "== 19. top RUN: one refresh of the live cross-node view, 3 nodes x ${RUN_VIEW_EVENTS:-1000000} events,"

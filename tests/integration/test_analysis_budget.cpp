@@ -189,8 +189,9 @@ TEST_F(AnalysisBudget, LatencyIsTheSameBytesOnAnyNumberOfThreads) {
         ASSERT_EQ(other.status, 0) << other.err;
         EXPECT_TRUE(other.out == one.out) << cmd << more << ": stdout differs from --threads 1";
         EXPECT_EQ(without_note(other.err), one.err) << cmd << more;
-        if (std::string(more).find("--memory") != std::string::npos)
+        if (std::string(more).find("--memory") != std::string::npos) {
           EXPECT_NE(other.err.find("spilled"), std::string::npos) << cmd << more << ": must really spill";
+        }
       }
     }
 }

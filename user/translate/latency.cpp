@@ -295,6 +295,7 @@ class MergedRows : public LatencyRowSource {
     return row;
   }
   mutable RunMerge<Row, RowKey<Row>> rows;  // reading may move its last runs to file
+  const ScenarioTable& table() const { return table_; }
 
  private:
   ScenarioTable table_;
@@ -358,14 +359,14 @@ void check_translated(const TraceReader& r) {
   if (r.error()) throw *r.error();
 }
 
-// The pairs of one join, bounded and put in to-event order: res's rows, as
-// Row.
+// The pairs of one join, bounded, added to `rows` as runs in to-event order.
+// positions (when given): the trace position of each event added to the join,
+// by its place among them (the join numbers only its own events).
 template <typename Row>
-void join_rows_as(TupleJoin& join, const DurationBounds& sc, LatencyResult& res) {
-  const MemoryBudget& budget = res.budget;
-  const unsigned threads = budget.thread_count();
-  const ScenarioTable table(sc);
-  auto rows = std::make_shared<MergedRows<Row>>(budget.share(0.25).bytes, budget.spill_dir(), res, table);
+JoinCounts append_rows(TupleJoin& join, const DurationBounds& sc, unsigned threads, MergedRows<Row>& rows_out,
+                       const std::vector<uint64_t>* positions) {
+  MergedRows<Row>* rows = &rows_out;
+  const ScenarioTable& table = rows->table();
   // The bounds of a batch of pairs are computed on every thread, then added in
   // order.
   struct Pending {
@@ -391,15 +392,24 @@ void join_rows_as(TupleJoin& join, const DurationBounds& sc, LatencyResult& res)
     rows->rows.add(done.data(), n);
     pending.clear();
   };
-  JoinCounts c = join.run(
+  return join.run(
       [&](uint64_t tuple, uint64_t seq, const JoinStamp& a, const JoinStamp& b) {
-        pending.push_back({tuple, seq, a, b});
+        pending.push_back({tuple, positions ? (*positions)[seq] : seq, a, b});
         if (pending.size() == kRowBatch) flush();
       },
       [&] {
         flush();
         rows->rows.end_run();
       });
+}
+
+// The pairs of one join, bounded and put in to-event order: res's rows, as
+// Row.
+template <typename Row>
+void join_rows_as(TupleJoin& join, const DurationBounds& sc, LatencyResult& res) {
+  const MemoryBudget& budget = res.budget;
+  auto rows = std::make_shared<MergedRows<Row>>(budget.share(0.25).bytes, budget.spill_dir(), res, ScenarioTable(sc));
+  JoinCounts c = append_rows(join, sc, budget.thread_count(), *rows, nullptr);
   res.take_join(c, rows);
 }
 
@@ -424,14 +434,180 @@ LatencyResult latency_header(const TraceReader& r) {
   return result_header(r, DurationBounds::from_translated(r.meta()["translated"]).names, {});
 }
 
+namespace {
+
+// An event of a channel that several pairs need, held once for all of them: in
+// memory (40 bytes; its trace position is its index) while the store fits its
+// share of the budget, then in 64 part files by a hash of the tuple id, so that
+// each part holds every event of its ids and is joined alone.
+class SharedEvents {
+ public:
+  static constexpr int kPartBits = 6;
+  static constexpr uint16_t kWide = 0x8000;  // channel's top bit: lo/hi in the side table
+  struct Held {
+    uint64_t tuple, local;
+    int64_t est;
+    uint32_t below, above;  // or (kWide) an index into wide_
+    uint16_t node, channel;
+  };
+  struct Spilled {
+    uint64_t tuple, seq, local;
+    int64_t est, lo, hi;
+    uint16_t node, channel;
+  };
+  explicit SharedEvents(const MemoryBudget& b)
+      : limit_(b.bytes),
+        dir_(b.spill_dir()),
+        buffer_(size_t(std::clamp<uint64_t>(b.bytes / 2 >> kPartBits, 16 << 10, 1 << 20))) {
+    // Reserved once (address space; pages come as it fills): the vector never
+    // doubles past the limit.
+    if (b.bytes <= (64ull << 30)) {
+      held_.reserve(b.bytes / sizeof(Held));
+      advise_huge_pages(held_.data(), held_.capacity() * sizeof(Held));
+    }
+  }
+
+  void add(uint16_t channel, uint64_t tuple, const JoinStamp& s) {
+    if (parts_.empty() && held_bytes() + sizeof(Held) > limit_) spill();
+    if (!parts_.empty()) return write({tuple, seq_++, s.local, s.est, s.lo, s.hi, s.node, channel});
+    ++seq_;
+    const uint64_t below = uint64_t(s.est) - uint64_t(s.lo), above = uint64_t(s.hi) - uint64_t(s.est);
+    if (s.lo <= s.est && s.est <= s.hi && below <= UINT32_MAX && above <= UINT32_MAX) {
+      held_.push_back({tuple, s.local, s.est, uint32_t(below), uint32_t(above), s.node, channel});
+    } else {
+      held_.push_back({tuple, s.local, s.est, uint32_t(wide_.size()), 0, s.node, uint16_t(channel | kWide)});
+      wide_.push_back({s.lo, s.hi});
+    }
+  }
+  bool spilled() const { return !parts_.empty(); }
+  uint64_t size() const { return seq_; }  // events added
+  // Events of `channel` in part p.
+  uint64_t count(uint16_t channel, size_t p) const {
+    return channel < part_count_[p].size() ? part_count_[p][channel] : 0;
+  }
+  size_t part_count() const { return parts_.size(); }
+  // fn(channel, tuple, stamp, trace position) of each event in memory, in
+  // trace order; for_each_in_part: of part p's, once spilled.
+  template <typename Fn>
+  void for_each_held(Fn&& fn) const {
+    for (size_t i = 0; i < held_.size(); ++i) {
+      const Held& h = held_[i];
+      JoinStamp s{h.local, h.est, h.est - int64_t(h.below), h.est + int64_t(h.above), h.node};
+      if (h.channel & kWide) s.lo = wide_[h.below].first, s.hi = wide_[h.below].second;
+      fn(uint16_t(h.channel & ~kWide), h.tuple, s, i);
+    }
+  }
+  template <typename Fn>
+  void for_each_in_part(size_t p, Fn&& fn) {
+    SpillFile& f = *parts_[p];
+    SpillReader<Spilled> rd(f, 0, f.size(), buffer_);
+    while (const Spilled* e = rd.next()) fn(e->channel, e->tuple, {e->local, e->est, e->lo, e->hi, e->node}, e->seq);
+  }
+  // Pending writes out, write buffers freed: the joins get the memory.
+  void seal() {
+    for (auto& f : parts_) f->seal();
+  }
+
+ private:
+  uint64_t held_bytes() const { return held_.size() * sizeof(Held) + wide_.size() * sizeof(wide_[0]); }
+  void write(const Spilled& e) {
+    // Fibonacci hashing, not the join's splitmix: a part's ids still spread
+    // over the join's own radix partitions.
+    const size_t p = (e.tuple * 0x9E3779B97F4A7C15ull) >> (64 - kPartBits);
+    parts_[p]->append(&e, sizeof e);
+    if (e.channel >= part_count_[p].size()) part_count_[p].resize(e.channel + 1);
+    ++part_count_[p][e.channel];
+  }
+  void spill() {
+    for (int i = 0; i < (1 << kPartBits); ++i) parts_.push_back(std::make_unique<SpillFile>(dir_, buffer_));
+    part_count_.resize(parts_.size());
+    for_each_held([&](uint16_t ch, uint64_t tuple, const JoinStamp& s, uint64_t at) {
+      write({tuple, at, s.local, s.est, s.lo, s.hi, s.node, ch});
+    });
+    std::vector<Held>().swap(held_);
+    std::vector<std::pair<int64_t, int64_t>>().swap(wide_);
+  }
+
+  uint64_t limit_;
+  std::string dir_;
+  size_t buffer_;
+  uint64_t seq_ = 0;
+  std::vector<Held> held_;
+  std::vector<std::pair<int64_t, int64_t>> wide_;
+  std::vector<std::unique_ptr<SpillFile>> parts_;
+  std::vector<std::vector<uint64_t>> part_count_;  // per part and channel
+};
+
+void add_counts(JoinCounts& sum, const JoinCounts& c) {
+  sum.from_only += c.from_only, sum.to_only += c.to_only;
+  sum.from_duplicates += c.from_duplicates, sum.to_duplicates += c.to_duplicates;
+  sum.pairs += c.pairs;
+  sum.partitions += c.partitions;
+}
+
+// The pairs of `sides` joined from the events held once for all of them:
+// joined[j]'s rows, as Row.
+template <typename Row>
+void join_shared(SharedEvents& events, const std::vector<std::pair<uint16_t, uint16_t>>& sides,
+                 const DurationBounds& sc, const MemoryBudget& budget, const MemoryBudget& each,
+                 std::vector<LatencyResult>& joined) {
+  std::vector<std::shared_ptr<MergedRows<Row>>> rows;
+  std::vector<JoinCounts> counts(sides.size());
+  for (size_t j = 0; j < sides.size(); ++j) {
+    rows.push_back(
+        std::make_shared<MergedRows<Row>>(each.share(0.25).bytes, each.spill_dir(), joined[j], ScenarioTable(sc)));
+    counts[j].partitions = 0;
+  }
+  if (!events.spilled()) {
+    // All in memory: one pair at a time, its rows keyed by the join's own
+    // numbering of its events (in trace order, as the store's).
+    for (size_t j = 0; j < sides.size(); ++j) {
+      TupleJoin join(budget.share(0.22));
+      const auto [from, to] = sides[j];
+      events.for_each_held([&](uint16_t ch, uint64_t tuple, const JoinStamp& s, uint64_t) {
+        // The `from` side first: a channel that is both sides is added twice.
+        if (ch == from) join.add(false, tuple, s);
+        if (ch == to) join.add(true, tuple, s);
+      });
+      add_counts(counts[j], append_rows(join, sc, budget.thread_count(), *rows[j], nullptr));
+    }
+  } else {
+    // Part by part, every pair of a part together: the rows of each pair come
+    // in one run per part (at least), keyed by their trace positions.
+    events.seal();
+    const MemoryBudget part_budget = budget.share(0.22 / double(sides.size()));
+    for (size_t p = 0; p < events.part_count(); ++p) {
+      std::vector<std::unique_ptr<TupleJoin>> joins;
+      std::vector<std::vector<uint64_t>> positions(sides.size());
+      for (size_t j = 0; j < sides.size(); ++j) {
+        joins.push_back(std::make_unique<TupleJoin>(part_budget));
+        positions[j].reserve(events.count(sides[j].first, p) + events.count(sides[j].second, p));  // exactly
+      }
+      events.for_each_in_part(p, [&](uint16_t ch, uint64_t tuple, const JoinStamp& s, uint64_t at) {
+        for (size_t j = 0; j < sides.size(); ++j) {
+          const auto [from, to] = sides[j];
+          if (ch == from) joins[j]->add(false, tuple, s), positions[j].push_back(at);
+          if (ch == to) joins[j]->add(true, tuple, s), positions[j].push_back(at);
+        }
+      });
+      for (size_t j = 0; j < sides.size(); ++j) {
+        add_counts(counts[j], append_rows(*joins[j], sc, budget.thread_count(), *rows[j], &positions[j]));
+        joins[j].reset();  // its memory to the next join
+        std::vector<uint64_t>().swap(positions[j]);
+      }
+    }
+  }
+  for (size_t j = 0; j < sides.size(); ++j) joined[j].take_join(counts[j], rows[j]);
+}
+
+}  // namespace
+
 std::vector<LatencyResult> latency_streams(const TraceReader& r, const std::vector<ChannelPair>& pairs,
                                            const MemoryBudget& budget) {
   if (pairs.empty()) return {};  // nothing to read the trace for
   check_translated(r);
   const DurationBounds sc = DurationBounds::from_translated(r.meta()["translated"]);
-  // One join per distinct channel pair (a pair asked twice is read once), each
-  // with an equal share of the budget: half of it joins, a quarter holds the
-  // rows (the rest is the summaries').
+  // One join per distinct channel pair (a pair asked twice is read once).
   std::vector<std::pair<uint64_t, uint64_t>> ids;
   std::vector<size_t> join_of;
   for (const auto& [from, to] : pairs) {
@@ -440,38 +616,64 @@ std::vector<LatencyResult> latency_streams(const TraceReader& r, const std::vect
     join_of.push_back(size_t(at - ids.begin()));
     if (at == ids.end()) ids.push_back(id);
   }
-  const MemoryBudget each = ids.size() > 1 ? budget.share(1.0 / double(ids.size())) : budget;
-  // Which join takes an event of which channel, and on which side: a channel
-  // in several pairs feeds each of them.
-  struct Feed {
-    uint64_t channel;
-    size_t join;
-    bool to_side;
-  };
-  std::vector<Feed> feeds;
-  std::vector<std::unique_ptr<TupleJoin>> joins;
-  for (size_t j = 0; j < ids.size(); ++j) {
-    // A little over half a pair's share joins, a quarter holds its rows: the
-    // summaries later take 0.55 beside the rows (latency_summary.h), the join gone.
-    joins.push_back(std::make_unique<TupleJoin>(each.share(0.55)));
-    feeds.push_back({ids[j].first, j, false});
-    feeds.push_back({ids[j].second, j, true});
-  }
   const size_t node_count = sc.names.size();
-  for_each_translated(r, each.thread_count(), [&](const std::vector<TranslatedEvent>& evs) {
+  auto check_node = [&](const TranslatedEvent& e) {
+    if (e.node >= node_count) throw std::runtime_error("translated event names node index beyond meta.json");
+  };
+  std::vector<LatencyResult> joined;
+  if (ids.size() == 1) {
+    // One pair: its join takes the events straight from the decode. A little
+    // over half the budget joins, a quarter holds the rows: the summaries later
+    // take 0.55 beside the rows (latency_summary.h), the join gone.
+    TupleJoin join(budget.share(0.55));
+    const auto [from, to] = ids.front();
+    for_each_translated(r, budget.thread_count(), [&](const std::vector<TranslatedEvent>& evs) {
+      for (const TranslatedEvent& e : evs) {
+        if (e.kind != uint8_t(EventKind::User)) continue;
+        check_node(e);
+        if (e.channel == from) join.add(false, e.tuple, join_stamp(e));
+        if (e.channel == to) join.add(true, e.tuple, join_stamp(e));
+      }
+    });
+    joined.push_back(result_header(r, sc.names, budget));
+    join_rows(join, sc, joined.back());
+    return std::vector<LatencyResult>(join_of.size(), joined.front());
+  }
+  // Several pairs share channels (a path's hops: each channel in two pairs).
+  // Each channel's events are held once (SharedEvents, 0.3 of the budget), not
+  // once per pair, and the pairs are joined from there: one at a time in 0.22
+  // while the events are in memory, else part by part, all pairs of a part
+  // together in 0.22 (and their events' positions, 8 bytes each). Every pair's
+  // rows hold a quarter of its share of the budget, as its summaries later
+  // take 0.55 of that share.
+  const MemoryBudget each = budget.share(1.0 / double(ids.size()));
+  std::vector<uint64_t> channels;
+  std::vector<std::pair<uint16_t, uint16_t>> sides;  // per join: the channels' indices
+  auto index_of = [&](uint64_t ch) {
+    auto at = std::find(channels.begin(), channels.end(), ch);
+    if (at == channels.end()) channels.push_back(ch);
+    if (channels.size() >= SharedEvents::kWide) throw std::runtime_error("latency: too many channels in one read");
+    return uint16_t(std::find(channels.begin(), channels.end(), ch) - channels.begin());
+  };
+  for (const auto& [from, to] : ids) sides.push_back({index_of(from), index_of(to)});
+  SharedEvents events(budget.share(0.3));
+  for_each_translated(r, budget.thread_count(), [&](const std::vector<TranslatedEvent>& evs) {
     for (const TranslatedEvent& e : evs) {
       if (e.kind != uint8_t(EventKind::User)) continue;
-      if (e.node >= node_count) throw std::runtime_error("translated event names node index beyond meta.json");
-      for (const Feed& f : feeds)
-        if (e.channel == f.channel) joins[f.join]->add(f.to_side, e.tuple, join_stamp(e));
+      check_node(e);
+      for (uint16_t c = 0; c < channels.size(); ++c)
+        if (e.channel == channels[c]) {
+          events.add(c, e.tuple, join_stamp(e));
+          break;
+        }
     }
   });
-  std::vector<LatencyResult> joined;
-  for (size_t j = 0; j < ids.size(); ++j) {
-    joined.push_back(result_header(r, sc.names, each));
-    join_rows(*joins[j], sc, joined.back());
-    joins[j].reset();  // its memory to the next join's rows
-  }
+  for (size_t j = 0; j < ids.size(); ++j) joined.push_back(result_header(r, sc.names, each));
+  // Compact rows where the positions and nodes fit them, else wide ones.
+  if (events.size() < CompactRow::kMaxSeq && node_count <= CompactRow::kMaxNodes)
+    join_shared<CompactRow>(events, sides, sc, budget, each, joined);
+  else
+    join_shared<WideRow>(events, sides, sc, budget, each, joined);
   std::vector<LatencyResult> out;
   for (size_t j : join_of) out.push_back(joined[j]);
   return out;

@@ -129,10 +129,10 @@ uint64_t latency_channel(const TraceReader& r, const std::string& name);
 LatencyResult latency_stream(const TraceReader& r, const std::string& from, const std::string& to,
                              const MemoryBudget& budget);
 // The rows of several channel pairs (from, to) from one read of the trace:
-// result i is latency_stream's for pairs[i]. Each distinct pair takes an equal
-// share of `budget` (and its result's budget is that share); a channel in
-// several pairs feeds each. Throws as latency_stream, on the first unknown
-// channel in pairs' order.
+// result i is latency_stream's for pairs[i]. The events of each channel are
+// held once, however many pairs name it, and the pairs joined from there; each
+// distinct pair's rows and result take an equal share of `budget`. Throws as
+// latency_stream, on the first unknown channel in pairs' order.
 using ChannelPair = std::pair<std::string, std::string>;
 std::vector<LatencyResult> latency_streams(const TraceReader& r, const std::vector<ChannelPair>& pairs,
                                            const MemoryBudget& budget);

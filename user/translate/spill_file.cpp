@@ -48,17 +48,23 @@ void SpillFile::append(const void* p, size_t n) {
   if (buf_.capacity() < buffer_bytes_) buf_.reserve(buffer_bytes_);
   if (buf_.size() + n > buffer_bytes_) flush();
   if (n >= buffer_bytes_) {
-    buf_.assign(c, c + n);
-    flush();
+    // Written from the caller's memory: a copy would keep a buffer of n bytes
+    // beyond the budget's share until seal().
+    write_out(c, n);
     return;
   }
   buf_.insert(buf_.end(), c, c + n);
 }
 
 void SpillFile::flush() {
+  write_out(buf_.data(), buf_.size());
+  buf_.clear();
+}
+
+void SpillFile::write_out(const char* p, size_t n) {
   size_t done = 0;
-  while (done < buf_.size()) {
-    ssize_t w = pwrite(fd_, buf_.data() + done, buf_.size() - done, off_t(written_ + done));
+  while (done < n) {
+    ssize_t w = pwrite(fd_, p + done, n - done, off_t(written_ + done));
     if (w < 0 && errno == EINTR) continue;
     if (w <= 0)
       throw std::runtime_error(
@@ -67,8 +73,7 @@ void SpillFile::flush() {
                       dir_, w < 0 ? strerror(errno) : "no space"));
     done += size_t(w);
   }
-  written_ += buf_.size();
-  buf_.clear();
+  written_ += n;
 }
 
 void SpillFile::read(uint64_t off, void* p, size_t n) {

@@ -34,6 +34,7 @@ class SpillFile {
 
  private:
   void flush();
+  void write_out(const char* p, size_t n);  // at written_, then counted
   int fd_ = -1;
   std::string dir_;
   uint64_t written_ = 0;
