@@ -219,6 +219,46 @@ TEST(RatioSync, RemoteRemoteDirectBeatsNaive) {
 
 // ---- relations: composition, intersection, JSON --------------------------------------
 
+// Rounds are checked as recorded, then widened by each node's skew error: a
+// responder hold (t3 - t2 = 10) shorter than twice its node's error (2 x 30)
+// stays usable, with every stamp moved by its own node's error; a round out of
+// order as recorded is still refused.
+TEST(SyncPairs, CheckedOnRecordedStampsThenWidenedBySkew) {
+  SyncRound held;
+  held.peer = "Y", held.phase = "stream", held.kernel_ok = true;
+  held.t1 = 1000, held.t2 = 5000, held.t3 = 5010, held.t4 = 1100;
+  SyncRound backwards = held;
+  backwards.t3 = 4990;  // replied before the request arrived, as recorded
+  SyncRound other = held;
+  other.peer = "Z";
+  std::vector<SyncRound> x_rounds = rounds_with_peer({held, backwards, other}, "Y");
+  ASSERT_EQ(x_rounds.size(), 2u);
+  SyncRound y_held = held;  // Y initiated: t1, t4 on Y's clock, t2, t3 on X's
+  y_held.peer = "X";
+  PairRounds p = pair_rounds(x_rounds, {y_held}, 7, 30);
+  EXPECT_EQ(p.inconsistent, 1u);
+  EXPECT_EQ(p.not_kernel, 0u);
+  ASSERT_EQ(p.rounds.size(), 2u);
+  const PairRound& x = p.rounds[0];
+  EXPECT_TRUE(x.x_initiated);
+  EXPECT_EQ(x.t1, 1000 - 7);
+  EXPECT_EQ(x.t2, 5000 + 30);
+  EXPECT_EQ(x.t3, 5010 - 30);
+  EXPECT_EQ(x.t4, 1100 + 7);
+  EXPECT_EQ(x.rtt(), held.kernel_rtt() + 2 * 7 + 2 * 30);
+  const PairRound& y = p.rounds[1];
+  EXPECT_FALSE(y.x_initiated);
+  EXPECT_EQ(y.t1, 1000 - 30);
+  EXPECT_EQ(y.t2, 5000 + 7);
+  EXPECT_EQ(y.t3, 5010 - 7);
+  EXPECT_EQ(y.t4, 1100 + 30);
+  // No error: the stamps as recorded.
+  PairRounds raw = pair_rounds(x_rounds, {});
+  ASSERT_EQ(raw.rounds.size(), 1u);
+  EXPECT_EQ(raw.rounds[0].t2, 5000);
+  EXPECT_EQ(raw.rounds[0].t3, 5010);
+}
+
 TEST(ClockRelation, ComposeIntersectAndJsonRoundTrip) {
   HullFit f1 = fit_hulls({{0, 99}, {1000, 1099}}, {{0, 101}, {1000, 1101}});  // y = x + 100 +- 1
   HullFit f2 = fit_hulls({{0, -52}, {2000, 1948}}, {{0, -48}, {2000, 1952}});  // z = y - 50 +- 2

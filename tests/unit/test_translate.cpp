@@ -338,6 +338,35 @@ TEST(TranslateGroundTruth, CrossCpuSkewIsCarriedIntoEveryBound) {
   printf("  [skew not carried] %zu of %zu outside their bound\n", without.checked - without.contained, without.checked);
 }
 
+// A loaded node measures a wide TSC skew across its CPUs (here 40 000 ticks =
+// 16 us on every node, more than half of any responder's 15-25 us hold). Each
+// round is checked on its recorded stamps and only then widened: widened, t3
+// falls before t2, yet both halves stay true causal constraints. Checked the
+// other way round every round was "inconsistent" and no node had a path.
+TEST(TranslateGroundTruth, SkewWiderThanTheResponderHoldKeepsEveryRound) {
+  synth::Cluster cl = three_nodes(31);
+  for (size_t i = 0; i < 3; ++i)
+    cl.extra_meta[i] = {{"tsc", {{"skew_ticks", {{"at_start", {-40000, 40000}}, {"at_stop", {-100, 100}}}}}}};
+  cl.sync_all({{0, 1}, {1, 0}, {0, 2}, {2, 0}, {1, 2}, {2, 1}}, kSpan, 50, 250e6L);
+  cl.pipeline(2000, 200e6L, 2.5e6L);
+  TempDir tmp;
+  auto dirs = write_all(cl, tmp);
+  TranslateOptions o{dirs, "A", tmp / "out", Method::Best, true};
+  TranslateSummary s = translate(o);
+  size_t pairs = 0;
+  for (const auto& p : s.meta["translated"]["pairs"]) {
+    if (!p.contains("rounds_inconsistent")) continue;
+    pairs++;
+    EXPECT_EQ(p["rounds_inconsistent"], 0) << p["from"] << "->" << p["to"];
+  }
+  EXPECT_GT(pairs, 0u);
+  Widths w;
+  for (auto& [c1, c2] : kHops) check_latency(cl, o.out, c1, c2, w);
+  EXPECT_EQ(w.checked, 2000u * kHops.size());
+  EXPECT_EQ(w.contained, w.checked);
+  print_widths("skew wider than the hold", w);
+}
+
 // latency reads each pair's relation back from meta.json (pair_relation): under
 // every method it is the relation translate chose, also where the hulls of A-B
 // cross (best then uses the split hull alone, not its intersection with the ratio).

@@ -381,8 +381,8 @@ json RunView::pairs_json(std::vector<std::string>& problems) {
   for (size_t x = 0; x < n; ++x)
     for (size_t y = 0; y < n; ++y) {
       if (x == y) continue;
-      PairRounds pr = pair_rounds(rounds_with_peer(nodes_[x]->tail->sync_rounds(), names[y], skew[x], skew[y]),
-                                  rounds_with_peer(nodes_[y]->tail->sync_rounds(), names[x], skew[y], skew[x]));
+      PairRounds pr = pair_rounds(rounds_with_peer(nodes_[x]->tail->sync_rounds(), names[y]),
+                                  rounds_with_peer(nodes_[y]->tail->sync_rounds(), names[x]), skew[x], skew[y]);
       if (pr.rounds.empty()) continue;
       if (!(hz[x] > 0) || !(hz[y] > 0)) continue;  // said below
       auto drift = std::make_shared<DriftBoundRelation>(round_constraints(pr.rounds), ppb, hz[x], hz[y]);

@@ -7,9 +7,17 @@
 namespace cptrace {
 namespace {
 
-bool fits(uint64_t v) { return v <= uint64_t(std::numeric_limits<int64_t>::max() / 4); }
+constexpr uint64_t kTscRange = uint64_t(std::numeric_limits<int64_t>::max() / 4);
 
-void take(const std::vector<SyncRound>& in, bool x_initiated, PairRounds& out) {
+bool fits(uint64_t v) { return v <= kTscRange; }
+uint64_t earlier(uint64_t t, uint64_t e) { return t - std::min(t, e); }
+uint64_t later(uint64_t t, uint64_t e) { return t + std::min(e, kTscRange); }
+
+// Checked on the stamps as recorded, then widened (rounds_with_peer's errors):
+// widening moves t2 later and t3 earlier, so a responder that held the packet
+// for less than twice its skew error would fail "t3 >= t2" after it, though
+// each widened half (t1 -> t2, t3 -> t4) is still a true causal constraint.
+void take(const std::vector<SyncRound>& in, bool x_initiated, uint64_t own_err, uint64_t peer_err, PairRounds& out) {
   for (const SyncRound& r : in) {
     if (!r.kernel_ok) {
       out.not_kernel++;
@@ -19,31 +27,25 @@ void take(const std::vector<SyncRound>& in, bool x_initiated, PairRounds& out) {
       out.inconsistent++;
       continue;
     }
-    out.rounds.push_back({r.phase, r.seq, x_initiated, int64_t(r.t1), int64_t(r.t2), int64_t(r.t3), int64_t(r.t4)});
+    out.rounds.push_back({r.phase, r.seq, x_initiated, int64_t(earlier(r.t1, own_err)), int64_t(later(r.t2, peer_err)),
+                          int64_t(earlier(r.t3, peer_err)), int64_t(later(r.t4, own_err))});
   }
 }
 
 }  // namespace
 
-std::vector<SyncRound> rounds_with_peer(const std::vector<SyncRound>& initiated, const std::string& peer,
-                                        uint64_t own_err, uint64_t peer_err) {
-  constexpr uint64_t kTscRange = uint64_t(std::numeric_limits<int64_t>::max() / 4);
-  auto earlier = [](uint64_t t, uint64_t e) { return t - std::min(t, e); };
+std::vector<SyncRound> rounds_with_peer(const std::vector<SyncRound>& initiated, const std::string& peer) {
   std::vector<SyncRound> v;
   for (const SyncRound& r : initiated)
-    if (r.peer == peer) {
-      SyncRound w = r;
-      w.t1 = earlier(r.t1, own_err), w.t4 = r.t4 + std::min(own_err, kTscRange);
-      w.t2 = r.t2 + std::min(peer_err, kTscRange), w.t3 = earlier(r.t3, peer_err);
-      v.push_back(w);
-    }
+    if (r.peer == peer) v.push_back(r);
   return v;
 }
 
-PairRounds pair_rounds(const std::vector<SyncRound>& x_rounds, const std::vector<SyncRound>& y_rounds) {
+PairRounds pair_rounds(const std::vector<SyncRound>& x_rounds, const std::vector<SyncRound>& y_rounds, uint64_t x_err,
+                       uint64_t y_err) {
   PairRounds p;
-  take(x_rounds, true, p);
-  take(y_rounds, false, p);
+  take(x_rounds, true, x_err, y_err, p);
+  take(y_rounds, false, y_err, x_err, p);
   return p;
 }
 

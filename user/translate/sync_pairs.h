@@ -30,20 +30,22 @@ struct PairRound {
 };
 
 struct PairRounds {
-  std::vector<PairRound> rounds;  // usable: kernel_ok and consistent stamps
+  std::vector<PairRound> rounds;  // usable: kernel_ok and consistent stamps, widened by the skews
   size_t not_kernel = 0;  // rounds without trustworthy kernel stamps
   size_t inconsistent = 0;  // rtt <= 0 or stamps out of order
 };
 
-// The rounds a node initiated with `peer` (its Sync frames), each stamp moved by
-// its node's TSC skew across CPUs (TraceReader::tsc_skew_err: own_err for t1/t4,
-// peer_err for t2/t3) the way causality still holds for the true instants: sends
-// earlier, receives later (the round's RTT grows by twice both skews).
-std::vector<SyncRound> rounds_with_peer(const std::vector<SyncRound>& initiated, const std::string& peer,
-                                        uint64_t own_err, uint64_t peer_err);
+// The rounds a node initiated with `peer` (its Sync frames), as recorded.
+std::vector<SyncRound> rounds_with_peer(const std::vector<SyncRound>& initiated, const std::string& peer);
 
-// x_rounds: rounds X initiated (X's sync_rounds with peer Y); y_rounds: Y's with peer X.
-PairRounds pair_rounds(const std::vector<SyncRound>& x_rounds, const std::vector<SyncRound>& y_rounds);
+// x_rounds: rounds X initiated (X's sync_rounds with peer Y); y_rounds: Y's with
+// peer X. A round is checked on its recorded stamps (kernel_ok, in order, RTT > 0),
+// then each stamp is moved by its node's TSC skew across CPUs
+// (TraceReader::tsc_skew_err: x_err for X's stamps, y_err for Y's) the way
+// causality still holds for the true instants: sends earlier, receives later (the
+// round's RTT grows by twice both skews, and t3 may fall before t2).
+PairRounds pair_rounds(const std::vector<SyncRound>& x_rounds, const std::vector<SyncRound>& y_rounds,
+                       uint64_t x_err = 0, uint64_t y_err = 0);
 // Each round gives one below and one above point.
 Constraints round_constraints(const std::vector<PairRound>& rounds);
 

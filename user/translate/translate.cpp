@@ -164,9 +164,9 @@ size_t reference_index(const std::vector<Node>& nodes, const std::string& refere
   throw std::runtime_error("--reference " + reference + ": no such node among the traces (" + have + ")");
 }
 
-// The rounds n initiated with `peer`, widened by both nodes' TSC skew (sync_pairs.h).
+// The rounds n initiated with `peer`, as recorded (sync_pairs.h).
 std::vector<SyncRound> rounds_with(const Node& n, const Node& peer) {
-  return rounds_with_peer(n.reader->sync_rounds(), peer.name, n.reader->tsc_skew_err(), peer.reader->tsc_skew_err());
+  return rounds_with_peer(n.reader->sync_rounds(), peer.name);
 }
 
 // A round whose peer stamps lie far outside the peer's recording was taken against
@@ -244,7 +244,8 @@ Pair build_pair(const std::vector<Node>& nodes, size_t x, size_t y, const Transl
                 const PacketMatches& packets) {
   Pair p;
   p.from = x, p.to = y;
-  p.rounds = pair_rounds(rounds_with(nodes[x], nodes[y]), rounds_with(nodes[y], nodes[x]));
+  p.rounds = pair_rounds(rounds_with(nodes[x], nodes[y]), rounds_with(nodes[y], nodes[x]),
+                         nodes[x].reader->tsc_skew_err(), nodes[y].reader->tsc_skew_err());
   if (opt.inputs == Inputs::Traffic) p.rounds.rounds.clear();
   std::string name = pair_name(nodes, x, y);
   Constraints rounds = round_constraints(p.rounds.rounds), traffic;
