@@ -14,7 +14,8 @@
 # machine busy with other work slows them alike; the median wall time with its
 # spread, the rows/s (wall, and per CPU-second: user + system) and MB/s (table
 # bytes written) at the median, CPU seconds and peak RSS of that run; new/old
-# ratios; and whether the CSV tables are the same bytes as the old build's.
+# ratios; the goal (5 M rows/s) beside each form's wall rate and CPU ceiling;
+# and whether the CSV tables are the same bytes as the old build's.
 # Prints figures only. Knobs: EXPORT_TUPLES (default 2000000), EXPORT_RUNS (3),
 # EXPORT_OLD (a cptrace binary, or - for none).
 set -euo pipefail
@@ -81,7 +82,9 @@ echo "  $N tuples: $events events, $rows latency rows (A.out,C.in); $RUNS runs e
 # both's median minus events' median. On a busy machine the wall times vary
 # most; the CPU seconds (user + system) are the steadier figure.
 python3 - "$tmp" "$events" "$rows" "${forms[@]}" <<'EOF'
+import os
 import sys
+GOAL = 5.0  # M rows/s (issue 38)
 tmp, events, rows, forms = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4:]
 def runs(form, tables):
     try:
@@ -110,6 +113,21 @@ for form in ("csv.zst", "parquet"):
         if (form, tables) in med and ("old." + form, tables) in med:
             print(f"  new / old {form:8} {label:15} wall {med[form, tables] / med['old.' + form, tables]:.2f}x, "
                   f"cpu {cpus[form, tables] / cpus['old.' + form, tables]:.2f}x (medians; below 1: new faster)")
+# The goal beside each form's figures: rows/s wall (this run, with the other
+# work on the machine), and the ceiling the CPU cost allows on this machine's
+# cores when they are free (rows per CPU-second times the cores): the wall
+# rate cannot pass it, so a ceiling below the goal says the goal is out of
+# reach here whatever the load.
+cores = os.cpu_count() or 1
+for form in forms:
+    if form == "node":
+        continue
+    for tables, n in (("events", events), ("both", events + rows)):
+        if (form, tables) in med:
+            label = "events" if tables == "events" else "events+latency"
+            wall, ceiling = n / med[form, tables] / 1e6, n / cpus[form, tables] / 1e6 * cores
+            print(f"  goal {GOAL:.0f} M rows/s: {form:11} {label:15} wall {wall:5.2f} M rows/s ({wall / GOAL:.2f}x the goal);"
+                  f" CPU ceiling on {cores} free cores {ceiling:5.2f} M rows/s ({ceiling / GOAL:.2f}x)")
 if ("node", "both") in med:
     for form in ("csv.zst", "parquet"):
         if (form, "both") in med:

@@ -198,7 +198,8 @@ echo
 echo "== 21. export table: events and latency tables of ${EXPORT_TUPLES:-2000000} tuples as .csv.zst and Parquet"
 echo "   (cptrace's own writer), rows/s (wall and per CPU-second) and MB/s; against EXPORT_OLD (a previous"
 echo "   build's cptrace; default $B/cptrace.before when present) in this run, and export-parquet.mjs (CSV piped"
-echo "   into DuckDB); the CSV tables compared byte for byte with the old build's"
+echo "   into DuckDB); the CSV tables compared byte for byte with the old build's; the goal (5 M rows/s) beside"
+echo "   each form's wall rate and its CPU ceiling (rows per CPU-second times the cores)"
 bash bench/export_tables.sh
 
 echo

@@ -407,6 +407,34 @@ TEST(ExportTable, ParquetExportBadInputIsNamed) {
   EXPECT_EQ(listing(nodetmp), std::set<std::string>{});
 }
 
+// --parquet with one --pair on several threads hands the events table's
+// decoded events to the latency join: when one side fails (here a meta.json
+// that lost a node, which the join trips on), the other must not wait for it
+// forever, and the error is the one a single thread names.
+TEST(ExportTable, ParquetPairErrorEndsBothTablesOnAnyThreads) {
+  TempDir tmp;
+  std::string out = translated_cluster(tmp, true);
+  const fs::path bad = tmp / "bad";
+  fs::create_directories(bad);
+  fs::copy_file(fs::path(out) / "events.cpt", bad / "events.cpt");
+  json meta = json::parse(read_file(out + "/meta.json"));
+  json& nodes = meta["translated"]["nodes"];
+  ASSERT_EQ(nodes.size(), 3u);
+  nodes.erase(nodes.size() - 1);
+  std::ofstream(bad / "meta.json") << meta.dump();
+  std::string first;
+  for (const char* threads : {"1", "2", "3"}) {
+    auto r = run("timeout 120 " + cptrace_bin() + " export table " + bad.string() + " --parquet --pair A.out,C.in -o " +
+                     (tmp / ("o" + std::string(threads))) + " --threads " + threads,
+                 tmp);
+    EXPECT_NE(r.status, 0) << threads;
+    EXPECT_NE(r.status, 124) << threads << ": did not end";
+    if (first.empty()) first = r.err;
+    EXPECT_EQ(r.err, first) << threads << " threads";
+  }
+  EXPECT_NE(first, "");
+}
+
 // Bad input: an untranslated trace, a malformed --pair, an unknown channel, an
 // existing export; each named, non-zero exit, nothing half-written.
 TEST(ExportTable, BadInputIsNamed) {

@@ -3,10 +3,13 @@
 
 #include <algorithm>
 #include <charconv>
+#include <condition_variable>
 #include <cstring>
+#include <deque>
 #include <exception>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <string_view>
@@ -397,6 +400,82 @@ bool writer_in_background(const MemoryBudget& budget) {
   return budget.thread_count() > 1 && writer_bytes(budget) >= (uint64_t(32) << 20);
 }
 
+// The latency pair's events as the events table's pass decodes them, handed
+// to the latency join in file order (its feed), so that the trace is decoded
+// once for both tables. The pass keeps a segment's User events of the two
+// channels; at most `limit` segments wait for the join, and their vectors
+// are used again. The join's end (or error) lets the pass run on alone; the
+// pass's end or error ends the feed, the error raised there too.
+constexpr size_t kHandOffSegments = 2;
+class EventHandOff {
+ public:
+  EventHandOff(uint64_t from, uint64_t to, size_t limit) : from_(from), to_(to), limit_(limit) {}
+  bool wanted(const TranslatedEvent& e) const {
+    return e.kind == uint8_t(EventKind::User) && (e.channel == from_ || e.channel == to_);
+  }
+  // A segment's events, in file order; `v` is left empty (with room).
+  void push(std::vector<TranslatedEvent>& v) {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return queue_.size() < limit_ || gone_; });
+    if (!gone_) {
+      queue_.push_back(std::move(v));
+      v = spare();
+      cv_.notify_all();
+    }
+    v.clear();
+  }
+  void close(std::exception_ptr error = nullptr) {
+    std::lock_guard<std::mutex> lock(mu_);
+    closed_ = true;
+    error_ = error;
+    cv_.notify_all();
+  }
+  // The join's side: fn on every segment until close(), whose error it raises.
+  void feed(const TranslatedSink& fn) {
+    for (;;) {
+      std::vector<TranslatedEvent> v;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [&] { return !queue_.empty() || closed_; });
+        if (queue_.empty()) {
+          if (error_) std::rethrow_exception(error_);
+          return;
+        }
+        v = std::move(queue_.front());
+        queue_.pop_front();
+        cv_.notify_all();
+      }
+      fn(v);
+      std::lock_guard<std::mutex> lock(mu_);
+      spares_.push_back(std::move(v));
+    }
+  }
+  // The join stopped reading (done, or failed): nothing more is kept for it.
+  void leave() {
+    std::lock_guard<std::mutex> lock(mu_);
+    gone_ = true;
+    queue_.clear();
+    spares_.clear();
+    cv_.notify_all();
+  }
+
+ private:
+  std::vector<TranslatedEvent> spare() {
+    if (spares_.empty()) return {};
+    std::vector<TranslatedEvent> v = std::move(spares_.back());
+    spares_.pop_back();
+    return v;
+  }
+  const uint64_t from_, to_;
+  const size_t limit_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::vector<TranslatedEvent>> queue_;
+  std::vector<std::vector<TranslatedEvent>> spares_;
+  bool closed_ = false, gone_ = false;
+  std::exception_ptr error_;
+};
+
 // The events table as Parquet: every thread reads frames, fills a page's
 // columns straight from them (the ns columns computed there too) and encodes
 // it; this thread appends the pages in file order. The strings' codes are
@@ -405,8 +484,10 @@ bool writer_in_background(const MemoryBudget& budget) {
 // meets it, and that segment made again.
 // `memory`: the writer's share of the budget; before_close(): called once
 // every row is in, before the file is finished (and so named).
+// `handoff`: where the latency pair's events go as they are decoded (or none).
 uint64_t write_events_parquet(const TraceReader& r, const RefClock& c, const OutputDir& dir, const MemoryBudget& budget,
-                              uint64_t memory, const std::function<void()>& before_close = {}) {
+                              uint64_t memory, const std::function<void()>& before_close = {},
+                              EventHandOff* handoff = nullptr) {
   OutFile file(dir, table_file_name("events", TableForm::Parquet));
   // A thread's allocations live in its own malloc arena, which the smallest budgets cannot spare.
   const unsigned threads = writer_in_background(budget) ? budget.thread_count() : 1;
@@ -434,6 +515,7 @@ uint64_t write_events_parquet(const TraceReader& r, const RefClock& c, const Out
     std::optional<uint64_t> missing;  // a channel without a code: the segment stopped there
     const size_t* pos = nullptr;  // the segment's frames
     size_t frames = 0;
+    std::vector<TranslatedEvent> kept;  // for the hand-off
   };
   std::vector<FrameScratch> scratch(threads);
   std::vector<ParquetWriter::Encoder> encoders(threads);
@@ -488,11 +570,15 @@ uint64_t write_events_parquet(const TraceReader& r, const RefClock& c, const Out
     s.used = 0;
     s.missing.reset();
     s.pos = pos, s.frames = n;
+    s.kept.clear();
     s.page.rows = 0;
     s.page.values.resize(ncols);
     for (size_t k = 0; k < filled; ++k) s.page.values[k].resize(page_rows);
     for (size_t f = 0; f < n; ++f) {
       const std::vector<TranslatedEvent>& evs = scratch[worker].decode(r, pos[f]);
+      if (handoff)
+        for (const TranslatedEvent& e : evs)
+          if (handoff->wanted(e)) s.kept.push_back(e);
       for (size_t at = 0; at < evs.size();) {
         const size_t m = std::min(evs.size() - at, page_rows - s.page.rows);
         if (!fill(evs.data() + at, m, s)) return;
@@ -513,24 +599,32 @@ uint64_t write_events_parquet(const TraceReader& r, const RefClock& c, const Out
       work(s.pos, s.frames, s, 0);
     }
     for (size_t i = 0; i < s.used; ++i) w.append(s.done[i]);
+    if (handoff) handoff->push(s.kept);
   });
+  if (handoff) handoff->close();
   if (before_close) before_close();
   w.close();
   return w.rows();
 }
 
 // `memory`: the writer's share of the budget; the join takes what the writers leave.
+// `handoff`: the events of a single pair, from the events table's pass.
 uint64_t write_latency_parquet(const TraceReader& r, const std::vector<std::pair<std::string, std::string>>& pairs,
-                               const RefClock& c, const OutputDir& dir, const MemoryBudget& budget, uint64_t memory) {
+                               const RefClock& c, const OutputDir& dir, const MemoryBudget& budget, uint64_t memory,
+                               EventHandOff* handoff = nullptr, uint64_t handoff_bytes = 0) {
   OutFile file(dir, table_file_name("latency", TableForm::Parquet));
   std::vector<ParquetWriter::ColumnSpec> cols = latency_columns(c.have_ns);
   const size_t ncols = cols.size();
   ParquetWriter w(file, std::move(cols), writer_in_background(budget), ParquetWriter::shape_for(memory, ncols));
   MemoryBudget join_budget = budget;
-  join_budget.bytes -= writer_bytes(budget);
+  join_budget.bytes -= std::min(join_budget.bytes - std::min(join_budget.bytes, MemoryBudget::kMinBytes),
+                                writer_bytes(budget) + handoff_bytes);
   enum { kFrom, kTo, kTuple, kFromNode, kToNode, kScenario, kRemote, kFromRef, kTicks, kTicksLo, kTicksHi, kNs };
   for (const auto& [from, to] : pairs) {
-    LatencyResult res = latency_stream(r, from, to, join_budget);
+    LatencyResult res =
+        handoff ? latency_stream(r, from, to, join_budget, [&](const TranslatedSink& fn) { handoff->feed(fn); })
+                : latency_stream(r, from, to, join_budget);
+    if (handoff) handoff->leave();
     // The schema was chosen before the rows: the same frequency criterion.
     if (res.have_ns != c.have_ns) throw std::logic_error("latency rows and meta.json disagree on the frequency");
     const uint32_t from_code = w.code(kFrom, from), to_code = w.code(kTo, to);
@@ -621,22 +715,39 @@ TableExportStats export_table(const TraceReader& r, const std::string& out,
     // events file is finished only after the latency table, so that it still
     // marks a whole export; an error of the latency table is the one raised,
     // as when it was written first.
+    // One pair: its join takes its events from the events table's pass
+    // (EventHandOff), the trace decoded once.
     const uint64_t half = writer_bytes(budget) / 2;
+    std::optional<EventHandOff> handoff;
+    if (pairs.size() == 1)
+      handoff.emplace(latency_channel(r, pairs[0].first), latency_channel(r, pairs[0].second), kHandOffSegments);
+    EventHandOff* shared = handoff ? &*handoff : nullptr;
+    // What the hand-off can hold: every segment being made, waiting or being
+    // joined, each of the pass's 8 pages of rows (write_events_parquet), all
+    // of them the pair's at worst. Taken from the join's share.
+    const size_t wave = threads > 1 ? 2 * size_t(threads) : 1;
+    const uint64_t handoff_bytes =
+        shared ? (wave + kHandOffSegments + 1) * 8 *
+                     ParquetWriter::shape_for(half, events_columns(c.have_ns).size(), wave).page_rows *
+                     sizeof(TranslatedEvent)
+               : 0;
     std::exception_ptr latency_error;
     std::thread latency([&] {
       try {
-        s.latency_rows = write_latency_parquet(r, pairs, c, dir, budget, half);
+        s.latency_rows = write_latency_parquet(r, pairs, c, dir, budget, half, shared, handoff_bytes);
       } catch (...) {
         latency_error = std::current_exception();
       }
+      if (shared) shared->leave();
     });
     auto join_latency = [&] {
       latency.join();
       if (latency_error) std::rethrow_exception(latency_error);
     };
     try {
-      s.events = write_events_parquet(r, c, dir, budget, half, join_latency);
+      s.events = write_events_parquet(r, c, dir, budget, half, join_latency, shared);
     } catch (...) {
+      if (shared) shared->close(std::current_exception());
       if (latency.joinable()) join_latency();
       throw;
     }

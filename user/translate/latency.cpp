@@ -600,6 +600,27 @@ void join_shared(SharedEvents& events, const std::vector<std::pair<uint16_t, uin
   for (size_t j = 0; j < sides.size(); ++j) joined[j].take_join(counts[j], rows[j]);
 }
 
+// One pair: its join takes the events straight from the decode (`feed`). A
+// little over half the budget joins, a quarter holds the rows: the summaries
+// later take 0.55 beside the rows (latency_summary.h), the join gone.
+LatencyResult join_one(const TraceReader& r, const DurationBounds& sc, std::pair<uint64_t, uint64_t> ids,
+                       const MemoryBudget& budget, const TranslatedFeed& feed) {
+  const size_t node_count = sc.names.size();
+  TupleJoin join(budget.share(0.55));
+  const auto [from, to] = ids;
+  feed([&](const std::vector<TranslatedEvent>& evs) {
+    for (const TranslatedEvent& e : evs) {
+      if (e.kind != uint8_t(EventKind::User)) continue;
+      if (e.node >= node_count) throw std::runtime_error("translated event names node index beyond meta.json");
+      if (e.channel == from) join.add(false, e.tuple, join_stamp(e));
+      if (e.channel == to) join.add(true, e.tuple, join_stamp(e));
+    }
+  });
+  LatencyResult res = result_header(r, sc.names, budget);
+  join_rows(join, sc, res);
+  return res;
+}
+
 }  // namespace
 
 std::vector<LatencyResult> latency_streams(const TraceReader& r, const std::vector<ChannelPair>& pairs,
@@ -622,21 +643,8 @@ std::vector<LatencyResult> latency_streams(const TraceReader& r, const std::vect
   };
   std::vector<LatencyResult> joined;
   if (ids.size() == 1) {
-    // One pair: its join takes the events straight from the decode. A little
-    // over half the budget joins, a quarter holds the rows: the summaries later
-    // take 0.55 beside the rows (latency_summary.h), the join gone.
-    TupleJoin join(budget.share(0.55));
-    const auto [from, to] = ids.front();
-    for_each_translated(r, budget.thread_count(), [&](const std::vector<TranslatedEvent>& evs) {
-      for (const TranslatedEvent& e : evs) {
-        if (e.kind != uint8_t(EventKind::User)) continue;
-        check_node(e);
-        if (e.channel == from) join.add(false, e.tuple, join_stamp(e));
-        if (e.channel == to) join.add(true, e.tuple, join_stamp(e));
-      }
-    });
-    joined.push_back(result_header(r, sc.names, budget));
-    join_rows(join, sc, joined.back());
+    joined.push_back(join_one(r, sc, ids.front(), budget,
+                              [&](const TranslatedSink& fn) { for_each_translated(r, budget.thread_count(), fn); }));
     return std::vector<LatencyResult>(join_of.size(), joined.front());
   }
   // Several pairs share channels (a path's hops: each channel in two pairs).
@@ -677,6 +685,14 @@ std::vector<LatencyResult> latency_streams(const TraceReader& r, const std::vect
   std::vector<LatencyResult> out;
   for (size_t j : join_of) out.push_back(joined[j]);
   return out;
+}
+
+LatencyResult latency_stream(const TraceReader& r, const std::string& from, const std::string& to,
+                             const MemoryBudget& budget, const TranslatedFeed& feed) {
+  check_translated(r);
+  const DurationBounds sc = DurationBounds::from_translated(r.meta()["translated"]);
+  const std::pair<uint64_t, uint64_t> ids{find_channel(r, from), find_channel(r, to)};
+  return join_one(r, sc, ids, budget, feed);
 }
 
 void LatencyResult::take_join(const JoinCounts& c, std::shared_ptr<const LatencyRowSource> rows) {

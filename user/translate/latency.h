@@ -32,6 +32,7 @@
 
 #include "translate/clock_relation.h"
 #include "translate/memory_budget.h"
+#include "translate/translated_frame.h"
 #include "translate/tuple_join.h"
 
 namespace cptrace {
@@ -128,6 +129,17 @@ uint64_t latency_channel(const TraceReader& r, const std::string& name);
 // The rows as a stream, within `budget` whatever the run's length.
 LatencyResult latency_stream(const TraceReader& r, const std::string& from, const std::string& to,
                              const MemoryBudget& budget);
+// The Translated events of a trace, frame by frame in file order: feed(fn)
+// calls fn on each run of them until the last, or throws as reading the
+// frames would.
+using TranslatedSink = std::function<void(const std::vector<TranslatedEvent>&)>;
+using TranslatedFeed = std::function<void(const TranslatedSink&)>;
+// latency_stream on the events `feed` gives instead of a read of r's frames
+// (r still gives the channels, nodes and meta.json), for a caller that decodes
+// them anyway (export table). The feed gives at least every User event of the
+// two channels, in file order: the same rows.
+LatencyResult latency_stream(const TraceReader& r, const std::string& from, const std::string& to,
+                             const MemoryBudget& budget, const TranslatedFeed& feed);
 // The rows of several channel pairs (from, to) from one read of the trace:
 // result i is latency_stream's for pairs[i]. The events of each channel are
 // held once, however many pairs name it, and the pairs joined from there; each
