@@ -207,7 +207,8 @@ echo "== 22. translate throughput: 3 nodes, ~$((4 * ${TRANSLATE_TUPLES:-2500000}
 echo "   events/s (wall, and per core from user+system time), median of 3 (min-max), this build's default"
 echo "   threads and --threads 1, against TRANSLATE_OLD (a previous build's cptrace; default $B/cptrace.before"
 echo "   when present) alternating in this run, every output compared byte for byte (goal: 10 M events/s per core);"
-echo "   and the CPU per event of compressing the output at zstd level 1 (written) and faster levels"
+echo "   and the CPU per event of compressing the output at zstd level 1 (written) and faster levels; then"
+echo "   per core (--threads 1) at --compression-level 1 (the default), -5 and zstd's fastest, against the goal"
 old=${TRANSLATE_OLD:-}
 [[ -z $old && -x $B/cptrace.before ]] && old=$B/cptrace.before
 bash bench/translate_compare.sh "${old:--}" $B/cptrace "${TRANSLATE_TUPLES:-2500000}" 3 || echo "   OUTPUTS DIFFER (above)"

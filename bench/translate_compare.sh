@@ -9,6 +9,9 @@
 # difference. Without OLD only the new build is timed. For each trace, also
 # what compressing the translated output costs per event at zstd level 1 (what
 # translate writes) and at faster levels (bench/bench_translate_zstd.cpp).
+# When the new build has --compression-level: its per-core rate (--threads 1)
+# at the default level, at -5 and at zstd's fastest level, each against the
+# goal of 10 M events/s per core, and the first of them that reaches it.
 #
 #   bench/translate_compare.sh [OLD_CPTRACE|-] [NEW_CPTRACE (build/cptrace)] [TUPLES (2500000)] [RUNS (3)]
 #
@@ -24,6 +27,11 @@ tmp=$(mktemp -d -t cptrace-translate-compare.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 threads=()
 if "$new" translate --help 2>/dev/null | grep -q -- '--threads'; then threads=("--threads 1" "--threads 2" "--threads 3"); fi
+levels=()
+if "$new" translate --help 2>/dev/null | grep -q -- '--compression-level'; then
+  levels=(1 -5 "$(python3 -c 'import ctypes; print(ctypes.CDLL("libzstd.so.1").ZSTD_minCLevel())')")
+fi
+goal=10  # M events/s per core
 
 fail=0
 # One translation's output with what differs run to run taken out.
@@ -79,6 +87,7 @@ core = [events / max(float(r[2]) + float(r[3]), 1e-3) / 1e6 for r in rows]
 print("  %-3s %-30s %6.2f M events/s (%.2f-%.2f), per core %6.2f M events/s (%.2f-%.2f), %d runs" % (
     which, label, statistics.median(wall), min(wall), max(wall), statistics.median(core), min(core), max(core),
     len(rows)))
+open(path + ".core", "w").write("%.2f\n" % statistics.median(core))
 PY
   done
   rm -f "$tmp/rates"
@@ -98,6 +107,28 @@ for ids in scrambled in-order; do
   rate "$ids, 3 nodes, default threads" "$events" both "$d/A" "$d/B" "$d/C" --reference A
   if ((${#threads[@]})); then
     rate "$ids, 3 nodes, --threads 1" "$events" new "$d/A" "$d/B" "$d/C" --reference A --threads 1
+  fi
+  # Per core at each level against the goal; the bytes differ from the
+  # default's, the events not (TranslateCompressionLevel in the tests).
+  reached=
+  for l in "${levels[@]}"; do
+    rate "$ids, --threads 1, level $l" "$events" new "$d/A" "$d/B" "$d/C" --reference A --threads 1 \
+      --compression-level="$l" >"$tmp/level.out"
+    core=$(cat "$tmp/rates.core")
+    bytes=$(stat -c %s "$tmp/o/events.cpt")
+    sed 's/, [0-9]* runs$//' "$tmp/level.out" | tr -d '\n'
+    python3 -c 'import sys; c, g, b, e = map(float, sys.argv[1:]); print(", %.1f bytes/event, %.2fx the goal of %g M/s per core" % (b / e, c / g, g))' \
+      "$core" "$goal" "$bytes" "$events"
+    if [[ -z $reached ]] && python3 -c 'import sys; sys.exit(0 if float(sys.argv[1]) >= float(sys.argv[2]) else 1)' "$core" "$goal"; then
+      reached=$l
+    fi
+  done
+  if ((${#levels[@]})); then
+    if [[ -n $reached ]]; then
+      echo "  $ids: goal $goal M events/s per core reached at --compression-level $reached"
+    else
+      echo "  $ids: goal $goal M events/s per core NOT reached at any level (zstd's fastest included)"
+    fi
   fi
   rm -rf "$d"
 done

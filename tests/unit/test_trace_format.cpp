@@ -9,6 +9,8 @@
 #include <limits>
 #include <random>
 
+#include <zlib.h>
+
 #include "trace/block_codec.h"
 #include "trace/trace_reader.h"
 #include "trace/trace_timeline.h"
@@ -650,3 +652,48 @@ TEST(TraceReader, ProcessesFramesKeepCgroupAndContainerId) {
   EXPECT_EQ(container_id_of_cgroup("/x/" + hex + "0"), "") << "65 hex digits are no id";
   EXPECT_EQ(container_id_of_cgroup("/"), "");
 }
+
+namespace cptrace {
+namespace {
+
+// frame_crc (folded with carry-less multiplications on CPUs that have them) is
+// zlib's crc32 over the header's first 20 bytes then the payload, bit for bit:
+// every payload length up to 1 KiB at every alignment, large random payloads,
+// and constant ones.
+TEST(FrameCrc, SameAsZlibForEveryLengthAndAlignment) {
+  std::mt19937_64 rng(38);
+  std::vector<unsigned char> buf(1 << 20);
+  for (auto& b : buf) b = static_cast<unsigned char>(rng());
+  auto zlib = [](const FrameHeader& h, const unsigned char* p, size_t len) {
+    uLong c = crc32(0, reinterpret_cast<const Bytef*>(&h), 20);
+    return uint32_t(crc32(c, p, uInt(len)));
+  };
+  FrameHeader h{};
+  auto random_header = [&] {
+    unsigned char raw[sizeof h];
+    for (auto& b : raw) b = static_cast<unsigned char>(rng());
+    std::memcpy(&h, raw, sizeof h);
+  };
+  for (size_t align = 0; align < 16; ++align)
+    for (size_t len = 0; len <= 1024; ++len) {
+      random_header();
+      ASSERT_EQ(frame_crc(h, buf.data() + align, len), zlib(h, buf.data() + align, len))
+          << "length " << len << " at offset " << align;
+    }
+  for (int k = 0; k < 200; ++k) {
+    random_header();
+    size_t off = rng() % 4096, len = rng() % (buf.size() - off);
+    ASSERT_EQ(frame_crc(h, buf.data() + off, len), zlib(h, buf.data() + off, len))
+        << "length " << len << " at offset " << off;
+  }
+  // All zero and all one bytes: where a wrong folding constant would show.
+  for (unsigned char fill : {0x00, 0xff}) {
+    std::vector<unsigned char> same(4096 + 48, fill);
+    std::memset(&h, fill, sizeof h);
+    for (size_t len : {size_t(64), size_t(80), size_t(127), size_t(4096 + 48)})
+      EXPECT_EQ(frame_crc(h, same.data(), len), zlib(h, same.data(), len)) << len;
+  }
+}
+
+}  // namespace
+}  // namespace cptrace

@@ -6,6 +6,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <zstd.h>
 
 #include <algorithm>
 
@@ -239,6 +240,89 @@ TEST(TranslateTraffic, PiecewiseModelContainsTruthAcrossARateChange) {
     printf("  [piecewise %s] bound width median %lld max %lld ticks\n", variant, (long long)w[w.size() / 2],
            (long long)w.back());
   }
+}
+
+}  // namespace
+}  // namespace cptrace
+
+namespace cptrace {
+namespace {
+
+// --compression-level changes only how the Translated frames are packed: at
+// zstd's fast levels the frames hold the same events, `latency` prints the same
+// bytes, and meta.json differs only by the level it records (the default writes
+// none, so its output stays what it was).
+TEST(TranslateCompressionLevel, FastLevelsHoldTheSameEventsAndLatencyAnswers) {
+  synth::Cluster cl({{"A", 1.0e15L, 20}, {"B", 1.0e15L + 8.1e9L, 150, 2.1e9L, -180}}, 43);
+  for (int k = 0; k < 6000; ++k) {  // hashed ids, as a service's request ids are
+    uint64_t id = uint64_t(k) * 0x9e3779b97f4a7c15ull;
+    cl.event(0, "A.in", id, 20e6L + k * (kSpan - 40e6L) / 6000);
+    cl.event(1, "B.out", id, 20.3e6L + k * (kSpan - 40e6L) / 6000);
+  }
+  cl.sync_all({{0, 1}, {1, 0}}, kSpan, 30);
+  TempDir tmp;
+  std::vector<std::string> dirs;
+  for (int i = 0; i < 2; ++i) {
+    dirs.push_back(tmp / cl.clock(i).name);
+    cl.write(i, dirs.back(), kSpan, 97, [](TraceWriter&) {});
+  }
+  auto events_of = [](const std::string& dir) {
+    std::vector<TranslatedEvent> all;
+    for_each_translated(TraceReader(dir), 1, [&](const std::vector<TranslatedEvent>& evs) {
+      all.insert(all.end(), evs.begin(), evs.end());
+    });
+    return all;
+  };
+  auto translated = [&](const std::string& out, int level) {
+    TranslateOptions o{dirs, "A", out, Method::Best, true};
+    o.compression_level = level;
+    translate(o);
+    nlohmann::json m = nlohmann::json::parse(testutil::read_file(out + "/meta.json"));
+    m["translated"].erase("seconds");
+    return m;
+  };
+  const std::string def = tmp / "default";
+  nlohmann::json meta_def = translated(def, kTranslateDefaultLevel);
+  EXPECT_FALSE(meta_def["translated"].contains("compression_level"));
+  const std::vector<TranslatedEvent> want = events_of(def);
+  ASSERT_EQ(want.size(), 12000u);
+  const std::string latency_args = " --from A.in --to B.out --json";
+  testutil::RunResult lat_def = testutil::run(testutil::cptrace_bin() + " latency " + def + latency_args, tmp);
+  ASSERT_EQ(lat_def.status, 0) << lat_def.err;
+  ASSERT_NE(lat_def.out.find("\"count\": 6000"), std::string::npos) << lat_def.out;
+  for (int level : {-1, -5, ZSTD_minCLevel(), 3}) {
+    SCOPED_TRACE("level " + std::to_string(level));
+    const std::string out = tmp / ("level" + std::to_string(level));
+    nlohmann::json meta = translated(out, level);
+    ASSERT_EQ(meta["translated"].value("compression_level", 0), level);
+    meta["translated"].erase("compression_level");
+    EXPECT_EQ(meta, meta_def);
+    EXPECT_TRUE(events_of(out) == want);
+    // The level was applied: the frames are packed differently.
+    EXPECT_NE(testutil::read_file(out + "/events.cpt"), testutil::read_file(def + "/events.cpt"));
+    testutil::RunResult lat = testutil::run(testutil::cptrace_bin() + " latency " + out + latency_args, tmp);
+    EXPECT_EQ(lat.status, 0) << lat.err;
+    EXPECT_EQ(lat.out, lat_def.out);
+  }
+  // Beyond zstd's levels: refused before anything is written, naming flag and value.
+  for (int level : {ZSTD_maxCLevel() + 1, ZSTD_minCLevel() - 1}) {
+    TranslateOptions o{dirs, "A", tmp / "bad", Method::Best, true};
+    o.compression_level = level;
+    try {
+      translate(o);
+      ADD_FAILURE() << "level " << level << " accepted";
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find("--compression-level " + std::to_string(level) + ": must be a zstd level"),
+                std::string::npos)
+          << e.what();
+    }
+    EXPECT_FALSE(std::filesystem::exists(tmp / "bad"));
+  }
+  testutil::RunResult cli = testutil::run(testutil::cptrace_bin() + " translate " + dirs[0] + " " + dirs[1] +
+                                              " --reference A -o " + (tmp / "cli") + " --compression-level 99",
+                                          tmp);
+  EXPECT_NE(cli.status, 0);
+  EXPECT_NE(cli.err.find("--compression-level 99: must be a zstd level in ["), std::string::npos) << cli.err;
 }
 
 }  // namespace

@@ -53,6 +53,10 @@ SubcommandRunner add_translate_command(CLI::App& app) {
       ->add_option("--threads", tr->threads, "threads translating frames (default: every CPU); same output for any")
       ->type_name("N")
       ->check(CLI::Range(1u, 1024u));
+  translate
+      ->add_option("--compression-level", tr->compression_level,
+                   "zstd level of the translated events (default 1; negative levels are faster and larger)")
+      ->type_name("N");
   translate->add_flag("-f,--force", tr->overwrite, "overwrite an existing trace in the output directory");
   translate->add_flag("--accept-suspect-sync", tr->accept_suspect_sync,
                       "translate even when a pair's MinRTT rounds contradict each other or the nodes' own clock rates "

@@ -14,6 +14,7 @@
 #include <stdexcept>
 
 #include <fmt/format.h>
+#include <zstd.h>
 
 #include "translate/drift_bound.h"
 #include "translate/hull_sync.h"
@@ -493,7 +494,7 @@ struct FrameOut {
 };
 
 void translate_frame(const Node& n, size_t i, uint16_t index, RelationCursor& cursor, const Ranges& transitions,
-                     FrameOut& f) {
+                     int level, FrameOut& f) {
   thread_local std::vector<TraceEvent> evs;
   thread_local std::vector<TranslatedEvent> out;
   n.reader->read_events(i, evs);
@@ -508,7 +509,7 @@ void translate_frame(const Node& n, size_t i, uint16_t index, RelationCursor& cu
     max_err = std::max(max_err, e.ts_err);
     out[k] = {e.ts, b.est, b.lo, b.hi, e.channel, e.tuple, e.pid, e.tid, e.cpu, index, e.kind};
   }
-  encode_translated(out.data(), out.size(), 1, f.frame);
+  encode_translated(out.data(), out.size(), level, f.frame);
   f.events = out.size(), f.in_transition = in_transition, f.max_err = max_err;
 }
 
@@ -518,7 +519,7 @@ void translate_frame(const Node& n, size_t i, uint16_t index, RelationCursor& cu
 // order. Counts the events inside `transitions` (local clock ranges where the
 // first hop of the node's path is non-linear and the bound is not guaranteed).
 uint64_t translate_node(const Node& n, uint16_t index, const Relation& rel, const Ranges& transitions, unsigned threads,
-                        uint64_t& in_transition, uint64_t& max_err, TraceWriter& w) {
+                        int level, uint64_t& in_transition, uint64_t& max_err, TraceWriter& w) {
   const size_t frames = n.reader->event_frame_count();
   if (frames == 0) n.reader->for_each_batch([](const std::vector<TraceEvent>&) {});  // its checks, as before
   std::vector<RelationCursor> cursors(threads, RelationCursor(rel));
@@ -533,7 +534,7 @@ uint64_t translate_node(const Node& n, uint16_t index, const Relation& rel, cons
       FrameOut& f = outs[j];
       f.error = nullptr;
       try {
-        translate_frame(n, at + j, index, cursors[worker], transitions, f);
+        translate_frame(n, at + j, index, cursors[worker], transitions, level, f);
       } catch (...) {
         f.error = std::current_exception();
       }
@@ -554,6 +555,9 @@ uint64_t translate_node(const Node& n, uint16_t index, const Relation& rel, cons
 TranslateSummary translate(const TranslateOptions& opt) {
   if (!(opt.max_drift_ppm > 0) || opt.max_drift_ppm > 100000)
     throw std::runtime_error(fmt::format("--max-drift-ppm {}: must be in (0, 100000]", opt.max_drift_ppm));
+  if (opt.compression_level < ZSTD_minCLevel() || opt.compression_level > ZSTD_maxCLevel())
+    throw std::runtime_error(fmt::format("--compression-level {}: must be a zstd level in [{}, {}]",
+                                         opt.compression_level, ZSTD_minCLevel(), ZSTD_maxCLevel()));
   if (opt.dirs.empty()) throw std::runtime_error("no trace directories given");
   MemoryBudget cpus;
   cpus.threads = opt.threads;
@@ -588,6 +592,8 @@ TranslateSummary translate(const TranslateOptions& opt) {
              {"clock_model", name_of(opt.clock_model)},
              {"inputs", name_of(opt.inputs)}};
   if (opt.clock_model == ClockModel::Piecewise) tr["max_drift_ppm"] = opt.max_drift_ppm;
+  // Only a chosen level is written: the default's meta.json stays as it was.
+  if (opt.compression_level != kTranslateDefaultLevel) tr["compression_level"] = opt.compression_level;
   tr["sync_check"] = checks;
   if (!findings.empty()) {
     tr["suspect_sync"] = json::array();
@@ -638,7 +644,8 @@ TranslateSummary translate(const TranslateOptions& opt) {
       if (p.hull) transitions = p.hull->transitions();
     }
     uint64_t in_transition = 0, max_err = 0;
-    uint64_t k = translate_node(nodes[v], uint16_t(v), *to_ref[v], transitions, threads, in_transition, max_err, w);
+    uint64_t k = translate_node(nodes[v], uint16_t(v), *to_ref[v], transitions, threads, opt.compression_level,
+                                in_transition, max_err, w);
     meta["translated"]["nodes"][v]["events"] = k;
     // The largest error of a stamp on the node's own TSC (conversion, skew across
     // CPUs): latency widens same-node durations by it (latency.h).

@@ -29,6 +29,9 @@
 
 namespace cptrace {
 
+// zstd level 1: what translate wrote before the level could be chosen.
+constexpr int kTranslateDefaultLevel = 1;
+
 // --method: which relation of a node pair is used (see above).
 enum class Method { Ratio, Hull, Best };
 // --clock-model: linear, the methods above (clocks linear over the span, or split
@@ -67,6 +70,11 @@ struct TranslateOptions {
   // --threads: frames translated at once (0: every CPU). The output is the same
   // for any number: frames are independent once the relations are known.
   unsigned threads = 0;
+  // --compression-level: the zstd level of the Translated frames (negative:
+  // zstd's fast levels, less CPU for larger frames). Readers need not know it:
+  // a zstd frame decodes the same whatever level wrote it. Any level other than
+  // the default is written into meta.json "translated" "compression_level".
+  int compression_level = kTranslateDefaultLevel;
 };
 
 struct TranslateSummary {
