@@ -283,6 +283,21 @@ TEST_F(AnalysisBudget, ReportPairsReadTogetherEqualEachPairReadAlone) {
         << from << " -> " << to;
   }
   EXPECT_EQ(together[2].row_count, expect_.matched);
+  // Handed on one at a time (the report's form): the same rows and counts,
+  // each index once, in memory (the default budget) and spilled.
+  for (const MemoryBudget& b : {MemoryBudget{}, small}) {
+    std::vector<int> seen(pairs.size());
+    latency_streams(r, pairs, b, [&](size_t i, const LatencyResult& t) {
+      ASSERT_LT(i, pairs.size());
+      ++seen[i];
+      EXPECT_EQ(t.row_count, together[i].row_count);
+      EXPECT_EQ(
+          std::tie(t.from_only, t.to_only, t.from_duplicates, t.to_duplicates),
+          std::tie(together[i].from_only, together[i].to_only, together[i].from_duplicates, together[i].to_duplicates));
+      EXPECT_TRUE(rows_of(t) == rows_of(together[i])) << pairs[i].first << " -> " << pairs[i].second;
+    });
+    EXPECT_EQ(seen, std::vector<int>(pairs.size(), 1)) << b.bytes;
+  }
   const std::string path = "A.out,B.in,B.out,C.in";
   std::vector<LatencyResult> hops = latency_streams(r, path_pairs(path), small);
   EXPECT_EQ(path_breakdown(path, hops).dump(), path_breakdown(r, path, MemoryBudget{}).dump());

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <exception>
 
 #include <fmt/format.h>
 
@@ -205,22 +206,39 @@ void translated_report(const TraceReader& r, const ReportOptions& o, ReportData&
         "--node-dir)");
   for (const auto& n : r.meta()["translated"].value("nodes", json::array())) d.run_nodes.push_back(n.value("node", ""));
   std::vector<ChannelPair> want = checked_pairs(r, o);
-  // Every channel pair of the page from one read of the trace.
-  std::vector<LatencyResult> rows;
+  // Every channel pair of the page from one read of the trace, each pair's
+  // hop or series made as soon as its rows are (latency_streams), within its
+  // result's budget, and its rows dropped after.
+  const size_t path_count = o.path.empty() ? 0 : path_pairs(o.path).size();
+  std::vector<json> hops(path_count);
+  std::vector<std::vector<LatencySeries>> series(want.size() - path_count);
+  // An error of the hop or series itself, not of reading the pairs: not
+  // prefixed with --path.
+  struct FromPage {
+    std::exception_ptr e;
+  };
   try {
-    if (!want.empty()) rows = latency_streams(r, want, o.budget);
+    if (!want.empty())
+      latency_streams(r, want, o.budget, [&](size_t i, const LatencyResult& res) {
+        try {
+          const auto& [from, to] = want[i];
+          if (i < path_count)
+            hops[i] = path_hop(from, to, res);
+          else
+            series[i - path_count] = latency_series(r, from, to, res, res.budget);
+        } catch (...) {
+          throw FromPage{std::current_exception()};
+        }
+      });
+  } catch (const FromPage& f) {
+    std::rethrow_exception(f.e);
   } catch (const std::runtime_error& e) {
     if (o.path.empty()) throw;
     throw std::runtime_error("--path '" + o.path + "': " + e.what());
   }
-  size_t at = 0;
-  if (!o.path.empty()) {
-    at = path_pairs(o.path).size();
-    d.path = path_breakdown(o.path, std::vector<LatencyResult>(rows.begin(), rows.begin() + long(at)));
-  }
-  for (; at < want.size(); ++at)
-    for (LatencySeries& s : latency_series(r, want[at].first, want[at].second, rows[at], o.budget))
-      d.latency.push_back(std::move(s));
+  if (path_count) d.path = path_json(o.path, hops);
+  for (auto& s : series)
+    for (LatencySeries& one : s) d.latency.push_back(std::move(one));
   if (!o.node_dirs.empty()) d.nodes = run_node_sections(r, o.node_dirs, o.period_ms);
 }
 

@@ -40,9 +40,7 @@ void check_hop_units(const LatencyResult& res) {
         "(see cptrace latency)");
 }
 
-namespace {
-
-nlohmann::json hop(const std::string& from, const std::string& to, const LatencyResult& res) {
+nlohmann::json path_hop(const std::string& from, const std::string& to, const LatencyResult& res) {
   check_hop_units(res);
   // The "all" group of `latency --json`: the same numbers, by the same code.
   nlohmann::json sum = latency_summary_json(res, from, to);
@@ -50,8 +48,6 @@ nlohmann::json hop(const std::string& from, const std::string& to, const Latency
   h.update(sum["all"]);
   return h;
 }
-
-}  // namespace
 
 nlohmann::json path_breakdown(const TraceReader& r, const std::string& path, const MemoryBudget& budget) {
   std::vector<ChannelPair> pairs = path_pairs(path);
@@ -63,7 +59,7 @@ nlohmann::json path_breakdown(const TraceReader& r, const std::string& path, con
     } catch (const std::runtime_error& e) {
       throw std::runtime_error("--path '" + path + "': " + e.what());
     }
-    hops.push_back(hop(from, to, res));
+    hops.push_back(path_hop(from, to, res));
   }
   return path_json(path, hops);
 }
@@ -71,7 +67,7 @@ nlohmann::json path_breakdown(const TraceReader& r, const std::string& path, con
 nlohmann::json path_breakdown(const std::string& path, const std::vector<LatencyResult>& rows) {
   std::vector<ChannelPair> pairs = path_pairs(path);
   std::vector<nlohmann::json> hops;
-  for (size_t i = 0; i < pairs.size(); ++i) hops.push_back(hop(pairs[i].first, pairs[i].second, rows.at(i)));
+  for (size_t i = 0; i < pairs.size(); ++i) hops.push_back(path_hop(pairs[i].first, pairs[i].second, rows.at(i)));
   return path_json(path, hops);
 }
 

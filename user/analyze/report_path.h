@@ -35,6 +35,9 @@ std::vector<ChannelPair> path_pairs(const std::string& path);
 void check_hop_units(const LatencyResult& res);
 // The breakdown from rows already read: rows[i] of path_pairs(path)[i].
 nlohmann::json path_breakdown(const std::string& path, const std::vector<LatencyResult>& rows);
+// One hop object of the breakdown: {from, to, unit} + the "all" group of
+// `latency --json` over res's rows.
+nlohmann::json path_hop(const std::string& from, const std::string& to, const LatencyResult& res);
 // {"channels", "hops", "end_to_end"} of the pairs' hop objects, end-to-end last.
 nlohmann::json path_json(const std::string& path, const std::vector<nlohmann::json>& hops);
 

@@ -545,59 +545,95 @@ void add_counts(JoinCounts& sum, const JoinCounts& c) {
   sum.partitions += c.partitions;
 }
 
-// The pairs of `sides` joined from the events held once for all of them:
-// joined[j]'s rows, as Row.
+// How latency_streams divides its budget among the shared store, the join and
+// each pair's result (its rows, then its summaries: 0.55 of its share beside
+// the rows, latency_summary.h).
+struct SharedSplit {
+  double store, join, each_in_memory;
+};
+// All results kept to the end (the vector form): every pair's rows live at
+// once, an equal share each, beside the store (0.3) and one join (0.22).
+constexpr SharedSplit kAllKept{0.3, 0.22, 0.0};
+// Each result handed on as soon as its pair is joined and dropped after: while
+// the events fit in memory, one pair's rows live at a time, so they take 0.45
+// (0.11 for the rows, 0.25 later for the summaries) and the store 0.4: the
+// join's 0.4 and the summaries never meet. A store of 0.4 holds 2.5 M tuples
+// of a three-hop path per GiB in memory.
+constexpr SharedSplit kEachInTurn{0.4, 0.4, 0.45};
+
+// The pairs of `sides` joined from the events held once for all of them, as
+// Row: done(j, joined[j]) as soon as pair j's rows are complete (all at the
+// end once the store spilled), its rows dropped after.
 template <typename Row>
 void join_shared(SharedEvents& events, const std::vector<std::pair<uint16_t, uint16_t>>& sides,
-                 const DurationBounds& sc, const MemoryBudget& budget, const MemoryBudget& each,
-                 std::vector<LatencyResult>& joined) {
-  std::vector<std::shared_ptr<MergedRows<Row>>> rows;
-  std::vector<JoinCounts> counts(sides.size());
-  for (size_t j = 0; j < sides.size(); ++j) {
-    rows.push_back(
-        std::make_shared<MergedRows<Row>>(each.share(0.25).bytes, each.spill_dir(), joined[j], ScenarioTable(sc)));
-    counts[j].partitions = 0;
-  }
+                 const DurationBounds& sc, const MemoryBudget& budget, const SharedSplit& split,
+                 std::vector<LatencyResult>& joined, const std::function<void(size_t, LatencyResult&)>& done) {
+  auto rows_for = [&](size_t j) {
+    const MemoryBudget& each = joined[j].budget;
+    return std::make_shared<MergedRows<Row>>(each.share(0.25).bytes, each.spill_dir(), joined[j], ScenarioTable(sc));
+  };
+  auto finish = [&](size_t j, const JoinCounts& c, std::shared_ptr<MergedRows<Row>> rows) {
+    joined[j].take_join(c, std::move(rows));
+    done(j, joined[j]);
+    joined[j].stream.reset();
+  };
   if (!events.spilled()) {
     // All in memory: one pair at a time, its rows keyed by the join's own
     // numbering of its events (in trace order, as the store's).
     for (size_t j = 0; j < sides.size(); ++j) {
-      TupleJoin join(budget.share(0.22));
-      const auto [from, to] = sides[j];
-      events.for_each_held([&](uint16_t ch, uint64_t tuple, const JoinStamp& s, uint64_t) {
-        // The `from` side first: a channel that is both sides is added twice.
-        if (ch == from) join.add(false, tuple, s);
-        if (ch == to) join.add(true, tuple, s);
-      });
-      add_counts(counts[j], append_rows(join, sc, budget.thread_count(), *rows[j], nullptr));
+      auto rows = rows_for(j);
+      JoinCounts c;
+      c.partitions = 0;
+      {
+        TupleJoin join(budget.share(split.join));
+        const auto [from, to] = sides[j];
+        events.for_each_held([&](uint16_t ch, uint64_t tuple, const JoinStamp& s, uint64_t) {
+          // The `from` side first: a channel that is both sides is added twice.
+          if (ch == from) join.add(false, tuple, s);
+          if (ch == to) join.add(true, tuple, s);
+        });
+        add_counts(c, append_rows(join, sc, budget.thread_count(), *rows, nullptr));
+      }  // the join's memory freed before its result is used
+      finish(j, c, std::move(rows));
     }
-  } else {
-    // Part by part, every pair of a part together: the rows of each pair come
-    // in one run per part (at least), keyed by their trace positions.
-    events.seal();
-    const MemoryBudget part_budget = budget.share(0.22 / double(sides.size()));
-    for (size_t p = 0; p < events.part_count(); ++p) {
-      std::vector<std::unique_ptr<TupleJoin>> joins;
-      std::vector<std::vector<uint64_t>> positions(sides.size());
+    return;
+  }
+  // Part by part, every pair of a part together: the rows of each pair come in
+  // one run per part (at least), keyed by their trace positions. Those
+  // positions (8 bytes an event of the part) come out of the pair's join
+  // budget.
+  std::vector<std::shared_ptr<MergedRows<Row>>> rows;
+  std::vector<JoinCounts> counts(sides.size());
+  for (size_t j = 0; j < sides.size(); ++j) {
+    rows.push_back(rows_for(j));
+    counts[j].partitions = 0;
+  }
+  events.seal();
+  const MemoryBudget part_budget = budget.share(0.22 / double(sides.size()));
+  for (size_t p = 0; p < events.part_count(); ++p) {
+    std::vector<std::unique_ptr<TupleJoin>> joins;
+    std::vector<std::vector<uint64_t>> positions(sides.size());
+    for (size_t j = 0; j < sides.size(); ++j) {
+      const uint64_t n = events.count(sides[j].first, p) + events.count(sides[j].second, p);
+      MemoryBudget b = part_budget;
+      b.bytes -= std::min(b.bytes / 2, n * sizeof(uint64_t));
+      joins.push_back(std::make_unique<TupleJoin>(b));
+      positions[j].reserve(n);  // exactly
+    }
+    events.for_each_in_part(p, [&](uint16_t ch, uint64_t tuple, const JoinStamp& s, uint64_t at) {
       for (size_t j = 0; j < sides.size(); ++j) {
-        joins.push_back(std::make_unique<TupleJoin>(part_budget));
-        positions[j].reserve(events.count(sides[j].first, p) + events.count(sides[j].second, p));  // exactly
+        const auto [from, to] = sides[j];
+        if (ch == from) joins[j]->add(false, tuple, s), positions[j].push_back(at);
+        if (ch == to) joins[j]->add(true, tuple, s), positions[j].push_back(at);
       }
-      events.for_each_in_part(p, [&](uint16_t ch, uint64_t tuple, const JoinStamp& s, uint64_t at) {
-        for (size_t j = 0; j < sides.size(); ++j) {
-          const auto [from, to] = sides[j];
-          if (ch == from) joins[j]->add(false, tuple, s), positions[j].push_back(at);
-          if (ch == to) joins[j]->add(true, tuple, s), positions[j].push_back(at);
-        }
-      });
-      for (size_t j = 0; j < sides.size(); ++j) {
-        add_counts(counts[j], append_rows(*joins[j], sc, budget.thread_count(), *rows[j], &positions[j]));
-        joins[j].reset();  // its memory to the next join
-        std::vector<uint64_t>().swap(positions[j]);
-      }
+    });
+    for (size_t j = 0; j < sides.size(); ++j) {
+      add_counts(counts[j], append_rows(*joins[j], sc, budget.thread_count(), *rows[j], &positions[j]));
+      joins[j].reset();  // its memory to the next join
+      std::vector<uint64_t>().swap(positions[j]);
     }
   }
-  for (size_t j = 0; j < sides.size(); ++j) joined[j].take_join(counts[j], rows[j]);
+  for (size_t j = 0; j < sides.size(); ++j) finish(j, counts[j], std::move(rows[j]));
 }
 
 // One pair: its join takes the events straight from the decode (`feed`). A
@@ -621,11 +657,11 @@ LatencyResult join_one(const TraceReader& r, const DurationBounds& sc, std::pair
   return res;
 }
 
-}  // namespace
-
-std::vector<LatencyResult> latency_streams(const TraceReader& r, const std::vector<ChannelPair>& pairs,
-                                           const MemoryBudget& budget) {
-  if (pairs.empty()) return {};  // nothing to read the trace for
+// latency_streams' work: done(i, result) for each index i of pairs, as soon as
+// its pair's rows are complete; the budget divided as `split` says.
+void streams(const TraceReader& r, const std::vector<ChannelPair>& pairs, const MemoryBudget& budget,
+             const SharedSplit& split, const std::function<void(size_t, const LatencyResult&)>& done) {
+  if (pairs.empty()) return;  // nothing to read the trace for
   check_translated(r);
   const DurationBounds sc = DurationBounds::from_translated(r.meta()["translated"]);
   // One join per distinct channel pair (a pair asked twice is read once).
@@ -637,24 +673,28 @@ std::vector<LatencyResult> latency_streams(const TraceReader& r, const std::vect
     join_of.push_back(size_t(at - ids.begin()));
     if (at == ids.end()) ids.push_back(id);
   }
+  // Join j's result to every index that asked for it.
+  auto hand_on = [&](size_t j, const LatencyResult& res) {
+    for (size_t i = 0; i < join_of.size(); ++i)
+      if (join_of[i] == j) done(i, res);
+  };
   const size_t node_count = sc.names.size();
   auto check_node = [&](const TranslatedEvent& e) {
     if (e.node >= node_count) throw std::runtime_error("translated event names node index beyond meta.json");
   };
-  std::vector<LatencyResult> joined;
   if (ids.size() == 1) {
-    joined.push_back(join_one(r, sc, ids.front(), budget,
-                              [&](const TranslatedSink& fn) { for_each_translated(r, budget.thread_count(), fn); }));
-    return std::vector<LatencyResult>(join_of.size(), joined.front());
+    // One pair: its join takes the events straight from the decode.
+    return hand_on(0, join_one(r, sc, ids.front(), budget, [&](const TranslatedSink& fn) {
+                     for_each_translated(r, budget.thread_count(), fn);
+                   }));
   }
   // Several pairs share channels (a path's hops: each channel in two pairs).
-  // Each channel's events are held once (SharedEvents, 0.3 of the budget), not
-  // once per pair, and the pairs are joined from there: one at a time in 0.22
-  // while the events are in memory, else part by part, all pairs of a part
-  // together in 0.22 (and their events' positions, 8 bytes each). Every pair's
-  // rows hold a quarter of its share of the budget, as its summaries later
-  // take 0.55 of that share.
-  const MemoryBudget each = budget.share(1.0 / double(ids.size()));
+  // Each channel's events are held once (SharedEvents, split.store of the
+  // budget), not once per pair, and the pairs are joined from there: one at a
+  // time in split.join while the events are in memory, else part by part, all
+  // pairs of a part together in 0.22 (their events' positions included). Every
+  // pair's rows hold a quarter of its result's share of the budget, as its
+  // summaries later take 0.55 of that share.
   std::vector<uint64_t> channels;
   std::vector<std::pair<uint16_t, uint16_t>> sides;  // per join: the channels' indices
   auto index_of = [&](uint64_t ch) {
@@ -664,7 +704,7 @@ std::vector<LatencyResult> latency_streams(const TraceReader& r, const std::vect
     return uint16_t(std::find(channels.begin(), channels.end(), ch) - channels.begin());
   };
   for (const auto& [from, to] : ids) sides.push_back({index_of(from), index_of(to)});
-  SharedEvents events(budget.share(0.3));
+  SharedEvents events(budget.share(split.store));
   for_each_translated(r, budget.thread_count(), [&](const std::vector<TranslatedEvent>& evs) {
     for (const TranslatedEvent& e : evs) {
       if (e.kind != uint8_t(EventKind::User)) continue;
@@ -676,14 +716,24 @@ std::vector<LatencyResult> latency_streams(const TraceReader& r, const std::vect
         }
     }
   });
+  // Once spilled, every pair's rows are made together: an equal share each.
+  const bool in_turn = split.each_in_memory > 0 && !events.spilled();
+  const MemoryBudget each = budget.share(in_turn ? split.each_in_memory : 1.0 / double(ids.size()));
+  std::vector<LatencyResult> joined;
   for (size_t j = 0; j < ids.size(); ++j) joined.push_back(result_header(r, sc.names, each));
   // Compact rows where the positions and nodes fit them, else wide ones.
   if (events.size() < CompactRow::kMaxSeq && node_count <= CompactRow::kMaxNodes)
-    join_shared<CompactRow>(events, sides, sc, budget, each, joined);
+    join_shared<CompactRow>(events, sides, sc, budget, split, joined, hand_on);
   else
-    join_shared<WideRow>(events, sides, sc, budget, each, joined);
-  std::vector<LatencyResult> out;
-  for (size_t j : join_of) out.push_back(joined[j]);
+    join_shared<WideRow>(events, sides, sc, budget, split, joined, hand_on);
+}
+
+}  // namespace
+
+std::vector<LatencyResult> latency_streams(const TraceReader& r, const std::vector<ChannelPair>& pairs,
+                                           const MemoryBudget& budget) {
+  std::vector<LatencyResult> out(pairs.size());
+  streams(r, pairs, budget, kAllKept, [&](size_t i, const LatencyResult& res) { out[i] = res; });
   return out;
 }
 
@@ -693,6 +743,11 @@ LatencyResult latency_stream(const TraceReader& r, const std::string& from, cons
   const DurationBounds sc = DurationBounds::from_translated(r.meta()["translated"]);
   const std::pair<uint64_t, uint64_t> ids{find_channel(r, from), find_channel(r, to)};
   return join_one(r, sc, ids, budget, feed);
+}
+
+void latency_streams(const TraceReader& r, const std::vector<ChannelPair>& pairs, const MemoryBudget& budget,
+                     const std::function<void(size_t, const LatencyResult&)>& fn) {
+  streams(r, pairs, budget, kEachInTurn, fn);
 }
 
 void LatencyResult::take_join(const JoinCounts& c, std::shared_ptr<const LatencyRowSource> rows) {

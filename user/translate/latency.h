@@ -148,6 +148,14 @@ LatencyResult latency_stream(const TraceReader& r, const std::string& from, cons
 using ChannelPair = std::pair<std::string, std::string>;
 std::vector<LatencyResult> latency_streams(const TraceReader& r, const std::vector<ChannelPair>& pairs,
                                            const MemoryBudget& budget);
+// The same, each result handed to fn(i, result) (i: its index in pairs; a pair
+// asked twice comes once per index) as soon as its pair is joined, and its rows
+// dropped when fn returns: while the channels' events fit in memory only one
+// pair's rows live at a time, so each result takes 0.45 of `budget` (not an
+// equal share) and spills less. fn's work on a result stays within that
+// result's budget.
+void latency_streams(const TraceReader& r, const std::vector<ChannelPair>& pairs, const MemoryBudget& budget,
+                     const std::function<void(size_t, const LatencyResult&)>& fn);
 // A translated trace's result without rows: what its meta.json says of every
 // pair (nodes, method, frequency). Throws as latency_stream on a trace that is
 // not translated.
