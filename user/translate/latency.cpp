@@ -105,15 +105,15 @@ NsBound ticks_to_ns_long_double(int64_t ticks, int64_t lo_t, int64_t hi_t, long 
 namespace {
 
 // The long double formula's three roundings (floor, ceil, llround) in double.
-// The double value of t * 1e9 / f +- 1e-6 is within 6 ulps (2^-53 relative
-// each: t's conversion, the product, the quotient, the shift by 1e-6) of the
-// long double one, itself within 2^-62 of the exact value; kSlack covers that
-// with a margin of 100x, plus an absolute 1e-13 for the shift near zero. When
-// the rounding of every point within the slack is the same integer, the long
-// double value (which lies within it) rounds to that integer too: floor, ceil
-// and round are monotone. Otherwise (a value within the slack of a rounding
-// boundary, beyond 2^62, not finite, or a frequency double cannot hold) the
-// caller falls back to the long double formula.
+// The double value of t * (1e9 / f) +- 1e-6 is within 6 ulps (2^-53 relative
+// each: t's conversion, the factor 1e9 / f, the product, the shift by 1e-6) of
+// the long double one, itself within 2^-62 of the exact value; kSlack covers
+// that with a margin of 100x, plus an absolute 1e-13 for the shift near zero.
+// When the rounding of every point within the slack is the same integer, the
+// long double value (which lies within it) rounds to that integer too: floor,
+// ceil and round are monotone. Otherwise (a value within the slack of a
+// rounding boundary, beyond 2^62, not finite, or a frequency double cannot
+// hold) the caller falls back to the long double formula.
 constexpr double kSlack = 1e-13;
 constexpr double kLimit = 4.6e18;  // below 2^62: int64 holds every rounding
 
@@ -131,21 +131,32 @@ bool holds_double(long double f) { return (long double)(double)f == f && f > 0 &
 
 }  // namespace
 
-NsBound ticks_to_ns(int64_t ticks, int64_t lo_t, int64_t hi_t, long double hz, long double lo_hz, long double hi_hz) {
-  if (holds_double(hz) && holds_double(lo_hz) && holds_double(hi_hz)) {
-    auto conv = [](int64_t t, double f) { return double(t) * 1e9 / f; };
-    const double f = double(hz), flo = double(lo_hz), fhi = double(hi_hz);
-    const double lo = lo_t >= 0 ? conv(lo_t, fhi) : conv(lo_t, flo);
-    const double hi = hi_t >= 0 ? conv(hi_t, flo) : conv(hi_t, fhi);
+TicksToNs::TicksToNs(long double hz, long double hz_lo, long double hz_hi)
+    : hz_(hz),
+      hz_lo_(hz_lo),
+      hz_hi_(hz_hi),
+      in_double_(holds_double(hz) && holds_double(hz_lo) && holds_double(hz_hi)),
+      k_(in_double_ ? 1e9 / double(hz) : 0),
+      k_lo_(in_double_ ? 1e9 / double(hz_lo) : 0),
+      k_hi_(in_double_ ? 1e9 / double(hz_hi) : 0) {}
+
+NsBound TicksToNs::operator()(int64_t ticks, int64_t lo_t, int64_t hi_t) const {
+  if (in_double_) {
+    const double lo = double(lo_t) * (lo_t >= 0 ? k_hi_ : k_lo_);
+    const double hi = double(hi_t) * (hi_t >= 0 ? k_lo_ : k_hi_);
     NsBound b;
     int64_t ns;
     if (rounds_alike<std::floor>(lo - 1e-6, b.lo) && rounds_alike<std::ceil>(hi + 1e-6, b.hi) &&
-        rounds_alike<std::round>(conv(ticks, f), ns)) {
+        rounds_alike<std::round>(double(ticks) * k_, ns)) {
       b.ns = std::clamp(ns, b.lo, b.hi);
       return b;
     }
   }
-  return ticks_to_ns_long_double(ticks, lo_t, hi_t, hz, lo_hz, hi_hz);
+  return ticks_to_ns_long_double(ticks, lo_t, hi_t, hz_, hz_lo_, hz_hi_);
+}
+
+NsBound ticks_to_ns(int64_t ticks, int64_t lo_t, int64_t hi_t, long double hz, long double lo_hz, long double hi_hz) {
+  return TicksToNs(hz, lo_hz, hi_hz)(ticks, lo_t, hi_t);
 }
 
 std::string unauthenticated_warning(const std::vector<std::string>& pairs) {
@@ -252,9 +263,7 @@ class MergedRows : public LatencyRowSource {
       : rows(bytes, dir),
         table_(table),
         have_ns_(res.have_ns),
-        hz_(res.hz),
-        hz_lo_(res.hz_lo),
-        hz_hi_(res.hz_hi),
+        to_ns_(res.hz, res.hz_lo, res.hz_hi),
         threads_(res.budget.thread_count()) {}
   // The rows expanded (ns from ticks) a batch at a time on every thread, handed
   // out in order.
@@ -287,7 +296,7 @@ class MergedRows : public LatencyRowSource {
     row.ticks_hi = r.ticks_hi;
     row.from_ref = r.from_ref;
     if (have_ns_) {
-      NsBound ns = ticks_to_ns(r.ticks, r.ticks_lo, r.ticks_hi, hz_, hz_lo_, hz_hi_);
+      NsBound ns = to_ns_(r.ticks, r.ticks_lo, r.ticks_hi);
       row.ns = ns.ns;
       row.ns_lo = ns.lo;
       row.ns_hi = ns.hi;
@@ -300,7 +309,7 @@ class MergedRows : public LatencyRowSource {
  private:
   ScenarioTable table_;
   bool have_ns_;
-  double hz_, hz_lo_, hz_hi_;
+  TicksToNs to_ns_;
   unsigned threads_;
 };
 

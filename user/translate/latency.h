@@ -89,6 +89,18 @@ struct NsBound {
 // the reference) only where double's error could change a rounding: the same
 // result on every input.
 NsBound ticks_to_ns(int64_t ticks, int64_t lo, int64_t hi, long double hz, long double hz_lo, long double hz_hi);
+// ticks_to_ns at one frequency interval, its three factors 1e9 / f computed once
+// (a multiplication per value instead of a division): the same results.
+class TicksToNs {
+ public:
+  TicksToNs(long double hz, long double hz_lo, long double hz_hi);
+  NsBound operator()(int64_t ticks, int64_t lo, int64_t hi) const;
+
+ private:
+  long double hz_, hz_lo_, hz_hi_;
+  bool in_double_;  // all three held exactly by a double
+  double k_, k_lo_, k_hi_;  // 1e9 / hz, 1e9 / hz_lo, 1e9 / hz_hi
+};
 NsBound ticks_to_ns_long_double(int64_t ticks, int64_t lo, int64_t hi, long double hz, long double hz_lo,
                                 long double hz_hi);
 

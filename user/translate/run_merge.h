@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <memory>
-#include <queue>
 #include <string>
 #include <vector>
 
@@ -100,18 +99,45 @@ class RunMerge {
       cs[i].mem = mem_.data() + b;
       cs[i++].mem_end = mem_.data() + e;
     }
-    auto later = [&](size_t a, size_t b) { return key_(*cs[a].cur) > key_(*cs[b].cur); };
-    std::priority_queue<size_t, std::vector<size_t>, decltype(later)> heap(later);
+    // A binary min-heap of (key, run) with replace-top: the run just taken
+    // usually goes on, so its next key sifts down once instead of a pop and a
+    // push; the keys sit in the heap, so comparing them reads no record.
+    struct Top {
+      uint64_t key;
+      size_t run;
+    };
+    std::vector<Top> heap;
+    heap.reserve(runs);
     for (size_t c = 0; c < runs; ++c) {
       cs[c].step();
-      if (cs[c].cur) heap.push(c);
+      if (cs[c].cur) heap.push_back({key_(*cs[c].cur), c});
     }
+    auto sift_down = [&](size_t i) {
+      const Top x = heap[i];
+      const size_t n = heap.size();
+      for (;;) {
+        size_t l = 2 * i + 1;
+        if (l >= n) break;
+        if (l + 1 < n && heap[l + 1].key < heap[l].key) ++l;
+        if (!(heap[l].key < x.key)) break;
+        heap[i] = heap[l];
+        i = l;
+      }
+      heap[i] = x;
+    };
+    for (size_t i = heap.size() / 2; i-- > 0;) sift_down(i);
     while (!heap.empty()) {
-      size_t c = heap.top();
-      heap.pop();
-      fn(*cs[c].cur);
-      cs[c].step();
-      if (cs[c].cur) heap.push(c);
+      Cursor& c = cs[heap[0].run];
+      fn(*c.cur);
+      c.step();
+      if (c.cur) {
+        heap[0].key = key_(*c.cur);
+      } else {
+        heap[0] = heap.back();
+        heap.pop_back();
+        if (heap.empty()) break;
+      }
+      sift_down(0);
     }
   }
 

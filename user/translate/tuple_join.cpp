@@ -201,6 +201,7 @@ void TupleJoin::join_memory(Block& b, JoinCounts& c, const PairFn& pair) {
     };
     wk.table.assign(cap, Slot{});
     wk.firsts.clear();
+    uint64_t from_ids = 0, paired = 0;  // this partition's
     for (uint32_t j = 0; j < m; ++j) {
       const uint64_t tuple = pid[j];
       const uint32_t i = pix[j] & ~kToRef;
@@ -225,7 +226,10 @@ void TupleJoin::join_memory(Block& b, JoinCounts& c, const PairFn& pair) {
         continue;
       }
       mine = i + 1;
-      if (to) wk.firsts.push_back({i, uint32_t(h)});
+      if (to)
+        wk.firsts.push_back({i, uint32_t(h)});
+      else
+        ++from_ids;
     }
     for (auto [i, h] : wk.firsts) {
       const Slot& s = wk.table[h];
@@ -235,10 +239,12 @@ void TupleJoin::join_memory(Block& b, JoinCounts& c, const PairFn& pair) {
       }
       recs[i].partner = s.from - 1;
       recs[s.from - 1].partner = s.to - 1;
-      wk.c.pairs++;
+      ++paired;
     }
-    for (const Slot& s : wk.table)
-      if (s.from && !s.to) wk.c.from_only++;
+    wk.c.pairs += paired;
+    // Ids with a from-record and no to-record: those with one, less the paired
+    // (no pass over the table).
+    wk.c.from_only += from_ids - paired;
   });
   ids.reset();
   index.reset();
