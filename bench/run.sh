@@ -63,7 +63,8 @@ echo
 echo "== 5b. zero drops: paced emitter (chunks of 1000, busy wait), ${ZERO_DROP_STEP_S:-10} s per step, default record"
 echo "   options; the recorder's CPU is its rusage less the emitter's own (uprobe programs included)"
 echo "-- batch path: 10/20/30/40 M/s, five runs in a row; drops per step and run, the collector's stall counters,"
-echo "   the emitter's achieved rate and the share of its chunks logged behind schedule (at its full speed)"
+echo "   the emitter's achieved rate and the share of its chunks logged behind schedule (at its full speed), and the"
+echo "   CPU budget: recorder and emitter CPU s per M events, and the CPUs both take at each target against this machine's"
 python3 bench/zero_drop.py --build $B --path batch --rates 10e6,20e6,30e6,40e6 --runs 5
 echo "-- single path: rising rate until the first drop"
 python3 bench/zero_drop.py --build $B --path single

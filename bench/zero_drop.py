@@ -18,7 +18,10 @@ runs, rates rising within a run), each step's line followed by the collector's
 stall counters (meta.json "collector": the longest gap between two drain
 passes, waits for a free block, queue peaks, the longest write), and a table
 of drops per step and per run at the end: one run without drops at a rate says
-little when a stall can strike any run.
+little when a stall can strike any run. A CPU budget follows: per rate, the
+recorder's and the emitter's CPU seconds per M events and the CPUs both would
+take at the target rate, against the machine's CPU count (what says whether a
+rate can be held at all beside the recorder).
 """
 import argparse
 import json
@@ -55,7 +58,7 @@ def run_step(cptrace, build, path, rate, seconds, record_args, out_dir):
     meta = json.load(open(os.path.join(out_dir, "meta.json")))
     rec_cpu = ru.ru_utime + ru.ru_stime - emitter_cpu
     return {"emitted": emitted, "achieved": achieved, "recorded": meta["recorded_events"],
-            "dropped": sum(meta["counters"]["dropped"]), "rec_cpu": rec_cpu,
+            "dropped": sum(meta["counters"]["dropped"]), "rec_cpu": rec_cpu, "emitter_cpu": emitter_cpu,
             "cpu_per_m": rec_cpu / (emitted / 1e6), "collector": meta.get("collector"),
             "max_late_ms": float(m.group(4) or 0), "behind_pct": float(m.group(5) or 0)}
 
@@ -74,7 +77,8 @@ def describe_stalls(c):
             f"{p.get('max_block_wait_ms', 0):.1f}); grown by the drain {p.get('grown_by_drain', 0)}, released after "
             f"a quiet period {p.get('blocks_released', 0)}; blocks peak {p.get('blocks_peak', 0)}/{p.get('blocks_cap', 0)}, "
             f"ready peak {p.get('ready_peak', 0)}, write queue peak {p.get('write_queue_peak', 0)}; "
-            f"write max {p.get('max_write_ms', 0):.1f} ms, compress max {p.get('max_compress_ms', 0):.1f} ms"
+            f"write max {p.get('max_write_ms', 0):.1f} ms, compress max {p.get('max_compress_ms', 0):.1f} ms, "
+            f"frames at the fast zstd level {p.get('fast_frames', 0)}"
             + (f"; first drop seen at {first:.1f} s" if first is not None else "")
             + "".join(f"\n           drop after the pass at {dp['at_ms']} ms: gap {dp['gap_ms']} ms, ring {dp['ring_pct']}% at "
                       f"its start, pass {dp['pass_ms']} ms, descheduled {dp['gap_delay_ms']} ms in the gap and "
@@ -106,12 +110,32 @@ def repeated(args, cptrace, rates):
         steps_dropped += sum(1 for d in row if d)
         print(f"    {rate / 1e6:8.2f} " + "".join(f"{'failed' if d is None else d:>12}" for d in row))
     print(f"  steps with drops: {steps_dropped} of {len(rates) * args.runs}")
+    budget(rates, achieved, args.runs)
     print("  emitter's achieved M/s (and % of its chunks logged behind schedule, at full speed) per step and run:")
     print("    rate M/s " + "".join(f"{'run ' + str(k + 1):>14}" for k in range(args.runs)))
     for rate in rates:
         cells = [achieved.get((k, rate)) for k in range(args.runs)]
         print(f"    {rate / 1e6:8.2f} " + "".join(
             f"{'failed':>14}" if c is None else f"{c['achieved'] / 1e6:8.2f} ({c['behind_pct']:3.0f}%)" for c in cells))
+
+
+def budget(rates, achieved, runs):
+    """What a rate costs: CPU seconds per M events of the emitter and the recorder,
+    and the CPUs both would take at the target rate, against the machine's."""
+    def median(v):
+        v = sorted(v)
+        return (v[(len(v) - 1) // 2] + v[len(v) // 2]) / 2
+    print(f"  CPU budget per step (median over runs, [min-max]); this machine has {os.cpu_count()} CPUs:")
+    print("    rate M/s   recorder CPU s/M ev        emitter CPU s/M ev    CPUs at the target rate")
+    for rate in rates:
+        cells = [achieved[(k, rate)] for k in range(runs) if (k, rate) in achieved]
+        if not cells:
+            continue
+        rec = [c["rec_cpu"] / (c["emitted"] / 1e6) for c in cells]
+        emi = [c["emitter_cpu"] / (c["emitted"] / 1e6) for c in cells]
+        need = [rate / 1e6 * (a + b) for a, b in zip(rec, emi)]
+        print(f"    {rate / 1e6:8.2f}   {median(rec):.4f} [{min(rec):.4f}-{max(rec):.4f}]   "
+              f"{median(emi):.4f} [{min(emi):.4f}-{max(emi):.4f}]   {median(need):5.2f} [{min(need):.2f}-{max(need):.2f}]")
 
 
 def describe(rate, r):

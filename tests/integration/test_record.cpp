@@ -193,6 +193,13 @@ TEST(Record, BatchPathExactSet) {
   record_million_exact("", "batch");
 }
 
+// Event frames at the fast zstd level (the level a busy recorder switches to)
+// read back as exactly the events emitted.
+TEST(Record, FastZstdLevelBatchExactSet) {
+  REQUIRE_BPF();
+  record_million_exact("--zstd-level -5", "batch");
+}
+
 // The sizing knobs change how often the drain wakes and how events are cut into
 // frames, never which events arrive: the smallest wakeup (a wakeup every few
 // dozen records) and the smallest blocks still give the exact set, in frames of

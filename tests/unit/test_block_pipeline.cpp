@@ -418,3 +418,73 @@ TEST(RecordDefaults, RingSizedByMemoryWithinBounds) {
   EXPECT_LE(mb, 64u);
   EXPECT_EQ(mb & (mb - 1), 0u) << mb;
 }
+
+namespace {
+
+// Event i of block b, shaped like a batch recording (one thread per block, a
+// few channels, rising stamps and tuples).
+TraceEvent busy_event(uint64_t b, uint64_t i) {
+  TraceEvent e;
+  e.ts = (b << 24) + i * 37 + (i * i) % 11;
+  e.channel = 0x9e3779b97f4a7c15ull * (1 + i / 256 % 3);
+  e.tuple = (b << 20) + i;
+  e.pid = 4242;
+  e.tid = 4242 + uint32_t(b % 4);
+  e.cpu = uint16_t(b % 2);
+  e.kind = uint8_t(EventKind::User);
+  return e;
+}
+
+// Blocks submitted back to back (copies of four made beforehand, so the
+// producer outruns the compressor even on a crowded machine) keep the
+// compressor busy all the time; the producer stops `more` blocks after the
+// first one written at the fast level (or after `cap` blocks). Block b holds
+// busy_event(b % 4, i).
+struct BusyRun {
+  uint64_t blocks = 0, fast_frames = 0, mismatched = 0, events_out = 0;
+};
+BusyRun run_busy(bool adaptive, uint64_t more, uint64_t cap) {
+  constexpr size_t kBlockEvents = 16384;
+  BusyRun r;
+  uint64_t next_block = 0;
+  BlockPipeline pipe(
+      [&](const EncodedFrame& f) {  // the writer thread, blocks in order
+        auto ev = decode_events(f.hdr, f.payload.data(), f.payload.size());
+        for (size_t i = 0; i < ev.size(); ++i) r.mismatched += !(ev[i] == busy_event(next_block % 4, i));
+        r.events_out += ev.size();
+        ++next_block;
+      },
+      kBlockEvents, /*compressors=*/1, /*blocks_in_flight=*/32, /*zstd_level=*/1);
+  if (adaptive) pipe.set_fast_level(-5);
+  std::vector<EventColumns> made(4);
+  for (uint64_t b = 0; b < 4; ++b)
+    for (size_t i = 0; i < kBlockEvents; ++i) made[b].push_back(busy_event(b, i));
+  uint64_t after_fast = 0;
+  for (; r.blocks < cap && after_fast < more; ++r.blocks) {
+    Block* blk = pipe.acquire();
+    blk->events = made[r.blocks % 4];
+    pipe.submit(blk);
+    after_fast += pipe.stats().fast_frames.load() > 0;
+  }
+  pipe.finish();
+  r.fast_frames = pipe.stats().fast_frames.load();
+  return r;
+}
+
+}  // namespace
+
+// A compressor busy all the time switches to the fast level after its first
+// window (and a pipeline never told of a fast level does not): every event of
+// every frame, at either level, decodes to exactly what was submitted.
+TEST(BlockPipeline, BusyCompressorSwitchesToTheFastLevelAndEveryEventReadsBack) {
+  BusyRun fast = run_busy(true, 16, 100000);
+  EXPECT_GT(fast.fast_frames, 0u);
+  EXPECT_LT(fast.fast_frames, fast.blocks) << "the first window is at the pipeline's level";
+  EXPECT_EQ(fast.events_out, fast.blocks * 16384);
+  EXPECT_EQ(fast.mismatched, 0u);
+
+  BusyRun fixed = run_busy(false, 1, 64);
+  EXPECT_EQ(fixed.fast_frames, 0u);
+  EXPECT_EQ(fixed.events_out, fixed.blocks * 16384);
+  EXPECT_EQ(fixed.mismatched, 0u);
+}

@@ -1,6 +1,7 @@
 // Trace format: codec round trips, hostile frames, writer -> reader, truncation
 // and corruption of every byte of a small file.
 #include <gtest/gtest.h>
+#include <zlib.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -113,6 +114,82 @@ TEST(BlockCodec, ManyChannels) {
   auto ev = random_events(5000, 7);
   for (size_t i = 0; i < ev.size(); ++i) ev[i].channel = (i * 7919) % 300;  // beyond the linear table
   EXPECT_EQ(round_trip(ev), ev);
+}
+
+// Events whose every field comes in runs of 1 to 40 equal values (across the
+// encoder's eight-value run checks), each new value a small step, a jump or an
+// extreme, over `nchan` channels.
+std::vector<TraceEvent> run_shaped(size_t n, uint64_t seed, uint64_t nchan) {
+  std::mt19937_64 rng(seed);
+  auto next = [&](uint64_t prev) -> uint64_t {
+    switch (rng() % 4) {
+      case 0:
+        return prev + 1 + rng() % 200;
+      case 1:
+        return prev - rng() % 70;
+      case 2:
+        return rng();
+      default:
+        return rng() % 2 ? 0 : ~uint64_t{0};
+    }
+  };
+  uint64_t val[6] = {}, left[6] = {};
+  std::vector<TraceEvent> ev(n);
+  for (auto& e : ev) {
+    for (int f = 0; f < 6; ++f) {
+      if (left[f] == 0) {
+        left[f] = 1 + rng() % 40;
+        val[f] = f == 1 ? (rng() % nchan) * 0x9e3779b97f4a7c15ull : next(val[f]);
+      }
+      --left[f];
+    }
+    e.ts = val[0];
+    e.channel = val[1];
+    e.tuple = val[2];
+    e.pid = static_cast<uint32_t>(val[3]);
+    e.tid = static_cast<uint32_t>(val[4]);
+    e.cpu = static_cast<uint16_t>(val[5]);
+    e.kind = static_cast<uint8_t>(rng() % 3);
+    e.timebase = static_cast<uint8_t>(val[5] & 1);
+  }
+  return ev;
+}
+
+EventColumns as_columns(const std::vector<TraceEvent>& ev) {
+  EventColumns c;
+  for (const TraceEvent& e : ev) c.push_back(e);
+  return c;
+}
+
+// The recorder encodes columns (runs found eight values at a time), the rest
+// rows (one value at a time): the same events must give the same frame.
+TEST(BlockCodec, ColumnsEncodeTheSameBytesAsRows) {
+  for (uint64_t nchan : {1, 3, 100, 300})
+    for (uint64_t seed = 1; seed <= 12; ++seed)
+      for (int level : {0, 1, -5}) {
+        auto ev = run_shaped(1 + seed * 997 % 5000, seed * 77 + nchan, nchan);
+        EncodedFrame rows = encode_events(ev.data(), ev.size(), level), cols;
+        encode_columns_into(as_columns(ev), level, cols);
+        ASSERT_EQ(std::memcmp(&rows.hdr, &cols.hdr, sizeof rows.hdr), 0) << nchan << " " << seed << " " << level;
+        ASSERT_EQ(rows.payload, cols.payload) << nchan << " " << seed << " " << level;
+        ASSERT_EQ(decode_events(cols.hdr, cols.payload.data(), cols.payload.size()), ev);
+      }
+}
+
+// The uncompressed Events payload of fixed events, as the encoder wrote it
+// before its run search was rewritten: the format does not move.
+TEST(BlockCodec, EventsPayloadBytesArePinned) {
+  const std::pair<uint64_t, uint32_t> want[] = {{3, 0xd2047b45}, {100, 0x0e4c9ccf}, {300, 0xa9ef5f33}};
+  for (auto [nchan, crc_want] : want) {
+    uLong crc = crc32(0, nullptr, 0);
+    for (uint64_t seed = 1; seed <= 20; ++seed) {
+      auto ev = run_shaped(100 + seed * 331, seed * 1000 + nchan, nchan);
+      EncodedFrame f;
+      encode_columns_into(as_columns(ev), 0, f);
+      crc = crc32(crc, f.payload.data(), static_cast<uInt>(f.payload.size()));
+    }
+    EXPECT_EQ(crc, crc_want) << nchan << " channels";
+  }
 }
 
 TEST(BlockCodec, LevelZeroStoresUncompressed) {

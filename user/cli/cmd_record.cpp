@@ -85,7 +85,11 @@ SubcommandRunner add_record_command(CLI::App& app) {
       ->check(CLI::Range(4, 1 << 20));
   record->add_option("--block-events", rec->block_events, "events per compressed trace frame")
       ->check(CLI::Range(1024, 65536));  // 64 blocks in flight: at most 64 x 64 Ki events buffered
-  record->add_option("--zstd-level", rec->zstd_level, "zstd level of event frames")->check(CLI::Range(-5, 19));
+  CLI::Option* level =
+      record
+          ->add_option("--zstd-level", rec->zstd_level,
+                       "zstd level of event frames (default: 1, or -5 while compressing keeps a CPU busy)")
+          ->check(CLI::Range(-5, 19));
   record->add_option("--config", rec->config_file,
                      "channel handler rules: lines `PATTERN HANDLER [PARAMS]` (docs/record.md)");
   record->add_option("--control-socket", rec->control_socket,
@@ -95,8 +99,9 @@ SubcommandRunner add_record_command(CLI::App& app) {
   add_minrtt_record_options(record, rec->minrtt);
   add_net_options(record, rec->net);
   record->add_option("cmd", rec->cmd, "command to run and record (after --)");
-  return {record, [rec] {
+  return {record, [rec, level] {
             check_minrtt_auth(rec->minrtt);  // before anything is created or run
+            if (level->count()) rec->zstd_fast_level = rec->zstd_level;  // a level asked for is kept
             uint32_t ring_mb = rec->ring_mb ? rec->ring_mb : default_ring_mb();
             if (uint64_t(rec->wakeup_kib) > uint64_t(ring_mb) << 10)
               throw std::runtime_error("--wakeup-kib " + std::to_string(rec->wakeup_kib) +

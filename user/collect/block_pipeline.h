@@ -65,6 +65,7 @@ struct PipelineStats {
   std::atomic<uint64_t> ready_peak{0};  // deepest queue before the compressors
   std::atomic<uint64_t> done_peak{0};  // deepest queue before the writer
   std::atomic<uint64_t> max_compress_ns{0};
+  std::atomic<uint64_t> fast_frames{0};  // Events frames written at the fast level (set_fast_level)
   std::atomic<uint64_t> write_ns{0}, max_write_ns{0};  // in the sink (write())
 };
 
@@ -148,6 +149,15 @@ class BlockPipeline {
   // surplus (default kReleaseAfterMs; 0: never). Call before the first acquire().
   void set_release_after_ms(uint64_t ms) { release_after_ms_.store(ms, std::memory_order_relaxed); }
   static constexpr uint64_t kReleaseAfterMs = 10000;
+  // Events frames at `level` instead of the pipeline's zstd level while a
+  // compressor is busy more than kFastAbovePct of the wall time (over windows
+  // of kBusyWindowMs), back once below kSlowBelowPct. Call before the first
+  // submit(); never called: the pipeline's level always.
+  void set_fast_level(int level) {
+    fast_level_.store(level, std::memory_order_relaxed);
+    adaptive_.store(true, std::memory_order_release);
+  }
+  static constexpr uint64_t kBusyWindowMs = 250, kFastAbovePct = 20, kSlowBelowPct = 10;
   const PipelineStats& stats() const { return stats_; }
   // True once the sink threw; nothing is written after that. Thread-safe.
   bool failed() const { return failed_.load(std::memory_order_acquire); }
@@ -173,6 +183,8 @@ class BlockPipeline {
   Sink sink_;
   size_t block_events_;
   int zstd_level_;
+  std::atomic<int> fast_level_{0};
+  std::atomic<bool> adaptive_{false};
   size_t max_blocks_;
   size_t low_water_;  // acquire() wakes the grower below this many free blocks
   std::mutex grow_mu_;

@@ -122,6 +122,7 @@ json collector_json(const DrainStats& d, const BlockPipeline& pipe, std::optiona
               {"ready_peak", p.ready_peak.load()},
               {"write_queue_peak", p.done_peak.load()},
               {"max_compress_ms", ms(p.max_compress_ns)},
+              {"fast_frames", p.fast_frames.load()},
               {"write_ms", ms(p.write_ns)},
               {"max_write_ms", ms(p.max_write_ns)}}}};
   if (first_drop_s) j["first_drop_s"] = std::round(*first_drop_s * 10) / 10;
@@ -492,6 +493,7 @@ void Recording::open_trace() {
   pipe_ = std::make_unique<BlockPipeline>([w = writer_.get()](const EncodedFrame& f) { w->write(f); },
                                           opt_.block_events, opt_.compressors, kInitialBlocks, opt_.zstd_level,
                                           collector_max_blocks(opt_.block_events));
+  if (opt_.zstd_fast_level != opt_.zstd_level) pipe_->set_fast_level(opt_.zstd_fast_level);
   pipe_->submit_frame(encode_clock(clock_));
   clock_written_ = clock_.size();
   channels_.on_new = [this](const ChannelInfo& c) {

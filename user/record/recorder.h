@@ -27,6 +27,9 @@ struct RecordOptions {
   uint32_t wakeup_kib = 0;  // wake the drain past this fill of a CPU's ring (0: a quarter of it)
   uint32_t block_events = 16384;  // events per compressed frame
   int zstd_level = 1;
+  // Event frames at this level while compressing keeps a compressor busy
+  // (collect/block_pipeline.h set_fast_level); equal to zstd_level: never.
+  int zstd_fast_level = -5;
   double flush_s = 0.5;  // a killed recorder loses at most this much
   std::string config_file;  // --config: channel handler rules (user/probe/handlers.h)
   std::string control_socket;  // --control-socket (default: OUT_DIR/control.sock)

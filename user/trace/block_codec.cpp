@@ -41,6 +41,13 @@ inline uint8_t* put_varint(uint8_t* p, uint64_t v) {
 // column's deltas straddle one and two bytes at random, so the length branch
 // of the loop above mispredicted on about half of the recorded events.
 inline uint8_t* put_varint_short(uint8_t* p, uint64_t v) {
+  if (v < (uint64_t{1} << 14)) {  // most deltas of a busy recording: a predictable branch
+    const unsigned two = v >= 0x80;
+    uint16_t w = static_cast<uint16_t>((v & 0x7f) | ((v << 1) & 0x7f00) | (two << 7));
+    w = htole16(w);
+    std::memcpy(p, &w, 2);
+    return p + 1 + two;
+  }
   const unsigned len = (63 - unsigned(__builtin_clzll(v | 1))) / 7 + 1;  // 1..8
   uint64_t w = (v & 0x7f) | ((v << 1) & 0x7f00) | ((v << 2) & 0x7f0000) | ((v << 3) & 0x7f000000) |
                ((v << 4) & 0x7f00000000) | ((v << 5) & 0x7f0000000000) | ((v << 6) & 0x7f000000000000) |
@@ -268,15 +275,44 @@ class ChannelTable {
   uint32_t last_ = 0;
 };
 
-// Read access to events stored as rows or as columns, for the one encoder.
+// One column of events stored as rows or as columns, for the one encoder:
+// a value by index, and where the run of a value ends (put_delta_column).
+template <class U, U TraceEvent::*Field>
+struct RowColumn {
+  const TraceEvent* ev;
+  U operator[](size_t i) const { return ev[i].*Field; }
+  size_t run_end(size_t i, size_t n, U v) const {
+    while (i < n && ev[i].*Field == v) ++i;
+    return i;
+  }
+};
+
+// Runs (constant pid, tid and cpu over a recorded batch, often over a whole
+// frame) are found eight values per branch: the recorder encodes every event,
+// and one compare-and-branch per value was most of the encoder's time.
+template <class U>
+struct ArrayColumn {
+  const U* a;
+  U operator[](size_t i) const { return a[i]; }
+  size_t run_end(size_t i, size_t n, U v) const {
+    for (; i + 8 <= n; i += 8) {
+      U x = 0;
+      for (size_t k = 0; k < 8; ++k) x |= static_cast<U>(a[i + k] ^ v);
+      if (x) break;
+    }
+    while (i < n && a[i] == v) ++i;
+    return i;
+  }
+};
+
 struct RowView {
   const TraceEvent* ev;
-  uint64_t ts(size_t i) const { return ev[i].ts; }
-  uint64_t channel(size_t i) const { return ev[i].channel; }
-  uint64_t tuple(size_t i) const { return ev[i].tuple; }
-  uint32_t pid(size_t i) const { return ev[i].pid; }
-  uint32_t tid(size_t i) const { return ev[i].tid; }
-  uint16_t cpu(size_t i) const { return ev[i].cpu; }
+  RowColumn<uint64_t, &TraceEvent::ts> ts() const { return {ev}; }
+  RowColumn<uint64_t, &TraceEvent::channel> channel() const { return {ev}; }
+  RowColumn<uint64_t, &TraceEvent::tuple> tuple() const { return {ev}; }
+  RowColumn<uint32_t, &TraceEvent::pid> pid() const { return {ev}; }
+  RowColumn<uint32_t, &TraceEvent::tid> tid() const { return {ev}; }
+  RowColumn<uint16_t, &TraceEvent::cpu> cpu() const { return {ev}; }
   uint8_t* put_kind(uint8_t* p, size_t n) const {
     for (size_t i = 0; i < n; ++i) *p++ = ev[i].kind;
     return p;
@@ -289,12 +325,12 @@ struct RowView {
 
 struct ColumnView {
   const EventColumns& c;
-  uint64_t ts(size_t i) const { return c.ts[i]; }
-  uint64_t channel(size_t i) const { return c.channel[i]; }
-  uint64_t tuple(size_t i) const { return c.tuple[i]; }
-  uint32_t pid(size_t i) const { return c.pid[i]; }
-  uint32_t tid(size_t i) const { return c.tid[i]; }
-  uint16_t cpu(size_t i) const { return c.cpu[i]; }
+  ArrayColumn<uint64_t> ts() const { return {c.ts.data()}; }
+  ArrayColumn<uint64_t> channel() const { return {c.channel.data()}; }
+  ArrayColumn<uint64_t> tuple() const { return {c.tuple.data()}; }
+  ArrayColumn<uint32_t> pid() const { return {c.pid.data()}; }
+  ArrayColumn<uint32_t> tid() const { return {c.tid.data()}; }
+  ArrayColumn<uint16_t> cpu() const { return {c.cpu.data()}; }
   uint8_t* put_kind(uint8_t* p, size_t n) const {
     if (n) std::memcpy(p, c.kind.data(), n);
     return p + n;
@@ -309,14 +345,13 @@ struct ColumnView {
 // constant over each recorded batch) are written as zeros at memset speed
 // instead of one varint at a time: the recorder encodes every event.
 // Branchless: lengths vary from value to value (see put_varint_short).
-template <class U, bool Branchless = false, class Get>
-uint8_t* put_delta_column(uint8_t* p, size_t n, Get get) {
+template <class U, bool Branchless = false, class Col>
+uint8_t* put_delta_column(uint8_t* p, size_t n, const Col& col) {
   U prev = 0;
   for (size_t i = 0; i < n;) {
-    U v = get(i);
+    U v = col[i];
     if (v == prev) {
-      size_t j = i + 1;
-      while (j < n && get(j) == prev) ++j;
+      size_t j = col.run_end(i + 1, n, prev);
       std::memset(p, 0, j - i);
       p += j - i;
       i = j;
@@ -337,16 +372,17 @@ uint8_t* put_delta_column(uint8_t* p, size_t n, Get get) {
 template <class View>
 uint8_t* put_event_columns(uint8_t* p, const View& v, size_t n) {
   thread_local ChannelTable table;
-  thread_local std::vector<uint32_t> idx;
+  thread_local std::vector<uint8_t> idx;  // the index column while every index fits one byte
   table.clear();
-  idx.resize(n);
-  // One lookup per run of a channel (a recorded batch is one channel's).
+  if (idx.size() < n) idx.resize(n);
+  // One lookup per run of a channel (a recorded batch is one channel's); a
+  // value repeated is taken as the start of a run.
+  const auto channel = v.channel();
   for (size_t i = 0; i < n;) {
-    uint64_t c = v.channel(i);
+    uint64_t c = channel[i];
     uint32_t k = table.index_of(c);
-    size_t j = i + 1;
-    while (j < n && v.channel(j) == c) ++j;
-    std::fill(idx.begin() + i, idx.begin() + j, k);
+    size_t j = i + 1 < n && channel[i + 1] == c ? channel.run_end(i + 2, n, c) : i + 1;
+    std::memset(idx.data() + i, static_cast<uint8_t>(k), j - i);
     i = j;
   }
 
@@ -354,17 +390,17 @@ uint8_t* put_event_columns(uint8_t* p, const View& v, size_t n) {
   if (!table.ids().empty()) std::memcpy(p, table.ids().data(), table.ids().size() * sizeof(uint64_t));
   p += table.ids().size() * sizeof(uint64_t);
 
-  p = put_delta_column<uint64_t, true>(p, n, [&](size_t i) { return v.ts(i); });
+  p = put_delta_column<uint64_t, true>(p, n, v.ts());
   if (table.ids().size() <= 0x80) {  // every index is one varint byte
-    for (size_t i = 0; i < n; ++i) p[i] = static_cast<uint8_t>(idx[i]);
+    if (n) std::memcpy(p, idx.data(), n);
     p += n;
-  } else {
-    for (size_t i = 0; i < n; ++i) p = put_varint(p, idx[i]);
+  } else {  // the table is complete: looking an id up again gives its index
+    for (size_t i = 0; i < n; ++i) p = put_varint(p, table.index_of(channel[i]));
   }
-  p = put_delta_column<uint64_t>(p, n, [&](size_t i) { return v.tuple(i); });
-  p = put_delta_column<uint32_t>(p, n, [&](size_t i) { return v.pid(i); });
-  p = put_delta_column<uint32_t>(p, n, [&](size_t i) { return v.tid(i); });
-  p = put_delta_column<uint16_t>(p, n, [&](size_t i) { return v.cpu(i); });
+  p = put_delta_column<uint64_t, true>(p, n, v.tuple());
+  p = put_delta_column<uint32_t>(p, n, v.pid());
+  p = put_delta_column<uint32_t>(p, n, v.tid());
+  p = put_delta_column<uint16_t>(p, n, v.cpu());
   p = v.put_kind(p, n);
   return v.put_timebase(p, n);
 }
