@@ -17,7 +17,7 @@ WARN     := -Wall -Wextra -Wno-missing-field-initializers
 CPPFLAGS := -Iinclude -Iuser -I$(BUILD)
 # Probe sites written in C/C++ files `.include "probe_site.h"` (lib/probe_site.h).
 SITE_AS  := -Wa,-Ilib
-LDLIBS   := -lbpf -lelf -lz -lzstd -lfmt -lcrypto -lpthread
+LDLIBS   := -lbpf -lelf -lz -ldeflate -lzstd -lfmt -lcrypto -lpthread
 
 BPF_SRCS   := $(wildcard bpf/*.bpf.c)
 SKELS      := $(patsubst bpf/%.bpf.c,$(BUILD)/%.skel.h,$(BPF_SRCS))
@@ -241,7 +241,7 @@ check-root:
 $(BUILD)/fuzz_trace_reader: tests/fuzz/fuzz_trace_reader.cpp $(FUZZ_SRCS) $(wildcard user/trace/*.h)
 	@mkdir -p $(@D)
 	clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined $(CPPFLAGS) $< $(FUZZ_SRCS) \
-	  -o $@ -lzstd -lz -lfmt
+	  -o $@ -lzstd -ldeflate -lz -lfmt
 
 fuzz: deps $(BUILD)/fuzz_trace_reader
 	mkdir -p $(BUILD)/fuzz-corpus

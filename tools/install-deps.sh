@@ -12,6 +12,7 @@ PKGS=(
   clang-format                             # make format, make check-format (in make test)
   libbpf-dev bpftool libelf-dev zlib1g-dev # BPF loader, skeleton generator, its deps
   libzstd-dev                              # frame compression
+  libdeflate-dev                           # CRC-32 of frames (zlib's value, faster)
   libcli11-dev                             # command line
   nlohmann-json3-dev libfmt-dev            # trace metadata (JSON), formatting
   libssl-dev                               # HMAC-SHA256 of MinRTT probes (OpenSSL libcrypto)

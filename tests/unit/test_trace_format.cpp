@@ -733,7 +733,7 @@ TEST(TraceReader, ProcessesFramesKeepCgroupAndContainerId) {
 namespace cptrace {
 namespace {
 
-// frame_crc (folded with carry-less multiplications on CPUs that have them) is
+// frame_crc (libdeflate's, folded with carry-less multiplications on CPUs that have them) is
 // zlib's crc32 over the header's first 20 bytes then the payload, bit for bit:
 // every payload length up to 1 KiB at every alignment, large random payloads,
 // and constant ones.

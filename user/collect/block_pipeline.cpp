@@ -71,8 +71,8 @@ BlockPipeline::BlockPipeline(Sink sink, size_t block_events, unsigned compressor
       block_events_(block_events),
       zstd_level_(zstd_level),
       max_blocks_(std::max(max_blocks, blocks_in_flight)),
-      initial_blocks_(blocks_in_flight),
       low_water_(std::max<size_t>(2, blocks_in_flight / 2)),
+      initial_blocks_(blocks_in_flight),
       free_(max_blocks_),
       ready_(max_blocks_),
       done_(max_blocks_) {

@@ -4,81 +4,9 @@
 #include <cstring>
 #include <numeric>
 
-#include <immintrin.h>
-#include <zlib.h>
+#include <libdeflate.h>
 
 namespace cptrace {
-namespace {
-
-// zlib's crc32 of 64 bytes and more, folded with carry-less multiplications
-// (Intel, "Fast CRC Computation for Generic Polynomials Using PCLMULQDQ", as in
-// Chromium's zlib): the same value, several times faster than zlib 1.2's
-// tables. Every frame's CRC is computed when it is written and each time it is
-// read (translate: three times over its bytes). len >= 64 and a multiple of 16;
-// crc is the running value, not inverted (zlib's convention: pass and get ~).
-#define CPTRACE_CLMUL __attribute__((target("pclmul,sse4.1")))
-
-CPTRACE_CLMUL inline __m128i load16(const unsigned char* p) {
-  return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-}
-// x folded 128 bits forward by the constants k, plus the next 16 bytes.
-CPTRACE_CLMUL inline __m128i fold16(__m128i x, __m128i k, __m128i next) {
-  return _mm_xor_si128(_mm_xor_si128(_mm_clmulepi64_si128(x, k, 0x11), _mm_clmulepi64_si128(x, k, 0x00)), next);
-}
-
-CPTRACE_CLMUL uint32_t crc32_fold(const unsigned char* buf, size_t len, uint32_t crc) {
-  alignas(16) static const uint64_t k1k2[] = {0x0154442bd4, 0x01c6e41596};
-  alignas(16) static const uint64_t k3k4[] = {0x01751997d0, 0x00ccaa009e};
-  alignas(16) static const uint64_t k5k0[] = {0x0163cd6124, 0x0000000000};
-  alignas(16) static const uint64_t poly[] = {0x01db710641, 0x01f7011641};
-  __m128i x1 = load16(buf), x2 = load16(buf + 16), x3 = load16(buf + 32), x4 = load16(buf + 48);
-  x1 = _mm_xor_si128(x1, _mm_cvtsi32_si128(int(crc)));
-  __m128i x0 = _mm_load_si128(reinterpret_cast<const __m128i*>(k1k2));
-  buf += 64, len -= 64;
-  for (; len >= 64; buf += 64, len -= 64) {
-    x1 = fold16(x1, x0, load16(buf)), x2 = fold16(x2, x0, load16(buf + 16));
-    x3 = fold16(x3, x0, load16(buf + 32)), x4 = fold16(x4, x0, load16(buf + 48));
-  }
-  x0 = _mm_load_si128(reinterpret_cast<const __m128i*>(k3k4));
-  x1 = fold16(x1, x0, x2), x1 = fold16(x1, x0, x3), x1 = fold16(x1, x0, x4);
-  for (; len >= 16; buf += 16, len -= 16) x1 = fold16(x1, x0, load16(buf));
-  // 128 bits to 64, then Barrett reduction to 32.
-  __m128i x5 = _mm_clmulepi64_si128(x1, x0, 0x10);
-  const __m128i low32 = _mm_setr_epi32(~0, 0, ~0, 0);
-  x1 = _mm_xor_si128(_mm_srli_si128(x1, 8), x5);
-  x0 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(k5k0));
-  x5 = _mm_srli_si128(x1, 4);
-  x1 = _mm_xor_si128(_mm_clmulepi64_si128(_mm_and_si128(x1, low32), x0, 0x00), x5);
-  x0 = _mm_load_si128(reinterpret_cast<const __m128i*>(poly));
-  x5 = _mm_clmulepi64_si128(_mm_and_si128(x1, low32), x0, 0x10);
-  x5 = _mm_clmulepi64_si128(_mm_and_si128(x5, low32), x0, 0x00);
-  return uint32_t(_mm_extract_epi32(_mm_xor_si128(x1, x5), 1));
-}
-
-bool have_clmul() {
-  static const bool yes = __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.1");
-  return yes;
-}
-
-// zlib's crc32(crc, data, len), the same value.
-uint32_t crc32_update(uint32_t crc, const void* data, size_t len) {
-  auto p = static_cast<const unsigned char*>(data);
-  if (len >= 64 && have_clmul()) {
-    const size_t chunk = len & ~size_t(15);
-    crc = ~crc32_fold(p, chunk, ~crc);
-    p += chunk, len -= chunk;
-  }
-  // zlib takes uInt lengths; payloads are capped far below 4 GiB, but be exact anyway.
-  while (len > 0) {
-    uInt n = len > (1u << 30) ? (1u << 30) : static_cast<uInt>(len);
-    crc = uint32_t(crc32(crc, p, n));
-    p += n;
-    len -= n;
-  }
-  return crc;
-}
-
-}  // namespace
 
 uint64_t Counters::total_seen() const { return std::accumulate(seen.begin(), seen.end(), uint64_t{0}); }
 
@@ -110,7 +38,10 @@ void check_file_header(const std::string& file, const void* data, size_t len) {
 
 uint32_t frame_crc(const FrameHeader& h, const void* payload, size_t len) {
   static_assert(offsetof(FrameHeader, crc32) == 20);
-  return crc32_update(crc32_update(0, &h, offsetof(FrameHeader, crc32)), payload, len);
+  // zlib's CRC-32, from libdeflate: the same value, folded with carry-less
+  // multiplication where the CPU has it (several times zlib 1.2's speed; every
+  // frame's CRC is computed when written and each time it is read).
+  return libdeflate_crc32(libdeflate_crc32(0, &h, offsetof(FrameHeader, crc32)), payload, len);
 }
 
 void seal_frame(FrameHeader& h, const void* payload, size_t len) {

@@ -693,9 +693,8 @@ void streams(const TraceReader& r, const std::vector<ChannelPair>& pairs, const 
   };
   if (ids.size() == 1) {
     // One pair: its join takes the events straight from the decode.
-    return hand_on(0, join_one(r, sc, ids.front(), budget, [&](const TranslatedSink& fn) {
-                     for_each_translated(r, budget.thread_count(), fn);
-                   }));
+    return hand_on(0, join_one(r, sc, ids.front(), budget,
+                               [&](const TranslatedSink& fn) { for_each_translated(r, budget.thread_count(), fn); }));
   }
   // Several pairs share channels (a path's hops: each channel in two pairs).
   // Each channel's events are held once (SharedEvents, split.store of the
