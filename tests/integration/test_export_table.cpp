@@ -410,7 +410,8 @@ TEST(ExportTable, ParquetExportBadInputIsNamed) {
 // --parquet with one --pair on several threads hands the events table's
 // decoded events to the latency join: when one side fails (here a meta.json
 // that lost a node, which the join trips on), the other must not wait for it
-// forever, and the error is the one a single thread names.
+// forever, the error is the one a single thread names, and no events file is
+// left to look like a whole export.
 TEST(ExportTable, ParquetPairErrorEndsBothTablesOnAnyThreads) {
   TempDir tmp;
   std::string out = translated_cluster(tmp, true);
@@ -429,6 +430,8 @@ TEST(ExportTable, ParquetPairErrorEndsBothTablesOnAnyThreads) {
                  tmp);
     EXPECT_NE(r.status, 0) << threads;
     EXPECT_NE(r.status, 124) << threads << ": did not end";
+    // No events file: it would mark a whole export.
+    EXPECT_EQ(listing(tmp / ("o" + std::string(threads))).count("events.parquet"), 0u) << threads << " threads";
     if (first.empty()) first = r.err;
     EXPECT_EQ(r.err, first) << threads << " threads";
   }

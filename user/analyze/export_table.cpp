@@ -16,6 +16,9 @@
 #include <thread>
 #include <unordered_map>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -694,6 +697,28 @@ std::string table_file_name(const std::string& stem, TableForm form) {
   return stem + ".csv.zst";
 }
 
+namespace {
+
+// Removes the events file when the export ends by an exception. The directory
+// was empty of our files when opened (OutputDir), so a file of that name is
+// this export's; unlinkat removes a link, it never follows one.
+class EventsFileGuard {
+ public:
+  EventsFileGuard(const OutputDir& dir, std::string name) : dir_(dir), name_(std::move(name)) {}
+  ~EventsFileGuard() {
+    if (std::uncaught_exceptions() > exceptions_) ::unlinkat(dir_.fd(), name_.c_str(), 0);
+  }
+  EventsFileGuard(const EventsFileGuard&) = delete;
+  EventsFileGuard& operator=(const EventsFileGuard&) = delete;
+
+ private:
+  const OutputDir& dir_;
+  std::string name_;
+  int exceptions_ = std::uncaught_exceptions();
+};
+
+}  // namespace
+
 TableExportStats export_table(const TraceReader& r, const std::string& out,
                               const std::vector<std::pair<std::string, std::string>>& pairs, bool overwrite,
                               TableForm form, const MemoryBudget& budget) {
@@ -702,6 +727,9 @@ TableExportStats export_table(const TraceReader& r, const std::string& out,
                            : form == TableForm::Plain ? kPlainTableOutput
                                                       : kTableOutput;
   OutputDir dir(out, kind, overwrite);
+  // The events file marks a whole export: a failed export leaves none, also
+  // where it was begun beside the latency table or failed itself.
+  EventsFileGuard guard(dir, table_file_name("events", form));
   TableExportStats s;
   const unsigned threads = budget.thread_count();
   if (form == TableForm::Parquet) {
