@@ -9,6 +9,10 @@
 # off by seconds and skewed by tens to hundreds of ppm (--simulate-clock, test
 # only): the translation has real work to do. Link 1->2 is 150 us slower than
 # the others (asymmetric), every link 100 us + up to 20 us of jitter.
+#
+# DEMO_KEEP=DIR keeps the three node traces and the translated one in DIR (A, B,
+# C, merged) instead of a temporary directory removed at exit; DEMO_PREFIX names
+# the testbed's namespaces (default cpdemo), so two runs do not meet.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=build
@@ -16,9 +20,17 @@ if [[ $(id -u) -ne 0 ]]; then
   echo "demo: recording and namespaces need root (sudo make demo)" >&2
   exit 1
 fi
-out=$(mktemp -d /tmp/cptrace-demo.XXXXXX)
-prefix=cpdemo
-cleanup() { bash tools/testbed.sh down --prefix $prefix >/dev/null 2>&1 || true; rm -rf "$out"; }
+prefix=${DEMO_PREFIX:-cpdemo}
+if [[ -n ${DEMO_KEEP:-} ]]; then
+  out=$DEMO_KEEP
+  mkdir "$out"  # a new directory: never records over an existing one
+else
+  out=$(mktemp -d /tmp/cptrace-demo.XXXXXX)
+fi
+cleanup() {
+  bash tools/testbed.sh down --prefix "$prefix" >/dev/null 2>&1 || true
+  [[ -n ${DEMO_KEEP:-} ]] || rm -rf "$out"
+}
 trap cleanup EXIT
 
 $B/cptrace check
