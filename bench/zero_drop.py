@@ -60,7 +60,10 @@ def run_step(cptrace, build, path, rate, seconds, record_args, out_dir):
     return {"emitted": emitted, "achieved": achieved, "recorded": meta["recorded_events"],
             "dropped": sum(meta["counters"]["dropped"]), "rec_cpu": rec_cpu, "emitter_cpu": emitter_cpu,
             "cpu_per_m": rec_cpu / (emitted / 1e6), "collector": meta.get("collector"),
-            "max_late_ms": float(m.group(4) or 0), "behind_pct": float(m.group(5) or 0)}
+            # An emitter built before these figures existed prints neither: shown as "?",
+            # never as 0 (which would read as "always on schedule").
+            "max_late_ms": None if m.group(4) is None else float(m.group(4)),
+            "behind_pct": None if m.group(5) is None else float(m.group(5))}
 
 
 def describe_stalls(c):
@@ -116,7 +119,11 @@ def repeated(args, cptrace, rates):
     for rate in rates:
         cells = [achieved.get((k, rate)) for k in range(args.runs)]
         print(f"    {rate / 1e6:8.2f} " + "".join(
-            f"{'failed':>14}" if c is None else f"{c['achieved'] / 1e6:8.2f} ({c['behind_pct']:3.0f}%)" for c in cells))
+            f"{'failed':>14}" if c is None else f"{c['achieved'] / 1e6:8.2f} ({pct(c['behind_pct'])})" for c in cells))
+
+
+def pct(v):
+    return "  ?%" if v is None else f"{v:3.0f}%"
 
 
 def budget(rates, achieved, runs):
@@ -125,7 +132,8 @@ def budget(rates, achieved, runs):
     def median(v):
         v = sorted(v)
         return (v[(len(v) - 1) // 2] + v[len(v) // 2]) / 2
-    print(f"  CPU budget per step (median over runs, [min-max]); this machine has {os.cpu_count()} CPUs:")
+    print(f"  CPU budget per step (median over runs, [min-max]); this machine has {os.cpu_count()} CPUs; the emitter's "
+          "CPU includes its spin-wait while ahead of schedule, so below its top rate it is an upper bound:")
     print("    rate M/s   recorder CPU s/M ev        emitter CPU s/M ev    CPUs at the target rate")
     for rate in rates:
         cells = [achieved[(k, rate)] for k in range(runs) if (k, rate) in achieved]
@@ -141,10 +149,11 @@ def budget(rates, achieved, runs):
 def describe(rate, r):
     # The emitter's cp_close_channel() is one more recorded event.
     balance = "" if r["recorded"] + r["dropped"] == r["emitted"] + 1 else "  MISMATCH: recorded + dropped != emitted + 1"
+    late = "?" if r["max_late_ms"] is None else f"{r['max_late_ms']:.0f}"
     return (f"{rate / 1e6:6.2f} M/s target, {r['achieved'] / 1e6:6.2f} M/s achieved: {r['emitted']} emitted, "
             f"{r['recorded']} recorded, {r['dropped']} dropped; recorder {r['rec_cpu']:.2f} CPU s = "
-            f"{r['cpu_per_m']:.4f} CPU s per M events; emitter behind schedule in {r['behind_pct']:.0f}% of "
-            f"its chunks (at most {r['max_late_ms']:.0f} ms){balance}")
+            f"{r['cpu_per_m']:.4f} CPU s per M events; emitter behind schedule in {pct(r['behind_pct']).strip()} of "
+            f"its chunks (at most {late} ms){balance}")
 
 
 def main():
