@@ -80,7 +80,7 @@ void print_sync_summary(const nlohmann::json& summary) {
     }
 }
 
-SyncSession::SyncSession(SyncOptions opt)
+SyncSession::SyncSession(SyncSessionOptions opt)
     : opt_(std::move(opt)), init_(opt_.node, opt_.key.empty() ? nullptr : &opt_.key, &opt_.sim, opt_.timeout_ms) {}
 
 SyncSession::~SyncSession() {
