@@ -19,7 +19,8 @@
 namespace cptrace {
 namespace {
 
-SyncSessionOptions session_options(const SyncOptions& a, const std::string& node, const ClockTransform& sim, double tsc_hz) {
+SyncSessionOptions session_options(const SyncOptions& a, const std::string& node, const ClockTransform& sim,
+                                   double tsc_hz) {
   SyncSessionOptions so;
   so.node = node;
   so.peers = parse_peers(a.peers);
