@@ -3,7 +3,6 @@
 #include <cmath>
 #include <cstdlib>
 #include <memory>
-#include <stdexcept>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -100,12 +99,7 @@ SubcommandRunner add_record_command(CLI::App& app) {
   add_net_options(record, rec->net);
   record->add_option("cmd", rec->cmd, "command to run and record (after --)");
   return {record, [rec, level] {
-            check_minrtt_auth(rec->minrtt);  // before anything is created or run
             if (level->count()) rec->zstd_fast_level = rec->zstd_level;  // a level asked for is kept
-            uint32_t ring_mb = rec->ring_mb ? rec->ring_mb : default_ring_mb();
-            if (uint64_t(rec->wakeup_kib) > uint64_t(ring_mb) << 10)
-              throw std::runtime_error("--wakeup-kib " + std::to_string(rec->wakeup_kib) +
-                                       ": more than a CPU's ring (--ring-mb " + std::to_string(ring_mb) + ")");
             return run_record(*rec);
           }};
 }

@@ -241,6 +241,16 @@ json tsc_meta(const TscVerdict& v, bool accepted, const TscSkew& start, const st
   return j;
 }
 
+// Options that contradict each other across groups, checked before anything
+// is created or run.
+void check_record_options(const RecordOptions& opt) {
+  check_minrtt_auth(opt.minrtt);
+  uint32_t ring_mb = opt.ring_mb ? opt.ring_mb : ring_mb_for_this_machine();
+  if (uint64_t(opt.wakeup_kib) > uint64_t(ring_mb) << 10)
+    throw std::runtime_error("--wakeup-kib " + std::to_string(opt.wakeup_kib) + ": more than a CPU's ring (--ring-mb " +
+                             std::to_string(ring_mb) + ")");
+}
+
 RecordPlan plan_recording(const RecordOptions& opt) {
   if (opt.pid && !opt.cmd.empty()) throw std::runtime_error("-p and -- CMD exclude each other");
   if (opt.all && (opt.pid || !opt.cmd.empty() || !opt.libs.empty()))
@@ -274,6 +284,9 @@ class Recording {
   int exit_status() const;
 
  private:
+  void stop_sources();
+  uint64_t drain_the_rest();
+  void write_the_end(uint64_t held_series);
   void flush_side_frames(const Counters& counts);
   json net_counters_json() const;
   void count_discarded();
@@ -587,6 +600,20 @@ void Recording::run() {
 void Recording::stop_and_flush() {
   // Detaching, draining and the closing rounds take seconds on a busy machine.
   CorrelationKeeper keeper([c = clock_.get()] { return c->sample(); }, std::chrono::milliseconds(50));
+  stop_sources();
+  uint64_t held_series = drain_the_rest();
+  if (child_) child_->wait();
+  skew_stop_ = measure_tsc_skew();  // the command is gone: its CPUs are free
+  if (minrtt_) minrtt_->stop();  // MinRTT2, after the command is gone: a quiet period
+  clock_->add_extra_points(keeper.finish());  // beyond the regular cadence, as the schedule's are
+  clock_->take_last_point();
+  write_the_end(held_series);
+}
+
+// The command is signalled, the control socket closed, the probes detached,
+// the follower and node watch stopped (their figures into meta.json), and the
+// network capture stopped: from here on nothing new arrives.
+void Recording::stop_sources() {
   if (child_) child_->signal(g_stop_signal ? g_stop_signal.load() : SIGTERM);
   control_.reset();  // no handler change after this point
   probes_->detach();
@@ -614,6 +641,12 @@ void Recording::stop_and_flush() {
   }
   meta_["targets_added"] = probes_->added_targets();
   if (net_) net_->stop();
+}
+
+// The final counters, the rings drained to the end, then the events handlers
+// still hold in BPF maps; the channel registries of every pid seen. Returns
+// the series points among the held events (finish_meta counts them).
+uint64_t Recording::drain_the_rest() {
   final_counts_ = probes_->read_counters();
   drain_->stop_and_flush();
   HeldEvents held = collect_held_events(probes_->last_slots_fd(), probes_->count_slots_fd(), *handlers_);
@@ -623,11 +656,13 @@ void Recording::stop_and_flush() {
   for (size_t cpu = 0; cpu < held.filtered_fix.size() && cpu < final_counts_.filtered.size(); ++cpu)
     final_counts_.filtered[cpu] -= held.filtered_fix[cpu];  // firstlast "last": recorded after all
   for (uint32_t pid : drain_->pids()) channels_.add_registry(pid);
-  if (child_) child_->wait();
-  skew_stop_ = measure_tsc_skew();  // the command is gone: its CPUs are free
-  if (minrtt_) minrtt_->stop();  // MinRTT2, after the command is gone: a quiet period
-  clock_->add_extra_points(keeper.finish());  // beyond the regular cadence, as the schedule's are
-  clock_->take_last_point();
+  return std::count_if(held.events.begin(), held.events.end(),
+                       [](const TraceEvent& e) { return e.kind == uint8_t(EventKind::Count); });
+}
+
+// The last side frames, the pipeline finished, and meta.json; after a write
+// failure the last frames go directly into the reserve.
+void Recording::write_the_end(uint64_t held_series) {
   writer_->release_reserve();  // room for the last frames and meta.json, whatever happened
   flush_side_frames(final_counts_);
   pipe_->finish();
@@ -636,8 +671,6 @@ void Recording::stop_and_flush() {
     write_last_frames();
     report_write_failure();
   }
-  uint64_t held_series = std::count_if(held.events.begin(), held.events.end(),
-                                       [](const TraceEvent& e) { return e.kind == uint8_t(EventKind::Count); });
   finish_meta(held_series);
   try {
     writer_->finish(meta_);
@@ -723,6 +756,7 @@ int Recording::exit_status() const {
 uint32_t default_ring_mb() { return ring_mb_for_this_machine(); }
 
 int run_record(const RecordOptions& given) {
+  check_record_options(given);
   RecordOptions opt = given;
   if (!opt.net_ring_mb) opt.net_ring_mb = opt.ring_mb ? opt.ring_mb : kNetRingMb;
   if (!opt.ring_mb) {  // sized by memory; its wakeup stays the one measured best for 16 MiB
