@@ -3,7 +3,6 @@
 #include <cmath>
 #include <cstdlib>
 #include <memory>
-#include <stdexcept>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -48,48 +47,56 @@ void add_net_options(CLI::App* record, NetOptions& net) {
       ->check(CLI::Range(1, 65535));
 }
 
+// What to record and where: the targets, the duration, the output.
+void add_target_options(CLI::App* record, RecordOptions& o) {
+  record->add_option("-o,--output", o.out_dir, "trace directory to create")->required();
+  record
+      ->add_option(
+          "--lib", o.libs,
+          "ELF file holding the probe stubs (libcptrace.so, libcptrace_jni.so or a static executable); repeatable")
+      ->allow_extra_args(false);  // one path per --lib, so `--lib X -- CMD` still ends at --
+  record->add_option("--duration", o.duration_s, "stop after SEC seconds")
+      ->check(CLI::Validator(duration_problem, "SEC"));
+  record
+      ->add_option("-p,--pid", o.pid, "record this running process (late attach) and the children it forks from now on")
+      ->check(CLI::PositiveNumber);
+  record->add_flag("--all", o.all,
+                   "record every process of the node using libcptrace (any copy, any container), those running "
+                   "and those started later");
+  record->add_flag("!--no-inherit", o.inherit, "-p / -- CMD: record that one process only, not the children it forks");
+  record->add_option("--node", o.node, "node name written into the trace (default: host name)");
+  record->add_flag("-f,--force", o.overwrite, "overwrite an existing trace in the directory");
+  record->add_flag("!--no-progress", o.progress, "no progress line on the terminal");
+}
+
+// The collector: rings, compression, frames. Returns --zstd-level, whose
+// presence decides the fast level.
+CLI::Option* add_collector_options(CLI::App* record, RecordOptions& o) {
+  record->add_option("--compressors", o.compressors, "compression threads")->check(CLI::Range(1, 64));
+  record
+      ->add_option("--ring-mb", o.ring_mb,
+                   "ring buffer size per CPU, MiB (power of two; default 16 to 64 by the machine's memory)")
+      ->check(CLI::Range(1, 1024) & CLI::Validator([](std::string& s) { return power_of_two_problem(s); }, "POW2"));
+  // Defaults sized by bench/size_sweep.py (docs/record.md has the figures).
+  record
+      ->add_option("--wakeup-kib", o.wakeup_kib,
+                   "wake the collector once this many KiB wait in a CPU's ring (default: a quarter of the ring)")
+      ->check(CLI::Range(4, 1 << 20));
+  record->add_option("--block-events", o.block_events, "events per compressed trace frame")
+      ->check(CLI::Range(1024, 65536));  // 64 blocks in flight: at most 64 x 64 Ki events buffered
+  return record
+      ->add_option("--zstd-level", o.zstd_level,
+                   "zstd level of event frames (default: 1, or -5 while compressing keeps a CPU busy)")
+      ->check(CLI::Range(-5, 19));
+}
+
 }  // namespace
 
 SubcommandRunner add_record_command(CLI::App& app) {
   auto rec = std::make_shared<RecordOptions>();
   auto* record = app.add_subcommand("record", "record cp_logTS events into a trace directory (root)");
-  record->add_option("-o,--output", rec->out_dir, "trace directory to create")->required();
-  record
-      ->add_option(
-          "--lib", rec->libs,
-          "ELF file holding the probe stubs (libcptrace.so, libcptrace_jni.so or a static executable); repeatable")
-      ->allow_extra_args(false);  // one path per --lib, so `--lib X -- CMD` still ends at --
-  record->add_option("--duration", rec->duration_s, "stop after SEC seconds")
-      ->check(CLI::Validator(duration_problem, "SEC"));
-  record
-      ->add_option("-p,--pid", rec->pid,
-                   "record this running process (late attach) and the children it forks from now on")
-      ->check(CLI::PositiveNumber);
-  record->add_flag("--all", rec->all,
-                   "record every process of the node using libcptrace (any copy, any container), those running "
-                   "and those started later");
-  record->add_flag("!--no-inherit", rec->inherit,
-                   "-p / -- CMD: record that one process only, not the children it forks");
-  record->add_option("--node", rec->node, "node name written into the trace (default: host name)");
-  record->add_flag("-f,--force", rec->overwrite, "overwrite an existing trace in the directory");
-  record->add_flag("!--no-progress", rec->progress, "no progress line on the terminal");
-  record->add_option("--compressors", rec->compressors, "compression threads")->check(CLI::Range(1, 64));
-  record
-      ->add_option("--ring-mb", rec->ring_mb,
-                   "ring buffer size per CPU, MiB (power of two; default 16 to 64 by the machine's memory)")
-      ->check(CLI::Range(1, 1024) & CLI::Validator([](std::string& s) { return power_of_two_problem(s); }, "POW2"));
-  // Defaults sized by bench/size_sweep.py (docs/record.md has the figures).
-  record
-      ->add_option("--wakeup-kib", rec->wakeup_kib,
-                   "wake the collector once this many KiB wait in a CPU's ring (default: a quarter of the ring)")
-      ->check(CLI::Range(4, 1 << 20));
-  record->add_option("--block-events", rec->block_events, "events per compressed trace frame")
-      ->check(CLI::Range(1024, 65536));  // 64 blocks in flight: at most 64 x 64 Ki events buffered
-  CLI::Option* level =
-      record
-          ->add_option("--zstd-level", rec->zstd_level,
-                       "zstd level of event frames (default: 1, or -5 while compressing keeps a CPU busy)")
-          ->check(CLI::Range(-5, 19));
+  add_target_options(record, *rec);
+  CLI::Option* level = add_collector_options(record, *rec);
   record->add_option("--config", rec->config_file,
                      "channel handler rules: lines `PATTERN HANDLER [PARAMS]` (docs/record.md)");
   record->add_option("--control-socket", rec->control_socket,
@@ -100,12 +107,7 @@ SubcommandRunner add_record_command(CLI::App& app) {
   add_net_options(record, rec->net);
   record->add_option("cmd", rec->cmd, "command to run and record (after --)");
   return {record, [rec, level] {
-            check_minrtt_auth(rec->minrtt);  // before anything is created or run
             if (level->count()) rec->zstd_fast_level = rec->zstd_level;  // a level asked for is kept
-            uint32_t ring_mb = rec->ring_mb ? rec->ring_mb : default_ring_mb();
-            if (uint64_t(rec->wakeup_kib) > uint64_t(ring_mb) << 10)
-              throw std::runtime_error("--wakeup-kib " + std::to_string(rec->wakeup_kib) +
-                                       ": more than a CPU's ring (--ring-mb " + std::to_string(ring_mb) + ")");
             return run_record(*rec);
           }};
 }

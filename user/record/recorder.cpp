@@ -2,9 +2,7 @@
 
 #include "cptrace_records.h"
 
-#include <poll.h>
 #include <signal.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -23,7 +21,6 @@
 #include "probe/attach_targets.h"
 #include "probe/capabilities.h"
 #include "collect/block_pipeline.h"
-#include "probe/clock_adjust_watch.h"
 #include "probe/handlers.h"
 #include "probe/kernel_features.h"
 #include "probe/probe_attach.h"
@@ -37,11 +34,9 @@
 #include "record/held_command.h"
 #include "record/namespace_pids.h"
 #include "record/clock_schedule.h"
-#include "record/clocksource_watch.h"
+#include "record/clock_stream.h"
 #include "record/tsc_skew.h"
 #include "sync/minrtt_record.h"
-#include "trace/clock_adjust.h"
-#include "trace/clock_map.h"
 #include "trace/clock_now.h"
 #include "trace/node_info.h"
 #include "trace/trace_writer.h"
@@ -246,6 +241,16 @@ json tsc_meta(const TscVerdict& v, bool accepted, const TscSkew& start, const st
   return j;
 }
 
+// Options that contradict each other across groups, checked before anything
+// is created or run.
+void check_record_options(const RecordOptions& opt) {
+  check_minrtt_auth(opt.minrtt);
+  uint32_t ring_mb = opt.ring_mb ? opt.ring_mb : ring_mb_for_this_machine();
+  if (uint64_t(opt.wakeup_kib) > uint64_t(ring_mb) << 10)
+    throw std::runtime_error("--wakeup-kib " + std::to_string(opt.wakeup_kib) + ": more than a CPU's ring (--ring-mb " +
+                             std::to_string(ring_mb) + ")");
+}
+
 RecordPlan plan_recording(const RecordOptions& opt) {
   if (opt.pid && !opt.cmd.empty()) throw std::runtime_error("-p and -- CMD exclude each other");
   if (opt.all && (opt.pid || !opt.cmd.empty() || !opt.libs.empty()))
@@ -279,11 +284,9 @@ class Recording {
   int exit_status() const;
 
  private:
-  ClockPoint sample_clock() const;
-  void take_point();
-  void note_clock_state(const ClockPoint& p);
-  void take_clock_syscalls();
-  void wait_for_clock(uint64_t deadline_mono);
+  void stop_sources();
+  uint64_t drain_the_rest();
+  void write_the_end(uint64_t held_series);
   void flush_side_frames(const Counters& counts);
   json net_counters_json() const;
   void count_discarded();
@@ -301,17 +304,7 @@ class Recording {
   std::optional<TscSkew> skew_stop_;  // measured once the command is gone
   std::unique_ptr<HeldCommand> child_;
   uint32_t filter_ = 0;  // tgid the probes keep (0: all processes)
-  std::vector<ClockPoint> clock_;
-  size_t clock_written_ = 0;
-  std::unique_ptr<ClockAdjustWatch> clockadj_;  // nullptr: the kernel lacks what it needs
-  std::string clockadj_missing_;
-  std::vector<ClockAdjustment> adjustments_;
-  size_t adjustments_written_ = 0;
-  std::optional<NtpState> ntp_;  // at the last correlation point
-  ClockSchedule schedule_;  // extra correlation points around clock changes
-  std::optional<ClocksourceWatch> clocksource_;  // from the first point on
-  uint64_t extra_points_ = 0;  // beyond the 100 ms cadence: the schedule's, after attaching, the stop sequence's
-  ClockTransform sim_;
+  std::unique_ptr<ClockStream> clock_;  // from load_and_attach() on
   std::unique_ptr<HandlerTable> handlers_;
   std::unique_ptr<Probes> probes_;
   NamespacePids ns_pids_;  // before follower_ and drain_, which feed it
@@ -326,7 +319,6 @@ class Recording {
   ChannelTable channels_;
   std::unique_ptr<ControlSocket> control_;
   std::unique_ptr<RingDrain> drain_;
-  int64_t start_rt_minus_mono_ = 0, stop_rt_minus_mono_ = 0;  // CLOCK_REALTIME - CLOCK_MONOTONIC
   bool command_ended_ = false;  // the command exited on its own
   uint64_t recorded_ = 0;
   Counters final_counts_;
@@ -340,100 +332,12 @@ Recording::Recording(const RecordOptions& opt, RecordPlan plan)
   filter_ = opt.pid ? uint32_t(opt.pid) : child_ ? uint32_t(child_->pid()) : 0;
 }
 
-ClockPoint Recording::sample_clock() const {
-  ClockPoint p = sample_clock_point();
-  p.tsc = sim_.apply(p.tsc);  // test-only simulated clock: every TSC this node writes
-  if (p.has_raw()) p.raw_tsc = sim_.apply(p.raw_tsc);
-  return p;
-}
-
-// One correlation point now, with what changed in the clock's discipline since
-// the last one.
-void Recording::take_point() {
-  clock_.push_back(sample_clock());
-  note_clock_state(clock_.back());
-  if (clocksource_ && clock_.size() >= 2) clocksource_->poll(clock_[clock_.size() - 2].mono_ns, clock_.back().mono_ns);
-}
-
-// The NTP state (when it changed) and a step of CLOCK_REALTIME (when REALTIME -
-// MONOTONIC moved beyond both points' reading errors) at point p.
-void Recording::note_clock_state(const ClockPoint& p) {
-  ClockAdjustment a;
-  a.mono_ns = p.mono_ns;
-  a.tsc = p.tsc;
-  try {
-    NtpState s = read_ntp_state();
-    if (!ntp_ || !ntp_->same_discipline(s)) {
-      a.kind = ClockAdjustKind::State;
-      a.state = s;
-      adjustments_.push_back(a);
-      ntp_ = s;
-    }
-  } catch (const std::exception& e) {
-    if (!ntp_) fmt::print(stderr, "cptrace record: NTP state not recorded: {}\n", e.what());
-    ntp_ = NtpState{};
-  }
-  const ClockPoint* prev = nullptr;
-  for (size_t i = clock_.size(); i-- > 0;)
-    if (&clock_[i] != &p && clock_[i].has_realtime() && clock_[i].mono_ns < p.mono_ns) {
-      prev = &clock_[i];
-      break;
-    }
-  if (!p.has_realtime() || !prev) return;
-  int64_t lo = p.rt_minus_mono_ns, hi = lo + p.rt_width_ns;
-  int64_t plo = prev->rt_minus_mono_ns, phi = plo + prev->rt_width_ns;
-  if (lo <= phi && plo <= hi) return;  // the offset is the same: no step
-  a.kind = ClockAdjustKind::Step;
-  a.step_ns = (lo + hi) / 2 - (plo + phi) / 2;
-  a.rt_minus_mono_ns = lo;
-  a.since_mono_ns = prev->mono_ns;
-  adjustments_.push_back(a);
-  schedule_.on_change(p.mono_ns);
-}
-
-// Clock-adjusting calls the BPF watch saw since the last look: recorded, and
-// correlation points scheduled around each change (clock_schedule.h).
-void Recording::take_clock_syscalls() {
-  if (!clockadj_) return;
-  for (const cp_clockadj_rec& r : clockadj_->take()) {
-    ClockAdjustment a = from_syscall_record(r);
-    adjustments_.push_back(a);
-    if (a.adjusting()) schedule_.on_change(mono_ns());
-  }
-}
-
-// Until deadline_mono (CLOCK_MONOTONIC ns), or earlier when the clock watch has
-// records, or a signal arrives. Never a busy loop: one wake-up per deadline.
-void Recording::wait_for_clock(uint64_t deadline_mono) {
-  int64_t left = int64_t(deadline_mono) - mono_ns();
-  if (left <= 0) return;
-  timespec ts{time_t(left / 1000000000), long(left % 1000000000)};
-  if (!clockadj_) {
-    nanosleep(&ts, nullptr);
-    return;
-  }
-  pollfd pfd{clockadj_->fd(), POLLIN, 0};
-  ppoll(&pfd, 1, &ts, nullptr);
-}
-
-// Two correlation points before any event frame can be written, so even a
-// recorder killed in its first flush period leaves convertible timestamps; taken
-// before attaching, as `counter` handlers need the TSC rate. Then the probes
-// (handlers installed before attach) and the network capture.
+// The clock stream first (its two points are taken before attaching, as
+// `counter` handlers need the TSC rate), then the probes (handlers installed
+// before attach) and the network capture.
 void Recording::load_and_attach() {
-  clockadj_ = start_clock_adjust_watch(clockadj_missing_);  // first: it sees every change from here on
-  clocksource_.emplace();
-  clock_ = {sample_clock_point()};
-  start_rt_minus_mono_ = realtime_minus_mono_ns();  // with clock_[0]: meta "start" is one instant
-  usleep(20000);
-  clock_.push_back(sample_clock_point());
-  double tsc_hz = ClockMap(clock_).tsc_hz();
-  sim_ = make_simulated_clock(opt_.minrtt.simulate_clock, tsc_hz);
-  for (auto& p : clock_) {
-    p.tsc = sim_.apply(p.tsc);
-    if (p.has_raw()) p.raw_tsc = sim_.apply(p.raw_tsc);
-  }
-  for (const auto& p : clock_) note_clock_state(p);
+  clock_ = std::make_unique<ClockStream>(opt_.minrtt.simulate_clock, ClockStream::Witness::On);
+  double tsc_hz = clock_->raw_tsc_hz();
 
   ProbeOptions po;
   po.targets = targets_;
@@ -469,20 +373,11 @@ void Recording::open_trace() {
   NodeInfo ni = read_node_info();
   std::string node = opt_.node.empty() ? ni.host : opt_.node;
   if (opt_.minrtt.active())
-    minrtt_ = std::make_unique<MinrttRecording>(opt_.minrtt, node, sim_, ClockMap(clock_).tsc_hz());
-  meta_ = {{"format", "cptrace"},
-           {"version", kFormatVersion},
-           {"node", node},
-           {"machine", ni.to_json()},
-           {"start",
-            {{"realtime_ns", uint64_t(int64_t(clock_[0].mono_ns) + start_rt_minus_mono_)},
-             {"mono_ns", clock_[0].mono_ns},
-             {"tsc", clock_[0].tsc}}},
-           {"targets", targets_},
-           {"filter_pid", filter_},
-           {"command", opt_.cmd},
-           {"complete", false}};
-  if (sim_.enabled) meta_["simulated_clock"] = sim_.to_json();
+    minrtt_ = std::make_unique<MinrttRecording>(opt_.minrtt, node, clock_->sim(), clock_->tsc_hz());
+  meta_ = {{"format", "cptrace"}, {"version", kFormatVersion}, {"node", node},        {"machine", ni.to_json()},
+           {"targets", targets_}, {"filter_pid", filter_},     {"command", opt_.cmd}, {"complete", false}};
+  meta_["start"] = clock_->start_json();
+  if (clock_->sim().enabled) meta_["simulated_clock"] = clock_->sim().to_json();
   skew_start_ = measure_tsc_skew();  // the command is held: nothing of it runs yet
   meta_["tsc"] = tsc_meta(tsc_verdict_, opt_.accept_unstable_tsc, skew_start_, std::nullopt);
   // The default DIR/control.sock always fits (reached through DIR's descriptor);
@@ -494,8 +389,7 @@ void Recording::open_trace() {
                                           opt_.block_events, opt_.compressors, kInitialBlocks, opt_.zstd_level,
                                           collector_max_blocks(opt_.block_events));
   if (opt_.zstd_fast_level != opt_.zstd_level) pipe_->set_fast_level(opt_.zstd_fast_level);
-  pipe_->submit_frame(encode_clock(clock_));
-  clock_written_ = clock_.size();
+  pipe_->submit_frame(*clock_->take_points_frame());
   channels_.on_new = [this](const ChannelInfo& c) {
     try {
       handlers_->on_channel(c.id, c.name);
@@ -521,7 +415,7 @@ void Recording::start_drains() {
   drain_->set_stage(probes_->stage());
   drain_->set_on_new_pid([this](uint32_t pid) { ns_pids_.add(pid); });
   drain_->set_drop_counter([p = probes_.get()] { return p->counter_total(CP_CNT_DROPPED); });
-  if (sim_.enabled) drain_->set_tsc_transform(&sim_);
+  if (clock_->sim().enabled) drain_->set_tsc_transform(&clock_->sim());
   if (minrtt_) minrtt_->start();
   drain_->start();
   if (net_) net_->start(*pipe_);
@@ -537,11 +431,11 @@ void Recording::start_drains() {
   if (net_)
     for (const auto& d : net_->missing())
       fmt::print(stderr, "cptrace record --net: Linux {}: {}\n", kernel_features().release, d);
-  if (!clockadj_)
+  if (!clock_->watching_syscalls())
     fmt::print(stderr,
                "cptrace record: Linux {}: clock-adjusting syscalls not watched ({}): adjustments are seen "
                "only through the NTP state at each correlation point\n",
-               kernel_features().release, clockadj_missing_);
+               kernel_features().release, clock_->why_not_watched());
   fmt::print(stderr, "cptrace record: attached {} probes in {} file(s){}{}, writing {}\n", probes_->attached().size(),
              targets_.size() + probes_->added_targets().size(), net_ ? " + network capture" : "",
              opt_.all    ? ", every process using libcptrace, now and later"
@@ -551,22 +445,14 @@ void Recording::start_drains() {
              opt_.out_dir);
   // Loading and attaching took a while (a second on a busy machine): a point
   // now, so the first kernel stamps do not share one long segment with it.
-  clock_.push_back(sample_clock());
-  ++extra_points_;
+  clock_->add_extra_points({clock_->sample()});
 }
 
 // Pending side frames: new correlation points, channel names, handler changes,
 // MinRTT rounds, and the counters as they stand.
 void Recording::flush_side_frames(const Counters& counts) {
-  if (clock_.size() > clock_written_) {
-    pipe_->submit_frame(encode_clock({clock_.begin() + clock_written_, clock_.end()}));
-    clock_written_ = clock_.size();
-  }
-  if (adjustments_.size() > adjustments_written_) {
-    std::vector<ClockAdjustment> fresh(adjustments_.begin() + adjustments_written_, adjustments_.end());
-    pipe_->submit_frame(encode_json(FrameType::ClockAdjust, clock_adjust_frame_json(fresh), uint32_t(fresh.size())));
-    adjustments_written_ = adjustments_.size();
-  }
+  if (auto f = clock_->take_points_frame()) pipe_->submit_frame(std::move(*f));
+  if (auto f = clock_->take_adjustments_frame()) pipe_->submit_frame(std::move(*f));
   EncodedFrame f;
   if (channels_.take_pending(f)) pipe_->submit_frame(std::move(f));
   if (handlers_->take_pending(f)) pipe_->submit_frame(std::move(f));
@@ -615,7 +501,7 @@ void Recording::write_last_frames() {
     json cj = counters_json(final_counts_);
     if (net_) cj["net"] = net_counters_json();
     writer_->write(encode_json(FrameType::Counters, cj.dump(), 1));
-    writer_->write(encode_clock({clock_.back()}));
+    writer_->write(clock_->last_point_frame());
     json ch = channels_.all_json();
     if (!ch.empty()) writer_->write(encode_json(FrameType::Channels, ch.dump(), uint32_t(ch.size())));
     json pids = ns_pids_.all_json();
@@ -670,16 +556,10 @@ void Recording::run() {
   bool failure_announced = false;
   uint64_t next_regular = mono_ns() + kRegularPointNs;
   while (!g_stop_signal.load()) {
-    if (ntp_ && ntp_->slewing() && clock_.back().has_realtime())
-      schedule_.around_second(mono_ns(), clock_.back().rt_minus_mono_ns);
-    wait_for_clock(std::min(next_regular, schedule_.next().value_or(UINT64_MAX)));
-    take_clock_syscalls();
+    clock_->wait_for_next(next_regular);
     uint64_t now_mono = mono_ns();
     bool regular = now_mono >= next_regular;
-    if (schedule_.take_due(now_mono) || regular) {
-      take_point();
-      if (!regular) ++extra_points_;
-    }
+    clock_->point_if_due(now_mono, regular);
     if (!regular) continue;
     next_regular = now_mono + kRegularPointNs;
     auto now = std::chrono::steady_clock::now();
@@ -719,7 +599,21 @@ void Recording::run() {
 // written directly (write_last_frames()).
 void Recording::stop_and_flush() {
   // Detaching, draining and the closing rounds take seconds on a busy machine.
-  CorrelationKeeper keeper([this] { return sample_clock(); }, std::chrono::milliseconds(50));
+  CorrelationKeeper keeper([c = clock_.get()] { return c->sample(); }, std::chrono::milliseconds(50));
+  stop_sources();
+  uint64_t held_series = drain_the_rest();
+  if (child_) child_->wait();
+  skew_stop_ = measure_tsc_skew();  // the command is gone: its CPUs are free
+  if (minrtt_) minrtt_->stop();  // MinRTT2, after the command is gone: a quiet period
+  clock_->add_extra_points(keeper.finish());  // beyond the regular cadence, as the schedule's are
+  clock_->take_last_point();
+  write_the_end(held_series);
+}
+
+// The command is signalled, the control socket closed, the probes detached,
+// the follower and node watch stopped (their figures into meta.json), and the
+// network capture stopped: from here on nothing new arrives.
+void Recording::stop_sources() {
   if (child_) child_->signal(g_stop_signal ? g_stop_signal.load() : SIGTERM);
   control_.reset();  // no handler change after this point
   probes_->detach();
@@ -747,28 +641,28 @@ void Recording::stop_and_flush() {
   }
   meta_["targets_added"] = probes_->added_targets();
   if (net_) net_->stop();
+}
+
+// The final counters, the rings drained to the end, then the events handlers
+// still hold in BPF maps; the channel registries of every pid seen. Returns
+// the series points among the held events (finish_meta counts them).
+uint64_t Recording::drain_the_rest() {
   final_counts_ = probes_->read_counters();
   drain_->stop_and_flush();
   HeldEvents held = collect_held_events(probes_->last_slots_fd(), probes_->count_slots_fd(), *handlers_);
   for (TraceEvent& e : held.events)  // held in BPF in raw TSC: the simulated clock applies too
-    if (sim_.enabled && e.timebase == uint8_t(Timebase::Tsc)) e.ts = sim_.apply(e.ts);
+    if (clock_->sim().enabled && e.timebase == uint8_t(Timebase::Tsc)) e.ts = clock_->sim().apply(e.ts);
   submit_events(*pipe_, held.events);
   for (size_t cpu = 0; cpu < held.filtered_fix.size() && cpu < final_counts_.filtered.size(); ++cpu)
     final_counts_.filtered[cpu] -= held.filtered_fix[cpu];  // firstlast "last": recorded after all
   for (uint32_t pid : drain_->pids()) channels_.add_registry(pid);
-  if (child_) child_->wait();
-  skew_stop_ = measure_tsc_skew();  // the command is gone: its CPUs are free
-  if (minrtt_) minrtt_->stop();  // MinRTT2, after the command is gone: a quiet period
-  for (const ClockPoint& p : keeper.finish()) {
-    clock_.push_back(p);
-    ++extra_points_;  // beyond the regular cadence, as the schedule's are
-  }
-  // Adjustments made during the stop sequence: without them the model could not
-  // tell that its windows there held two changes (docs/clock.md).
-  take_clock_syscalls();
-  take_clock_syscalls();
-  take_point();
-  stop_rt_minus_mono_ = realtime_minus_mono_ns();
+  return std::count_if(held.events.begin(), held.events.end(),
+                       [](const TraceEvent& e) { return e.kind == uint8_t(EventKind::Count); });
+}
+
+// The last side frames, the pipeline finished, and meta.json; after a write
+// failure the last frames go directly into the reserve.
+void Recording::write_the_end(uint64_t held_series) {
   writer_->release_reserve();  // room for the last frames and meta.json, whatever happened
   flush_side_frames(final_counts_);
   pipe_->finish();
@@ -777,8 +671,6 @@ void Recording::stop_and_flush() {
     write_last_frames();
     report_write_failure();
   }
-  uint64_t held_series = std::count_if(held.events.begin(), held.events.end(),
-                                       [](const TraceEvent& e) { return e.kind == uint8_t(EventKind::Count); });
   finish_meta(held_series);
   try {
     writer_->finish(meta_);
@@ -798,24 +690,12 @@ const char* Recording::stop_reason() const {
 }
 
 void Recording::finish_meta(uint64_t held_series_points) {
-  ClockMap cmap(clock_);
-  meta_["stop"] = {{"realtime_ns", uint64_t(int64_t(clock_.back().mono_ns) + stop_rt_minus_mono_)},
-                   {"mono_ns", clock_.back().mono_ns},
-                   {"tsc", clock_.back().tsc},
-                   {"reason", stop_reason()}};
-  meta_["tsc_hz"] = cmap.tsc_hz();
+  double tsc_hz = clock_->tsc_hz();
+  meta_["stop"] = clock_->stop_json();
+  meta_["stop"]["reason"] = stop_reason();
+  meta_["tsc_hz"] = tsc_hz;
   meta_["tsc"] = tsc_meta(tsc_verdict_, opt_.accept_unstable_tsc, skew_start_, skew_stop_);
-  meta_["clock_discipline"] = {{"syscalls_watched", bool(clockadj_)},
-                               {"adjustments", adjustments_.size()},
-                               {"extra_points", extra_points_},
-                               {"clocksource", current_clocksource()}};
-  if (clocksource_) clocksource_->describe(meta_["clock_discipline"]);
-  if (clockadj_) {
-    meta_["clock_discipline"]["syscalls_seen"] = clockadj_->seen();
-    meta_["clock_discipline"]["syscalls_dropped"] = clockadj_->dropped();
-  } else {
-    meta_["clock_discipline"]["why_not_watched"] = clockadj_missing_;
-  }
+  meta_["clock_discipline"] = clock_->discipline_json();
   meta_["channels"] = channels_.all_json();
   meta_["pid_namespaces"] = ns_pids_.all_json();
   meta_["counters"] = counters_json(final_counts_);
@@ -829,7 +709,7 @@ void Recording::finish_meta(uint64_t held_series_points) {
   meta_["counter_series_points"] = series_points;
   meta_["collector"] =
       collector_json(drain_->stats(), *pipe_, first_drop_s_, net_ ? uint64_t(opt_.net_ring_mb) << 20 : 0);
-  if (minrtt_) meta_["minrtt"] = minrtt_->meta(cmap.tsc_hz(), sync_rounds_);
+  if (minrtt_) meta_["minrtt"] = minrtt_->meta(tsc_hz, sync_rounds_);
   if (net_) {
     meta_["net"] = net_->describe();
     meta_["counters"]["net"] = net_counters_json();
@@ -876,6 +756,7 @@ int Recording::exit_status() const {
 uint32_t default_ring_mb() { return ring_mb_for_this_machine(); }
 
 int run_record(const RecordOptions& given) {
+  check_record_options(given);
   RecordOptions opt = given;
   if (!opt.net_ring_mb) opt.net_ring_mb = opt.ring_mb ? opt.ring_mb : kNetRingMb;
   if (!opt.ring_mb) {  // sized by memory; its wakeup stays the one measured best for 16 MiB

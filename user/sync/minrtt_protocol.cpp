@@ -73,6 +73,51 @@ const char* reject_name(Reject r) {
   return "?";
 }
 
+namespace {
+
+// Why a key file with these attributes cannot be trusted; empty when it can.
+std::string key_file_problem(const struct stat& st, const std::string& path) {
+  if (!S_ISREG(st.st_mode)) return "not a regular file";
+  if (st.st_uid != 0 && st.st_uid != ::geteuid())
+    return fmt::format("owned by uid {}, neither root nor this user (uid {}): its owner can change the key", st.st_uid,
+                       ::geteuid());
+  if (st.st_mode & 077)
+    return fmt::format(
+        "mode {:04o} lets group or others read or change it; it must be 0600 or stricter "
+        "(chmod 600 {})",
+        st.st_mode & 07777, path);
+  return "";
+}
+
+// The whole file, at most 64 KiB; `problem` set when it cannot be read or is larger.
+std::string read_key_bytes(int fd, std::string& problem) {
+  std::string s;
+  char buf[4096];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) problem = fmt::format("cannot read ({})", strerror(errno));
+    if (n <= 0) break;
+    s.append(buf, size_t(n));
+    if (s.size() > 65536) {
+      problem = "larger than 64 KiB: not a key file";
+      break;
+    }
+  }
+  return s;
+}
+
+std::string trim_whitespace(std::string s) {
+  auto ws = [](unsigned char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; };
+  while (!s.empty() && ws(s.back())) s.pop_back();
+  size_t i = 0;
+  while (i < s.size() && ws(s[i])) ++i;
+  s.erase(0, i);
+  return s;
+}
+
+}  // namespace
+
 std::vector<uint8_t> load_key(const std::string& path) {
   // Checked on the descriptor actually read (O_NOFOLLOW, fstat), so a file
   // switched between the checks and the read cannot slip through.
@@ -86,41 +131,13 @@ std::vector<uint8_t> load_key(const std::string& path) {
     throw std::runtime_error(fmt::format("--key {}: cannot read ({})", path, strerror(errno)));
   }
   struct stat st {};
-  std::string problem;
-  if (::fstat(fd, &st) != 0)
-    problem = fmt::format("cannot stat ({})", strerror(errno));
-  else if (!S_ISREG(st.st_mode))
-    problem = "not a regular file";
-  else if (st.st_uid != 0 && st.st_uid != ::geteuid())
-    problem = fmt::format("owned by uid {}, neither root nor this user (uid {}): its owner can change the key",
-                          st.st_uid, ::geteuid());
-  else if (st.st_mode & 077)
-    problem = fmt::format(
-        "mode {:04o} lets group or others read or change it; it must be 0600 or stricter "
-        "(chmod 600 {})",
-        st.st_mode & 07777, path);
+  std::string problem =
+      ::fstat(fd, &st) != 0 ? fmt::format("cannot stat ({})", strerror(errno)) : key_file_problem(st, path);
   std::string s;
-  if (problem.empty()) {
-    char buf[4096];
-    for (;;) {
-      ssize_t n = ::read(fd, buf, sizeof buf);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) problem = fmt::format("cannot read ({})", strerror(errno));
-      if (n <= 0) break;
-      s.append(buf, size_t(n));
-      if (s.size() > 65536) {
-        problem = "larger than 64 KiB: not a key file";
-        break;
-      }
-    }
-  }
+  if (problem.empty()) s = read_key_bytes(fd, problem);
   ::close(fd);
   if (!problem.empty()) throw std::runtime_error(fmt::format("--key {}: {}", path, problem));
-  auto ws = [](unsigned char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; };
-  while (!s.empty() && ws(s.back())) s.pop_back();
-  size_t i = 0;
-  while (i < s.size() && ws(s[i])) ++i;
-  s.erase(0, i);
+  s = trim_whitespace(std::move(s));
   if (s.size() < 16)
     throw std::runtime_error(fmt::format("--key {}: {} bytes, need at least 16 (make one with `cptrace keygen -o {}`)",
                                          path, s.size(), path));

@@ -71,7 +71,7 @@ MinrttRecording::MinrttRecording(const MinrttRecordOptions& opt, const std::stri
   ro.sim = sim_;
   responder_ = std::make_unique<Responder>(ro);
   if (!opt_.peers.empty()) {
-    SyncOptions so;
+    SyncSessionOptions so;
     so.node = node;
     so.peers = peers;
     so.rounds = opt_.rounds;

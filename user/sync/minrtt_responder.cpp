@@ -230,40 +230,55 @@ void Responder::serve_one() {
   // own address cannot make this node drop the peer's probes as replays.
   uint64_t replay_id = m.session ^ std::hash<std::string>{}(source_key(from));
   if (ok_source && !replay_.accept(replay_id, m.seq)) why = minrtt::Reject::Replayed;
-  switch (why) {
-    case minrtt::Reject::None:
-      break;
-    case minrtt::Reject::Malformed:
-      stats_.malformed++;
-      return;
-    case minrtt::Reject::BadVersion:
-      stats_.bad_version++;
-      return;
-    case minrtt::Reject::BadAuth:
-      stats_.bad_auth++;
-      return;
-    case minrtt::Reject::Replayed:
-      stats_.replayed++;
-      return;
-    case minrtt::Reject::RateLimited:
-      stats_.rate_limited++;
-      return;
-    case minrtt::Reject::Unexpected:
-      stats_.unexpected++;
-      return;
-  }
+  if (refused(why)) return;
   sockaddr_storage to = from;
   set_port(to, m.reply_port);
   if (!ok_source) {
     send_cookie(to, fl, m, now);
     return;
   }
+  answer(m, to, fl, sc, u2, rt2, now);
+}
+
+// Counts a refused probe under its reason; whether it was refused.
+bool Responder::refused(minrtt::Reject why) {
+  switch (why) {
+    case minrtt::Reject::None:
+      return false;
+    case minrtt::Reject::Malformed:
+      stats_.malformed++;
+      break;
+    case minrtt::Reject::BadVersion:
+      stats_.bad_version++;
+      break;
+    case minrtt::Reject::BadAuth:
+      stats_.bad_auth++;
+      break;
+    case minrtt::Reject::Replayed:
+      stats_.replayed++;
+      break;
+    case minrtt::Reject::RateLimited:
+      stats_.rate_limited++;
+      break;
+    case minrtt::Reject::Unexpected:
+      stats_.unexpected++;
+      break;
+  }
+  return true;
+}
+
+// The reply with the user-space stamps (u2 read right after the probe, u3 right
+// before sending), then the followup with the kernel stamps of the probe's
+// arrival (rt2) and the reply's departure, once both are known.
+void Responder::answer(const minrtt::Message& m, const sockaddr_storage& to, socklen_t fl, StampClock& sc, uint64_t u2,
+                       uint64_t rt2, int64_t now) {
+  const std::vector<uint8_t>* key = opt_.key.empty() ? nullptr : &opt_.key;
   minrtt::Message r = answer_to(minrtt::MsgType::Reply, m);
   r.a = sc.user_tsc(u2);
   uint64_t u3 = rdtsc_now();
   r.b = sc.user_tsc(u3);
   auto bytes = minrtt::encode(r, key);
-  if (sendto(tx_, bytes.data(), bytes.size(), 0, reinterpret_cast<sockaddr*>(&to), fl) != ssize_t(bytes.size())) {
+  if (sendto(tx_, bytes.data(), bytes.size(), 0, reinterpret_cast<const sockaddr*>(&to), fl) != ssize_t(bytes.size())) {
     stats_.send_errors++;
     return;
   }
@@ -284,7 +299,7 @@ void Responder::serve_one() {
   f.b = rt3 ? sc.realtime_to_tsc(*rt3) : 0;
   if (f.kernel_ok && f.b < f.a) f.kernel_ok = false;  // transmit before receive: not to be trusted
   bytes = minrtt::encode(f, key);
-  if (sendto(tx_, bytes.data(), bytes.size(), 0, reinterpret_cast<sockaddr*>(&to), fl) != ssize_t(bytes.size())) {
+  if (sendto(tx_, bytes.data(), bytes.size(), 0, reinterpret_cast<const sockaddr*>(&to), fl) != ssize_t(bytes.size())) {
     stats_.send_errors++;
     return;
   }

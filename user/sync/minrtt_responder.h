@@ -29,6 +29,8 @@
 
 namespace cptrace {
 
+struct StampClock;  // sync/kernel_timestamps.h
+
 struct ResponderOptions {
   std::string listen;  // ADDR:PORT; "" = [::]:7711 (dual stack), else 0.0.0.0:7711
   std::string node;  // name sent in every reply
@@ -74,6 +76,9 @@ class Responder {
   // Asleep in poll() on the socket and stop_fd_ until a datagram or stop().
   void run();
   void serve_one();
+  bool refused(minrtt::Reject why);
+  void answer(const minrtt::Message& m, const sockaddr_storage& to, socklen_t len, StampClock& sc, uint64_t u2,
+              uint64_t rt2, int64_t now_ns);
   bool allow(const sockaddr_storage& from, int64_t now_ns);
   bool verified(const sockaddr_storage& from, const minrtt::Message& probe, int64_t now_ns) const;
   void send_cookie(const sockaddr_storage& to, socklen_t len, const minrtt::Message& probe, int64_t now_ns);

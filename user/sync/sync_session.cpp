@@ -16,6 +16,32 @@ using Clock = std::chrono::steady_clock;
 
 double secs_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
+// One peer's progress in a phase.
+struct PeerPhase {
+  unsigned done = 0, attempts = 0;
+  bool answered = false;
+  int64_t kmin = INT64_MAX, umin = INT64_MAX;
+};
+
+// One line per peer on stderr: its rounds and minimum RTTs, or that it never answered.
+void print_phase_outcome(const SyncSessionOptions& opt, const std::string& phase, const std::vector<PeerPhase>& st) {
+  double hz = opt.tsc_hz;
+  for (size_t i = 0; i < opt.peers.size(); ++i) {
+    const PeerPhase& s = st[i];
+    if (!s.answered) {
+      fmt::print(stderr, "cptrace: MinRTT {}: NO REPLY from {} within {:.1f} s: no rounds with it in this phase\n",
+                 phase, opt.peers[i].text, opt.wait_s);
+    } else {
+      std::string k = s.kmin == INT64_MAX ? "none" : fmt::format("{} ticks", s.kmin);
+      std::string u = s.umin == INT64_MAX ? "none" : fmt::format("{} ticks", s.umin);
+      if (hz > 0 && s.kmin != INT64_MAX) k = fmt::format("{:.2f} us", s.kmin * 1e6 / hz);
+      if (hz > 0 && s.umin != INT64_MAX) u = fmt::format("{:.2f} us", s.umin * 1e6 / hz);
+      fmt::print(stderr, "cptrace: MinRTT {} with {}: {}/{} rounds, min RTT kernel {}, user space {}\n", phase,
+                 opt.peers[i].text, s.done, opt.rounds, k, u);
+    }
+  }
+}
+
 }  // namespace
 
 nlohmann::json summarize_rounds(const std::vector<SyncRound>& rounds, double tsc_hz) {
@@ -80,7 +106,7 @@ void print_sync_summary(const nlohmann::json& summary) {
     }
 }
 
-SyncSession::SyncSession(SyncOptions opt)
+SyncSession::SyncSession(SyncSessionOptions opt)
     : opt_(std::move(opt)), init_(opt_.node, opt_.key.empty() ? nullptr : &opt_.key, &opt_.sim, opt_.timeout_ms) {}
 
 SyncSession::~SyncSession() {
@@ -112,17 +138,12 @@ nlohmann::json SyncSession::counters_json() const {
 
 void SyncSession::run_phase(const std::string& phase) {
   auto t0 = Clock::now();
-  struct State {
-    unsigned done = 0, attempts = 0;
-    bool answered = false;
-    int64_t kmin = INT64_MAX, umin = INT64_MAX;
-  };
-  std::vector<State> st(opt_.peers.size());
+  std::vector<PeerPhase> st(opt_.peers.size());
   const unsigned max_attempts = opt_.rounds * 3 + 10;  // after the first answer
   for (;;) {
     bool any = false;
     for (size_t i = 0; i < opt_.peers.size(); ++i) {
-      State& s = st[i];
+      PeerPhase& s = st[i];
       if (s.done >= opt_.rounds || (s.answered && s.attempts >= max_attempts)) continue;
       if (!s.answered && secs_since(t0) > opt_.wait_s) continue;
       any = true;
@@ -144,22 +165,7 @@ void SyncSession::run_phase(const std::string& phase) {
     }
     if (!any) break;
   }
-  if (!opt_.verbose) return;
-  double hz = opt_.tsc_hz;
-  for (size_t i = 0; i < opt_.peers.size(); ++i) {
-    const State& s = st[i];
-    if (!s.answered) {
-      fmt::print(stderr, "cptrace: MinRTT {}: NO REPLY from {} within {:.1f} s: no rounds with it in this phase\n",
-                 phase, opt_.peers[i].text, opt_.wait_s);
-    } else {
-      std::string k = s.kmin == INT64_MAX ? "none" : fmt::format("{} ticks", s.kmin);
-      std::string u = s.umin == INT64_MAX ? "none" : fmt::format("{} ticks", s.umin);
-      if (hz > 0 && s.kmin != INT64_MAX) k = fmt::format("{:.2f} us", s.kmin * 1e6 / hz);
-      if (hz > 0 && s.umin != INT64_MAX) u = fmt::format("{:.2f} us", s.umin * 1e6 / hz);
-      fmt::print(stderr, "cptrace: MinRTT {} with {}: {}/{} rounds, min RTT kernel {}, user space {}\n", phase,
-                 opt_.peers[i].text, s.done, opt_.rounds, k, u);
-    }
-  }
+  if (opt_.verbose) print_phase_outcome(opt_, phase, st);
 }
 
 void SyncSession::stream() {

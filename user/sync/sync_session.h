@@ -23,7 +23,7 @@
 
 namespace cptrace {
 
-struct SyncOptions {
+struct SyncSessionOptions {
   std::string node;
   std::vector<Peer> peers;
   unsigned rounds = 100;  // per peer and phase
@@ -44,7 +44,7 @@ void print_sync_summary(const nlohmann::json& summary);
 
 class SyncSession {
  public:
-  explicit SyncSession(SyncOptions opt);
+  explicit SyncSession(SyncSessionOptions opt);
   ~SyncSession();
 
   // Starts the thread: start phase, then the stream until stop_phase().
@@ -63,7 +63,7 @@ class SyncSession {
   void push(const SyncRound& r);
   void stream();
 
-  SyncOptions opt_;
+  SyncSessionOptions opt_;
   Initiator init_;
   uint64_t seq_ = 0;
   std::mutex mu_;
