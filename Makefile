@@ -100,8 +100,8 @@ $(BUILD)/obj/cli/main.o: VERSION
 # (user/analyze/report.js, report.css), each turned into one C++ raw string
 # literal that report_js.cpp includes. The literal's end marker must not occur in
 # the file, else the string would end early: checked, not assumed.
-REPORT_ASSETS := $(BUILD)/analyze/report.js.inc $(BUILD)/analyze/report.css.inc
-$(BUILD)/analyze/%.inc: user/analyze/%
+REPORT_ASSETS := $(BUILD)/report.js.inc $(BUILD)/report.css.inc
+$(BUILD)/report.%.inc: user/analyze/report.%
 	@mkdir -p $(@D)
 	@if grep -qF ')CPTRACE_ASSET"' $<; then echo "$<: contains )CPTRACE_ASSET\", the end of its C++ literal" >&2; exit 1; fi
 	{ printf 'R"CPTRACE_ASSET(\n'; cat $<; printf ')CPTRACE_ASSET"\n'; } > $@.tmp && mv $@.tmp $@
