@@ -1,3 +1,7 @@
+// The controller's two commands, each its stages in order: check the nodes
+// (node_check), start the agents, stream into RUN/NODE/ (stream_loop,
+// node_copy), complete the copies, translate and report (run_finish), and
+// say what became of each node (run_manifest).
 #include "cluster/controller.h"
 
 #include <errno.h>
