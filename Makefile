@@ -58,7 +58,7 @@ JAVA_BENCH := $(wildcard bench/java/*.java)
 JAVA_ALL   := $(if $(wildcard $(JDK_HOME)/include/jni.h),$(BUILD)/cptrace.jar $(BUILD)/libcptrace_jni.so \
               $(BUILD)/tests/java/.built,$(warning no JDK (javac with include/jni.h) found: skipping cptrace.jar and libcptrace_jni.so))
 
-.PHONY: all deps guest-kernels test check-root unit-test check-layers check-architecture check-commits format check-format demo bench fuzz fuzz-run install deb clean
+.PHONY: all deps guest-kernels test check-root unit-test check-layers check-architecture check-commits check-js format check-format demo bench fuzz fuzz-run install deb clean
 all: $(BUILD)/cptrace $(BUILD)/libcptrace.so $(BUILD)/libcptrace.a $(WORKLOADS) $(TOOLS) $(JAVA_ALL)
 
 deps:
@@ -95,6 +95,22 @@ $(BUILD)/obj/%.o: user/%.cpp | $(SKELS)
 
 $(BUILD)/obj/cli/main.o: CPPFLAGS += -DCPTRACE_VERSION='"$(VERSION)"'
 $(BUILD)/obj/cli/main.o: VERSION
+
+# Report assets: the HTML report's script and stylesheet are real files
+# (user/analyze/report.js, report.css), each turned into one C++ raw string
+# literal that report_js.cpp includes. The literal's end marker must not occur in
+# the file, else the string would end early: checked, not assumed.
+REPORT_ASSETS := $(BUILD)/report.js.inc $(BUILD)/report.css.inc
+$(BUILD)/report.%.inc: user/analyze/report.%
+	@mkdir -p $(@D)
+	@if grep -qF ')CPTRACE_ASSET"' $<; then echo "$<: contains )CPTRACE_ASSET\", the end of its C++ literal" >&2; exit 1; fi
+	{ printf 'R"CPTRACE_ASSET(\n'; cat $<; printf ')CPTRACE_ASSET"\n'; } > $@.tmp && mv $@.tmp $@
+$(BUILD)/obj/analyze/report_js.o: $(REPORT_ASSETS)
+
+# The report's script parses (syntax only: it runs in a browser, where
+# tests/integration/test_report.cpp runs it under Chromium).
+check-js:
+	@node --check user/analyze/report.js && echo "check-js: user/analyze/report.js parses"
 
 # `.include`d by the assembler, which -MMD does not see.
 $(BUILD)/obj/probe/probe_selftest.o $(BUILD)/obj/collect/stage_flush.o: lib/probe_site.h
@@ -224,7 +240,7 @@ check-architecture:
 # Fails on a failed test, on a skipped one not in tests/skip-allowlist.txt (a skip
 # is a test that did not run), and on a fuzz failure. The BPF tests need root, so
 # running as another user fails at once instead of skipping them.
-test: check-root deps guest-kernels check-layers check-architecture check-commits check-format
+test: check-root deps guest-kernels check-layers check-architecture check-commits check-format check-js
 	$(MAKE) -j$$(nproc) all $(BUILD)/cptrace_tests $(BUILD)/fuzz_trace_reader
 	rm -f $(BUILD)/test-report.xml
 	cd $(BUILD) && ./cptrace_tests --gtest_output=xml:test-report.xml $(GTEST_ARGS)

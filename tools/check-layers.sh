@@ -84,7 +84,9 @@ for dir in user/*/; do
         elif [[ ${reach[$d]} != *" $to "* ]]; then
           echo "$f:$line: \"$inc\": $d/ may not include $to/ (it may include: $(echo ${reach[$d]}))"; bad=1
         elif [[ ! -f user/$inc ]]; then echo "$f:$line: \"$inc\": no such header"; bad=1; fi
-      elif [[ ! -f include/$inc && $inc != *.skel.h ]]; then
+      # Generated into the build directory: BPF skeletons, and X.inc, the literal
+      # of an asset X beside the including file (the report's script and style).
+      elif [[ ! -f include/$inc && $inc != *.skel.h && ! ( $inc == *.inc && -f $dir${inc%.inc} ) ]]; then
         echo "$f:$line: \"$inc\": name project headers by folder (user/X/...) or put them in include/"; bad=1
       fi
     done < <(grep -n '^#include "' "$f" | sed 's/^\([0-9]*\):#include "\([^"]*\)".*/\1:\2/')

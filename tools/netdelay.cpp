@@ -70,6 +70,7 @@
 #include <queue>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -231,9 +232,7 @@ void write_stats(const char* path, const Stats& st, size_t queued) {
   rename(tmp.c_str(), path);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+struct Options {
   std::vector<Link> links;
   int64_t delay_ns = 0, jitter_ns = 0, spin_ns = -1;  // -1: 30 us under SCHED_FIFO, else 60 us
   uint64_t seed = uint64_t(now_ns(CLOCK_REALTIME));
@@ -241,7 +240,10 @@ int main(int argc, char** argv) {
   std::string stats_file, ready_file;
   int rt_prio = 0;
   bool kernel_ts = true;
+};
 
+Options parse_options(int argc, char** argv) {
+  Options o;
   for (int i = 1; i < argc; i++) {
     std::string a = argv[i];
     auto val = [&]() -> std::string {
@@ -249,99 +251,113 @@ int main(int argc, char** argv) {
       return argv[++i];
     };
     if (a == "--link")
-      links.push_back(parse_link(val()));
+      o.links.push_back(parse_link(val()));
     else if (a == "--delay")
-      delay_ns = parse_us(val(), "--delay");
+      o.delay_ns = parse_us(val(), "--delay");
     else if (a == "--jitter")
-      jitter_ns = parse_us(val(), "--jitter");
+      o.jitter_ns = parse_us(val(), "--jitter");
     else if (a == "--spin")
-      spin_ns = parse_us(val(), "--spin");
+      o.spin_ns = parse_us(val(), "--spin");
     else if (a == "--seed")
-      seed = strtoull(val().c_str(), nullptr, 0);
+      o.seed = strtoull(val().c_str(), nullptr, 0);
     else if (a == "--max-packets")
-      max_pkts = strtoull(val().c_str(), nullptr, 0);
+      o.max_pkts = strtoull(val().c_str(), nullptr, 0);
     else if (a == "--max-bytes")
-      max_bytes = strtoull(val().c_str(), nullptr, 0);
+      o.max_bytes = strtoull(val().c_str(), nullptr, 0);
     else if (a == "--stats")
-      stats_file = val();
+      o.stats_file = val();
     else if (a == "--ready")
-      ready_file = val();
+      o.ready_file = val();
     else if (a == "--rt")
-      rt_prio = atoi(val().c_str());
+      o.rt_prio = atoi(val().c_str());
     else if (a == "--no-kernel-ts")
-      kernel_ts = false;
+      o.kernel_ts = false;
     else if (a == "-h" || a == "--help")
       usage("help");
     else
       usage(("unknown argument " + a).c_str());
   }
-  if (links.size() < 2) usage("need at least two --link");
-  const char* stats_path = stats_file.empty() ? nullptr : stats_file.c_str();
-  const char* ready_path = ready_file.empty() ? nullptr : ready_file.c_str();
-  if (links.size() > 256) usage("too many links");
+  if (o.links.size() < 2) usage("need at least two --link");
+  if (o.links.size() > 256) usage("too many links");
+  return o;
+}
 
-  // Router's own addresses: frames for them are the kernel's business.
-  std::vector<uint32_t> local4;
-  std::vector<std::array<uint8_t, 16>> local6;
-  {
-    ifaddrs* ifa = nullptr;
-    if (getifaddrs(&ifa) != 0) die("getifaddrs");
-    for (ifaddrs* p = ifa; p; p = p->ifa_next) {
-      if (!p->ifa_addr) continue;
-      if (p->ifa_addr->sa_family == AF_INET)
-        local4.push_back(ntohl(reinterpret_cast<sockaddr_in*>(p->ifa_addr)->sin_addr.s_addr));
-      else if (p->ifa_addr->sa_family == AF_INET6) {
-        std::array<uint8_t, 16> x;
-        memcpy(x.data(), &reinterpret_cast<sockaddr_in6*>(p->ifa_addr)->sin6_addr, 16);
-        local6.push_back(x);
-      }
+// The router's own addresses: frames for them are the kernel's business.
+struct LocalAddrs {
+  std::vector<uint32_t> v4;
+  std::vector<std::array<uint8_t, 16>> v6;
+};
+
+LocalAddrs local_addresses() {
+  LocalAddrs l;
+  ifaddrs* ifa = nullptr;
+  if (getifaddrs(&ifa) != 0) die("getifaddrs");
+  for (ifaddrs* p = ifa; p; p = p->ifa_next) {
+    if (!p->ifa_addr) continue;
+    if (p->ifa_addr->sa_family == AF_INET)
+      l.v4.push_back(ntohl(reinterpret_cast<sockaddr_in*>(p->ifa_addr)->sin_addr.s_addr));
+    else if (p->ifa_addr->sa_family == AF_INET6) {
+      std::array<uint8_t, 16> x;
+      memcpy(x.data(), &reinterpret_cast<sockaddr_in6*>(p->ifa_addr)->sin6_addr, 16);
+      l.v6.push_back(x);
     }
-    freeifaddrs(ifa);
   }
+  freeifaddrs(ifa);
+  return l;
+}
 
-  for (auto& l : links) {
-    l.ifindex = int(if_nametoindex(l.ifname.c_str()));
-    if (!l.ifindex) die(("no interface " + l.ifname).c_str());
-    l.fd = socket(AF_PACKET, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, htons(ETH_P_ALL));
-    if (l.fd < 0) die("socket(AF_PACKET)");
-    int one = 1;
-    if (setsockopt(l.fd, SOL_PACKET, PACKET_VNET_HDR, &one, sizeof one)) die("PACKET_VNET_HDR");
-    if (setsockopt(l.fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof one)) die("PACKET_IGNORE_OUTGOING");
-    if (kernel_ts && setsockopt(l.fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof one)) die("SO_TIMESTAMPNS");
-    int buf = 8 << 20;
-    if (setsockopt(l.fd, SOL_SOCKET, SO_RCVBUFFORCE, &buf, sizeof buf))
-      setsockopt(l.fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof buf);
-    if (setsockopt(l.fd, SOL_SOCKET, SO_SNDBUFFORCE, &buf, sizeof buf))
-      setsockopt(l.fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof buf);
-    sockaddr_ll sll{};
-    sll.sll_family = AF_PACKET;
-    sll.sll_protocol = htons(ETH_P_ALL);
-    sll.sll_ifindex = l.ifindex;
-    if (bind(l.fd, reinterpret_cast<sockaddr*>(&sll), sizeof sll)) die(("bind " + l.ifname).c_str());
-    ifreq ifr{};
-    snprintf(ifr.ifr_name, IFNAMSIZ, "%s", l.ifname.c_str());
-    if (ioctl(l.fd, SIOCGIFHWADDR, &ifr)) die("SIOCGIFHWADDR");
-    memcpy(l.mac.data(), ifr.ifr_hwaddr.sa_data, 6);
-  }
+// One AF_PACKET socket on the link's interface, with virtio-net headers and
+// (unless --no-kernel-ts) the kernel's receive stamps; learns our MAC on it.
+void open_link(Link& l, bool kernel_ts) {
+  l.ifindex = int(if_nametoindex(l.ifname.c_str()));
+  if (!l.ifindex) die(("no interface " + l.ifname).c_str());
+  l.fd = socket(AF_PACKET, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, htons(ETH_P_ALL));
+  if (l.fd < 0) die("socket(AF_PACKET)");
+  int one = 1;
+  if (setsockopt(l.fd, SOL_PACKET, PACKET_VNET_HDR, &one, sizeof one)) die("PACKET_VNET_HDR");
+  if (setsockopt(l.fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof one)) die("PACKET_IGNORE_OUTGOING");
+  if (kernel_ts && setsockopt(l.fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof one)) die("SO_TIMESTAMPNS");
+  int buf = 8 << 20;
+  if (setsockopt(l.fd, SOL_SOCKET, SO_RCVBUFFORCE, &buf, sizeof buf))
+    setsockopt(l.fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof buf);
+  if (setsockopt(l.fd, SOL_SOCKET, SO_SNDBUFFORCE, &buf, sizeof buf))
+    setsockopt(l.fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof buf);
+  sockaddr_ll sll{};
+  sll.sll_family = AF_PACKET;
+  sll.sll_protocol = htons(ETH_P_ALL);
+  sll.sll_ifindex = l.ifindex;
+  if (bind(l.fd, reinterpret_cast<sockaddr*>(&sll), sizeof sll)) die(("bind " + l.ifname).c_str());
+  ifreq ifr{};
+  snprintf(ifr.ifr_name, IFNAMSIZ, "%s", l.ifname.c_str());
+  if (ioctl(l.fd, SIOCGIFHWADDR, &ifr)) die("SIOCGIFHWADDR");
+  memcpy(l.mac.data(), ifr.ifr_hwaddr.sa_data, 6);
+}
+
+void open_links(std::vector<Link>& links, bool kernel_ts) {
+  for (auto& l : links) open_link(l, kernel_ts);
   // Frames queued in the socket before bind() completed may come from any interface.
   for (auto& l : links) {
     static uint8_t junk[kRxBuf];
     while (recv(l.fd, junk, sizeof junk, MSG_DONTWAIT) > 0) {
     }
   }
+}
 
+// Precise wake-ups, SCHED_FIFO when asked, memory locked, the signals, and the
+// ready file; the spin window follows from whether SCHED_FIFO was granted.
+void setup_process(Options& o) {
   prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);  // precise hrtimer wake-ups
   bool rt = false;
-  if (rt_prio > 0) {
+  if (o.rt_prio > 0) {
     sched_param sp{};
-    sp.sched_priority = rt_prio;
+    sp.sched_priority = o.rt_prio;
     if (sched_setscheduler(0, SCHED_FIFO, &sp) == 0)
       rt = true;
     else
       perror("netdelay: SCHED_FIFO unavailable, continuing with normal scheduling");
   }
   // A SCHED_FIFO thread wakes within a few us of its timer; a normal one may need far more.
-  if (spin_ns < 0) spin_ns = rt ? 30000 : 60000;
+  if (o.spin_ns < 0) o.spin_ns = rt ? 30000 : 60000;
   mlockall(MCL_CURRENT);
 
   struct sigaction sa {};
@@ -353,232 +369,298 @@ int main(int argc, char** argv) {
   signal(SIGHUP, SIG_IGN);
   signal(SIGPIPE, SIG_IGN);
 
-  if (ready_path) {
-    int fd = open(ready_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (!o.ready_file.empty()) {
+    int fd = open(o.ready_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd >= 0) {
       dprintf(fd, "%d\n", int(getpid()));
       close(fd);
     }
   }
+}
 
-  const size_t n = links.size();
-  std::vector<pollfd> pfds(n);
-  for (size_t i = 0; i < n; i++) pfds[i] = {links[i].fd, POLLIN, 0};
-  std::priority_queue<Pkt, std::vector<Pkt>, Later> heap;
-  std::vector<int64_t> last_due(n * n, 0);  // FIFO per (ingress, egress) path
-  std::mt19937_64 rng(seed);
-  std::uniform_int_distribution<int64_t> jit(0, jitter_ns);
-  Stats st;
-  uint64_t seq = 0, queued_bytes = 0;
-  std::vector<uint8_t> rxbuf(kVnet + kRxBuf);
-  bool fatal = false;
+// The forwarding loop's state: the links, the queue of delayed frames ordered by
+// due time, and the counters.
+class Forwarder {
+ public:
+  Forwarder(const Options& o, LocalAddrs local)
+      : o_(o),
+        links_(o.links),
+        n_(links_.size()),
+        local_(std::move(local)),
+        pfds_(n_),
+        last_due_(n_ * n_, 0),
+        rng_(o.seed),
+        jit_(0, o.jitter_ns),
+        rxbuf_(kVnet + kRxBuf) {
+    for (size_t i = 0; i < n_; i++) pfds_[i] = {links_[i].fd, POLLIN, 0};
+  }
 
-  auto receive = [&](size_t in) {
-    Link& L = links[in];
-    for (int batch = 0; batch < 64; batch++) {
-      sockaddr_ll from{};
-      alignas(cmsghdr) char cbuf[CMSG_SPACE(sizeof(timespec)) + 64];
-      iovec iov{rxbuf.data(), rxbuf.size()};
-      msghdr mh{};
-      mh.msg_name = &from;
-      mh.msg_namelen = sizeof from;
-      mh.msg_iov = &iov;
-      mh.msg_iovlen = 1;
-      mh.msg_control = cbuf;
-      mh.msg_controllen = sizeof cbuf;
-      ssize_t r = recvmsg(L.fd, &mh, MSG_DONTWAIT | MSG_TRUNC);
-      if (r < 0) {
-        if (errno == EAGAIN || errno == EINTR) return;
-        if (errno == ENETDOWN || errno == ENXIO || errno == ENODEV) {
-          fprintf(stderr, "netdelay: link %s went away, exiting\n", L.ifname.c_str());
-          fatal = true;
-        }
-        return;
+  // Until SIGTERM/SIGINT or a link gone; 3 when a link went away, else 0.
+  int run();
+
+ private:
+  int64_t rx_time(msghdr& mh, int64_t mono);
+  int route(uint8_t* eth, size_t r, size_t in);
+  void receive(size_t in);
+  void transmit(const Pkt& p, int64_t now);
+  void poll_and_receive(int timeout_ms_or_neg, const timespec* ts);
+  void teardown();
+
+  const Options& o_;
+  std::vector<Link> links_;
+  const size_t n_;
+  const LocalAddrs local_;
+  std::vector<pollfd> pfds_;
+  std::priority_queue<Pkt, std::vector<Pkt>, Later> heap_;
+  std::vector<int64_t> last_due_;  // FIFO per (ingress, egress) path
+  std::mt19937_64 rng_;
+  std::uniform_int_distribution<int64_t> jit_;
+  Stats st_;
+  uint64_t seq_ = 0, queued_bytes_ = 0;
+  std::vector<uint8_t> rxbuf_;
+  bool fatal_ = false;
+};
+
+// The frame's receive time on CLOCK_MONOTONIC: the kernel's stamp when it is
+// plausible, else `mono` (the forwarder's own clock at recv()).
+int64_t Forwarder::rx_time(msghdr& mh, int64_t mono) {
+  int64_t rx = mono;
+  if (!o_.kernel_ts) return rx;
+  bool ok = false;
+  for (cmsghdr* c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS) {
+      timespec ts;
+      memcpy(&ts, CMSG_DATA(c), sizeof ts);
+      int64_t real_ts = int64_t(ts.tv_sec) * 1000000000LL + ts.tv_nsec;
+      int64_t off = now_ns(CLOCK_REALTIME) - mono_ns();
+      int64_t cand = real_ts - off;
+      // Reject anything implausible (e.g. a sender's monotonic delivery time).
+      if (cand <= mono + 1000 && mono - cand < 1000000000LL) {
+        rx = std::min(cand, mono);
+        ok = true;
       }
-      int64_t mono = mono_ns();
-      st.rx++;
-      int64_t rx = mono;
-      if (kernel_ts) {
-        bool ok = false;
-        for (cmsghdr* c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
-          if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS) {
-            timespec ts;
-            memcpy(&ts, CMSG_DATA(c), sizeof ts);
-            int64_t real_ts = int64_t(ts.tv_sec) * 1000000000LL + ts.tv_nsec;
-            int64_t off = now_ns(CLOCK_REALTIME) - mono_ns();
-            int64_t cand = real_ts - off;
-            // Reject anything implausible (e.g. a sender's monotonic delivery time).
-            if (cand <= mono + 1000 && mono - cand < 1000000000LL) {
-              rx = std::min(cand, mono);
-              ok = true;
-            }
-          }
-        }
-        if (!ok) st.ts_fallback++;
-      }
-      if (size_t(r) > rxbuf.size() || (mh.msg_flags & MSG_TRUNC)) {
-        st.truncated++;
-        continue;
-      }
-      if (from.sll_pkttype != PACKET_HOST) {
-        st.ignored++;
-        continue;
-      }
-      if (size_t(r) < kVnet + ETH_HLEN + 20) {
-        st.drop_short++;
-        continue;
-      }
-      uint8_t* eth = rxbuf.data() + kVnet;
-      uint8_t* ip = eth + ETH_HLEN;
-      uint16_t proto = uint16_t(eth[12] << 8 | eth[13]);
-      size_t iplen = size_t(r) - kVnet - ETH_HLEN;
-      int out = -1;
-      if (proto == ETH_P_IP) {
-        if ((ip[0] >> 4) != 4) {
-          st.drop_short++;
-          continue;
-        }
-        uint32_t dst = uint32_t(ip[16]) << 24 | uint32_t(ip[17]) << 16 | uint32_t(ip[18]) << 8 | ip[19];
-        if (std::find(local4.begin(), local4.end(), dst) != local4.end()) {
-          st.ignored++;
-          continue;
-        }
-        for (size_t k = 0; k < n; k++)
-          if ((dst & links[k].v4mask) == links[k].v4net) {
-            out = int(k);
-            break;
-          }
-        if (out < 0 || size_t(out) == in) {
-          st.ignored++;
-          continue;
-        }
-        if (ip[8] <= 1) {
-          st.drop_ttl++;
-          continue;
-        }
-        ip[8]--;
-        uint32_t check = uint32_t(ip[10]) << 8 | ip[11];
-        check += 0x0100;  // incremental update for TTL-1 (as the kernel's ip_decrease_ttl)
-        check = (check + (check >= 0xffff)) & 0xffff;
-        ip[10] = uint8_t(check >> 8);
-        ip[11] = uint8_t(check);
-      } else if (proto == ETH_P_IPV6) {
-        if (iplen < 40 || (ip[0] >> 4) != 6) {
-          st.drop_short++;
-          continue;
-        }
-        const uint8_t* dst = ip + 24;
-        bool local = false;
-        for (auto& a : local6)
-          if (memcmp(a.data(), dst, 16) == 0) {
-            local = true;
-            break;
-          }
-        if (local || dst[0] == 0xff) {
-          st.ignored++;
-          continue;
-        }
-        for (size_t k = 0; k < n; k++)
-          if (v6_in(dst, links[k])) {
-            out = int(k);
-            break;
-          }
-        if (out < 0 || size_t(out) == in) {
-          st.ignored++;
-          continue;
-        }
-        if (ip[7] <= 1) {
-          st.drop_ttl++;
-          continue;
-        }
-        ip[7]--;
-      } else {
-        st.ignored++;  // ARP etc.: the router kernel answers for itself
-        continue;
-      }
-      const Link& O = links[size_t(out)];
-      memcpy(eth, O.peer_mac.data(), 6);
-      memcpy(eth + 6, O.mac.data(), 6);
-      if (heap.size() >= max_pkts || queued_bytes + uint64_t(r) > max_bytes) {
-        st.drop_queue++;
-        continue;
-      }
-      int64_t due = rx + delay_ns + L.from_ns + O.to_ns + (jitter_ns ? jit(rng) : 0);
-      int64_t& last = last_due[in * n + size_t(out)];
-      if (due < last) due = last;  // FIFO per path: jitter does not reorder
-      last = due;
-      auto* copy = static_cast<uint8_t*>(malloc(size_t(r)));
-      if (!copy) {
-        st.drop_queue++;
-        continue;
-      }
-      memcpy(copy, rxbuf.data(), size_t(r));
-      heap.push(Pkt{due, seq++, rx, out, uint32_t(r), copy});
-      queued_bytes += uint64_t(r);
-      st.max_queue = std::max<uint64_t>(st.max_queue, heap.size());
     }
-  };
+  }
+  if (!ok) st_.ts_fallback++;
+  return rx;
+}
 
-  auto transmit = [&](const Pkt& p, int64_t now) {
-    ssize_t w = send(links[size_t(p.out)].fd, p.data, p.len, MSG_DONTWAIT);
-    if (w != ssize_t(p.len))
-      st.drop_tx++;
-    else
-      st.fwd++;
-    int64_t late = now - p.due;
-    if (late > st.late_max) st.late_max = late;
-    size_t b = late <= 0 ? 0 : size_t(late / 1000);
-    st.late_hist[std::min(b, st.late_hist.size() - 1)]++;
-    queued_bytes -= p.len;
-    free(p.data);
-  };
-
-  auto poll_and_receive = [&](int timeout_ms_or_neg, const timespec* ts) {
-    int r = ts ? ppoll(pfds.data(), n, ts, nullptr) : poll(pfds.data(), n, timeout_ms_or_neg);
-    if (r <= 0) return;
-    for (size_t i = 0; i < n; i++) {
-      if (pfds[i].revents & (POLLERR | POLLHUP | POLLNVAL)) {
-        int err = 0;
-        socklen_t el = sizeof err;
-        getsockopt(pfds[i].fd, SOL_SOCKET, SO_ERROR, &err, &el);
-        if (err == ENETDOWN || err == ENXIO || err == ENODEV || (pfds[i].revents & POLLNVAL)) {
-          fprintf(stderr, "netdelay: link %s went away, exiting\n", links[i].ifname.c_str());
-          fatal = true;
-        }
-      }
-      if (pfds[i].revents & POLLIN) receive(i);
+// The egress link of a frame of `r` bytes (virtio-net header included) that
+// came in on `in`, its TTL / hop limit decremented; -1 when it is not ours to
+// forward (counted).
+int Forwarder::route(uint8_t* eth, size_t r, size_t in) {
+  uint8_t* ip = eth + ETH_HLEN;
+  uint16_t proto = uint16_t(eth[12] << 8 | eth[13]);
+  size_t iplen = r - kVnet - ETH_HLEN;
+  int out = -1;
+  if (proto == ETH_P_IP) {
+    if ((ip[0] >> 4) != 4) {
+      st_.drop_short++;
+      return -1;
     }
-  };
+    uint32_t dst = uint32_t(ip[16]) << 24 | uint32_t(ip[17]) << 16 | uint32_t(ip[18]) << 8 | ip[19];
+    if (std::find(local_.v4.begin(), local_.v4.end(), dst) != local_.v4.end()) {
+      st_.ignored++;
+      return -1;
+    }
+    for (size_t k = 0; k < n_; k++)
+      if ((dst & links_[k].v4mask) == links_[k].v4net) {
+        out = int(k);
+        break;
+      }
+    if (out < 0 || size_t(out) == in) {
+      st_.ignored++;
+      return -1;
+    }
+    if (ip[8] <= 1) {
+      st_.drop_ttl++;
+      return -1;
+    }
+    ip[8]--;
+    uint32_t check = uint32_t(ip[10]) << 8 | ip[11];
+    check += 0x0100;  // incremental update for TTL-1 (as the kernel's ip_decrease_ttl)
+    check = (check + (check >= 0xffff)) & 0xffff;
+    ip[10] = uint8_t(check >> 8);
+    ip[11] = uint8_t(check);
+  } else if (proto == ETH_P_IPV6) {
+    if (iplen < 40 || (ip[0] >> 4) != 6) {
+      st_.drop_short++;
+      return -1;
+    }
+    const uint8_t* dst = ip + 24;
+    bool local = false;
+    for (auto& a : local_.v6)
+      if (memcmp(a.data(), dst, 16) == 0) {
+        local = true;
+        break;
+      }
+    if (local || dst[0] == 0xff) {
+      st_.ignored++;
+      return -1;
+    }
+    for (size_t k = 0; k < n_; k++)
+      if (v6_in(dst, links_[k])) {
+        out = int(k);
+        break;
+      }
+    if (out < 0 || size_t(out) == in) {
+      st_.ignored++;
+      return -1;
+    }
+    if (ip[7] <= 1) {
+      st_.drop_ttl++;
+      return -1;
+    }
+    ip[7]--;
+  } else {
+    st_.ignored++;  // ARP etc.: the router kernel answers for itself
+    return -1;
+  }
+  return out;
+}
 
-  while (!g_stop && !fatal) {
+// Up to 64 frames from link `in`, each routed and queued until it is due.
+void Forwarder::receive(size_t in) {
+  Link& L = links_[in];
+  for (int batch = 0; batch < 64; batch++) {
+    sockaddr_ll from{};
+    alignas(cmsghdr) char cbuf[CMSG_SPACE(sizeof(timespec)) + 64];
+    iovec iov{rxbuf_.data(), rxbuf_.size()};
+    msghdr mh{};
+    mh.msg_name = &from;
+    mh.msg_namelen = sizeof from;
+    mh.msg_iov = &iov;
+    mh.msg_iovlen = 1;
+    mh.msg_control = cbuf;
+    mh.msg_controllen = sizeof cbuf;
+    ssize_t r = recvmsg(L.fd, &mh, MSG_DONTWAIT | MSG_TRUNC);
+    if (r < 0) {
+      if (errno == EAGAIN || errno == EINTR) return;
+      if (errno == ENETDOWN || errno == ENXIO || errno == ENODEV) {
+        fprintf(stderr, "netdelay: link %s went away, exiting\n", L.ifname.c_str());
+        fatal_ = true;
+      }
+      return;
+    }
+    int64_t mono = mono_ns();
+    st_.rx++;
+    int64_t rx = rx_time(mh, mono);
+    if (size_t(r) > rxbuf_.size() || (mh.msg_flags & MSG_TRUNC)) {
+      st_.truncated++;
+      continue;
+    }
+    if (from.sll_pkttype != PACKET_HOST) {
+      st_.ignored++;
+      continue;
+    }
+    if (size_t(r) < kVnet + ETH_HLEN + 20) {
+      st_.drop_short++;
+      continue;
+    }
+    uint8_t* eth = rxbuf_.data() + kVnet;
+    int out = route(eth, size_t(r), in);
+    if (out < 0) continue;
+    const Link& O = links_[size_t(out)];
+    memcpy(eth, O.peer_mac.data(), 6);
+    memcpy(eth + 6, O.mac.data(), 6);
+    if (heap_.size() >= o_.max_pkts || queued_bytes_ + uint64_t(r) > o_.max_bytes) {
+      st_.drop_queue++;
+      continue;
+    }
+    int64_t due = rx + o_.delay_ns + L.from_ns + O.to_ns + (o_.jitter_ns ? jit_(rng_) : 0);
+    int64_t& last = last_due_[in * n_ + size_t(out)];
+    if (due < last) due = last;  // FIFO per path: jitter does not reorder
+    last = due;
+    auto* copy = static_cast<uint8_t*>(malloc(size_t(r)));
+    if (!copy) {
+      st_.drop_queue++;
+      continue;
+    }
+    memcpy(copy, rxbuf_.data(), size_t(r));
+    heap_.push(Pkt{due, seq_++, rx, out, uint32_t(r), copy});
+    queued_bytes_ += uint64_t(r);
+    st_.max_queue = std::max<uint64_t>(st_.max_queue, heap_.size());
+  }
+}
+
+void Forwarder::transmit(const Pkt& p, int64_t now) {
+  ssize_t w = send(links_[size_t(p.out)].fd, p.data, p.len, MSG_DONTWAIT);
+  if (w != ssize_t(p.len))
+    st_.drop_tx++;
+  else
+    st_.fwd++;
+  int64_t late = now - p.due;
+  if (late > st_.late_max) st_.late_max = late;
+  size_t b = late <= 0 ? 0 : size_t(late / 1000);
+  st_.late_hist[std::min(b, st_.late_hist.size() - 1)]++;
+  queued_bytes_ -= p.len;
+  free(p.data);
+}
+
+void Forwarder::poll_and_receive(int timeout_ms_or_neg, const timespec* ts) {
+  int r = ts ? ppoll(pfds_.data(), n_, ts, nullptr) : poll(pfds_.data(), n_, timeout_ms_or_neg);
+  if (r <= 0) return;
+  for (size_t i = 0; i < n_; i++) {
+    if (pfds_[i].revents & (POLLERR | POLLHUP | POLLNVAL)) {
+      int err = 0;
+      socklen_t el = sizeof err;
+      getsockopt(pfds_[i].fd, SOL_SOCKET, SO_ERROR, &err, &el);
+      if (err == ENETDOWN || err == ENXIO || err == ENODEV || (pfds_[i].revents & POLLNVAL)) {
+        fprintf(stderr, "netdelay: link %s went away, exiting\n", links_[i].ifname.c_str());
+        fatal_ = true;
+      }
+    }
+    if (pfds_[i].revents & POLLIN) receive(i);
+  }
+}
+
+int Forwarder::run() {
+  const char* stats_path = o_.stats_file.empty() ? nullptr : o_.stats_file.c_str();
+  while (!g_stop && !fatal_) {
     if (g_dump) {
       g_dump = 0;
-      write_stats(stats_path, st, heap.size());
+      write_stats(stats_path, st_, heap_.size());
     }
     int64_t now = mono_ns();
-    while (!heap.empty() && heap.top().due <= now) {
-      Pkt p = heap.top();
-      heap.pop();
+    while (!heap_.empty() && heap_.top().due <= now) {
+      Pkt p = heap_.top();
+      heap_.pop();
       transmit(p, now);
       now = mono_ns();
     }
-    if (heap.empty()) {
+    if (heap_.empty()) {
       poll_and_receive(500, nullptr);
       continue;
     }
-    int64_t wait = heap.top().due - now;
-    if (wait > spin_ns) {
-      int64_t sl = wait - spin_ns;
+    int64_t wait = heap_.top().due - now;
+    if (wait > o_.spin_ns) {
+      int64_t sl = wait - o_.spin_ns;
       timespec ts{time_t(sl / 1000000000LL), long(sl % 1000000000LL)};
       poll_and_receive(0, &ts);
     } else {
       poll_and_receive(0, nullptr);  // spin: look at the sockets, then re-check the clock
     }
   }
-  while (!heap.empty()) {
-    free(heap.top().data);
-    heap.pop();
+  teardown();
+  write_stats(stats_path, st_, 0);
+  return fatal_ ? 3 : 0;
+}
+
+// Frames still queued are freed, not sent: the run is over (the final stats
+// say queued=0).
+void Forwarder::teardown() {
+  while (!heap_.empty()) {
+    free(heap_.top().data);
+    heap_.pop();
   }
-  write_stats(stats_path, st, 0);
-  return fatal ? 3 : 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o = parse_options(argc, argv);
+  LocalAddrs local = local_addresses();
+  open_links(o.links, o.kernel_ts);
+  setup_process(o);
+  return Forwarder(o, std::move(local)).run();
 }

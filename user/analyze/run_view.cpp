@@ -8,6 +8,7 @@
 #include <functional>
 #include <fstream>
 #include <limits>
+#include <optional>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -338,46 +339,72 @@ void RunView::Bounds::set(size_t row, uint8_t s, const Bound& d) {
   if (s == kFailed) failed++;
 }
 
-json RunView::pairs_json(std::vector<std::string>& problems) {
-  size_t n = nodes_.size();
+// Every node's clock as the last poll left it, and the relations of every
+// node onto the reference built from them: what one refresh bounds with.
+struct RunView::Relations {
+  size_t n = 0;
   std::vector<std::string> names;
-  std::vector<uint64_t> skew(n);
-  std::vector<std::vector<ClockPoint>> points(n);
-  std::vector<double> hz(n);  // nominal TSC frequencies (drift_bound.h), 0: not known yet
-  for (size_t i = 0; i < n; ++i) {
-    names.push_back(nodes_[i]->name);
-    skew[i] = tsc_skew_err_of(nodes_[i]->meta);
-    ClockMap map(nodes_[i]->tail->clock());
-    points[i] = map.points();
-    hz[i] = nominal_tsc_hz(nodes_[i]->meta, map);
-  }
+  std::vector<uint64_t> skew;
+  std::vector<std::vector<ClockPoint>> points;
+  std::vector<double> hz;  // nominal TSC frequencies (drift_bound.h), 0: not known yet
   size_t ref = 0;
+  int64_t ppb = 0;
+  DurationBounds db;
+  std::map<std::pair<size_t, size_t>, std::shared_ptr<const DriftBoundRelation>> drifts;
+  RelationPaths paths;
+  std::optional<TscFrequency> f;  // the reference stream's frequency interval, when it has one
+};
+
+RunView::Relations RunView::node_clocks() const {
+  Relations r;
+  r.n = nodes_.size();
+  r.skew.resize(r.n), r.points.resize(r.n), r.hz.resize(r.n);
+  for (size_t i = 0; i < r.n; ++i) {
+    r.names.push_back(nodes_[i]->name);
+    r.skew[i] = tsc_skew_err_of(nodes_[i]->meta);
+    ClockMap map(nodes_[i]->tail->clock());
+    r.points[i] = map.points();
+    r.hz[i] = nominal_tsc_hz(nodes_[i]->meta, map);
+  }
+  return r;
+}
+
+// --reference, else the cluster's reference (as its translate), else the first
+// name; false, with the problem said, when that node is not in the run yet.
+bool RunView::pick_reference(Relations& r, std::vector<std::string>& problems) const {
+  const auto& names = r.names;
   if (!opt_.reference.empty()) {
     auto it = std::find(names.begin(), names.end(), opt_.reference);
     if (it == names.end()) {
       problems.push_back("--reference " + opt_.reference + ": no such node in the run (yet)");
-      return json::array();
+      return false;
     }
-    ref = size_t(it - names.begin());
+    r.ref = size_t(it - names.begin());
   } else if (!manifest_.empty()) {  // the cluster's reference, as its translate
     auto it = std::find(names.begin(), names.end(), manifest_.front());
     if (it == names.end()) {
       problems.push_back("the reference " + manifest_.front() + " (cluster.json's first node) is not in the run yet");
-      return json::array();
+      return false;
     }
-    ref = size_t(it - names.begin());
+    r.ref = size_t(it - names.begin());
   } else {
-    ref = size_t(std::min_element(names.begin(), names.end()) - names.begin());
+    r.ref = size_t(std::min_element(names.begin(), names.end()) - names.begin());
   }
+  return true;
+}
 
-  // Every node pair's relation from the rounds read so far, as `translate
-  // --clock-model piecewise --inputs rounds` builds it (translate.cpp build_pair).
-  const int64_t ppb = std::llround(opt_.max_drift_ppm * 1000);
-  DurationBounds db;
-  db.names = names;
-  db.ref = ref;
+// Every node pair's relation from the rounds read so far, as `translate
+// --clock-model piecewise --inputs rounds` builds it (translate.cpp build_pair),
+// and each node's path to the reference.
+void RunView::relate_nodes(Relations& r, std::vector<std::string>& problems) const {
+  const size_t n = r.n;
+  const auto& names = r.names;
+  const auto& skew = r.skew;
+  const auto& hz = r.hz;
+  r.ppb = std::llround(opt_.max_drift_ppm * 1000);
+  r.db.names = names;
+  r.db.ref = r.ref;
   std::map<std::pair<size_t, size_t>, RelationEdge> edges;
-  std::map<std::pair<size_t, size_t>, std::shared_ptr<const DriftBoundRelation>> drifts;
   for (size_t x = 0; x < n; ++x)
     for (size_t y = 0; y < n; ++y) {
       if (x == y) continue;
@@ -385,12 +412,12 @@ json RunView::pairs_json(std::vector<std::string>& problems) {
                                   rounds_with_peer(nodes_[y]->tail->sync_rounds(), names[x]), skew[x], skew[y]);
       if (pr.rounds.empty()) continue;
       if (!(hz[x] > 0) || !(hz[y] > 0)) continue;  // said below
-      auto drift = std::make_shared<DriftBoundRelation>(round_constraints(pr.rounds), ppb, hz[x], hz[y]);
+      auto drift = std::make_shared<DriftBoundRelation>(round_constraints(pr.rounds), r.ppb, hz[x], hz[y]);
       if (!drift->bounded()) continue;
-      db.direct[{x, y}] = drift;
-      drifts[{x, y}] = drift;
+      r.db.direct[{x, y}] = drift;
+      r.drifts[{x, y}] = drift;
       try {
-        edges[{x, y}] = {drift, (long double)drift->at(mid_span(points[x], pr)).width()};
+        edges[{x, y}] = {drift, (long double)drift->at(mid_span(r.points[x], pr)).width()};
       } catch (const std::exception&) {
         // far outside the pair's span: not a usable edge (as translate)
       }
@@ -400,107 +427,136 @@ json RunView::pairs_json(std::vector<std::string>& problems) {
       problems.push_back(names[i] +
                          ": TSC frequency not known yet (no meta.json tsc_hz, fewer than two clock points): "
                          "not related to any node");
-  RelationPaths paths = relation_paths(n, ref, edges);
-  db.to_ref = paths.to_ref;
-  db.max_err.assign(skew.begin(), skew.end());
+  r.paths = relation_paths(n, r.ref, edges);
+  r.db.to_ref = r.paths.to_ref;
+  r.db.max_err.assign(skew.begin(), skew.end());
   for (size_t i = 0; i < n; ++i)
-    if (!db.to_ref[i])
-      problems.push_back(names[i] + ": no MinRTT rounds relate it to the reference " + names[ref] + " yet");
+    if (!r.db.to_ref[i])
+      problems.push_back(names[i] + ": no MinRTT rounds relate it to the reference " + names[r.ref] + " yet");
 
   // Durations in ns over the reference stream's frequency interval (strict,
   // against CLOCK_MONOTONIC_RAW where the stream has it).
-  std::optional<TscFrequency> f;
-  if (points[ref].size() >= 2) f = ClockMap(nodes_[ref]->tail->clock()).tsc_frequency(0, points[ref].size() - 1);
+  if (r.points[r.ref].size() >= 2)
+    r.f = ClockMap(nodes_[r.ref]->tail->clock()).tsc_frequency(0, r.points[r.ref].size() - 1);
+}
+
+// What the relations are a function of, besides the rounds: the skews, the
+// paths and the node pairs related.
+std::string RunView::structure_of(const Relations& r) {
+  std::string structure = fmt::format("ref {} ppb {}", r.ref, r.ppb);
+  for (size_t i = 0; i < r.n; ++i) {
+    structure += fmt::format("|{} {}:", r.names[i], r.skew[i]);
+    for (size_t hop : r.paths.path[i]) structure += fmt::format(" {}", hop);
+  }
+  for (const auto& [xy, rel] : r.drifts) structure += fmt::format("|{}-{}", xy.first, xy.second);
+  return structure;
+}
+
+// Bounds pair k's rows not bounded yet, and those (with `reuse`) whose relation
+// changed; then the columns the selection reorders.
+void RunView::bound_pair(size_t k, const Relations& r, bool reuse, const Unchanged& same) {
+  Pair& p = pairs_[k];
+  Bounds& c = p.bounds;
+  const auto& db = r.db;
+  const auto& skew = r.skew;
+  std::vector<RelationCursor> cursors;
+  static const IdentityRelation none;  // nodes without a path: their rows are skipped first
+  for (size_t i = 0; i < r.n; ++i) cursors.emplace_back(db.to_ref[i] ? *db.to_ref[i] : none);
+  auto bound_row = [&](size_t row) {
+    last_bounded_++;
+    const auto& [a, b] = p.rows[row];
+    if (!db.to_ref[a.node] || !db.to_ref[b.node]) return c.set(row, Bounds::kUnrelated, {});
+    try {
+      Bound ia = cursors[a.node].at_stamp(a.ts, skew[a.node]), ib = cursors[b.node].at_stamp(b.ts, skew[b.node]);
+      const char* scenario = "";
+      Bound d = db.duration({a.ts, ia.est, ia.lo, ia.hi, a.node}, {b.ts, ib.est, ib.lo, ib.hi, b.node}, scenario);
+      c.set(row, c.scenario_index(scenario), d);
+    } catch (const std::exception& e) {
+      if (c.failed == 0) c.problem = fmt::format("{} -> {}: {}", opt_.pairs[k].first, opt_.pairs[k].second, e.what());
+      c.set(row, Bounds::kFailed, {});
+    }
+  };
+  bool old_changed = false;
+  if (reuse && !same.nothing_changed)  // rows bounded before: again only where a relation they query changed
+    for (size_t row = 0; row < c.rows; ++row)
+      if (!same.covers(p.rows[row].first, p.rows[row].second, skew, db)) bound_row(row), old_changed = true;
+  for (; c.rows < p.rows.size(); ++c.rows) bound_row(c.rows);
+  // The columns the selection reorders: the bounded rows' values, in any order;
+  // built again when a row's bound changed, else only the new rows are added.
+  if (!reuse || old_changed) c.sel_est.clear(), c.sel_lo.clear(), c.sel_hi.clear(), c.sel_rows = 0;
+  for (; c.sel_rows < c.rows; ++c.sel_rows)
+    if (c.scenario[c.sel_rows] < Bounds::kUnrelated)
+      c.sel_est.push_back(c.est[c.sel_rows]), c.sel_lo.push_back(c.lo[c.sel_rows]),
+          c.sel_hi.push_back(c.hi[c.sel_rows]);
+}
+
+// Pair k as JSON: its counts, scenarios and percentiles with their bounds.
+json RunView::pair_summary(size_t k, const Relations& r) {
+  Pair& p = pairs_[k];
+  Bounds& c = p.bounds;
+  std::vector<int64_t>&est = c.sel_est, &lo = c.sel_lo, &hi = c.sel_hi;
+  std::map<std::string, uint64_t> scenarios;
+  for (size_t i = 0; i < c.names.size(); ++i)
+    if (c.count[i]) scenarios[c.names[i]] = c.count[i];
+  const uint64_t unrelated = c.count[Bounds::kUnrelated], failed = c.failed;
+  json j = {{"from", opt_.pairs[k].first},
+            {"to", opt_.pairs[k].second},
+            {"reference", r.names[r.ref]},
+            {"count", est.size()},
+            {"matched", p.rows.size()},
+            {"unrelated", unrelated},
+            {"failed", failed},
+            {"from_only", p.from_seen.size() - p.rows.size()},
+            {"to_only", p.to_seen.size() - p.rows.size()},
+            {"from_duplicates", p.from_duplicates},
+            {"to_duplicates", p.to_duplicates},
+            {"scenarios", scenarios},
+            {"unit", "ticks"}};
+  if (!est.empty()) {
+    for (auto [key, q] : {std::pair{"p50", 0.5}, {"p90", 0.9}, {"p99", 0.99}, {"max", 1.0}}) {
+      // The k-th smallest true duration lies between the k-th smallest lo and hi.
+      int64_t e = select(est, q), l = select(lo, q), h = select(hi, q);
+      json v = {{"ticks", e}, {"ticks_lo", l}, {"ticks_hi", h}};
+      if (r.f) {
+        NsBound ns = ticks_to_ns(e, l, h, r.f->hz, r.f->lo, r.f->hi);
+        v["ns"] = ns.ns, v["ns_lo"] = ns.lo, v["ns_hi"] = ns.hi;
+      }
+      j[key] = v;
+    }
+  }
+  return j;
+}
+
+json RunView::pairs_json(std::vector<std::string>& problems) {
+  Relations r = node_clocks();
+  if (!pick_reference(r, problems)) return json::array();
+  relate_nodes(r, problems);
 
   // The relations are a function of the rounds, the skews and the paths. While
   // the skews, the paths and the node pairs related stay as they were, a bound
   // computed before is exactly what a recomputation gives unless one of its
   // queries falls where a relation changed (unchanged_spans): only those tuples,
   // and the ones matched since, are bounded again.
-  std::string structure = fmt::format("ref {} ppb {}", ref, ppb);
-  for (size_t i = 0; i < n; ++i) {
-    structure += fmt::format("|{} {}:", names[i], skew[i]);
-    for (size_t hop : paths.path[i]) structure += fmt::format(" {}", hop);
-  }
-  for (const auto& [xy, rel] : drifts) structure += fmt::format("|{}-{}", xy.first, xy.second);
+  std::string structure = structure_of(r);
   const bool same_structure = generation_ > 0 && structure == structure_;
   Unchanged same;
-  if (same_structure) same = unchanged_spans(drifts, prev_drifts_, paths.path, ref);
+  if (same_structure) same = unchanged_spans(r.drifts, prev_drifts_, r.paths.path, r.ref);
   const uint64_t generation = ++generation_;
   last_bounded_ = 0;
 
   json out = json::array();
   for (size_t k = 0; k < pairs_.size(); ++k) {
-    Pair& p = pairs_[k];
-    Bounds& c = p.bounds;
+    Bounds& c = pairs_[k].bounds;
     // A failure's message is that of the first failing tuple: only a full pass keeps it so.
     bool reuse = same_structure && c.generation == generation - 1 && c.failed == 0;
     if (!reuse) c = Bounds{};
     c.generation = generation;
-    std::vector<RelationCursor> cursors;
-    static const IdentityRelation none;  // nodes without a path: their rows are skipped first
-    for (size_t i = 0; i < n; ++i) cursors.emplace_back(db.to_ref[i] ? *db.to_ref[i] : none);
-    auto bound_row = [&](size_t r) {
-      last_bounded_++;
-      const auto& [a, b] = p.rows[r];
-      if (!db.to_ref[a.node] || !db.to_ref[b.node]) return c.set(r, Bounds::kUnrelated, {});
-      try {
-        Bound ia = cursors[a.node].at_stamp(a.ts, skew[a.node]), ib = cursors[b.node].at_stamp(b.ts, skew[b.node]);
-        const char* scenario = "";
-        Bound d = db.duration({a.ts, ia.est, ia.lo, ia.hi, a.node}, {b.ts, ib.est, ib.lo, ib.hi, b.node}, scenario);
-        c.set(r, c.scenario_index(scenario), d);
-      } catch (const std::exception& e) {
-        if (c.failed == 0) c.problem = fmt::format("{} -> {}: {}", opt_.pairs[k].first, opt_.pairs[k].second, e.what());
-        c.set(r, Bounds::kFailed, {});
-      }
-    };
-    bool old_changed = false;
-    if (reuse && !same.nothing_changed)  // rows bounded before: again only where a relation they query changed
-      for (size_t r = 0; r < c.rows; ++r)
-        if (!same.covers(p.rows[r].first, p.rows[r].second, skew, db)) bound_row(r), old_changed = true;
-    for (; c.rows < p.rows.size(); ++c.rows) bound_row(c.rows);
-    // The columns the selection reorders: the bounded rows' values, in any order;
-    // built again when a row's bound changed, else only the new rows are added.
-    if (!reuse || old_changed) c.sel_est.clear(), c.sel_lo.clear(), c.sel_hi.clear(), c.sel_rows = 0;
-    for (; c.sel_rows < c.rows; ++c.sel_rows)
-      if (c.scenario[c.sel_rows] < Bounds::kUnrelated)
-        c.sel_est.push_back(c.est[c.sel_rows]), c.sel_lo.push_back(c.lo[c.sel_rows]),
-            c.sel_hi.push_back(c.hi[c.sel_rows]);
+    bound_pair(k, r, reuse, same);
     if (!c.problem.empty()) problems.push_back(c.problem);
-    std::vector<int64_t>&est = c.sel_est, &lo = c.sel_lo, &hi = c.sel_hi;
-    std::map<std::string, uint64_t> scenarios;
-    for (size_t i = 0; i < c.names.size(); ++i)
-      if (c.count[i]) scenarios[c.names[i]] = c.count[i];
-    const uint64_t unrelated = c.count[Bounds::kUnrelated], failed = c.failed;
-    json j = {{"from", opt_.pairs[k].first},
-              {"to", opt_.pairs[k].second},
-              {"reference", names[ref]},
-              {"count", est.size()},
-              {"matched", p.rows.size()},
-              {"unrelated", unrelated},
-              {"failed", failed},
-              {"from_only", p.from_seen.size() - p.rows.size()},
-              {"to_only", p.to_seen.size() - p.rows.size()},
-              {"from_duplicates", p.from_duplicates},
-              {"to_duplicates", p.to_duplicates},
-              {"scenarios", scenarios},
-              {"unit", "ticks"}};
-    if (!est.empty()) {
-      for (auto [key, q] : {std::pair{"p50", 0.5}, {"p90", 0.9}, {"p99", 0.99}, {"max", 1.0}}) {
-        // The k-th smallest true duration lies between the k-th smallest lo and hi.
-        int64_t e = select(est, q), l = select(lo, q), h = select(hi, q);
-        json v = {{"ticks", e}, {"ticks_lo", l}, {"ticks_hi", h}};
-        if (f) {
-          NsBound ns = ticks_to_ns(e, l, h, f->hz, f->lo, f->hi);
-          v["ns"] = ns.ns, v["ns_lo"] = ns.lo, v["ns_hi"] = ns.hi;
-        }
-        j[key] = v;
-      }
-    }
-    out.push_back(std::move(j));
+    out.push_back(pair_summary(k, r));
   }
   structure_ = structure;
-  prev_drifts_ = std::move(drifts);
+  prev_drifts_ = std::move(r.drifts);
   return out;
 }
 

@@ -109,7 +109,16 @@ class RunView {
   };
   void add_events(uint16_t node, const std::vector<TraceEvent>& evs);
   void find_nodes();
+  // One refresh's bounds, in steps: the nodes' clocks, the reference, the
+  // relations onto it, then each pair bounded and summed up.
+  struct Relations;
   nlohmann::json pairs_json(std::vector<std::string>& problems);
+  Relations node_clocks() const;
+  bool pick_reference(Relations& r, std::vector<std::string>& problems) const;
+  void relate_nodes(Relations& r, std::vector<std::string>& problems) const;
+  static std::string structure_of(const Relations& r);
+  void bound_pair(size_t k, const Relations& r, bool reuse, const Unchanged& same);
+  nlohmann::json pair_summary(size_t k, const Relations& r);
 
   std::string dir_;
   RunViewOptions opt_;

@@ -58,8 +58,8 @@ SubcommandRunner add_cluster_command(CLI::App& app) {
 
   cluster->add_subcommand("agent", "the node side, run by the controller through the transport (stdin/stdout)");
   return {cluster, [cluster, r, g, rec, gat] {
-            if (*r) return cmd_cluster_record(*rec);
-            if (*g) return cmd_cluster_gather(*gat);
+            if (*r) return run_cluster_record(*rec);
+            if (*g) return run_cluster_gather(*gat);
             return run_cluster_agent();
           }};
 }

@@ -24,6 +24,7 @@
 
 #include "cluster/agent_wire.h"
 #include "cluster/node_process.h"
+#include "trace/exec_argv.h"
 #include "trace/trace_format.h"
 
 namespace cptrace {
@@ -119,15 +120,22 @@ bool send_start_meta(Out& out, const std::string& trace) {
   return true;
 }
 
-// A line from the controller: the request, or a command.
+// The controller's protocol is lines: the request (JSON), then commands
+// ("stop", "release"). Takes the first whole line out of `pending`; false when
+// it holds none yet.
+bool take_line(std::string& pending, std::string& line) {
+  auto nl = pending.find('\n');
+  if (nl == std::string::npos) return false;
+  line = pending.substr(0, nl);
+  pending.erase(0, nl + 1);
+  return true;
+}
+
+// The request line, read from `fd` until it is whole; what came after it stays
+// in `pending`.
 bool read_line(int fd, std::string& pending, std::string& line, bool& eof) {
   for (;;) {
-    auto nl = pending.find('\n');
-    if (nl != std::string::npos) {
-      line = pending.substr(0, nl);
-      pending.erase(0, nl + 1);
-      return true;
-    }
+    if (take_line(pending, line)) return true;
     char buf[4096];
     ssize_t n = read(fd, buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
@@ -180,9 +188,7 @@ bool fresh(const std::string& path, double s) {
 pid_t start_recorder(const std::vector<std::string>& argv, const std::string& log) {
   int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) throw std::runtime_error(fmt::format("create {}: {}", log, strerror(errno)));
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
+  ExecArgv args(argv);
   pid_t pid = fork();
   if (pid < 0) throw std::runtime_error(fmt::format("fork: {}", strerror(errno)));
   if (pid == 0) {
@@ -190,104 +196,141 @@ pid_t start_recorder(const std::vector<std::string>& argv, const std::string& lo
     int null = open("/dev/null", O_RDONLY);
     dup2(null, 0), dup2(fd, 1), dup2(fd, 2);
     signal(SIGPIPE, SIG_DFL), signal(SIGHUP, SIG_DFL);
-    execv(args[0], args.data());
-    dprintf(2, "cannot run %s: %s\n", args[0], strerror(errno));
-    _exit(127);
+    args.exec_or_exit(false);
   }
   close(fd);
   return pid;
 }
 
-int run_record(const nlohmann::json& req, int in_fd, std::string& pending, Out& out) {
-  const std::string dir = req.at("dir"), node = req.at("node");
-  const double timeout_s = req.value("controller_timeout", 30.0);
-  mkdirs(dir);
-  const std::string key = dir + "/minrtt.key", trace = dir + "/trace", log = dir + "/record.log";
-  const std::string hold = dir + "/sync.hold";
-  std::vector<std::string> argv = {self_exe(), "record", "--no-progress", "--node", node, "-o", trace};
+// A record agent's recorder: its files in DIR, and what the agent saw of it.
+struct AgentRecording {
+  std::string dir, node, key, trace, log, hold;
+  pid_t pid = -1;
+  bool holding = false, stopped_said = false;
+  bool in_open = true, signalled = false;
+  int wstatus = 0;
+  int64_t alive_mono = 0, ended_mono = 0;  // the recorder ran after the first, had ended by the second
+  uint64_t offset = 0;  // of events.cpt, sent
+
+  explicit AgentRecording(const nlohmann::json& req)
+      : dir(req.at("dir")),
+        node(req.at("node")),
+        key(dir + "/minrtt.key"),
+        trace(dir + "/trace"),
+        log(dir + "/record.log"),
+        hold(dir + "/sync.hold") {}
+  // The held responder may stop answering.
+  void release() {
+    if (holding) unlink(hold.c_str()), holding = false;
+  }
+};
+
+// `cptrace record` for this node, with the key and the hold file written
+// where it reads them.
+std::vector<std::string> recorder_argv(const nlohmann::json& req, AgentRecording& r) {
+  std::vector<std::string> argv = {self_exe(), "record", "--no-progress", "--node", r.node, "-o", r.trace};
   if (req.contains("key")) {
-    write_private(key, req["key"].get<std::string>() + "\n");
-    argv.insert(argv.end(), {"--key", key});
+    write_private(r.key, req["key"].get<std::string>() + "\n");
+    argv.insert(argv.end(), {"--key", r.key});
   }
   // The responder outlives this node's stop until the controller releases it:
   // neighbours whose workloads end later still get their stop rounds.
-  bool holding = req.value("hold", false), stopped_said = false;
-  if (holding) {
-    unlink(hold.c_str());
-    write_private(hold, "");
-    argv.insert(argv.end(), {"--sync-hold", hold});
+  r.holding = req.value("hold", false);
+  if (r.holding) {
+    unlink(r.hold.c_str());
+    write_private(r.hold, "");
+    argv.insert(argv.end(), {"--sync-hold", r.hold});
   }
-  auto release = [&] {
-    if (holding) unlink(hold.c_str()), holding = false;
-  };
   for (const auto& a : req.value("record_args", std::vector<std::string>())) argv.push_back(a);
   auto cmd = req.value("command", std::vector<std::string>());
   if (!cmd.empty()) {
     argv.push_back("--");
     argv.insert(argv.end(), cmd.begin(), cmd.end());
   }
-  pid_t rec = start_recorder(argv, log);
-  std::ofstream(dir + "/recorder.pid") << rec << "\n";  // for a fetch after this agent is gone
-  out.send(WireType::Hello, 0, nlohmann::json{{"dir", dir}, {"pid", rec}}.dump());
+  return argv;
+}
 
-  uint64_t offset = 0;
-  bool in_open = true, signalled = false, meta_sent = false;
-  Clock::time_point eof_at;
-  int st = 0;
-  int64_t alive_mono = mono_now(), ended_mono = 0;  // the recorder ran after the first, had ended by the second
-  for (;;) {
-    pollfd p{in_open ? in_fd : -1, POLLIN, 0};
-    poll(&p, 1, 200);
-    if (in_open && (p.revents & (POLLIN | POLLHUP | POLLERR))) {
-      bool eof = false;
-      char buf[4096];
-      ssize_t n = read(in_fd, buf, sizeof buf);
-      if (n > 0) pending.append(buf, size_t(n));
-      if (n == 0 || (n < 0 && errno != EINTR)) eof = true;
-      for (size_t nl; (nl = pending.find('\n')) != std::string::npos; pending.erase(0, nl + 1)) {
-        if (pending.compare(0, nl, "stop") == 0 && !signalled) kill(rec, SIGINT), signalled = true;
-        if (pending.compare(0, nl, "release") == 0) release();
-      }
-      if (eof) in_open = false, eof_at = Clock::now();
-    }
-    if (!in_open && fresh(dir + kFollowerAlive, 2)) eof_at = Clock::now();  // the controller is back
-    if (!in_open && Clock::now() - eof_at > std::chrono::duration<double>(timeout_s)) {
-      if (!signalled) kill(rec, SIGINT);  // no controller: stop by ourselves, the trace stays here
-      signalled = true;
-      release();  // nobody else will
-    }
-    if (holding && !stopped_said && read_whole(hold).rfind("stopped", 0) == 0) {
-      out.send(WireType::Stopped, 0, "{}");  // this node's stop rounds are over
-      stopped_said = true;
-    }
-    pump(out, trace + "/events.cpt", offset, false);
-    if (!meta_sent) meta_sent = send_start_meta(out, trace);
-    int64_t before = mono_now();
-    pid_t w = waitpid(rec, &st, WNOHANG);
-    if (w == rec) {
-      ended_mono = mono_now();
-      break;
-    }
-    alive_mono = before;
+// The controller's commands, as they come; at EOF (the controller gone) the
+// clock of --controller-timeout starts.
+void read_commands(AgentRecording& r, int in_fd, std::string& pending, Clock::time_point& eof_at) {
+  pollfd p{r.in_open ? in_fd : -1, POLLIN, 0};
+  poll(&p, 1, 200);
+  if (!r.in_open || !(p.revents & (POLLIN | POLLHUP | POLLERR))) return;
+  bool eof = false;
+  char buf[4096];
+  ssize_t n = read(in_fd, buf, sizeof buf);
+  if (n > 0) pending.append(buf, size_t(n));
+  if (n == 0 || (n < 0 && errno != EINTR)) eof = true;
+  for (std::string c; take_line(pending, c);) {
+    if (c == "stop" && !r.signalled) kill(r.pid, SIGINT), r.signalled = true;
+    if (c == "release") r.release();
   }
-  pump(out, trace + "/events.cpt", offset, true);
-  release();
-  unlink(key.c_str());
-  std::string meta = read_whole(trace + "/meta.json");
+  if (eof) r.in_open = false, eof_at = Clock::now();
+}
+
+// Until the recorder ends: commands obeyed, the controller's absence timed,
+// events.cpt streamed as it grows.
+void watch_recorder(AgentRecording& r, int in_fd, std::string& pending, Out& out, double timeout_s) {
+  bool meta_sent = false;
+  Clock::time_point eof_at;
+  r.alive_mono = mono_now();
+  for (;;) {
+    read_commands(r, in_fd, pending, eof_at);
+    if (!r.in_open && fresh(r.dir + kFollowerAlive, 2)) eof_at = Clock::now();  // the controller is back
+    if (!r.in_open && Clock::now() - eof_at > std::chrono::duration<double>(timeout_s)) {
+      if (!r.signalled) kill(r.pid, SIGINT);  // no controller: stop by ourselves, the trace stays here
+      r.signalled = true;
+      r.release();  // nobody else will
+    }
+    if (r.holding && !r.stopped_said && read_whole(r.hold).rfind("stopped", 0) == 0) {
+      out.send(WireType::Stopped, 0, "{}");  // this node's stop rounds are over
+      r.stopped_said = true;
+    }
+    pump(out, r.trace + "/events.cpt", r.offset, false);
+    if (!meta_sent) meta_sent = send_start_meta(out, r.trace);
+    int64_t before = mono_now();
+    pid_t w = waitpid(r.pid, &r.wstatus, WNOHANG);
+    if (w == r.pid) {
+      r.ended_mono = mono_now();
+      return;
+    }
+    r.alive_mono = before;
+  }
+}
+
+// After the recorder: the rest of events.cpt, meta.json, and Done (also kept
+// in DIR/status.json for a fetch).
+void send_end(AgentRecording& r, Out& out) {
+  pump(out, r.trace + "/events.cpt", r.offset, true);
+  r.release();
+  unlink(r.key.c_str());
+  std::string meta = read_whole(r.trace + "/meta.json");
   if (!meta.empty()) out.send(WireType::Meta, 0, meta);
+  const int st = r.wstatus;
   nlohmann::json done = {{"status", exit_status(st)},
-                         {"events_bytes", offset},
-                         {"stderr_tail", tail_lines(read_whole(log), 15)},
-                         {"stopped_by", !signalled ? (exists(dir + kStopRequested) ? "controller" : "recorder")
-                                        : in_open  ? "controller"
-                                                   : "controller_timeout"}};
+                         {"events_bytes", r.offset},
+                         {"stderr_tail", tail_lines(read_whole(r.log), 15)},
+                         {"stopped_by", !r.signalled ? (exists(r.dir + kStopRequested) ? "controller" : "recorder")
+                                        : r.in_open  ? "controller"
+                                                     : "controller_timeout"}};
   // Killed (SIGKILL, a crash): the trace ends at its last complete frame, the
   // controller reports the gap. Not an exit status of 128 + N: that is the command's.
   // When, on this node's CLOCK_MONOTONIC: its trace's clock stream maps that
   // onto its TSC, translate's relation onto the reference's.
-  if (WIFSIGNALED(st)) done["signal"] = WTERMSIG(st), done["ended_mono_ns"] = {alive_mono, ended_mono};
-  std::ofstream(dir + "/status.json") << done.dump() << "\n";
+  if (WIFSIGNALED(st)) done["signal"] = WTERMSIG(st), done["ended_mono_ns"] = {r.alive_mono, r.ended_mono};
+  std::ofstream(r.dir + "/status.json") << done.dump() << "\n";
   out.send(WireType::Done, 0, done.dump());
+}
+
+int run_record(const nlohmann::json& req, int in_fd, std::string& pending, Out& out) {
+  AgentRecording r(req);
+  const double timeout_s = req.value("controller_timeout", 30.0);
+  mkdirs(r.dir);
+  r.pid = start_recorder(recorder_argv(req, r), r.log);
+  std::ofstream(r.dir + "/recorder.pid") << r.pid << "\n";  // for a fetch after this agent is gone
+  out.send(WireType::Hello, 0, nlohmann::json{{"dir", r.dir}, {"pid", r.pid}}.dump());
+  watch_recorder(r, in_fd, pending, out, timeout_s);
+  send_end(r, out);
   return 0;
 }
 
@@ -361,9 +404,9 @@ int run_follow(const nlohmann::json& req, int in_fd, std::string& pending, Out& 
       if (n > 0) pending.append(buf, size_t(n));
     }
     // Lines may have come with the request itself: parse whatever is pending.
-    for (size_t nl; (nl = pending.find('\n')) != std::string::npos; pending.erase(0, nl + 1)) {
-      if (pending.compare(0, nl, "stop") == 0 && !signalled) stop_recorder(dir, rec), signalled = true;
-      if (pending.compare(0, nl, "release") == 0) unlink(hold.c_str());
+    for (std::string c; take_line(pending, c);) {
+      if (c == "stop" && !signalled) stop_recorder(dir, rec), signalled = true;
+      if (c == "release") unlink(hold.c_str());
     }
     // The record agent's Stopped went down the broken stream: say it again here.
     if (!stopped_said && read_whole(hold).rfind("stopped", 0) == 0)

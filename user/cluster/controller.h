@@ -35,7 +35,7 @@ struct ClusterGatherOptions {
   bool translate = true;
 };
 
-int cmd_cluster_record(const ClusterRecordOptions& o);
-int cmd_cluster_gather(const ClusterGatherOptions& o);
+int run_cluster_record(const ClusterRecordOptions& o);
+int run_cluster_gather(const ClusterGatherOptions& o);
 
 }  // namespace cptrace

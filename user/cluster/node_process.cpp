@@ -13,6 +13,8 @@
 
 #include <fmt/core.h>
 
+#include "trace/exec_argv.h"
+
 namespace cptrace {
 
 NodeProcess spawn_node_process(const std::vector<std::string>& argv) {
@@ -20,18 +22,14 @@ NodeProcess spawn_node_process(const std::vector<std::string>& argv) {
   if (pipe2(in, O_CLOEXEC) != 0) throw std::runtime_error(fmt::format("pipe: {}", strerror(errno)));
   if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0)
     throw std::runtime_error(fmt::format("pipe: {}", strerror(errno)));
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
+  ExecArgv args(argv);
   pid_t pid = fork();
   if (pid < 0) throw std::runtime_error(fmt::format("fork: {}", strerror(errno)));
   if (pid == 0) {
     setpgid(0, 0);
     dup2(in[0], 0), dup2(out[1], 1), dup2(err[1], 2);
     signal(SIGPIPE, SIG_DFL);
-    execvp(args[0], args.data());
-    dprintf(2, "cannot run %s: %s\n", args[0], strerror(errno));
-    _exit(127);
+    args.exec_or_exit(true);
   }
   close(in[0]), close(out[1]), close(err[1]);
   return {pid, in[1], out[0], err[0]};

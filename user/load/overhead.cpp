@@ -23,6 +23,7 @@
 #include <fmt/core.h>
 
 #include "trace/clock_now.h"
+#include "trace/exec_argv.h"
 
 namespace cptrace {
 
@@ -210,12 +211,7 @@ pid_t spawn(const OverheadOptions& o, const std::vector<int>& cpus) {
   if (pid) return pid;
   sched_setaffinity(0, sizeof s, &s);
   if (o.nice && !g_nice_on_autogroup) setpriority(PRIO_PROCESS, 0, o.nice);
-  std::vector<char*> argv;
-  for (auto& a : o.cmd) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  execvp(argv[0], argv.data());
-  fmt::print(stderr, "cptrace overhead: cannot run {}: {}\n", argv[0], strerror(errno));
-  _exit(127);
+  ExecArgv(o.cmd).exec_or_exit(true, "cptrace overhead: ");
 }
 
 }  // namespace

@@ -10,7 +10,7 @@
 #include <cstring>
 #include <stdexcept>
 
-#include <fmt/core.h>
+#include "trace/exec_argv.h"
 
 namespace cptrace {
 
@@ -18,9 +18,7 @@ HeldCommand::HeldCommand(const std::vector<std::string>& cmd) {
   int p[2];
   if (pipe2(p, O_CLOEXEC)) throw std::runtime_error(std::string("pipe: ") + strerror(errno));
   // argv is built before the fork: the child only reads, execs or _exits.
-  std::vector<char*> argv;
-  for (auto& a : cmd) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
+  ExecArgv argv(cmd);
   pid_ = fork();
   if (pid_ < 0) {
     int err = errno;
@@ -32,9 +30,7 @@ HeldCommand::HeldCommand(const std::vector<std::string>& cmd) {
     close(p[1]);
     char c;
     if (read(p[0], &c, 1) != 1) _exit(127);  // recorder gave up
-    execvp(argv[0], argv.data());
-    fmt::print(stderr, "cptrace record: cannot run {}: {}\n", argv[0], strerror(errno));
-    _exit(127);
+    argv.exec_or_exit(true, "cptrace record: ");
   }
   close(p[0]);
   release_fd_ = p[1];
