@@ -31,7 +31,7 @@
 #include "trace/output_dir.h"
 #include "trace/trace_reader.h"
 #include "translate/clock_relation.h"
-#include "translate/translate.h"
+#include "translate/translate_summary.h"
 #include "translate/translated_frame.h"
 
 namespace cptrace {
@@ -453,7 +453,7 @@ int finish_run(const std::string& run, const std::string& path, std::vector<Node
   t.reference = nodes[0].spec.name;
   t.out = run + "/translated";
   t.overwrite = true;
-  int st = cmd_translate(t);
+  int st = run_translate(t);
   fflush(stdout);  // its lines before the report's (stderr)
   if (st != 0) return st;
   locate_trace_ends(t.out, nodes);
