@@ -13,13 +13,12 @@ namespace cptrace {
 
 using nlohmann::json;
 
-std::string translate_summary(const TranslateSummary& s, const TranslateOptions& opt) {
-  std::string text;
-  auto out = std::back_inserter(text);
-  const json& tr = s.meta["translated"];
-  fmt::format_to(out, "translated {} events of {} nodes onto {}'s TSC (method {}) in {:.2f} s -> {}\n", s.events,
-                 tr["nodes"].size(), tr["reference"].get<std::string>(), name_of(opt.method),
-                 tr["seconds"].get<double>(), opt.out);
+namespace {
+
+using Out = std::back_insert_iterator<std::string>;
+
+// Each node's events, path and bound width; the packets matched across nodes.
+void nodes_part(const json& tr, Out out) {
   for (const json& n : tr["nodes"]) {
     std::string path;
     for (const auto& p : n["path"]) path += (path.empty() ? "" : " -> ") + p.get<std::string>();
@@ -37,6 +36,10 @@ std::string translate_summary(const TranslateSummary& s, const TranslateOptions&
                    pk["receives"].get<uint64_t>(), pk["matched"].get<uint64_t>(), pk["ambiguous"].get<uint64_t>(),
                    pk["unmatched"].get<uint64_t>(), pk["no_handshake"].get<uint64_t>(),
                    pk["lossy_sender"].get<uint64_t>());
+}
+
+// Each pair's inputs and whether it is usable; the physics check of its rounds.
+void pairs_part(const json& tr, Out out) {
   for (const json& p : tr["pairs"]) {
     const json& in = p["inputs"];
     const std::string from = p["from"].get<std::string>(), to = p["to"].get<std::string>();
@@ -59,6 +62,11 @@ std::string translate_summary(const TranslateSummary& s, const TranslateOptions&
           c["limit_ppm"].get<double>());
   for (const json& f : tr.value("suspect_sync", json::array()))
     fmt::format_to(out, "  {}\n", suspect_sync_warning(SyncFinding::from_json(f)));
+}
+
+// Where each node's clock model fell back or its TSC changed rate; the nodes'
+// CLOCK_REALTIME offsets; the reference's TSC frequency.
+void clocks_part(const json& tr, Out out) {
   for (const json& n : tr["nodes"]) {
     const json& cm = n["clock_model"];
     uint64_t violated = cm["violated"].get<uint64_t>(), crowded = cm["crowded"].get<uint64_t>(),
@@ -80,6 +88,20 @@ std::string translate_summary(const TranslateSummary& s, const TranslateOptions&
   if (f.contains("hz"))
     fmt::format_to(out, "  reference TSC {:.6f} GHz [{:.9f}, {:.9f}] ({})\n", f["hz"].get<double>() / 1e9,
                    f["hz_lo"].get<double>() / 1e9, f["hz_hi"].get<double>() / 1e9, f["source"].get<std::string>());
+}
+
+}  // namespace
+
+std::string translate_summary(const TranslateSummary& s, const TranslateOptions& opt) {
+  std::string text;
+  auto out = std::back_inserter(text);
+  const json& tr = s.meta["translated"];
+  fmt::format_to(out, "translated {} events of {} nodes onto {}'s TSC (method {}) in {:.2f} s -> {}\n", s.events,
+                 tr["nodes"].size(), tr["reference"].get<std::string>(), name_of(opt.method),
+                 tr["seconds"].get<double>(), opt.out);
+  nodes_part(tr, out);
+  pairs_part(tr, out);
+  clocks_part(tr, out);
   return text;
 }
 
