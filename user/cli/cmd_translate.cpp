@@ -1,4 +1,5 @@
-// `cptrace translate`: its options; the translation is translate/translate.cpp.
+// `cptrace translate`: its options; the translation is translate/translate.cpp,
+// the summary translate/translate_summary.cpp.
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -7,7 +8,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.h"
-#include "translate/translate.h"
+#include "translate/translate_summary.h"
 
 namespace cptrace {
 namespace {
@@ -61,7 +62,7 @@ SubcommandRunner add_translate_command(CLI::App& app) {
   translate->add_flag("--accept-suspect-sync", tr->accept_suspect_sync,
                       "translate even when a pair's MinRTT rounds contradict each other or the nodes' own clock rates "
                       "(default: refuse); the findings are printed as WARNING lines and kept in meta.json");
-  return {translate, [tr] { return cmd_translate(*tr); }};
+  return {translate, [tr] { return run_translate(*tr); }};
 }
 
 }  // namespace cptrace

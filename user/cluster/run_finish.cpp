@@ -11,6 +11,7 @@
 #include "cluster/trace_ends.h"
 #include "trace/trace_reader.h"
 #include "translate/translate.h"
+#include "translate/translate_summary.h"
 
 namespace cptrace::cluster {
 
@@ -48,7 +49,7 @@ int finish_run(const std::string& run, const std::string& path, std::vector<Node
   t.reference = nodes[0].spec.name;
   t.out = run + "/translated";
   t.overwrite = true;
-  int st = cmd_translate(t);
+  int st = run_translate(t);
   fflush(stdout);  // its lines before the report's (stderr)
   if (st != 0) return st;
   locate_trace_ends(t.out, nodes);

@@ -20,6 +20,7 @@
 #include "trace/clock_transform.h"
 #include "sync/minrtt_rounds.h"
 #include "trace/sync_round.h"
+#include "trace/sync_round_summary.h"  // summarize_rounds, for its callers
 
 namespace cptrace {
 
@@ -36,11 +37,6 @@ struct SyncSessionOptions {
   bool verbose = true;  // per-peer lines on stderr
   double tsc_hz = 0;  // for printing microseconds (0: ticks)
 };
-
-// Kernel / user-space MinRTT of a set of rounds, per peer and phase.
-nlohmann::json summarize_rounds(const std::vector<SyncRound>& rounds, double tsc_hz);
-// Text form of summarize_rounds() for `cptrace info`: one line per peer and phase.
-void print_sync_summary(const nlohmann::json& summary);
 
 class SyncSession {
  public:

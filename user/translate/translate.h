@@ -19,81 +19,28 @@
 // (translated_frame.h), written node after node in each node's file order, one
 // input frame at a time, so memory stays bounded whatever the trace size.
 #pragma once
-#include <string>
-#include <string_view>
-#include <vector>
+#include <cstdint>
 
 #include <nlohmann/json.hpp>
 
-#include "translate/clock_relation.h"
+#include "translate/pair_relations.h"  // choose_relation, pair_relation
+#include "translate/translate_options.h"
 
 namespace cptrace {
 
-// zstd level 1: what translate wrote before the level could be chosen.
-constexpr int kTranslateDefaultLevel = 1;
-
-// --method: which relation of a node pair is used (see above).
-enum class Method { Ratio, Hull, Best };
-// --clock-model: linear, the methods above (clocks linear over the span, or split
-// where hulls cross); piecewise, the rate-bounded relation (drift_bound.h) over
-// every round and matched packet, strict whatever the rates do within
-// +-max_drift_ppm.
-enum class ClockModel { Linear, Piecewise };
-// --inputs: which constraints relate a node pair: MinRTT rounds, matched packets
-// (traffic), or both. One alone is for comparing what each gives.
-enum class Inputs { Both, Rounds, Traffic };
-
-// The one spelling of each value, on the command line and in meta.json "translated".
-std::string name_of(Method m);
-std::string name_of(ClockModel m);
-std::string name_of(Inputs i);
-// The value a name spells; anything else throws std::invalid_argument naming
-// `what` (the flag, or where in meta.json the name was read), the bad name and
-// the names that exist.
-Method parse_method(std::string_view s, std::string_view what = "--method");
-ClockModel parse_clock_model(std::string_view s, std::string_view what = "--clock-model");
-Inputs parse_inputs(std::string_view s, std::string_view what = "--inputs");
-
-struct TranslateOptions {
-  std::vector<std::string> dirs;
-  std::string reference;  // empty: the only node (an error with several)
-  std::string out;
-  Method method = Method::Best;
-  bool overwrite = false;
-  // Translate even when a pair's rounds contradict each other or physics
-  // (sync_sanity.h); the findings are then written into meta.json "translated"
-  // "suspect_sync" and printed as WARNING lines. Default: refuse.
-  bool accept_suspect_sync = false;
-  ClockModel clock_model = ClockModel::Linear;
-  double max_drift_ppm = 500;
-  Inputs inputs = Inputs::Both;
-  // --threads: frames translated at once (0: every CPU). The output is the same
-  // for any number: frames are independent once the relations are known.
-  unsigned threads = 0;
-  // --compression-level: the zstd level of the Translated frames (negative:
-  // zstd's fast levels, less CPU for larger frames). Readers need not know it:
-  // a zstd frame decodes the same whatever level wrote it. Any level other than
-  // the default is written into meta.json "translated" "compression_level".
-  int compression_level = kTranslateDefaultLevel;
-};
-
+// What translate did: the events written, and the meta.json written with them
+// (everything the command's summary says is in it).
 struct TranslateSummary {
   uint64_t events = 0;
   nlohmann::json meta;  // what was written as meta.json
 };
 
+// The stages in order (each in its module): the traces opened and checked as a
+// set (translate_nodes.h), every pair's relations and their physics check
+// (pair_relations.h), each node's path to the reference (reference_paths.h),
+// meta.json (translated_meta.h), then every node's frames (frame_rewrite.h).
+// Prints no summary (translate_summary.h does, from the result); warnings on
+// stderr as they arise, so they come before an error that follows them.
 TranslateSummary translate(const TranslateOptions& opt);
-int cmd_translate(const TranslateOptions& opt);
-
-// The relation a node pair is translated with under `method`, from its ratio and
-// hull relations (either may be null): the one asked for; under best, both hold,
-// so their intersection, except where the hulls cross (not hull_linear): the
-// ratio's one line contradicts the rounds there and the split hull is used.
-// translate and pair_relation both decide through this.
-RelationPtr choose_relation(Method method, const RelationPtr& ratio, const RelationPtr& hull, bool hull_linear);
-
-// The relation of a pair entry of the translated meta.json under `method`
-// (null when that method has none for the pair).
-RelationPtr pair_relation(const nlohmann::json& pair, Method method);
 
 }  // namespace cptrace

@@ -1,0 +1,80 @@
+// One node's frames onto the reference TSC: see frame_rewrite.h.
+#include "translate/frame_rewrite.h"
+
+#include <algorithm>
+#include <exception>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "translate/parallel_for.h"
+#include "translate/relation_cursor.h"
+#include "translate/translated_frame.h"
+
+namespace cptrace {
+namespace {
+
+// One input frame of a node translated into one output frame, on any thread.
+// An error (a timestamp beyond the supported range, disjoint bounds) is kept
+// with its frame: it is raised when that frame's turn to be written comes.
+struct FrameOut {
+  EncodedFrame frame;
+  uint64_t events = 0, in_transition = 0, max_err = 0;
+  std::exception_ptr error;
+};
+
+void translate_frame(const TranslateNode& n, size_t i, uint16_t index, RelationCursor& cursor,
+                     const Ranges& transitions, int level, FrameOut& f) {
+  thread_local std::vector<TraceEvent> evs;
+  thread_local std::vector<TranslatedEvent> out;
+  n.reader->read_events(i, evs);
+  out.resize(evs.size());
+  uint64_t in_transition = 0, max_err = 0;
+  for (size_t k = 0; k < evs.size(); ++k) {
+    const TraceEvent& e = evs[k];
+    if (e.ts > kTranslateTscRange)
+      throw std::runtime_error(fmt::format("{}: event timestamp {} is beyond the supported TSC range", n.dir, e.ts));
+    Bound b = cursor.at_stamp(e.ts, e.ts_err);  // a stamp's own interval widens the bound
+    for (const auto& [lo, hi] : transitions) in_transition += int64_t(e.ts) >= lo && int64_t(e.ts) <= hi;
+    max_err = std::max(max_err, e.ts_err);
+    out[k] = {e.ts, b.est, b.lo, b.hi, e.channel, e.tuple, e.pid, e.tid, e.cpu, index, e.kind};
+  }
+  encode_translated(out.data(), out.size(), level, f.frame);
+  f.events = out.size(), f.in_transition = in_transition, f.max_err = max_err;
+}
+
+}  // namespace
+
+NodeRewrite translate_node(const TranslateNode& n, uint16_t index, const Relation& rel, const Ranges& transitions,
+                           unsigned threads, int level, TraceWriter& w) {
+  NodeRewrite done;
+  const size_t frames = n.reader->event_frame_count();
+  if (frames == 0) n.reader->for_each_batch([](const std::vector<TraceEvent>&) {});  // its checks, as before
+  std::vector<RelationCursor> cursors(threads, RelationCursor(rel));
+  // A few frames a thread per batch: decoded and encoded frames are a fixed
+  // cost, whatever the trace's size.
+  const size_t batch = threads > 1 ? 4 * size_t(threads) : 1;
+  std::vector<FrameOut> outs(std::min(batch, frames));
+  for (size_t at = 0; at < frames; at += batch) {
+    const size_t k = std::min(batch, frames - at);
+    parallel_for(threads, k, [&](size_t j, unsigned worker) {
+      FrameOut& f = outs[j];
+      f.error = nullptr;
+      try {
+        translate_frame(n, at + j, index, cursors[worker], transitions, level, f);
+      } catch (...) {
+        f.error = std::current_exception();
+      }
+    });
+    for (size_t j = 0; j < k; ++j) {
+      if (outs[j].error) std::rethrow_exception(outs[j].error);
+      w.write(outs[j].frame);
+      done.events += outs[j].events;
+      done.in_transition += outs[j].in_transition;
+      done.max_err = std::max(done.max_err, outs[j].max_err);
+    }
+  }
+  return done;
+}
+
+}  // namespace cptrace

@@ -1,0 +1,35 @@
+// The events of one node rewritten onto the reference TSC: each Events frame
+// of its trace becomes one Translated frame (translated_frame.h), a batch of
+// frames at a time on several threads, written in the node's file order, so
+// memory stays bounded whatever the trace's size and the output is the same for
+// any number of threads.
+#pragma once
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "trace/trace_writer.h"
+#include "translate/clock_relation.h"
+#include "translate/translate_nodes.h"
+
+namespace cptrace {
+
+// Local clock ranges where the first hop of a node's path is non-linear: the
+// bound is not guaranteed there.
+using Ranges = std::vector<std::pair<int64_t, int64_t>>;
+
+struct NodeRewrite {
+  uint64_t events = 0;
+  uint64_t in_transition = 0;  // events inside the `transitions` ranges
+  uint64_t max_err = 0;  // the largest error of a stamp on the node's own TSC
+};
+
+// Translates one node's events through its relation, frame by frame, a batch
+// of frames at a time on `threads` threads (each with its own cursor: a
+// cursor's answers are Relation::at's whatever it cached), written in file
+// order. Counts the events inside `transitions` (local clock ranges where the
+// first hop of the node's path is non-linear and the bound is not guaranteed).
+NodeRewrite translate_node(const TranslateNode& n, uint16_t index, const Relation& rel, const Ranges& transitions,
+                           unsigned threads, int level, TraceWriter& w);
+
+}  // namespace cptrace
