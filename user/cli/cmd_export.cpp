@@ -41,14 +41,7 @@ int run_export_table(const ExportArgs& a) {
   if (a.parquet && !a.stdout_table.empty())
     throw std::runtime_error("--stdout writes CSV text; --parquet needs -o DIR");
   const TableForm form = a.parquet ? TableForm::Parquet : a.plain ? TableForm::Plain : TableForm::Zstd;
-  std::vector<std::pair<std::string, std::string>> pairs;
-  for (const std::string& p : a.pairs) {
-    size_t comma = p.find(',');
-    if (comma == std::string::npos || comma == 0 || comma + 1 == p.size() ||
-        p.find(',', comma + 1) != std::string::npos)
-      throw std::runtime_error("--pair '" + p + "': expected FROM,TO (two channel names)");
-    pairs.emplace_back(p.substr(0, comma), p.substr(comma + 1));
-  }
+  std::vector<ChannelPair> pairs = channel_pairs(a.pairs);
   std::vector<SyncFinding> suspect = suspect_findings(a.dir, a.accept_suspect_sync);
   auto r = open_trace(a.dir);
   if (!a.stdout_table.empty()) {
