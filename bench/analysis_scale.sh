@@ -65,8 +65,10 @@ disk_free() { df -B1 --output=avail "$tmp" | tail -1; }
 # --memory per command: the budget is passed to each command whose help lists
 # it, so a partly converted build is measured as far as it goes.
 declare -A budget_args
+# (export's options are its formats': table's help is the one that lists it.)
 for c in latency report "export"; do
-  if $B/cptrace $c --help 2>/dev/null | grep -q -- '--memory'; then
+  # shellcheck disable=SC2086
+  if $B/cptrace ${c/export/export table} --help 2>/dev/null | grep -q -- '--memory'; then
     budget_args[$c]="--memory $MEMORY"
   else
     budget_args[$c]=""

@@ -92,6 +92,46 @@ TEST(BadInput, RatesMinWindowsNegativeIsRefused) {
   EXPECT_EQ(r.status, 0) << r.err;
 }
 
+// --pair FROM,TO is one option, parsed once: three names are refused (the
+// report once took a,b,c as from a to "b,c"), with the same words in every
+// command and under the spellings older scripts use, which --help no longer shows.
+TEST(BadInput, PairOfThreeNamesIsRefusedAlikeEverywhere) {
+  TempDir tmp;
+  write_trace(tmp / "t");
+  const std::string t = tmp / "t";
+  const std::string want = "--pair 'a,b,c': expected FROM,TO (two channel names)";
+  struct Case {
+    std::string command, args;
+  } cases[] = {
+      {"report", t + " -o " + (tmp / "r.html") + " --pair a,b,c"},
+      {"export", "table " + t + " -o " + (tmp / "x") + " --pair a,b,c"},
+      {"rates", t + " --pair a,b,c"},
+      {"rates", t + " --channel-pair a,b,c"},
+      {"top", t + " --pair a,b,c --json --iterations 1"},
+      {"top", t + " --pairs a,b,c --json --iterations 1"},
+  };
+  for (const Case& c : cases) {
+    auto r = run(cptrace_bin() + " " + c.command + " " + c.args, tmp);
+    expect_clean_failure(r, c.command + " " + c.args);
+    EXPECT_EQ(r.err, "cptrace " + c.command + ": " + want + "\n") << c.args;
+  }
+  EXPECT_FALSE(std::filesystem::exists(tmp / "r.html"));
+  EXPECT_FALSE(std::filesystem::exists(tmp / "x"));
+  for (const char* command : {"report", "export table", "rates", "top"}) {
+    auto help = run(cptrace_bin() + " " + command + " --help", tmp);
+    EXPECT_EQ(help.status, 0) << command;
+    EXPECT_NE(help.out.find("--pair"), std::string::npos) << command << ": " << help.out;
+    EXPECT_EQ(help.out.find("--pairs"), std::string::npos) << command << ": " << help.out;
+    EXPECT_EQ(help.out.find("--channel-pair"), std::string::npos) << command << ": " << help.out;
+  }
+  // The old spellings still pair: the same rates as under --pair.
+  auto now = run(cptrace_bin() + " rates " + t + " --pair a,b --json", tmp);
+  auto old = run(cptrace_bin() + " rates " + t + " --channel-pair a,b --json", tmp);
+  ASSERT_EQ(now.status, 0) << now.err;
+  EXPECT_EQ(old.status, 0) << old.err;
+  EXPECT_EQ(old.out, now.out);
+}
+
 // A command with no probe site anywhere in its process tree: an empty trace,
 // said once; a workload that logs gets no such line. The exit code stays the
 // command's.

@@ -195,7 +195,7 @@ TEST(Top, BadInputIsAClearError) {
   {
     RunResult r = run(top + (tmp / "garbage") + " --pairs chan0 --json", tmp);
     EXPECT_NE(r.status, 0);
-    EXPECT_NE(r.err.find("--pairs chan0: expected FROM,TO"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("--pair 'chan0': expected FROM,TO"), std::string::npos) << r.err;
   }
 }
 

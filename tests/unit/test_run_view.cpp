@@ -105,17 +105,17 @@ TEST(RunView, BoundsPastTheLastRoundHoldTheTruthAndEqualTranslate) {
   // `cptrace top RUN` finds the run, shows the same numbers, and ends (complete).
   TopOptions top;
   top.dir = run;
-  top.pairs = {"A.out,C.in", "B.out,C.in"};
+  top.pairs = {{"A.out", "C.in"}, {"B.out", "C.in"}};
   top.reference = "A";
   top.json = true;
   testing::internal::CaptureStdout();
-  EXPECT_EQ(cmd_top(top), 0);
+  EXPECT_EQ(run_top(top), 0);
   nlohmann::json j = nlohmann::json::parse(testing::internal::GetCapturedStdout());
   EXPECT_EQ(j["state"], "complete");
   EXPECT_EQ(j["pairs"], s["pairs"]);
   top.json = false;
   testing::internal::CaptureStdout();
-  EXPECT_EQ(cmd_top(top), 0);
+  EXPECT_EQ(run_top(top), 0);
   std::string text = testing::internal::GetCapturedStdout();
   EXPECT_NE(text.find("A.out -> C.in  2000 tuples (on A's clock"), std::string::npos) << text;
   EXPECT_NE(text.find("p99"), std::string::npos) << text;

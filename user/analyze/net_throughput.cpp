@@ -86,7 +86,7 @@ nlohmann::json net_throughput_json(const NetThroughput& t) {
   return j;
 }
 
-int cmd_net_throughput(const std::string& dir, double period_ms, bool csv, bool json) {
+int run_net_throughput(const std::string& dir, double period_ms, bool csv, bool json) {
   auto r = open_trace(dir);
   Timeline tl = trace_timeline(*r);
   NetThroughput t = compute_net_throughput(*r, tl, period_ticks(tl, period_ms, "--period"), period_ms);

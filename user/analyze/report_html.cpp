@@ -159,13 +159,6 @@ std::string render_report_html(const ReportData& d) {
 
 namespace {
 
-std::pair<std::string, std::string> split_pair(const std::string& p) {
-  auto comma = p.find(',');
-  if (comma == std::string::npos || comma == 0 || comma + 1 == p.size())
-    throw std::runtime_error("--pair '" + p + "': expected FROM,TO (two channel names)");
-  return {p.substr(0, comma), p.substr(comma + 1)};
-}
-
 // The channel pairs of a translated trace's page: the path's (path_pairs), then
 // each --pair. Checked before any is read, with the errors, in the order, that
 // reading them one after the other would give.
@@ -183,8 +176,7 @@ std::vector<ChannelPair> checked_pairs(const TraceReader& r, const ReportOptions
       check_hop_units(head);
       want.emplace_back(from, to);
     }
-  for (const auto& p : o.pairs) {
-    auto [from, to] = split_pair(p);
+  for (const auto& [from, to] : o.pairs) {
     LatencyResult head = latency_header(r);
     latency_channel(r, from), latency_channel(r, to);
     check_series_units(r, head);
@@ -244,23 +236,19 @@ void translated_report(const TraceReader& r, const ReportOptions& o, ReportData&
 
 void node_trace_report(const TraceReader& r, const ReportOptions& o, ReportData& d) {
   if (!o.node_dirs.empty()) throw std::runtime_error("--node-dir: only for a translated trace (cptrace translate)");
-  std::vector<std::pair<std::string, std::string>> pairs;
-  for (const auto& p : o.pairs) {
-    auto [from, to] = split_pair(p);
+  for (const auto& [from, to] : o.pairs)
     resolve_channel(r, from), resolve_channel(r, to);  // before the node section's work
-    pairs.emplace_back(from, to);
-  }
   d.title = "cptrace report: " + r.meta().value("node", o.dir);
   if (!o.path.empty()) d.path = path_breakdown(r, o.path, o.budget);  // one node needs no translation
   d.nodes.push_back(node_report(r, o.period_ms));
   // The rows of `cptrace latency` on this trace: the page and the command agree.
-  for (const auto& [from, to] : pairs)
+  for (const auto& [from, to] : o.pairs)
     for (LatencySeries& s : latency_series(r, from, to, o.budget)) d.latency.push_back(std::move(s));
 }
 
 }  // namespace
 
-int cmd_report(const ReportOptions& o) {
+int run_report(const ReportOptions& o) {
   auto r = open_latency_trace(o.dir);  // several nodes' traces: translate first
   ReportData d;
   if (is_translated(*r))

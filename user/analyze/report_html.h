@@ -23,6 +23,7 @@
 
 #include "analyze/latency_table.h"
 #include "analyze/throughput.h"
+#include "trace/channel_pair.h"
 #include "translate/memory_budget.h"
 
 namespace cptrace {
@@ -50,7 +51,7 @@ struct ReportData {
 
 struct ReportOptions {
   std::string dir, out;
-  std::vector<std::string> pairs;  // "FROM,TO" channel names
+  std::vector<ChannelPair> pairs;  // --pair: latency plots of these channel pairs
   std::optional<double> period_ms;  // none: auto_period_ms()
   std::vector<std::string> node_dirs;  // translated DIR: the nodes' own traces
   std::string path;  // translated DIR: "A,B,C,..." per-hop breakdown
@@ -70,6 +71,6 @@ std::string render_report_html(const ReportData& d);
 // DIR: one node's trace (node section + same-node latency) or a translated trace
 // (latency rows of `cptrace latency`; node sections from node_dirs, per-hop
 // breakdown of path).
-int cmd_report(const ReportOptions& o);
+int run_report(const ReportOptions& o);
 
 }  // namespace cptrace

@@ -234,13 +234,6 @@ nlohmann::json service_rate_json(const ServiceRate& s) {
 
 namespace {
 
-std::pair<std::string, std::string> split_pair(const std::string& p) {
-  auto comma = p.find(',');
-  if (comma == std::string::npos || comma == 0 || comma + 1 == p.size() || p.find(',', comma + 1) != std::string::npos)
-    throw std::runtime_error("--channel-pair '" + p + "': expected FROM,TO (two channel names)");
-  return {p.substr(0, comma), p.substr(comma + 1)};
-}
-
 void print_text(const ServiceRate& s, const RateOptions& o) {
   fmt::print("{} -> {}\n", s.from, s.to);
   if (s.estimate)
@@ -267,9 +260,9 @@ void print_text(const ServiceRate& s, const RateOptions& o) {
 
 }  // namespace
 
-int cmd_rates(const std::string& dir, const std::vector<std::string>& pairs, const RateOptions& opt, bool csv,
+int run_rates(const std::string& dir, const std::vector<ChannelPair>& pairs, const RateOptions& opt, bool csv,
               bool json) {
-  if (pairs.empty()) throw std::runtime_error("name the queue(s) with --channel-pair FROM,TO");
+  if (pairs.empty()) throw std::runtime_error("name the queue(s) with --pair FROM,TO");
   if (!(opt.quantile > 0 && opt.quantile <= 1))
     throw std::runtime_error(fmt::format("--quantile {}: must be in (0, 1]", opt.quantile));
   if (!(opt.tolerance >= 0)) throw std::runtime_error(fmt::format("--tolerance {}: must be >= 0", opt.tolerance));
@@ -277,10 +270,7 @@ int cmd_rates(const std::string& dir, const std::vector<std::string>& pairs, con
   auto r = open_trace(dir);
   Timeline tl = trace_timeline(*r);
   std::vector<std::pair<uint64_t, uint64_t>> ids;
-  for (const auto& p : pairs) {
-    auto [a, b] = split_pair(p);
-    ids.emplace_back(resolve_channel(*r, a), resolve_channel(*r, b));
-  }
+  for (const auto& [from, to] : pairs) ids.emplace_back(resolve_channel(*r, from), resolve_channel(*r, to));
   nlohmann::json all = nlohmann::json::array();
   if (csv)
     fmt::print("from,to,status,nonblocking_per_s,windows,nonblocking_windows,drift,exact_per_s,service_mean_s,items\n");

@@ -37,6 +37,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "trace/channel_pair.h"
 #include "trace/trace_timeline.h"
 
 namespace cptrace {
@@ -81,7 +82,8 @@ ServiceRate service_rate_of(std::vector<QueueItem> items, const Timeline& tl, ui
 std::vector<double> gaussian_filter(const std::vector<double>& x, double sigma);
 nlohmann::json service_rate_json(const ServiceRate& s);
 
-int cmd_rates(const std::string& dir, const std::vector<std::string>& pairs, const RateOptions& opt, bool csv,
+// `cptrace rates DIR --pair FROM,TO...`: one estimate per pair, as text, CSV or JSON.
+int run_rates(const std::string& dir, const std::vector<ChannelPair>& pairs, const RateOptions& opt, bool csv,
               bool json);
 
 }  // namespace cptrace

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "analyze/net_throughput.h"
 #include "analyze/csv_util.h"
 
 namespace cptrace {
@@ -128,9 +129,7 @@ void print_csv(const Throughput& t) {
       fmt::print("{},{:.9f},{},{}\n", t.first + int64_t(i), t.period_start_s(i), csv_field(c.name), c.counts[i]);
 }
 
-}  // namespace
-
-int cmd_throughput(const std::string& dir, const std::string& channel, double period_ms, bool csv, bool json) {
+int channel_throughput(const std::string& dir, const std::string& channel, double period_ms, bool csv, bool json) {
   auto r = open_trace(dir);
   Timeline tl = trace_timeline(*r);
   std::optional<uint64_t> only;
@@ -143,6 +142,17 @@ int cmd_throughput(const std::string& dir, const std::string& channel, double pe
   else
     print_text(t);
   return damaged_trace_exit(*r, "throughput", "counts cover the events before it");
+}
+
+}  // namespace
+
+int run_throughput(const ThroughputOptions& o) {
+  if (o.net) {
+    // Network series are per connection, not per channel: there is nothing to select.
+    if (!o.channel.empty()) throw std::runtime_error("--net and --channel exclude each other");
+    return run_net_throughput(o.dir, o.period_ms, o.csv, o.json);
+  }
+  return channel_throughput(o.dir, o.channel, o.period_ms, o.csv, o.json);
 }
 
 }  // namespace cptrace

@@ -97,6 +97,16 @@ Throughput compute_throughput(const TraceReader& r, const Timeline& tl, uint64_t
                               std::optional<uint64_t> only = std::nullopt);
 nlohmann::json throughput_json(const Throughput& t);
 
-int cmd_throughput(const std::string& dir, const std::string& channel, double period_ms, bool csv, bool json);
+struct ThroughputOptions {
+  std::string dir;
+  std::string channel;  // only this channel (not with net)
+  double period_ms = 1000;
+  bool csv = false, json = false;
+  bool net = false;  // bytes per connection instead (net_throughput.h)
+};
+
+// `cptrace throughput`: events per period per channel as text, CSV or JSON; with
+// `net`, application bytes per period per connection.
+int run_throughput(const ThroughputOptions& o);
 
 }  // namespace cptrace

@@ -25,17 +25,6 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-std::vector<std::pair<std::string, std::string>> parse_pairs(const std::vector<std::string>& args) {
-  std::vector<std::pair<std::string, std::string>> out;
-  for (const std::string& a : args) {
-    size_t comma = a.find(',');
-    if (comma == std::string::npos || comma == 0 || comma + 1 == a.size() || a.find(',', comma + 1) != a.npos)
-      throw std::runtime_error(fmt::format("--pairs {}: expected FROM,TO (two channel names)", a));
-    out.emplace_back(a.substr(0, comma), a.substr(comma + 1));
-  }
-  return out;
-}
-
 void sleep_s(double s) { std::this_thread::sleep_for(std::chrono::duration<double>(s)); }
 
 // A run: `cluster record`'s manifest, or a subdirectory holding an events.cpt
@@ -168,7 +157,7 @@ void print_run_text(const std::string& dir, const json& s, bool tty) {
 // `top RUN`: the nodes' traces under RUN, until all of them are complete.
 int top_run(const TopOptions& o) {
   RunViewOptions ro;
-  ro.pairs = parse_pairs(o.pairs);
+  ro.pairs = o.pairs;
   ro.reference = o.reference;
   ro.max_drift_ppm = o.max_drift_ppm;
   RunView view(o.dir, ro);
@@ -212,13 +201,13 @@ int top_run(const TopOptions& o) {
 
 }  // namespace
 
-int cmd_top(const TopOptions& o) {
+int run_top(const TopOptions& o) {
   if (!(o.interval_ms >= 1) || !std::isfinite(o.interval_ms))
     throw std::runtime_error(fmt::format("--interval {}: must be at least 1 ms", o.interval_ms));
   if (!(o.wait_s >= 0) || !(o.gone_s > 0)) throw std::runtime_error("--wait and --gone-after must be positive");
   std::string events = wait_for_trace(o.dir, o.wait_s);
   if (events.empty()) return top_run(o);
-  LiveView view(o.period_ms, parse_pairs(o.pairs), o.budget);
+  LiveView view(o.period_ms, o.pairs, o.budget);
   TraceTail tail(events);
   json meta = json::object();
   auto grew_at = Clock::now();

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "trace/channel_pair.h"
 #include "translate/memory_budget.h"
 
 namespace cptrace {
@@ -19,14 +20,14 @@ struct TopOptions {
   double gone_s = 5;  // events.cpt not growing this long: the recorder is gone
   long iterations = 0;  // 0: until the recording ends
   bool json = false;
-  std::vector<std::string> pairs;  // "FROM,TO"
+  std::vector<ChannelPair> pairs;  // --pair
   std::string reference;  // a run: the node whose TSC durations are on (default: first by name)
   double max_drift_ppm = 500;  // a run: the clock model's rate bound (run_view.h)
-  MemoryBudget budget;  // for --pairs (local_latency.h: exact within it)
+  MemoryBudget budget;  // for --pair (local_latency.h: exact within it)
 };
 
 // Exit status: 0 the recording completed (or --iterations refreshes were shown),
 // 2 the trace is damaged, 3 the recorder stopped without completing it.
-int cmd_top(const TopOptions& o);
+int run_top(const TopOptions& o);
 
 }  // namespace cptrace

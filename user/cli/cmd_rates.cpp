@@ -8,6 +8,7 @@
 
 #include "analyze/service_rates.h"
 #include "cli/commands.h"
+#include "cli/common.h"
 
 namespace cptrace {
 
@@ -15,7 +16,7 @@ namespace {
 
 struct RatesArgs {
   std::string dir;
-  std::vector<std::string> pairs;
+  std::vector<std::string> pairs;  // --pair as typed
   RateOptions opt;
   bool csv = false, json = false;
 };
@@ -26,8 +27,8 @@ SubcommandRunner add_rates_command(CLI::App& app) {
   auto a = std::make_shared<RatesArgs>();
   auto* rates = app.add_subcommand("rates", "non-blocking service rate behind a queue (channel pair)");
   rates->add_option("dir", a->dir, "trace directory")->required();
-  rates->add_option("--channel-pair", a->pairs, "FROM,TO: enqueue (or in) and dequeue (or out) channels; repeatable")
-      ->required();
+  add_pair_option(rates, a->pairs, "FROM,TO: enqueue (or in) and dequeue (or out) channels; repeatable",
+                  "--channel-pair");
   rates->add_option("--period", a->opt.period_ms, "sampling window T in ms (default 10)");
   // A count: CLI11 would wrap -1 into 2^64 - 1 (no estimate, ever, and no word why).
   rates->add_option("--min-windows", a->opt.min_windows, "non-blocking windows needed for an estimate (default 30)")
@@ -41,7 +42,7 @@ SubcommandRunner add_rates_command(CLI::App& app) {
   rates->add_option("--sigma", a->opt.sigma, "Gaussian filter width in windows (default 1)");
   rates->add_flag("--csv", a->csv, "CSV output");
   rates->add_flag("--json", a->json, "JSON output");
-  return {rates, [a] { return cmd_rates(a->dir, a->pairs, a->opt, a->csv, a->json); }};
+  return {rates, [a] { return run_rates(a->dir, channel_pairs(a->pairs), a->opt, a->csv, a->json); }};
 }
 
 }  // namespace cptrace

@@ -30,6 +30,7 @@ void keep_freed_memory() {
 
 struct ReportArgs {
   ReportOptions o;
+  std::vector<std::string> pairs;  // --pair as typed
   double period_ms = 1000;
   CLI::Option* period = nullptr;  // given or not: without it the period is chosen from the trace
 };
@@ -41,7 +42,7 @@ SubcommandRunner add_report_command(CLI::App& app) {
   auto* report = app.add_subcommand("report", "self-contained HTML report");
   report->add_option("dir", a->o.dir, "trace directory (one node's, or translated by cptrace translate)")->required();
   report->add_option("-o,--output", a->o.out, "HTML file to write")->required();
-  report->add_option("--pair", a->o.pairs, "FROM,TO channel pair for latency plots; repeatable");
+  add_pair_option(report, a->pairs, "FROM,TO channel pair for latency plots; repeatable");
   a->period = report->add_option("--period", a->period_ms, "throughput period in ms (default: automatic)");
   report->add_option("--node-dir", a->o.node_dirs,
                      "translated DIR: a node's own trace directory, for its throughput and drops; one per node");
@@ -49,9 +50,10 @@ SubcommandRunner add_report_command(CLI::App& app) {
                      "channels of a pipeline path A,B,C,...: per-hop and end-to-end p50/p90/p99 with bounds");
   add_memory_options(report, a->o.budget);
   return {report, [a] {
+            a->o.pairs = channel_pairs(a->pairs);
             if (a->period->count()) a->o.period_ms = a->period_ms;
             keep_freed_memory();
-            return cmd_report(a->o);
+            return run_report(a->o);
           }};
 }
 

@@ -1,5 +1,7 @@
 // `cptrace top`: live view of a recording in progress.
 #include <memory>
+#include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -9,18 +11,28 @@
 
 namespace cptrace {
 
+namespace {
+
+struct TopArgs {
+  TopOptions o;
+  std::vector<std::string> pairs;  // --pair as typed
+};
+
+}  // namespace
+
 SubcommandRunner add_top_command(CLI::App& app) {
-  auto o = std::make_shared<TopOptions>();
+  auto a = std::make_shared<TopArgs>();
+  TopOptions* o = &a->o;
   auto* top = app.add_subcommand("top", "live view of a recording: events/s per channel, drops, latency");
   top->add_option("dir", o->dir,
                   "trace directory being recorded, or a run directory of one per node (waited for, see --wait)")
       ->required();
   top->add_option("--interval", o->interval_ms, "refresh every MS milliseconds (default 1000)");
   top->add_option("--period", o->period_ms, "throughput period in ms, aligned to the trace start (default 1000)");
-  top->add_option("--pairs,--pair", o->pairs,
+  add_pair_option(top, a->pairs,
                   "FROM,TO: latency percentiles of this channel pair (repeatable; in a run FROM and TO may be on "
-                  "different nodes, with strict bounds)")
-      ->allow_extra_args(false);
+                  "different nodes, with strict bounds)",
+                  "--pairs", true);
   top->add_option("--reference", o->reference, "run: the node whose TSC durations are measured on (default: first)");
   top->add_option("--max-drift-ppm", o->max_drift_ppm,
                   "run: bound on one node's clock rate against another's, as translate --clock-model piecewise "
@@ -32,7 +44,10 @@ SubcommandRunner add_top_command(CLI::App& app) {
                   "seconds without growth of events.cpt after which the recorder counts as gone (default 5)");
   add_memory_options(top, o->budget);
   top->add_flag("--json,--batch", o->json, "one JSON object per refresh, no terminal control codes");
-  return {top, [o] { return cmd_top(*o); }};
+  return {top, [a] {
+            a->o.pairs = channel_pairs(a->pairs);
+            return run_top(a->o);
+          }};
 }
 
 }  // namespace cptrace

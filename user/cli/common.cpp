@@ -34,4 +34,30 @@ void add_memory_options(CLI::App* cmd, MemoryBudget& b) {
       ->check(CLI::Range(1u, 1024u));
 }
 
+CLI::Option* add_pair_option(CLI::App* cmd, std::vector<std::string>& raw, const std::string& help,
+                             const std::string& old_name, bool one_value_each) {
+  // Both spellings append, so that neither overwrites the other's values.
+  auto append = [&raw](const std::vector<std::string>& v) { raw.insert(raw.end(), v.begin(), v.end()); };
+  auto* pair = cmd->add_option_function<std::vector<std::string>>("--pair", append, help)->type_name("FROM,TO");
+  pair->allow_extra_args(!one_value_each);
+  // The empty group: accepted, not listed in --help.
+  if (!old_name.empty())
+    cmd->add_option_function<std::vector<std::string>>(old_name, append, "FROM,TO: as --pair")
+        ->group("")
+        ->allow_extra_args(!one_value_each);
+  return pair;
+}
+
+std::vector<ChannelPair> channel_pairs(const std::vector<std::string>& raw) {
+  std::vector<ChannelPair> out;
+  for (const std::string& p : raw) {
+    size_t comma = p.find(',');
+    if (comma == std::string::npos || comma == 0 || comma + 1 == p.size() ||
+        p.find(',', comma + 1) != std::string::npos)
+      throw std::runtime_error("--pair '" + p + "': expected FROM,TO (two channel names)");
+    out.emplace_back(p.substr(0, comma), p.substr(comma + 1));
+  }
+  return out;
+}
+
 }  // namespace cptrace

@@ -61,7 +61,7 @@ int finish_run(const std::string& run, const std::string& path, std::vector<Node
     ro.node_dirs = t.dirs;
     ro.path = path;
     ro.warnings = node_lines(nodes, run_s);
-    st = cmd_report(ro);
+    st = run_report(ro);
     fmt::print("report: {}\n", ro.out);
   }
   fmt::print("translated run: {}\n", t.out);

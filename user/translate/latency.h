@@ -30,6 +30,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "trace/channel_pair.h"
 #include "translate/clock_relation.h"
 #include "translate/memory_budget.h"
 #include "translate/translated_frame.h"
@@ -157,7 +158,6 @@ LatencyResult latency_stream(const TraceReader& r, const std::string& from, cons
 // held once, however many pairs name it, and the pairs joined from there; each
 // distinct pair's rows and result take an equal share of `budget`. Throws as
 // latency_stream, on the first unknown channel in pairs' order.
-using ChannelPair = std::pair<std::string, std::string>;
 std::vector<LatencyResult> latency_streams(const TraceReader& r, const std::vector<ChannelPair>& pairs,
                                            const MemoryBudget& budget);
 // The same, each result handed to fn(i, result) (i: its index in pairs; a pair
