@@ -41,7 +41,7 @@
 #include "testbed_util.h"
 #include "trace/trace_reader.h"
 #include "translate/latency.h"
-#include "translate/rank_select.h"
+#include "tables/rank_select.h"
 #include "truth_util.h"
 
 namespace cptrace {

@@ -17,7 +17,7 @@
 #include "synth_cluster.h"
 #include "test_util.h"
 #include "translate/latency.h"
-#include "translate/rank_select.h"
+#include "tables/rank_select.h"
 #include "translate/translate.h"
 #include "trace/trace_format.h"
 

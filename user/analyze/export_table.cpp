@@ -30,7 +30,7 @@
 #include "trace/output_dir.h"
 #include "trace/trace_reader.h"
 #include "translate/latency.h"
-#include "translate/parallel_for.h"
+#include "tables/parallel_for.h"
 #include "translate/translated_frame.h"
 
 namespace cptrace {

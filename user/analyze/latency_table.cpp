@@ -7,7 +7,7 @@
 #include <limits>
 #include <memory>
 
-#include "translate/rank_select.h"
+#include "tables/rank_select.h"
 
 namespace cptrace {
 namespace {

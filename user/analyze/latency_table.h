@@ -20,8 +20,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "translate/memory_budget.h"
-#include "translate/rank_select.h"
+#include "tables/memory_budget.h"
+#include "tables/rank_select.h"
 
 namespace cptrace {
 

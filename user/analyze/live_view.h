@@ -13,7 +13,7 @@
 //    (`guard`) and placed with whatever length is current. If the final length
 //    falls outside the band (never seen), the final table is recounted from the file.
 #pragma once
-#include "translate/memory_budget.h"
+#include "tables/memory_budget.h"
 #include <cstdint>
 #include <optional>
 #include <string>

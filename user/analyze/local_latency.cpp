@@ -13,8 +13,8 @@
 #include <fmt/ranges.h>
 
 #include "trace/tsc_frequency.h"
-#include "translate/run_merge.h"
-#include "translate/tuple_join.h"
+#include "tables/run_merge.h"
+#include "tables/tuple_join.h"
 
 namespace cptrace {
 

@@ -17,7 +17,7 @@
 
 #include "analyze/latency_table.h"
 #include "translate/latency.h"
-#include "translate/rank_select.h"
+#include "tables/rank_select.h"
 #include "trace/trace_timeline.h"
 
 namespace cptrace {
@@ -84,7 +84,7 @@ class SameNodePairing {
 };
 
 // Pairs events by tuple id (the earliest stamp on each side, as SameNodePairing;
-// user events only), through the tuple join (translate/tuple_join.h): within
+// user events only), through the tuple join (tables/tuple_join.h): within
 // `budget` whatever the trace's length.
 LatencySeries same_node_latency(const TraceReader& r, const Timeline& tl, uint64_t from, uint64_t to,
                                 const MemoryBudget& budget = {});

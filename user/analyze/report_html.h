@@ -23,7 +23,7 @@
 
 #include "analyze/latency_table.h"
 #include "analyze/throughput.h"
-#include "translate/memory_budget.h"
+#include "tables/memory_budget.h"
 
 namespace cptrace {
 

@@ -15,7 +15,7 @@
 
 #include "trace/trace_reader.h"
 #include "translate/latency.h"
-#include "translate/memory_budget.h"
+#include "tables/memory_budget.h"
 
 namespace cptrace {
 

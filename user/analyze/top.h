@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "translate/memory_budget.h"
+#include "tables/memory_budget.h"
 
 namespace cptrace {
 

@@ -20,9 +20,9 @@
 #include "translate/sync_sanity.h"
 #include "translate/translate.h"
 #include "translate/translated_frame.h"
-#include "translate/tuple_join.h"
-#include "translate/run_merge.h"
-#include "translate/parallel_for.h"
+#include "tables/tuple_join.h"
+#include "tables/run_merge.h"
+#include "tables/parallel_for.h"
 
 namespace cptrace {
 namespace {

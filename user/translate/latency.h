@@ -31,9 +31,9 @@
 #include <nlohmann/json.hpp>
 
 #include "translate/clock_relation.h"
-#include "translate/memory_budget.h"
+#include "tables/memory_budget.h"
 #include "translate/translated_frame.h"
-#include "translate/tuple_join.h"
+#include "tables/tuple_join.h"
 
 namespace cptrace {
 

@@ -1,7 +1,7 @@
 // The summary of `cptrace latency`: nearest-rank percentiles and their bounds.
 #include "translate/latency_summary.h"
 
-#include "translate/parallel_for.h"
+#include "tables/parallel_for.h"
 
 #include <algorithm>
 #include <map>

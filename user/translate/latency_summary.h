@@ -25,7 +25,7 @@
 #include <nlohmann/json.hpp>
 
 #include "translate/latency.h"
-#include "translate/rank_select.h"
+#include "tables/rank_select.h"
 
 namespace cptrace {
 
