@@ -40,7 +40,7 @@
 #include "test_util.h"
 #include "testbed_util.h"
 #include "trace/trace_reader.h"
-#include "translate/latency.h"
+#include "latency/latency.h"
 #include "tables/rank_select.h"
 #include "truth_util.h"
 

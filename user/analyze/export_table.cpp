@@ -29,7 +29,7 @@
 #include "trace/out_file.h"
 #include "trace/output_dir.h"
 #include "trace/trace_reader.h"
-#include "translate/latency.h"
+#include "latency/latency.h"
 #include "tables/parallel_for.h"
 #include "translate/translated_frame.h"
 

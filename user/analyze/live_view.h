@@ -22,7 +22,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "analyze/local_latency.h"
+#include "latency/local_latency.h"
 #include "analyze/throughput.h"
 #include "trace/clock_map.h"
 #include "trace/trace_tail.h"

@@ -18,7 +18,7 @@
 #include "trace/trace_format.h"
 #include "trace/trace_reader.h"  // tsc_skew_err_of
 #include "translate/drift_bound.h"
-#include "translate/latency.h"
+#include "latency/latency.h"
 #include "tables/rank_select.h"
 #include "translate/relation_cursor.h"
 #include "translate/relation_paths.h"

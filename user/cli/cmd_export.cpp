@@ -15,7 +15,7 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "trace/trace_timeline.h"
-#include "translate/latency.h"
+#include "latency/latency.h"
 #include "translate/sync_sanity.h"
 
 namespace cptrace {

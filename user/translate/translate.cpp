@@ -20,7 +20,7 @@
 #include "translate/hull_sync.h"
 #include "translate/packet_pairs.h"
 #include "translate/pair_inputs.h"
-#include "translate/latency.h"
+#include "translate/unauthenticated_rounds.h"
 #include "tables/memory_budget.h"
 #include "tables/parallel_for.h"
 #include "translate/ratio_sync.h"
