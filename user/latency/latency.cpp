@@ -7,6 +7,7 @@
 
 #include "cptrace.h"  // cp_channel_id
 #include "latency/latency_rows.h"
+#include "latency/latency_source.h"  // is_translated
 #include "latency/shared_events.h"
 #include "trace/trace_reader.h"
 #include "translate/translated_frame.h"
@@ -18,7 +19,6 @@ using namespace latency_join;  // the row machinery of latency_rows.h, shared_ev
 namespace {
 
 using nlohmann::json;
-
 
 // By full name (its hash is the id, whatever the trace kept of the name) or label.
 uint64_t find_channel(const TraceReader& r, const std::string& name) {
@@ -37,8 +37,7 @@ uint64_t latency_channel(const TraceReader& r, const std::string& name) { return
 
 LatencyResult latency(const std::string& dir, const std::string& from, const std::string& to) {
   TraceReader r(dir);
-  if (!r.meta().contains("translated"))
-    throw std::runtime_error(dir + ": not a translated trace (run cptrace translate first)");
+  if (!is_translated(r)) throw std::runtime_error(dir + ": not a translated trace (run cptrace translate first)");
   return latency(r, from, to);
 }
 
@@ -82,7 +81,7 @@ LatencyResult result_header(const TraceReader& r, const std::vector<std::string>
 }
 
 void check_translated(const TraceReader& r) {
-  if (!r.meta().contains("translated"))
+  if (!is_translated(r))
     throw std::runtime_error(r.events_path() + ": not a translated trace (run cptrace translate first)");
   if (r.error()) throw *r.error();
 }

@@ -8,7 +8,6 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
-#include <initializer_list>
 #include <stdexcept>
 #include <vector>
 
@@ -31,11 +30,6 @@ struct Percentiles {
     if (f == &Percentiles::p99) return 0.99;
     if (f == &Percentiles::max) return 1.0;
     throw std::logic_error("not a percentile field");
-  }
-  static std::vector<double> fractions(const std::vector<Field>& fields) {
-    std::vector<double> ps;
-    for (Field f : fields) ps.push_back(fraction(f));
-    return ps;
   }
   // The 0-based ranks of `fields` among n values (n > 0), in their order.
   static std::vector<uint64_t> ranks(uint64_t n, const std::vector<Field>& fields) {
