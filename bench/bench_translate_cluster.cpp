@@ -16,7 +16,7 @@
 #include <filesystem>
 
 #include "../tests/synth_cluster.h"
-#include "translate/latency.h"
+#include "latency/latency.h"
 #include "translate/translate.h"
 
 int main(int argc, char** argv) {

@@ -16,7 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "analyze/report_latency.h"
+#include "latency/latency_series.h"
 #include "analyze/report_path.h"
 #include "synth_cluster.h"
 #include "test_util.h"

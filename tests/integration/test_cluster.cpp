@@ -25,7 +25,7 @@
 #include "test_util.h"
 #include "testbed_util.h"
 #include "trace/trace_reader.h"
-#include "translate/latency.h"
+#include "latency/latency.h"
 #include "translate/translated_frame.h"
 #include "truth_util.h"
 

@@ -46,7 +46,7 @@
 #include "trace/clock_transform.h"
 #include "trace/trace_reader.h"
 #include "trace/trace_tail.h"
-#include "translate/latency.h"
+#include "latency/latency.h"
 #include "translate/translated_frame.h"
 #include "truth_bracket.h"
 #include "truth_sampler.h"

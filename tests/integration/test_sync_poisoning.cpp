@@ -31,7 +31,7 @@
 #include "testbed_util.h"
 #include "trace/clock_map.h"
 #include "trace/trace_reader.h"
-#include "translate/latency.h"
+#include "latency/latency.h"
 #include "translate/translated_frame.h"
 
 namespace cptrace {

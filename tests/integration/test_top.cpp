@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "analyze/local_latency.h"
+#include "latency/local_latency.h"
 #include "test_util.h"
 
 using namespace testutil;

@@ -40,8 +40,8 @@
 #include "test_util.h"
 #include "testbed_util.h"
 #include "trace/trace_reader.h"
-#include "translate/latency.h"
-#include "translate/rank_select.h"
+#include "latency/latency.h"
+#include "tables/rank_select.h"
 #include "truth_util.h"
 
 namespace cptrace {

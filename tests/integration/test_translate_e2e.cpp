@@ -18,7 +18,7 @@
 
 #include "trace/clock_transform.h"
 #include "cptrace.h"
-#include "translate/latency.h"
+#include "latency/latency.h"
 #include "test_util.h"
 #include "truth_util.h"
 #include "testbed_util.h"

@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "analyze/local_latency.h"
+#include "latency/local_latency.h"
 #include "analyze/service_rates.h"
 #include "synthetic_trace.h"
 #include "test_util.h"

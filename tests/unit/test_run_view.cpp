@@ -16,8 +16,8 @@
 #include "analyze/top.h"
 #include "synth_cluster.h"
 #include "test_util.h"
-#include "translate/latency.h"
-#include "translate/rank_select.h"
+#include "latency/latency.h"
+#include "tables/rank_select.h"
 #include "translate/translate.h"
 #include "trace/trace_format.h"
 

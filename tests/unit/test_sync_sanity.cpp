@@ -14,7 +14,7 @@
 #include "test_util.h"
 #include "truth_util.h"
 #include "trace/trace_reader.h"
-#include "translate/latency.h"
+#include "latency/latency.h"
 #include "translate/sync_sanity.h"
 #include "translate/translate.h"
 #include "translate/translated_frame.h"

@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <random>
 
-#include "translate/latency.h"
+#include "latency/latency.h"
 
 namespace cptrace {
 namespace {

@@ -9,8 +9,8 @@
 #include <map>
 #include <sstream>
 
-#include "analyze/local_latency.h"
-#include "translate/latency.h"
+#include "latency/local_latency.h"
+#include "latency/latency.h"
 #include "test_util.h"
 #include "truth_util.h"
 #include "trace/trace_reader.h"

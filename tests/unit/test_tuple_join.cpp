@@ -1,4 +1,4 @@
-// The tuple join (user/translate/tuple_join.h) against the obvious one hash map
+// The tuple join (user/tables/tuple_join.h) against the obvious one hash map
 // over the whole run: the same pairs in the same order, the same counts, on any
 // number of threads, in memory and spilled; and parallel_for's contract.
 #include <gtest/gtest.h>
@@ -11,8 +11,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "translate/parallel_for.h"
-#include "translate/tuple_join.h"
+#include "tables/parallel_for.h"
+#include "tables/tuple_join.h"
 
 using namespace cptrace;
 

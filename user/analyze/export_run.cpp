@@ -11,7 +11,7 @@
 #include "analyze/export_ctf.h"
 #include "analyze/export_json.h"
 #include "trace/trace_timeline.h"
-#include "translate/latency.h"
+#include "latency/latency.h"
 #include "translate/sync_sanity.h"
 
 namespace cptrace {

@@ -8,7 +8,7 @@
 
 #include "analyze/export_table.h"
 #include "trace/channel_pair.h"
-#include "translate/memory_budget.h"
+#include "tables/memory_budget.h"
 
 namespace cptrace {
 

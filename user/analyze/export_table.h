@@ -18,7 +18,7 @@
 #include <utility>
 #include <vector>
 
-#include "translate/memory_budget.h"
+#include "tables/memory_budget.h"
 
 namespace cptrace {
 

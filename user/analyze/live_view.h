@@ -13,7 +13,7 @@
 //    (`guard`) and placed with whatever length is current. If the final length
 //    falls outside the band (never seen), the final table is recounted from the file.
 #pragma once
-#include "translate/memory_budget.h"
+#include "tables/memory_budget.h"
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -22,7 +22,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "analyze/local_latency.h"
+#include "latency/local_latency.h"
 #include "analyze/throughput.h"
 #include "trace/clock_map.h"
 #include "trace/trace_tail.h"

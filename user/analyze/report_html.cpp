@@ -8,8 +8,8 @@
 
 #include <fmt/format.h>
 
-#include "analyze/local_latency.h"
-#include "analyze/report_latency.h"
+#include "latency/local_latency.h"
+#include "latency/latency_series.h"
 #include "analyze/report_nodes.h"
 #include "analyze/report_path.h"
 #include "trace/out_file.h"

@@ -10,7 +10,7 @@
 //     nothing was dropped, throughput; a translated run's nodes on one shared
 //     time axis, the reference's);
 //   - the latency table (latency_table.h): LatencySeries per channel pair (and
-//     node pair), filled by report_latency.h, each drawn as a box plot
+//     node pair), filled by latency/latency_series.h, each drawn as a box plot
 //     with the range its bounds reach, a histogram, a CDF on a log time axis,
 //     and its bound width over time grouped by node pair;
 //   - optionally a pipeline path's per-hop breakdown (report_path.h).
@@ -21,10 +21,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "analyze/latency_table.h"
+#include "latency/latency_table.h"
 #include "analyze/throughput.h"
 #include "trace/channel_pair.h"
-#include "translate/memory_budget.h"
+#include "tables/memory_budget.h"
 
 namespace cptrace {
 

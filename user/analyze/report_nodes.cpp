@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "analyze/report_latency.h"
+#include "latency/latency_series.h"
 #include "analyze/throughput.h"
 #include "trace/trace_timeline.h"
 #include "translate/clock_relation.h"

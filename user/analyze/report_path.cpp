@@ -3,9 +3,9 @@
 
 #include <stdexcept>
 
-#include "analyze/report_latency.h"
-#include "translate/latency.h"
-#include "translate/latency_summary.h"
+#include "latency/latency_series.h"
+#include "latency/latency.h"
+#include "latency/latency_summary.h"
 
 namespace cptrace {
 

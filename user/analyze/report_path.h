@@ -2,7 +2,7 @@
 // A.out,B.in,B.out,C.in`): for each consecutive channel pair (hop) and for the
 // whole path (first to last channel, the end-to-end row), the p50/p90/p99 of
 // the durations and the strict bound of each percentile, computed by
-// latency_summary_json() (translate/latency_summary.h) over the rows of latency() --
+// latency_summary_json() (latency/latency_summary.h) over the rows of latency() --
 // exactly what `cptrace latency OUT --from X --to Y --json` prints.
 //
 // The end-to-end row is measured, not summed: percentiles of a sum are not the
@@ -14,8 +14,8 @@
 #include <nlohmann/json.hpp>
 
 #include "trace/trace_reader.h"
-#include "translate/latency.h"
-#include "translate/memory_budget.h"
+#include "latency/latency.h"
+#include "tables/memory_budget.h"
 
 namespace cptrace {
 

@@ -19,8 +19,8 @@
 #include "trace/trace_format.h"
 #include "trace/trace_reader.h"  // tsc_skew_err_of
 #include "translate/drift_bound.h"
-#include "translate/latency.h"
-#include "translate/rank_select.h"
+#include "latency/latency.h"
+#include "tables/rank_select.h"
 #include "translate/relation_cursor.h"
 #include "translate/relation_paths.h"
 #include "translate/sync_pairs.h"

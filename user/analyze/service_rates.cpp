@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 
 #include "analyze/csv_util.h"
-#include "analyze/latency_table.h"
+#include "latency/latency_table.h"
 
 namespace cptrace {
 

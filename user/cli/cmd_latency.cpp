@@ -1,39 +1,18 @@
-// `cptrace latency`: its options; the computation is translate/latency.cpp for
-// a translated trace, analyze/local_latency.cpp for one node's own trace (one
-// node needs no translation).
+// `cptrace latency`: its options; the command is run_latency
+// (latency/latency_command.h), for a translated trace or one node's own.
 #include <memory>
 #include <string>
 
 #include <CLI/CLI.hpp>
 
-#include "analyze/local_latency.h"
 #include "cli/commands.h"
 #include "cli/common.h"
-#include "translate/latency.h"
-#include "translate/sync_sanity.h"
+#include "latency/latency_command.h"
 
 namespace cptrace {
 
-namespace {
-
-struct LatencyArgs {
-  std::string dir, from, to;
-  bool csv = false, json = false;
-  bool accept_suspect_sync = false;
-  MemoryBudget budget;
-};
-
-int run_latency(const LatencyArgs& a) {
-  auto r = open_latency_trace(a.dir);
-  if (r->meta().contains("translated"))
-    return cmd_latency(*r, a.dir, a.from, a.to, a.csv, a.accept_suspect_sync, a.json, a.budget);
-  return print_latency(node_latency_stream(*r, a.from, a.to, a.budget), a.from, a.to, a.csv, a.json, {});
-}
-
-}  // namespace
-
 SubcommandRunner add_latency_command(CLI::App& app) {
-  auto a = std::make_shared<LatencyArgs>();
+  auto a = std::make_shared<LatencyOptions>();
   auto* latency = app.add_subcommand("latency", "per-tuple durations between two channels, with bounds");
   latency->add_option("dir", a->dir, "trace directory: translated by cptrace translate, or one node's own")->required();
   latency->add_option("--from", a->from, "channel of the first event")->required();

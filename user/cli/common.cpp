@@ -4,7 +4,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "translate/memory_budget.h"
+#include "tables/memory_budget.h"
 
 #include <exception>
 

@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "translate/parallel_for.h"
+#include "tables/parallel_for.h"
 #include "translate/relation_cursor.h"
 #include "translate/translated_frame.h"
 

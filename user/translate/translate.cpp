@@ -11,7 +11,7 @@
 #include "trace/block_codec.h"
 #include "trace/trace_writer.h"
 #include "translate/frame_rewrite.h"
-#include "translate/memory_budget.h"
+#include "tables/memory_budget.h"
 #include "translate/reference_paths.h"
 #include "translate/relation_cursor.h"
 #include "translate/translated_meta.h"

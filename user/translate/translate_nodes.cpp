@@ -11,7 +11,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "translate/parallel_for.h"
+#include "tables/parallel_for.h"
 #include "translate/relation_cursor.h"
 #include "translate/sync_pairs.h"
 

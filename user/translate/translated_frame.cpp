@@ -13,7 +13,7 @@
 #include <zstd.h>
 
 #include "trace/trace_reader.h"
-#include "translate/parallel_for.h"
+#include "tables/parallel_for.h"
 
 namespace cptrace {
 namespace {

@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "translate/latency.h"
+#include "translate/unauthenticated_rounds.h"
 #include "translate/realtime_offset.h"
 
 namespace cptrace {

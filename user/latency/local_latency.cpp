@@ -1,20 +1,16 @@
 // Same-node durations between two channels, paired by tuple id.
-#include "analyze/local_latency.h"
+#include "latency/local_latency.h"
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
 #include <functional>
 #include <limits>
 #include <stdexcept>
 #include <unordered_map>
 
-#include <fmt/format.h>
-#include <fmt/ranges.h>
-
 #include "trace/tsc_frequency.h"
-#include "translate/run_merge.h"
-#include "translate/tuple_join.h"
+#include "tables/run_merge.h"
+#include "tables/tuple_join.h"
 
 namespace cptrace {
 
@@ -122,9 +118,10 @@ LatencySummary SameNodePairing::summary(const Timeline& tl, uint32_t widest,
   if (v.empty()) return m;
   std::sort(v.begin(), v.end());
   double w = bound_s(tl, widest);  // the same bound on every sample
-  m.min = v.front(), m.max = v.back(), m.mean = sum / double(m.count);
-  m.p25 = percentile_sorted(v, 0.25), m.p50 = percentile_sorted(v, 0.50), m.p75 = percentile_sorted(v, 0.75);
-  m.p90 = percentile_sorted(v, 0.90), m.p99 = percentile_sorted(v, 0.99);
+  using P = Percentiles<double>;
+  const std::vector<P::Field> asked = all_percentiles<double>();
+  P::fill(m, asked, P::ranks(m.count, asked), [&](uint64_t k) { return v[k]; });
+  m.mean = sum / double(m.count);
   m.lo_min = m.min - w, m.hi_max = m.max + w;
   m.width_p50 = m.width_max = 2 * w;
   return m;
@@ -149,13 +146,12 @@ LatencySummary SameNodePairing::settled_summary(const Timeline& tl, uint32_t wid
   LatencySummary m;
   m.count = settled_->size() + paired;
   if (!m.count) return m;
-  std::vector<uint64_t> ks{0, m.count - 1};
-  for (double q : {0.25, 0.5, 0.75, 0.9, 0.99}) ks.push_back(nearest_rank_index(m.count, q));
-  std::vector<int64_t> got = select_ranks({settled_.get(), &recent}, ks, pool_.limit);
-  auto s = [&](int64_t t) { return tl.ticks_to_s(double(t)); };
+  using P = Percentiles<double>;
+  const std::vector<P::Field> asked = all_percentiles<double>();
+  std::vector<int64_t> got = select_ranks({settled_.get(), &recent}, P::ranks(m.count, asked), pool_.limit);
   double w = bound_s(tl, widest);
-  m.min = s(got[0]), m.max = s(got[1]), m.mean = tl.ticks_to_s(double(ticks / (long double)m.count));
-  m.p25 = s(got[2]), m.p50 = s(got[3]), m.p75 = s(got[4]), m.p90 = s(got[5]), m.p99 = s(got[6]);
+  P::fill(m, asked, got, [&](int64_t t) { return tl.ticks_to_s(double(t)); });
+  m.mean = tl.ticks_to_s(double(ticks / (long double)m.count));
   m.lo_min = m.min - w, m.hi_max = m.max + w;
   m.width_p50 = m.width_max = 2 * w;
   return m;
@@ -251,23 +247,6 @@ LatencyResult node_latency_stream(const TraceReader& r, const std::string& from,
       [&] { rows->pairs.end_run(); });
   res.take_join(c, rows);
   return res;
-}
-
-std::unique_ptr<TraceReader> open_latency_trace(const std::string& dir) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  if (fs::is_directory(dir, ec) && !fs::exists(fs::path(dir) / "events.cpt", ec)) {
-    std::vector<std::string> nodes;
-    for (const auto& sub : fs::directory_iterator(dir, ec))
-      if (fs::exists(sub.path() / "events.cpt", ec)) nodes.push_back(sub.path().filename().string());
-    std::sort(nodes.begin(), nodes.end());
-    if (!nodes.empty())
-      throw std::runtime_error(
-          fmt::format("{}: not a translated trace (run cptrace translate first): it holds the "
-                      "traces of {} node(s) ({}); one node's trace directory needs no translation",
-                      dir, nodes.size(), fmt::join(nodes, ", ")));
-  }
-  return open_trace(dir);
 }
 
 LatencySeries same_node_latency(const TraceReader& r, const Timeline& tl, uint64_t from, uint64_t to,

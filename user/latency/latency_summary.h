@@ -24,8 +24,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "translate/latency.h"
-#include "translate/rank_select.h"
+#include "latency/latency.h"
+#include "latency/percentiles.h"
+#include "tables/rank_select.h"
 
 namespace cptrace {
 
@@ -46,13 +47,15 @@ class LatencyColumns {
   Group all() const;
 
   static uint64_t count(const Group& g);
-  // The nearest-rank percentiles `ps` (0: min, 1: max) of one column of the group.
-  std::vector<int64_t> percentiles(const Group& g, ValueColumn Leaf::*col, const std::vector<double>& ps) const;
+  // The nearest-rank percentiles `fields` of one column of the group (the
+  // others left 0).
+  using Pct = Percentiles<int64_t>;
+  Pct percentiles(const Group& g, ValueColumn Leaf::*col, const std::vector<Pct::Field>& fields) const;
   // Selects the percentiles of several columns of a group at once, one column a
   // thread, when all their copies fit the selection's memory together (else
   // one after the other, as percentiles() would): percentiles() then answers
   // from what was selected.
-  using Ask = std::pair<ValueColumn Leaf::*, std::vector<double>>;
+  using Ask = std::pair<ValueColumn Leaf::*, std::vector<Pct::Field>>;
   void select_together(const Group& g, const std::vector<Ask>& asks) const;
   // {"count", "min", "p50", "p90", "p99", "max", "p50_lo", "p50_hi", ...,
   //  "width_p50", "width_p90", "width_p99", "width_max"}.
@@ -60,7 +63,7 @@ class LatencyColumns {
 
  private:
   using Key = std::pair<std::vector<const ValueColumn*>, std::vector<uint64_t>>;
-  Key key(const Group& g, ValueColumn Leaf::*col, const std::vector<double>& ps) const;
+  Key key(const Group& g, ValueColumn Leaf::*col, const std::vector<Pct::Field>& fields) const;
   MemoryPool pool_;
   uint64_t select_bytes_;
   unsigned threads_;

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "translate/spill_file.h"
+#include "tables/spill_file.h"
 
 namespace cptrace {
 

@@ -1,5 +1,5 @@
 // Summary statistics and plot data of a latency series, within a budget.
-#include "analyze/latency_table.h"
+#include "latency/latency_table.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,7 +7,7 @@
 #include <limits>
 #include <memory>
 
-#include "translate/rank_select.h"
+#include "tables/rank_select.h"
 
 namespace cptrace {
 namespace {
@@ -131,8 +131,10 @@ void SeriesFiller::finish(const std::vector<LatencySeries*>& out, const MultiSca
     m.count = f.n;
     if (!f.n) continue;
     // Every rank asked of the values in one selection: the summary's and the CDF's.
-    std::vector<uint64_t> ks;
-    for (double q : {0.25, 0.5, 0.75, 0.9, 0.99}) ks.push_back(nearest_rank_index(f.n, q));
+    // (min and max come from the first pass.)
+    using P = Percentiles<double>;
+    const std::vector<P::Field> asked{&P::p25, &P::p50, &P::p75, &P::p90, &P::p99};
+    std::vector<uint64_t> ks = P::ranks(f.n, asked);
     std::vector<uint64_t> cdf_ranks;
     cdf_points(f.n, [&](uint64_t k) {
       cdf_ranks.push_back(k);
@@ -140,9 +142,8 @@ void SeriesFiller::finish(const std::vector<LatencySeries*>& out, const MultiSca
     });
     ks.insert(ks.end(), cdf_ranks.begin(), cdf_ranks.end());
     std::vector<int64_t> got = select_ranks({&series_[i]->values}, ks, select_bytes_);
-    m.p25 = double_of(got[0]), m.p50 = double_of(got[1]), m.p75 = double_of(got[2]);
-    m.p90 = double_of(got[3]), m.p99 = double_of(got[4]);
-    size_t next = 5;
+    P::fill(m, asked, got, double_of);
+    size_t next = asked.size();
     s.cdf = cdf_points(f.n, [&](uint64_t) { return double_of(got[next++]); });
     m.width_p50 = double_of(select_ranks({&series_[i]->widths}, {nearest_rank_index(f.n, 0.5)}, select_bytes_)[0]);
     m.min = f.vmin, m.max = f.vmax, m.mean = f.sum / double(f.n);

@@ -1,5 +1,5 @@
-// Latency rows of a translated trace -> the report's latency table.
-#include "analyze/report_latency.h"
+// Latency rows of a trace -> the report's latency table.
+#include "latency/latency_series.h"
 
 #include <algorithm>
 #include <map>
@@ -8,17 +8,9 @@
 #include <functional>
 #include <stdexcept>
 
-#include "analyze/local_latency.h"
-#include "translate/latency.h"
+#include "latency/latency.h"
 
 namespace cptrace {
-
-bool is_translated(const TraceReader& r) { return r.meta().contains("translated"); }
-
-LatencyResult latency_rows(const TraceReader& r, const std::string& from, const std::string& to,
-                           const MemoryBudget& budget) {
-  return is_translated(r) ? latency_stream(r, from, to, budget) : node_latency_stream(r, from, to, budget);
-}
 
 void check_series_units(const TraceReader& r, const LatencyResult& res) {
   if (!res.have_ns || res.hz <= 0)

@@ -1,7 +1,7 @@
 // The summary of `cptrace latency`: nearest-rank percentiles and their bounds.
-#include "translate/latency_summary.h"
+#include "latency/latency_summary.h"
 
-#include "translate/parallel_for.h"
+#include "tables/parallel_for.h"
 
 #include <algorithm>
 #include <map>
@@ -51,22 +51,22 @@ uint64_t LatencyColumns::count(const Group& g) {
   return n;
 }
 
-LatencyColumns::Key LatencyColumns::key(const Group& g, ValueColumn Leaf::*col, const std::vector<double>& ps) const {
+LatencyColumns::Key LatencyColumns::key(const Group& g, ValueColumn Leaf::*col,
+                                        const std::vector<Pct::Field>& fields) const {
   std::vector<const ValueColumn*> cols;
   for (const Leaf* l : g) cols.push_back(&(l->*col));
   std::sort(cols.begin(), cols.end());  // a group's leaves in any order are the same values
-  uint64_t n = count(g);
-  std::vector<uint64_t> ks;
-  for (double p : ps) ks.push_back(nearest_rank_index(n, p));
-  return {cols, ks};
+  return {cols, Pct::ranks(count(g), fields)};
 }
 
-std::vector<int64_t> LatencyColumns::percentiles(const Group& g, ValueColumn Leaf::*col,
-                                                 const std::vector<double>& ps) const {
-  Key k = key(g, col, ps);
+LatencyColumns::Pct LatencyColumns::percentiles(const Group& g, ValueColumn Leaf::*col,
+                                                const std::vector<Pct::Field>& fields) const {
+  Key k = key(g, col, fields);
   auto it = selected_.find(k);
   if (it == selected_.end()) it = selected_.emplace(k, select_ranks(k.first, k.second, select_bytes_)).first;
-  return it->second;
+  Pct p;
+  Pct::fill(p, fields, it->second, [](int64_t v) { return v; });
+  return p;
 }
 
 void LatencyColumns::select_together(const Group& g, const std::vector<Ask>& asks) const {
@@ -89,24 +89,25 @@ void LatencyColumns::select_together(const Group& g, const std::vector<Ask>& ask
 nlohmann::json LatencyColumns::group_json(const Group& g) const {
   nlohmann::json j{{"count", count(g)}};
   if (!count(g)) return j;
-  select_together(g, {{&Leaf::value, {0, 0.5, 0.9, 0.99, 1.0}},
-                      {&Leaf::lo, {0.5, 0.9, 0.99}},
-                      {&Leaf::hi, {0.5, 0.9, 0.99}},
-                      {&Leaf::width, {0.5, 0.9, 0.99, 1.0}}});
-  std::vector<int64_t> v = percentiles(g, &Leaf::value, {0, 0.5, 0.9, 0.99, 1.0});
-  std::vector<int64_t> lo = percentiles(g, &Leaf::lo, {0.5, 0.9, 0.99});
-  std::vector<int64_t> hi = percentiles(g, &Leaf::hi, {0.5, 0.9, 0.99});
-  std::vector<int64_t> w = percentiles(g, &Leaf::width, {0.5, 0.9, 0.99, 1.0});
-  j["min"] = v[0];
-  const char* names[] = {"p50", "p90", "p99"};
-  for (size_t i = 0; i < 3; ++i) {
-    j[names[i]] = v[i + 1];
-    j[std::string(names[i]) + "_lo"] = lo[i];
-    j[std::string(names[i]) + "_hi"] = hi[i];
-    j["width_" + std::string(names[i])] = w[i];
+  using P = Pct;
+  const std::vector<P::Field> values{&P::min, &P::p50, &P::p90, &P::p99, &P::max};
+  const std::vector<P::Field> bounds{&P::p50, &P::p90, &P::p99};
+  const std::vector<P::Field> widths{&P::p50, &P::p90, &P::p99, &P::max};
+  select_together(g, {{&Leaf::value, values}, {&Leaf::lo, bounds}, {&Leaf::hi, bounds}, {&Leaf::width, widths}});
+  const P v = percentiles(g, &Leaf::value, values);
+  const P lo = percentiles(g, &Leaf::lo, bounds);
+  const P hi = percentiles(g, &Leaf::hi, bounds);
+  const P w = percentiles(g, &Leaf::width, widths);
+  j["min"] = v.min;
+  const std::pair<const char*, P::Field> named[] = {{"p50", &P::p50}, {"p90", &P::p90}, {"p99", &P::p99}};
+  for (const auto& [name, f] : named) {
+    j[name] = v.*f;
+    j[std::string(name) + "_lo"] = lo.*f;
+    j[std::string(name) + "_hi"] = hi.*f;
+    j["width_" + std::string(name)] = w.*f;
   }
-  j["max"] = v[4];
-  j["width_max"] = w[3];
+  j["max"] = v.max;
+  j["width_max"] = w.max;
   return j;
 }
 

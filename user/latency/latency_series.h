@@ -1,25 +1,18 @@
 // The report's latency table (latency_table.h) from the rows of `cptrace
-// latency` (the same computation, so the page and the command agree):
-//   - a translated trace (meta.json "translated"): latency_stream() (latency.h),
-//     one LatencySeries per node pair the channel pair spans, so bound width over
-//     time is drawn per node pair;
-//   - a single node's trace: node_latency_stream() (local_latency.h), one series
-//     (the node to itself); one node needs no translation.
+// latency` (latency_source.h: the same computation, so the page and the command
+// agree): one LatencySeries per node pair the channel pair spans, so bound width
+// over time is drawn per node pair; one node's own trace gives one series (the
+// node to itself).
 #pragma once
 #include <string>
 #include <vector>
 
-#include "analyze/latency_table.h"
+#include "latency/latency_table.h"
 #include "trace/trace_reader.h"
-#include "translate/latency.h"
+#include "latency/latency.h"
+#include "latency/latency_source.h"
 
 namespace cptrace {
-
-bool is_translated(const TraceReader& r);
-
-// The rows of `cptrace latency` for either kind of trace.
-LatencyResult latency_rows(const TraceReader& r, const std::string& from, const std::string& to,
-                           const MemoryBudget& budget);
 
 // Throws latency_series' error when res's durations exist only in ticks.
 void check_series_units(const TraceReader& r, const LatencyResult& res);

@@ -1,10 +1,10 @@
 // The tuple-id join of `latency` in bounded memory (tuple_join.h).
-#include "translate/tuple_join.h"
+#include "tables/tuple_join.h"
 
 #include <algorithm>
 #include <unordered_map>
 
-#include "translate/parallel_for.h"
+#include "tables/parallel_for.h"
 
 namespace cptrace {
 namespace {

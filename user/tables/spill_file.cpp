@@ -1,5 +1,5 @@
 // Unnamed temporary files for spilled analysis data (spill_file.h).
-#include "translate/spill_file.h"
+#include "tables/spill_file.h"
 
 #include <fcntl.h>
 #include <unistd.h>

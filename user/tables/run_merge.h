@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "translate/memory_budget.h"
-#include "translate/spill_file.h"
+#include "tables/memory_budget.h"
+#include "tables/spill_file.h"
 
 namespace cptrace {
 

@@ -2,39 +2,33 @@
 // from its event on one channel to its event on the other, on the reference
 // node's clock, with a strict bound, from a translated trace (translate.h).
 //
-// Each duration is bounded by the tightest scenario that applies (the scenario
-// is reported per tuple):
-//   local-reference   both events on the reference node: exact.
-//   local             both on one other node: d scaled by the feasible rates
-//                     (ratio method: d r +- 2 d e / D).
-//   reference-remote  one event on the reference: the other's instant bound (+-e).
-//   remote-remote-direct / -via-reference   two other nodes: with MinRTT rounds
-//                     between them, related directly (bound on the to-node's
-//                     clock, then scaled to the reference), intersected with the
-//                     difference of both instants' bounds; without, only the latter.
-// Durations in ns use the reference's measured TSC frequency interval, so the ns
-// bound is strict too (lo / hz_hi, hi / hz_lo).
+// Each duration is bounded by the tightest scenario that applies, reported per
+// tuple (duration_bounds.h). Durations in ns use the reference's measured TSC
+// frequency interval, so the ns bound is strict too (lo / hz_hi, hi / hz_lo:
+// ticks_to_ns.h).
 //
 // Memory: rows are produced by a tuple-id join (tuple_join.h) within a budget
-// (memory_budget.h), spilled and merged beyond it, and handed out as a stream
-// (LatencyResult::for_each_row); latency() keeps them all in memory.
+// (memory_budget.h), spilled and merged beyond it (latency_rows.h), and handed
+// out as a stream (LatencyResult::for_each_row); latency() keeps them all in
+// memory.
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
-#include <vector>
-
-#include <map>
 #include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "trace/channel_pair.h"
-#include "translate/clock_relation.h"
-#include "translate/memory_budget.h"
+// What a row is bounded by and how its ns are made: their users come through here.
+#include "latency/duration_bounds.h"
+#include "latency/ticks_to_ns.h"
+#include "tables/memory_budget.h"
+#include "tables/tuple_join.h"
 #include "translate/translated_frame.h"
-#include "translate/tuple_join.h"
 
 namespace cptrace {
 
@@ -80,61 +74,9 @@ struct LatencyResult {
   std::vector<std::string> unauthenticated;  // "A->B": node pairs whose MinRTT rounds had no key
 };
 
-// A reference-TSC tick count (estimate and strict [lo, hi]) in ns over the
-// frequency interval [hz_lo, hz_hi]: the bound rounded outward so that it stays
-// strict, the estimate at hz rounded to the nearest and clamped into the bound.
-struct NsBound {
-  int64_t ns = 0, lo = 0, hi = 0;
-};
-// Computed in double, with the long double formula (ticks_to_ns_long_double,
-// the reference) only where double's error could change a rounding: the same
-// result on every input.
-NsBound ticks_to_ns(int64_t ticks, int64_t lo, int64_t hi, long double hz, long double hz_lo, long double hz_hi);
-// ticks_to_ns at one frequency interval, its three factors 1e9 / f computed once
-// (a multiplication per value instead of a division): the same results.
-class TicksToNs {
- public:
-  TicksToNs(long double hz, long double hz_lo, long double hz_hi);
-  NsBound operator()(int64_t ticks, int64_t lo, int64_t hi) const;
-
- private:
-  long double hz_, hz_lo_, hz_hi_;
-  bool in_double_;  // all three held exactly by a double
-  double k_, k_lo_, k_hi_;  // 1e9 / hz, 1e9 / hz_lo, 1e9 / hz_hi
-};
-NsBound ticks_to_ns_long_double(int64_t ticks, int64_t lo, int64_t hi, long double hz, long double hz_lo,
-                                long double hz_hi);
-
-// The warning line `translate` and `latency` print for rounds taken without a key
-// (--insecure): names the pairs.
-std::string unauthenticated_warning(const std::vector<std::string>& pairs);
-
-// One event of a tuple: its stamp on its node's TSC and its instant's bound on the
-// reference TSC.
-struct DurationStamp {
-  uint64_t local = 0;
-  int64_t est = 0, lo = 0, hi = 0;
-  uint16_t node = 0;
-};
-
-// The bound of a tuple's duration by the tightest scenario that applies (above),
-// from each node's relation to the reference and the direct pair relations. The
-// translated trace's meta.json gives them (from_translated); the live view of a
-// run builds them from the rounds read so far (analyze/run_view.h).
-struct DurationBounds {
-  std::vector<std::string> names;
-  std::vector<RelationPtr> to_ref;
-  std::vector<int64_t> max_err;  // per node: the largest stamp error (translate's max_ts_err)
-  std::map<std::pair<size_t, size_t>, RelationPtr> direct;
-  size_t ref = 0;
-
-  static DurationBounds from_translated(const nlohmann::json& tr);
-  Bound duration(const DurationStamp& a, const DurationStamp& b, const char*& scenario) const;
-};
-
 // Throws std::runtime_error on an unknown channel or a trace that is not translated.
 LatencyResult latency(const std::string& dir, const std::string& from, const std::string& to);
-// The same on an open reader (the report reuses it; cmd_latency goes through it too).
+// The same on an open reader (the report reuses it; run_latency goes through it too).
 LatencyResult latency(const TraceReader& r, const std::string& from, const std::string& to);
 // The channel id of `name` (full name or label) in trace `r`; throws naming the
 // channels the trace has when there is none.
@@ -173,22 +115,11 @@ void latency_streams(const TraceReader& r, const std::vector<ChannelPair>& pairs
 // not translated.
 LatencyResult latency_header(const TraceReader& r);
 // The sync findings a trace was translated despite (--accept-suspect-sync):
-// throws naming them unless accept (then the caller prints the warnings).
+// throws naming them unless accept (then the caller prints the warnings); none
+// for a trace that is not translated (latency_source.cpp).
 struct SyncFinding;
 std::vector<SyncFinding> suspect_findings(const std::string& dir, bool accept);
 // The same on an open reader of `dir` (one scan of the trace, not one per step).
 std::vector<SyncFinding> suspect_findings(const TraceReader& r, const std::string& dir, bool accept);
-// Refuses (throws) a trace translated with --accept-suspect-sync unless
-// accept_suspect_sync; then prints one WARNING line per finding. json: the
-// summary as JSON (latency_summary.h) on stdout, the notes on stderr.
-int cmd_latency(const std::string& dir, const std::string& from, const std::string& to, bool csv,
-                bool accept_suspect_sync = false, bool json = false, const MemoryBudget& budget = {});
-int cmd_latency(const TraceReader& r, const std::string& dir, const std::string& from, const std::string& to, bool csv,
-                bool accept_suspect_sync, bool json, const MemoryBudget& budget);
-// What cmd_latency prints of `res`, however its rows were obtained (a translated
-// trace, or one node's own: analyze/local_latency.h): the summary, --csv or
-// --json on stdout, then the notes (and one WARNING line per finding).
-int print_latency(const LatencyResult& res, const std::string& from, const std::string& to, bool csv, bool json,
-                  const std::vector<SyncFinding>& suspect);
 
 }  // namespace cptrace

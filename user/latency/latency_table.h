@@ -1,7 +1,7 @@
 // The latency table: durations between two channels per tuple id, each with a
 // strict bound. This is the ONE interface through which durations reach the
 // report (report_html.h); whoever computes them fills it:
-//   - latency_series() (report_latency.h): the rows of `cptrace latency`, of a
+//   - latency_series() (latency_series.h): the rows of `cptrace latency`, of a
 //     translated trace (latency.h) or of one node's own (local_latency.h), one
 //     series per node pair (remote = different nodes), with the scenario(s)
 //     that bounded them;
@@ -20,8 +20,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "translate/memory_budget.h"
-#include "translate/rank_select.h"
+#include "latency/percentiles.h"
+#include "tables/memory_budget.h"
+#include "tables/rank_select.h"
 
 namespace cptrace {
 
@@ -34,10 +35,10 @@ struct LatencySample {
   double hi_s = 0;
 };
 
-// Order statistics of a series (nearest-rank percentiles), in seconds.
-struct LatencySummary {
+// Order statistics of a series (nearest-rank percentiles: min .. max), in seconds.
+struct LatencySummary : Percentiles<double> {
   uint64_t count = 0;
-  double min = 0, p25 = 0, p50 = 0, p75 = 0, p90 = 0, p99 = 0, max = 0, mean = 0;
+  double mean = 0;
   double lo_min = 0, hi_max = 0;  // the widest the bounds reach
   double width_p50 = 0, width_max = 0;  // hi - lo
 };

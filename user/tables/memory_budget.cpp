@@ -1,5 +1,5 @@
 // Memory budget of the analysis commands (memory_budget.h).
-#include "translate/memory_budget.h"
+#include "tables/memory_budget.h"
 
 #include <sched.h>
 #include <sys/mman.h>

@@ -15,9 +15,9 @@
 #include <unordered_map>
 #include <utility>
 
-#include "analyze/latency_table.h"
-#include "translate/latency.h"
-#include "translate/rank_select.h"
+#include "latency/latency_table.h"
+#include "latency/latency.h"
+#include "tables/rank_select.h"
 #include "trace/trace_timeline.h"
 
 namespace cptrace {
@@ -84,7 +84,7 @@ class SameNodePairing {
 };
 
 // Pairs events by tuple id (the earliest stamp on each side, as SameNodePairing;
-// user events only), through the tuple join (translate/tuple_join.h): within
+// user events only), through the tuple join (tables/tuple_join.h): within
 // `budget` whatever the trace's length.
 LatencySeries same_node_latency(const TraceReader& r, const Timeline& tl, uint64_t from, uint64_t to,
                                 const MemoryBudget& budget = {});
@@ -100,10 +100,5 @@ LatencySeries same_node_latency(const TraceReader& r, const Timeline& tl, uint64
 // Within `budget` (the join takes half, the rows a quarter) whatever its length.
 LatencyResult node_latency_stream(const TraceReader& r, const std::string& from, const std::string& to,
                                   const MemoryBudget& budget);
-
-// Opens DIR for `latency` / `report`: one node's trace or a translated one. A
-// directory holding several nodes' traces (not translated) is refused with the
-// "run cptrace translate first" error naming them.
-std::unique_ptr<TraceReader> open_latency_trace(const std::string& dir);
 
 }  // namespace cptrace

@@ -1,5 +1,5 @@
 // Exact k-th smallest values over spillable columns (rank_select.h).
-#include "translate/rank_select.h"
+#include "tables/rank_select.h"
 
 #include <algorithm>
 #include <cmath>

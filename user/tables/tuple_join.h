@@ -19,8 +19,8 @@
 #include <utility>
 #include <vector>
 
-#include "translate/memory_budget.h"
-#include "translate/spill_file.h"
+#include "tables/memory_budget.h"
+#include "tables/spill_file.h"
 
 namespace cptrace {
 
