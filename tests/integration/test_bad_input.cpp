@@ -12,6 +12,7 @@
 
 #include "cptrace.h"
 #include "synthetic_trace.h"
+#include "record_util.h"
 #include "test_util.h"
 #include "trace/trace_format.h"
 #include "trace/trace_reader.h"
@@ -139,17 +140,15 @@ TEST(BadInput, RecordOfCommandWithoutProbeSiteSaysSoOnce) {
   REQUIRE_BPF();
   TempDir tmp;
   const std::string warning = "no probe site fired in /bin/true or its children";
-  auto r = run(cptrace_bin() + " record --no-progress -o " + (tmp / "t") + " -- /bin/true", tmp);
+  auto r = run(record_cmd(tmp / "t") + " -- /bin/true", tmp);
   EXPECT_EQ(r.status, 0) << r.err;
   size_t first = r.err.find(warning);
   ASSERT_NE(first, std::string::npos) << r.err;
   EXPECT_EQ(r.err.find("no probe site", first + 1), std::string::npos) << r.err;  // once
-  r = run(cptrace_bin() + " record --no-progress -o " + (tmp / "f") + " -- /bin/false", tmp);
+  r = run(record_cmd(tmp / "f") + " -- /bin/false", tmp);
   EXPECT_EQ(r.status, 1) << r.err;
   EXPECT_NE(r.err.find("no probe site fired in /bin/false"), std::string::npos) << r.err;
-  r = run(cptrace_bin() + " record --no-progress -o " + (tmp / "w") + " -- " +
-              (build_dir() / "tests" / "workload").string() + " --threads 1 --events 100 --channels 2 --mode single",
-          tmp);
+  r = run(record_cmd(tmp / "w") + " -- " + workload() + " --threads 1 --events 100 --channels 2 --mode single", tmp);
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.err.find("102 events recorded"), std::string::npos) << r.err;
   EXPECT_EQ(r.err.find("no probe site"), std::string::npos) << r.err;
@@ -346,13 +345,11 @@ TEST(BadInput, RecordIntoLongOutputPathWorks) {
   std::filesystem::create_directories(dir);
   std::string out = dir + "/trace";
   ASSERT_GT(out.size() + std::string("/control.sock").size(), 108u);
-  Proc w((build_dir() / "tests" / "workload").string() +
-             " --threads 1 --events 1000 --channels 2 --mode single --wait-signal",
-         tmp / "w.out", tmp / "w.err");
+  Proc w(workload() + " --threads 1 --events 1000 --channels 2 --mode single --wait-signal", tmp / "w.out",
+         tmp / "w.err");
   ASSERT_TRUE(w.wait_for("READY", 20)) << read_file(tmp / "w.err");
-  Proc rec(cptrace_bin() + " record --no-progress -o " + out + " -p " + std::to_string(w.pid), tmp / "r.out",
-           tmp / "r.err");
-  ASSERT_TRUE(rec.wait_for("attached", 30, true)) << read_file(tmp / "r.err");
+  Proc rec(record_cmd(out) + " -p " + std::to_string(w.pid), tmp / "r.out", tmp / "r.err");
+  ASSERT_TRUE(attached(rec));
   auto c = run(cptrace_bin() + " config " + out + " get", tmp);
   EXPECT_EQ(c.status, 0) << c.err;
   kill(w.pid, SIGUSR1);
@@ -371,10 +368,9 @@ TEST(BadInput, ControlSocketNameTooLongIsRefusedBeforeTheTraceExists) {
   TempDir tmp;
   std::string sock = tmp / std::string(150, 's');
   std::string out = tmp / "trace";
-  auto r =
-      run(cptrace_bin() + " record --no-progress --duration 1 -o " + out + " --control-socket " + sock + " -- " +
-              (build_dir() / "tests" / "workload").string() + " --threads 1 --events 10 --channels 1 --mode single",
-          tmp);
+  auto r = run(record_cmd(out, "--duration 1") + " --control-socket " + sock + " -- " + workload() +
+                   " --threads 1 --events 10 --channels 1 --mode single",
+               tmp);
   expect_clean_failure(r, "long --control-socket");
   EXPECT_NE(r.err.find("control socket " + sock), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("longer than"), std::string::npos) << r.err;
@@ -394,8 +390,8 @@ TEST(BadInput, CommandPathWithShellSyntaxIsNotRunByAShell) {
   fs::copy_file(build_dir() / "tests" / "workload", evil / "tests" / "workload");
   fs::copy_file(build_dir() / "libcptrace.so", evil / "libcptrace.so");
   // Double quotes: the test's own shell passes the name through unchanged.
-  auto r = run("cd " + tmp.path.string() + " && " + cptrace_bin() + " record --no-progress -o " + (tmp / "t") +
-                   " -- \"" + (evil / "tests" / "workload").string() + "\" --threads 1 --events 10 --channels 1",
+  auto r = run("cd " + tmp.path.string() + " && " + record_cmd(tmp / "t") + " -- \"" +
+                   (evil / "tests" / "workload").string() + "\" --threads 1 --events 10 --channels 1",
                tmp);
   EXPECT_FALSE(fs::exists(tmp / "PWNED")) << "the program path was run by a shell";
   EXPECT_FALSE(fs::exists(fs::current_path() / "PWNED")) << "the program path was run by a shell";

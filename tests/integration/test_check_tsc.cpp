@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "record_util.h"
 #include "test_util.h"
 #include "trace/tsc_verdict.h"
 
@@ -42,10 +43,9 @@ TEST(CheckTsc, NamesTheKernelsVerdictAndTheSkew) {
 TEST(CheckTsc, RecordWritesVerdictAndSkewIntoMeta) {
   REQUIRE_BPF();
   TempDir tmp;
-  auto r =
-      run(cptrace_bin() + " record --no-progress --accept-unstable-tsc -o " + (tmp / "t") + " -- " +
-              (build_dir() / "tests" / "workload").string() + " --threads 1 --events 100 --channels 1 --mode single",
-          tmp);
+  auto r = run(record_cmd(tmp / "t", "--accept-unstable-tsc") + " -- " + workload() +
+                   " --threads 1 --events 100 --channels 1 --mode single",
+               tmp);
   ASSERT_EQ(r.status, 0) << r.err;
   auto meta = nlohmann::json::parse(read_file(tmp.path / "t" / "meta.json"));
   ASSERT_TRUE(meta.contains("tsc")) << meta.dump(2);

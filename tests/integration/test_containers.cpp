@@ -22,6 +22,7 @@
 
 #include "cptrace_net.h"
 #include "record/namespace_pids.h"
+#include "record_util.h"
 #include "test_util.h"
 #include "trace/trace_reader.h"
 
@@ -203,9 +204,8 @@ TEST(Containers, RecordPidOfProcessInOwnMountAndPidNamespaces) {
   ASSERT_NE(pid_namespace_of(w.host), pid_namespace_of(getpid()));
   ASSERT_FALSE(fs::exists("/app/libcptrace.so")) << "the test needs /app to exist only in the container";
 
-  Proc rec(cptrace_bin() + " record --no-progress -o " + (tmp / "t") + " -p " + std::to_string(w.host), tmp / "rec.out",
-           tmp / "rec.err");
-  ASSERT_TRUE(rec.wait_for("attached", 30, true)) << read_file(tmp / "rec.err");
+  Proc rec(record_cmd(tmp / "t") + " -p " + std::to_string(w.host), tmp / "rec.out", tmp / "rec.err");
+  ASSERT_TRUE(attached(rec));
   kill(w.host, SIGUSR1);
   ASSERT_EQ(w.ctr->wait(60), 0) << read_file(tmp / "ctr.err");
   ASSERT_EQ(rec.wait(60), 0) << read_file(tmp / "rec.err");
@@ -279,9 +279,8 @@ TEST(Containers, JvmInContainerRecordedFromHost) {
   std::string out = read_file(tmp / "ctr.out");
   uint32_t nspid = uint32_t(std::stoul(out.substr(out.find("READY ") + 6)));
   ASSERT_NE(uint32_t(jvm), nspid);
-  Proc rec(cptrace_bin() + " record --no-progress --ring-mb 64 -o " + (tmp / "t") + " -p " + std::to_string(jvm),
-           tmp / "rec.out", tmp / "rec.err");
-  ASSERT_TRUE(rec.wait_for("attached", 30, true)) << read_file(tmp / "rec.err");
+  Proc rec(record_cmd(tmp / "t", "--ring-mb 64") + " -p " + std::to_string(jvm), tmp / "rec.out", tmp / "rec.err");
+  ASSERT_TRUE(attached(rec));
   // The container's /tmp, reached from the host through the JVM's root.
   std::ofstream("/proc/" + std::to_string(jvm) + "/root/tmp/go").put('\n');
   ASSERT_EQ(ctr.wait(120), 0) << read_file(tmp / "ctr.err");
@@ -313,9 +312,8 @@ TEST(Containers, RecordLibThroughProcRoot) {
   ContainedWorkload w = start_contained_workload(tmp, "--wait-signal --hold --threads 2 --events 2000 --mode batch");
   ASSERT_GT(w.host, 0);
   std::string lib = "/proc/" + std::to_string(w.host) + "/root/app/libcptrace.so";
-  Proc rec(cptrace_bin() + " record --no-progress -o " + (tmp / "t") + " --lib " + lib, tmp / "rec.out",
-           tmp / "rec.err");
-  ASSERT_TRUE(rec.wait_for("attached", 30, true)) << read_file(tmp / "rec.err");
+  Proc rec(record_cmd(tmp / "t") + " --lib " + lib, tmp / "rec.out", tmp / "rec.err");
+  ASSERT_TRUE(attached(rec));
   kill(w.host, SIGUSR1);
   ASSERT_TRUE(w.ctr->wait_for("LOGGED", 30)) << read_file(tmp / "ctr.err");
   // Alive past one flush period, so the recorder meets the process and reads its pids.
@@ -342,7 +340,7 @@ TEST(Containers, RecordLibThroughProcRoot) {
 TEST(Containers, LibPathOnlyInsideIsNamedInTheError) {
   REQUIRE_BPF();
   TempDir tmp;
-  auto r = run(cptrace_bin() + " record --no-progress -o " + (tmp / "t") + " --lib /app/libcptrace.so", tmp);
+  auto r = run(record_cmd(tmp / "t") + " --lib /app/libcptrace.so", tmp);
   EXPECT_NE(r.status, 0);
   EXPECT_NE(r.err.find("--lib /app/libcptrace.so"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(tmp / "t"));
@@ -374,9 +372,8 @@ TEST(Containers, CommandEnteringContainerIsFollowed) {
   std::string script = write_script(tmp, "shared-root.sh", kSharedRootScript);
   fs::create_directories(tmp.path / "c");
   std::string spawner = (tmp / "c") + "/app/tests/spawner";
-  auto r = run(cptrace_bin() + " record --no-progress -o " + (tmp / "t") +
-                   " -- unshare --mount --pid --fork --mount-proc sh " + script + " " + (tmp / "c") + " " +
-                   build_dir().string() + " " + spawner + " --children 3 --events 20",
+  auto r = run(record_cmd(tmp / "t") + " -- unshare --mount --pid --fork --mount-proc sh " + script + " " +
+                   (tmp / "c") + " " + build_dir().string() + " " + spawner + " --children 3 --events 20",
                tmp);
   ASSERT_EQ(r.status, 0) << r.err << r.out;
   EXPECT_FALSE(fs::exists(spawner)) << "the container's path must not exist outside it";
@@ -422,10 +419,9 @@ TEST(Containers, NetworkCaptureInsideTheContainersNamespace) {
   std::string script = write_script(tmp, "shared-root.sh", kSharedRootScript);
   fs::create_directories(tmp.path / "c");
   const int port = 48000 + getpid() % 1000;
-  auto r = run("NET=1 " + cptrace_bin() + " record --no-progress --net -o " + (tmp / "t") +
-                   " -- unshare --mount --pid --net --fork --mount-proc sh " + script + " " + (tmp / "c") + " " +
-                   build_dir().string() + " " + (tmp / "c") + "/app/tests/spawner --children 1 --events 5 --udp " +
-                   std::to_string(port),
+  auto r = run("NET=1 " + record_cmd(tmp / "t", "--net") + " -- unshare --mount --pid --net --fork --mount-proc sh " +
+                   script + " " + (tmp / "c") + " " + build_dir().string() + " " + (tmp / "c") +
+                   "/app/tests/spawner --children 1 --events 5 --udp " + std::to_string(port),
                tmp);
   ASSERT_EQ(r.status, 0) << r.err << r.out;
   std::string ns_text = read_file((tmp / "c") + ".netns");  // net:[INODE]
@@ -472,10 +468,9 @@ TEST(Containers, NetnsOfAContainerProcessFiltersCapture) {
   Proc ctr("unshare --net --pid --fork --mount-proc sh " + script, tmp / "ctr.out", tmp / "ctr.err");
   pid_t host = wait_for_descendant(ctr.pid, "sh", 10);
   ASSERT_GT(host, 0);
-  Proc rec(
-      cptrace_bin() + " record --no-progress --net --netns /proc/" + std::to_string(host) + "/ns/net -o " + (tmp / "t"),
-      tmp / "rec.out", tmp / "rec.err");
-  ASSERT_TRUE(rec.wait_for("attached", 30, true)) << read_file(tmp / "rec.err");
+  Proc rec(record_cmd(tmp / "t", "--net --netns /proc/" + std::to_string(host) + "/ns/net"), tmp / "rec.out",
+           tmp / "rec.err");
+  ASSERT_TRUE(attached(rec));
   // Host traffic meanwhile, which the filter must leave out.
   run(build_dir().string() + "/tests/spawner --children 1 --events 1 --udp 48998", tmp);
   std::ofstream(go) << "go\n";

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "record_util.h"
 #include "test_util.h"
 #include "trace/trace_reader.h"
 
@@ -49,8 +50,7 @@ void expect_all_there(const std::string& dir, const std::string& out) {
 TEST(ExitPaths, EveryEndingUnderCommand) {
   REQUIRE_BPF();
   TempDir tmp;
-  auto r =
-      run(cptrace_bin() + " record --no-progress -o " + (tmp / "t") + " -- " + exit_paths() + " --events 1000", tmp);
+  auto r = run(record_cmd(tmp / "t") + " -- " + exit_paths() + " --events 1000", tmp);
   ASSERT_EQ(r.status, 0) << r.err << r.out;
   expect_all_there(tmp / "t", r.out);
 }
@@ -59,8 +59,8 @@ TEST(ExitPaths, EveryEndingUnderLib) {
   REQUIRE_BPF();
   TempDir tmp;
   std::string lib = fs::canonical(build_dir() / "libcptrace.so").string();
-  Proc rec(cptrace_bin() + " record --no-progress -o " + (tmp / "t") + " --lib " + lib, tmp / "r.out", tmp / "r.err");
-  ASSERT_TRUE(rec.wait_for("attached", 30, true)) << read_file(tmp / "r.err");
+  Proc rec(record_cmd(tmp / "t") + " --lib " + lib, tmp / "r.out", tmp / "r.err");
+  ASSERT_TRUE(attached(rec));
   auto r = run(exit_paths() + " --events 777", tmp);
   kill(rec.pid, SIGINT);
   ASSERT_EQ(rec.wait(), 0) << read_file(tmp / "r.err");

@@ -15,6 +15,7 @@
 #include "analyze/export_ctf.h"
 #include "synthetic_trace.h"
 #include "trace/trace_reader.h"
+#include "record_util.h"
 #include "test_util.h"
 
 using namespace cptrace;
@@ -175,10 +176,9 @@ TEST(ExportCtf, RecordedWorkloadMatchesDump) {
   REQUIRE_BABELTRACE2();
   TempDir tmp;
   // Batch mode: rdtsc stamps handed over 256 at a time, so file order is not time order.
-  auto r =
-      run(cptrace_bin() + " record --no-progress --ring-mb 16 -o " + (tmp / "t") + " -- " +
-              (build_dir() / "tests" / "workload").string() + " --threads 3 --events 30000 --channels 3 --mode batch",
-          tmp);
+  auto r = run(record_cmd(tmp / "t", "--ring-mb 16") + " -- " + workload() +
+                   " --threads 3 --events 30000 --channels 3 --mode batch",
+               tmp);
   ASSERT_EQ(r.status, 0) << r.err;
   auto expect = dump_events(tmp / "t", tmp);
   ASSERT_EQ(expect.size(), 90003u);  // 3 x 30000 user events + 3 channel closes
@@ -334,8 +334,7 @@ TEST(Export, CounterPeriodsAreTheirOwnEventKind) {
     std::ofstream cfg(tmp / "cfg");
     cfg << "chan1 counter 5ms\n";
   }
-  auto r = run(cptrace_bin() + " record --no-progress --config " + (tmp / "cfg") + " -o " + (tmp / "t") + " -- " +
-                   (build_dir() / "tests" / "workload").string() +
+  auto r = run(record_cmd(tmp / "t", "--config " + (tmp / "cfg")) + " -- " + workload() +
                    " --threads 1 --channels 2 --all-channels --events 5000 --pace-us 20 --mode single",
                tmp);
   ASSERT_EQ(r.status, 0) << r.err;

@@ -17,6 +17,7 @@
 
 #include "cptrace_net.h"
 #include "record/process_follower.h"
+#include "record_util.h"
 #include "test_util.h"
 #include "trace/trace_reader.h"
 
@@ -61,9 +62,7 @@ pid_t dead_pid() {
 TEST(Follow, ProgramsStartedEveryWayAreRecorded) {
   REQUIRE_BPF();
   TempDir tmp;
-  auto r =
-      run(cptrace_bin() + " record --no-progress -o " + (tmp / "t") + " -- " + spawner() + " --children 3 --events 20",
-          tmp);
+  auto r = run(record_cmd(tmp / "t") + " -- " + spawner() + " --children 3 --events 20", tmp);
   ASSERT_EQ(r.status, 0) << r.err << r.out;
   auto s = nlohmann::json::parse(r.out.substr(r.out.rfind("{\"pid\"")));
   uint32_t root = s.value("pid", 0u);
@@ -93,9 +92,9 @@ TEST(Follow, NetworkCaptureFollowsTheTree) {
   REQUIRE_BPF();
   TempDir tmp;
   const int port = 47000 + getpid() % 1000;
-  auto r = run(cptrace_bin() + " record --no-progress --net -o " + (tmp / "t") + " -- " + spawner() +
-                   " --children 1 --events 5 --udp " + std::to_string(port),
-               tmp);
+  auto r = run(
+      record_cmd(tmp / "t", "--net") + " -- " + spawner() + " --children 1 --events 5 --udp " + std::to_string(port),
+      tmp);
   ASSERT_EQ(r.status, 0) << r.err << r.out;
   uint32_t root = nlohmann::json::parse(r.out.substr(r.out.rfind("{\"pid\""))).value("pid", 0u);
   std::map<uint32_t, uint64_t> sends;  // bytes per pid
@@ -112,9 +111,7 @@ TEST(Follow, NetworkCaptureFollowsTheTree) {
 TEST(Follow, NoInheritRecordsTheOneProcess) {
   REQUIRE_BPF();
   TempDir tmp;
-  auto r = run(cptrace_bin() + " record --no-progress --no-inherit -o " + (tmp / "t") + " -- " + spawner() +
-                   " --children 2 --events 20",
-               tmp);
+  auto r = run(record_cmd(tmp / "t", "--no-inherit") + " -- " + spawner() + " --children 2 --events 20", tmp);
   ASSERT_EQ(r.status, 0) << r.err << r.out;
   auto n = per_process(tmp / "t");
   ASSERT_EQ(n.size(), 1u);
@@ -159,7 +156,7 @@ TEST(Follow, SymlinkedMarkDirectoryIsRefused) {
   fs::create_directory(tmp.path / "open");
   fs::permissions(tmp.path / "open", fs::perms::all);
   fs::create_directory_symlink(tmp.path / "open", top);
-  auto r = run(cptrace_bin() + " record --no-progress -o " + (tmp / "t") + " -- " + spawner() + " --children 1", tmp);
+  auto r = run(record_cmd(tmp / "t") + " -- " + spawner() + " --children 1", tmp);
   EXPECT_NE(r.status, 0) << r.err;
   EXPECT_NE(r.err.find("a symlink is refused"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("--no-inherit"), std::string::npos) << r.err;

@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "record_util.h"
 #include "test_util.h"
 #include "trace/trace_reader.h"
 
@@ -27,10 +28,6 @@ namespace {
 std::string prefork() { return (build_dir() / "tests" / "prefork").string(); }
 std::string forkgate() { return (build_dir() / "tests" / "forkgate").string(); }
 std::string lib() { return std::filesystem::canonical(build_dir() / "libcptrace.so").string(); }
-
-std::string record_cmd(const TempDir& tmp, const std::string& name, const std::string& extra) {
-  return cptrace_bin() + " record --no-progress -o " + (tmp / name) + " " + extra;
-}
 
 // The prefork summary line of `out` (its last line starting with '{').
 nlohmann::json summary(const std::string& out) {
@@ -96,8 +93,9 @@ struct GateRun {
     gate = std::make_unique<Proc>(forkgate() + " --lib " + lib() + " --events " + std::to_string(kEvents) + " " + args,
                                   tmp / "g.out", tmp / "g.err");
     ASSERT_TRUE(gate->wait_for("READY", 20)) << read_file(tmp / "g.err");
-    rec = std::make_unique<Proc>(record_cmd(tmp, "t", "-p " + std::to_string(gate->pid)), tmp / "r.out", tmp / "r.err");
-    ASSERT_TRUE(rec->wait_for("attached", 30, true)) << read_file(tmp / "r.err");
+    rec =
+        std::make_unique<Proc>(record_cmd(tmp / "t", "-p " + std::to_string(gate->pid)), tmp / "r.out", tmp / "r.err");
+    ASSERT_TRUE(attached(*rec));
     ASSERT_EQ(kill(gate->pid, SIGUSR1), 0);
   }
   void stop_recorder() {
@@ -200,8 +198,8 @@ TEST(ForkSafety, GateDetachRacesChildRepair) {
                   (tmp / "rec.pid"),
               tmp / "g.out", tmp / "g.err");
     ASSERT_TRUE(gate.wait_for("READY", 20)) << read_file(tmp / "g.err");
-    Proc rec(record_cmd(tmp, "t", "-p " + std::to_string(gate.pid)), tmp / "r.out", tmp / "r.err");
-    ASSERT_TRUE(rec.wait_for("attached", 30, true)) << read_file(tmp / "r.err");
+    Proc rec(record_cmd(tmp / "t", "-p " + std::to_string(gate.pid)), tmp / "r.out", tmp / "r.err");
+    ASSERT_TRUE(attached(rec));
     std::ofstream(tmp / "rec.pid") << rec.pid << "\n";
     ASSERT_EQ(kill(gate.pid, SIGUSR1), 0);
     EXPECT_EQ(gate.wait(), 0) << read_file(tmp / "g.out") << read_file(tmp / "g.err");
@@ -217,7 +215,7 @@ TEST(ForkSafety, GateDetachRacesChildRepair) {
 TEST(ForkSafety, PreforkServerUnderCommand) {
   REQUIRE_BPF();
   TempDir tmp;
-  auto r = run(record_cmd(tmp, "t", "-- " + prefork() + " --rounds 5 --events 50"), tmp);
+  auto r = run(record_cmd(tmp / "t", "-- " + prefork() + " --rounds 5 --events 50"), tmp);
   ASSERT_EQ(r.status, 0) << r.err << r.out;
   auto s = summary(r.out);
   EXPECT_EQ(s.value("failed", -1), 0);
@@ -231,7 +229,8 @@ TEST(ForkSafety, PreforkServerUnderCommand) {
 TEST(ForkSafety, PreforkServerWithBufferedSingles) {
   REQUIRE_BPF();
   TempDir tmp;
-  auto r = run("env CPTRACE_SINGLE=buffer " + record_cmd(tmp, "t", "-- " + prefork() + " --rounds 5 --events 50"), tmp);
+  auto r =
+      run("env CPTRACE_SINGLE=buffer " + record_cmd(tmp / "t", "-- " + prefork() + " --rounds 5 --events 50"), tmp);
   ASSERT_EQ(r.status, 0) << r.err << r.out;
   auto s = summary(r.out);
   EXPECT_EQ(s.value("failed", -1), 0);
@@ -243,7 +242,7 @@ TEST(ForkSafety, PreforkServerWithBufferedSingles) {
 TEST(ForkSafety, PreforkServerUnderCommandNoInherit) {
   REQUIRE_BPF();
   TempDir tmp;
-  auto r = run(record_cmd(tmp, "t", "--no-inherit -- " + prefork() + " --rounds 10 --events 100"), tmp);
+  auto r = run(record_cmd(tmp / "t", "--no-inherit -- " + prefork() + " --rounds 10 --events 100"), tmp);
   ASSERT_EQ(r.status, 0) << r.err << r.out;
   auto s = summary(r.out);
   EXPECT_EQ(s.value("failed", -1), 0);
@@ -257,8 +256,8 @@ TEST(ForkSafety, PreforkServerUnderCommandNoInherit) {
 TEST(ForkSafety, PreforkServerUnderLibRecordsEveryGeneration) {
   REQUIRE_BPF();
   TempDir tmp;
-  Proc rec(record_cmd(tmp, "t", "--lib " + lib()), tmp / "r.out", tmp / "r.err");
-  ASSERT_TRUE(rec.wait_for("attached", 30, true)) << read_file(tmp / "r.err");
+  Proc rec(record_cmd(tmp / "t", "--lib " + lib()), tmp / "r.out", tmp / "r.err");
+  ASSERT_TRUE(attached(rec));
   constexpr uint64_t kEvents = 50, kRounds = 5, kWorkers = 4;
   auto r = run(prefork() + " --rounds 5 --workers 4 --events 50", tmp);
   kill(rec.pid, SIGINT);
@@ -288,10 +287,10 @@ TEST(ForkSafety, PreforkServerUnderPidWhileSecondRecorderDetachesAtRandom) {
     TempDir tmp;
     Proc w(prefork() + " --wait-signal --rounds 10 --events 100 --pace-ms 10", tmp / "w.out", tmp / "w.err");
     ASSERT_TRUE(w.wait_for("READY", 20)) << read_file(tmp / "w.err");
-    Proc rec(record_cmd(tmp, "t", "-p " + std::to_string(w.pid)), tmp / "r.out", tmp / "r.err");
-    Proc rec2(record_cmd(tmp, "t2", "--lib " + lib()), tmp / "r2.out", tmp / "r2.err");
-    ASSERT_TRUE(rec.wait_for("attached", 30, true)) << read_file(tmp / "r.err");
-    ASSERT_TRUE(rec2.wait_for("attached", 30, true)) << read_file(tmp / "r2.err");
+    Proc rec(record_cmd(tmp / "t", "-p " + std::to_string(w.pid)), tmp / "r.out", tmp / "r.err");
+    Proc rec2(record_cmd(tmp / "t2", "--lib " + lib()), tmp / "r2.out", tmp / "r2.err");
+    ASSERT_TRUE(attached(rec));
+    ASSERT_TRUE(attached(rec2));
     kill(w.pid, SIGUSR1);
     usleep(delay_ms * 1000);
     kill(rec2.pid, SIGINT);

@@ -10,6 +10,7 @@
 #include <map>
 #include <set>
 
+#include "record_util.h"
 #include "test_util.h"
 #include "testbed_util.h"
 #include "trace/trace_reader.h"
@@ -125,9 +126,8 @@ TEST(GenTestbed, RecordedGeneratorAndSinkLogEveryTuple) {
   Testbed tb("genrec", 2, "");
   ASSERT_TRUE(tb.ok()) << tb.output();
   testutil::TempDir tmp;
-  testutil::Proc rec(cpt() + " record --no-progress -o " + (tmp / "trace") + " --lib " + cpt(), tmp / "rec.out",
-                     tmp / "rec.err");
-  ASSERT_TRUE(rec.wait_for("attached", 20, true)) << testutil::read_file(rec.err_path);
+  testutil::Proc rec(testutil::record_cmd(tmp / "trace", "--lib " + cpt()), tmp / "rec.out", tmp / "rec.err");
+  ASSERT_TRUE(testutil::attached(rec, 20));
   auto sink = start_sink(tb, 7200, "--rounds 1", tmp);
   const uint64_t n = 20000;
   auto r = run("ip netns exec " + tb.ns(1) + " " + cpt() +

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "record/control_socket.h"
+#include "record_util.h"
 #include "test_util.h"
 #include "trace/trace_reader.h"
 
@@ -19,8 +20,6 @@ using namespace testutil;
 using nlohmann::json;
 
 namespace {
-
-std::string workload() { return (build_dir() / "tests" / "workload").string(); }
 
 struct Recorded {
   std::map<std::string, std::vector<TraceEvent>> user;  // channel name -> user events, by tuple
@@ -81,10 +80,10 @@ void check_semantics(const std::string& mode) {
              "chan4 null\n"
              "chan5 counter 5ms\n"
              "*     id   # chan0\n");
-  auto res = run(cptrace_bin() + " record --no-progress --ring-mb 64 --config " + (tmp / "cfg") + " -o " +
-                     (tmp / "trace") + " -- " + workload() + " --threads 1 --channels 6 --all-channels --events " +
-                     std::to_string(N) + " --pace-us 20 --mode " + mode,
-                 tmp);
+  auto res =
+      run(record_cmd(tmp / "trace", "--ring-mb 64 --config " + (tmp / "cfg")) + " -- " + workload() +
+              " --threads 1 --channels 6 --all-channels --events " + std::to_string(N) + " --pace-us 20 --mode " + mode,
+          tmp);
   ASSERT_EQ(res.status, 0) << res.err;
   TraceReader r(tmp / "trace");
   ASSERT_FALSE(r.error());
@@ -156,8 +155,8 @@ TEST(Handlers, DownsampleIsGlobalAcrossThreads) {
   REQUIRE_BPF();
   TempDir tmp;
   write_file(tmp / "cfg", "chan0 downsample 10\nchan1 xoy 1 4\n");
-  auto res = run(cptrace_bin() + " record --no-progress --config " + (tmp / "cfg") + " -o " + (tmp / "trace") + " -- " +
-                     workload() + " --threads 4 --channels 2 --all-channels --events 25001 --mode single",
+  auto res = run(record_cmd(tmp / "trace", "--config " + (tmp / "cfg")) + " -- " + workload() +
+                     " --threads 4 --channels 2 --all-channels --events 25001 --mode single",
                  tmp);
   ASSERT_EQ(res.status, 0) << res.err;
   TraceReader r(tmp / "trace");
@@ -178,10 +177,10 @@ TEST(Handlers, SwitchMidRunFollowsRecordedInstants) {
   TempDir tmp;
   const uint64_t N = 30000;
   std::string dir = tmp / "trace";
-  Proc rec(cptrace_bin() + " record --no-progress -o " + dir + " -- " + workload() +
+  Proc rec(record_cmd(dir) + " -- " + workload() +
                " --threads 1 --channels 2 --all-channels --pace-us 100 --mode single --events " + std::to_string(N),
            tmp / "r.out", tmp / "r.err");
-  ASSERT_TRUE(rec.wait_for("attached", 30, true)) << read_file(tmp / "r.err");
+  ASSERT_TRUE(attached(rec));
   std::this_thread::sleep_for(std::chrono::milliseconds(800));
   auto s1 = run(cptrace_bin() + " config " + dir + " set chan0 downsample 10", tmp);
   ASSERT_EQ(s1.status, 0) << s1.err;
@@ -282,16 +281,12 @@ TEST(Handlers, BadConfigFileIsAClearError) {
   };
   for (auto& c : cases) {
     write_file(tmp / "cfg", c.text);
-    auto r = run(
-        cptrace_bin() + " record --no-progress --config " + (tmp / "cfg") + " -o " + (tmp / "t") + " -- " + workload(),
-        tmp);
+    auto r = run(record_cmd(tmp / "t", "--config " + (tmp / "cfg")) + " -- " + workload(), tmp);
     EXPECT_NE(r.status, 0) << c.text;
     EXPECT_NE(r.err.find(c.needle), std::string::npos) << "want `" << c.needle << "` in: " << r.err;
     EXPECT_EQ(r.out.find("\"pid\""), std::string::npos) << "the workload ran despite the bad config";
   }
-  auto r = run(cptrace_bin() + " record --no-progress --config " + (tmp / "missing") + " -o " + (tmp / "t") + " -- " +
-                   workload(),
-               tmp);
+  auto r = run(record_cmd(tmp / "t", "--config " + (tmp / "missing")) + " -- " + workload(), tmp);
   EXPECT_NE(r.status, 0);
   EXPECT_NE(r.err.find("missing: No such file"), std::string::npos) << r.err;
 }
@@ -305,10 +300,10 @@ TEST(Handlers, BadRuntimeChangeLeavesConfigurationUnchanged) {
   TempDir tmp;
   std::string dir = tmp / "trace";
   write_file(tmp / "cfg", "chan0 xoy 1 2\n");
-  Proc rec(cptrace_bin() + " record --no-progress --config " + (tmp / "cfg") + " -o " + dir + " -- " + workload() +
+  Proc rec(record_cmd(dir, "--config " + (tmp / "cfg")) + " -- " + workload() +
                " --threads 1 --channels 2 --all-channels --pace-us 100 --mode single --events 15000",
            tmp / "r.out", tmp / "r.err");
-  ASSERT_TRUE(rec.wait_for("attached", 30, true)) << read_file(tmp / "r.err");
+  ASSERT_TRUE(attached(rec));
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   struct Case {
     std::string args, needle;
@@ -356,8 +351,8 @@ TEST(Handlers, GlobRuleAppliesFromTheAnnouncement) {
   TempDir tmp;
   const uint64_t N = 5000;
   write_file(tmp / "cfg", "chan1 id\nchan* downsample 2\n");
-  auto res = run(cptrace_bin() + " record --no-progress --config " + (tmp / "cfg") + " -o " + (tmp / "trace") + " -- " +
-                     workload() + " --threads 1 --channels 2 --all-channels --pace-us 100 " +
+  auto res = run(record_cmd(tmp / "trace", "--config " + (tmp / "cfg")) + " -- " + workload() +
+                     " --threads 1 --channels 2 --all-channels --pace-us 100 " +
                      "--delay-open-ms 300 --mode single --events " + std::to_string(N),
                  tmp);
   ASSERT_EQ(res.status, 0) << res.err;
@@ -389,8 +384,8 @@ TEST(Handlers, BatchRunsOfOneChannelDownsampleExactly) {
   REQUIRE_BPF();
   TempDir tmp;
   write_file(tmp / "cfg", "chan0 downsample 10\n");
-  auto res = run(cptrace_bin() + " record --no-progress --ring-mb 64 --config " + (tmp / "cfg") + " -o " +
-                     (tmp / "trace") + " -- " + workload() + " --threads 4 --channels 1 --events 25001 --mode batch",
+  auto res = run(record_cmd(tmp / "trace", "--ring-mb 64 --config " + (tmp / "cfg")) + " -- " + workload() +
+                     " --threads 4 --channels 1 --events 25001 --mode batch",
                  tmp);
   ASSERT_EQ(res.status, 0) << res.err;
   TraceReader r(tmp / "trace");

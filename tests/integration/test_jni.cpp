@@ -16,6 +16,7 @@
 #include "probe/probe_site.h"
 #include "probe/proc_registry.h"
 #include "collect/ring_drain.h"
+#include "record_util.h"
 #include "test_util.h"
 #include "trace/trace_reader.h"
 
@@ -48,10 +49,6 @@ std::string java_cmd(const std::string& args, const std::string& jvm_opts = "") 
 std::string workload_args(const std::string& mode) {
   return "--threads " + std::to_string(kThreads) + " --events " + std::to_string(kEvents) + " --channels " +
          std::to_string(kChannels) + " --mode " + mode;
-}
-
-std::string record_cmd(const TempDir& tmp, const std::string& extra) {
-  return cptrace_bin() + " record --no-progress -o " + (tmp / "trace") + " " + extra;
 }
 
 // Per Java thread index: the tid that carried its tuples.
@@ -212,7 +209,8 @@ TEST(Jni, RecordByLibExactSet) {
   // 600k records of 48 bytes: 32 MiB rings hold the whole run even on one CPU.
   _mm_lfence();
   uint64_t t0 = __rdtsc();
-  auto r = run(record_cmd(tmp, "--ring-mb 32 --lib " + jni_lib() + " -- " + java_cmd(workload_args("single"))), tmp);
+  auto r = run(
+      record_cmd(tmp / "trace", "--ring-mb 32 --lib " + jni_lib() + " -- " + java_cmd(workload_args("single"))), tmp);
   _mm_lfence();
   uint64_t t1 = __rdtsc();
   ASSERT_EQ(r.status, 0) << r.err;
@@ -236,7 +234,8 @@ TEST(Jni, BatchExactSet) {
   REQUIRE_BPF();
   REQUIRE_JVM();
   TempDir tmp;
-  auto r = run(record_cmd(tmp, "--ring-mb 64 --lib " + jni_lib() + " -- " + java_cmd(workload_args("batch"))), tmp);
+  auto r = run(record_cmd(tmp / "trace", "--ring-mb 64 --lib " + jni_lib() + " -- " + java_cmd(workload_args("batch"))),
+               tmp);
   ASSERT_EQ(r.status, 0) << r.err;
   TraceReader tr(tmp / "trace");
   check_exact_set(tr);
@@ -251,9 +250,10 @@ TEST(Jni, BatchInTimeNamespaceLandsInsideTheRecording) {
   REQUIRE_BPF();
   REQUIRE_JVM();
   TempDir tmp;
-  auto r = run(record_cmd(tmp, "--ring-mb 64 --lib " + jni_lib() + " -- unshare --time --monotonic 1000 --fork " +
-                                   java_cmd(workload_args("batch"))),
-               tmp);
+  auto r =
+      run(record_cmd(tmp / "trace", "--ring-mb 64 --lib " + jni_lib() + " -- unshare --time --monotonic 1000 --fork " +
+                                        java_cmd(workload_args("batch"))),
+          tmp);
   ASSERT_EQ(r.status, 0) << r.err;
   TraceReader tr(tmp / "trace");
   check_exact_set(tr);
@@ -269,7 +269,8 @@ TEST(Jni, BatchInTimeNamespaceLandsInsideTheRecording) {
 static void batch_never_closed(const std::string& end) {
   TempDir tmp;
   std::string args = workload_args("batch-open") + " --end " + end;
-  Proc rec(record_cmd(tmp, "--ring-mb 64 --lib " + jni_lib() + " -- " + java_cmd(args)), tmp / "r.out", tmp / "r.err");
+  Proc rec(record_cmd(tmp / "trace", "--ring-mb 64 --lib " + jni_lib() + " -- " + java_cmd(args)), tmp / "r.out",
+           tmp / "r.err");
   if (end == "kill") {
     ASSERT_TRUE(rec.wait_for("KILL ME", 120)) << read_file(tmp / "r.err");
     int pid = 0;
@@ -312,8 +313,8 @@ static void late_attach(const std::string& mode) {
   ASSERT_TRUE(jvm.wait_for("READY", 60)) << read_file(tmp / "w.err");
   EXPECT_EQ(targets_of_process(jvm.pid), std::vector<std::string>{fs::canonical(jni_lib()).string()});
   // Rings that hold the whole burst (the batch path outruns one drain thread).
-  Proc rec(record_cmd(tmp, "--ring-mb 64 -p " + std::to_string(jvm.pid)), tmp / "r.out", tmp / "r.err");
-  ASSERT_TRUE(rec.wait_for("attached", 30, true)) << read_file(tmp / "r.err");
+  Proc rec(record_cmd(tmp / "trace", "--ring-mb 64 -p " + std::to_string(jvm.pid)), tmp / "r.out", tmp / "r.err");
+  ASSERT_TRUE(attached(rec));
   std::ofstream(go).put('\n');
   ASSERT_TRUE(jvm.wait_for("DONE", 120)) << read_file(tmp / "w.err");
   kill(rec.pid, SIGINT);
@@ -350,8 +351,8 @@ TEST(Jni, RecordByLibCoversEveryJvm) {
   REQUIRE_JVM();
   TempDir tmp;
   constexpr int kPerThread = 20000;
-  Proc rec(record_cmd(tmp, "--lib " + jni_lib()), tmp / "r.out", tmp / "r.err");
-  ASSERT_TRUE(rec.wait_for("attached", 30, true)) << read_file(tmp / "r.err");
+  Proc rec(record_cmd(tmp / "trace", "--lib " + jni_lib()), tmp / "r.out", tmp / "r.err");
+  ASSERT_TRUE(attached(rec));
   std::string args =
       "--threads " + std::to_string(kThreads) + " --events " + std::to_string(kPerThread) + " --channels 2 --mode ";
   Proc a(java_cmd(args + "single"), tmp / "a.out", tmp / "a.err");

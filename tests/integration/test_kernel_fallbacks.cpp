@@ -8,6 +8,7 @@
 #include <regex>
 
 #include "probe/bpf_load_log.h"
+#include "record_util.h"
 #include "test_util.h"
 
 using namespace testutil;
@@ -45,7 +46,7 @@ TEST(KernelFallbacks, RecordingExitAndFollowSuitesHoldOnOlderKernelPaths) {
 TEST(KernelFallbacks, UnstagedSinglePathIsExactAndSaysSo) {
   TempDir tmp;
   RunResult r = run("CPTRACE_DISABLE_FEATURES=preempt_kfunc " + cptrace_bin() + " record -o " + (tmp / "t") + " -- " +
-                        (build_dir() / "tests" / "workload").string() + " --threads 2 --events 50000",
+                        workload() + " --threads 2 --events 50000",
                     tmp);
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.err.find("one record each instead of staged per CPU"), std::string::npos) << r.err;

@@ -23,6 +23,7 @@
 #include "trace/clock_transform.h"
 #include "sync/kernel_timestamps.h"
 #include "sync/minrtt_protocol.h"
+#include "record_util.h"
 #include "test_util.h"
 #include "testbed_util.h"
 #include "trace/trace_reader.h"
@@ -303,10 +304,9 @@ TEST(Minrtt, RecordRunsStartStreamAndStopRoundsWithARecordingPeer) {
   // Both start together: each one's first probes may find the other not yet listening.
   for (int k = 1; k <= 2; ++k)
     procs.push_back(std::make_unique<testutil::Proc>(
-        in_ns(tb.ns(k), testutil::cptrace_bin() + " record --no-progress -o " + (tmp / ("n" + std::to_string(k))) +
-                            " --node n" + std::to_string(k) + " --peers 10.77." + std::to_string(3 - k) +
-                            ".2:7711 --minrtt-listen 0.0.0.0:7711 --key " + key +
-                            " --sync-rounds 50 --sync-rate 20 --simulate-clock " + sims[k - 1] + " --lib " + lib +
+        in_ns(tb.ns(k), testutil::record_cmd(tmp / ("n" + std::to_string(k))) + " --node n" + std::to_string(k) +
+                            " --peers 10.77." + std::to_string(3 - k) + ".2:7711 --minrtt-listen 0.0.0.0:7711 --key " +
+                            key + " --sync-rounds 50 --sync-rate 20 --simulate-clock " + sims[k - 1] + " --lib " + lib +
                             " -- sleep 3"),
         tmp / ("out" + std::to_string(k)), tmp / ("err" + std::to_string(k))));
   for (auto& p : procs) ASSERT_EQ(p->wait(120), 0) << testutil::read_file(p->err_path);
@@ -404,9 +404,8 @@ TEST(Minrtt, SimulatedClockCoversEventsOfBothPaths) {
   REQUIRE_BPF();
   for (const char* mode : {"single", "batch"}) {
     testutil::TempDir tmp;
-    std::string workload = (testutil::build_dir() / "tests" / "workload").string();
-    auto r = testutil::run(testutil::cptrace_bin() + " record --no-progress -o " + (tmp / "t") +
-                               " --simulate-clock 100000000000,-150 -- " + workload +
+    std::string workload = testutil::workload();
+    auto r = testutil::run(testutil::record_cmd(tmp / "t") + " --simulate-clock 100000000000,-150 -- " + workload +
                                " --threads 2 --events 20000 --channels 2 --mode " + mode,
                            tmp);
     ASSERT_EQ(r.status, 0) << r.err;

@@ -19,6 +19,7 @@
 
 #include "sync/minrtt_protocol.h"
 #include "synth_cluster.h"
+#include "record_util.h"
 #include "test_util.h"
 #include "testbed_util.h"
 #include "trace/clock_transform.h"
@@ -59,8 +60,8 @@ TEST(MinrttSecurity, KeyOrInsecureIsRequiredBeforeAnythingIsCreated) {
   const std::string bin = testutil::cptrace_bin();
   for (const std::string& cmd :
        {bin + " sync --peers 127.0.0.1:9 -o " + (tmp / "out"), bin + " minrttd --listen 127.0.0.1:0 --duration 1",
-        bin + " record --no-progress --peers 127.0.0.1:9 -o " + (tmp / "out") + " -- /bin/true",
-        bin + " record --no-progress --minrtt-listen 127.0.0.1:7799 -o " + (tmp / "out") + " -- /bin/true"}) {
+        testutil::record_cmd(tmp / "out", "--peers 127.0.0.1:9 -- /bin/true"),
+        testutil::record_cmd(tmp / "out", "--minrtt-listen 127.0.0.1:7799 -- /bin/true")}) {
     auto r = testutil::run(cmd, tmp);
     EXPECT_NE(r.status, 0) << cmd;
     EXPECT_NE(r.err.find("needs a shared key: give --key FILE"), std::string::npos) << cmd << "\n" << r.err;
@@ -226,10 +227,9 @@ TEST(MinrttSecurity, InsecureRecordingIsMarkedUnauthenticated) {
   testbed::Testbed tb("mj", 2, "--delay 10");
   ASSERT_TRUE(tb.ok()) << tb.output();
   testutil::TempDir tmp;
-  auto r = testutil::run(in_ns(tb.ns(1), testutil::cptrace_bin() +
-                                             " record --no-progress --insecure --minrtt-listen "
-                                             "10.77.1.2:7711 --sync-wait 0 -o " +
-                                             (tmp / "t") + " -- /bin/true"),
+  auto r = testutil::run(in_ns(tb.ns(1), testutil::record_cmd(tmp / "t",
+                                                              "--insecure --minrtt-listen 10.77.1.2:7711 "
+                                                              "--sync-wait 0 -- /bin/true")),
                          tmp);
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.err.find("cptrace record: WARNING: --insecure"), std::string::npos) << r.err;

@@ -24,6 +24,7 @@
 
 #include <fmt/format.h>
 
+#include "record_util.h"
 #include "test_util.h"
 #include "sync/kernel_timestamps.h"
 #include "testbed_util.h"
@@ -537,7 +538,7 @@ TEST_F(NetCapture, StampsBracketTheKernelsSoftwareStamps) {
   Proc rec(
       testutil::cptrace_bin() + " record --net --port " + std::to_string(port) + " --no-progress -o " + (tmp / "rec"),
       tmp / "rec.out", tmp / "rec.err");
-  ASSERT_TRUE(rec.wait_for("attached", 20, true)) << testutil::read_file(rec.err_path);
+  ASSERT_TRUE(testutil::attached(rec, 20));
 
   struct Kernel {
     uint64_t tx, rx;  // the kernel's stamps, CLOCK_REALTIME

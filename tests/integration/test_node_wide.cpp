@@ -23,6 +23,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "record_util.h"
 #include "test_util.h"
 #include "trace/trace_reader.h"
 
@@ -144,9 +145,9 @@ PerContainer per_container(const TraceReader& tr) {
 }
 
 std::unique_ptr<Proc> start_recorder(const TempDir& tmp, const std::string& args) {
-  auto rec = std::make_unique<Proc>(cptrace_bin() + " record --no-progress --ring-mb 64 -o " + (tmp / "t") + " " + args,
-                                    tmp / "rec.out", tmp / "rec.err");
-  EXPECT_TRUE(rec->wait_for("attached", 60, true)) << read_file(tmp / "rec.err");
+  auto rec =
+      std::make_unique<Proc>(record_cmd(tmp / "t", "--ring-mb 64") + " " + args, tmp / "rec.out", tmp / "rec.err");
+  EXPECT_TRUE(attached(*rec, 60));
   return rec;
 }
 
@@ -224,11 +225,10 @@ TEST(NodeWide, CommandStartingAContainerWithItsOwnCopyAndRun) {
   std::string id = random_id(), cgroup = "/cptrace-test-" + std::to_string(getpid()) + "-cmd/docker-" + id + ".scope";
   std::ofstream(tmp / "container.sh") << kContainerScript;
   fs::create_directories(tmp.path / "root");
-  auto r =
-      run(cptrace_bin() + " record --no-progress -o " + (tmp / "t") + " -- unshare --mount --pid --net --fork sh " +
-              (tmp / "container.sh") + " " + (tmp / "root") + " " + build_dir().string() + " " + cg2 + cgroup +
-              " env LD_LIBRARY_PATH=/app /app/spawner --children 2 --events 300",
-          tmp);
+  auto r = run(record_cmd(tmp / "t") + " -- unshare --mount --pid --net --fork sh " + (tmp / "container.sh") + " " +
+                   (tmp / "root") + " " + build_dir().string() + " " + cg2 + cgroup +
+                   " env LD_LIBRARY_PATH=/app /app/spawner --children 2 --events 300",
+               tmp);
   std::error_code ec;
   fs::remove(cg2 + cgroup, ec);
   fs::remove(fs::path(cg2 + cgroup).parent_path(), ec);
@@ -443,7 +443,7 @@ TEST(NodeWide, DaemonSetCapabilitiesRecordEveryProcessExactly) {
   Proc node("env PATH=" + build_dir().string() + ":$PATH NODE_NAME=test-node TRACES=" + (tmp / "traces") +
                 " PEERS= " + only_caps(p.caps) + "sh " + (tmp / "node.sh"),
             tmp / "node.out", tmp / "node.err");
-  ASSERT_TRUE(node.wait_for("attached", 60, true)) << read_file(tmp / "node.err");
+  ASSERT_TRUE(attached(node, 60));
   pid_t rec = find_descendant(node.pid, "cptrace");
   ASSERT_GT(rec, 0);
   auto sets = cap_sets(rec);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "synthetic_trace.h"
+#include "record_util.h"
 #include "test_util.h"
 
 using namespace cptrace;
@@ -61,10 +62,7 @@ std::vector<DirWriter> dir_writers(const TempDir& tmp) {
   std::string translated = tmp / "translated";
   EXPECT_EQ(run(bin + " translate " + in + " --reference synth -o " + translated, tmp).status, 0);
   return {
-      {"record",
-       bin + " record --no-progress -o {out} -- /bin/true",
-       {"meta.json", "meta.json.tmp", "events.cpt"},
-       true},
+      {"record", record_cmd("{out}", "-- /bin/true"), {"meta.json", "meta.json.tmp", "events.cpt"}, true},
       {"translate",
        bin + " translate " + in + " --reference synth -o {out}",
        {"meta.json", "meta.json.tmp", "events.cpt"},

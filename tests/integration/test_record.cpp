@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "record_util.h"
 #include "test_util.h"
 #include "probe/probe_site.h"
 #include "probe/proc_registry.h"
@@ -28,8 +29,6 @@ using namespace testutil;
 namespace {
 
 constexpr uint64_t kThreadStride = 1000000000ull;  // workload: tuple = thread * 1e9 + i
-
-std::string workload() { return (build_dir() / "tests" / "workload").string(); }
 
 // What the workload emits, recomputed from its parameters: for thread t and
 // event i, tuple t*1e9+i on channel "chan{i % channels}".
@@ -106,10 +105,6 @@ uint64_t live_user_events(const std::string& trace, uint64_t want) {
   return seen;
 }
 
-std::string record_cmd(const TempDir& tmp, const std::string& extra) {
-  return cptrace_bin() + " record --no-progress -o " + (tmp / "trace") + " " + extra;
-}
-
 // 4 threads x 250,000 events on 3 channels through `mode` (single or batch),
 // recorded with `options` into 64 MiB rings: the exact set arrives. `more`
 // checks the rest of the test on the same trace.
@@ -118,8 +113,8 @@ void record_million_exact(const std::string& options, const char* mode,
                           const std::function<void(const TraceReader&)>& more = {}, const std::string& env = "") {
   TempDir tmp;
   auto r = run((env.empty() ? "" : "env " + env + " ") +
-                   record_cmd(tmp, "--ring-mb 64 " + options + " -- " + workload() +
-                                       " --threads 4 --events 250000 --channels 3 --mode " + mode),
+                   record_cmd(tmp / "trace", "--ring-mb 64 " + options + " -- " + workload() +
+                                                 " --threads 4 --events 250000 --channels 3 --mode " + mode),
                tmp);
   ASSERT_EQ(r.status, 0) << r.err;
   TraceReader tr(tmp / "trace");
@@ -152,10 +147,11 @@ TEST(Record, BufferedSinglesExactSet) {
 TEST(Record, BufferedSinglesFromASignalHandlerExactSet) {
   REQUIRE_BPF();
   TempDir tmp;
-  auto r = run("env CPTRACE_SINGLE=buffer " +
-                   record_cmd(tmp, "--ring-mb 64 -- " + workload() +
-                                       " --threads 2 --events 500000 --channels 1 --mode single --signal-us 50"),
-               tmp);
+  auto r =
+      run("env CPTRACE_SINGLE=buffer " +
+              record_cmd(tmp / "trace", "--ring-mb 64 -- " + workload() +
+                                            " --threads 2 --events 500000 --channels 1 --mode single --signal-us 50"),
+          tmp);
   ASSERT_EQ(r.status, 0) << r.err;
   auto report = nlohmann::json::parse(r.out.substr(r.out.find('{')));
   const uint64_t sig = report["signal_events"].get<uint64_t>();
@@ -217,8 +213,8 @@ TEST(Record, SmallestWakeupAndBlocksExactSet) {
 TEST(Record, DropsAreCountedExactly) {
   REQUIRE_BPF();
   TempDir tmp;
-  auto r = run(record_cmd(tmp, "--ring-mb 1 --wakeup-kib 1024 -- " + workload() +
-                                   " --threads 4 --events 500000 --channels 3 --mode batch"),
+  auto r = run(record_cmd(tmp / "trace", "--ring-mb 1 --wakeup-kib 1024 -- " + workload() +
+                                             " --threads 4 --events 500000 --channels 3 --mode batch"),
                tmp);
   ASSERT_EQ(r.status, 0) << r.err;
   TraceReader tr(tmp / "trace");
@@ -243,8 +239,8 @@ static void pinned_threads_count_exactly(const std::string& ring, bool pin_recor
   TempDir tmp;
   constexpr int kEvents = 300000;
   auto r = run((pin_recorder ? "taskset -c 0 " : "") +
-                   record_cmd(tmp, ring + " -- taskset -c 0 " + workload() + " --threads 2 --events " +
-                                       std::to_string(kEvents) + " --channels 1 --mode single"),
+                   record_cmd(tmp / "trace", ring + " -- taskset -c 0 " + workload() + " --threads 2 --events " +
+                                                 std::to_string(kEvents) + " --channels 1 --mode single"),
                tmp);
   ASSERT_EQ(r.status, 0) << r.err;
   TraceReader tr(tmp / "trace");
@@ -292,8 +288,8 @@ TEST(Record, LateAttachToRunningProcessResolvesNames) {
   ASSERT_TRUE(w.wait_for("READY", 20)) << read_file(tmp / "w.err");
   // Channels were opened before the recorder existed: names must come from the
   // process registry.
-  Proc rec(record_cmd(tmp, "-p " + std::to_string(w.pid)), tmp / "r.out", tmp / "r.err");
-  ASSERT_TRUE(rec.wait_for("attached", 30, true)) << read_file(tmp / "r.err");
+  Proc rec(record_cmd(tmp / "trace", "-p " + std::to_string(w.pid)), tmp / "r.out", tmp / "r.err");
+  ASSERT_TRUE(attached(rec));
   kill(w.pid, SIGUSR1);
   EXPECT_EQ(w.wait(), 0);
   EXPECT_EQ(rec.wait(), 0) << read_file(tmp / "r.err");  // stops when the process is gone
@@ -339,8 +335,8 @@ TEST(Record, AttachToPidLeavesOtherProcessesUntouched) {
              tmp / "o.err");
   ASSERT_TRUE(w.wait_for("READY", 20)) << read_file(tmp / "w.err");
   ASSERT_TRUE(other.wait_for("READY", 20)) << read_file(tmp / "o.err");
-  Proc rec(record_cmd(tmp, "-p " + std::to_string(w.pid)), tmp / "r.out", tmp / "r.err");
-  ASSERT_TRUE(rec.wait_for("attached", 30, true)) << read_file(tmp / "r.err");
+  Proc rec(record_cmd(tmp / "trace", "-p " + std::to_string(w.pid)), tmp / "r.out", tmp / "r.err");
+  ASSERT_TRUE(attached(rec));
   EXPECT_EQ(mapped_site_byte(w.pid, lib, "cp_logTS_site"), 0xcc) << "the recorded process is not probed";
   EXPECT_EQ(mapped_site_byte(other.pid, lib, "cp_logTS_site"), 0x0f) << "another process was patched";
   EXPECT_EQ(mapped_site_byte(other.pid, lib, "cp_batch_submit"), 0x0f);
@@ -359,8 +355,8 @@ TEST(Record, LateAttachLearnsTenThousandChannelNames) {
   Proc w(workload() + " --threads 2 --events 20000 --channels 10000 --mode single --wait-signal", tmp / "w.out",
          tmp / "w.err");
   ASSERT_TRUE(w.wait_for("READY", 60)) << read_file(tmp / "w.err");
-  Proc rec(record_cmd(tmp, "-p " + std::to_string(w.pid)), tmp / "r.out", tmp / "r.err");
-  ASSERT_TRUE(rec.wait_for("attached", 30, true)) << read_file(tmp / "r.err");
+  Proc rec(record_cmd(tmp / "trace", "-p " + std::to_string(w.pid)), tmp / "r.out", tmp / "r.err");
+  ASSERT_TRUE(attached(rec));
   kill(w.pid, SIGUSR1);
   EXPECT_EQ(w.wait(), 0);
   EXPECT_EQ(rec.wait(), 0) << read_file(tmp / "r.err");
@@ -372,9 +368,9 @@ TEST(Record, LateAttachLearnsTenThousandChannelNames) {
 TEST(Record, SigtermMidRunLeavesCompleteTrace) {
   REQUIRE_BPF();
   TempDir tmp;
-  Proc rec(record_cmd(tmp, "-- " + workload() + " --threads 2 --events 50000000 --channels 2 --mode single"),
+  Proc rec(record_cmd(tmp / "trace", "-- " + workload() + " --threads 2 --events 50000000 --channels 2 --mode single"),
            tmp / "r.out", tmp / "r.err");
-  ASSERT_TRUE(rec.wait_for("attached", 30, true)) << read_file(tmp / "r.err");
+  ASSERT_TRUE(attached(rec));
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   kill(rec.pid, SIGTERM);
   EXPECT_EQ(rec.wait(60), 128 + SIGTERM) << "exit status is the workload's (killed by the forwarded SIGTERM)\n"
@@ -393,7 +389,7 @@ TEST(Record, SigtermMidRunLeavesCompleteTrace) {
 TEST(Record, FewEventsReachTheTraceWhileTheProgramRuns) {
   REQUIRE_BPF();
   TempDir tmp;
-  Proc rec(record_cmd(tmp, "-- " + workload() + " --threads 1 --events 5 --channels 1 --mode single --hold"),
+  Proc rec(record_cmd(tmp / "trace", "-- " + workload() + " --threads 1 --events 5 --channels 1 --mode single --hold"),
            tmp / "r.out", tmp / "r.err");
   ASSERT_TRUE(rec.wait_for("LOGGED", 30)) << read_file(tmp / "r.err");
   pid_t wl = std::stoi(read_file(tmp / "r.out").substr(read_file(tmp / "r.out").find("LOGGED") + 7));
@@ -416,9 +412,10 @@ TEST(Record, FewEventsReachTheTraceWhileTheProgramRuns) {
 TEST(Record, BufferedSinglesReachTheTraceWhileTheirThreadsIdle) {
   REQUIRE_BPF();
   TempDir tmp;
-  Proc rec("env CPTRACE_SINGLE=buffer " +
-               record_cmd(tmp, "-- " + workload() + " --threads 2 --events 5 --channels 1 --mode single --linger"),
-           tmp / "r.out", tmp / "r.err");
+  Proc rec(
+      "env CPTRACE_SINGLE=buffer " +
+          record_cmd(tmp / "trace", "-- " + workload() + " --threads 2 --events 5 --channels 1 --mode single --linger"),
+      tmp / "r.out", tmp / "r.err");
   ASSERT_TRUE(rec.wait_for("LOGGED", 30)) << read_file(tmp / "r.err");
   pid_t wl = std::stoi(read_file(tmp / "r.out").substr(read_file(tmp / "r.out").find("LOGGED") + 7));
   uint64_t seen_live = live_user_events(tmp / "trace", 10);  // the threads idle: only the flusher hands over
@@ -452,8 +449,8 @@ TEST(Record, SigkillLeavesTraceReadableUpToLastFrame) {
   Proc wl(workload() + " --threads 1 --events 50000000 --channels 2 --mode single --wait-signal", tmp / "w.out",
           tmp / "w.err");
   ASSERT_TRUE(wl.wait_for("READY", 20));
-  Proc rec(record_cmd(tmp, "-p " + std::to_string(wl.pid)), tmp / "r.out", tmp / "r.err");
-  ASSERT_TRUE(rec.wait_for("attached", 30, true)) << read_file(tmp / "r.err");
+  Proc rec(record_cmd(tmp / "trace", "-p " + std::to_string(wl.pid)), tmp / "r.out", tmp / "r.err");
+  ASSERT_TRUE(attached(rec));
   kill(wl.pid, SIGUSR1);
   std::this_thread::sleep_for(std::chrono::milliseconds(2000));
   kill(rec.pid, SIGKILL);
@@ -528,9 +525,8 @@ TEST(Record, DiskFullStopsCleanlyAndCountsTheRest) {
   std::string trace = (disk.dir / "trace").string();
   // ~1 byte per event once compressed: 4M events need several times the 1 MiB.
   constexpr uint64_t kThreads = 2, kEvents = 2000000, kChannels = 3;
-  auto r = run(cptrace_bin() + " record --no-progress -o " + trace + " -- " + workload() +
-                   " --threads 2 --events 2000000 --channels 3 --mode single",
-               tmp);
+  auto r =
+      run(record_cmd(trace) + " -- " + workload() + " --threads 2 --events 2000000 --channels 3 --mode single", tmp);
   EXPECT_EQ(r.status, 1) << r.err;
   EXPECT_NE(r.err.find("No space left on device (ENOSPC)"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find(trace + "/events.cpt"), std::string::npos) << r.err;
@@ -572,9 +568,7 @@ TEST(Record, FullDiskAtStartIsAClearError) {
   if (!disk.mounted) GTEST_SKIP() << "SKIPPED: cannot mount a tmpfs: " << strerror(errno);
   run("dd if=/dev/zero of=" + (disk.dir / "fill").string() + " bs=4k", tmp);  // until ENOSPC
   std::string trace = (disk.dir / "trace").string();
-  auto r = run(cptrace_bin() + " record --no-progress -o " + trace + " -- " + workload() +
-                   " --threads 1 --events 10 --channels 1",
-               tmp);
+  auto r = run(record_cmd(trace) + " -- " + workload() + " --threads 1 --events 10 --channels 1", tmp);
   EXPECT_EQ(r.status, 1) << r.err;
   EXPECT_NE(r.err.find("No space left on device"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find(trace + "/meta.json"), std::string::npos) << r.err;
@@ -608,7 +602,7 @@ TEST(Record, StartAndStopRealtimeAreTheInstantOfTheirMonoNs) {
   REQUIRE_BPF();
   TempDir tmp;
   RtOffset before = realtime_minus_mono();
-  auto r = run(record_cmd(tmp, "--lib " + (build_dir() / "libcptrace.so").string() + " -- sleep 0.2"), tmp);
+  auto r = run(record_cmd(tmp / "trace", "--lib " + (build_dir() / "libcptrace.so").string() + " -- sleep 0.2"), tmp);
   RtOffset after = realtime_minus_mono();
   ASSERT_EQ(r.status, 0) << r.err;
   TraceReader tr(tmp / "trace");
@@ -631,7 +625,7 @@ TEST(Record, StartAndStopRealtimeAreTheInstantOfTheirMonoNs) {
 TEST(Record, CommandWithoutProbeSitesRecordsNothing) {
   REQUIRE_BPF();
   TempDir tmp;
-  auto r = run(record_cmd(tmp, "-- sleep 0.2"), tmp);
+  auto r = run(record_cmd(tmp / "trace", "-- sleep 0.2"), tmp);
   ASSERT_EQ(r.status, 0) << r.err;
   const std::string said = "no probe site fired in sleep or its children";
   ASSERT_NE(r.err.find(said), std::string::npos) << r.err;
@@ -650,7 +644,7 @@ TEST(Record, NetRingsSizedForTheNetworkPathUnlessRingMbGiven) {
   REQUIRE_BPF();
   for (auto [flag, net_mb, user_mb] : {std::tuple{"", 16u, default_ring_mb()}, std::tuple{"--ring-mb 8 ", 8u, 8u}}) {
     TempDir tmp;
-    auto r = run(record_cmd(tmp, std::string(flag) + "--net -- sleep 0.1"), tmp);
+    auto r = run(record_cmd(tmp / "trace", std::string(flag) + "--net -- sleep 0.1"), tmp);
     ASSERT_EQ(r.status, 0) << r.err;
     TraceReader tr(tmp / "trace");
     const auto& c = tr.meta()["collector"];
@@ -689,8 +683,9 @@ void expect_stamps_in_brackets(const std::string& sim_spec) {
   TempDir tmp;
   const int threads = 2, events = 20000;
   std::string extra = sim_spec.empty() ? "" : "--simulate-clock " + sim_spec + " ";
-  auto r = run(record_cmd(tmp, extra + "-- " + (build_dir() / "tests" / "bracket").string() + " " + (tmp / "brackets") +
-                                   " --threads " + std::to_string(threads) + " --events " + std::to_string(events)),
+  auto r = run(record_cmd(tmp / "trace", extra + "-- " + (build_dir() / "tests" / "bracket").string() + " " +
+                                             (tmp / "brackets") + " --threads " + std::to_string(threads) +
+                                             " --events " + std::to_string(events)),
                tmp);
   ASSERT_EQ(r.status, 0) << r.err;
   Bracket close;
@@ -763,7 +758,7 @@ ret
 )";
   std::string so = tmp / "libold.so";
   ASSERT_EQ(run("cc -shared -fPIC -o " + so + " " + (tmp / "old.S"), tmp).status, 0);
-  auto r = run(record_cmd(tmp, "--lib " + so + " -- sleep 0.1"), tmp);
+  auto r = run(record_cmd(tmp / "trace", "--lib " + so + " -- sleep 0.1"), tmp);
   EXPECT_NE(r.status, 0);
   EXPECT_NE(r.err.find(so), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("is not a cptrace probe site of this version"), std::string::npos) << r.err;

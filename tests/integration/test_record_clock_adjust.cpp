@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "clock_guard.h"
+#include "record_util.h"
 #include "test_util.h"
 #include "trace/clock_change_candidates.h"
 #include "trace/trace_reader.h"
@@ -37,11 +38,10 @@ void sleep_ms(int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms
 
 // Starts `cptrace record` on a 3 s paced workload of 3000 events; returns once attached.
 std::unique_ptr<Proc> start_recording(const TempDir& tmp) {
-  std::string wl = (build_dir() / "tests" / "workload").string();
-  auto p = std::make_unique<Proc>(cptrace_bin() + " record --no-progress -o " + (tmp / "t") + " -- " + wl +
-                                      " --threads 1 --events 3000 --pace-us 1000",
+  std::string wl = workload();
+  auto p = std::make_unique<Proc>(record_cmd(tmp / "t") + " -- " + wl + " --threads 1 --events 3000 --pace-us 1000",
                                   tmp / "rec.out", tmp / "rec.err");
-  EXPECT_TRUE(p->wait_for("attached", 60, true)) << read_file(tmp / "rec.err");
+  EXPECT_TRUE(attached(*p, 60));
   return p;
 }
 

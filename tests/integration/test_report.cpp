@@ -17,6 +17,7 @@
 
 #include "synth_cluster.h"
 #include "synthetic_trace.h"
+#include "record_util.h"
 #include "test_util.h"
 
 using namespace cptrace;
@@ -221,9 +222,7 @@ TEST(Report, RecordedWorkloadThroughputMatches) {
   REQUIRE_CHROMIUM();
   TempDir tmp;
   auto r =
-      run(cptrace_bin() + " record --no-progress -o " + (tmp / "t") + " -- " +
-              (build_dir() / "tests" / "workload").string() + " --threads 2 --events 20000 --channels 3 --mode single",
-          tmp);
+      run(record_cmd(tmp / "t") + " -- " + workload() + " --threads 2 --events 20000 --channels 3 --mode single", tmp);
   ASSERT_EQ(r.status, 0) << r.err;
   r = run(cptrace_bin() + " report " + (tmp / "t") + " -o " + (tmp / "r.html") + " --period 5", tmp);
   ASSERT_EQ(r.status, 0) << r.err;

@@ -39,6 +39,7 @@
 #include "clock_guard.h"
 #include "cptrace.h"
 #include "real_chronyd.h"
+#include "record_util.h"
 #include "test_util.h"
 #include "testbed_util.h"
 #include "trace/clock_change_candidates.h"
@@ -151,13 +152,15 @@ class SlewTruth : public ::testing::Test {
       truth::MonoSample raw0 = truth::sample_mono(CLOCK_MONOTONIC_RAW);
       truth::MonoSampler sampler(sample_us);
       std::vector<std::unique_ptr<testutil::Proc>> procs;
-      for (int k = 1; k >= 0; --k)  // B first: A connects to it
+      for (int k = 1; k >= 0; --k) {  // B first: A connects to it
+        const std::string options = std::string(net ? "--net --netns self " : "") + "--node " + kNames[k] +
+                                    " --peers " + peers[k] + " --key " + (rec.tmp / "key") +
+                                    " --sync-rounds 40 --sync-rate 2 --sync-wait 3 --simulate-clock " + sims[k];
         procs.push_back(std::make_unique<testutil::Proc>(
-            "ip netns exec " + tb_->ns(k + 1) + " " + bin + " record --no-progress " +
-                (net ? "--net --netns self " : "") + "--node " + kNames[k] + " --peers " + peers[k] + " --key " +
-                (rec.tmp / "key") + " --sync-rounds 40 --sync-rate 2 --sync-wait 3 --simulate-clock " + sims[k] +
-                " -o " + (rec.tmp / kNames[k]) + " " + cmds[k],
+            "ip netns exec " + tb_->ns(k + 1) + " " +
+                testutil::record_cmd(rec.tmp / kNames[k], options + " " + cmds[k]),
             rec.tmp / (std::string(kNames[k]) + ".out"), rec.tmp / (std::string(kNames[k]) + ".err")));
+      }
       std::optional<clockguard::Slewer> slewer;  // from the recorders' start: their sync rounds are slewed too
       if (auto* sp = std::get_if<clockguard::SlewPlan>(&plan)) slewer.emplace(*sp);
       if (stop.node >= 0) stop_recorder(*procs[1 - stop.node], stop, rec);
@@ -207,7 +210,7 @@ class SlewTruth : public ::testing::Test {
   // SIGSTOP, then SIGCONT: nothing between them returns early, so the recorder
   // is always continued. The stop starts once the recorder says it attached.
   static void stop_recorder(const testutil::Proc& p, const RecorderStop& stop, Recording& rec) {
-    EXPECT_TRUE(p.wait_for("attached", 60, true)) << testutil::read_file(p.err_path);
+    EXPECT_TRUE(testutil::attached(p, 60));
     std::this_thread::sleep_for(std::chrono::milliseconds(stop.after_ms));
     // The instants are read where the recorder surely is stopped: once every
     // thread shows state T, and before SIGCONT is sent (read after kill(), this

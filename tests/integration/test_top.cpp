@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "latency/local_latency.h"
+#include "record_util.h"
 #include "test_util.h"
 
 using namespace testutil;
@@ -20,12 +21,10 @@ using nlohmann::json;
 
 namespace {
 
-std::string workload() { return (build_dir() / "tests" / "workload").string(); }
-
 // One thread, two channels, every tuple on both, one tuple per ms: a 4.5 s recording.
-std::string record_cmd(const std::string& trace, int events) {
-  return cptrace_bin() + " record --no-progress -o " + trace + " -- " + workload() +
-         " --threads 1 --channels 2 --all-channels --pace-us 1000 --events " + std::to_string(events);
+std::string record_events(const std::string& trace, int events) {
+  return record_cmd(trace) + " -- " + workload() + " --threads 1 --channels 2 --all-channels --pace-us 1000 --events " +
+         std::to_string(events);
 }
 
 std::vector<json> json_lines(const std::string& text) {
@@ -57,7 +56,7 @@ TEST(Top, FollowsARecordingAndEndsEqualToThroughput) {
            tmp / "top.err");
   ASSERT_TRUE(top.wait_for("waiting up to", 10, true)) << read_file(tmp / "top.err");
   ASSERT_FALSE(fs::exists(trace));
-  RunResult rec = run(record_cmd(trace, 4500), tmp);
+  RunResult rec = run(record_events(trace, 4500), tmp);
   ASSERT_EQ(rec.status, 0) << rec.err;
   ASSERT_EQ(top.wait(60), 0) << read_file(tmp / "top.err");  // exited by itself, after the recorder
 
@@ -96,14 +95,14 @@ TEST(Top, RecorderOutputIsTheSameWithAndWithoutTop) {
   TempDir tmp;
   json without, with;
   {
-    RunResult r = run(record_cmd(tmp / "plain", 2000), tmp);
+    RunResult r = run(record_events(tmp / "plain", 2000), tmp);
     ASSERT_EQ(r.status, 0) << r.err;
     without = run_json(cptrace_bin() + " info " + (tmp / "plain") + " --json", tmp);
   }
   {
     Proc top(cptrace_bin() + " top " + (tmp / "watched") + " --json --interval 100 --wait 60", tmp / "top.out",
              tmp / "top.err");
-    RunResult r = run(record_cmd(tmp / "watched", 2000), tmp);
+    RunResult r = run(record_events(tmp / "watched", 2000), tmp);
     ASSERT_EQ(r.status, 0) << r.err;
     EXPECT_EQ(top.wait(60), 0) << read_file(tmp / "top.err");
     with = run_json(cptrace_bin() + " info " + (tmp / "watched") + " --json", tmp);

@@ -37,6 +37,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cptrace.h"
+#include "pipeline_util.h"
 #include "test_util.h"
 #include "testbed_util.h"
 #include "trace/trace_reader.h"
@@ -49,8 +50,6 @@ namespace {
 
 using nlohmann::json;
 using testbed::skip_reason;
-
-std::string in_ns(const std::string& ns, const std::string& cmd) { return "ip netns exec " + ns + " " + cmd; }
 
 bool record_supports_peers() {
   testutil::TempDir tmp;
@@ -269,28 +268,16 @@ TEST(TopRun, ThreeNodeRunEveryLiveBoundHoldsTheTruth) {
   testbed::Testbed tb("lvw", 3, "--delay 100 --jitter 20 --asym 2:150");
   ASSERT_TRUE(tb.ok()) << tb.output();
   testutil::TempDir tmp;
-  const std::string bin = testutil::cptrace_bin(), wl = (testutil::build_dir() / "tests" / "pipeline").string();
+  const std::string bin = testutil::cptrace_bin();
   const std::string run = tmp / "run";
   std::filesystem::create_directory(run);
   // Started before any node directory exists: it waits for them.
   testutil::Proc top(bin + " top " + run + " --json --interval 500 --pair A.out,C.in --reference A --wait 60",
                      tmp / "top.out", tmp / "top.err");
-  const char* names[] = {"A", "B", "C"};
-  const char* sims[] = {"1500000000,40", "-2700000000,-150", "900000000,200"};
-  const char* peers[] = {"10.77.2.2:7711,10.77.3.2:7711", "10.77.1.2:7711,10.77.3.2:7711",
-                         "10.77.1.2:7711,10.77.2.2:7711"};
-  const std::string roles[] = {"--role A --connect 10.77.2.2:9000 --tuples 3000 --rate 500 --connect-timeout 30",
-                               "--role B --listen 10.77.2.2:9000 --connect 10.77.3.2:9000 --connect-timeout 30",
-                               "--role C --listen 10.77.3.2:9000"};
   auto kg = testutil::run(bin + " keygen -o " + (tmp / "key"), tmp);
   ASSERT_EQ(kg.status, 0) << kg.err;
-  std::vector<std::unique_ptr<testutil::Proc>> rec;
-  for (int k = 2; k >= 0; --k)  // C first: B connects to it, A to B
-    rec.push_back(std::make_unique<testutil::Proc>(
-        in_ns(tb.ns(k + 1), bin + " record --no-progress --node " + names[k] + " --peers " + peers[k] + " --key " +
-                                (tmp / "key") + " --sync-rounds 40 --sync-rate 2 --sync-wait 20 --simulate-clock " +
-                                sims[k] + " -o " + run + "/" + names[k] + " -- " + wl + " " + roles[k]),
-        tmp / (std::string(names[k]) + ".out"), tmp / (std::string(names[k]) + ".err")));
+  auto rec = testutil::start_three_node_pipeline(
+      tb, tmp, {run, tmp / "key", 3000, "--sync-rounds 40 --sync-rate 2 --sync-wait 20"});
   // What the recorders have written, when.
   WrittenSampler sampler({"A", "B", "C"}, [&](const std::string& n) { return run + "/" + n + "/events.cpt"; });
   for (auto& p : rec) EXPECT_EQ(p->wait(180), 0) << testutil::read_file(p->err_path);
@@ -298,8 +285,7 @@ TEST(TopRun, ThreeNodeRunEveryLiveBoundHoldsTheTruth) {
   const std::vector<Written>& written = sampler.stop();
   ASSERT_FALSE(HasFailure());
 
-  auto tb2 =
-      testutil::run(bin + " translate " + run + "/A " + run + "/B " + run + "/C --reference A -o " + (tmp / "tb"), tmp);
+  auto tb2 = testutil::run(testutil::translate_three_nodes(run, "", tmp / "tb"), tmp);
   ASSERT_EQ(tb2.status, 0) << tb2.out << tb2.err;
   check_live_run({run, {"A", "B", "C"}, "A.out", "C.in", 3000, tmp / "tb"}, read_refreshes(top.out_path), written, tmp);
 }

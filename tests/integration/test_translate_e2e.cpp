@@ -19,6 +19,7 @@
 #include "trace/clock_transform.h"
 #include "cptrace.h"
 #include "latency/latency.h"
+#include "pipeline_util.h"
 #include "test_util.h"
 #include "truth_util.h"
 #include "testbed_util.h"
@@ -30,8 +31,6 @@ namespace {
 
 using testbed::skip_reason;
 using testbed::Testbed;
-
-std::string in_ns(const std::string& ns, const std::string& cmd) { return "ip netns exec " + ns + " " + cmd; }
 
 struct Node {
   std::string name;
@@ -56,23 +55,12 @@ TEST(TranslateE2E, ThreeNodePipelineEveryBoundContainsTruth) {
   Testbed tb("tr", 3, "--delay 100 --jitter 20 --asym 2:150");
   ASSERT_TRUE(tb.ok()) << tb.output();
   testutil::TempDir tmp;
-  const std::string bin = testutil::cptrace_bin(), wl = (testutil::build_dir() / "tests" / "pipeline").string();
-  const char* names[] = {"A", "B", "C"};
-  const char* sims[] = {"1500000000,40", "-2700000000,-150", "900000000,200"};
-  const char* peers[] = {"10.77.2.2:7711,10.77.3.2:7711", "10.77.1.2:7711,10.77.3.2:7711",
-                         "10.77.1.2:7711,10.77.2.2:7711"};
-  const std::string roles[] = {"--role A --connect 10.77.2.2:9000 --tuples 2000 --rate 500 --connect-timeout 30",
-                               "--role B --listen 10.77.2.2:9000 --connect 10.77.3.2:9000 --connect-timeout 30",
-                               "--role C --listen 10.77.3.2:9000"};
-  auto kg = testutil::run(bin + " keygen -o " + (tmp / "key"), tmp);  // one key, shared by the three nodes
+  auto kg = testutil::run(testutil::cptrace_bin() + " keygen -o " + (tmp / "key"),
+                          tmp);  // one key, shared by the three nodes
   ASSERT_EQ(kg.status, 0) << kg.err;
-  std::vector<std::unique_ptr<testutil::Proc>> rec;
-  for (int k = 2; k >= 0; --k)  // C first: B connects to it, A to B
-    rec.push_back(std::make_unique<testutil::Proc>(
-        in_ns(tb.ns(k + 1), bin + " record --no-progress --node " + names[k] + " --peers " + peers[k] + " --key " +
-                                (tmp / "key") + " --sync-rounds 60 --sync-wait 20 --simulate-clock " + sims[k] +
-                                " -o " + (tmp / names[k]) + " -- " + wl + " " + roles[k]),
-        tmp / (std::string(names[k]) + ".out"), tmp / (std::string(names[k]) + ".err")));
+  auto rec = testutil::start_three_node_pipeline(
+      tb, tmp, {tmp.path.string(), tmp / "key", 2000, "--sync-rounds 60 --sync-wait 20"});
+  const char* names[] = {"A", "B", "C"};
   for (auto& p : rec) {
     int st = p->wait(180);
     ASSERT_EQ(st, 0) << testutil::read_file(p->err_path);
@@ -111,9 +99,8 @@ TEST(TranslateE2E, ThreeNodePipelineEveryBoundContainsTruth) {
       {"A.out", "B.in"}, {"B.in", "B.out"}, {"B.out", "C.in"}, {"A.out", "C.in"}};
   for (const char* method : {"ratio", "hull", "best"}) {
     std::string out = tmp / (std::string("tr-") + method);
-    auto t = testutil::run(bin + " translate " + (tmp / "A") + " " + (tmp / "B") + " " + (tmp / "C") +
-                               " --reference A --method " + method + " -o " + out,
-                           tmp);
+    auto t =
+        testutil::run(testutil::translate_three_nodes(tmp.path.string(), std::string("--method ") + method, out), tmp);
     ASSERT_EQ(t.status, 0) << t.out << t.err;
     printf("%s", t.out.c_str());
     EXPECT_EQ(t.err.find("unauthenticated"), std::string::npos) << "keyed rounds: " << t.err;

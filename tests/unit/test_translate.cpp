@@ -42,6 +42,25 @@ std::vector<std::string> write_all(const synth::Cluster& cl, const TempDir& tmp)
   return dirs;
 }
 
+// Rounds between every two nodes, or only between the reference A and each other node.
+const std::vector<std::pair<int, int>> kAllPairs = {{0, 1}, {1, 0}, {0, 2}, {2, 0}, {1, 2}, {2, 1}};
+const std::vector<std::pair<int, int>> kWithA = {{0, 1}, {1, 0}, {0, 2}, {2, 0}};
+
+// A cluster's recordings written under tmp and translated onto `reference` into tmp/out.
+struct Translated {
+  std::vector<std::string> dirs;
+  TranslateOptions o;
+  TranslateSummary s;
+};
+
+Translated write_and_translate(const synth::Cluster& cl, const TempDir& tmp, Method method = Method::Best,
+                               const std::string& reference = "A") {
+  Translated t{write_all(cl, tmp), {}, {}};
+  t.o = {t.dirs, reference, tmp / "out", method, true};
+  t.s = translate(t.o);
+  return t;
+}
+
 struct Widths {
   std::map<std::string, std::vector<int64_t>> by_scenario;
   size_t checked = 0, contained = 0;
@@ -94,7 +113,7 @@ const std::vector<std::pair<std::string, std::string>> kHops = {
 
 TEST(TranslateGroundTruth, ThreeNodesEveryBoundContainsTruthAllMethods) {
   synth::Cluster cl = three_nodes(11);
-  cl.sync_all({{0, 1}, {1, 0}, {0, 2}, {2, 0}, {1, 2}, {2, 1}}, kSpan, 50, 250e6L);
+  cl.sync_all(kAllPairs, kSpan, 50, 250e6L);
   cl.pipeline(3000, 200e6L, 1.8e6L);
   TempDir tmp;
   auto dirs = write_all(cl, tmp);
@@ -127,7 +146,7 @@ TEST(TranslateGroundTruth, PiecewiseWithNodesAtDifferentFrequencies) {
   // Detected 2100.000 MHz"): the true rates are off it by the skews, within rho.
   for (int i = 0; i < 3; ++i) cl.extra_meta[i] = {{"tsc_hz", double(cl.clock(i).f * 1e9L)}};
   cl.asym_ns[{0, 1}] = 120000;
-  cl.sync_all({{0, 1}, {1, 0}, {0, 2}, {2, 0}, {1, 2}, {2, 1}}, kSpan, 50, 250e6L);
+  cl.sync_all(kAllPairs, kSpan, 50, 250e6L);
   cl.pipeline(3000, 200e6L, 1.8e6L);
   TempDir tmp;
   TranslateOptions o{write_all(cl, tmp), "A", tmp / "out", Method::Best, true};
@@ -155,12 +174,10 @@ TEST(TranslateGroundTruth, PiecewiseWithNodesAtDifferentFrequencies) {
 // around its estimate, and the same instants the trace holds.
 TEST(TranslateGroundTruth, DumpOfTranslatedTraceListsEveryEventWithBound) {
   synth::Cluster cl = three_nodes(5);
-  cl.sync_all({{0, 1}, {1, 0}, {0, 2}, {2, 0}}, kSpan, 50, 250e6L);
+  cl.sync_all(kWithA, kSpan, 50, 250e6L);
   cl.pipeline(500, 200e6L, 1.8e6L);
   TempDir tmp;
-  auto dirs = write_all(cl, tmp);
-  TranslateOptions o{dirs, "A", tmp / "out", Method::Best, true};
-  TranslateSummary s = translate(o);
+  auto [dirs, o, s] = write_and_translate(cl, tmp);
   auto r = testutil::run(testutil::cptrace_bin() + " dump --csv " + o.out, tmp);
   ASSERT_EQ(r.status, 0) << r.err;
   std::istringstream in(r.out);
@@ -192,12 +209,10 @@ TEST(TranslateGroundTruth, DumpOfTranslatedTraceListsEveryEventWithBound) {
 TEST(TranslateGroundTruth, ViaReferenceAndComposedPaths) {
   {
     synth::Cluster cl = three_nodes(12);
-    cl.sync_all({{0, 1}, {1, 0}, {0, 2}, {2, 0}}, kSpan, 50);
+    cl.sync_all(kWithA, kSpan, 50);
     cl.pipeline(1000, 200e6L, 5e6L);
     TempDir tmp;
-    auto dirs = write_all(cl, tmp);
-    TranslateOptions o{dirs, "A", tmp / "out", Method::Best, true};
-    translate(o);
+    const TranslateOptions o = write_and_translate(cl, tmp).o;
     Widths w;
     for (auto& [c1, c2] : kHops) check_latency(cl, o.out, c1, c2, w);
     EXPECT_EQ(w.contained, w.checked);
@@ -228,12 +243,10 @@ TEST(TranslateGroundTruth, ViaReferenceAndComposedPaths) {
 // trace says so, and outside the transition every bound still holds.
 TEST(TranslateGroundTruth, NonLinearClockIsReported) {
   synth::Cluster cl = three_nodes(14, 300);
-  cl.sync_all({{0, 1}, {1, 0}, {0, 2}, {2, 0}, {1, 2}, {2, 1}}, kSpan, 50, 100e6L);
+  cl.sync_all(kAllPairs, kSpan, 50, 100e6L);
   cl.pipeline(1000, 200e6L, 5e6L);
   TempDir tmp;
-  auto dirs = write_all(cl, tmp);
-  TranslateOptions o{dirs, "A", tmp / "out", Method::Hull, true};
-  TranslateSummary s = translate(o);
+  auto [dirs, o, s] = write_and_translate(cl, tmp, Method::Hull);
   bool reported = false;
   std::vector<std::pair<int64_t, int64_t>> tr;
   for (const auto& p : s.meta["translated"]["pairs"])
@@ -278,12 +291,10 @@ TEST(TranslateGroundTruth, NsBoundsHoldWhileMonotonicIsSlewed) {
     return t * (1 + 628e-6L) + tick;
   };
   for (int i = 0; i < 3; i++) cl.mono_of[i] = slewed;
-  cl.sync_all({{0, 1}, {1, 0}, {0, 2}, {2, 0}, {1, 2}, {2, 1}}, kSpan, 50, 250e6L);
+  cl.sync_all(kAllPairs, kSpan, 50, 250e6L);
   cl.pipeline(2000, 200e6L, 2.5e6L);
   TempDir tmp;
-  auto dirs = write_all(cl, tmp);
-  TranslateOptions o{dirs, "A", tmp / "out", Method::Best, true};
-  TranslateSummary s = translate(o);
+  auto [dirs, o, s] = write_and_translate(cl, tmp);
   EXPECT_EQ(s.meta["translated"]["frequency"]["clock"], "CLOCK_MONOTONIC_RAW");
   Widths w;
   for (auto& [c1, c2] : kHops) check_latency(cl, o.out, c1, c2, w);
@@ -313,12 +324,10 @@ TEST(TranslateGroundTruth, CrossCpuSkewIsCarriedIntoEveryBound) {
     synth::Cluster cl = three_nodes(23);
     cl.channel_skew["B.out"] = 250;
     if (measured) cl.extra_meta[1] = {{"tsc", {{"skew_ticks", {{"at_start", {-280, 300}}, {"at_stop", {-260, 270}}}}}}};
-    cl.sync_all({{0, 1}, {1, 0}, {0, 2}, {2, 0}, {1, 2}, {2, 1}}, kSpan, 50, 250e6L);
+    cl.sync_all(kAllPairs, kSpan, 50, 250e6L);
     cl.pipeline(2000, 200e6L, 2.5e6L);
     TempDir tmp;
-    auto dirs = write_all(cl, tmp);
-    TranslateOptions o{dirs, "B", tmp / "out", Method::Best, true};
-    translate(o);
+    const TranslateOptions o = write_and_translate(cl, tmp, Method::Best, "B").o;
     for (auto& [c1, c2] : kHops) {
       LatencyResult res = latency(o.out, c1, c2);
       for (const LatencyRow& row : res.rows) {
@@ -347,12 +356,10 @@ TEST(TranslateGroundTruth, SkewWiderThanTheResponderHoldKeepsEveryRound) {
   synth::Cluster cl = three_nodes(31);
   for (size_t i = 0; i < 3; ++i)
     cl.extra_meta[i] = {{"tsc", {{"skew_ticks", {{"at_start", {-40000, 40000}}, {"at_stop", {-100, 100}}}}}}};
-  cl.sync_all({{0, 1}, {1, 0}, {0, 2}, {2, 0}, {1, 2}, {2, 1}}, kSpan, 50, 250e6L);
+  cl.sync_all(kAllPairs, kSpan, 50, 250e6L);
   cl.pipeline(2000, 200e6L, 2.5e6L);
   TempDir tmp;
-  auto dirs = write_all(cl, tmp);
-  TranslateOptions o{dirs, "A", tmp / "out", Method::Best, true};
-  TranslateSummary s = translate(o);
+  auto [dirs, o, s] = write_and_translate(cl, tmp);
   size_t pairs = 0;
   for (const auto& p : s.meta["translated"]["pairs"]) {
     if (!p.contains("rounds_inconsistent")) continue;
@@ -372,7 +379,7 @@ TEST(TranslateGroundTruth, SkewWiderThanTheResponderHoldKeepsEveryRound) {
 // cross (best then uses the split hull alone, not its intersection with the ratio).
 TEST(TranslateGroundTruth, PairRelationReadBackIsTheOneChosen) {
   synth::Cluster cl = three_nodes(14, 300);
-  cl.sync_all({{0, 1}, {1, 0}, {0, 2}, {2, 0}}, kSpan, 50, 100e6L);
+  cl.sync_all(kWithA, kSpan, 50, 100e6L);
   cl.pipeline(100, 200e6L, 5e6L);
   TempDir tmp;
   auto dirs = write_all(cl, tmp);
@@ -455,13 +462,12 @@ TEST(TranslateErrors, MissingSamplesNoPathOverlapMismatchUnknownChannel) {
 
   // Unknown channel in latency.
   synth::Cluster c3 = three_nodes(17);
-  c3.sync_all({{0, 1}, {1, 0}, {0, 2}, {2, 0}}, kSpan, 10);
+  c3.sync_all(kWithA, kSpan, 10);
   c3.pipeline(10, 200e6L, 5e6L);
   TempDir t3;
-  auto d3 = write_all(c3, t3);
-  translate({d3, "A", t3 / "o", Method::Best, true});
+  const std::string out3 = write_and_translate(c3, t3).o.out;
   try {
-    latency(t3 / "o", "A.out", "nope");
+    latency(out3, "A.out", "nope");
     ADD_FAILURE() << "no error for an unknown channel";
   } catch (const std::exception& ex) {
     EXPECT_NE(std::string(ex.what()).find("unknown channel \"nope\""), std::string::npos) << ex.what();
@@ -472,15 +478,13 @@ TEST(TranslateErrors, MissingSamplesNoPathOverlapMismatchUnknownChannel) {
 // Tuples seen on one side only are counted, not dropped silently.
 TEST(TranslateGroundTruth, UnmatchedTuplesAreCounted) {
   synth::Cluster cl = three_nodes(18);
-  cl.sync_all({{0, 1}, {1, 0}, {0, 2}, {2, 0}}, kSpan, 10);
+  cl.sync_all(kWithA, kSpan, 10);
   cl.pipeline(100, 200e6L, 5e6L);
   cl.event(0, "A.out", 5000, 4e9L);  // never reaches C
   cl.event(0, "A.out", 5001, 4e9L);
   cl.event(2, "C.in", 7000, 4e9L);  // never left A
   TempDir tmp;
-  auto dirs = write_all(cl, tmp);
-  translate({dirs, "A", tmp / "o", Method::Best, true});
-  LatencyResult r = latency(tmp / "o", "A.out", "C.in");
+  LatencyResult r = latency(write_and_translate(cl, tmp).o.out, "A.out", "C.in");
   EXPECT_EQ(r.rows.size(), 100u);
   EXPECT_EQ(r.from_only, 2u);
   EXPECT_EQ(r.to_only, 1u);

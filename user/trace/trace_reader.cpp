@@ -3,12 +3,10 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <charconv>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string_view>
-#include <system_error>
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -106,20 +104,6 @@ std::string type_name(uint16_t type) {
       return "processes";
   }
   return "type-" + std::to_string(type);
-}
-
-// Channel ids are JSON numbers; "0x..." strings are accepted for hand-written files.
-uint64_t channel_id(const json& v) {
-  if (v.is_number_unsigned()) return v.get<uint64_t>();
-  if (v.is_string()) {
-    const std::string& s = v.get_ref<const std::string&>();
-    uint64_t id = 0;
-    if (s.size() > 2 && s.compare(0, 2, "0x") == 0) {
-      auto [end, ec] = std::from_chars(s.data() + 2, s.data() + s.size(), id, 16);
-      if (ec == std::errc() && end == s.data() + s.size()) return id;
-    }
-  }
-  throw std::runtime_error("channel id is not an unsigned number");
 }
 
 std::string events_path_of(const std::string& path) {
@@ -298,49 +282,26 @@ bool TraceReader::read_frame(uint64_t off, FrameHeader& h, std::vector<uint8_t>&
 }
 
 // Decodes one good frame. Throws on an undecodable payload before changing any
-// state, so a bad frame leaves nothing half-applied.
+// state (frame_dispatch.h), so a bad frame leaves nothing half-applied.
 void TraceReader::take_frame(uint64_t off, const FrameHeader& h, const std::vector<uint8_t>& payload) {
-  switch (static_cast<FrameType>(h.type)) {
-    case FrameType::Events:
-      return take_events(off, h, payload);
-    case FrameType::Clock:
-    case FrameType::Clock2: {
-      std::vector<ClockPoint> pts = decode_clock(h, payload.data(), payload.size());
-      clock_.insert(clock_.end(), pts.begin(), pts.end());
-      return;
-    }
-    case FrameType::Channels:
-      return take_channels(json::parse(decode_json(h, payload.data(), payload.size())));
-    case FrameType::Counters:
-      return take_counters(json::parse(decode_json(h, payload.data(), payload.size())));
-    case FrameType::Net:
-      return take_net(off, h, payload);
-    case FrameType::Sync: {
-      // All or nothing: a frame with one malformed round adds none of its rounds.
-      std::vector<SyncRound> rounds;
-      for (const auto& j : json::parse(decode_json(h, payload.data(), payload.size())))
-        rounds.push_back(sync_round_from_json(j));
-      sync_.insert(sync_.end(), rounds.begin(), rounds.end());
-      return;
-    }
-    case FrameType::ClockAdjust: {
-      auto a = clock_adjust_from_frame_json(json::parse(decode_json(h, payload.data(), payload.size())));
-      clock_adjustments_.insert(clock_adjustments_.end(), a.begin(), a.end());
-      return;
-    }
-    case FrameType::Processes:
-      return pids_.merge(json::parse(decode_json(h, payload.data(), payload.size())));
-    case FrameType::Handlers: {
-      json changes = json::parse(decode_json(h, payload.data(), payload.size()));
-      if (!changes.is_array()) throw std::runtime_error("handlers frame is not a JSON array");
-      for (auto& c : changes) handler_changes_.push_back(std::move(c));
-      return;
-    }
-    default:
-      other_frames_.push_back({off, h});  // Translated, newer types: read by the stages that own them
-      break;
-  }
-  // Unknown frame types with a good CRC come from a newer writer: skipped.
+  FrameHandlers on;
+  on.events = [&](const FrameHeader& fh, const uint8_t*, size_t) { take_events(off, fh, payload); };
+  on.net = [&](const FrameHeader& fh, const uint8_t*, size_t) { take_net(off, fh, payload); };
+  on.clock = [&](std::vector<ClockPoint> pts) { clock_.insert(clock_.end(), pts.begin(), pts.end()); };
+  on.channels = [&](std::vector<ChannelInfo> add) {
+    for (ChannelInfo& c : add) channels_[c.id] = std::move(c);
+  };
+  on.counters = [&](json j) { take_counters(std::move(j)); };
+  on.sync = [&](std::vector<SyncRound> rounds) { sync_.insert(sync_.end(), rounds.begin(), rounds.end()); };
+  on.clock_adjust = [&](std::vector<ClockAdjustment> a) {
+    clock_adjustments_.insert(clock_adjustments_.end(), a.begin(), a.end());
+  };
+  on.processes = [&](json j) { pids_.merge(j); };
+  on.handlers = [&](json changes) {
+    for (auto& c : changes) handler_changes_.push_back(std::move(c));
+  };
+  // Translated and newer types: their offsets, for the stages that read them.
+  if (!dispatch_frame(h, payload.data(), payload.size(), on)) other_frames_.push_back({off, h});
 }
 
 // The frame is decoded again when its events are read: here a walk over its
@@ -365,30 +326,6 @@ void TraceReader::take_net(uint64_t off, const FrameHeader& h, const std::vector
   if (!recs.empty() && !first_mono_frame_) first_mono_frame_ = off;  // kernel timestamps only
   net_frames_.push_back({off, h});
   net_count_ += recs.size();
-}
-
-std::vector<ChannelInfo> channels_from_json(const json& j) {
-  if (!j.is_array()) throw std::runtime_error("channels frame is not a JSON array");
-  std::vector<ChannelInfo> add;
-  for (const json& e : j) {
-    if (!e.is_object()) throw std::runtime_error("channel entry is not an object");
-    add.push_back({channel_id(e.at("id")), e.at("name").get<std::string>(), e.value("pid", uint32_t{0})});
-  }
-  return add;
-}
-
-void TraceReader::take_channels(const json& j) {
-  for (ChannelInfo& c : channels_from_json(j)) channels_[c.id] = std::move(c);
-}
-
-Counters counters_from_json(const json& j) {
-  if (!j.is_object()) throw std::runtime_error("counters frame is not a JSON object");
-  Counters c;
-  c.seen = j.value("seen", std::vector<uint64_t>{});
-  c.dropped = j.value("dropped", std::vector<uint64_t>{});
-  c.filtered = j.value("filtered", std::vector<uint64_t>{});
-  c.series_lost = j.value("series_lost", std::vector<uint64_t>{});
-  return c;
 }
 
 void TraceReader::take_counters(json j) {

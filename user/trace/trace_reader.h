@@ -29,6 +29,7 @@
 
 #include "trace/clock_adjust.h"
 #include "trace/clock_map.h"
+#include "trace/frame_dispatch.h"
 #include "trace/net_codec.h"
 #include "trace/pid_table.h"
 #include "trace/sync_round.h"
@@ -41,11 +42,6 @@ class ByteSource;
 // The label of channel `id` in a channel table: TraceReader::channel_name(), for
 // readers that keep their own table (a trace followed while it is written).
 std::string channel_label(const std::map<uint64_t, ChannelInfo>& channels, uint64_t id);
-// The per-CPU seen/dropped/filtered/series_lost of a Counters frame's JSON;
-// throws std::runtime_error when it is not an object.
-Counters counters_from_json(const nlohmann::json& j);
-// The entries of a Channels frame's JSON; throws std::runtime_error when malformed.
-std::vector<ChannelInfo> channels_from_json(const nlohmann::json& j);
 
 // The widest of the TSC skew intervals the recorder measured across CPUs
 // (meta.json "tsc" skew_ticks at start and stop, record/tsc_skew.h), as a
@@ -158,7 +154,6 @@ class TraceReader {
   void take_net(uint64_t off, const FrameHeader& h, const std::vector<uint8_t>& payload);
   void reread(const EventFrame& f, FrameHeader& h, std::vector<uint8_t>& payload) const;
   void take_events(uint64_t off, const FrameHeader& h, const std::vector<uint8_t>& payload);
-  void take_channels(const nlohmann::json& j);
   void take_counters(nlohmann::json j);
   void load_meta(const std::string& path);
   void check_convertible() const;

@@ -12,8 +12,8 @@
 #include <nlohmann/json.hpp>
 
 #include "trace/block_codec.h"
+#include "trace/frame_dispatch.h"
 #include "trace/trace_file.h"
-#include "trace/trace_reader.h"
 
 namespace cptrace {
 
@@ -78,37 +78,24 @@ bool TraceTail::next_frame(FrameHeader& h, std::vector<uint8_t>& payload) {
 
 void TraceTail::take(const FrameHeader& h, const std::vector<uint8_t>& payload,
                      const std::function<void(const std::vector<TraceEvent>&)>& on_events) {
-  switch (static_cast<FrameType>(h.type)) {
-    case FrameType::Events:
-      decode_events_into(h, payload.data(), payload.size(), events_);
-      records_ += events_.size();
-      on_events(events_);
-      return;
-    case FrameType::Clock:
-    case FrameType::Clock2: {
-      std::vector<ClockPoint> pts = decode_clock(h, payload.data(), payload.size());
-      clock_.insert(clock_.end(), pts.begin(), pts.end());
-      return;
-    }
-    case FrameType::Channels:
-      for (ChannelInfo& c : channels_from_json(nlohmann::json::parse(decode_json(h, payload.data(), payload.size()))))
-        channels_[c.id] = std::move(c);
-      return;
-    case FrameType::Counters:
-      counters_ = counters_from_json(nlohmann::json::parse(decode_json(h, payload.data(), payload.size())));
-      has_counters_ = true;
-      return;
-    case FrameType::Sync: {
-      // All or nothing, as TraceReader: a frame with one malformed round adds none.
-      std::vector<SyncRound> rounds;
-      for (const auto& j : nlohmann::json::parse(decode_json(h, payload.data(), payload.size())))
-        rounds.push_back(sync_round_from_json(j));
-      sync_.insert(sync_.end(), rounds.begin(), rounds.end());
-      return;
-    }
-    default:
-      return;  // net, handlers, newer types: not part of the live view
-  }
+  // Net, Handlers, ClockAdjust, Processes and newer types are not part of the
+  // live view: left unset, they are not even decoded.
+  FrameHandlers on;
+  on.events = [&](const FrameHeader& fh, const uint8_t* p, size_t len) {
+    decode_events_into(fh, p, len, events_);
+    records_ += events_.size();
+    on_events(events_);
+  };
+  on.clock = [&](std::vector<ClockPoint> pts) { clock_.insert(clock_.end(), pts.begin(), pts.end()); };
+  on.channels = [&](std::vector<ChannelInfo> add) {
+    for (ChannelInfo& c : add) channels_[c.id] = std::move(c);
+  };
+  on.counters = [&](const nlohmann::json& j) {
+    counters_ = counters_from_json(j);
+    has_counters_ = true;
+  };
+  on.sync = [&](std::vector<SyncRound> rounds) { sync_.insert(sync_.end(), rounds.begin(), rounds.end()); };
+  dispatch_frame(h, payload.data(), payload.size(), on);
 }
 
 }  // namespace cptrace
