@@ -259,7 +259,7 @@ TEST(Export, BadInput) {
   struct Case {
     std::string args, needle;
   } cases[] = {
-      {"export xml " + (tmp / "t") + " -o " + (tmp / "x"), "A subcommand is required"},  // formats are subcommands
+      {"export xml " + (tmp / "t") + " -o " + (tmp / "x"), "unknown format 'xml' (ctf, json, csv or table)"},
       {"export csv " + (tmp / "none") + " -o " + (tmp / "x"), "no such file or directory"},
       {"export json " + tmp.path.string() + " -o " + (tmp / "x"), "not a cptrace trace directory"},
       {"export csv " + (tmp / "t") + " -o " + (tmp / "t/meta.json"), "exists (use -f to overwrite)"},

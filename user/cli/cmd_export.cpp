@@ -2,10 +2,12 @@
 // format, each with only its own options, so that an option of another format
 // is refused by the parser (analyze/export_run.cpp does the export).
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 
 #include "analyze/export_run.h"
 #include "cli/commands.h"
@@ -65,13 +67,23 @@ SubcommandRunner add_export_command(CLI::App& app) {
       app.add_subcommand("export",
                          "export a trace: ctf (babeltrace2, Trace Compass), json (Chrome/Perfetto), csv; table: "
                          "a translated trace as zstd-compressed CSV or Parquet tables for SQL (DuckDB, Spark)");
-  exp->require_subcommand(1);
+  exp->require_subcommand(0, 1);
   auto* ctf =
       add_events_format(exp, "ctf", "a CTF 1.8 trace (babeltrace2, Trace Compass)", "output directory", a->events);
   auto* json = add_events_format(exp, "json", "Chrome / Perfetto trace-event JSON", "output file", a->events);
   add_events_format(exp, "csv", "every event as a CSV row", "output file", a->events);
   auto* table = add_table_format(exp, *a);
-  return {exp, [a, ctf, json, table] {
+  // The format is a subcommand; a word that is none is named in the error (CLI11
+  // would only say that a subcommand is required). Set after the formats are
+  // added, which would inherit it and take options that are not theirs.
+  exp->allow_extras();
+  return {exp, [a, exp, ctf, json, table] {
+            if (exp->get_subcommands().empty()) {
+              const std::vector<std::string> rest = exp->remaining();
+              throw std::runtime_error(
+                  rest.empty() ? std::string("a format is required (ctf, json, csv or table)")
+                               : fmt::format("unknown format '{}' (ctf, json, csv or table)", rest.front()));
+            }
             if (*table) {
               a->table.pairs = channel_pairs(a->pairs);
               a->table.form = a->parquet ? TableForm::Parquet : a->plain ? TableForm::Plain : TableForm::Zstd;
