@@ -1,110 +1,15 @@
-// `cptrace minrttd`: the standalone MinRTT responder, one per node.
-#include <pthread.h>
-#include <signal.h>
-#include <unistd.h>
-
-#include <chrono>
-#include <cmath>
+// `cptrace minrttd`: its options; the responder's run is sync/minrtt_standalone.cpp.
 #include <memory>
-#include <thread>
 
 #include <CLI/CLI.hpp>
-#include <fmt/core.h>
 
+#include "sync/minrtt_standalone.h"
 #include "cli/commands.h"
-#include "sync/minrtt_protocol.h"
-#include "sync/minrtt_record.h"
-#include "sync/minrtt_responder.h"
-#include "sync/minrtt_rounds.h"
-#include "trace/clock_map.h"
-#include "trace/node_info.h"
 
 namespace cptrace {
-namespace {
-
-struct MinrttdArgs {
-  std::string listen, node, key_file, simulate_clock, allow;
-  bool insecure = false;
-  double per_source_hz = 5000, duration_s = 0, stats_s = 10;
-};
-
-// TSC frequency from two correlation points `ms` apart (for the simulated clock's
-// ns -> ticks conversion).
-double quick_tsc_hz(int ms = 20) {
-  ClockPoint a = sample_clock_point();
-  usleep(ms * 1000);
-  ClockPoint b = sample_clock_point();
-  ClockMap m({a, b});
-  return m.tsc_hz();
-}
-
-// Sleeps until SIGINT/SIGTERM, the end of --duration, or the next stats line
-// (printed on the way): no periodic wakeup when neither timer is set.
-void wait_for_stop(const sigset_t& stop_signals, const MinrttdArgs& a, const Responder& r) {
-  using clock = std::chrono::steady_clock;
-  const auto t0 = clock::now();
-  const auto end = t0 + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(a.duration_s));
-  const auto every = std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(a.stats_s));
-  auto next_stats = t0 + every;
-  for (;;) {
-    auto now = clock::now();
-    if (a.duration_s > 0 && now >= end) return;
-    if (a.stats_s > 0 && now >= next_stats) {
-      fmt::print("minrttd: {}\n", r.stats().line());
-      fflush(stdout);
-      next_stats += every;
-      continue;
-    }
-    clock::time_point wake = clock::time_point::max();
-    if (a.duration_s > 0) wake = end;
-    if (a.stats_s > 0) wake = std::min(wake, next_stats);
-    int sig;
-    if (wake == clock::time_point::max()) {
-      sig = sigwaitinfo(&stop_signals, nullptr);
-    } else {
-      auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(wake - now).count();
-      timespec ts{time_t(ns / 1000000000), long(ns % 1000000000)};
-      sig = sigtimedwait(&stop_signals, nullptr, &ts);
-    }
-    if (sig > 0) return;  // -1: timed out (EAGAIN) or another signal's handler ran (EINTR)
-  }
-}
-
-int run_minrttd(const MinrttdArgs& a) {
-  ResponderOptions ro;
-  ro.listen = a.listen;
-  ro.node = a.node.empty() ? read_node_info().host : a.node;
-  ro.key = minrtt::key_or_insecure(a.key_file, a.insecure, "minrttd");
-  if (!a.allow.empty())
-    for (const Peer& p : parse_peers(a.allow, "--allow")) ro.allow.push_back(p.addr);
-  ro.sim = make_simulated_clock(a.simulate_clock, a.simulate_clock.empty() ? 0 : quick_tsc_hz());
-  ro.per_source_hz = a.per_source_hz;
-  ro.per_source_burst = std::max(10.0, a.per_source_hz / 10);
-  // SIGINT/SIGTERM are taken by sigtimedwait below, never by a handler: blocked
-  // here, before the responder's thread exists, so it inherits the mask.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-  Responder r(ro);
-  if (ro.sim.enabled) fmt::print("simulated_clock {}\n", ro.sim.to_json().dump());
-  fmt::print("minrttd: node {} listening on {} (protocol {}{})\n", ro.node, r.local_address(), minrtt::kProtocolVersion,
-             ro.key.empty() ? ", no authentication" : ", HMAC-SHA256");
-  fflush(stdout);
-  r.start();
-  wait_for_stop(stop_signals, a, r);
-  r.stop();
-  fmt::print("minrttd: {}\n", r.stats().line());
-  fmt::print("minrttd stats {}\n", r.stats().to_json().dump());
-  fflush(stdout);
-  return 0;
-}
-
-}  // namespace
 
 SubcommandRunner add_minrttd_command(CLI::App& app) {
-  auto a = std::make_shared<MinrttdArgs>();
+  auto a = std::make_shared<MinrttdOptions>();
   auto* c = app.add_subcommand("minrttd", "MinRTT responder: answers clock-probe rounds with kernel timestamps");
   c->add_option("--listen", a->listen, "ADDR:PORT to bind (default [::]:7711, IPv4 too; [V6]:PORT for IPv6)");
   c->add_option("--node", a->node, "node name sent to peers (default: host name)");
