@@ -1,80 +1,15 @@
-// `cptrace gen`: tuples at an exact constant rate (load/generator.cpp), and with
-// --control one round checked by a sink.
-#include <signal.h>
-
-#include <atomic>
-#include <cstdio>
+// `cptrace gen`: its options; the generator's run is load/gen_run.cpp.
 #include <memory>
-#include <optional>
-#include <string>
 
 #include <CLI/CLI.hpp>
-#include <fmt/core.h>
 
+#include "load/gen_run.h"
 #include "cli/commands.h"
-#include "load/generator.h"
-#include "load/sink_control.h"
 
 namespace cptrace {
 
-namespace {
-
-std::atomic<bool> g_gen_stop{false};
-void on_gen_stop(int) { g_gen_stop = true; }
-
-struct GenCmd {
-  std::string to, control;
-  GenOptions g;
-  bool json = false;
-};
-
-void print_gen_report(const GenOptions& g, const GenReport& r, const RoundResult* s) {
-  fmt::print(stderr,
-             "cptrace gen: {} of {} tuples emitted ({} refused) in {:.3f} s: {:.1f} tuples/s achieved for {:.1f} "
-             "requested ({:+.3f}%)\n"
-             "  slot lateness: p50 {:.1f} us, p99 {:.1f} us, p99.9 {:.1f} us, max {:.1f} us; blocked by the transport "
-             "{:.3f} s\n",
-             r.emitted, r.scheduled, r.send_errors, r.elapsed_s, r.achieved_rate, g.rate,
-             100 * (r.achieved_rate / g.rate - 1), r.lateness.quantile(0.5) / 1e3, r.lateness.quantile(0.99) / 1e3,
-             r.lateness.quantile(0.999) / 1e3, r.lateness.max() / 1e3, r.blocked_s);
-  if (!r.error.empty()) fmt::print(stderr, "  error: {}\n", r.error);
-  if (s)
-    fmt::print(stderr, "  sink: {} unique of {} emitted, {} lost, {} duplicates, intake {:.1f}/s, drain {:.3f} s\n",
-               s->unique, s->emitted, s->lost, s->duplicates, s->intake_rate, s->drain_s);
-}
-
-int run_gen_cmd(GenCmd& c) {
-  c.g.to = parse_endpoint(c.to, "--to");
-  validate(c.g);
-  std::unique_ptr<SinkControl> ctl;
-  uint64_t n = slot_count(c.g.rate, c.g.duration_s);
-  if (!c.control.empty()) {
-    ctl = std::make_unique<SinkControl>(parse_endpoint(c.control, "--control"));
-    ctl->begin(c.g.first_id, n, c.g.rate, c.g.duration_s);
-  }
-  struct sigaction sa {};
-  sa.sa_handler = on_gen_stop;
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
-  GenReport r = run_generator(c.g, &g_gen_stop);
-  std::optional<RoundResult> s;
-  if (ctl) s = ctl->end(r.emitted);
-  if (c.json) {
-    auto j = r.to_json();
-    j["rate"] = c.g.rate;
-    if (s) j["sink"] = s->to_json();
-    fmt::print("{}\n", j.dump(2));
-  }
-  print_gen_report(c.g, r, s ? &*s : nullptr);
-  if (!r.error.empty()) return 1;
-  if (s && (s->lost || s->duplicates)) return 3;
-  return r.emitted == r.scheduled ? 0 : 2;
-}
-
-}  // namespace
-
 SubcommandRunner add_gen_command(CLI::App& app) {
-  auto gc = std::make_shared<GenCmd>();
+  auto gc = std::make_shared<GenRunOptions>();
   auto* gen = app.add_subcommand("gen", "emit tuples at an exact constant rate (TCP or UDP)");
   gen->add_option("--to", gc->to, "HOST:PORT of the receiver")->required();
   gen->add_option("--rate", gc->g.rate, "tuples per second (all threads together)")->required();
@@ -87,7 +22,7 @@ SubcommandRunner add_gen_command(CLI::App& app) {
   gen->add_option("--first-id", gc->g.first_id, "id of the first tuple (default 0)");
   gen->add_option("--control", gc->control, "HOST:PORT of a sink's control port: run one checked round");
   gen->add_flag("--json", gc->json, "report as JSON on stdout");
-  return {gen, [gc] { return run_gen_cmd(*gc); }};
+  return {gen, [gc] { return run_gen(*gc); }};
 }
 
 }  // namespace cptrace
