@@ -10,7 +10,7 @@
 #include <fmt/format.h>
 
 #include "analyze/csv_util.h"
-#include "net/net_dump.h"
+#include "analyze/net_dump.h"
 #include "trace/event_names.h"
 #include "trace/handler_history.h"
 #include "trace/trace_reader.h"

@@ -1,4 +1,4 @@
-#include "net/net_dump.h"
+#include "analyze/net_dump.h"
 
 #include <fmt/format.h>
 
