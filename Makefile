@@ -236,6 +236,7 @@ check-commits:
 # docs/architecture.md names every module of user/.
 check-architecture:
 	@bash tools/check-architecture.sh
+	@bash tools/check-commands.sh
 
 # Fails on a failed test, on a skipped one not in tests/skip-allowlist.txt (a skip
 # is a test that did not run), and on a fuzz failure. The BPF tests need root, so

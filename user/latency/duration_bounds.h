@@ -16,17 +16,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tables/tuple_join.h"
 #include "translate/clock_relation.h"
 
 namespace cptrace {
 
 // One event of a tuple: its stamp on its node's TSC and its instant's bound on the
-// reference TSC.
-struct DurationStamp {
-  uint64_t local = 0;
-  int64_t est = 0, lo = 0, hi = 0;
-  uint16_t node = 0;
-};
+// reference TSC; what the tuple-id join carries of it, the same fields.
+using DurationStamp = JoinStamp;
 
 // The scenarios above from each node's relation to the reference and the direct
 // pair relations. The translated trace's meta.json gives them (from_translated);
