@@ -259,6 +259,34 @@ TEST(SyncPairs, CheckedOnRecordedStampsThenWidenedBySkew) {
   EXPECT_EQ(raw.rounds[0].t3, 5010);
 }
 
+// The responder's kernel receive stamp t2 is converted with clock points taken
+// once it reads the probe: a probe that waited longer than that line's own
+// bracket (u2 - t2 > t3 - u2) had t2 extrapolated (0.68 us off on a loaded
+// 32-node run), so its user-space read u2, later than the arrival and so still
+// causal, stands in for it; a probe read promptly keeps its kernel stamp.
+TEST(SyncPairs, ReceiveStampExtrapolatedPastItsBracketGivesWayToTheUserRead) {
+  SyncRound prompt;
+  prompt.peer = "Y", prompt.phase = "start", prompt.kernel_ok = prompt.user_ok = true;
+  prompt.t1 = 1000, prompt.t2 = 5000, prompt.t3 = 9000, prompt.t4 = 12000;
+  prompt.u1 = 900, prompt.u2 = 7000, prompt.u3 = 8000, prompt.u4 = 12100;  // waited 2000, bracket 2000
+  SyncRound late = prompt;
+  late.t2 = 4000, late.u2 = 7000;  // waited 3000 before a bracket of 2000
+  PairRounds p = pair_rounds({prompt, late}, {});
+  ASSERT_EQ(p.rounds.size(), 2u);
+  EXPECT_EQ(p.receive_extrapolated, 1u);
+  EXPECT_EQ(p.rounds[0].t2, 5000);
+  EXPECT_EQ(p.rounds[1].t2, 7000);
+  EXPECT_EQ(p.rounds[1].t3, 9000);
+  // Initiated by Y: the responder is X, and its receive stamp is the one judged.
+  SyncRound y_late = late;
+  y_late.peer = "X";
+  PairRounds q = pair_rounds({}, {y_late}, 0, 0);
+  ASSERT_EQ(q.rounds.size(), 1u);
+  EXPECT_FALSE(q.rounds[0].x_initiated);
+  EXPECT_EQ(q.rounds[0].t2, 7000);
+  EXPECT_EQ(q.receive_extrapolated, 1u);
+}
+
 TEST(ClockRelation, ComposeIntersectAndJsonRoundTrip) {
   HullFit f1 = fit_hulls({{0, 99}, {1000, 1099}}, {{0, 101}, {1000, 1101}});  // y = x + 100 +- 1
   HullFit f2 = fit_hulls({{0, -52}, {2000, 1948}}, {{0, -48}, {2000, 1952}});  // z = y - 50 +- 2

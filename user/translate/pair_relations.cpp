@@ -110,6 +110,7 @@ json pair_json(const std::vector<TranslateNode>& nodes, const NodePair& p) {
             {"rounds", p.rounds.rounds.size()},
             {"rounds_without_kernel_stamps", p.rounds.not_kernel},
             {"rounds_inconsistent", p.rounds.inconsistent},
+            {"rounds_receive_extrapolated", p.rounds.receive_extrapolated},
             {"inputs", p.inputs.to_json()}};
   if (p.ratio) {
     j["ratio"] = p.ratio->report();

@@ -33,6 +33,9 @@ struct PairRounds {
   std::vector<PairRound> rounds;  // usable: kernel_ok and consistent stamps, widened by the skews
   size_t not_kernel = 0;  // rounds without trustworthy kernel stamps
   size_t inconsistent = 0;  // rtt <= 0 or stamps out of order
+  // The responder's kernel receive stamp was converted by extrapolation past its
+  // clock points' bracket: its user-space read stands in for it (sync_pairs.cpp).
+  size_t receive_extrapolated = 0;
 };
 
 // The rounds a node initiated with `peer` (its Sync frames), as recorded.
