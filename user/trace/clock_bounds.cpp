@@ -41,10 +41,11 @@ uint64_t ceil_tick(ld v) { return !(v > 0) ? 0 : v >= kTickMax ? UINT64_MAX : ui
 }  // namespace
 
 ClockBounds::ClockBounds(const std::vector<ClockPoint>& pts, std::vector<ClockChange> changes,
-                         std::vector<ClockChange> faults, ClockReading reading)
+                         std::vector<ClockChange> faults, ClockReading reading, TicksPerNs envelope)
     : changes_(std::move(changes)),
       faults_(std::move(faults)),
-      quantum_(ld(std::max<uint64_t>(1, reading.quantum_ns))) {
+      quantum_(ld(std::max<uint64_t>(1, reading.quantum_ns))),
+      envelope_(envelope.known() ? Rate{envelope.lo, envelope.hi} : Rate{}) {
   if (pts.size() < 2) return;
   std::sort(changes_.begin(), changes_.end());
   std::sort(faults_.begin(), faults_.end());
@@ -65,6 +66,14 @@ ClockBounds::ClockBounds(const std::vector<ClockPoint>& pts, std::vector<ClockCh
   }
   seg_.resize(pts.size() - 1);
   for (size_t i = 0; i < seg_.size(); ++i) classify(i);
+  // The envelope is checked too: one segment whose own average rate leaves it
+  // shows the discipline was not what the states and calls said.
+  for (const Segment& s : seg_)
+    if (s.fit != Fit::Departed && !overlap(s.own.lo, s.own.hi, envelope_.lo, envelope_.hi)) envelope_ = {};
+  for (Segment& s : seg_) {
+    s.enveloped = envelope_.lo > 0 && (s.fit == Fit::Violated || s.fit == Fit::Crowded);
+    stats_.enveloped += s.enveloped;
+  }
 }
 
 // How many witnessed changes may take effect inside mono [lo, hi], counted up
@@ -194,6 +203,15 @@ void ClockBounds::h1(size_t i, ld m, ld& lo, ld& hi) const {
   }
 }
 
+// The envelope: whatever the rate did inside segment i, it stayed within the
+// envelope, so the stamp is on a line of such a rate from either point.
+void ClockBounds::in_envelope(size_t i, ld m, ld& lo, ld& hi) const {
+  const Rate& r = envelope_;
+  ld u = m - m_[i], v = m_[i + 1] - m;
+  lo = std::max(a_[i] + r.lo * u, a_[i + 1] - r.hi * v);
+  hi = std::min(b_[i] + r.hi * u, b_[i + 1] - r.lo * v);
+}
+
 TscBounds ClockBounds::mono_to_tsc(uint64_t mono_ns) const {
   if (seg_.empty())
     throw std::domain_error("clock map needs at least two correlation points (has " + std::to_string(m_.size()) + ")");
@@ -221,6 +239,7 @@ TscBounds ClockBounds::mono_to_tsc(uint64_t mono_ns) const {
   };
   if (s.fit == Fit::Both || s.fit == Fit::H0) take(&ClockBounds::h0);
   if (s.fit == Fit::Both || s.fit == Fit::H1) take(&ClockBounds::h1);
+  if (s.enveloped) take(&ClockBounds::in_envelope);
   // Always true, whatever the model: the clock is monotonic between the points.
   lo = std::isfinite(lo) ? std::max(lo, a_[i]) : a_[i];
   hi = std::isfinite(hi) ? std::min(hi, b_[i + 1]) : b_[i + 1];

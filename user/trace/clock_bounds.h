@@ -65,6 +65,9 @@ struct ClockModelStats {
   // segment, departed with its neighbours): the line splits there (ClockMap).
   uint64_t tsc_rate_changes = 0;
   uint64_t fallback() const { return violated + crowded + departed; }
+  // Of the violated and crowded, how many the rate envelope still bounds
+  // (clock_rate_envelope.h): wider than the model, narrower than the fallback.
+  uint64_t enveloped = 0;
 };
 
 // How the clock reads: in steps of `quantum_ns` (1 for a nanosecond clocksource;
@@ -78,14 +81,24 @@ struct ClockReading {
 // unit of mult is ~0.1-0.3 ppm for tsc and kvm-clock clocksources.
 constexpr long double kDitherPpm = 1.0L;
 
+// TSC ticks per CLOCK_MONOTONIC ns that the clock's rate stays within over the
+// whole recording, when that is known (clock_rate_envelope.h); lo = 0: unknown.
+struct TicksPerNs {
+  long double lo = 0, hi = 0;
+  bool known() const { return lo > 0 && hi >= lo; }
+};
+
 class ClockBounds {
  public:
   ClockBounds() = default;
   // `pts` sorted, strictly increasing in both clocks (ClockMap's invariant);
   // `changes` in any order; `faults`: segments where the clock moved against
   // the TSC (raw_witness.h), which fall back with their neighbours.
+  // `envelope`: where known, a segment the model cannot vouch for (violated or
+  // crowded, not departed: RAW itself left the TSC there) is bounded at that
+  // rate from both of its points instead of by monotonicity alone.
   ClockBounds(const std::vector<ClockPoint>& pts, std::vector<ClockChange> changes,
-              std::vector<ClockChange> faults = {}, ClockReading reading = {});
+              std::vector<ClockChange> faults = {}, ClockReading reading = {}, TicksPerNs envelope = {});
 
   // Throws std::domain_error with fewer than two points. Beyond the ends the end
   // segment's rate is extrapolated (not strict: stamps there are counted by
@@ -103,6 +116,7 @@ class ClockBounds {
     Fit fit = Fit::Both;
     Rate own, before, after;  // before/after: the neighbours' rates (H1)
     long double c_lo = 0, c_hi = 0;  // where H1's change can lie (mono ns)
+    bool enveloped = false;  // fallen back, and bounded by the envelope instead
   };
 
   void classify(size_t i);
@@ -112,12 +126,14 @@ class ClockBounds {
   bool h1_window(size_t i, Rate ra, Rate rb, long double& c_lo, long double& c_hi) const;
   void h0(size_t i, long double m, long double& lo, long double& hi) const;
   void h1(size_t i, long double m, long double& lo, long double& hi) const;
+  void in_envelope(size_t i, long double m, long double& lo, long double& hi) const;
 
   std::vector<long double> m_, a_, b_;  // points: mono ns, bracket lo/hi (ticks)
   std::vector<Segment> seg_;
   std::vector<ClockChange> changes_;  // sorted by from_ns
   std::vector<ClockChange> faults_;
   long double quantum_ = 1;  // CLOCK_MONOTONIC's reading step, ns
+  Rate envelope_;  // lo = 0: unknown
   uint64_t longest_change_ = 0;  // the widest [from_ns, to_ns]
   ClockModelStats stats_;
 };

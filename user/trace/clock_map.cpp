@@ -117,8 +117,28 @@ ClockPoint sample_clock_point(int brackets) {
   return best;
 }
 
+namespace {
+
+// TSC ticks per CLOCK_MONOTONIC ns within the envelope: TSC per RAW ns, strictly
+// from the first and last points' brackets (RAW one line, no departure), over
+// the envelope's MONOTONIC ns per RAW ns.
+TicksPerNs envelope_ticks(const std::vector<ClockPoint>& pts, const RawWitness& raw, uint64_t raw_quantum,
+                          RateEnvelope env) {
+  if (!env.known() || pts.size() < 2 || raw.departed || !raw.rate_changes.empty()) return {};
+  const ClockPoint &f = pts.front(), &l = pts.back();
+  if (!f.has_raw() || !l.has_raw() || l.raw_ns <= f.raw_ns + 2 * raw_quantum) return {};
+  auto lo_tick = [](const ClockPoint& p) { return (long double)p.raw_tsc - p.raw_width_ticks / 2.0L - 1; };
+  auto hi_tick = [](const ClockPoint& p) { return (long double)p.raw_tsc + p.raw_width_ticks / 2.0L + 1; };
+  long double span = (long double)(l.raw_ns - f.raw_ns), q = (long double)raw_quantum;
+  long double k_lo = (lo_tick(l) - hi_tick(f)) / (span + q), k_hi = (hi_tick(l) - lo_tick(f)) / (span - q);
+  if (!(k_lo > 0)) return {};
+  return {k_lo / env.hi, k_hi / env.lo};
+}
+
+}  // namespace
+
 ClockMap::ClockMap(std::vector<ClockPoint> pts, std::vector<ClockChange> changes, ClockReading reading,
-                   std::vector<ClockChange> faults)
+                   std::vector<ClockChange> faults, RateEnvelope envelope)
     : reading_(reading) {
   std::sort(pts.begin(), pts.end(), [](const ClockPoint& a, const ClockPoint& b) {
     return a.tsc != b.tsc ? a.tsc < b.tsc : a.mono_ns < b.mono_ns;
@@ -130,7 +150,8 @@ ClockMap::ClockMap(std::vector<ClockPoint> pts, std::vector<ClockChange> changes
     if (pts_.empty() || (p.tsc > pts_.back().tsc && p.mono_ns > pts_.back().mono_ns)) pts_.push_back(p);
   raw_ = cptrace::raw_witness(pts_, reading.raw_quantum_ns);
   faults.insert(faults.end(), raw_.spans.begin(), raw_.spans.end());
-  bounds_ = ClockBounds(pts_, std::move(changes), std::move(faults), reading);
+  bounds_ = ClockBounds(pts_, std::move(changes), std::move(faults), reading,
+                        envelope_ticks(pts_, raw_, reading.raw_quantum_ns, envelope));
   stats_ = bounds_.stats();
   stats_.tsc_rate_changes = raw_.rate_changes.size();
 }
@@ -164,6 +185,7 @@ nlohmann::json clock_model_json(const ClockMap& map) {
                       {"rate_change", s.rate_change},
                       {"either", s.either},
                       {"violated", s.violated},
+                      {"enveloped", s.enveloped},
                       {"crowded", s.crowded},
                       {"departed", s.departed},
                       {"tsc_rate_changes", s.tsc_rate_changes},

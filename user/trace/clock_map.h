@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "trace/clock_bounds.h"
+#include "trace/clock_rate_envelope.h"
 #include "trace/raw_witness.h"
 #include "trace/trace_format.h"
 #include "trace/tsc_frequency.h"
@@ -32,9 +33,11 @@ class ClockMap {
   // (duplicates, and points contradicting their predecessor). Checks the points'
   // CLOCK_MONOTONIC_RAW against the TSC (raw_witness.h): segments off the line
   // fall back in the model, as do `faults` known otherwise (a clocksource
-  // switch). `reading`: the clocks' reading quanta.
+  // switch). `reading`: the clocks' reading quanta. `envelope`: the rate the
+  // discipline allowed against RAW (clock_rate_envelope.h), turned into TSC
+  // ticks per ns through RAW's own line when RAW held one line throughout.
   explicit ClockMap(std::vector<ClockPoint> pts, std::vector<ClockChange> changes = {}, ClockReading reading = {},
-                    std::vector<ClockChange> faults = {});
+                    std::vector<ClockChange> faults = {}, RateEnvelope envelope = {});
 
   bool empty() const { return pts_.empty(); }
   const std::vector<ClockPoint>& points() const { return pts_; }

@@ -17,6 +17,7 @@
 #include "cptrace.h"  // cp_channel_id, CP_CHANNEL_NAME_MAX
 #include "trace/block_codec.h"
 #include "trace/clock_change_candidates.h"
+#include "trace/clock_rate_envelope.h"
 #include "trace/events_frame_check.h"
 #include "trace/trace_file.h"
 
@@ -230,7 +231,7 @@ void TraceReader::add_change_candidates() {
       else
         faults.push_back({0, UINT64_MAX});
     }
-  clock_map_ = ClockMap(clock_, clock_change_candidates(*this), reading, std::move(faults));
+  clock_map_ = ClockMap(clock_, clock_change_candidates(*this), reading, std::move(faults), clock_rate_envelope(*this));
 }
 
 // Whether the frame magic occurs anywhere in [from, end of file). A file that ends
