@@ -238,6 +238,45 @@ TEST(ClockBounds, CrowdedWitnessedChangesFallBack) {
   EXPECT_GE(m.model_stats().crowded, 1u);
 }
 
+// A recorder stopped for 3 s (SIGSTOP, an overloaded node) while the clock is
+// toggled +-500 ppm every 150 ms: no point inside the gap, every call witnessed
+// (the BPF watch keeps them), so the gap's one segment is crowded. Monotonicity
+// alone bounds a stamp there by the whole 3 s; the rate envelope of the
+// discipline the calls set (clock_rate_envelope.h) bounds it to ~1000 ppm of its
+// distance from the nearer point, and still contains it. An envelope that the
+// data contradicts (one claiming +-100 ppm) is refuted and not used.
+TEST(ClockBounds, StalledRecorderGapIsBoundedByTheRateEnvelope) {
+  Timekeeper k;
+  SlewRun run;
+  int n = 0;
+  for (ld t = 175e6; t < 5.8e9; t += 150e6) {
+    k.change_at_ns(t + 1e5L, ++n % 2 ? 500 : -500);
+    run.marks.push_back(uint64_t(k.mono(kTsc0 + t * kHz)));
+  }
+  run.every(k, 0, 1.5e9, 100e6);
+  run.every(k, 4.5e9, 6e9, 100e6);
+  for (ClockPoint& p : run.pts) {  // RAW: the clocksource undisciplined, read inside the bracket
+    p.flags |= kClockHasRaw;
+    p.raw_tsc = p.tsc, p.raw_width_ticks = p.width_ticks;
+    p.raw_ns = uint64_t(std::floor(ld(kMono0 / 2) + ld(p.tsc - kTsc0) / kHz));
+  }
+  std::vector<ClockChange> changes;
+  for (uint64_t at : run.marks) changes.push_back({at, at + kChangeEffectNs});
+  const ld d = kDitherPpm * 1e-6L;
+  ClockMap plain(run.pts, changes);
+  ClockMap enveloped(run.pts, changes, {}, {}, RateEnvelope{1 - 500e-6L - d, 1 + 500e-6L + d});
+  ClockMap refuted(run.pts, changes, {}, {}, RateEnvelope{1 - 100e-6L - d, 1 + 100e-6L + d});
+  Result rp = check(k, plain, 6e9), re = check(k, enveloped, 6e9), rr = check(k, refuted, 6e9);
+  EXPECT_EQ(rp.contained, rp.checked);
+  EXPECT_EQ(re.contained, re.checked);
+  EXPECT_EQ(rr.contained, rr.checked);
+  EXPECT_GE(enveloped.model_stats().enveloped, 1u);
+  EXPECT_EQ(refuted.model_stats().enveloped, 0u);
+  EXPECT_EQ(plain.model_stats().enveloped, 0u);
+  EXPECT_GT(rp.widest_ticks, 2e9L * kHz);  // the gap's whole length, nearly
+  EXPECT_LT(re.widest_ticks, 1002e-6L * 1.5e9L * kHz + 4000);  // the envelope at mid-gap
+}
+
 }  // namespace
 }  // namespace cptrace
 
