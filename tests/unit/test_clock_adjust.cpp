@@ -15,6 +15,7 @@
 #include "trace/clock_adjust.h"
 #include "trace/clock_change_candidates.h"
 #include "trace/clock_map.h"
+#include "trace/clock_rate_envelope.h"
 #include "trace/trace_reader.h"
 
 namespace cptrace {
@@ -189,6 +190,53 @@ TEST(ClockChangeCandidates, StateChangedByNoSeenCallLeavesItsWindowsUnchecked) {
   TraceReader seen = reader({s0, syscall_adj(1'450'000'000, ADJ_FREQUENCY), s1});
   EXPECT_EQ(clock_change_candidates(seen).size(), 1u) << "the call alone";
   EXPECT_EQ(seen.clock_map().model_stats().crowded, 0u);
+}
+
+// The rate envelope (clock_rate_envelope.h): with every call witnessed and
+// read, the tick and frequency the states and calls set bound CLOCK_MONOTONIC's
+// rate against RAW; anything that could move it otherwise leaves it unknown.
+TEST(ClockRateEnvelope, WhatTheWitnessedDisciplineAllows) {
+  std::vector<ClockPoint> pts;
+  for (uint64_t m = 1'000'000'000; m <= 2'000'000'000; m += 100'000'000) pts.push_back({m * 2, m, 10, 0});
+  const nlohmann::json watched = {{"clock_discipline", {{"syscalls_watched", true}, {"syscalls_dropped", 0}}}};
+  auto envelope = [&](std::vector<ClockAdjustment> adj, const nlohmann::json& meta) {
+    TraceReader r = TraceReader::from_bytes(
+        file_header_bytes() + bytes_of(encode_clock(pts)) +
+            bytes_of(encode_json(FrameType::ClockAdjust, clock_adjust_frame_json(adj), uint32_t(adj.size()))),
+        meta);
+    EXPECT_FALSE(r.error());
+    return clock_rate_envelope(r);
+  };
+  ClockAdjustment s0 = state_adj(1'000'000'000, STA_NANO, 0);
+  s0.state.freq = -100 << 16;
+  ClockAdjustment fast = syscall_adj(1'300'000'000, ADJ_FREQUENCY);  // +200 ppm
+  ClockAdjustment huge = syscall_adj(1'400'000'000, ADJ_FREQUENCY);
+  huge.freq = 900ll << 16;  // the kernel clamps it to +500 ppm
+  RateEnvelope e = envelope({s0, fast}, watched);
+  ASSERT_TRUE(e.known());
+  EXPECT_NEAR(double(e.lo), 1 - 100e-6 - 1e-6, 1e-9);
+  EXPECT_NEAR(double(e.hi), 1 + 200e-6 + 1e-6, 1e-9);
+  EXPECT_NEAR(double(envelope({s0, huge}, watched).hi), 1 + 500e-6 + 1e-6, 1e-9);
+  ClockAdjustment tick = syscall_adj(1'500'000'000, ADJ_TICK);
+  tick.tick = 10200;  // chrony's tick slew: +2 %
+  EXPECT_NEAR(double(envelope({s0, tick}, watched).hi), 1.02 - 100e-6 + 1e-6, 1e-9);  // with the state's freq
+  // Unknown: the watch not running or dropping, no state read, an offset being
+  // slewed, a call that sets an offset or the time, a call whose values were not read.
+  EXPECT_FALSE(envelope({s0, fast}, nlohmann::json::object()).known());
+  EXPECT_FALSE(envelope({s0}, {{"clock_discipline", {{"syscalls_watched", true}, {"syscalls_dropped", 2}}}}).known());
+  EXPECT_FALSE(envelope({fast}, watched).known());
+  EXPECT_FALSE(envelope({state_adj(1'000'000'000, STA_PLL | STA_NANO, 2'000'000)}, watched).known());
+  EXPECT_FALSE(envelope({s0, syscall_adj(1'300'000'000, ADJ_OFFSET | ADJ_NANO)}, watched).known());
+  EXPECT_FALSE(envelope({s0, syscall_adj(1'300'000'000, ADJ_OFFSET_SINGLESHOT)}, watched).known());
+  ClockAdjustment unread = fast;
+  unread.args_read = false;
+  EXPECT_FALSE(envelope({s0, unread}, watched).known());
+  ClockAdjustment settime = fast;
+  settime.syscall = "clock_settime";
+  EXPECT_FALSE(envelope({s0, settime}, watched).known());
+  // A failed call and a read change nothing.
+  EXPECT_TRUE(
+      envelope({s0, syscall_adj(1'300'000'000, ADJ_OFFSET, -1), syscall_adj(1'300'000'000, 0)}, watched).known());
 }
 
 TEST(ClockSchedule, PointsAfterAChangeAndAroundSecondBoundaries) {
