@@ -26,7 +26,9 @@
 // three-segment window holds two or more witnessed possible rate changes
 // (`ClockChange`s, from the recorded clock adjustments), falls back to the
 // assumption-free bound [a_i, b_{i+1}] (the clock is monotonic) and is counted:
-// wider, never wrong. H1's two-segment neighbour baselines reach one segment
+// wider, never wrong. Where the witnessed discipline bounds the rate itself
+// (clock_rate_envelope.h), a violated or crowded segment is bounded at that
+// envelope's rates from both of its points instead. H1's two-segment neighbour baselines reach one segment
 // further on each side, so they are used only where the window centred there
 // holds fewer than two witnessed changes too; and an end segment (no neighbour
 // beyond it, so H1 cannot be weighed) that a witnessed change may fall into
