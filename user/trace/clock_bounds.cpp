@@ -163,13 +163,16 @@ void ClockBounds::classify(size_t i) {
   (h0 && h1 ? stats_.either : h0 ? stats_.one_rate : h1 ? stats_.rate_change : stats_.violated)++;
 }
 
-// H0: one rate through segment i, from both of its points.
-void ClockBounds::h0(size_t i, ld m, ld& lo, ld& hi) const {
-  const Rate& r = seg_[i].own;
+// A rate within r all through segment i: the stamp is on a line of such a rate
+// from each of the segment's two points.
+void ClockBounds::at_rate(size_t i, const Rate& r, ld m, ld& lo, ld& hi) const {
   ld u = m - m_[i], v = m_[i + 1] - m;
   lo = std::max(a_[i] + r.lo * u, a_[i + 1] - r.hi * v);
   hi = std::min(b_[i] + r.hi * u, b_[i + 1] - r.lo * v);
 }
+
+// H0: one rate through segment i, its own.
+void ClockBounds::h0(size_t i, ld m, ld& lo, ld& hi) const { at_rate(i, seg_[i].own, m, lo, hi); }
 
 // H1: before the change the stamp is on the line from point i at the earlier
 // rate, after it on the line back from point i+1 at the later rate; each is
@@ -203,14 +206,8 @@ void ClockBounds::h1(size_t i, ld m, ld& lo, ld& hi) const {
   }
 }
 
-// The envelope: whatever the rate did inside segment i, it stayed within the
-// envelope, so the stamp is on a line of such a rate from either point.
-void ClockBounds::in_envelope(size_t i, ld m, ld& lo, ld& hi) const {
-  const Rate& r = envelope_;
-  ld u = m - m_[i], v = m_[i + 1] - m;
-  lo = std::max(a_[i] + r.lo * u, a_[i + 1] - r.hi * v);
-  hi = std::min(b_[i] + r.hi * u, b_[i + 1] - r.lo * v);
-}
+// The envelope: whatever the rate did inside segment i, it stayed within it.
+void ClockBounds::in_envelope(size_t i, ld m, ld& lo, ld& hi) const { at_rate(i, envelope_, m, lo, hi); }
 
 TscBounds ClockBounds::mono_to_tsc(uint64_t mono_ns) const {
   if (seg_.empty())

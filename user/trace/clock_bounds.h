@@ -26,13 +26,13 @@
 // three-segment window holds two or more witnessed possible rate changes
 // (`ClockChange`s, from the recorded clock adjustments), falls back to the
 // assumption-free bound [a_i, b_{i+1}] (the clock is monotonic) and is counted:
-// wider, never wrong. Where the witnessed discipline bounds the rate itself
-// (clock_rate_envelope.h), a violated or crowded segment is bounded at that
-// envelope's rates from both of its points instead. H1's two-segment neighbour baselines reach one segment
+// wider, never wrong. H1's two-segment neighbour baselines reach one segment
 // further on each side, so they are used only where the window centred there
 // holds fewer than two witnessed changes too; and an end segment (no neighbour
 // beyond it, so H1 cannot be weighed) that a witnessed change may fall into
-// falls back as well.
+// falls back as well. Where the witnessed discipline bounds the rate itself
+// (clock_rate_envelope.h), a violated or crowded segment is bounded at that
+// envelope's rates from both of its points instead.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -126,6 +126,7 @@ class ClockBounds {
   bool fault_in(long double lo, long double hi) const;
   Rate rate(size_t j, size_t k, long double slack) const;
   bool h1_window(size_t i, Rate ra, Rate rb, long double& c_lo, long double& c_hi) const;
+  void at_rate(size_t i, const Rate& r, long double m, long double& lo, long double& hi) const;
   void h0(size_t i, long double m, long double& lo, long double& hi) const;
   void h1(size_t i, long double m, long double& lo, long double& hi) const;
   void in_envelope(size_t i, long double m, long double& lo, long double& hi) const;
