@@ -12,6 +12,7 @@
 #include "latency/latency_series.h"
 #include "analyze/report_nodes.h"
 #include "analyze/report_path.h"
+#include "trace/tsc_skew_history.h"
 #include "trace/out_file.h"
 #include "trace/trace_timeline.h"
 #include "analyze/clock_adjust_summary.h"
@@ -31,6 +32,10 @@ static std::string clock_trust_line(const TraceReader& r) {
   if (cd.contains("quantum_ns")) s += fmt::format(", reads in steps of {} ns", cd.value("quantum_ns", uint64_t(1)));
   if (tsc.contains("verdict")) s += fmt::format("; TSC {} ({})", tsc.value("verdict", ""), tsc.value("reason", ""));
   s += fmt::format("; skew across CPUs carried: {} ticks", r.tsc_skew_err());
+  TscSkewHistory h = TscSkewHistory::from_meta(m);
+  if (h.watched())
+    s += fmt::format(" ({} measures while recording, {} CPU interval(s) outside the start and stop ones)", h.periodic,
+                     h.moved);
   if (r.clock_map().points().size() >= 2) {
     const ClockModelStats& st = r.clock_map().model_stats();
     s += fmt::format(

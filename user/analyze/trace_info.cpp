@@ -14,6 +14,7 @@
 #include "trace/net_codec.h"
 #include "trace/sync_round_summary.h"
 #include "trace/trace_reader.h"
+#include "trace/tsc_skew_history.h"
 
 namespace cptrace {
 
@@ -191,6 +192,21 @@ std::string skew_text(const nlohmann::json& iv, double hz) {
   return fmt::format("[{}, {}] ticks (|skew| <= {:.1f} ns)", lo, hi, ns);
 }
 
+// What the periodic measures saw: the TSC checked by cptrace itself, whatever
+// the kernel's verdict (trace/tsc_skew_history.h).
+void print_skew_watch(const TscSkewHistory& h, double hz) {
+  if (!h.watched()) return;
+  std::string incomplete = h.periodic_incomplete ? fmt::format(" ({} missed some CPU)", h.periodic_incomplete) : "";
+  if (h.moved == 0)
+    fmt::print("tsc check  {} measures while recording{}: every CPU's interval met its start and stop ones\n",
+               h.periodic, incomplete);
+  else
+    fmt::print(
+        "tsc check  {} measures while recording{}: {} CPU interval(s) left their start and stop ones (the TSC "
+        "moved between CPUs): every stamp carries |skew| <= {:.1f} ns\n",
+        h.periodic, incomplete, h.moved, hz > 0 ? double(h.err) * 1e9 / hz : 0.0);
+}
+
 // The kernel's verdict on the TSC when recording, and the skew between CPUs'
 // counters measured at start and stop (meta.json "tsc").
 void print_tsc_trust(const nlohmann::json& j) {
@@ -208,6 +224,7 @@ void print_tsc_trust(const nlohmann::json& j) {
   fmt::print("tsc skew   TSC_k - TSC_ref at start {}, at stop {}\n",
              skew_text(sk.value("at_start", nlohmann::json()), hz),
              stop_measured ? skew_text(stop, hz) : "not measured (the recorder did not finish)");
+  print_skew_watch(TscSkewHistory::from_meta(j), hz);
 }
 
 void print_summary(const std::string& dir, const TraceReader& r, const EventTotals& t, const nlohmann::json& j) {

@@ -6,6 +6,7 @@
 #include <string>
 
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 
 #include "cli/commands.h"
 #include "record/recorder.h"
@@ -101,8 +102,20 @@ SubcommandRunner add_record_command(CLI::App& app) {
                      "channel handler rules: lines `PATTERN HANDLER [PARAMS]` (docs/record.md)");
   record->add_option("--control-socket", rec->control_socket,
                      "control socket for `cptrace config` (default: DIR/control.sock)");
-  record->add_flag("--accept-unstable-tsc", rec->accept_unstable_tsc,
-                   "record even when the kernel distrusts the TSC (every bound rests on it; meta.json says so)");
+  record
+      ->add_option("--skew-period", rec->skew_period_s,
+                   "seconds between measures of the TSC skew across CPUs while recording (0: start and stop only)")
+      ->check(CLI::Range(0.0, 3600.0));
+  // Kept so that scripts written for it still run: a TSC the kernel distrusts
+  // is now recorded and checked by default.
+  record->add_flag_callback(
+      "--accept-unstable-tsc",
+      [] {
+        fmt::print(stderr,
+                   "cptrace record: --accept-unstable-tsc is no longer needed: a TSC the kernel distrusts is "
+                   "recorded and checked by default (docs/clock.md)\n");
+      },
+      "no effect (a TSC the kernel distrusts is recorded and checked by default)");
   add_minrtt_record_options(record, rec->minrtt);
   add_net_options(record, rec->net);
   record->add_option("cmd", rec->cmd, "command to run and record (after --)");

@@ -35,6 +35,7 @@
 #include "record/namespace_pids.h"
 #include "record/clock_schedule.h"
 #include "record/clock_stream.h"
+#include "record/skew_watch.h"
 #include "record/tsc_skew.h"
 #include "sync/minrtt_record.h"
 #include "trace/clock_now.h"
@@ -209,18 +210,19 @@ struct RecordPlan {
   TscVerdict tsc;
 };
 
-// Every bound the trace will give rests on the TSC: a TSC the kernel itself
-// refused stops us here, unless --accept-unstable-tsc says to go on.
+// Every bound the trace will give rests on the TSC. One the kernel distrusts
+// is recorded and checked by cptrace itself: the skew across CPUs at start,
+// every --skew-period and at stop (a TSC that drifts leaves its interval), and
+// each clock segment's rate against CLOCK_MONOTONIC(_RAW) (clock_bounds.h).
 TscVerdict check_tsc_verdict(const RecordOptions& opt) {
   TscVerdict v = read_tsc_verdict();
-  if (v.trust == TscTrust::Distrusted && !opt.accept_unstable_tsc)
-    throw std::runtime_error(fmt::format(
-        "the kernel distrusts the TSC: {}. Every bound cptrace reports rests on it; --accept-unstable-tsc records "
-        "anyway (meta.json says so)",
-        v.reason));
   if (v.trust == TscTrust::Distrusted)
-    fmt::print(stderr, "cptrace record: recording on a TSC the kernel distrusts (--accept-unstable-tsc): {}\n",
-               v.reason);
+    fmt::print(stderr,
+               "cptrace record: the kernel distrusts the TSC ({}); recording, and checking it: the skew across "
+               "CPUs {}, each clock segment's rate (`cptrace info` says what held)\n",
+               v.reason,
+               opt.skew_period_s > 0 ? fmt::format("at start, every {:g} s and at stop", opt.skew_period_s)
+                                     : std::string("at start and at stop (--skew-period 0)"));
   return v;
 }
 
@@ -233,11 +235,14 @@ json skew_interval(const TscSkew& s) {
 
 // meta.json "tsc": the kernel's verdict and the skew across CPUs measured at
 // start and (once stopped) at stop; docs/record.md.
-json tsc_meta(const TscVerdict& v, bool accepted, const TscSkew& start, const std::optional<TscSkew>& stop) {
+json tsc_meta(const TscVerdict& v, double period_s, const TscSkew& start, const std::vector<TscSkew>& periodic,
+              const std::optional<TscSkew>& stop) {
   json j = {{"verdict", v.name()}, {"reason", v.reason}};
-  if (v.trust == TscTrust::Distrusted) j["accepted_unstable"] = accepted;
   j["skew_ticks"] = {{"at_start", skew_interval(start)}, {"at_stop", stop ? skew_interval(*stop) : json(nullptr)}};
   j["skew"] = {{"at_start", start.to_json()}, {"at_stop", stop ? stop->to_json() : json(nullptr)}};
+  j["skew"]["period_s"] = period_s;
+  j["skew"]["periodic"] = json::array();
+  for (const TscSkew& s : periodic) j["skew"]["periodic"].push_back(s.to_json());
   return j;
 }
 
@@ -302,6 +307,8 @@ class Recording {
   TscVerdict tsc_verdict_;
   TscSkew skew_start_;  // measured while the command is still held
   std::optional<TscSkew> skew_stop_;  // measured once the command is gone
+  std::unique_ptr<SkewWatch> skew_watch_;  // between the two
+  std::vector<TscSkew> skew_periodic_;  // what it measured
   std::unique_ptr<HeldCommand> child_;
   uint32_t filter_ = 0;  // tgid the probes keep (0: all processes)
   std::unique_ptr<ClockStream> clock_;  // from load_and_attach() on
@@ -379,7 +386,8 @@ void Recording::open_trace() {
   meta_["start"] = clock_->start_json();
   if (clock_->sim().enabled) meta_["simulated_clock"] = clock_->sim().to_json();
   skew_start_ = measure_tsc_skew();  // the command is held: nothing of it runs yet
-  meta_["tsc"] = tsc_meta(tsc_verdict_, opt_.accept_unstable_tsc, skew_start_, std::nullopt);
+  meta_["tsc"] = tsc_meta(tsc_verdict_, opt_.skew_period_s, skew_start_, {}, std::nullopt);
+  skew_watch_ = std::make_unique<SkewWatch>(std::chrono::milliseconds(int64_t(opt_.skew_period_s * 1000)));
   // The default DIR/control.sock always fits (reached through DIR's descriptor);
   // a chosen one is checked before DIR is created.
   if (!opt_.control_socket.empty()) ControlSocket::check_address(opt_.control_socket);
@@ -603,6 +611,7 @@ void Recording::stop_and_flush() {
   stop_sources();
   uint64_t held_series = drain_the_rest();
   if (child_) child_->wait();
+  skew_periodic_ = skew_watch_->finish();
   skew_stop_ = measure_tsc_skew();  // the command is gone: its CPUs are free
   if (minrtt_) minrtt_->stop();  // MinRTT2, after the command is gone: a quiet period
   clock_->add_extra_points(keeper.finish());  // beyond the regular cadence, as the schedule's are
@@ -694,7 +703,7 @@ void Recording::finish_meta(uint64_t held_series_points) {
   meta_["stop"] = clock_->stop_json();
   meta_["stop"]["reason"] = stop_reason();
   meta_["tsc_hz"] = tsc_hz;
-  meta_["tsc"] = tsc_meta(tsc_verdict_, opt_.accept_unstable_tsc, skew_start_, skew_stop_);
+  meta_["tsc"] = tsc_meta(tsc_verdict_, opt_.skew_period_s, skew_start_, skew_periodic_, skew_stop_);
   meta_["clock_discipline"] = clock_->discipline_json();
   meta_["channels"] = channels_.all_json();
   meta_["pid_namespaces"] = ns_pids_.all_json();

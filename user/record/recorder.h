@@ -35,7 +35,9 @@ struct RecordOptions {
   std::string control_socket;  // --control-socket (default: OUT_DIR/control.sock)
   MinrttRecordOptions minrtt;  // --peers, --minrtt-listen, --sync-*, --key, --simulate-clock
   NetOptions net;  // --net and its filters (net_capture.h)
-  bool accept_unstable_tsc = false;  // record even when the kernel distrusts the TSC (meta.json says so)
+  // The skew across CPUs measured while recording, every this many seconds
+  // (0: at start and stop only): record/skew_watch.h.
+  double skew_period_s = 5;
 };
 
 // Returns the process exit status for main(). Throws on setup errors.

@@ -188,10 +188,12 @@ int64_t TscSkew::max_abs() const {
 nlohmann::json TscSkew::to_json() const {
   nlohmann::json per = nlohmann::json::array();
   for (const CpuSkew& c : cpus) per.push_back({{"cpu", c.cpu}, {"lo", c.lo}, {"hi", c.hi}, {"hops", c.hops}});
-  return {{"reference_cpu", reference_cpu}, {"cpus", per}, {"unmeasured_cpus", unmeasured}, {"elapsed_ms", elapsed_ms}};
+  return {{"reference_cpu", reference_cpu}, {"cpus", per},
+          {"unmeasured_cpus", unmeasured},  {"elapsed_ms", elapsed_ms},
+          {"tsc_begin", tsc_begin},         {"tsc_end", tsc_end}};
 }
 
-TscSkew measure_tsc_skew(std::chrono::microseconds budget) {
+TscSkew measure_tsc_skew(std::chrono::microseconds budget, SkewRetry retry) {
   TscSkew out;
   auto t0 = Clock::now();
   int64_t raw0 = clock_now_ns(CLOCK_MONOTONIC_RAW);
@@ -215,7 +217,8 @@ TscSkew measure_tsc_skew(std::chrono::microseconds budget) {
     // Wider than a loaded round trip: the two threads seldom ran at once. Again
     // at real-time priority, a few times (a vCPU the host deschedules stalls
     // them too), and the narrowest interval kept: each holds the skew on its own.
-    for (int k = 0; k < kRetries && (!got || got->width() > kRetryWidthTicks); ++k) {
+    int retries = retry == SkewRetry::Realtime ? kRetries : 0;
+    for (int k = 0; k < retries && (!got || got->width() > kRetryWidthTicks); ++k) {
       auto again = measure_cpu(out.reference_cpu, others[i], Clock::now() + kRetryBudget, true);
       if (again && (!got || again->width() < got->width())) got = again;
     }
@@ -227,6 +230,7 @@ TscSkew measure_tsc_skew(std::chrono::microseconds budget) {
   uint64_t tsc1 = __rdtsc();
   int64_t raw1 = clock_now_ns(CLOCK_MONOTONIC_RAW);
   out.elapsed_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  out.tsc_begin = tsc0, out.tsc_end = tsc1;
   if (raw1 > raw0) out.tsc_hz = double(tsc1 - tsc0) * 1e9 / double(raw1 - raw0);
   return out;
 }

@@ -31,6 +31,7 @@ struct TscSkew {
   std::vector<int> unmeasured;  // online CPUs not pinned to, or without both bounds in time
   double elapsed_ms = 0;
   double tsc_hz = 0;  // TSC rate over the run against CLOCK_MONOTONIC_RAW, for display only
+  uint64_t tsc_begin = 0, tsc_end = 0;  // the reference thread's TSC around the whole measure
   // Every online CPU measured (a machine of one CPU has nothing to measure).
   bool complete() const { return reference_cpu >= 0 && unmeasured.empty(); }
   // [lo, hi] holding TSC_k - TSC_ref for every CPU k, the reference's own 0
@@ -40,8 +41,14 @@ struct TscSkew {
   nlohmann::json to_json() const;  // reference, per-CPU intervals, unmeasured CPUs, time taken
 };
 
+// How a measure may take the CPUs: at start and stop a wide interval is
+// measured again at SCHED_FIFO priority (the traced programs are held or gone,
+// or lose 10 ms); while recording it is not, as that would take their CPUs.
+enum class SkewRetry { Realtime, None };
+
 // Measures every online CPU against CPU 0 (or the first online CPU this process
 // may run on) within `budget` in all, the CPUs sharing it.
-TscSkew measure_tsc_skew(std::chrono::microseconds budget = std::chrono::milliseconds(50));
+TscSkew measure_tsc_skew(std::chrono::microseconds budget = std::chrono::milliseconds(50),
+                         SkewRetry retry = SkewRetry::Realtime);
 
 }  // namespace cptrace

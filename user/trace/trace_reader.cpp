@@ -20,6 +20,7 @@
 #include "trace/clock_rate_envelope.h"
 #include "trace/events_frame_check.h"
 #include "trace/trace_file.h"
+#include "trace/tsc_skew_history.h"
 
 namespace cptrace {
 
@@ -186,26 +187,9 @@ void TraceReader::scan() {
 // Again, now with the spans where the clock's rate may have changed: the
 // conversion model checks its assumption against them (clock_bounds.h). After
 // meta.json is read: it says whether the watch of clock calls dropped any.
-// The widest of the skew intervals the recorder measured (record/tsc_skew.h),
-// as a half-width around CPU 0's TSC. Malformed values are ignored here; the
-// interval is the recorder's, not a bound the reader can check.
-uint64_t tsc_skew_err_of(const nlohmann::json& meta) {
-  uint64_t err = 0;
-  const nlohmann::json& t = meta.value("tsc", nlohmann::json::object());
-  auto sk = t.is_object() ? t.find("skew_ticks") : t.end();
-  if (sk == t.end() || !sk->is_object()) return 0;
-  for (const char* when : {"at_start", "at_stop"}) {
-    auto w = sk->find(when);
-    if (w == sk->end() || !w->is_array() || w->size() != 2 || !(*w)[0].is_number_integer() ||
-        !(*w)[1].is_number_integer())
-      continue;
-    int64_t lo = (*w)[0].get<int64_t>(), hi = (*w)[1].get<int64_t>();
-    uint64_t e = std::max(lo < 0 ? uint64_t(0) - uint64_t(lo) : uint64_t(lo),
-                          hi < 0 ? uint64_t(0) - uint64_t(hi) : uint64_t(hi));
-    err = std::max(err, std::min<uint64_t>(e, uint64_t(1) << 62));
-  }
-  return err;
-}
+// The skew every stamp carries: what the recorder measured at start, at stop
+// and meanwhile (trace/tsc_skew_history.h).
+uint64_t tsc_skew_err_of(const nlohmann::json& meta) { return TscSkewHistory::from_meta(meta).err; }
 
 void TraceReader::read_tsc_skew() { tsc_skew_err_ = std::max(tsc_skew_err_, tsc_skew_err_of(meta_)); }
 

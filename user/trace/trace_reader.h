@@ -43,10 +43,9 @@ class ByteSource;
 // readers that keep their own table (a trace followed while it is written).
 std::string channel_label(const std::map<uint64_t, ChannelInfo>& channels, uint64_t id);
 
-// The widest of the TSC skew intervals the recorder measured across CPUs
-// (meta.json "tsc" skew_ticks at start and stop, record/tsc_skew.h), as a
-// half-width around CPU 0's TSC; 0 when absent. Malformed values are ignored: the
-// interval is the recorder's, not a bound a reader can check.
+// The TSC skew across CPUs every stamp carries, as a half-width around the
+// reference CPU's TSC: the widest interval measured at start and stop, widened
+// by periodic measures that left them (trace/tsc_skew_history.h); 0 when absent.
 uint64_t tsc_skew_err_of(const nlohmann::json& meta);
 
 class TraceReader {

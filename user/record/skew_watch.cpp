@@ -1,0 +1,35 @@
+#include "record/skew_watch.h"
+
+namespace cptrace {
+
+SkewWatch::SkewWatch(std::chrono::milliseconds period, std::chrono::microseconds budget)
+    : period_(period), budget_(budget) {
+  if (period_.count() > 0) thread_ = std::thread([this] { run(); });
+}
+
+SkewWatch::~SkewWatch() { finish(); }
+
+std::vector<TscSkew> SkewWatch::finish() {
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  std::lock_guard<std::mutex> g(mu_);
+  return taken_;
+}
+
+// The measure runs outside the lock, so finish() never waits on more than the
+// one in progress (its budget).
+void SkewWatch::run() {
+  std::unique_lock<std::mutex> g(mu_);
+  while (!cv_.wait_for(g, period_, [this] { return stop_; })) {
+    g.unlock();
+    TscSkew s = measure_tsc_skew(budget_, SkewRetry::None);
+    g.lock();
+    taken_.push_back(std::move(s));
+  }
+}
+
+}  // namespace cptrace
