@@ -242,7 +242,7 @@ check-architecture:
 # is a test that did not run), and on a fuzz failure. The BPF tests need root, so
 # running as another user fails at once instead of skipping them.
 test: check-root deps guest-kernels check-layers check-architecture check-commits check-format check-js
-	$(MAKE) -j$$(nproc) all $(BUILD)/cptrace_tests $(BUILD)/fuzz_trace_reader
+	$(MAKE) -j$$(nproc) all $(BUILD)/cptrace_tests $(FUZZ_BINS)
 	rm -f $(BUILD)/test-report.xml
 	cd $(BUILD) && ./cptrace_tests --gtest_output=xml:test-report.xml $(GTEST_ARGS)
 	bash tools/check-skips.sh $(BUILD)/test-report.xml tests/skip-allowlist.txt
@@ -255,26 +255,44 @@ check-root:
 	  exit 1; fi
 
 # ---- fuzzing --------------------------------------------------------------------
+# One target per parser of outside input: tests/fuzz/fuzz_NAME.cpp, its seeds in
+# tests/fuzz/NAME/corpus, every input that ever crashed it in
+# tests/fuzz/NAME/regressions (the trace reader's, the first, in tests/fuzz/corpus
+# and tests/fuzz/regressions).
+FUZZERS    := trace_reader minrtt agent_wire
+FUZZ_BINS  := $(addprefix $(BUILD)/fuzz_,$(FUZZERS))
+FUZZ_CXX   := clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined $(CPPFLAGS)
+fuzz_dir    = $$(if [ $(1) = trace_reader ]; then echo tests/fuzz; else echo tests/fuzz/$(1); fi)
+
 $(BUILD)/fuzz_trace_reader: tests/fuzz/fuzz_trace_reader.cpp $(FUZZ_SRCS) $(wildcard user/trace/*.h)
 	@mkdir -p $(@D)
-	clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined $(CPPFLAGS) $< $(FUZZ_SRCS) \
-	  -o $@ -lzstd -ldeflate -lz -lfmt
+	$(FUZZ_CXX) $< $(FUZZ_SRCS) -o $@ -lzstd -ldeflate -lz -lfmt
 
-fuzz: deps $(BUILD)/fuzz_trace_reader
-	mkdir -p $(BUILD)/fuzz-corpus
-	$(BUILD)/fuzz_trace_reader $(BUILD)/fuzz-corpus tests/fuzz/corpus -max_total_time=$(or $(FUZZ_SECONDS),600)
+$(BUILD)/fuzz_minrtt: tests/fuzz/fuzz_minrtt.cpp user/sync/minrtt_protocol.cpp user/sync/minrtt_protocol.h
+	@mkdir -p $(@D)
+	$(FUZZ_CXX) $< user/sync/minrtt_protocol.cpp -o $@ -lcrypto -lfmt
 
-# Regression inputs first (every crash ever found lives in tests/fuzz/regressions),
-# then a short exploratory run.
-fuzz-run: $(BUILD)/fuzz_trace_reader
-	$(BUILD)/fuzz_trace_reader -runs=0 tests/fuzz/regressions tests/fuzz/corpus
-	mkdir -p $(BUILD)/fuzz-corpus
-	@# The whole output goes to a log, so the fuzzer's exit status reaches make; on
-	@# failure the log's end (the crash report) is shown.
-	$(BUILD)/fuzz_trace_reader $(BUILD)/fuzz-corpus tests/fuzz/corpus -max_total_time=$(FUZZ_TIME) \
-	  -print_final_stats=0 >$(BUILD)/fuzz-run.log 2>&1 \
-	  || { tail -40 $(BUILD)/fuzz-run.log; echo "fuzz-run: fuzz_trace_reader failed (log: $(BUILD)/fuzz-run.log)" >&2; exit 1; }
-	@tail -3 $(BUILD)/fuzz-run.log
+$(BUILD)/fuzz_agent_wire: tests/fuzz/fuzz_agent_wire.cpp user/cluster/agent_wire.cpp user/cluster/nodes_file.cpp \
+  user/cluster/agent_wire.h user/cluster/nodes_file.h
+	@mkdir -p $(@D)
+	$(FUZZ_CXX) $< user/cluster/agent_wire.cpp user/cluster/nodes_file.cpp -o $@ -lfmt
+
+fuzz: deps $(FUZZ_BINS)
+	@set -e; for f in $(FUZZERS); do d=$(call fuzz_dir,$$f); mkdir -p $(BUILD)/fuzz-corpus/$$f; \
+	  $(BUILD)/fuzz_$$f $(BUILD)/fuzz-corpus/$$f $$d/corpus -max_total_time=$(or $(FUZZ_SECONDS),600); done
+
+# Per target: its regression inputs and seeds first, then a short exploratory
+# run. Each run's output goes to a log, so the fuzzer's exit status reaches make;
+# on failure the log's end (the crash report) is shown.
+fuzz-run: $(FUZZ_BINS)
+	@set -e; for f in $(FUZZERS); do d=$(call fuzz_dir,$$f); log=$(BUILD)/fuzz-run-$$f.log; \
+	  mkdir -p $(BUILD)/fuzz-corpus/$$f; \
+	  echo "fuzz-run: $$f ($$d)"; \
+	  $(BUILD)/fuzz_$$f -runs=0 $$d/regressions $$d/corpus >$$log 2>&1 \
+	    || { tail -40 $$log; echo "fuzz-run: fuzz_$$f failed on a regression or seed (log: $$log)" >&2; exit 1; }; \
+	  $(BUILD)/fuzz_$$f $(BUILD)/fuzz-corpus/$$f $$d/corpus -max_total_time=$(FUZZ_TIME) -print_final_stats=0 \
+	    >$$log 2>&1 || { tail -40 $$log; echo "fuzz-run: fuzz_$$f failed (log: $$log)" >&2; exit 1; }; \
+	  tail -2 $$log; done
 
 $(BUILD)/%: tools/%.cpp
 	@mkdir -p $(@D)

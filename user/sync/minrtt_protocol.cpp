@@ -242,20 +242,14 @@ Bytes encode(const Message& m, const std::vector<uint8_t>* key) {
   return b;
 }
 
+// With a key, the MAC is checked before any field is looked at beyond the
+// magic, version and length: a datagram from a stranger is only ever bytes
+// hashed and compared.
 Reject decode(const uint8_t* p, size_t len, const std::vector<uint8_t>* key, Message& m) {
   if (len < 8 || get32(p) != kMagic) return Reject::Malformed;
   if (p[4] != kProtocolVersion) return Reject::BadVersion;
   if (len != kMessageBytes) return Reject::Malformed;
-  uint8_t type = p[5];
   uint16_t flags = get16(p + 6);
-  if (type < 1 || type > 4 || (flags & ~kKnownFlags) || p[59] != 0) return Reject::Malformed;
-  size_t nl = p[58];
-  if (nl == 0 || nl > kMaxNodeName) return Reject::Malformed;
-  if (memchr(p + 60, 0, nl) != nullptr) return Reject::Malformed;
-  for (size_t i = 60 + nl; i < kMacOffset; ++i)
-    if (p[i]) return Reject::Malformed;
-  m.type = MsgType(type);
-  if ((m.type == MsgType::Probe) != (get16(p + 56) != 0)) return Reject::Malformed;
   bool has_mac = flags & kFlagMac;
   if (key) {
     if (!has_mac) return Reject::BadAuth;
@@ -266,6 +260,15 @@ Reject decode(const uint8_t* p, size_t len, const std::vector<uint8_t>* key, Mes
     for (size_t i = kMacOffset; i < kMessageBytes; ++i)
       if (p[i]) return Reject::Malformed;
   }
+  uint8_t type = p[5];
+  if (type < 1 || type > 4 || (flags & ~kKnownFlags) || p[59] != 0) return Reject::Malformed;
+  size_t nl = p[58];
+  if (nl == 0 || nl > kMaxNodeName) return Reject::Malformed;
+  if (memchr(p + 60, 0, nl) != nullptr) return Reject::Malformed;
+  for (size_t i = 60 + nl; i < kMacOffset; ++i)
+    if (p[i]) return Reject::Malformed;
+  m.type = MsgType(type);
+  if ((m.type == MsgType::Probe) != (get16(p + 56) != 0)) return Reject::Malformed;
   m.kernel_ok = flags & kFlagKernelOk;
   m.session = get64(p + 8);
   m.seq = get64(p + 16);
