@@ -259,7 +259,7 @@ check-root:
 # tests/fuzz/NAME/corpus, every input that ever crashed it in
 # tests/fuzz/NAME/regressions (the trace reader's, the first, in tests/fuzz/corpus
 # and tests/fuzz/regressions).
-FUZZERS    := trace_reader minrtt agent_wire
+FUZZERS    := trace_reader minrtt agent_wire handler_rules
 FUZZ_BINS  := $(addprefix $(BUILD)/fuzz_,$(FUZZERS))
 FUZZ_CXX   := clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined $(CPPFLAGS)
 fuzz_dir    = $$(if [ $(1) = trace_reader ]; then echo tests/fuzz; else echo tests/fuzz/$(1); fi)
@@ -276,6 +276,10 @@ $(BUILD)/fuzz_agent_wire: tests/fuzz/fuzz_agent_wire.cpp user/cluster/agent_wire
   user/cluster/agent_wire.h user/cluster/nodes_file.h
 	@mkdir -p $(@D)
 	$(FUZZ_CXX) $< user/cluster/agent_wire.cpp user/cluster/nodes_file.cpp -o $@ -lfmt
+
+$(BUILD)/fuzz_handler_rules: tests/fuzz/fuzz_handler_rules.cpp user/probe/handler_rules.cpp user/probe/handler_rules.h
+	@mkdir -p $(@D)
+	$(FUZZ_CXX) $< user/probe/handler_rules.cpp -o $@ -lfmt
 
 fuzz: deps $(FUZZ_BINS)
 	@set -e; for f in $(FUZZERS); do d=$(call fuzz_dir,$$f); mkdir -p $(BUILD)/fuzz-corpus/$$f; \
