@@ -188,6 +188,14 @@ $(BUILD)/tests/%: tests/workloads/%.cpp $(BUILD)/libcptrace.so
 	@mkdir -p $(@D)
 	$(CXX) -std=c++20 $(CXXFLAGS) -Iinclude $< -o $@ -L$(BUILD) -lcptrace -Wl,-rpath,'$$ORIGIN/..' -lpthread
 
+# A Go program logging through cgo (Debian's golang-go): built with the tests, not
+# by `all`, so the demo needs no Go. Its build cache stays in $(BUILD).
+$(BUILD)/tests/cgo_logger: tests/workloads/go/cgo_logger.go $(BUILD)/libcptrace.so include/cptrace.h
+	@mkdir -p $(@D)
+	cd tests/workloads/go && GOCACHE=$(CURDIR)/$(BUILD)/go-cache GOPATH=$(CURDIR)/$(BUILD)/go GO111MODULE=off \
+	  CGO_CFLAGS="-I$(CURDIR)/include" CGO_LDFLAGS="-L$(CURDIR)/$(BUILD) -lcptrace -Wl,-rpath,\$$ORIGIN/.." \
+	  go build -o $(CURDIR)/$@ cgo_logger.go
+
 # The kernel-matrix guest's clock check: logs through libcptrace and reads traces
 # with the trace layer (the bottom one: it needs no other).
 $(BUILD)/tests/clock_truth: tests/kernels/clock_truth.cpp tests/truth_sampler.h $(BUILD)/user/libtrace.a $(BUILD)/libcptrace.so
@@ -242,7 +250,7 @@ check-architecture:
 # is a test that did not run), and on a fuzz failure. The BPF tests need root, so
 # running as another user fails at once instead of skipping them.
 test: check-root deps guest-kernels check-layers check-architecture check-commits check-format check-js
-	$(MAKE) -j$$(nproc) all $(BUILD)/cptrace_tests $(FUZZ_BINS)
+	$(MAKE) -j$$(nproc) all $(BUILD)/cptrace_tests $(FUZZ_BINS) $(BUILD)/tests/cgo_logger
 	rm -f $(BUILD)/test-report.xml
 	cd $(BUILD) && ./cptrace_tests --gtest_output=xml:test-report.xml $(GTEST_ARGS)
 	bash tools/check-skips.sh $(BUILD)/test-report.xml tests/skip-allowlist.txt

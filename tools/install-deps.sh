@@ -30,6 +30,7 @@ PKGS=(
   dpkg-dev lintian help2man man-db         # make deb: Depends (dpkg-shlibdeps), package checks, man pages from --help
   yamllint python3-yaml                    # tests: lint and read deploy/cptrace-node.yaml (NodeWide.DaemonSet*)
   openssh-server openssh-client            # tests: cluster nodes reached over ssh (sshd in a namespace, never as a service)
+  golang-go                                # tests: a Go program logging through cgo (tests/workloads/go)
 )
 # npm: Debian's package, unless a node that brings its own npm is installed
 # (Debian's npm conflicts with such a nodejs).
