@@ -39,14 +39,45 @@ bool WireDecoder::next(WireFrame& out) {
   if (buf_.size() < kWireHeader) return false;
   uint32_t magic = get<uint32_t>(buf_, 0), type = get<uint32_t>(buf_, 4), len = get<uint32_t>(buf_, 16);
   if (magic != kWireMagic || type < 1 || type > uint32_t(WireType::Stopped) || len > kWireMaxPayload)
-    throw std::runtime_error(fmt::format("not a cptrace agent stream (starts with \"{}\")",
-                                         buf_.substr(0, std::min<size_t>(buf_.size(), 60))));
+    throw std::runtime_error(fmt::format("not a cptrace agent stream (starts with \"{}\")", printable(buf_, 60)));
   if (buf_.size() < kWireHeader + len) return false;
   out.type = WireType(type);
   out.offset = get<uint64_t>(buf_, 8);
   out.data.assign(buf_, kWireHeader, len);
   buf_.erase(0, kWireHeader + len);
   return true;
+}
+
+std::string printable(const std::string& s, size_t max) {
+  std::string out;
+  for (size_t i = 0; i < s.size() && i < max; ++i) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x20 && c < 0x7f && c != '\\')
+      out += char(c);
+    else
+      out += fmt::format("\\x{:02x}", c);
+  }
+  return out;
+}
+
+nlohmann::json parse_done(const std::string& data) {
+  nlohmann::json j = nlohmann::json::parse(data, nullptr, false);
+  if (j.is_discarded() || !j.is_object())
+    throw std::runtime_error(fmt::format("its Done frame is not a JSON object: \"{}\"", printable(data, 60)));
+  auto want = [&](const char* key, bool ok, const char* what) {
+    if (j.contains(key) && !ok) throw std::runtime_error(fmt::format("its Done frame's \"{}\" is not {}", key, what));
+  };
+  auto at = [&](const char* key) -> const nlohmann::json& { return j.contains(key) ? j[key] : j; };
+  want("status", at("status").is_number_integer(), "an integer");
+  want("signal", at("signal").is_number_integer(), "an integer");
+  want("events_bytes", at("events_bytes").is_number_unsigned(), "a byte count");
+  want("running", at("running").is_boolean(), "true or false");
+  want("stopped_by", at("stopped_by").is_string(), "a string");
+  want("stderr_tail", at("stderr_tail").is_string(), "a string");
+  const nlohmann::json& e = at("ended_mono_ns");
+  want("ended_mono_ns", e.is_array() && e.size() == 2 && e[0].is_number_unsigned() && e[1].is_number_unsigned(),
+       "two instants");
+  return j;
 }
 
 bool write_all(int fd, const char* p, size_t n) {

@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 namespace cptrace {
 
 enum class WireType : uint32_t { Hello = 1, Events = 2, Meta = 3, Done = 4, MetaStart = 5, Stopped = 6 };
@@ -47,6 +49,16 @@ class WireDecoder {
  private:
   std::string buf_;
 };
+
+// A Done frame's JSON, checked before anything reads it: an object whose
+// fields the controller uses have their types ("status", "signal": integers;
+// "events_bytes": unsigned; "running": bool; "stopped_by", "stderr_tail":
+// strings; "ended_mono_ns": two unsigned). Throws std::runtime_error naming
+// what is wrong: a node's bytes must not stop the controller.
+nlohmann::json parse_done(const std::string& data);
+
+// Up to `max` bytes of `s` as text a terminal shows as is: other bytes as \xNN.
+std::string printable(const std::string& s, size_t max);
 
 // write(2) until every byte is out; false on an error (EPIPE: the reader is gone).
 bool write_all(int fd, const char* p, size_t n);

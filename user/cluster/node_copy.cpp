@@ -49,8 +49,8 @@ void apply_frame(NodeRun& n, const WireFrame& f) {
       n.stopped = true;
       break;
     case WireType::Done:
+      n.done_json = parse_done(f.data);  // checked first: done means a usable Done
       n.done = true;
-      n.done_json = nlohmann::json::parse(f.data);
       break;
   }
 }
