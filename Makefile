@@ -36,7 +36,7 @@ TEST_SRCS  := $(wildcard tests/unit/*.cpp) $(wildcard tests/integration/*.cpp)
 TEST_OBJS  := $(patsubst tests/%.cpp,$(BUILD)/tests/obj/%.o,$(TEST_SRCS))
 WORKLOADS  := $(patsubst tests/workloads/%.c,$(BUILD)/tests/%,$(wildcard tests/workloads/*.c)) \
               $(patsubst tests/workloads/%.cpp,$(BUILD)/tests/%,$(wildcard tests/workloads/*.cpp)) \
-              $(BUILD)/tests/clock_truth
+              $(BUILD)/tests/clock_truth $(BUILD)/tests/non_pie
 BENCHES    := $(patsubst bench/%.cpp,$(BUILD)/bench/%,$(wildcard bench/*.cpp)) \
               $(patsubst bench/%.c,$(BUILD)/bench/%,$(wildcard bench/*.c))
 # The reader and what it needs, built with libFuzzer + ASan.
@@ -184,6 +184,10 @@ $(BUILD)/tests/forkgate: tests/workloads/forkgate.c $(BUILD)/libcptrace.so
 $(BUILD)/tests/%: tests/workloads/%.c $(BUILD)/libcptrace.so
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -Iinclude $< -o $@ -L$(BUILD) -lcptrace -Wl,-rpath,'$$ORIGIN/..' -lpthread
+# Not position-independent, libcptrace.a inside (tests/workloads/static/).
+$(BUILD)/tests/non_pie: tests/workloads/static/non_pie.c $(BUILD)/libcptrace.a
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -no-pie -Iinclude $< -o $@ $(BUILD)/libcptrace.a -lpthread
 $(BUILD)/tests/%: tests/workloads/%.cpp $(BUILD)/libcptrace.so
 	@mkdir -p $(@D)
 	$(CXX) -std=c++20 $(CXXFLAGS) -Iinclude $< -o $@ -L$(BUILD) -lcptrace -Wl,-rpath,'$$ORIGIN/..' -lpthread
@@ -267,7 +271,7 @@ check-root:
 # tests/fuzz/NAME/corpus, every input that ever crashed it in
 # tests/fuzz/NAME/regressions (the trace reader's, the first, in tests/fuzz/corpus
 # and tests/fuzz/regressions).
-FUZZERS    := trace_reader minrtt agent_wire handler_rules
+FUZZERS    := trace_reader minrtt agent_wire handler_rules maps_line
 FUZZ_BINS  := $(addprefix $(BUILD)/fuzz_,$(FUZZERS))
 FUZZ_CXX   := clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined $(CPPFLAGS)
 fuzz_dir    = $$(if [ $(1) = trace_reader ]; then echo tests/fuzz; else echo tests/fuzz/$(1); fi)
@@ -288,6 +292,10 @@ $(BUILD)/fuzz_agent_wire: tests/fuzz/fuzz_agent_wire.cpp user/cluster/agent_wire
 $(BUILD)/fuzz_handler_rules: tests/fuzz/fuzz_handler_rules.cpp user/probe/handler_rules.cpp user/probe/handler_rules.h
 	@mkdir -p $(@D)
 	$(FUZZ_CXX) $< user/probe/handler_rules.cpp -o $@ -lfmt
+
+$(BUILD)/fuzz_maps_line: tests/fuzz/fuzz_maps_line.cpp user/probe/maps_line.cpp user/probe/maps_line.h
+	@mkdir -p $(@D)
+	$(FUZZ_CXX) $< user/probe/maps_line.cpp -o $@ -lfmt
 
 fuzz: deps $(FUZZ_BINS)
 	@set -e; for f in $(FUZZERS); do d=$(call fuzz_dir,$$f); mkdir -p $(BUILD)/fuzz-corpus/$$f; \

@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "probe/maps_line.h"
 #include "probe/proc_registry.h"
 #include "probe/shared_deps.h"
 
@@ -63,12 +64,9 @@ std::vector<std::string> targets_of_process(pid_t pid) {
   std::set<std::string> seen;
   std::vector<std::string> out;
   for (std::string line; std::getline(maps, line);) {
-    auto slash = line.find('/');
-    if (slash == std::string::npos) continue;
-    std::string path = line.substr(slash);
-    if (path.size() > 10 && path.ends_with(" (deleted)")) continue;
-    if (!seen.insert(path).second) continue;
-    std::string target = path_to_mapped_file(pid, line.substr(0, line.find(' ')), path);
+    auto m = parse_maps_line(line);
+    if (!m || !m->live_file() || !seen.insert(m->path).second) continue;
+    std::string target = path_to_mapped_file(pid, m->map_files_name(), m->path);
     if (elf_has_probe_site(target)) out.push_back(target);
   }
   return out;

@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include "cptrace_registry.h"
+#include "probe/maps_line.h"
 
 namespace cptrace {
 namespace {
@@ -107,23 +108,7 @@ std::vector<GElf_Phdr> load_segments(Elf* elf) {
 
 // ---- /proc/PID/maps -------------------------------------------------------------
 
-struct Mapping {
-  uint64_t start = 0, end = 0, offset = 0, inode = 0;
-  std::string dev, path;
-};
-
-std::optional<Mapping> parse_maps_line(const std::string& line) {
-  Mapping m;
-  char perms[8], dev[32];
-  unsigned long long start, end, offset, inode;
-  int path_at = 0;
-  if (std::sscanf(line.c_str(), "%llx-%llx %7s %llx %31s %llu %n", &start, &end, perms, &offset, dev, &inode,
-                  &path_at) < 6)
-    return std::nullopt;
-  m.start = start, m.end = end, m.offset = offset, m.inode = inode, m.dev = dev;
-  if (path_at > 0) m.path = line.substr(static_cast<size_t>(path_at));
-  return m;
-}
+using Mapping = MapsLine;
 
 // The whole of a /proc file (whose size stat() does not tell), or errno.
 std::optional<std::string> slurp(const std::string& file, int& err) {
@@ -177,10 +162,10 @@ struct MappedObject {
 // of the same file (further segments, RELRO splits) belong to it.
 std::vector<MappedObject> mapped_objects(const std::vector<Mapping>& maps) {
   std::vector<MappedObject> objs;
-  std::set<std::pair<std::string, uint64_t>> seen;
+  std::set<std::pair<dev_t, uint64_t>> seen;
   for (const Mapping& m : maps) {
     if (m.inode == 0 || m.path.empty() || m.path[0] != '/') continue;
-    bool is_new = seen.insert({m.dev, m.inode}).second;
+    bool is_new = seen.insert({m.dev(), m.inode}).second;
     if (is_new || m.offset == 0) objs.push_back({m});
   }
   return objs;
@@ -189,9 +174,8 @@ std::vector<MappedObject> mapped_objects(const std::vector<Mapping>& maps) {
 // A path that opens the mapped file itself, even if it was deleted or lives
 // in another mount namespace; the plain path as a last resort.
 std::vector<std::string> open_candidates(pid_t pid, const Mapping& m) {
-  std::string range = fmt::format("{:x}-{:x}", m.start, m.end);
   std::string proc = "/proc/" + std::to_string(pid);
-  return {proc + "/map_files/" + range, proc + "/root" + m.path, m.path};
+  return {proc + "/map_files/" + m.map_files_name(), proc + "/root" + m.path, m.path};
 }
 
 // Runtime address of `sym` in the object whose lowest mapping is `first`;
