@@ -58,7 +58,7 @@ JAVA_BENCH := $(wildcard bench/java/*.java)
 JAVA_ALL   := $(if $(wildcard $(JDK_HOME)/include/jni.h),$(BUILD)/cptrace.jar $(BUILD)/libcptrace_jni.so \
               $(BUILD)/tests/java/.built,$(warning no JDK (javac with include/jni.h) found: skipping cptrace.jar and libcptrace_jni.so))
 
-.PHONY: all deps guest-kernels test check-root unit-test check-layers check-architecture check-commits check-js format check-format demo bench fuzz fuzz-run install deb clean
+.PHONY: all deps guest-kernels test sanitize sanitize-threads check-root unit-test check-layers check-architecture check-commits check-js format check-format demo bench fuzz fuzz-run install deb clean
 all: $(BUILD)/cptrace $(BUILD)/libcptrace.so $(BUILD)/libcptrace.a $(WORKLOADS) $(TOOLS) $(JAVA_ALL)
 
 deps:
@@ -258,6 +258,7 @@ test: check-root deps guest-kernels check-layers check-architecture check-commit
 	rm -f $(BUILD)/test-report.xml
 	cd $(BUILD) && ./cptrace_tests --gtest_output=xml:test-report.xml $(GTEST_ARGS)
 	bash tools/check-skips.sh $(BUILD)/test-report.xml tests/skip-allowlist.txt
+	$(MAKE) sanitize-threads
 	$(MAKE) fuzz-run
 
 check-root:
@@ -265,6 +266,43 @@ check-root:
 	  echo "make test: must run as root (sudo make test): it installs dependencies and its BPF," \
 	       "network-namespace and recording tests need root; as another user they could only be skipped." >&2; \
 	  exit 1; fi
+
+# ---- sanitizers -------------------------------------------------------------------
+# The unit suites of the parsers and of the threaded code, built again under the
+# sanitizers (tests/unit/, their modules only: no BPF, no root).
+#   sanitize-threads  ThreadSanitizer over the parallel join and the skew watch's
+#                     thread (part of `make test`: a minute to build);
+#   sanitize          that, and AddressSanitizer + UBSan over the trace format,
+#                     the clock model, the tables and the MinRTT wire format
+#                     (~8 min to build on 2 vCPUs: not in `make test`).
+# The integration tests drive cptrace as a root process with BPF programs: see
+# README ("Sanitizers") for why they run under neither.
+SAN        := $(BUILD)/san
+SAN_FLAGS   = -std=c++20 -O1 -g -fno-omit-frame-pointer $(CPPFLAGS) -Itests
+ASAN_TESTS := trace_format clock_map clock_bounds clock_adjust tsc_skew_history events_frame_check trace_tail \
+              tuple_join tsc_frequency tsc_skew minrtt_protocol
+ASAN_SRCS  := $(wildcard user/trace/*.cpp user/tables/*.cpp) user/record/tsc_skew.cpp user/record/skew_watch.cpp \
+              user/record/clock_schedule.cpp user/sync/minrtt_protocol.cpp user/sync/kernel_timestamps.cpp \
+              user/sync/minrtt_rounds.cpp
+TSAN_TESTS := tuple_join tsc_skew
+TSAN_SRCS  := $(wildcard user/tables/*.cpp) user/record/tsc_skew.cpp user/record/skew_watch.cpp user/trace/node_info.cpp
+san_objs    = $(patsubst %.cpp,$(SAN)/$(1)/%.o,$(2) $(patsubst %,tests/unit/test_%.cpp,$(3)))
+
+$(SAN)/asan/%.o: %.cpp | $(SKELS)
+	@mkdir -p $(@D)
+	$(CXX) $(SAN_FLAGS) -fsanitize=address,undefined -fno-sanitize-recover=undefined -MMD -MP -c $< -o $@
+$(SAN)/tsan/%.o: %.cpp | $(SKELS)
+	@mkdir -p $(@D)
+	$(CXX) $(SAN_FLAGS) -fsanitize=thread -MMD -MP -c $< -o $@
+$(SAN)/unit_asan: $(call san_objs,asan,$(ASAN_SRCS),$(ASAN_TESTS))
+	$(CXX) -fsanitize=address,undefined -o $@ $^ -lgtest_main -lgtest $(LDLIBS)
+$(SAN)/unit_tsan: $(call san_objs,tsan,$(TSAN_SRCS),$(TSAN_TESTS))
+	$(CXX) -fsanitize=thread -o $@ $^ -lgtest_main -lgtest $(LDLIBS)
+
+sanitize-threads: $(SAN)/unit_tsan
+	cd $(BUILD) && TSAN_OPTIONS=halt_on_error=1 san/unit_tsan $(GTEST_ARGS)
+sanitize: sanitize-threads $(SAN)/unit_asan
+	cd $(BUILD) && ASAN_OPTIONS=detect_leaks=1 san/unit_asan $(GTEST_ARGS)
 
 # ---- fuzzing --------------------------------------------------------------------
 # One target per parser of outside input: tests/fuzz/fuzz_NAME.cpp, its seeds in
@@ -373,4 +411,4 @@ deb: all
 clean:
 	rm -rf $(BUILD)
 
--include $(wildcard $(BUILD)/obj/*/*.d $(BUILD)/tests/obj/*/*.d)
+-include $(wildcard $(BUILD)/obj/*/*.d $(BUILD)/tests/obj/*/*.d $(SAN)/*/*/*/*.d)
