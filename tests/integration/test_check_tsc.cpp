@@ -45,9 +45,10 @@ TEST(CheckTsc, NamesTheKernelsVerdictAndTheSkew) {
 TEST(CheckTsc, RecordWritesVerdictAndSkewIntoMeta) {
   REQUIRE_BPF();
   TempDir tmp;
-  // 100 events 5 ms apart: half a second, long enough for measures every 0.1 s.
+  // 400 events 5 ms apart: two seconds, for measures every 0.1 s of which two
+  // are asked: room for a busy host to delay them.
   auto r = run(record_cmd(tmp / "t", "--skew-period 0.1") + " -- " + workload() +
-                   " --threads 1 --events 100 --channels 1 --mode single --pace-us 5000",
+                   " --threads 1 --events 400 --channels 1 --mode single --pace-us 5000",
                tmp);
   ASSERT_EQ(r.status, 0) << r.err;
   auto meta = nlohmann::json::parse(read_file(tmp.path / "t" / "meta.json"));

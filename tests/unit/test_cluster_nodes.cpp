@@ -53,6 +53,17 @@ TEST(ClusterNodes, ErrorsNameTheNode) {
   EXPECT_NE(error_of({{"nodes", nlohmann::json::array()}}).find("non-empty"), std::string::npos);
 }
 
+// Fields of the wrong type are named, not reported as a json library error.
+TEST(ClusterNodes, WrongTypesAreNamed) {
+  EXPECT_EQ(error_of({{"nodes", {7}}}), "nodes file: node 0 is not an object");
+  EXPECT_EQ(error_of({{"nodes", {{{"name", 5}, {"host", "h"}}}}}), "node 0: \"name\" must be a string");
+  EXPECT_EQ(error_of({{"nodes", {{{"name", "x"}, {"host", true}}}}}), "node x: \"host\" must be a string");
+  EXPECT_EQ(error_of({{"nodes", {{{"name", "x"}, {"host", "h"}, {"shell", "yes"}}}}}),
+            "node x: \"shell\" must be true or false");
+  EXPECT_EQ(error_of({{"dir", 1}, {"nodes", {{{"name", "x"}, {"host", "h"}}}}}),
+            "nodes file: \"dir\" must be a string");
+}
+
 TEST(ClusterNodes, SshGetsEveryWordQuoted) {
   ClusterNode n;
   n.transport = {"ssh", "h"};

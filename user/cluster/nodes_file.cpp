@@ -5,6 +5,7 @@
 #include <set>
 #include <sstream>
 #include <stdexcept>
+#include <type_traits>
 
 #include <fmt/core.h>
 
@@ -29,6 +30,21 @@ std::vector<std::string> argv_field(const nlohmann::json& j, const std::string& 
     out.push_back(w.get<std::string>());
   }
   return out;
+}
+
+// A field of the right type, or `def` where absent: a wrong type is named
+// (the file is the user's, not a raw json error).
+template <typename T>
+T field(const nlohmann::json& j, const char* key, T def, const std::string& where, const char* type) {
+  if (!j.contains(key)) return def;
+  const nlohmann::json& v = j[key];
+  if (std::is_same_v<T, bool> ? !v.is_boolean() : !v.is_string())
+    throw std::runtime_error(fmt::format("{}: \"{}\" must be {}", where, key, type));
+  return v.get<T>();
+}
+
+std::string text(const nlohmann::json& j, const char* key, const std::string& def, const std::string& where) {
+  return field<std::string>(j, key, def, where, "a string");
 }
 
 // A node's name becomes a directory name under RUN/ and on the node.
@@ -66,27 +82,29 @@ std::string with_port(const std::string& a) {
 ClusterSpec parse_nodes(const nlohmann::json& j) {
   if (!j.is_object() || !j.contains("nodes") || !j["nodes"].is_array() || j["nodes"].empty())
     throw std::runtime_error("nodes file: an object with a non-empty \"nodes\" array expected");
-  const std::string def_cptrace = j.value("cptrace", std::string("cptrace"));
-  const std::string def_dir = j.value("dir", std::string("/var/lib/cptrace/cluster"));
+  const std::string def_cptrace = text(j, "cptrace", "cptrace", "nodes file");
+  const std::string def_dir = text(j, "dir", "/var/lib/cptrace/cluster", "nodes file");
   ClusterSpec spec;
   std::set<std::string> names;
   for (size_t i = 0; i < j["nodes"].size(); ++i) {
     const auto& e = j["nodes"][i];
+    if (!e.is_object()) throw std::runtime_error(fmt::format("nodes file: node {} is not an object", i));
     ClusterNode n;
-    n.name = e.value("name", std::string());
+    n.name = text(e, "name", "", fmt::format("node {}", i));
     check_name(n.name, i);
     if (!names.insert(n.name).second) throw std::runtime_error(fmt::format("node {}: named twice", n.name));
-    const std::string host = e.value("host", std::string());
+    const std::string where = "node " + n.name;
+    const std::string host = text(e, "host", "", where);
     if (e.contains("transport"))
       n.transport = argv_field(e["transport"], n.name, "transport");
     else if (!host.empty())
       n.transport = {"ssh", "-o", "BatchMode=yes", host};  // the user's keys and config; never a prompt
     if (n.transport.empty())
       throw std::runtime_error(fmt::format("node {}: give \"host\" (reached by ssh) or \"transport\"", n.name));
-    n.shell_transport = e.value("shell", is_ssh(n.transport));
-    n.cptrace = e.value("cptrace", def_cptrace);
-    n.dir = e.value("dir", def_dir);
-    n.minrtt = e.value("minrtt", host.empty() ? std::string() : host);
+    n.shell_transport = field<bool>(e, "shell", is_ssh(n.transport), where, "true or false");
+    n.cptrace = text(e, "cptrace", def_cptrace, where);
+    n.dir = text(e, "dir", def_dir, where);
+    n.minrtt = text(e, "minrtt", host, where);
     if (n.minrtt.empty())
       throw std::runtime_error(
           fmt::format("node {}: \"minrtt\" (its address, HOST[:PORT]) is needed without \"host\"", n.name));

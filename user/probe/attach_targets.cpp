@@ -51,10 +51,10 @@ std::string shown_path(const std::string& path) {
 // cannot reach. /proc/PID/map_files/RANGE always opens the mapped file itself;
 // the host's path, else the one through /proc/PID/root, is preferred when it
 // opens the same file (nicer to read in meta.json, and stable after an unmap).
-std::string path_to_mapped_file(pid_t pid, const std::string& range, const std::string& path) {
+std::string path_to_mapped_file(pid_t pid, const MapsLine& m) {
   std::string proc = "/proc/" + std::to_string(pid);
-  std::string mapped = proc + "/map_files/" + range;
-  for (const std::string& p : {path, proc + "/root" + path})
+  std::string mapped = proc + "/map_files/" + m.map_files_name();
+  for (const std::string& p : {m.path, proc + "/root" + m.path})
     if (same_file(p, mapped)) return p;
   return mapped;
 }
@@ -66,7 +66,7 @@ std::vector<std::string> targets_of_process(pid_t pid) {
   for (std::string line; std::getline(maps, line);) {
     auto m = parse_maps_line(line);
     if (!m || !m->live_file() || !seen.insert(m->path).second) continue;
-    std::string target = path_to_mapped_file(pid, m->map_files_name(), m->path);
+    std::string target = path_to_mapped_file(pid, *m);
     if (elf_has_probe_site(target)) out.push_back(target);
   }
   return out;

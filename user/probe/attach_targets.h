@@ -4,6 +4,8 @@
 #include <sys/types.h>
 #include <vector>
 
+#include "probe/maps_line.h"
+
 namespace cptrace {
 
 // True if the ELF file defines the probe stub symbol cp_logTS.
@@ -25,11 +27,10 @@ bool same_file(const std::string& a, const std::string& b);
 // mount namespace only as it is (resolving the magic link yields a path of
 // ours, which names another file or none).
 std::string shown_path(const std::string& path);
-// A path that opens the file `pid` maps at `range` (its name under map_files/,
-// MapsLine::map_files_name)
-// under `path` (its own name for it): ours when it is the same file, else
-// through /proc/PID/root, else /proc/PID/map_files/RANGE.
-std::string path_to_mapped_file(pid_t pid, const std::string& range, const std::string& path);
+// A path that opens the file of `pid`'s maps line `m`: the process's own name
+// for it when that is the same file here, else through /proc/PID/root, else
+// /proc/PID/map_files/RANGE.
+std::string path_to_mapped_file(pid_t pid, const MapsLine& m);
 // The command name resolved through PATH ("" if not found).
 std::string resolve_in_path(const std::string& cmd);
 

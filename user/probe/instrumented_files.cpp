@@ -18,7 +18,7 @@ std::optional<MappedFile> mapped_file_at(pid_t pid, uint64_t addr) {
   for (std::string line; std::getline(maps, line);) {
     auto m = parse_maps_line(line);
     if (m && m->live_file() && addr >= m->start && addr < m->end)
-      return MappedFile{m->dev(), m->inode, path_to_mapped_file(pid, m->map_files_name(), m->path)};
+      return MappedFile{m->dev(), m->inode, path_to_mapped_file(pid, *m)};
   }
   return std::nullopt;
 }
@@ -52,7 +52,7 @@ std::vector<MappedFile> InstrumentedFiles::of_process(pid_t pid) {
     if (!m || !m->live_file() || !m->exec()) continue;
     auto known = verdict_.find({m->dev(), m->inode});
     if (known != verdict_.end() && !known->second) continue;
-    MappedFile f{m->dev(), m->inode, path_to_mapped_file(pid, m->map_files_name(), m->path)};
+    MappedFile f{m->dev(), m->inode, path_to_mapped_file(pid, *m)};
     if (known == verdict_.end() && access(f.path.c_str(), R_OK) != 0) continue;
     if (holds_probe_site(f)) out.push_back(std::move(f));
   }

@@ -20,6 +20,11 @@ std::vector<TscSkew> SkewWatch::finish() {
   return taken_;
 }
 
+bool SkewWatch::wait_for_measures(size_t n, std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> g(mu_);
+  return cv_.wait_for(g, timeout, [&] { return taken_.size() >= n; });
+}
+
 // The measure runs outside the lock, so finish() never waits on more than the
 // one in progress (its budget).
 void SkewWatch::run() {
@@ -29,6 +34,7 @@ void SkewWatch::run() {
     TscSkew s = measure_tsc_skew(budget_, SkewRetry::None);
     g.lock();
     taken_.push_back(std::move(s));
+    cv_.notify_all();  // wait_for_measures
   }
 }
 

@@ -27,6 +27,10 @@ class SkewWatch {
   // Stops measuring (idempotent); the measures taken so far, oldest first.
   std::vector<TscSkew> finish();
 
+  // Waits until `n` measures are taken or `timeout` passes: whether they were.
+  // A loaded host delays a measure, it does not skip it.
+  bool wait_for_measures(size_t n, std::chrono::milliseconds timeout);
+
  private:
   void run();
 
