@@ -29,7 +29,7 @@ grep -E "recorded|dropped" "$tmp/err" || true
 $B/cptrace info "$tmp/single" | sed -n 2,4p
 
 echo
-echo "== 3b. single events buffered, as cp_logTS does on kernels before 6.18 (CPTRACE_SINGLE=buffer):"
+echo "== 3b. single events buffered (cp_logTS's default) and at the site (CPTRACE_SINGLE=site):"
 echo "   recorded, $N events each, no per-event probe hit; ratio to the batch path in this run"
 ns_of() { sed -n 's/.*ns\/event=\([0-9.]*\).*/\1/p' "$1" | head -1; }
 for mode in buffer site; do

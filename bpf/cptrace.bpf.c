@@ -525,9 +525,12 @@ static long filter_entry(__u32 i, void *arg)
  * costs none). */
 static __always_inline void filter_and_submit(void *rb, struct batch_scratch *s, int lane,
 					      const struct cp_batch_entry *entries, __u32 n, __u64 now,
-					      __u32 cpu, __u32 tgid, __u32 tid, __u16 kind)
+					      __u32 cpu, __u32 tgid, __u32 tid, __u16 kind, __u32 hdr_cpu)
 {
-	__u32 bytes = n * sizeof(struct cp_batch_entry);
+	/* 64 bits, and opaque to the compiler: it keeps the bound below (which it
+	 * could prove) on the register the copy then uses, for the verifier. */
+	__u64 bytes = (__u64)n * sizeof(struct cp_batch_entry);
+	barrier_var(bytes);
 	if (bytes > sizeof(s->e))
 		bytes = sizeof(s->e); /* unreachable; bounds the size for the verifier */
 	if (bpf_probe_read_user(s->e, bytes, entries)) {
@@ -543,7 +546,7 @@ static __always_inline void filter_and_submit(void *rb, struct batch_scratch *s,
 			      .tgid = tgid,
 			      .tid = tid,
 			      .cached = 0,
-			      .timebase = kind == CP_REC_BATCH};
+			      .timebase = kind != CP_REC_BATCH_MONO};
 	bpf_loop(CP_BATCH_MAX, filter_entry, &c, 0);
 	__u32 kept = c.kept;
 	if (kept > n)
@@ -559,7 +562,7 @@ static __always_inline void filter_and_submit(void *rb, struct batch_scratch *s,
 	/* The whole scratch, a constant size: the verifier of 6.1 loses the bound
 	 * of `kept` across bpf_loop. Entries past `kept` are not read (h.n). */
 	bpf_probe_read_kernel(r->e, sizeof(r->e), s->e);
-	fill_hdr(&r->h, kind, cpu, tgid, tid, kept);
+	fill_hdr(&r->h, kind, hdr_cpu, tgid, tid, kept);
 	r->ktime_ns = now;
 	bpf_ringbuf_submit(r, wake_flag(rb));
 }
@@ -567,7 +570,7 @@ static __always_inline void filter_and_submit(void *rb, struct batch_scratch *s,
 /* With handlers: filtered in a scratch of a lane of this CPU, which the batch
  * holds throughout (a thread preempting this one on the CPU takes another). */
 static __always_inline int submit_filtered(void *rb, const struct cp_batch_entry *entries, __u32 n, __u64 now,
-					   __u32 cpu, __u32 tgid, __u32 tid, __u16 kind)
+					   __u32 cpu, __u32 tgid, __u32 tid, __u16 kind, __u32 hdr_cpu)
 {
 	int lane = claim_lane();
 	if (lane < 0) {
@@ -577,20 +580,27 @@ static __always_inline int submit_filtered(void *rb, const struct cp_batch_entry
 	__u32 key = lane;
 	struct batch_scratch *s = bpf_map_lookup_elem(&scratch, &key);
 	if (s)
-		filter_and_submit(rb, s, lane, entries, n, now, cpu, tgid, tid, kind);
+		filter_and_submit(rb, s, lane, entries, n, now, cpu, tgid, tid, kind, hdr_cpu);
 	release_lane(lane);
 	return 0;
 }
 
 /* A batch of n entries at `entries` (user memory of the current process):
- * filtered, copied into this CPU's ring, counted. */
+ * filtered, copied into this CPU's ring, counted. `stamp`: 1 + the CPU whose
+ * TSC stamped every entry, 0 if not known (include/cptrace_records.h); the
+ * record then names that CPU, not this one. */
 static __always_inline int emit_batch(const struct cp_batch_entry *entries, __u32 n, __u16 kind, __u64 now,
-				      __u32 owner, const int staged)
+				      __u32 owner, __u32 stamp, const int staged)
 {
 	__u32 cpu, tgid, tid;
 	void *rb = my_ring(&cpu, &tgid, &tid);
 	if (!rb || n == 0)
 		return 0;
+	__u32 hdr_cpu = cpu;
+	if (stamp && stamp <= CP_STAMP_CPU_MAX && kind == CP_REC_BATCH) {
+		kind = CP_REC_BATCH_CPU;
+		hdr_cpu = stamp - 1;
+	}
 	if (n > CP_BATCH_MAX) { /* not our library's call: count, keep nothing */
 		count(CP_CNT_SEEN, 1);
 		count(CP_CNT_READ_FAIL, 1);
@@ -602,14 +612,17 @@ static __always_inline int emit_batch(const struct cp_batch_entry *entries, __u3
 	if (owner)
 		tid = owner; /* entries logged by another thread of ours (the flusher's hand-over) */
 	if (handlers_in_use && have_bpf_loop) /* the recorder refuses handlers without bpf_loop */
-		return submit_filtered(rb, entries, n, now, cpu, tgid, tid, kind);
+		return submit_filtered(rb, entries, n, now, cpu, tgid, tid, kind, hdr_cpu);
 	/* The verifier wants a constant reservation size: always reserve a full batch. */
 	struct cp_batch_rec *r = bpf_ringbuf_reserve(rb, sizeof(*r), 0);
 	if (!r) {
 		count(CP_CNT_DROPPED, n);
 		return 0;
 	}
-	__u32 bytes = n * sizeof(struct cp_batch_entry);
+	/* 64 bits, and opaque to the compiler: it keeps the bound below (which it
+	 * could prove) on the register the copy then uses, for the verifier. */
+	__u64 bytes = (__u64)n * sizeof(struct cp_batch_entry);
+	barrier_var(bytes);
 	if (bytes > sizeof(r->e))
 		bytes = sizeof(r->e); /* unreachable; bounds the size for the verifier */
 	if (bpf_probe_read_user(r->e, bytes, entries)) {
@@ -618,7 +631,7 @@ static __always_inline int emit_batch(const struct cp_batch_entry *entries, __u3
 		count(CP_CNT_DROPPED, n);
 		return 0;
 	}
-	fill_hdr(&r->h, kind, cpu, tgid, tid, n);
+	fill_hdr(&r->h, kind, hdr_cpu, tgid, tid, n);
 	r->ktime_ns = now;
 	bpf_ringbuf_submit(r, wake_flag(rb));
 	return 0;
@@ -719,8 +732,12 @@ static __always_inline int batch_submit(struct pt_regs *ctx, const struct cp_bat
 	__u32 owner = cookie == CP_COOKIE_BATCH_FOR ? (__u32)PT_REGS_PARM4(ctx) : 0;
 	if (filter_tgid && (bpf_get_current_pid_tgid() >> 32) != filter_tgid)
 		return 0;
+	__u32 stamp = n >> CP_BATCH_CPU_SHIFT;
+	n &= CP_BATCH_COUNT_MASK;
+	if (stamp > CP_STAMP_CPU_MAX)
+		n = CP_BATCH_MAX + 1; /* not our library's call: emit_batch refuses it */
 	remember_tbuf(entries, n, count_at, kind);
-	return emit_batch(entries, n, kind, now, owner, staged);
+	return emit_batch(entries, n, kind, now, owner, stamp, staged);
 }
 
 /* Hands over what the ending thread `tid` left in its buffer. */
@@ -741,7 +758,8 @@ static __always_inline int hand_over_tbuf(__u32 tid, const int staged)
 	}
 	if (n == 0 || (n == r.last_n && ts0 == r.last_ts0))
 		return 0; /* empty, or handed over already */
-	return emit_batch((const struct cp_batch_entry *)r.entries, n, r.kind, bpf_ktime_get_ns(), 0, staged);
+	return emit_batch((const struct cp_batch_entry *)r.entries, n, r.kind, bpf_ktime_get_ns(), 0, 0,
+			  staged);
 }
 
 static __always_inline int hand_over_current(const int staged)

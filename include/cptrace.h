@@ -63,12 +63,11 @@ uint64_t cp_open_channel(const char *name) CP_NOEXCEPT;
 
 /* Logs one event, stamped with the TSC read at the call (before any probe
  * fires, so neither the uprobe's entry delay nor an NTP adjustment of the
- * kernel's clocks is in the stamp). Where the kernel optimizes uprobes on a
- * nop5 (x86-64 Linux 6.18+) the event goes through its own probe site at
- * once; before, where each hit would trap, it goes into the thread's buffer
- * like cp_logTS_batch's and reaches the recorder within 0.1 s.
- * CPTRACE_SINGLE=site|buffer|auto in the environment chooses (docs/record.md,
- * "Single events"). Async-signal-safe except a thread's first buffered call. */
+ * kernel's clocks is in the stamp). The event goes into the thread's buffer
+ * like cp_logTS_batch's and reaches the recorder within 0.1 s; with
+ * CPTRACE_SINGLE=site in the environment it goes through its own probe site
+ * at once instead, one uprobe hit each (docs/record.md, "Single events").
+ * Async-signal-safe except a thread's first buffered call. */
 void cp_logTS(uint64_t channel, uint64_t tuple_id) CP_NOEXCEPT;
 
 /* Logs one event into the calling thread's buffer, stamped with rdtsc. Every

@@ -28,6 +28,8 @@ enum cp_rec_kind {
 	                        * (Java's System.nanoTime(), cp_batch_submit_mono) */
 	CP_REC_COUNT = 6,      /* `counter` handler: events of one channel in one period, on one CPU */
 	CP_REC_SINGLES = 7,    /* n cp_logTS() calls staged on one CPU (struct cp_singles_rec) */
+	CP_REC_BATCH_CPU = 8,  /* as CP_REC_BATCH, every entry stamped on the TSC of CPU h.cpu
+	                        * (rdtscp), not of the CPU the probe fired on */
 };
 
 /* Every ring record starts with this header. */
@@ -58,6 +60,14 @@ struct cp_batch_entry {
 	__u64 tuple;
 };
 
+/* cp_batch_submit's `n`: the entry count in the low 16 bits and, above them,
+ * 1 + the CPU whose TSC stamped every entry (rdtscp's TSC_AUX), or 0 where
+ * that is not known (a library without rdtscp, an older library). Two stamps
+ * of one CPU's TSC differ by no cross-CPU skew. */
+#define CP_BATCH_COUNT_MASK 0xffffu
+#define CP_BATCH_CPU_SHIFT 16
+#define CP_STAMP_CPU_MAX 4096 /* TSC_AUX keeps the CPU in 12 bits (Linux) */
+
 /* Attach cookie of the batch program: which timebase the entries carry. */
 #define CP_COOKIE_BATCH_TSC 0
 #define CP_COOKIE_BATCH_MONO 1
@@ -65,7 +75,7 @@ struct cp_batch_entry {
  * thread (lib/buffer_flusher.c); a fourth argument names the owner's tid. */
 #define CP_COOKIE_BATCH_FOR 2
 
-struct cp_batch_rec { /* CP_REC_BATCH and CP_REC_BATCH_MONO */
+struct cp_batch_rec { /* CP_REC_BATCH, CP_REC_BATCH_MONO and CP_REC_BATCH_CPU */
 	struct cp_rec_hdr h;
 	__u64 ktime_ns; /* when the batch was handed over */
 	struct cp_batch_entry e[CP_BATCH_MAX];

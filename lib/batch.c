@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <cpuid.h>
 #include <unistd.h>
 #include <x86intrin.h>
 
@@ -29,9 +30,34 @@ static int tbuf_key_ok; /* 0: no thread-exit flush (no key left) */
 static void tbuf_submit(struct cp_tbuf *b)
 {
 	if (b->n) {
-		cp_batch_submit(b->e, b->n, &b->n);
+		cp_batch_submit(b->e, cp_batch_n(b->n, b->cpu), &b->n);
 		b->n = 0;
 	}
+}
+
+CP_HIDDEN int cp_have_rdtscp;
+
+/* CPUID 0x80000001 EDX bit 27. Before this runs (a constructor of another
+ * library logging first) stamps take rdtsc, with no CPU: still right. */
+__attribute__((constructor)) static void stamp_init(void)
+{
+	unsigned a, b, c, d;
+	cp_have_rdtscp = __get_cpuid(0x80000001, &a, &b, &c, &d) && (d & (1u << 27));
+}
+
+/* The TSC and the CPU it was read on, in one instruction (rdtscp: no
+ * migration can fall between the two reads); Linux keeps the CPU number in
+ * the low 12 bits of TSC_AUX. Without rdtscp: rdtsc, CPU unknown. */
+static inline __attribute__((always_inline)) uint64_t cp_stamp(uint32_t *cpu)
+{
+	if (__builtin_expect(cp_have_rdtscp, 1)) {
+		unsigned aux;
+		uint64_t t = __rdtscp(&aux);
+		*cpu = aux & 0xfff;
+		return t;
+	}
+	*cpu = CP_STAMP_CPU_UNKNOWN;
+	return __rdtsc();
 }
 
 /* The flusher holds a claim for the copy of one buffer: wait it out. */
@@ -126,11 +152,16 @@ static struct cp_tbuf *tbuf_create(void)
 /* Appends inside busy; hands the buffer over when full, and has the flusher
  * look at it when it stops being empty (so an idle thread's events still
  * arrive within a bounded delay, buffer_flusher.c). */
-static inline __attribute__((always_inline)) void tbuf_put(struct cp_tbuf *b, uint64_t tsc, uint64_t channel,
-							   uint64_t tuple_id)
+static inline __attribute__((always_inline)) void tbuf_put(struct cp_tbuf *b, uint64_t tsc, uint32_t cpu,
+							   uint64_t channel, uint64_t tuple_id)
 {
 	tbuf_enter(b);
 	uint32_t n = b->n;
+	if (__builtin_expect(n && cpu != b->cpu, 0)) { /* migrated: one CPU per hand-over */
+		tbuf_submit(b);
+		n = 0;
+	}
+	b->cpu = cpu;
 	b->e[n] = (struct cp_batch_entry){tsc, channel, tuple_id};
 	b->n = ++n;
 	if (__builtin_expect(n == CP_BATCH_MAX, 0))
@@ -143,7 +174,8 @@ static inline __attribute__((always_inline)) void tbuf_put(struct cp_tbuf *b, ui
 /* The thread's first event: the buffer is made here (not signal-safe, as
  * cp_logTS_batch never was; cp_logTS's first buffered call is the same, see
  * single_route.c). */
-__attribute__((noinline)) static int tbuf_first(uint64_t tsc, uint64_t channel, uint64_t tuple_id)
+__attribute__((noinline)) static int tbuf_first(uint64_t tsc, uint32_t cpu, uint64_t channel,
+						uint64_t tuple_id)
 {
 	/* A signal handler's call while this thread makes its buffer takes the
 	 * site: a second buffer made there would be orphaned by the first. */
@@ -156,21 +188,21 @@ __attribute__((noinline)) static int tbuf_first(uint64_t tsc, uint64_t channel, 
 	tls_making = 0;
 	if (!b)
 		return 0;
-	tbuf_put(b, tsc, channel, tuple_id);
+	tbuf_put(b, tsc, cpu, channel, tuple_id);
 	return 1;
 }
 
 /* 0 when the event cannot be buffered now: called from a signal handler
  * that interrupted an append of this thread, or out of memory. */
-static inline __attribute__((always_inline)) int tbuf_append(uint64_t tsc, uint64_t channel,
+static inline __attribute__((always_inline)) int tbuf_append(uint64_t tsc, uint32_t cpu, uint64_t channel,
 							     uint64_t tuple_id)
 {
 	struct cp_tbuf *b = tls_buf;
 	if (__builtin_expect(!b, 0))
-		return tbuf_first(tsc, channel, tuple_id);
+		return tbuf_first(tsc, cpu, channel, tuple_id);
 	if (__builtin_expect(b->busy, 0))
 		return 0;
-	tbuf_put(b, tsc, channel, tuple_id);
+	tbuf_put(b, tsc, cpu, channel, tuple_id);
 	return 1;
 }
 
@@ -179,7 +211,9 @@ static inline __attribute__((always_inline)) int tbuf_append(uint64_t tsc, uint6
  * site, which stamps its own (later) TSC: one probe hit, nothing lost. */
 __attribute__((noinline)) static void tbuf_log_shared(uint64_t channel, uint64_t tuple_id)
 {
-	if (__builtin_expect(!tbuf_append(__rdtsc(), channel, tuple_id), 0))
+	uint32_t cpu;
+	uint64_t tsc = cp_stamp(&cpu);
+	if (__builtin_expect(!tbuf_append(tsc, cpu, channel, tuple_id), 0))
 		cp_logTS_site(channel, tuple_id);
 }
 
@@ -197,8 +231,14 @@ void cp_logTS_batch(uint64_t channel, uint64_t tuple_id)
 	}
 	/* No single event shares the buffer and no flusher runs: neither a
 	 * nested call nor a claim can meet this append. */
-	uint32_t n = b->n;
-	b->e[n] = (struct cp_batch_entry){__rdtsc(), channel, tuple_id};
+	uint32_t n = b->n, cpu;
+	uint64_t tsc = cp_stamp(&cpu);
+	if (__builtin_expect(n && cpu != b->cpu, 0)) { /* migrated: one CPU per hand-over */
+		tbuf_full(b);
+		n = 0;
+	}
+	b->cpu = cpu;
+	b->e[n] = (struct cp_batch_entry){tsc, channel, tuple_id};
 	b->n = ++n;
 	if (__builtin_expect(n == CP_BATCH_MAX, 0))
 		tbuf_full(b);

@@ -112,7 +112,7 @@ static void take(struct cp_tbuf *b, struct cp_tbuf *into)
 	membarrier_cmd(MEMBARRIER_CMD_PRIVATE_EXPEDITED);
 	while (b->busy)
 		sched_yield();
-	uint32_t n = b->n;
+	uint32_t n = b->n, cpu = b->cpu;
 	memcpy(into->e, b->e, n * sizeof(b->e[0]));
 	into->n = n;
 	uint32_t tid = b->tid;
@@ -120,7 +120,7 @@ static void take(struct cp_tbuf *b, struct cp_tbuf *into)
 	b->seen_ts0 = 0;
 	__atomic_store_n(&b->claimed, 0, __ATOMIC_RELEASE);
 	if (n)
-		cp_batch_submit_for(into->e, n, &into->n, tid);
+		cp_batch_submit_for(into->e, cp_batch_n(n, cpu), &into->n, tid);
 	into->n = 0;
 }
 

@@ -37,6 +37,7 @@ CP_HIDDEN int cp_hello_recorder(void);
 struct cp_tbuf {
 	struct cp_batch_entry e[CP_BATCH_MAX]; /* laid out as the BPF side copies it */
 	uint32_t n;			       /* entries in use */
+	uint32_t cpu;			       /* whose TSC stamped them (cp_stamp): one CPU per hand-over */
 	volatile uint8_t busy;		       /* owner inside an append or a hand-over */
 	volatile uint8_t claimed;	       /* flusher taking the entries */
 	uint32_t tid;			       /* the owner, named in the flusher's hand-over */
@@ -51,6 +52,19 @@ struct cp_tbuf {
  * of this process logged (`tid`), handed over by the flusher. */
 void cp_logTS_site(uint64_t channel, uint64_t tuple_id);
 void cp_batch_submit_for(const struct cp_batch_entry *e, uint32_t n, const uint32_t *count_at, uint32_t tid);
+
+/* batch.c: 1 when this CPU has rdtscp (cp_stamp reads the CPU with the TSC). */
+CP_HIDDEN extern int cp_have_rdtscp;
+#define CP_STAMP_CPU_UNKNOWN 0xffffffffu
+
+/* `n` for cp_batch_submit: the count, and the CPU of the entries' stamps
+ * (include/cptrace_records.h). */
+static inline uint32_t cp_batch_n(uint32_t n, uint32_t cpu)
+{
+	if (cpu >= CP_STAMP_CPU_MAX)
+		return n;
+	return n | ((cpu + 1) << CP_BATCH_CPU_SHIFT);
+}
 
 /* single_route.c: 1 when single events go through the thread buffer. */
 CP_HIDDEN extern int cp_single_buffered;

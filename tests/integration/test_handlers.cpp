@@ -116,7 +116,7 @@ void check_semantics(const std::string& mode) {
   for (auto& e : rec.count["chan5"]) {
     counted[bucket(e.ts)] += int64_t(e.tuple);  // per CPU: summed per period
     total += e.tuple;
-    not_tsc += e.timebase != uint8_t(Timebase::Tsc);
+    not_tsc += !is_tsc(e.timebase);
   }
   EXPECT_EQ(not_tsc, 0u) << "counter periods of TSC-stamped events are TSC periods";
   for (auto& e : rec.user["chan0"]) truth[bucket(e.ts)]++;

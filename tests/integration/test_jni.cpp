@@ -222,7 +222,7 @@ TEST(Jni, RecordByLibExactSet) {
   tr.for_each_event([&](const TraceEvent& e) {
     if (e.kind != uint8_t(EventKind::User)) return;
     user++;
-    not_tsc += e.timebase != uint8_t(Timebase::Tsc);
+    not_tsc += !is_tsc(e.timebase);
     outside += e.ts < t0 || e.ts > t1;
   });
   EXPECT_EQ(user, uint64_t(kThreads) * kEvents);

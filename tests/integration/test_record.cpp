@@ -699,7 +699,7 @@ void expect_stamps_in_brackets(const std::string& sim_spec) {
   uint64_t user = 0, outside = 0, closes = 0, not_tsc = 0;
   std::string first_miss;
   tr.for_each_event([&](const TraceEvent& e) {
-    not_tsc += e.timebase != uint8_t(Timebase::Tsc);
+    not_tsc += !is_tsc(e.timebase);
     Bracket b;
     if (e.kind == uint8_t(EventKind::ChannelClose)) {
       closes++;

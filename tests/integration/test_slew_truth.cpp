@@ -277,7 +277,7 @@ class SlewTruth : public ::testing::Test {
     }
     const TruthBracket& b = bi->second;
     const ClockTransform& a = rec.sim[0];
-    if (ti->second.timebase == uint8_t(Timebase::Tsc)) {
+    if (is_tsc(ti->second.timebase)) {
       uint64_t phys = rec.sim[n].undo(ts);
       outside_bracket += phys < b.before || phys > b.after;
       long double t = (long double)a.apply(phys);
@@ -482,7 +482,7 @@ void check_java(const Recording& rec, const std::string& label, uint64_t events)
         ADD_FAILURE() << label << ": no raw event for tuple " << e.tuple;
         continue;
       }
-      bool tsc = it->second.timebase == uint8_t(Timebase::Tsc);
+      bool tsc = is_tsc(it->second.timebase);
       Truth tr;
       if (tsc) {
         long double x = (long double)rec.sim[0].apply(rec.sim[1].undo(e.local_ts));

@@ -158,6 +158,15 @@ TEST(RingDrain, DecodesEveryRecordKind) {
   ASSERT_EQ(RingDrain::decode(batch.get(), sizeof *batch, out, &ch), 3);
   EXPECT_EQ(out[2].ts, 1002u);
   EXPECT_EQ(out[2].timebase, uint8_t(Timebase::Tsc));
+  // Every entry stamped on CPU 5's TSC: the events name that CPU, not the probe's.
+  batch->h.kind = CP_REC_BATCH_CPU;
+  batch->h.cpu = 5;
+  out.clear();
+  ASSERT_EQ(RingDrain::decode(batch.get(), sizeof *batch, out, &ch), 3);
+  for (const TraceEvent& e : out) {
+    EXPECT_EQ(e.timebase, uint8_t(Timebase::TscOnCpu));
+    EXPECT_EQ(e.cpu, 5);
+  }
   batch->h.n = CP_BATCH_MAX + 1;  // corrupt count: refused, nothing decoded
   out.clear();
   EXPECT_LT(RingDrain::decode(batch.get(), sizeof *batch, out, &ch), 0);

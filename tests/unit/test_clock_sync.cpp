@@ -4,6 +4,7 @@
 
 #include <random>
 
+#include "latency/duration_bounds.h"
 #include "translate/clock_relation.h"
 #include "translate/hull_sync.h"
 #include "translate/ratio_sync.h"
@@ -398,6 +399,7 @@ TEST(TranslatedFrame, RoundTripAndCorruption) {
     e.channel = k % 3 ? 0x1234567890abcdefull : 42;
     e.tuple = rng();
     e.pid = 7, e.tid = uint32_t(8 + k % 2), e.cpu = uint16_t(k % 4), e.node = uint16_t(k % 3), e.kind = 1;
+    e.cpu_stamped = k % 5 != 0;
     ev.push_back(e);
   }
   EncodedFrame f;
@@ -411,6 +413,47 @@ TEST(TranslatedFrame, RoundTripAndCorruption) {
   TranslatedEvent bad = ev[0];
   bad.ref_lo = bad.ref_ts + 1;
   EXPECT_THROW(encode_translated(&bad, 1, 1, f), std::invalid_argument);
+}
+
+// A frame written before kFrameCpuStamped: its cpu column is read whole and
+// no stamp counts as read on a known CPU (the same bytes, without the flag).
+TEST(TranslatedFrame, FrameWithoutStampCpusNamesNone) {
+  TranslatedEvent e;
+  e.local_ts = 100, e.ref_ts = e.ref_lo = e.ref_hi = 100, e.channel = 1, e.cpu = 3, e.kind = 1;
+  EncodedFrame f;
+  encode_translated(&e, 1, 1, f);
+  FrameHeader old = f.hdr;
+  old.flags &= uint16_t(~kFrameCpuStamped);
+  std::vector<TranslatedEvent> back;
+  decode_translated(old, f.payload.data(), f.payload.size(), back);
+  ASSERT_EQ(back.size(), 1u);
+  EXPECT_EQ(back[0].cpu, 6) << "3 << 1, read as a version-1 cpu";
+  EXPECT_FALSE(back[0].cpu_stamped);
+}
+
+// Same-node durations: two stamps of one CPU's TSC carry no skew term; of two
+// CPUs, or of a CPU not known, both stamps' largest error.
+TEST(DurationBounds, StampsOfOneCpuCarryNoSkew) {
+  DurationBounds db;
+  db.names = {"ref", "b"};
+  db.to_ref = {std::make_shared<IdentityRelation>(), std::make_shared<IdentityRelation>()};
+  db.max_err = {300, 300};
+  db.ref = 0;
+  const char* scenario = "";
+  for (uint16_t node : {0, 1}) {
+    JoinStamp a{1000, 1000, 700, 1300, node, 1, true}, b{5000, 5000, 4700, 5300, node, 1, true};
+    Bound one = db.duration(a, b, scenario);
+    EXPECT_EQ(one.lo, 4000) << scenario;
+    EXPECT_EQ(one.hi, 4000) << scenario;
+    b.cpu = 0;  // another CPU: the skew between them
+    Bound two = db.duration(a, b, scenario);
+    EXPECT_EQ(two.lo, 3400) << scenario;
+    EXPECT_EQ(two.hi, 4600) << scenario;
+    b.cpu = 1, b.cpu_stamped = false;  // a CPU not known (the probe site's stamp)
+    Bound unknown = db.duration(a, b, scenario);
+    EXPECT_EQ(unknown.lo, 3400) << scenario;
+    EXPECT_EQ(unknown.hi, 4600) << scenario;
+  }
 }
 
 // Frames with one channel or many, met in any order and again, decode to

@@ -5,17 +5,18 @@
 // real uprobe (perf_event_open on the uprobe PMU, sampling rdi/rsi at every
 // hit), not a counter inside the library or an interposed symbol. Those tests
 // skip where perf uprobes are not permitted (they need root/CAP_PERFMON).
+#include <cpuid.h>
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
 #include <linux/perf_event.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
-#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -83,6 +84,14 @@ std::string libcptrace_so_path() {
 void* libcptrace_handle() {
   static void* h = dlopen(libcptrace_so_path().c_str(), RTLD_NOW | RTLD_NOLOAD);
   return h;
+}
+
+// cp_logTS's own probe site, called directly: cp_logTS itself buffers single
+// events unless CPTRACE_SINGLE=site was set when the library loaded
+// (lib/single_route.c), and these tests are about the site.
+void site_logTS(uint64_t channel, uint64_t tuple) {
+  static auto fn = reinterpret_cast<void (*)(uint64_t, uint64_t)>(dlsym(libcptrace_handle(), "cp_logTS_site"));
+  fn(channel, tuple);
 }
 
 bool file_exists(const std::string& p) { return access(p.c_str(), R_OK) == 0; }
@@ -361,10 +370,15 @@ class UprobeSampler {
 
 // Sizes of the hand-overs; a call with n == 0 only names (or forgets) the
 // thread's buffer for the exit path and hands nothing over.
+// cp_batch_submit's n: the count, and above it 1 + the CPU of the stamps
+// (include/cptrace_records.h).
+uint32_t batch_count(const Hit& h) { return static_cast<uint32_t>(h.rsi) & CP_BATCH_COUNT_MASK; }
+uint32_t batch_stamp_cpu1(const Hit& h) { return static_cast<uint32_t>(h.rsi) >> CP_BATCH_CPU_SHIFT; }
+
 std::vector<uint64_t> batch_sizes(const std::vector<Hit>& hits) {
   std::vector<uint64_t> n;
   for (const Hit& h : hits)
-    if (static_cast<uint32_t>(h.rsi) != 0) n.push_back(static_cast<uint32_t>(h.rsi));
+    if (batch_count(h) != 0) n.push_back(batch_count(h));
   return n;
 }
 
@@ -623,7 +637,7 @@ TEST(ProcRegistry, WorkloadWaitingForSignal) {
   REQUIRE_SAMPLER(submits);
   uint64_t total = 0;
   for (const Hit& h : submits.drain())
-    if (h.pid == static_cast<uint32_t>(child.pid())) total += static_cast<uint32_t>(h.rsi);
+    if (h.pid == static_cast<uint32_t>(child.pid())) total += batch_count(h);
   EXPECT_EQ(submits.lost(), 0u);
   EXPECT_EQ(total, 2000u);
 }
@@ -711,7 +725,7 @@ TEST(ProbeCalls, LogTSPassesChannelTupleAndStamp) {
     _mm_lfence();
     t[2 * i] = __rdtsc();
     _mm_lfence();
-    cp_logTS(ch, 42 + i);
+    site_logTS(ch, 42 + i);
     _mm_lfence();
     t[2 * i + 1] = __rdtsc();
   }
@@ -751,6 +765,40 @@ TEST(ProbeCalls, BatchFullAndThreadExitFlush) {
   EXPECT_EQ(hits[0].rdx, hits[0].rdi + CP_BATCH_MAX * sizeof(cp_batch_entry)) << "the count after the entries";
   EXPECT_EQ(uint32_t(hits[4].rsi), 0u);
   EXPECT_EQ(hits[4].rdx, 0u);
+}
+
+void pin_to_cpu(int cpu) {
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(cpu, &one);
+  ASSERT_EQ(sched_setaffinity(0, sizeof one, &one), 0) << strerror(errno);
+}
+
+// Each hand-over holds the stamps of one CPU and names it (rdtscp reads the
+// TSC and the CPU at once): a thread moved to another CPU hands over what it
+// stamped before the move first. Without rdtscp the CPU is not named.
+TEST(ProbeCalls, BatchHandOverNamesTheCpuOfItsStamps) {
+  ASSERT_GE(std::thread::hardware_concurrency(), 2u) << "needs two CPUs";
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  const bool rdtscp = __get_cpuid(0x80000001, &a, &b, &c, &d) && (d & (1u << 27));
+  uint64_t ch = cp_open_channel("test.batch.cpu");
+  cp_flush();
+  UprobeSampler s(libcptrace_so_path(), "cp_batch_submit", gettid_i());
+  REQUIRE_SAMPLER(s);
+  cpu_set_t before;
+  ASSERT_EQ(sched_getaffinity(0, sizeof before, &before), 0);
+  pin_to_cpu(0);
+  for (int i = 0; i < 5; i++) cp_logTS_batch(ch, i);
+  pin_to_cpu(1);
+  for (int i = 0; i < 7; i++) cp_logTS_batch(ch, 5 + i);
+  cp_flush();
+  sched_setaffinity(0, sizeof before, &before);
+  std::vector<uint64_t> sizes, cpu1;
+  for (const Hit& h : s.drain())
+    if (batch_count(h)) sizes.push_back(batch_count(h)), cpu1.push_back(batch_stamp_cpu1(h));
+  EXPECT_EQ(sizes, (std::vector<uint64_t>{5, 7}));
+  const std::vector<uint64_t> want = rdtscp ? std::vector<uint64_t>{1, 2} : std::vector<uint64_t>{0, 0};
+  EXPECT_EQ(cpu1, want) << "1 + the CPU";
 }
 
 TEST(ProbeCalls, FlushAndCloseSubmitOnlyWhatIsBuffered) {
@@ -806,7 +854,7 @@ uint8_t site_byte(const char* symbol) { return nop_byte(dlsym(libcptrace_handle(
 // channel ones through open/close); for forked children.
 void call_every_site() {
   uint64_t ch = cp_open_channel("test.fork.child");
-  cp_logTS(ch, 1);
+  site_logTS(ch, 1);
   cp_logTS_batch(ch, 2);
   cp_flush();
   cp_close_channel(ch);
@@ -844,7 +892,7 @@ void expect_forked_child_sees_nop5(const std::function<uint8_t()>& site_byte_now
 TEST(ProbeCalls, ForkAfterOptimizedProbeChildSurvives) {
   UprobeSampler s(libcptrace_so_path(), "cp_logTS_site", gettid_i());
   REQUIRE_SAMPLER(s);
-  for (int i = 0; i < 3; i++) cp_logTS(1, i);  // the first hit optimizes
+  for (int i = 0; i < 3; i++) site_logTS(1, i);  // the first hit optimizes
   expect_forked_child_sees_nop5([] { return site_byte("cp_logTS_site"); }, call_every_site, site_byte("cp_logTS_site"));
 }
 
@@ -853,12 +901,12 @@ TEST(ProbeCalls, ForkAfterOptimizedProbeChildSurvives) {
 TEST(ProbeCalls, ForkedChildKeepsASystemWideProbe) {
   UprobeSampler s(libcptrace_so_path(), "cp_logTS_site", UprobeSampler::kAllProcesses);
   REQUIRE_SAMPLER(s);
-  for (int i = 0; i < 3; i++) cp_logTS(1, i);
+  for (int i = 0; i < 3; i++) site_logTS(1, i);
   pid_t pid = fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
     uint8_t b = site_byte("cp_logTS_site");
-    cp_logTS(7, 77);
+    site_logTS(7, 77);
     _exit(b == 0xcc ? 0 : 10);
   }
   int status = 0;
@@ -886,9 +934,9 @@ TEST(ProbeCalls, ForkRepairWithReplacedLibraryFileWritesTheNop5) {
   }
   void* h = dlopen(copy.c_str(), RTLD_NOW | RTLD_LOCAL);
   ASSERT_NE(h, nullptr) << dlerror();
-  auto logts = reinterpret_cast<void (*)(uint64_t, uint64_t)>(dlsym(h, "cp_logTS"));
+  // The copy's site itself: its cp_logTS buffers single events (site_logTS).
   const void* logts_site = dlsym(h, "cp_logTS_site");
-  ASSERT_NE(logts, nullptr);
+  auto logts = reinterpret_cast<void (*)(uint64_t, uint64_t)>(logts_site);
   ASSERT_NE(logts_site, nullptr);
   {
     UprobeSampler s(copy, "cp_logTS_site", gettid_i());
@@ -981,10 +1029,10 @@ class SiteSamplers {
         h.site_on_sig += x.rdi == cp_channel_id("sig");
       }
     for (const Hit& x : submit_.drain())
-      if (mine(x)) h.submitted += static_cast<uint32_t>(x.rsi);
+      if (mine(x)) h.submitted += batch_count(x);
     for (const Hit& x : submit_for_.drain())
       if (mine(x)) {
-        h.handed_for += static_cast<uint32_t>(x.rsi);
+        h.handed_for += batch_count(x);
         h.owners.insert(static_cast<uint32_t>(x.rcx));
         h.flusher_threads.insert(x.tid);
       }
@@ -1007,13 +1055,6 @@ std::unique_ptr<Child> spawn_workload(const char* mode, const std::vector<std::s
   return c;
 }
 
-bool kernel_optimizes_nop5_uprobes() {
-  utsname u{};
-  unsigned major = 0, minor = 0;
-  return uname(&u) == 0 && sscanf(u.release, "%u.%u", &major, &minor) == 2 &&
-         (major > 6 || (major == 6 && minor >= 18));
-}
-
 // 2 threads x 1 000 single events with CPTRACE_SINGLE=mode: where they went.
 SiteHits singles_with_mode(const char* mode) {
   SiteSamplers s;
@@ -1028,8 +1069,8 @@ SiteHits singles_with_mode(const char* mode) {
 }
 
 // site: each event hits the site; buffer: none does, all go through the thread
-// buffers; unset, auto or an unknown value: buffer only where the kernel does
-// not optimize the site (before 6.18).
+// buffers; unset, auto or an unknown value: the buffer, on every kernel (it is
+// the cheaper path even where the kernel optimizes the site).
 TEST(SingleRoute, ModeDecidesWhereSingleEventsGo) {
   {
     SiteSamplers probe;
@@ -1041,11 +1082,10 @@ TEST(SingleRoute, ModeDecidesWhereSingleEventsGo) {
   SiteHits buffer = singles_with_mode("buffer");
   EXPECT_EQ(buffer.site, 0u);
   EXPECT_EQ(buffer.submitted + buffer.handed_for, 2000u);
-  const bool buffered_by_default = !kernel_optimizes_nop5_uprobes();
   for (const char* mode : {static_cast<const char*>(nullptr), "auto", "fast"}) {
     SiteHits h = singles_with_mode(mode);
-    EXPECT_EQ(h.site, buffered_by_default ? 0u : 2000u) << (mode ? mode : "(unset)");
-    EXPECT_EQ(h.submitted + h.handed_for, buffered_by_default ? 2000u : 0u) << (mode ? mode : "(unset)");
+    EXPECT_EQ(h.site, 0u) << (mode ? mode : "(unset)");
+    EXPECT_EQ(h.submitted + h.handed_for, 2000u) << (mode ? mode : "(unset)");
   }
 }
 

@@ -132,11 +132,14 @@ int RingDrain::decode(const void* data, size_t size, EventColumns& out, ChannelI
       return int(h->n);
     }
     case CP_REC_BATCH:
+    case CP_REC_BATCH_CPU:  // every entry stamped on the TSC of CPU h->cpu
     case CP_REC_BATCH_MONO: {  // Java batches carry System.nanoTime() stamps
       const auto* r = static_cast<const cp_batch_rec*>(data);
       if (size < sizeof(cp_batch_rec) || h->n > CP_BATCH_MAX) return -1;
-      size_t at =
-          append_rows(out, h, h->n, EventKind::User, h->kind == CP_REC_BATCH ? Timebase::Tsc : Timebase::MonoNs);
+      const Timebase tb = h->kind == CP_REC_BATCH_MONO  ? Timebase::MonoNs
+                          : h->kind == CP_REC_BATCH_CPU ? Timebase::TscOnCpu
+                                                        : Timebase::Tsc;
+      size_t at = append_rows(out, h, h->n, EventKind::User, tb);
       uint64_t* ts = out.ts.data() + at;
       uint64_t* ch = out.channel.data() + at;
       uint64_t* tu = out.tuple.data() + at;
@@ -190,7 +193,7 @@ int RingDrain::on_record(void* ctx, void* data, size_t size) {
   if (n > 0) {
     if (self->tsc_transform_)
       for (size_t i = first; i < ev.size(); ++i)
-        if (ev.timebase[i] == uint8_t(Timebase::Tsc)) ev.ts[i] = self->tsc_transform_->apply(ev.ts[i]);
+        if (is_tsc(ev.timebase[i])) ev.ts[i] = self->tsc_transform_->apply(ev.ts[i]);
     if (static_cast<const cp_rec_hdr*>(data)->kind == CP_REC_COUNT) self->series_points_++;
     self->events_ += n;
     if (self->pipeline_.block_events() - ev.size() < CP_BATCH_MAX) self->flush_block();

@@ -42,11 +42,13 @@ struct DurationBounds {
     int64_t d = int64_t(b.local - a.local);
     if (a.node == b.node) {
       // Both stamps' own errors (a converted kernel stamp, the TSC skew across
-      // CPUs): on the reference they are the instants' bounds themselves.
+      // CPUs): on the reference they are the instants' bounds themselves. Two
+      // stamps read on one CPU's TSC have neither: d is exact in ticks.
       scenario = a.node == ref ? "local-reference" : "local";
-      int64_t e = 2 * max_err[a.node];
-      return a.node == ref ? Bound{b.lo - a.hi, d, b.hi - a.lo}
-                           : to_ref[a.node]->scale({d - e, d, d + e}, int64_t(a.local));
+      const bool one_cpu = a.cpu_stamped && b.cpu_stamped && a.cpu == b.cpu;
+      if (a.node == ref) return one_cpu ? Bound{d, d, d} : Bound{b.lo - a.hi, d, b.hi - a.lo};
+      int64_t e = one_cpu ? 0 : 2 * max_err[a.node];
+      return to_ref[a.node]->scale({d - e, d, d + e}, int64_t(a.local));
     }
     // Instant bounds are exact for the reference (lo = est = hi = local).
     Bound via{b.lo - a.hi, b.est - a.est, b.hi - a.lo};

@@ -166,6 +166,7 @@ inline JoinStamp join_stamp(const TranslatedEvent& e) {
   s.local = e.local_ts;
   s.est = e.ref_ts, s.lo = e.ref_lo, s.hi = e.ref_hi;
   s.node = e.node;
+  s.cpu = e.cpu, s.cpu_stamped = e.cpu_stamped;
   return s;
 }
 
@@ -194,7 +195,7 @@ JoinCounts append_rows(TupleJoin& join, const DurationBounds& sc, unsigned threa
         const Pending& p = pending[i];
         const JoinStamp &a = p.a, &b = p.b;
         const char* scenario = "";
-        Bound d = sc.duration({a.local, a.est, a.lo, a.hi, a.node}, {b.local, b.est, b.lo, b.hi, b.node}, scenario);
+        Bound d = sc.duration(a, b, scenario);
         done[i] =
             make_row((const Row*)nullptr, p.seq, p.tuple, d, a.est, a.node, b.node, scenario_index(scenario), table);
       }

@@ -160,12 +160,28 @@ LatencySummary SameNodePairing::settled_summary(const Timeline& tl, uint32_t wid
 namespace {
 
 // A paired tuple as the merge holds it, keyed by its first to-event's position.
+// seq's top bit: both stamps were read on one CPU's TSC (no skew between them).
+constexpr uint64_t kOneCpu = 1ull << 63;
 struct LocalPair {
   uint64_t seq, tuple, ta, tb;
+  bool one_cpu() const { return seq & kOneCpu; }
 };
 struct LocalKey {
-  uint64_t operator()(const LocalPair& p) const { return p.seq; }
+  uint64_t operator()(const LocalPair& p) const { return p.seq & ~kOneCpu; }
 };
+
+JoinStamp local_stamp(const TraceEvent& e) {
+  JoinStamp st;
+  st.local = e.ts;
+  st.cpu = e.cpu;
+  st.cpu_stamped = e.timebase == uint8_t(Timebase::TscOnCpu);
+  return st;
+}
+
+LocalPair local_pair(uint64_t seq, uint64_t tuple, const JoinStamp& a, const JoinStamp& b) {
+  const bool one_cpu = a.cpu_stamped && b.cpu_stamped && a.cpu == b.cpu;
+  return {seq | (one_cpu ? kOneCpu : 0), tuple, a.local, b.local};
+}
 
 // The rows of node_latency_stream(), expanded from the pairs as they are read.
 class NodeRows : public LatencyRowSource {
@@ -188,8 +204,9 @@ class NodeRows : public LatencyRowSource {
     row.tuple = p.tuple;
     row.scenario = "same-node";
     row.ticks = int64_t(p.tb - p.ta);
-    row.ticks_lo = row.ticks - w_;
-    row.ticks_hi = row.ticks + w_;
+    const int64_t w = p.one_cpu() ? 0 : w_;  // one CPU's TSC: exact in ticks
+    row.ticks_lo = row.ticks - w;
+    row.ticks_hi = row.ticks + w;
     row.from_ref = int64_t(p.ta);
     if (have_ns_) {
       NsBound ns = ticks_to_ns(row.ticks, row.ticks_lo, row.ticks_hi, hz_, hz_lo_, hz_hi_);
@@ -233,18 +250,15 @@ LatencyResult node_latency_stream(const TraceReader& r, const std::string& from,
   r.for_each_event([&](const TraceEvent& e) {
     if (e.kind != uint8_t(EventKind::User) || (e.channel != cf && e.channel != ct)) return;
     max_err = std::max(max_err, e.ts_err);
-    JoinStamp st;
-    st.local = e.ts;
+    JoinStamp st = local_stamp(e);
     if (e.channel == cf) join.add(false, e.tuple, st);
     if (e.channel == ct) join.add(true, e.tuple, st);
   });
   uint32_t widest = widest_bracket(r.clock_map());
   auto rows = std::make_shared<NodeRows>(budget, pair_bound(widest, max_err), res);
-  JoinCounts c = join.run(
-      [&](uint64_t tuple, uint64_t seq, const JoinStamp& a, const JoinStamp& b) {
-        rows->pairs.add({seq, tuple, a.local, b.local});
-      },
-      [&] { rows->pairs.end_run(); });
+  JoinCounts c = join.run([&](uint64_t tuple, uint64_t seq, const JoinStamp& a,
+                              const JoinStamp& b) { rows->pairs.add(local_pair(seq, tuple, a, b)); },
+                          [&] { rows->pairs.end_run(); });
   res.take_join(c, rows);
   return res;
 }
@@ -259,17 +273,14 @@ LatencySeries same_node_latency(const TraceReader& r, const Timeline& tl, uint64
     if (e.kind != uint8_t(EventKind::User)) return;
     if (e.channel != from && e.channel != to) return;
     max_err = std::max(max_err, e.ts_err);
-    JoinStamp st;
-    st.local = e.ts;
+    JoinStamp st = local_stamp(e);
     if (e.channel == from) join.add(false, e.tuple, st);
     if (e.channel == to) join.add(true, e.tuple, st);
   });
   RunMerge<LocalPair, LocalKey> pairs(budget.share(0.2).bytes, budget.spill_dir());
-  JoinCounts c = join.run(
-      [&](uint64_t tuple, uint64_t seq, const JoinStamp& a, const JoinStamp& b) {
-        pairs.add({seq, tuple, a.local, b.local});
-      },
-      [&] { pairs.end_run(); });
+  JoinCounts c = join.run([&](uint64_t tuple, uint64_t seq, const JoinStamp& a,
+                              const JoinStamp& b) { pairs.add(local_pair(seq, tuple, a, b)); },
+                          [&] { pairs.end_run(); });
   uint32_t widest = widest_bracket(r.clock_map());
   LatencySeries s;
   s.from_channel = r.channel_name(from);
@@ -283,7 +294,8 @@ LatencySeries same_node_latency(const TraceReader& r, const Timeline& tl, uint64
   auto scan = [&](const std::function<void(const LatencySample&)>& fn) {
     pairs.for_each([&](const LocalPair& p) {
       double v = tl.ticks_to_s(double(int64_t(p.tb - p.ta)));
-      fn({p.tuple, tl.seconds(p.ta), v, v - w, v + w});
+      const double pw = p.one_cpu() ? 0 : w;  // one CPU's TSC: exact in ticks
+      fn({p.tuple, tl.seconds(p.ta), v, v - pw, v + pw});
     });
   };
   fill_series_stats(s, scan, budget.share(0.5));

@@ -31,11 +31,13 @@ class SharedEvents {
     int64_t est;
     uint32_t below, above;  // or (kWide) an index into wide_
     uint16_t node, channel;
+    uint8_t cpu1;  // TupleJoin::cpu1_of: the stamp's CPU, where known (in the padding)
   };
   struct Spilled {
     uint64_t tuple, seq, local;
     int64_t est, lo, hi;
-    uint16_t node, channel;
+    uint16_t node, channel, cpu;
+    bool cpu_stamped;
   };
   explicit SharedEvents(const MemoryBudget& b)
       : limit_(b.bytes),
@@ -51,13 +53,16 @@ class SharedEvents {
 
   void add(uint16_t channel, uint64_t tuple, const JoinStamp& s) {
     if (parts_.empty() && held_bytes() + sizeof(Held) > limit_) spill();
-    if (!parts_.empty()) return write({tuple, seq_++, s.local, s.est, s.lo, s.hi, s.node, channel});
+    if (!parts_.empty())
+      return write({tuple, seq_++, s.local, s.est, s.lo, s.hi, s.node, channel, s.cpu, s.cpu_stamped});
     ++seq_;
     const uint64_t below = uint64_t(s.est) - uint64_t(s.lo), above = uint64_t(s.hi) - uint64_t(s.est);
     if (s.lo <= s.est && s.est <= s.hi && below <= UINT32_MAX && above <= UINT32_MAX) {
-      held_.push_back({tuple, s.local, s.est, uint32_t(below), uint32_t(above), s.node, channel});
+      held_.push_back(
+          {tuple, s.local, s.est, uint32_t(below), uint32_t(above), s.node, channel, TupleJoin::cpu1_of(s)});
     } else {
-      held_.push_back({tuple, s.local, s.est, uint32_t(wide_.size()), 0, s.node, uint16_t(channel | kWide)});
+      held_.push_back(
+          {tuple, s.local, s.est, uint32_t(wide_.size()), 0, s.node, uint16_t(channel | kWide), TupleJoin::cpu1_of(s)});
       wide_.push_back({s.lo, s.hi});
     }
   }
@@ -74,7 +79,13 @@ class SharedEvents {
   void for_each_held(Fn&& fn) const {
     for (size_t i = 0; i < held_.size(); ++i) {
       const Held& h = held_[i];
-      JoinStamp s{h.local, h.est, h.est - int64_t(h.below), h.est + int64_t(h.above), h.node};
+      JoinStamp s{h.local,
+                  h.est,
+                  h.est - int64_t(h.below),
+                  h.est + int64_t(h.above),
+                  h.node,
+                  uint16_t(h.cpu1 ? h.cpu1 - 1 : 0),
+                  h.cpu1 != 0};
       if (h.channel & kWide) s.lo = wide_[h.below].first, s.hi = wide_[h.below].second;
       fn(uint16_t(h.channel & ~kWide), h.tuple, s, i);
     }
@@ -83,7 +94,8 @@ class SharedEvents {
   void for_each_in_part(size_t p, Fn&& fn) {
     SpillFile& f = *parts_[p];
     SpillReader<Spilled> rd(f, 0, f.size(), buffer_);
-    while (const Spilled* e = rd.next()) fn(e->channel, e->tuple, {e->local, e->est, e->lo, e->hi, e->node}, e->seq);
+    while (const Spilled* e = rd.next())
+      fn(e->channel, e->tuple, {e->local, e->est, e->lo, e->hi, e->node, e->cpu, e->cpu_stamped}, e->seq);
   }
   // Pending writes out, write buffers freed: the joins get the memory.
   void seal() {

@@ -11,7 +11,9 @@
 #include <stdexcept>
 #include <vector>
 
+#include "cptrace.h"
 #include "cptrace.skel.h"
+#include "cptrace_records.h"
 #include "cptrace_probe_site.h"
 #include "probe/bpf_load_log.h"
 #include "probe/probe_attach.h"
@@ -61,6 +63,23 @@ bpf_program* logts_program(cptrace_bpf* s) { return stage_programs(s, kernel_fea
 bpf_link* attach_here(bpf_program* prog, const char* sym, size_t offset) {
   LIBBPF_OPTS(bpf_uprobe_opts, uo, .func_name = sym);
   return bpf_program__attach_uprobe_opts(prog, getpid(), "/proc/self/exe", offset, &uo);
+}
+
+// The buffered path of the libcptrace linked into this binary (cp_logTS's
+// default, lib/single_route.c) with the batch program on its submit site:
+// ns per event, the submit hit shared by CP_BATCH_MAX events.
+double buffered_path(cptrace_bpf* s, int calls, std::string& err) {
+  LIBBPF_OPTS(bpf_uprobe_opts, uo, .bpf_cookie = CP_COOKIE_BATCH_TSC, .func_name = "cp_batch_submit");
+  bpf_program* prog = stage_programs(s, kernel_features().preempt_kfunc).batch_submit;
+  bpf_link* l = bpf_program__attach_uprobe_opts(prog, getpid(), "/proc/self/exe", CP_SITE_NOP_OFFSET, &uo);
+  if (!l) {
+    err = std::string("attaching a uprobe to cp_batch_submit: ") + strerror(errno);
+    return 0;
+  }
+  double ns = time_calls(cp_logTS_batch, calls);
+  cp_flush();
+  bpf_link__destroy(l);
+  return ns;
 }
 
 // Where the uprobe of a site of ours goes (its nop); the plain site has none.
@@ -193,6 +212,7 @@ UprobeCost measure_uprobe_cost(int calls) {
         with_probe(s->progs.cp_empty, "cp_selftest_nop5", cp_selftest_nop5, calls, c.error, &c.nop_rewritten);
     c.nop5_record_ns = with_probe(logts_program(s), "cp_selftest_nop5", cp_selftest_nop5, calls, c.error);
     c.interleaved_ratio = interleaved_ratio(s, calls, c.error);
+    c.buffered_record_ns = buffered_path(s, calls * 10, c.error);
     c.int3_empty_ns =
         with_probe(s->progs.cp_empty, "cp_selftest_plain", cp_selftest_plain, std::max(calls / 10, 100), c.error);
     c.int3_record_ns =

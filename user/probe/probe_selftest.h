@@ -14,6 +14,9 @@ struct UprobeCost {
   double int3_empty_ns = 0;  // empty BPF program on a non-nop5 site
   double int3_record_ns = 0;  // cp_logTS's program there: the single path before 6.18
   double no_probe_ns = 0;  // the same call with nothing attached
+  // cp_logTS's default path: an event into the thread's buffer, the batch
+  // program recording each CP_BATCH_MAX at its submit site (per event).
+  double buffered_record_ns = 0;
   // cp_logTS over the empty program with both attached at once (two nop5 sites)
   // and their calls alternating in short chunks: host speed drifting during the
   // run moves both sides alike (0 when not measured).

@@ -1,6 +1,8 @@
 // `cptrace check`: see machine_check.h.
 #include "record/machine_check.h"
 
+#include <cpuid.h>
+
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -121,6 +123,12 @@ void report_tsc_trust(Checker& c) {
          fmt::format("{}: {}{}", v.name(), v.reason, checked));
   TscSkew s = measure_tsc_skew();
   c.line(s.complete(), false, "TSC skew across CPUs", describe_skew(s));
+  // lib/batch.c makes the same test at load (CPUID 0x80000001 EDX bit 27).
+  unsigned a = 0, b = 0, cx = 0, d = 0;
+  bool rdtscp = __get_cpuid(0x80000001, &a, &b, &cx, &d) && (d & (1u << 27));
+  c.line(rdtscp, false, "stamp CPU (rdtscp)",
+         rdtscp ? "buffered stamps name their CPU: two of one CPU compare with no skew term"
+                : "no rdtscp: every stamp carries the skew across CPUs (docs/clock.md)");
 }
 
 // What this kernel lets the BPF programs do; each missing feature degrades one
@@ -154,6 +162,16 @@ void report_kernel_features(Checker& c) {
            "CPTRACE_DISABLE_FEATURES: " + fmt::format("{}", fmt::join(k.forced_off, ",")));
 }
 
+// cp_logTS's two paths on this machine (lib/single_route.c): the buffer, its
+// default, and the site a program gets with CPTRACE_SINGLE=site.
+void report_single_paths(Checker& c, const UprobeCost& u, bool optimized) {
+  double site = optimized ? u.nop5_record_ns : u.int3_record_ns;
+  c.line(true, false, "cp_logTS paths",
+         fmt::format("buffer (default) {:.1f} ns/event recorded; site (CPTRACE_SINGLE=site: each event at once) "
+                     "{:.0f} ns/event, {:.0f}x",
+                     u.buffered_record_ns, site, u.buffered_record_ns > 0 ? site / u.buffered_record_ns : 0.0));
+}
+
 }  // namespace
 
 int run_check() {
@@ -184,8 +202,9 @@ int run_check() {
              probe_site_nop_form() +
                  (optimized ? ", optimized by this kernel: " + costs
                             : ", not optimized: int3 path, every hit traps (x86-64 Linux 6.18+ optimizes nop5 "
-                              "sites; here cp_logTS buffers events unless CPTRACE_SINGLE=site): " +
+                              "sites): " +
                                   costs));
+      report_single_paths(c, u, optimized);
     }
     report_fork_safety(c);
     std::string f = follow_problem();

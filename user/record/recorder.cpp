@@ -660,7 +660,7 @@ uint64_t Recording::drain_the_rest() {
   drain_->stop_and_flush();
   HeldEvents held = collect_held_events(probes_->last_slots_fd(), probes_->count_slots_fd(), *handlers_);
   for (TraceEvent& e : held.events)  // held in BPF in raw TSC: the simulated clock applies too
-    if (clock_->sim().enabled && e.timebase == uint8_t(Timebase::Tsc)) e.ts = clock_->sim().apply(e.ts);
+    if (clock_->sim().enabled && is_tsc(e.timebase)) e.ts = clock_->sim().apply(e.ts);
   submit_events(*pipe_, held.events);
   for (size_t cpu = 0; cpu < held.filtered_fix.size() && cpu < final_counts_.filtered.size(); ++cpu)
     final_counts_.filtered[cpu] -= held.filtered_fix[cpu];  // firstlast "last": recorded after all

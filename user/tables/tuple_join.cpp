@@ -52,22 +52,25 @@ struct Slot {
 TupleJoin::SpilledRec spilled(const TupleJoin::Block& b, size_t i, uint64_t seq) {
   const TupleJoin::Rec& r = b.recs[i];
   JoinStamp s = b.stamp(r);
-  return {r.tuple, seq | (r.flags & kTo ? kToBit : 0), s.local, s.est, s.lo, s.hi, s.node};
+  return {r.tuple, seq | (r.flags & kTo ? kToBit : 0), s.local, s.est, s.lo, s.hi, s.node, s.cpu, s.cpu_stamped};
 }
 
-JoinStamp stamp_of(const TupleJoin::SpilledRec& r) { return {r.local, r.est, r.lo, r.hi, r.node}; }
+JoinStamp stamp_of(const TupleJoin::SpilledRec& r) {
+  return {r.local, r.est, r.lo, r.hi, r.node, r.cpu, r.cpu_stamped};
+}
 
 }  // namespace
 
 void TupleJoin::Block::push_wide(bool to_side, uint64_t tuple, const JoinStamp& s) {
-  recs.push_back(
-      {tuple, s.local, s.est, uint32_t(wide.size()), 0, kNoPartner, s.node, uint8_t((to_side ? kTo : 0) | kWide), 0});
+  recs.push_back({tuple, s.local, s.est, uint32_t(wide.size()), 0, kNoPartner, s.node,
+                  uint8_t((to_side ? kTo : 0) | kWide), cpu1_of(s)});
   wide.push_back({s.lo, s.hi});
 }
 
 JoinStamp TupleJoin::Block::stamp(const Rec& r) const {
-  if (r.flags & kWide) return {r.local, r.est, wide[r.below].first, wide[r.below].second, r.node};
-  return {r.local, r.est, r.est - int64_t(r.below), r.est + int64_t(r.above), r.node};
+  const uint16_t cpu = r.cpu1 ? uint16_t(r.cpu1 - 1) : 0;
+  if (r.flags & kWide) return {r.local, r.est, wide[r.below].first, wide[r.below].second, r.node, cpu, r.cpu1 != 0};
+  return {r.local, r.est, r.est - int64_t(r.below), r.est + int64_t(r.above), r.node, cpu, r.cpu1 != 0};
 }
 
 TupleJoin::TupleJoin(const MemoryBudget& b, Keep keep)
@@ -94,7 +97,7 @@ void TupleJoin::add_beyond_memory(bool to_side, uint64_t tuple, const JoinStamp&
     spill_all();
     return;
   }
-  SpilledRec r{tuple, seq_++ | (to_side ? kToBit : 0), s.local, s.est, s.lo, s.hi, s.node};
+  SpilledRec r{tuple, seq_++ | (to_side ? kToBit : 0), s.local, s.est, s.lo, s.hi, s.node, s.cpu, s.cpu_stamped};
   parts_[partition_of(tuple, 0)]->append(&r, sizeof r);
 }
 

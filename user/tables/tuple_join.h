@@ -29,6 +29,11 @@ struct JoinStamp {
   uint64_t local = 0;
   int64_t est = 0, lo = 0, hi = 0;
   uint16_t node = 0;
+  // The CPU whose TSC `local` was read on, where known (cpu_stamped): two
+  // stamps of one CPU differ by no cross-CPU skew. In memory the join keeps
+  // CPUs below 255 (kStampCpus); a stamp of another CPU loses only that.
+  uint16_t cpu = 0;
+  bool cpu_stamped = false;
 };
 
 struct JoinCounts {
@@ -83,8 +88,10 @@ class TupleJoin {
     uint32_t partner;  // the join's scratch: a to-record's from-record, a from-record's kept to-record
     uint16_t node;
     uint8_t flags;  // kTo, kWide
-    uint8_t unused;
+    uint8_t cpu1;  // 1 + JoinStamp::cpu where cpu_stamped and below kStampCpus, else 0
   };
+  static constexpr uint16_t kStampCpus = 255;
+  static uint8_t cpu1_of(const JoinStamp& s) { return s.cpu_stamped && s.cpu < kStampCpus ? uint8_t(s.cpu + 1) : 0; }
   // As written to a partition file: the whole stamp and the position.
   struct SpilledRec {
     uint64_t tuple;
@@ -92,6 +99,8 @@ class TupleJoin {
     uint64_t local;
     int64_t est, lo, hi;
     uint16_t node;
+    uint16_t cpu;
+    bool cpu_stamped;
   };
   // Records of one in-memory join: the records, their positions (empty: the
   // index), and the bounds too wide for a record.
@@ -105,7 +114,7 @@ class TupleJoin {
       const uint64_t below = uint64_t(s.est) - uint64_t(s.lo), above = uint64_t(s.hi) - uint64_t(s.est);
       if (s.lo <= s.est && s.est <= s.hi && below <= UINT32_MAX && above <= UINT32_MAX)
         recs.push_back({tuple, s.local, s.est, uint32_t(below), uint32_t(above), kNoPartner, s.node,
-                        uint8_t(to_side ? kTo : 0), 0});
+                        uint8_t(to_side ? kTo : 0), cpu1_of(s)});
       else
         push_wide(to_side, tuple, s);
     }

@@ -451,7 +451,7 @@ void get_event_columns(Cursor& c, std::vector<TraceEvent>& out) {
   for (size_t i = 0; i < out.size(); ++i) {
     // Unknown kinds are passed on (readers skip what they do not know); an unknown
     // timebase is not, because nobody could convert the timestamp.
-    if (tb[i] > static_cast<uint8_t>(Timebase::MonoNs)) fail("unknown timebase");
+    if (tb[i] > kLastTimebase) fail("unknown timebase");
     out[i].kind = kind[i];
     out[i].timebase = tb[i];
     out[i].ts_err = 0;  // not stored; the vector is reused, so a stale reader-set value would stay

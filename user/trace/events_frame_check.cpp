@@ -107,10 +107,11 @@ bool event_columns_decode(const uint8_t* raw, size_t len, uint32_t count, bool& 
   if (!skip_column(p, end, count, std::numeric_limits<uint16_t>::max())) return false;  // cpu
   if (static_cast<size_t>(end - p) != 2 * size_t{count}) return false;  // kind and timebase, nothing after
   const uint8_t* tb = p + count;
-  uint8_t most = 0;
-  for (size_t i = 0; i < count; ++i) most = std::max(most, tb[i]);
-  if (most > static_cast<uint8_t>(Timebase::MonoNs)) return false;
-  mono = most == static_cast<uint8_t>(Timebase::MonoNs);
+  mono = false;
+  for (size_t i = 0; i < count; ++i) {
+    if (tb[i] > kLastTimebase) return false;
+    mono |= tb[i] == static_cast<uint8_t>(Timebase::MonoNs);
+  }
   return true;
 }
 

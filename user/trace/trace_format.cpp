@@ -54,7 +54,8 @@ const char* frame_header_problem(const FrameHeader& h) {
   if (h.magic != kFrameMagic) return "bad frame magic";
   if (h.payload_len > kMaxPayloadBytes) return "payload_len beyond limit";
   if (h.raw_len > kMaxRawBytes) return "raw_len beyond limit";
-  if ((h.flags & ~kFrameZstd) != 0) return "unknown frame flags";
+  if ((h.flags & ~(kFrameZstd | kFrameCpuStamped)) != 0) return "unknown frame flags";
+  if ((h.flags & kFrameCpuStamped) && h.type != uint16_t(FrameType::Translated)) return "unknown frame flags";
   if (!(h.flags & kFrameZstd) && h.raw_len != h.payload_len) return "uncompressed frame with raw_len != payload_len";
   return nullptr;
 }

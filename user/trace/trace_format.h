@@ -54,9 +54,17 @@ static_assert(sizeof(FrameHeader) == 24);
 
 // Timebase of a raw timestamp as recorded.
 enum class Timebase : uint8_t {
-  Tsc = 0,  // already in the node's TSC ticks (batch path, rdtsc in user space)
+  Tsc = 0,  // already in the node's TSC ticks, read on some CPU (rdtsc in user space)
   MonoNs = 1,  // CLOCK_MONOTONIC ns (bpf_ktime_get_ns); the reader converts to TSC
+  TscOnCpu = 2,  // TSC ticks read on CPU `cpu` (rdtscp): two stamps of one CPU
+                 // differ by no cross-CPU skew (docs/clock.md "TSC trust")
 };
+constexpr uint8_t kLastTimebase = uint8_t(Timebase::TscOnCpu);
+inline bool is_tsc(uint8_t timebase) { return timebase != uint8_t(Timebase::MonoNs); }
+// Both stamps read on one CPU's TSC: their difference carries no skew term.
+inline bool same_cpu_stamps(uint8_t tb_a, uint16_t cpu_a, uint8_t tb_b, uint16_t cpu_b) {
+  return tb_a == uint8_t(Timebase::TscOnCpu) && tb_b == uint8_t(Timebase::TscOnCpu) && cpu_a == cpu_b;
+}
 
 enum class EventKind : uint8_t {
   User = 1,  // cp_logTS / batch entry
@@ -148,6 +156,10 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "cptrace trace files ar
 constexpr size_t kFileHeaderSize = 16;
 // FrameHeader::flags bit 0.
 constexpr uint16_t kFrameZstd = 1;
+// Bit 1, Translated frames only: each record's cpu varint is (cpu << 1 | 1 if
+// the stamp was read on that CPU's TSC). Frames without it (written before)
+// name the CPU the probe fired on, never a stamp's.
+constexpr uint16_t kFrameCpuStamped = 2;
 // Hard limits a reader enforces before allocating anything, so a hostile or
 // corrupt header cannot make it allocate gigabytes. Writers stay well below.
 constexpr uint32_t kMaxPayloadBytes = 64u << 20;

@@ -78,7 +78,8 @@ class TraceReader {
   const Counters& counters() const { return counters_; }
   const nlohmann::json& counters_json() const { return counters_json_; }
 
-  // Events of the valid frames in file order, ts converted to TSC (timebase Tsc).
+  // Events of the valid frames in file order, ts converted to TSC (timebase Tsc,
+  // or TscOnCpu for a stamp read on a known CPU).
   // Throws TraceError when kernel-timestamped events exist but fewer than two
   // correlation points do, or when the file changed under the reader.
   void for_each_event(const std::function<void(const TraceEvent&)>& fn) const;

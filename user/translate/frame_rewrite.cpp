@@ -37,7 +37,8 @@ void translate_frame(const TranslateNode& n, size_t i, uint16_t index, RelationC
     Bound b = cursor.at_stamp(e.ts, e.ts_err);  // a stamp's own interval widens the bound
     for (const auto& [lo, hi] : transitions) in_transition += int64_t(e.ts) >= lo && int64_t(e.ts) <= hi;
     max_err = std::max(max_err, e.ts_err);
-    out[k] = {e.ts, b.est, b.lo, b.hi, e.channel, e.tuple, e.pid, e.tid, e.cpu, index, e.kind};
+    out[k] = {e.ts,  b.est, b.lo,  b.hi,  e.channel, e.tuple,
+              e.pid, e.tid, e.cpu, index, e.kind,    e.timebase == uint8_t(Timebase::TscOnCpu)};
   }
   encode_translated(out.data(), out.size(), level, f.frame);
   f.events = out.size(), f.in_transition = in_transition, f.max_err = max_err;

@@ -134,7 +134,7 @@ void encode_translated(const TranslatedEvent* ev, size_t n, int zstd_level, Enco
     p = put(p, zz(int64_t(e.tuple) - prev_tuple));
     p = put(p, zz(int64_t(e.pid) - prev_pid));
     p = put(p, zz(int64_t(e.tid) - prev_tid));
-    p = put(p, e.cpu);
+    p = put(p, uint64_t(e.cpu) << 1 | uint64_t(e.cpu_stamped));
     *p++ = e.kind;
     prev_ts = e.local_ts, prev_off = off, prev_tuple = int64_t(e.tuple), prev_pid = e.pid, prev_tid = e.tid;
   }
@@ -142,7 +142,7 @@ void encode_translated(const TranslatedEvent* ev, size_t n, int zstd_level, Enco
   if (raw_len > kMaxRawBytes) throw std::invalid_argument("encode_translated: frame too large");
   out.hdr = {};
   out.hdr.type = uint16_t(FrameType::Translated);
-  out.hdr.flags = kFrameZstd;
+  out.hdr.flags = kFrameZstd | kFrameCpuStamped;
   out.hdr.raw_len = uint32_t(raw_len);
   out.hdr.count = uint32_t(n);
   // One context per thread, reused: same output as ZSTD_compress without its
@@ -172,6 +172,7 @@ void decode_translated(const FrameHeader& h, const uint8_t* payload, size_t len,
     data = raw.data(), n = d;
   }
   Cursor c{data, data + n};
+  const bool stamped = h.flags & kFrameCpuStamped;
   std::vector<uint64_t> chan;
   out.resize(h.count);
   uint64_t prev_ts = 0;
@@ -193,7 +194,11 @@ void decode_translated(const FrameHeader& h, const uint8_t* payload, size_t len,
     e.tuple = uint64_t(prev_tuple + unzz(c.varint()));
     e.pid = uint32_t(prev_pid + unzz(c.varint()));
     e.tid = uint32_t(prev_tid + unzz(c.varint()));
-    e.cpu = uint16_t(c.varint());
+    uint64_t cpu = c.varint();
+    e.cpu_stamped = stamped && (cpu & 1);
+    if (stamped) cpu >>= 1;
+    if (cpu > 0xffff) throw std::runtime_error("translated frame: cpu beyond 16 bits");
+    e.cpu = uint16_t(cpu);
     e.kind = c.u8();
     prev_ts = e.local_ts, prev_off = off, prev_tuple = int64_t(e.tuple), prev_pid = e.pid, prev_tid = e.tid;
   }

@@ -8,7 +8,8 @@
 //   varint node; zz (local_ts - previous local_ts); zz (ref - local - previous such);
 //   varint (ref - lo); varint (hi - ref); varint channel index (a new index is
 //   followed by the 8-byte channel id: a per-frame table); zz tuple delta;
-//   zz pid delta; zz tid delta; varint cpu; u8 kind.
+//   zz pid delta; zz tid delta; varint (cpu << 1 | cpu_stamped) (kFrameCpuStamped;
+//   older frames: varint cpu); u8 kind.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -26,6 +27,7 @@ struct TranslatedEvent {
   uint32_t pid = 0, tid = 0;
   uint16_t cpu = 0, node = 0;
   uint8_t kind = 0;
+  bool cpu_stamped = false;  // the stamp was read on `cpu`'s TSC (Timebase::TscOnCpu)
   bool operator==(const TranslatedEvent&) const = default;
 };
 
