@@ -12,7 +12,7 @@
  *   for (...) cp_logTS(ch, item_id);          // ~20 ns; recorded, one optimized uprobe
                                              // hit (0.3-1.5 us by host: make bench),
                                              // or buffered where hits would trap
- *   for (...) cp_logTS_batch(ch, item_id);    // hot loops: buffered, rdtsc-stamped
+ *   for (...) cp_logTS_batch(ch, item_id);    // hot loops: buffered, rdtscp-stamped
  *   cp_close_channel(ch);
  *
  * Thread safety: every function may be called from any thread. None is
@@ -70,7 +70,8 @@ uint64_t cp_open_channel(const char *name) CP_NOEXCEPT;
  * Async-signal-safe except a thread's first buffered call. */
 void cp_logTS(uint64_t channel, uint64_t tuple_id) CP_NOEXCEPT;
 
-/* Logs one event into the calling thread's buffer, stamped with rdtsc. Every
+/* Logs one event into the calling thread's buffer, stamped with rdtscp (the
+ * TSC and the CPU it was read on; rdtsc where the CPU lacks it). Every
  * CP_BATCH_MAX (256) events the buffer is handed to the cp_batch_submit probe
  * site in one go, which makes a recorded event cost a few ns instead of one
  * probe hit each. The buffer is also handed over by cp_flush(),
