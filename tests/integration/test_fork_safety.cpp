@@ -90,7 +90,8 @@ struct GateRun {
 
   // Started, recorded, and let go (SIGUSR1). `args`: forkgate's options.
   void start(const std::string& args) {
-    gate = std::make_unique<Proc>(forkgate() + " --lib " + lib() + " --events " + std::to_string(kEvents) + " " + args,
+    gate = std::make_unique<Proc>("env CPTRACE_SINGLE=site " + forkgate() + " --lib " + lib() + " --events " +
+                                      std::to_string(kEvents) + " " + args,
                                   tmp / "g.out", tmp / "g.err");
     ASSERT_TRUE(gate->wait_for("READY", 20)) << read_file(tmp / "g.err");
     rec =
@@ -192,7 +193,7 @@ TEST(ForkSafety, GateDetachRacesChildRepair) {
     unsigned stop_at = 20 + rd() % (kChildren - 40);
     SCOPED_TRACE("recorder stopped before child " + std::to_string(stop_at));
     TempDir tmp;
-    Proc gate(forkgate() + " --lib " + lib() +
+    Proc gate("env CPTRACE_SINGLE=site " + forkgate() + " --lib " + lib() +
                   " --serial --stall-ms 100 --hit-delay-us 300000 --exec-every 4 --children " +
                   std::to_string(kChildren) + " --stop-recorder-at " + std::to_string(stop_at) + " --recorder-file " +
                   (tmp / "rec.pid"),

@@ -69,6 +69,10 @@ void write_file(const std::string& path, const std::string& text) {
 
 // One thread logs tuple i on every channel in turn, paced, so the id channel's
 // timestamps are the truth for the counter channel (logged right after it).
+// "single" means cp_logTS at its probe site here: handlers meet each event at
+// its call there (the thread buffer, cp_logTS's default, is the batch path's).
+std::string site_env(const std::string& mode) { return mode == "single" ? "env CPTRACE_SINGLE=site " : ""; }
+
 void check_semantics(const std::string& mode) {
   TempDir tmp;
   const uint64_t N = 20000;
@@ -81,7 +85,7 @@ void check_semantics(const std::string& mode) {
              "chan5 counter 5ms\n"
              "*     id   # chan0\n");
   auto res =
-      run(record_cmd(tmp / "trace", "--ring-mb 64 --config " + (tmp / "cfg")) + " -- " + workload() +
+      run(record_cmd(tmp / "trace", "--ring-mb 64 --config " + (tmp / "cfg")) + " -- " + site_env(mode) + workload() +
               " --threads 1 --channels 6 --all-channels --events " + std::to_string(N) + " --pace-us 20 --mode " + mode,
           tmp);
   ASSERT_EQ(res.status, 0) << res.err;
@@ -155,7 +159,7 @@ TEST(Handlers, DownsampleIsGlobalAcrossThreads) {
   REQUIRE_BPF();
   TempDir tmp;
   write_file(tmp / "cfg", "chan0 downsample 10\nchan1 xoy 1 4\n");
-  auto res = run(record_cmd(tmp / "trace", "--config " + (tmp / "cfg")) + " -- " + workload() +
+  auto res = run(record_cmd(tmp / "trace", "--config " + (tmp / "cfg")) + " -- " + site_env("single") + workload() +
                      " --threads 4 --channels 2 --all-channels --events 25001 --mode single",
                  tmp);
   ASSERT_EQ(res.status, 0) << res.err;
@@ -172,12 +176,14 @@ TEST(Handlers, DownsampleIsGlobalAcrossThreads) {
 
 // id -> downsample 10 -> null on chan0 while recording; chan1 stays `id` and
 // tells when each tuple was emitted (chan0's event i lies between chan1's i-1 and i).
+// At the site (CPTRACE_SINGLE=site) each event meets the rule in force at its
+// call; a buffered one meets the rule in force when its buffer is handed over.
 TEST(Handlers, SwitchMidRunFollowsRecordedInstants) {
   REQUIRE_BPF();
   TempDir tmp;
   const uint64_t N = 30000;
   std::string dir = tmp / "trace";
-  Proc rec(record_cmd(dir) + " -- " + workload() +
+  Proc rec(record_cmd(dir) + " -- env CPTRACE_SINGLE=site " + workload() +
                " --threads 1 --channels 2 --all-channels --pace-us 100 --mode single --events " + std::to_string(N),
            tmp / "r.out", tmp / "r.err");
   ASSERT_TRUE(attached(rec));

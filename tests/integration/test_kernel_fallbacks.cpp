@@ -45,8 +45,8 @@ TEST(KernelFallbacks, RecordingExitAndFollowSuitesHoldOnOlderKernelPaths) {
 // single path is exact.
 TEST(KernelFallbacks, UnstagedSinglePathIsExactAndSaysSo) {
   TempDir tmp;
-  RunResult r = run("CPTRACE_DISABLE_FEATURES=preempt_kfunc " + cptrace_bin() + " record -o " + (tmp / "t") + " -- " +
-                        workload() + " --threads 2 --events 50000",
+  RunResult r = run("CPTRACE_DISABLE_FEATURES=preempt_kfunc " + cptrace_bin() + " record -o " + (tmp / "t") +
+                        " -- env CPTRACE_SINGLE=site " + workload() + " --threads 2 --events 50000",
                     tmp);
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.err.find("one record each instead of staged per CPU"), std::string::npos) << r.err;

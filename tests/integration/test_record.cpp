@@ -130,11 +130,13 @@ TEST(Record, MillionEventsFromFourThreadsExactSet) {
   // even if every thread ran on one CPU, so no drop can happen whatever the speed of
   // the uprobes against the drain (that race is `make bench`'s; DropsAreCountedExactly
   // checks the accounting when rings overflow).
-  record_million_exact("", "single", [](const TraceReader& tr) { EXPECT_TRUE(tr.meta().value("complete", false)); });
+  record_million_exact(
+      "", "single", [](const TraceReader& tr) { EXPECT_TRUE(tr.meta().value("complete", false)); },
+      "CPTRACE_SINGLE=site");
 }
 
-// Single events through the thread buffers, as cp_logTS sends them on kernels
-// before 6.18 (lib/single_route.c): the exact set, each event with the tid of
+// Single events through the thread buffers, as cp_logTS sends them by default
+// (lib/single_route.c): the exact set, each event with the tid of
 // the thread that logged it (check_exact_set: one tid per thread).
 TEST(Record, BufferedSinglesExactSet) {
   REQUIRE_BPF();
@@ -227,8 +229,8 @@ TEST(Record, DropsAreCountedExactly) {
   EXPECT_EQ(user + closes + c.total_dropped(), c.total_seen());
 }
 
-// Two threads pinned to one CPU, logging flat out, share that CPU's stage, ring
-// and counters. The stage is touched with preemption disabled and every counter
+// Two threads pinned to one CPU, logging flat out at the site, share that CPU's
+// stage, ring and counters. The stage is touched with preemption disabled and every counter
 // update is atomic (bpf/cptrace.bpf.c says why), so the counts stay exact
 // whichever thread the scheduler runs when: `seen` is every call, and
 // recorded + dropped == seen. `pin_recorder`: the recorder's drain shares the
@@ -239,8 +241,9 @@ static void pinned_threads_count_exactly(const std::string& ring, bool pin_recor
   TempDir tmp;
   constexpr int kEvents = 300000;
   auto r = run((pin_recorder ? "taskset -c 0 " : "") +
-                   record_cmd(tmp / "trace", ring + " -- taskset -c 0 " + workload() + " --threads 2 --events " +
-                                                 std::to_string(kEvents) + " --channels 1 --mode single"),
+                   record_cmd(tmp / "trace", ring + " -- taskset -c 0 env CPTRACE_SINGLE=site " + workload() +
+                                                 " --threads 2 --events " + std::to_string(kEvents) +
+                                                 " --channels 1 --mode single"),
                tmp);
   ASSERT_EQ(r.status, 0) << r.err;
   TraceReader tr(tmp / "trace");
@@ -683,10 +686,12 @@ void expect_stamps_in_brackets(const std::string& sim_spec) {
   TempDir tmp;
   const int threads = 2, events = 20000;
   std::string extra = sim_spec.empty() ? "" : "--simulate-clock " + sim_spec + " ";
-  auto r = run(record_cmd(tmp / "trace", extra + "-- " + (build_dir() / "tests" / "bracket").string() + " " +
-                                             (tmp / "brackets") + " --threads " + std::to_string(threads) +
-                                             " --events " + std::to_string(events)),
-               tmp);
+  // The site's stamp (the buffer's: StampCpu.*).
+  auto r = run(
+      record_cmd(tmp / "trace", extra + "-- env CPTRACE_SINGLE=site " + (build_dir() / "tests" / "bracket").string() +
+                                    " " + (tmp / "brackets") + " --threads " + std::to_string(threads) + " --events " +
+                                    std::to_string(events)),
+      tmp);
   ASSERT_EQ(r.status, 0) << r.err;
   Bracket close;
   auto brackets = read_brackets(tmp / "brackets", close);

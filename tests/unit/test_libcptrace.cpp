@@ -384,6 +384,28 @@ std::vector<uint64_t> batch_sizes(const std::vector<Hit>& hits) {
 
 pid_t gettid_i() { return static_cast<pid_t>(syscall(SYS_gettid)); }
 
+void pin_to_cpu(int cpu) {
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(cpu, &one);
+  ASSERT_EQ(sched_setaffinity(0, sizeof one, &one), 0) << strerror(errno);
+}
+
+// The calling thread on CPU 0 while it lives: a buffer holds one CPU's stamps
+// (lib/batch.c), so a thread that moves hands over early, and tests counting
+// hand-overs must not move.
+class OnCpu0 {
+ public:
+  OnCpu0() {
+    sched_getaffinity(0, sizeof before_, &before_);
+    pin_to_cpu(0);
+  }
+  ~OnCpu0() { sched_setaffinity(0, sizeof before_, &before_); }
+
+ private:
+  cpu_set_t before_;
+};
+
 // ---- registry helpers -----------------------------------------------------------
 
 std::vector<const cp_registry_entry*> registry_entries_named(const std::string& name) {
@@ -746,6 +768,7 @@ TEST(ProbeCalls, BatchFullAndThreadExitFlush) {
   std::atomic<bool> go{false};
   std::thread t([&] {
     tid = gettid_i();
+    pin_to_cpu(0);  // one CPU: hand-overs only when full (OnCpu0)
     while (!go) std::this_thread::yield();
     for (uint64_t i = 0; i < 600; i++) cp_logTS_batch(ch, i);
   });  // no cp_flush: the tail must go out at thread exit
@@ -765,13 +788,6 @@ TEST(ProbeCalls, BatchFullAndThreadExitFlush) {
   EXPECT_EQ(hits[0].rdx, hits[0].rdi + CP_BATCH_MAX * sizeof(cp_batch_entry)) << "the count after the entries";
   EXPECT_EQ(uint32_t(hits[4].rsi), 0u);
   EXPECT_EQ(hits[4].rdx, 0u);
-}
-
-void pin_to_cpu(int cpu) {
-  cpu_set_t one;
-  CPU_ZERO(&one);
-  CPU_SET(cpu, &one);
-  ASSERT_EQ(sched_setaffinity(0, sizeof one, &one), 0) << strerror(errno);
 }
 
 // Each hand-over holds the stamps of one CPU and names it (rdtscp reads the
@@ -802,6 +818,7 @@ TEST(ProbeCalls, BatchHandOverNamesTheCpuOfItsStamps) {
 }
 
 TEST(ProbeCalls, FlushAndCloseSubmitOnlyWhatIsBuffered) {
+  OnCpu0 pinned;
   UprobeSampler s(libcptrace_so_path(), "cp_batch_submit", gettid_i());
   REQUIRE_SAMPLER(s);
   uint64_t ch = cp_open_channel("test.batch.flush");
@@ -816,6 +833,7 @@ TEST(ProbeCalls, FlushAndCloseSubmitOnlyWhatIsBuffered) {
 }
 
 TEST(ProbeCalls, ProcessExitFlushesAndForkDoesNotDuplicate) {
+  OnCpu0 pinned;  // the child too
   uint64_t ch = cp_open_channel("test.batch.exit");
   cp_flush();
   for (int i = 0; i < 5; i++) cp_logTS_batch(ch, i);  // pending in the parent
@@ -1095,6 +1113,7 @@ TEST(SingleRoute, ModeDecidesWhereSingleEventsGo) {
 TEST(SingleRoute, FlusherHandsOverAnIdleThreadsEvents) {
   SiteSamplers s;
   if (!s.error().empty()) GTEST_SKIP() << "perf uprobes unavailable: " << s.error();
+  OnCpu0 pinned;  // inherited: the workload's threads never move, so only the flusher hands over
   auto c =
       spawn_workload("buffer", {"--threads", "2", "--events", "5", "--channels", "1", "--mode", "single", "--linger"});
   ASSERT_EQ(c->read_line(), "LOGGED " + std::to_string(c->pid()));

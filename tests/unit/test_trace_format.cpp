@@ -283,7 +283,7 @@ TEST(BlockCodec, HostileColumns) {
   bad(0, 2);  // more channels than events
   bad(10, 1);  // channel index out of range
   bad(10, 0x80);  // varint running into the next column... and off the end
-  bad(16, 2);  // unknown timebase
+  bad(16, kLastTimebase + 1);  // unknown timebase
   bad(12, 0xff);  // pid continuing into the tid column... and off the end
   // a varint longer than 10 bytes, and one overflowing 64 bits
   std::vector<uint8_t> overlong = {0};
