@@ -309,7 +309,7 @@ sanitize: sanitize-threads $(SAN)/unit_asan
 # tests/fuzz/NAME/corpus, every input that ever crashed it in
 # tests/fuzz/NAME/regressions (the trace reader's, the first, in tests/fuzz/corpus
 # and tests/fuzz/regressions).
-FUZZERS    := trace_reader minrtt agent_wire handler_rules maps_line
+FUZZERS    := trace_reader minrtt agent_wire handler_rules maps_line meta_json
 FUZZ_BINS  := $(addprefix $(BUILD)/fuzz_,$(FUZZERS))
 FUZZ_CXX   := clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined $(CPPFLAGS)
 fuzz_dir    = $$(if [ $(1) = trace_reader ]; then echo tests/fuzz; else echo tests/fuzz/$(1); fi)
@@ -334,6 +334,15 @@ $(BUILD)/fuzz_handler_rules: tests/fuzz/fuzz_handler_rules.cpp user/probe/handle
 $(BUILD)/fuzz_maps_line: tests/fuzz/fuzz_maps_line.cpp user/probe/maps_line.cpp user/probe/maps_line.h
 	@mkdir -p $(@D)
 	$(FUZZ_CXX) $< user/probe/maps_line.cpp -o $@ -lfmt
+
+# meta.json's readers, instrumented; what they call into (pair relations and
+# the translate stages behind them) from the project's own libraries.
+META_FUZZ_SRCS := user/latency/duration_bounds.cpp user/translate/clock_relation.cpp \
+  user/translate/drift_bound.cpp user/trace/tsc_skew_history.cpp
+META_FUZZ_LIBS := $(addprefix $(BUILD)/user/lib,translate.a sync.a tables.a trace.a)
+$(BUILD)/fuzz_meta_json: tests/fuzz/fuzz_meta_json.cpp $(META_FUZZ_SRCS) $(META_FUZZ_LIBS)
+	@mkdir -p $(@D)
+	$(FUZZ_CXX) $< $(META_FUZZ_SRCS) -o $@ $(META_FUZZ_LIBS) -lfmt -lzstd -ldeflate -lz -lcrypto -lpthread
 
 fuzz: deps $(FUZZ_BINS)
 	@set -e; for f in $(FUZZERS); do d=$(call fuzz_dir,$$f); mkdir -p $(BUILD)/fuzz-corpus/$$f; \
