@@ -137,6 +137,31 @@ TEST(HullSync, NonLinearClockMakesHullsCrossAndIsSplit) {
   EXPECT_EQ(fit_hulls(c.below, c.above).status, HullStatus::Infeasible);
 }
 
+// The first constraint is tight (a packet that met no queue) and the rest loose:
+// the break after the kink is then compatible with every constraint but the first,
+// so the stretch before the transition is one point, which bounds no slope. It
+// joins the transition instead of leaving the whole relation unbounded (seen in
+// a run: "sub-interval 1 of 3 (x ..., 1 constraints) is unbounded").
+TEST(HullSync, StretchTooShortToBoundJoinsItsTransition) {
+  const int64_t kink = 5'000'000'000;
+  auto f = [&](long double x) { return x + (x > kink ? (x - kink) * 200e-6L : 0); };
+  Constraints c;
+  c.below.push_back({0, int64_t(std::floor(f(0)))});
+  for (int64_t x = 50'000'000; x <= 10'000'000'000; x += 50'000'000) {
+    c.below.push_back({x, int64_t(std::floor(f(x))) - 100000});
+    c.above.push_back({x + 10, int64_t(std::ceil(f(x + 10))) + 100000});
+  }
+  HullSync h = hull_sync(c);
+  ASSERT_TRUE(h.relation) << h.problem;
+  for (const HullSegment& s : h.segments) EXPECT_EQ(s.fit.status, HullStatus::Feasible) << s.points;
+  auto tr = h.transitions();
+  ASSERT_EQ(tr.size(), 1u);
+  EXPECT_LE(tr[0].first, 0);
+  EXPECT_GE(tr[0].second, kink);
+  for (int64_t x = tr[0].second + 1; x < 10'000'000'000; x += 10'000'000)
+    ASSERT_TRUE(h.relation->at(x).contains(f(x))) << "x=" << x;
+}
+
 // ---- ratio method: the paper's error expressions ----------------------------------
 
 // Rounds from X (initiator) to Y with the given one-way delays; X and Y clocks

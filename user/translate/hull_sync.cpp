@@ -175,6 +175,13 @@ HullSync hull_sync(const Constraints& c) {
       }
       b = ok;
     }
+    // A stable stretch or a transition too short to bound a slope alone (the
+    // break's feasible run reaches back to within a point or two of s, or is a
+    // point or two itself) makes one transition of [s, e): it is feasible, and
+    // the whole of it is then reported as not guaranteed.
+    if (b > s && e < n &&
+        (fit_range(pts, s, b).status == HullStatus::Unbounded || fit_range(pts, b, e).status == HullStatus::Unbounded))
+      b = s;
     add(s, b, false);
     add(b, e, true);
     s = e;

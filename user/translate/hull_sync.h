@@ -13,7 +13,8 @@
 // sub-interval k breaks (at constraint e), the longest feasible run ending at e
 // starts at some b: the change lies in [b, e), which becomes a "transition"
 // piece of its own, so that the pieces around it are fitted only to constraints
-// on one side of the change.
+// on one side of the change. A stretch before [b, e) too short to bound a line on
+// its own joins the transition rather than leave the whole relation unbounded.
 #pragma once
 #include <string>
 #include <vector>

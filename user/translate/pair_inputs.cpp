@@ -31,17 +31,27 @@ Constraints merge(const Constraints& a, const Constraints& b) {
   return c;
 }
 
+namespace {
+
+// Whether the clock model bounds the relation from these constraints alone, and
+// why not ("" when it does).
+std::string why_unbounded(const Constraints& c, bool piecewise) {
+  if (piecewise) return !c.below.empty() && !c.above.empty() ? "" : "constraints on one side only";
+  return hull_sync(c).problem;
+}
+
+}  // namespace
+
 PairInputs assess_inputs(const Constraints& rounds, size_t n_rounds, const Constraints& traffic,
-                         std::pair<size_t, size_t> packets) {
+                         std::pair<size_t, size_t> packets, bool piecewise) {
   PairInputs in;
   in.rounds = n_rounds;
   in.packets_out = packets.first, in.packets_in = packets.second;
   if (n_rounds == 0) {
     in.rounds_why = "no MinRTT rounds";
   } else {
-    HullSync h = hull_sync(rounds);
-    in.rounds_bound = h.relation != nullptr;
-    if (!in.rounds_bound) in.rounds_why = h.problem;
+    in.rounds_why = why_unbounded(rounds, piecewise);
+    in.rounds_bound = in.rounds_why.empty();
   }
   if (packets.first + packets.second == 0) {
     in.traffic_why = "no matched packets";
@@ -51,12 +61,11 @@ PairInputs assess_inputs(const Constraints& rounds, size_t n_rounds, const Const
         "constraints bound the relation from one side only",
         packets.first, packets.second);
   } else {
-    HullSync h = hull_sync(traffic);
-    in.traffic_bound = h.relation != nullptr;
-    if (!in.traffic_bound) in.traffic_why = h.problem;
+    in.traffic_why = why_unbounded(traffic, piecewise);
+    in.traffic_bound = in.traffic_why.empty();
   }
   if (!in.rounds_bound && !in.traffic_bound && n_rounds + packets.first + packets.second > 0)
-    in.together_bound = hull_sync(merge(rounds, traffic)).relation != nullptr;
+    in.together_bound = why_unbounded(merge(rounds, traffic), piecewise).empty();
   return in;
 }
 

@@ -23,9 +23,12 @@ struct PairInputs {
   nlohmann::json to_json() const;
 };
 
-// x -> y: `rounds` and `traffic` are the pair's constraints of each kind.
+// x -> y: `rounds` and `traffic` are the pair's constraints of each kind. What
+// bounds depends on the clock model: the linear one (hull_sync.h) needs a line
+// through each input's constraints, the piecewise one (drift_bound.h) only
+// constraints on both sides.
 PairInputs assess_inputs(const Constraints& rounds, size_t n_rounds, const Constraints& traffic,
-                         std::pair<size_t, size_t> packets);
+                         std::pair<size_t, size_t> packets, bool piecewise);
 // All constraints of a and b.
 Constraints merge(const Constraints& a, const Constraints& b);
 

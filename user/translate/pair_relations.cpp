@@ -30,7 +30,7 @@ NodePair build_pair(const std::vector<TranslateNode>& nodes, size_t x, size_t y,
     traffic = packets.constraints(x, y);
     counts = packets.counts(x, y);
   }
-  p.inputs = assess_inputs(rounds, p.rounds.rounds.size(), traffic, counts);
+  p.inputs = assess_inputs(rounds, p.rounds.rounds.size(), traffic, counts, opt.clock_model == ClockModel::Piecewise);
   if (opt.inputs == Inputs::Traffic) p.inputs.rounds_why = "not used (--inputs traffic)";
   if (opt.inputs == Inputs::Rounds) p.inputs.traffic_why = "not used (--inputs rounds)";
   if (p.rounds.rounds.empty()) {

@@ -50,7 +50,8 @@ void pairs_part(const json& tr, Out out) {
       if (in.contains(k)) fmt::format_to(out, "; {}: {}", k, in[k].get<std::string>());
     fmt::format_to(out, "\n");
     if (p.contains("hull") && !p["hull"].value("linear", true))
-      fmt::format_to(out, "  NON-LINEAR {}->{}: {}\n", from, to, p["hull"]["nonlinear"].get<std::string>());
+      fmt::format_to(out, "  NON-LINEAR {}->{}: {}{}\n", from, to, p["hull"]["nonlinear"].get<std::string>(),
+                     p.contains("piecewise") ? "; the piecewise model in use does not assume linear clocks" : "");
     if (p.contains("error"))
       fmt::format_to(out, "  pair {}->{} unusable: {}\n", from, to, p["error"].get<std::string>());
   }
