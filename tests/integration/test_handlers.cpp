@@ -399,3 +399,33 @@ TEST(Handlers, BatchRunsOfOneChannelDownsampleExactly) {
   EXPECT_EQ(rec.user["chan0"].size(), (4u * 25001 + 9) / 10);
   expect_accounted(r, tmp, tmp / "trace");
 }
+
+// A traced program names its channels and itself with bytes that are not UTF-8:
+// the recorder records every event, writes every name as text (\xNN for such a
+// byte), and answers the control socket about those channels. It used to stop
+// with "[json.exception.type_error.316] invalid UTF-8 byte" and lose the names.
+TEST(Handlers, ChannelNamesThatAreNotUtf8AreRecordedAsText) {
+  REQUIRE_BPF();
+  TempDir tmp;
+  const std::string dir = tmp / "trace", prog = (build_dir() / "tests" / "odd_names").string();
+  const uint64_t n = 15000;
+  Proc rec(record_cmd(dir) + " -- " + prog + " " + std::to_string(n) + " 100", tmp / "r.out", tmp / "r.err");
+  ASSERT_TRUE(attached(rec));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  json reply = control_request(dir + "/control.sock", {{"cmd", "set"}, {"channel", "bad*"}, {"handler", {"null"}}});
+  EXPECT_TRUE(reply.value("ok", false)) << reply.dump();
+  EXPECT_NE(reply.dump().find("bad\\\\xff\\\\xfename"), std::string::npos) << reply.dump();
+  ASSERT_EQ(rec.wait(60), 0) << read_file(tmp / "r.err");
+
+  TraceReader r(dir);
+  ASSERT_FALSE(r.error()) << r.error()->what();
+  Recorded evs = by_channel(r);
+  EXPECT_EQ(evs.user["good"].size(), n);
+  EXPECT_EQ(evs.user["tab\there\\xc3"].size(), n);
+  EXPECT_GT(evs.user["bad\\xff\\xfename"].size(), 0u);  // until the null handler took effect
+  EXPECT_LT(evs.user["bad\\xff\\xfename"].size(), n);
+  expect_accounted(r, tmp, dir);
+  auto info = run(cptrace_bin() + " info " + dir, tmp);
+  EXPECT_EQ(info.status, 0) << info.err;
+  EXPECT_NE(info.out.find("bad\\xff\\xfename"), std::string::npos) << info.out;
+}

@@ -25,6 +25,7 @@
 #include "cluster/agent_wire.h"
 #include "cluster/node_process.h"
 #include "trace/exec_argv.h"
+#include "trace/json_text.h"
 #include "trace/trace_format.h"
 
 namespace cptrace {
@@ -318,8 +319,8 @@ void send_end(AgentRecording& r, Out& out) {
   // When, on this node's CLOCK_MONOTONIC: its trace's clock stream maps that
   // onto its TSC, translate's relation onto the reference's.
   if (WIFSIGNALED(st)) done["signal"] = WTERMSIG(st), done["ended_mono_ns"] = {r.alive_mono, r.ended_mono};
-  std::ofstream(r.dir + "/status.json") << done.dump() << "\n";
-  out.send(WireType::Done, 0, done.dump());
+  std::ofstream(r.dir + "/status.json") << json_text(done) << "\n";
+  out.send(WireType::Done, 0, json_text(done));
 }
 
 int run_record(const nlohmann::json& req, int in_fd, std::string& pending, Out& out) {
@@ -379,7 +380,7 @@ int run_fetch(const nlohmann::json& req, Out& out) {
   else
     done = {{"running", true}};
   done["events_bytes"] = offset;
-  out.send(WireType::Done, 0, done.dump());
+  out.send(WireType::Done, 0, json_text(done));
   return 0;
 }
 
@@ -430,7 +431,7 @@ int run_follow(const nlohmann::json& req, int in_fd, std::string& pending, Out& 
   else  // gone without its stop sequence, and its agent with it: no exit status to tell
     done = {{"status", -1}, {"stderr_tail", "the recorder ended without its stop sequence; its agent is gone too"}};
   done["events_bytes"] = offset;
-  out.send(WireType::Done, 0, done.dump());
+  out.send(WireType::Done, 0, json_text(done));
   return 0;
 }
 

@@ -17,6 +17,7 @@
 
 #include "cptrace.h"
 #include "probe/probe_attach.h"
+#include "trace/json_text.h"
 
 using nlohmann::json;
 
@@ -166,7 +167,7 @@ bool HandlerTable::take_pending(EncodedFrame& f) {
   std::lock_guard lk(mu_);
   if (written_ == history_.size()) return false;
   json a(history_.begin() + written_, history_.end());
-  f = encode_json(FrameType::Handlers, a.dump(), uint32_t(a.size()));
+  f = encode_json(FrameType::Handlers, json_text(a), uint32_t(a.size()));
   written_ = history_.size();
   return true;
 }

@@ -3,6 +3,7 @@
 #include <exception>
 
 #include "probe/proc_registry.h"
+#include "trace/json_text.h"
 
 namespace cptrace {
 
@@ -16,7 +17,11 @@ nlohmann::json to_json(const std::vector<ChannelInfo>& v) {
 
 }  // namespace
 
-void ChannelTable::add(const ChannelInfo& c) {
+void ChannelTable::add(const ChannelInfo& announced) {
+  // The traced program chose the name: every output (JSON frames, meta.json,
+  // handler rules, the control socket's answers) gets it as valid text.
+  ChannelInfo c = announced;
+  c.name = valid_utf8(c.name);
   {
     std::lock_guard lk(mu_);
     auto [it, fresh] = all_.try_emplace(c.id, c);
@@ -39,7 +44,7 @@ void ChannelTable::add_registry(pid_t pid) {
 bool ChannelTable::take_pending(EncodedFrame& f) {
   std::lock_guard lk(mu_);
   if (pending_.empty()) return false;
-  f = encode_json(FrameType::Channels, to_json(pending_).dump(), pending_.size());
+  f = encode_json(FrameType::Channels, json_text(to_json(pending_)), pending_.size());
   pending_.clear();
   return true;
 }

@@ -22,7 +22,7 @@ class ChannelTable {
   std::function<void(const ChannelInfo&)> on_new;  // a channel (or its name) became known
 
   // Called from the drain thread and the main thread.
-  void add(const ChannelInfo& c);
+  void add(const ChannelInfo& announced);
   // The names of a process's registry (cptrace_registry.h); nothing if the
   // process is gone or does not use libcptrace's registry.
   void add_registry(pid_t pid);

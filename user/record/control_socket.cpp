@@ -1,5 +1,7 @@
 #include "record/control_socket.h"
 
+#include "trace/json_text.h"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -167,7 +169,7 @@ void ControlSocket::serve(int fd) {
       reply = {{"ok", false}, {"error", e.what()}};
     }
   }
-  write_all(fd, reply.dump() + "\n");
+  write_all(fd, json_text(reply) + "\n");
 }
 
 nlohmann::json control_request(const std::string& path, const nlohmann::json& request, int timeout_ms) {

@@ -1,4 +1,5 @@
 #include "record/namespace_pids.h"
+#include "trace/json_text.h"
 
 #include <sys/stat.h>
 
@@ -97,7 +98,7 @@ void NamespacePids::add(uint32_t pid, const std::optional<PidEntry>& e) {
 bool NamespacePids::take_pending(EncodedFrame& f) {
   std::lock_guard lk(mu_);
   if (pending_.empty()) return false;
-  f = encode_json(FrameType::Processes, pid_frame_json(all_.recorder_pidns, pending_).dump(),
+  f = encode_json(FrameType::Processes, json_text(pid_frame_json(all_.recorder_pidns, pending_)),
                   uint32_t(pending_.size()));
   pending_.clear();
   return true;

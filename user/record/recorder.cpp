@@ -39,6 +39,7 @@
 #include "record/tsc_skew.h"
 #include "sync/minrtt_record.h"
 #include "trace/clock_now.h"
+#include "trace/json_text.h"
 #include "trace/node_info.h"
 #include "trace/trace_writer.h"
 #include "trace/tsc_verdict.h"
@@ -474,7 +475,7 @@ void Recording::flush_side_frames(const Counters& counts) {
   }
   json cj = counters_json(counts);
   if (net_) cj["net"] = net_counters_json();
-  pipe_->submit_frame(encode_json(FrameType::Counters, cj.dump(), 1));
+  pipe_->submit_frame(encode_json(FrameType::Counters, json_text(cj), 1));
 }
 
 // The network counters, with the Net records a failed write discarded counted
@@ -508,13 +509,13 @@ void Recording::write_last_frames() {
   try {
     json cj = counters_json(final_counts_);
     if (net_) cj["net"] = net_counters_json();
-    writer_->write(encode_json(FrameType::Counters, cj.dump(), 1));
+    writer_->write(encode_json(FrameType::Counters, json_text(cj), 1));
     writer_->write(clock_->last_point_frame());
     json ch = channels_.all_json();
-    if (!ch.empty()) writer_->write(encode_json(FrameType::Channels, ch.dump(), uint32_t(ch.size())));
+    if (!ch.empty()) writer_->write(encode_json(FrameType::Channels, json_text(ch), uint32_t(ch.size())));
     json pids = ns_pids_.all_json();
     if (!pids["processes"].empty())
-      writer_->write(encode_json(FrameType::Processes, pids.dump(), uint32_t(pids["processes"].size())));
+      writer_->write(encode_json(FrameType::Processes, json_text(pids), uint32_t(pids["processes"].size())));
   } catch (const std::exception& e) {
     fmt::print(stderr, "cptrace record: {}; the trace's last counters are not final, so `info` may not balance\n",
                e.what());

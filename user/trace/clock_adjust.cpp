@@ -1,5 +1,6 @@
 // Clock-adjustment records: JSON and descriptions (clock_adjust.h).
 #include "trace/clock_adjust.h"
+#include "trace/json_text.h"
 
 #include <sys/timex.h>
 
@@ -183,7 +184,7 @@ ClockAdjustment from_syscall_record(const cp_clockadj_rec& r) {
 std::string clock_adjust_frame_json(const std::vector<ClockAdjustment>& a) {
   nlohmann::json j = nlohmann::json::array();
   for (const auto& x : a) j.push_back(x.to_json());
-  return j.dump();
+  return json_text(j);
 }
 
 std::vector<ClockAdjustment> clock_adjust_from_frame_json(const nlohmann::json& j) {

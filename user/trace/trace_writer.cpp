@@ -1,6 +1,7 @@
 // Trace directory writer. Durability rules: a frame is one writev(); meta.json is
 // only ever replaced by rename(), so a reader never sees half of either.
 #include "trace/trace_writer.h"
+#include "trace/json_text.h"
 
 #include <cerrno>
 #include <system_error>
@@ -45,7 +46,7 @@ void write_all(int fd, const std::string& data, const std::string& path) {
 std::string meta_text(const nlohmann::json& meta) {
   nlohmann::json m = meta.is_null() ? nlohmann::json::object() : meta;
   if (m.is_object() && !m.contains("format_version")) m["format_version"] = kFormatVersion;
-  return m.dump(2) + "\n";
+  return json_text(m, 2) + "\n";
 }
 
 }  // namespace
