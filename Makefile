@@ -309,7 +309,7 @@ sanitize: sanitize-threads $(SAN)/unit_asan
 # tests/fuzz/NAME/corpus, every input that ever crashed it in
 # tests/fuzz/NAME/regressions (the trace reader's, the first, in tests/fuzz/corpus
 # and tests/fuzz/regressions).
-FUZZERS    := trace_reader minrtt agent_wire handler_rules maps_line meta_json
+FUZZERS    := trace_reader minrtt agent_wire handler_rules maps_line meta_json control_request
 FUZZ_BINS  := $(addprefix $(BUILD)/fuzz_,$(FUZZERS))
 FUZZ_CXX   := clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined $(CPPFLAGS)
 fuzz_dir    = $$(if [ $(1) = trace_reader ]; then echo tests/fuzz; else echo tests/fuzz/$(1); fi)
@@ -334,6 +334,14 @@ $(BUILD)/fuzz_handler_rules: tests/fuzz/fuzz_handler_rules.cpp user/probe/handle
 $(BUILD)/fuzz_maps_line: tests/fuzz/fuzz_maps_line.cpp user/probe/maps_line.cpp user/probe/maps_line.h
 	@mkdir -p $(@D)
 	$(FUZZ_CXX) $< user/probe/maps_line.cpp -o $@ -lfmt
+
+# The control socket's requests: the handler table, instrumented, and the trace
+# format its history frames use.
+CONTROL_FUZZ_SRCS := user/probe/handler_table.cpp user/probe/handler_rules.cpp user/trace/json_text.cpp
+$(BUILD)/fuzz_control_request: tests/fuzz/fuzz_control_request.cpp $(CONTROL_FUZZ_SRCS) $(BUILD)/user/libtrace.a \
+  user/probe/handler_table.h user/probe/handler_rules.h
+	@mkdir -p $(@D)
+	$(FUZZ_CXX) $< $(CONTROL_FUZZ_SRCS) -o $@ $(BUILD)/user/libtrace.a -lfmt -lzstd -ldeflate -lz
 
 # meta.json's readers, instrumented; what they call into (pair relations and
 # the translate stages behind them) from the project's own libraries.

@@ -47,77 +47,15 @@
 // the "last" event of a firstlast period and each CPU's current counter period.
 #pragma once
 #include <cstdint>
-#include <functional>
-#include <map>
 #include <memory>
-#include <mutex>
-#include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
-#include "trace/block_codec.h"
-#include "cptrace_records.h"
-#include "probe/handler_rules.h"
+#include "probe/handler_table.h"
 #include "trace/trace_format.h"
 
 namespace cptrace {
 
 class Probes;
-
-// Instant bracket of a map update.
-struct Instant {
-  uint64_t mono_ns = 0, tsc = 0;
-};
-
-// Owns the BPF `handlers` map contents and the change history. Thread-safe:
-// called by the recorder's main thread, the drain thread (channel names) and the
-// control socket thread.
-class HandlerTable {
- public:
-  // Writes one map entry (0 or -errno); injectable so the table is testable
-  // without BPF. enable: called once before the first install.
-  using MapUpdate = std::function<int(uint64_t channel, const cp_handler&)>;
-  HandlerTable(MapUpdate update, std::function<void()> enable, double tsc_hz);
-
-  // The config file's rules: installs the default and every exact name now.
-  void set_rules(std::vector<ConfigRule> rules);
-  // A channel name became known: installs the first matching glob rule (once).
-  void on_channel(uint64_t id, const std::string& name);
-  // Control socket "set CHANNEL HANDLER...": CHANNEL is a known channel's name,
-  // its id as 0x..., "*" (the default) or a glob matching known channels (it then
-  // also applies to channels announced later). Returns the changes made; throws
-  // std::invalid_argument (nothing changed) on an unknown channel.
-  nlohmann::json set(const std::string& channel, const HandlerSpec& spec);
-  // Current configuration (per channel and default), for `cptrace config get`.
-  nlohmann::json current() const;
-
-  // History entries not yet written, as a Handlers frame (or nothing).
-  bool take_pending(EncodedFrame& f);
-  nlohmann::json history() const;
-  bool any() const;
-  // The map value installed with generation `gen` (false: no such install).
-  bool by_gen(uint64_t gen, cp_handler_rule& out) const;
-
- private:
-  nlohmann::json install(uint64_t id, const std::string& name, const HandlerSpec& spec, const std::string& source,
-                         const std::string& rule);
-  const ConfigRule* first_match(const std::string& name) const;
-
-  mutable std::mutex mu_;
-  MapUpdate update_;
-  std::function<void()> enable_;
-  bool enabled_ = false;
-  double tsc_hz_;
-  uint64_t next_gen_ = 1;
-  std::vector<ConfigRule> rules_;  // control-socket globs first, then the file's
-  std::map<uint64_t, std::string> known_;  // channel id -> name
-  std::map<uint64_t, std::pair<std::string, HandlerSpec>> installed_;  // id -> (name, spec)
-  std::map<uint64_t, cp_handler_rule> by_gen_;
-  std::map<uint64_t, uint64_t> gen_of_;  // id -> gen of its current rule
-  nlohmann::json history_ = nlohmann::json::array();
-  size_t written_ = 0;
-};
 
 // What the handlers still hold in BPF state when the probes are detached:
 // firstlast "last" events and counter periods not yet emitted. filtered_fix[cpu]
@@ -129,12 +67,6 @@ struct HeldEvents {
 };
 // A table writing the `handlers` map of these probes.
 std::unique_ptr<HandlerTable> make_handler_table(Probes& probes, double tsc_hz);
-
-// The recorder's side of the control socket (user/record/control_socket.h):
-//   {"cmd":"set","channel":C,"handler":[words]} -> {"ok":true,"changes":[history entries]}
-//   {"cmd":"get"}                                -> {"ok":true,"handlers":[...],"history":[...]}
-// A bad request changes nothing and answers {"ok":false,"error":...}.
-nlohmann::json handle_control(HandlerTable& table, const nlohmann::json& request);
 
 HeldEvents collect_held_events(int last_slots_fd, int count_slots_fd, const HandlerTable& table);
 
