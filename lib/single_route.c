@@ -1,8 +1,9 @@
 /* Where cp_logTS (batch.c) sends one event: its own probe site, or the
  * thread's buffer.
  *
- * The buffer is the cheaper path on every kernel: an event costs an rdtsc and
- * a store (~15-30 ns), and one probe hit is shared by CP_BATCH_MAX events.
+ * The buffer is the cheaper path on every kernel: an event costs an rdtscp
+ * (the stamp and its CPU) and a store (~25-50 ns with the shared hit), and one
+ * probe hit is shared by CP_BATCH_MAX events.
  * The site costs a hit per event: ~0.3-1.5 us where the kernel optimizes a
  * nop5 uprobe (x86-64 Linux 6.18+), 12-50 us (an int3 trap and a single-step)
  * before that. So single events are buffered by default, stamped as

@@ -45,9 +45,9 @@ struct DurationBounds {
       // CPUs): on the reference they are the instants' bounds themselves. Two
       // stamps read on one CPU's TSC have neither: d is exact in ticks.
       scenario = a.node == ref ? "local-reference" : "local";
-      const bool one_cpu = a.cpu_stamped && b.cpu_stamped && a.cpu == b.cpu;
-      if (a.node == ref) return one_cpu ? Bound{d, d, d} : Bound{b.lo - a.hi, d, b.hi - a.lo};
-      int64_t e = one_cpu ? 0 : 2 * max_err[a.node];
+      const bool same_cpu = one_cpu(a, b);
+      if (a.node == ref) return same_cpu ? Bound{d, d, d} : Bound{b.lo - a.hi, d, b.hi - a.lo};
+      int64_t e = same_cpu ? 0 : 2 * max_err[a.node];
       return to_ref[a.node]->scale({d - e, d, d + e}, int64_t(a.local));
     }
     // Instant bounds are exact for the reference (lo = est = hi = local).

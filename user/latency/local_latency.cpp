@@ -179,8 +179,7 @@ JoinStamp local_stamp(const TraceEvent& e) {
 }
 
 LocalPair local_pair(uint64_t seq, uint64_t tuple, const JoinStamp& a, const JoinStamp& b) {
-  const bool one_cpu = a.cpu_stamped && b.cpu_stamped && a.cpu == b.cpu;
-  return {seq | (one_cpu ? kOneCpu : 0), tuple, a.local, b.local};
+  return {seq | (one_cpu(a, b) ? kOneCpu : 0), tuple, a.local, b.local};
 }
 
 // The rows of node_latency_stream(), expanded from the pairs as they are read.

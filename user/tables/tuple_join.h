@@ -35,6 +35,8 @@ struct JoinStamp {
   uint16_t cpu = 0;
   bool cpu_stamped = false;
 };
+// Both stamps read on one CPU's TSC: their difference carries no skew term.
+inline bool one_cpu(const JoinStamp& a, const JoinStamp& b) { return a.cpu_stamped && b.cpu_stamped && a.cpu == b.cpu; }
 
 struct JoinCounts {
   uint64_t from_only = 0, to_only = 0;  // tuple ids seen on one side only

@@ -61,10 +61,6 @@ enum class Timebase : uint8_t {
 };
 constexpr uint8_t kLastTimebase = uint8_t(Timebase::TscOnCpu);
 inline bool is_tsc(uint8_t timebase) { return timebase != uint8_t(Timebase::MonoNs); }
-// Both stamps read on one CPU's TSC: their difference carries no skew term.
-inline bool same_cpu_stamps(uint8_t tb_a, uint16_t cpu_a, uint8_t tb_b, uint16_t cpu_b) {
-  return tb_a == uint8_t(Timebase::TscOnCpu) && tb_b == uint8_t(Timebase::TscOnCpu) && cpu_a == cpu_b;
-}
 
 enum class EventKind : uint8_t {
   User = 1,  // cp_logTS / batch entry
