@@ -191,6 +191,29 @@ TEST(Record, BatchPathExactSet) {
   record_million_exact("", "batch");
 }
 
+// The recorder ends with its own CPU per recorded event, the figure meta.json's
+// collector.cpu_s_attached gives over recorded_events.
+TEST(Record, EndsWithItsOwnCpuPerEvent) {
+  REQUIRE_BPF();
+  TempDir tmp;
+  auto r = run(record_cmd(tmp / "trace",
+                          "--ring-mb 64 -- " + workload() + " --threads 4 --events 250000 --channels 3 --mode batch"),
+               tmp);
+  ASSERT_EQ(r.status, 0) << r.err;
+  TraceReader tr(tmp / "trace");
+  check_exact_set(tr, Expect{4, 250000, 3});
+  const nlohmann::json& cpu = tr.meta().at("collector").at("cpu_s_attached");
+  const double cpu_s = cpu.at("user").get<double>() + cpu.at("system").get<double>();
+  EXPECT_GT(cpu_s, 0) << "moving a million events took no CPU";
+  const std::string key = "recorder CPU ";
+  size_t at = r.err.find(key);
+  ASSERT_NE(at, std::string::npos) << r.err;
+  const double printed = std::stod(r.err.substr(at + key.size()));
+  const double per_event = cpu_s * 1e9 / double(tr.meta().at("recorded_events").get<uint64_t>());
+  EXPECT_NEAR(printed, per_event, 0.051) << r.err;
+  printf("  [record] recorder CPU %.1f ns per event (1M batch events, 4 threads)\n", printed);
+}
+
 // Event frames at the fast zstd level (the level a busy recorder switches to)
 // read back as exactly the events emitted.
 TEST(Record, FastZstdLevelBatchExactSet) {

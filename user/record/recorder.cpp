@@ -3,6 +3,7 @@
 #include "cptrace_records.h"
 
 #include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -93,6 +94,15 @@ uint32_t ring_mb_for_this_machine() {
 // meta.json "collector": the stalls the drain and the pipeline saw (figures
 // for bench/zero_drop.py; the counters are always on, a few per block).
 // net_ring_bytes: each --net ring (0: no network capture).
+// This process's CPU time so far (all its threads: drain, compressors, writer,
+// clock stream, MinRTT), user and system, in seconds.
+std::pair<double, double> own_cpu_s() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  auto s = [](const timeval& t) { return double(t.tv_sec) + double(t.tv_usec) / 1e6; };
+  return {s(u.ru_utime), s(u.ru_stime)};
+}
+
 json collector_json(const DrainStats& d, const BlockPipeline& pipe, std::optional<double> first_drop_s,
                     uint64_t net_ring_bytes) {
   auto ms = [](uint64_t ns) { return std::round(ns / 1e4) / 100; };
@@ -330,6 +340,9 @@ class Recording {
   bool command_ended_ = false;  // the command exited on its own
   uint64_t recorded_ = 0;
   Counters final_counts_;
+  // The recorder's own CPU time from attach to the summary: what recording cost
+  // this machine per event, beside what cp_logTS cost the program.
+  std::pair<double, double> cpu_at_attach_{0, 0}, cpu_attached_{0, 0};
   std::optional<double> first_drop_s_;  // when a flush first saw a drop (seconds since the start)
 };
 
@@ -455,6 +468,7 @@ void Recording::start_drains() {
   // Loading and attaching took a while (a second on a busy machine): a point
   // now, so the first kernel stamps do not share one long segment with it.
   clock_->add_extra_points({clock_->sample()});
+  cpu_at_attach_ = own_cpu_s();
 }
 
 // Pending side frames: new correlation points, channel names, handler changes,
@@ -719,6 +733,9 @@ void Recording::finish_meta(uint64_t held_series_points) {
   meta_["counter_series_points"] = series_points;
   meta_["collector"] =
       collector_json(drain_->stats(), *pipe_, first_drop_s_, net_ ? uint64_t(opt_.net_ring_mb) << 20 : 0);
+  auto [user, sys] = own_cpu_s();
+  cpu_attached_ = {user - cpu_at_attach_.first, sys - cpu_at_attach_.second};
+  meta_["collector"]["cpu_s_attached"] = {{"user", cpu_attached_.first}, {"system", cpu_attached_.second}};
   if (minrtt_) meta_["minrtt"] = minrtt_->meta(tsc_hz, sync_rounds_);
   if (net_) {
     meta_["net"] = net_->describe();
@@ -738,6 +755,13 @@ void Recording::write_summary() {
   const Counters& c = final_counts_;
   fmt::print(stderr, "cptrace record: {} events recorded, {} dropped, {} filtered, {} seen -> {}\n", recorded_,
              c.total_dropped(), c.total_filtered(), c.total_seen(), opt_.out_dir);
+  if (recorded_ > 0) {
+    const double cpu_s = cpu_attached_.first + cpu_attached_.second;
+    fmt::print(stderr,
+               "cptrace record: recorder CPU {:.1f} ns per event ({:.3f} s user + {:.3f} s system while attached, "
+               "every thread of the recorder)\n",
+               cpu_s * 1e9 / double(recorded_), cpu_attached_.first, cpu_attached_.second);
+  }
   if (net_) {
     Counters nc = net_->read_counters();
     uint64_t lost = pipe_->failed() ? pipe_->discarded().net_events : 0;
