@@ -309,7 +309,7 @@ sanitize: sanitize-threads $(SAN)/unit_asan
 # tests/fuzz/NAME/corpus, every input that ever crashed it in
 # tests/fuzz/NAME/regressions (the trace reader's, the first, in tests/fuzz/corpus
 # and tests/fuzz/regressions).
-FUZZERS    := trace_reader minrtt agent_wire handler_rules maps_line meta_json control_request
+FUZZERS    := trace_reader minrtt agent_wire handler_rules maps_line meta_json control_request registry agent_request
 FUZZ_BINS  := $(addprefix $(BUILD)/fuzz_,$(FUZZERS))
 FUZZ_CXX   := clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined $(CPPFLAGS)
 fuzz_dir    = $$(if [ $(1) = trace_reader ]; then echo tests/fuzz; else echo tests/fuzz/$(1); fi)
@@ -327,6 +327,10 @@ $(BUILD)/fuzz_agent_wire: tests/fuzz/fuzz_agent_wire.cpp user/cluster/agent_wire
 	@mkdir -p $(@D)
 	$(FUZZ_CXX) $< user/cluster/agent_wire.cpp user/cluster/nodes_file.cpp -o $@ -lfmt
 
+$(BUILD)/fuzz_agent_request: tests/fuzz/fuzz_agent_request.cpp user/cluster/agent_wire.cpp user/cluster/agent_wire.h
+	@mkdir -p $(@D)
+	$(FUZZ_CXX) $< user/cluster/agent_wire.cpp -o $@ -lfmt
+
 $(BUILD)/fuzz_handler_rules: tests/fuzz/fuzz_handler_rules.cpp user/probe/handler_rules.cpp user/probe/handler_rules.h
 	@mkdir -p $(@D)
 	$(FUZZ_CXX) $< user/probe/handler_rules.cpp -o $@ -lfmt
@@ -334,6 +338,11 @@ $(BUILD)/fuzz_handler_rules: tests/fuzz/fuzz_handler_rules.cpp user/probe/handle
 $(BUILD)/fuzz_maps_line: tests/fuzz/fuzz_maps_line.cpp user/probe/maps_line.cpp user/probe/maps_line.h
 	@mkdir -p $(@D)
 	$(FUZZ_CXX) $< user/probe/maps_line.cpp -o $@ -lfmt
+
+$(BUILD)/fuzz_registry: tests/fuzz/fuzz_registry.cpp user/probe/proc_registry.cpp user/probe/maps_line.cpp \
+  user/probe/proc_registry.h include/cptrace_registry.h
+	@mkdir -p $(@D)
+	$(FUZZ_CXX) $< user/probe/proc_registry.cpp user/probe/maps_line.cpp -o $@ -lelf -lfmt
 
 # The control socket's requests: the handler table, instrumented, and the trace
 # format its history frames use.

@@ -122,5 +122,48 @@ TEST(ClusterWire, NotAnAgentIsRefused) {
   EXPECT_THROW(d.next(f), std::runtime_error);
 }
 
+// The controller's request line, as the agent reads it: every field it uses of
+// its type, a refusal naming the field, and what the agent then acts on.
+TEST(ClusterWire, AgentRequestIsCheckedBeforeUse) {
+  AgentRequest r =
+      parse_agent_request(R"({"op":"record","dir":"/var/tmp/run/n1","node":"n1","key":"abc","record_args":["--net"],)"
+                          R"("command":["./app","-x"],"controller_timeout":5,"hold":true})");
+  EXPECT_EQ(r.op, "record");
+  EXPECT_EQ(r.dir, "/var/tmp/run/n1");
+  EXPECT_EQ(r.node, "n1");
+  EXPECT_EQ(r.key.value_or(""), "abc");
+  EXPECT_EQ(r.record_args, std::vector<std::string>{"--net"});
+  EXPECT_EQ(r.command, (std::vector<std::string>{"./app", "-x"}));
+  EXPECT_EQ(r.controller_timeout, 5);
+  EXPECT_TRUE(r.hold);
+  AgentRequest f = parse_agent_request(R"({"op":"fetch","dir":"d","offset":4096,"stop":true,"wait":60})");
+  EXPECT_EQ(f.offset, 4096u);
+  EXPECT_TRUE(f.stop);
+  EXPECT_EQ(f.wait, 60);
+  struct Case {
+    const char *line, *needle;
+  } bad[] = {
+      {"not json", "request: not a JSON object"},
+      {R"({"op":"delete","dir":"d"})", "unknown op \"delete\""},
+      {R"({"op":"fetch"})", "\"dir\" must be given"},
+      {R"({"op":"fetch","dir":"a\u0000b"})", "\"dir\" must be a string without NUL bytes"},
+      {R"({"op":"fetch","dir":"d","offset":-1})", "\"offset\" must be a byte offset"},
+      {R"({"op":"fetch","dir":"d","wait":"60"})", "\"wait\" must be a non-negative number"},
+      {R"({"op":"record","dir":"d"})", "\"node\" must be given"},
+      {R"({"op":"record","dir":"d","node":"n","key":"a\nb"})", "\"key\" must be one line"},
+      {R"({"op":"record","dir":"d","node":"n","command":"./app"})", "\"command\" must be an array of strings"},
+      {R"({"op":"record","dir":"d","node":"n","controller_timeout":-3})", "\"controller_timeout\" must be"},
+      {R"({"op":"record","dir":"d","node":"n","hold":1})", "\"hold\" must be true or false"},
+  };
+  for (const Case& c : bad) {
+    try {
+      parse_agent_request(c.line);
+      ADD_FAILURE() << c.line << " was accepted";
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find(c.needle), std::string::npos) << c.line << ": " << e.what();
+    }
+  }
+}
+
 }  // namespace
 }  // namespace cptrace

@@ -213,9 +213,9 @@ struct AgentRecording {
   int64_t alive_mono = 0, ended_mono = 0;  // the recorder ran after the first, had ended by the second
   uint64_t offset = 0;  // of events.cpt, sent
 
-  explicit AgentRecording(const nlohmann::json& req)
-      : dir(req.at("dir")),
-        node(req.at("node")),
+  explicit AgentRecording(const AgentRequest& req)
+      : dir(req.dir),
+        node(req.node),
         key(dir + "/minrtt.key"),
         trace(dir + "/trace"),
         log(dir + "/record.log"),
@@ -228,25 +228,24 @@ struct AgentRecording {
 
 // `cptrace record` for this node, with the key and the hold file written
 // where it reads them.
-std::vector<std::string> recorder_argv(const nlohmann::json& req, AgentRecording& r) {
+std::vector<std::string> recorder_argv(const AgentRequest& req, AgentRecording& r) {
   std::vector<std::string> argv = {self_exe(), "record", "--no-progress", "--node", r.node, "-o", r.trace};
-  if (req.contains("key")) {
-    write_private(r.key, req["key"].get<std::string>() + "\n");
+  if (req.key) {
+    write_private(r.key, *req.key + "\n");
     argv.insert(argv.end(), {"--key", r.key});
   }
   // The responder outlives this node's stop until the controller releases it:
   // neighbours whose workloads end later still get their stop rounds.
-  r.holding = req.value("hold", false);
+  r.holding = req.hold;
   if (r.holding) {
     unlink(r.hold.c_str());
     write_private(r.hold, "");
     argv.insert(argv.end(), {"--sync-hold", r.hold});
   }
-  for (const auto& a : req.value("record_args", std::vector<std::string>())) argv.push_back(a);
-  auto cmd = req.value("command", std::vector<std::string>());
-  if (!cmd.empty()) {
+  argv.insert(argv.end(), req.record_args.begin(), req.record_args.end());
+  if (!req.command.empty()) {
     argv.push_back("--");
-    argv.insert(argv.end(), cmd.begin(), cmd.end());
+    argv.insert(argv.end(), req.command.begin(), req.command.end());
   }
   return argv;
 }
@@ -323,9 +322,9 @@ void send_end(AgentRecording& r, Out& out) {
   out.send(WireType::Done, 0, json_text(done));
 }
 
-int run_record(const nlohmann::json& req, int in_fd, std::string& pending, Out& out) {
+int run_record(const AgentRequest& req, int in_fd, std::string& pending, Out& out) {
   AgentRecording r(req);
-  const double timeout_s = req.value("controller_timeout", 30.0);
+  const double timeout_s = req.controller_timeout;
   mkdirs(r.dir);
   r.pid = start_recorder(recorder_argv(req, r), r.log);
   std::ofstream(r.dir + "/recorder.pid") << r.pid << "\n";  // for a fetch after this agent is gone
@@ -361,13 +360,13 @@ void settle_orphan(const std::string& dir, bool stop, double wait_s) {
   while (!meta_complete(trace) && Clock::now() < end) usleep(100000);
 }
 
-int run_fetch(const nlohmann::json& req, Out& out) {
-  const std::string dir = req.at("dir");
-  uint64_t offset = req.value("offset", uint64_t(0));
+int run_fetch(const AgentRequest& req, Out& out) {
+  const std::string& dir = req.dir;
+  uint64_t offset = req.offset;
   struct stat st;
   if (stat((dir + "/trace/events.cpt").c_str(), &st) != 0)
     throw std::runtime_error(fmt::format("no trace in {} on this node", dir));
-  if (read_whole(dir + "/status.json").empty()) settle_orphan(dir, req.value("stop", false), req.value("wait", 0.0));
+  if (read_whole(dir + "/status.json").empty()) settle_orphan(dir, req.stop, req.wait);
   std::string status = read_whole(dir + "/status.json");
   pump(out, dir + "/trace/events.cpt", offset, meta_complete(dir + "/trace") || !status.empty());
   std::string meta = read_whole(dir + "/trace/meta.json");
@@ -388,9 +387,9 @@ int run_fetch(const nlohmann::json& req, Out& out) {
 // `offset` as it grows, whole frames only, as the record agent sends it. "stop"
 // stops the recorder (its own agent may be gone); at the recorder's end, the
 // rest, meta.json and Done (its agent's status.json when it wrote one).
-int run_follow(const nlohmann::json& req, int in_fd, std::string& pending, Out& out) {
-  const std::string dir = req.at("dir"), events = dir + "/trace/events.cpt", alive = dir + kFollowerAlive;
-  uint64_t offset = req.value("offset", uint64_t(0));
+int run_follow(const AgentRequest& req, int in_fd, std::string& pending, Out& out) {
+  const std::string dir = req.dir, events = dir + "/trace/events.cpt", alive = dir + kFollowerAlive;
+  uint64_t offset = req.offset;
   out.send(WireType::Hello, 0, nlohmann::json{{"dir", dir}, {"follow", true}}.dump());
   const std::string hold = dir + "/sync.hold";
   bool signalled = false, stopped_said = false;
@@ -443,13 +442,11 @@ int run_cluster_agent() {
   std::string pending, line;
   bool eof = false;
   if (!read_line(0, pending, line, eof)) throw std::runtime_error("no request on stdin");
-  nlohmann::json req = nlohmann::json::parse(line);
+  const AgentRequest req = parse_agent_request(line);
   Out out;
-  const std::string op = req.value("op", std::string());
-  if (op == "record") return run_record(req, 0, pending, out);
-  if (op == "fetch") return run_fetch(req, out);
-  if (op == "follow") return run_follow(req, 0, pending, out);
-  throw std::runtime_error(fmt::format("unknown request \"{}\"", op));
+  if (req.op == "record") return run_record(req, 0, pending, out);
+  if (req.op == "fetch") return run_fetch(req, out);
+  return run_follow(req, 0, pending, out);
 }
 
 }  // namespace cptrace

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstring>
 #include <stdexcept>
 
@@ -78,6 +79,84 @@ nlohmann::json parse_done(const std::string& data) {
   want("ended_mono_ns", e.is_array() && e.size() == 2 && e[0].is_number_unsigned() && e[1].is_number_unsigned(),
        "two instants");
   return j;
+}
+
+namespace {
+
+// One field of the request, read only if present, checked before any use.
+class RequestFields {
+ public:
+  explicit RequestFields(const nlohmann::json& j) : j_(j) {}
+  [[noreturn]] static void fail(const char* key, const char* what) {
+    throw std::runtime_error(fmt::format("request: \"{}\" must be {}", key, what));
+  }
+  std::optional<std::string> text(const char* key, bool required) const {
+    if (!j_.contains(key)) {
+      if (required) fail(key, "given (a non-empty string)");
+      return std::nullopt;
+    }
+    const nlohmann::json& v = j_[key];
+    if (!v.is_string() || v.get_ref<const std::string&>().find('\0') != std::string::npos)
+      fail(key, "a string without NUL bytes");
+    if (required && v.get_ref<const std::string&>().empty()) fail(key, "a non-empty string");
+    return v.get<std::string>();
+  }
+  std::vector<std::string> texts(const char* key) const {
+    std::vector<std::string> out;
+    if (!j_.contains(key)) return out;
+    if (!j_[key].is_array()) fail(key, "an array of strings");
+    for (const nlohmann::json& v : j_[key]) {
+      if (!v.is_string() || v.get_ref<const std::string&>().find('\0') != std::string::npos)
+        fail(key, "an array of strings without NUL bytes");
+      out.push_back(v.get<std::string>());
+    }
+    return out;
+  }
+  double seconds(const char* key, double dflt) const {
+    if (!j_.contains(key)) return dflt;
+    const nlohmann::json& v = j_[key];
+    if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < 0)
+      fail(key, "a non-negative number of seconds");
+    return v.get<double>();
+  }
+  bool flag(const char* key) const {
+    if (!j_.contains(key)) return false;
+    if (!j_[key].is_boolean()) fail(key, "true or false");
+    return j_[key].get<bool>();
+  }
+  uint64_t offset(const char* key) const {
+    if (!j_.contains(key)) return 0;
+    if (!j_[key].is_number_unsigned()) fail(key, "a byte offset (an unsigned integer)");
+    return j_[key].get<uint64_t>();
+  }
+
+ private:
+  const nlohmann::json& j_;
+};
+
+}  // namespace
+
+AgentRequest parse_agent_request(const std::string& line) {
+  nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+  if (j.is_discarded() || !j.is_object())
+    throw std::runtime_error(fmt::format("request: not a JSON object: \"{}\"", printable(line, 60)));
+  RequestFields f(j);
+  AgentRequest r;
+  r.op = f.text("op", true).value();
+  if (r.op != "record" && r.op != "follow" && r.op != "fetch")
+    throw std::runtime_error(fmt::format("request: unknown op \"{}\" (record, follow or fetch)", printable(r.op, 40)));
+  r.dir = f.text("dir", true).value();
+  r.offset = r.op == "record" ? 0 : f.offset("offset");
+  if (r.op == "fetch") r.stop = f.flag("stop"), r.wait = f.seconds("wait", 0);
+  if (r.op != "record") return r;
+  r.node = f.text("node", true).value();
+  r.key = f.text("key", false);
+  if (r.key && r.key->find_first_of("\r\n") != std::string::npos) RequestFields::fail("key", "one line");
+  r.record_args = f.texts("record_args");
+  r.command = f.texts("command");
+  r.controller_timeout = f.seconds("controller_timeout", 30);
+  r.hold = f.flag("hold");
+  return r;
 }
 
 bool write_all(int fd, const char* p, size_t n) {

@@ -15,6 +15,7 @@
 // phase is over and its responder waits for "release".
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -56,6 +57,23 @@ class WireDecoder {
 // strings; "ended_mono_ns": two unsigned). Throws std::runtime_error naming
 // what is wrong: a node's bytes must not stop the controller.
 nlohmann::json parse_done(const std::string& data);
+
+// The controller's request line (agent.h lists each op and its fields), checked
+// before the agent acts on it: a JSON object, a known op, every field it uses of
+// its type (strings without NUL bytes, which would cut a path short; a key
+// without a line break; non-negative finite seconds; an unsigned offset).
+// Fields the op does not use are ignored. Throws std::runtime_error starting
+// "request: " and naming the field.
+struct AgentRequest {
+  std::string op;  // "record", "follow" or "fetch"
+  std::string dir, node;  // node: record only
+  std::optional<std::string> key;
+  std::vector<std::string> record_args, command;
+  double controller_timeout = 30, wait = 0;  // seconds
+  bool hold = false, stop = false;
+  uint64_t offset = 0;
+};
+AgentRequest parse_agent_request(const std::string& line);
 
 // Up to `max` bytes of `s` as text a terminal shows as is: other bytes as \xNN.
 std::string printable(const std::string& s, size_t max);

@@ -210,10 +210,8 @@ bool header_is_zero(const cp_registry& h) {
   return std::memcmp(h.magic, zero, sizeof(zero)) == 0;
 }
 
-void check_header(pid_t pid, const std::string& where, const cp_registry& h, uint64_t sym_size) {
-  auto fail = [&](const std::string& why) {
-    throw ProcRegistryError(pid_prefix(pid) + where + ": " CP_REGISTRY_SYMBOL " " + why);
-  };
+void check_header(const std::string& where, const cp_registry& h, uint64_t sym_size) {
+  auto fail = [&](const std::string& why) { throw ProcRegistryError(where + ": " CP_REGISTRY_SYMBOL " " + why); };
   if (std::memcmp(h.magic, CP_REGISTRY_MAGIC, sizeof(h.magic)) != 0) fail("has an unknown magic");
   if (h.version != CP_REGISTRY_VERSION)
     fail("has version " + std::to_string(h.version) + ", this reader knows " + std::to_string(CP_REGISTRY_VERSION));
@@ -224,45 +222,31 @@ void check_header(pid_t pid, const std::string& where, const cp_registry& h, uin
 }
 
 ChannelEntry to_channel_entry(const cp_registry_entry& e) {
-  return {e.id, std::string(e.name, strnlen(e.name, sizeof(e.name))), e.closed != 0};
+  // The library writes at most CP_CHANNEL_NAME_MAX - 1 bytes and a NUL; a field
+  // without one (corrupt, or written by someone else) is cut there too.
+  return {e.id, std::string(e.name, strnlen(e.name, sizeof(e.name) - 1)), e.closed != 0};
 }
 
 // The entries of the overflow chain starting at `addr`, appended to `out`; each
 // chunk's header first, so only entries published before that read are taken.
-void read_overflow_chain(pid_t pid, const std::string& where, uint64_t addr, std::vector<ChannelEntry>& out) {
+void read_overflow_chain(const RemoteRead& read, const std::string& where, uint64_t addr,
+                         std::vector<ChannelEntry>& out) {
   while (addr != 0) {
     cp_registry_chunk c;
-    if (!read_remote(pid, addr, &c, sizeof c)) return;  // unmapped: the object went away
+    if (!read(addr, &c, sizeof c)) return;  // unmapped: the object went away
     if (c.capacity == 0 || c.capacity > kMaxRegistryCapacity || c.count > c.capacity)
-      throw ProcRegistryError(pid_prefix(pid) + where +
-                              ": " CP_REGISTRY_SYMBOL " has a corrupt overflow chunk (capacity " +
+      throw ProcRegistryError(where + ": " CP_REGISTRY_SYMBOL " has a corrupt overflow chunk (capacity " +
                               std::to_string(c.capacity) + ", count " + std::to_string(c.count) + ")");
     if (out.size() + c.count > kMaxRegistryEntries)
-      throw ProcRegistryError(pid_prefix(pid) + where + ": " CP_REGISTRY_SYMBOL " holds more than " +
+      throw ProcRegistryError(where + ": " CP_REGISTRY_SYMBOL " holds more than " +
                               std::to_string(kMaxRegistryEntries) + " names (corrupt or a loop)");
     std::vector<cp_registry_entry> raw(c.count);
     size_t len = raw.size() * sizeof(cp_registry_entry);
-    if (len && !read_remote(pid, addr + offsetof(cp_registry_chunk, entries), raw.data(), len)) return;
+    if (len && !read(addr + offsetof(cp_registry_chunk, entries), raw.data(), len)) return;
     for (const auto& e : raw) out.push_back(to_channel_entry(e));
     if (c.count < c.capacity) return;  // not full: nothing was linked after it when we read count
     addr = c.next;
   }
-}
-
-// The entries of the registry at `addr`: header first, so that only entries
-// published before that read (count) are taken; then its overflow chain.
-std::vector<ChannelEntry> read_registry_at(pid_t pid, const std::string& where, uint64_t addr, uint64_t sym_size) {
-  cp_registry hdr;
-  const size_t hdr_len = offsetof(cp_registry, entries);
-  if (!read_remote(pid, addr, &hdr, hdr_len) || header_is_zero(hdr)) return {};
-  check_header(pid, where, hdr, sym_size);
-  std::vector<cp_registry_entry> raw(hdr.count);
-  size_t len = raw.size() * sizeof(cp_registry_entry);
-  if (len && !read_remote(pid, addr + hdr_len, raw.data(), len)) return {};
-  std::vector<ChannelEntry> out;
-  for (const auto& e : raw) out.push_back(to_channel_entry(e));
-  if (hdr.count == hdr.capacity) read_overflow_chain(pid, where, hdr.overflow, out);
-  return out;
 }
 
 // The registry of one mapped object, empty if it has none.
@@ -279,12 +263,30 @@ std::vector<ChannelEntry> read_object_registry(pid_t pid, const MappedObject& ob
     if (!sym) return {};
     auto addr = runtime_address(f->get(), *sym, obj.first);
     if (!addr) return {};
-    return read_registry_at(pid, obj.first.path, *addr, sym->st_size);
+    auto read = [pid](uint64_t at, void* dst, size_t len) { return read_remote(pid, at, dst, len); };
+    return read_registry_at(read, pid_prefix(pid) + obj.first.path, *addr, sym->st_size);
   }
   return {};
 }
 
 }  // namespace
+
+// The entries of the registry at `addr`: header first, so that only entries
+// published before that read (count) are taken; then its overflow chain.
+std::vector<ChannelEntry> read_registry_at(const RemoteRead& read, const std::string& where, uint64_t addr,
+                                           uint64_t sym_size) {
+  cp_registry hdr;
+  const size_t hdr_len = offsetof(cp_registry, entries);
+  if (!read(addr, &hdr, hdr_len) || header_is_zero(hdr)) return {};
+  check_header(where, hdr, sym_size);
+  std::vector<cp_registry_entry> raw(hdr.count);
+  size_t len = raw.size() * sizeof(cp_registry_entry);
+  if (len && !read(addr + hdr_len, raw.data(), len)) return {};
+  std::vector<ChannelEntry> out;
+  for (const auto& e : raw) out.push_back(to_channel_entry(e));
+  if (hdr.count == hdr.capacity) read_overflow_chain(read, where, hdr.overflow, out);
+  return out;
+}
 
 std::vector<ChannelEntry> read_process_registry(pid_t pid) {
   if (pid <= 0) throw ProcRegistryError(pid_prefix(pid) + "not a process id");

@@ -12,6 +12,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -39,6 +40,18 @@ class ProcRegistryError : public std::runtime_error {
 // the process does not use libcptrace or has opened no channel yet.
 // Throws ProcRegistryError.
 std::vector<ChannelEntry> read_process_registry(pid_t pid);
+
+// Reads len bytes of the target's memory at addr into dst: false where nothing
+// is mapped (the object went away); throws ProcRegistryError when the process
+// is gone or may not be read.
+using RemoteRead = std::function<bool(uint64_t addr, void* dst, size_t len)>;
+// The channels of the registry at `addr` of one mapped object, read through
+// `read` (what read_process_registry does for each object that defines the
+// symbol; sym_size: the symbol's size, 0 if unknown). The bytes are the traced
+// process's to choose: a bad header or chunk throws ProcRegistryError starting
+// with `where`, and no count makes it allocate or loop without bound.
+std::vector<ChannelEntry> read_registry_at(const RemoteRead& read, const std::string& where, uint64_t addr,
+                                           uint64_t sym_size);
 
 // The file offset of the defined symbol `symbol` in the ELF file `elf_path`
 // (looked up in .symtab, then .dynsym), i.e. what a uprobe on it is attached
