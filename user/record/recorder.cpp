@@ -91,9 +91,6 @@ uint32_t ring_mb_for_this_machine() {
   return mb;
 }
 
-// meta.json "collector": the stalls the drain and the pipeline saw (figures
-// for bench/zero_drop.py; the counters are always on, a few per block).
-// net_ring_bytes: each --net ring (0: no network capture).
 // This process's CPU time so far (all its threads: drain, compressors, writer,
 // clock stream, MinRTT), user and system, in seconds.
 std::pair<double, double> own_cpu_s() {
@@ -103,6 +100,9 @@ std::pair<double, double> own_cpu_s() {
   return {s(u.ru_utime), s(u.ru_stime)};
 }
 
+// meta.json "collector": the stalls the drain and the pipeline saw (figures
+// for bench/zero_drop.py; the counters are always on, a few per block).
+// net_ring_bytes: each --net ring (0: no network capture).
 json collector_json(const DrainStats& d, const BlockPipeline& pipe, std::optional<double> first_drop_s,
                     uint64_t net_ring_bytes) {
   auto ms = [](uint64_t ns) { return std::round(ns / 1e4) / 100; };
