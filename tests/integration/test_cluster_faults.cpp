@@ -136,7 +136,11 @@ TEST(Cluster, NodeLostAndTransportBrokenMidRunRestCompleteGapReported) {
   const int64_t gone_at = testbed::mono_ns();
   // The others record on; N3's stream is taken up again; then Ctrl-C (which the
   // follow agent passes to N3's recorder, whose own agent has no controller).
+  // The others go on for 3 s after both are known to the controller: the loss is
+  // said as it is seen, not only in the summary.
   ASSERT_TRUE(ctl.wait_for("node N3: stream resumed at", 60, true)) << testutil::read_file(tmp / "ctl.err");
+  ASSERT_TRUE(ctl.wait_for("node N4: recorder killed by signal 9 (seen at +", 60, true))
+      << testutil::read_file(tmp / "ctl.err");
   std::this_thread::sleep_for(std::chrono::seconds(3));
   kill(ctl.pid, SIGINT);
 

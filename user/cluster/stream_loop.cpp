@@ -103,9 +103,18 @@ class StreamLoop {
         fmt::print(stderr, "cluster: node {}: stream resumed at +{:.1f} s from byte {}\n", n.spec.name, n.resumed_at_s,
                    n.received);
       }
-      if (n.done && n.done_at_s < 0) n.done_at_s = elapsed();
+      if (n.done && n.done_at_s < 0) done_seen(n);
     }
     return true;
+  }
+
+  // A node's Done arrived. A recorder that died of a signal mid-run is said at
+  // once, as a broken stream is: the user sees the loss while the others record.
+  void done_seen(NodeRun& n) {
+    n.done_at_s = elapsed();
+    if (n.killed() && !stopping_)
+      fmt::print(stderr, "cluster: node {}: recorder killed by signal {} (seen at +{:.1f} s); the others record on\n",
+                 n.spec.name, n.done_json.value("signal", 0), n.done_at_s);
   }
 
   // An agent's stream is over: before its Done, it broke.
