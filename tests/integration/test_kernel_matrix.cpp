@@ -11,11 +11,17 @@
 // inside their bounds) and timing stays on the host.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <filesystem>
 #include <map>
+#include <memory>
+#include <mutex>
+#include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
@@ -128,61 +134,140 @@ std::string problems(const GuestRun& g, const std::vector<std::string>& checks) 
   return p;
 }
 
-// Boots `series` and runs `checks` there (all of /init's when they are kChecks).
-// Returns the run, for the caller's own assertions.
-GuestRun run_matrix(const std::string& series, const std::vector<std::string>& checks = kChecks) {
+// Builds the initramfs and boots `series` with `checks` (all of /init's when
+// they are kChecks). No assertion here: it runs on a thread of its own, while
+// the suite's other guests run (see KernelMatrix below); `setup` says what
+// kept it from booting.
+GuestRun guest_run(const std::string& series, const std::vector<std::string>& checks, std::string& setup) {
   fs::path kdir = kernel_dir(series);
   // Not a skip: `make test` fetches the kernels first (make guest-kernels).
-  GuestRun g;
-  EXPECT_TRUE(fs::exists(kdir / "vmlinuz")) << "no kernel at " << kdir << ": run `make guest-kernels` (as root)";
-  if (!fs::exists(kdir / "vmlinuz")) return g;
+  if (!fs::exists(kdir / "vmlinuz")) {
+    setup = fmt::format("no kernel at {}: run `make guest-kernels` (as root)", kdir.string());
+    return {};
+  }
   TempDir tmp;
   fs::path initramfs = tmp.path / "initramfs.cpio";
   RunResult b = run(fmt::format("bash {} {} {} {}", (source_dir() / "tools" / "guest-initramfs.sh").string(),
                                 build_dir().string(), kdir.string(), initramfs.string()),
                     tmp);
-  EXPECT_EQ(b.status, 0) << "guest-initramfs.sh failed:\n" << b.err;
-  if (b.status != 0) return g;
+  if (b.status != 0) {
+    setup = "guest-initramfs.sh failed:\n" + b.err;
+    return {};
+  }
   std::string append;
   if (checks != kChecks) {
     append = " cptrace.checks=";
     for (const std::string& c : checks) append += c + (&c == &checks.back() ? "" : ",");
   }
-  g = boot(series, initramfs, tmp, append);
-  std::string package = read_file(kdir / "package");
-  package.erase(package.find_last_not_of('\n') + 1);
-  printf("      %s (%s): %.0f s in QEMU, boot %s\n", series.c_str(), package.c_str(), g.seconds, g.boot.c_str());
-  for (const std::string& c : checks)
-    if (g.results.count(c))
-      printf("      %-8s %s %s\n", c.c_str(), g.results[c].verdict.c_str(), g.results[c].details.c_str());
-  ::testing::Test::RecordProperty("kernel_package", package);
-  ::testing::Test::RecordProperty("qemu_seconds", int(g.seconds + 0.5));
-  std::string p = problems(g, checks);
-  EXPECT_TRUE(p.empty()) << "kernel " << series << " (" << package << "), guest " << g.boot << ":\n"
-                         << p << "console tail:\n"
-                         << tail_lines(g.console, 60);
-  return g;
+  return boot(series, initramfs, tmp, append);
 }
 
-// A PREEMPT_RT kernel: its short list, and the preemption checks must have run on
-// a kernel that says it is PREEMPT_RT (a cloud kernel in its place would pass
-// them without ever preempting a BPF program).
-void run_rt_matrix(const std::string& series) {
-  GuestRun g = run_matrix(series, kRtChecks);
-  for (const std::string c : {"preempt-single", "preempt-batch"}) {
-    if (g.results.count(c)) {
-      EXPECT_NE(g.results[c].details.find("PREEMPT_RT:"), std::string::npos)
-          << c << " ran on a kernel that is not PREEMPT_RT: " << g.results[c].details;
+struct Guest {
+  std::vector<std::string> checks;
+  std::string setup;  // what kept it from booting
+  GuestRun run;
+};
+
+// Each guest is one QEMU thread (thread=single), so the suite boots as many at
+// once as the machine has CPUs, each from its own thread, and each test waits
+// for its own: the suite takes about half as long on 2 CPUs as one after the
+// other. Only the guests of the tests that are going to run are booted.
+class KernelMatrix : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    static const std::map<std::string, std::pair<std::string, std::vector<std::string>>> kSeries = {
+        {"Debian6_1", {"6.1", kChecks}},
+        {"Debian6_12", {"6.12", kChecks}},
+        {"Debian6_1_PreemptRt", {"6.1-rt", kRtChecks}},
+        {"Debian6_12_PreemptRt", {"6.12-rt", kRtChecks}}};
+    const ::testing::TestSuite* suite = ::testing::UnitTest::GetInstance()->current_test_suite();
+    std::vector<std::string> todo;
+    for (int i = 0; i < suite->total_test_count(); ++i)
+      if (suite->GetTestInfo(i)->should_run() && kSeries.count(suite->GetTestInfo(i)->name()))
+        todo.push_back(kSeries.at(suite->GetTestInfo(i)->name()).first);
+    for (const auto& [name, v] : kSeries) guests()[v.first].checks = v.second;
+    auto next = std::make_shared<std::atomic<size_t>>(0);
+    unsigned n = std::max(1u, std::min<unsigned>(std::thread::hardware_concurrency(), todo.size()));
+    for (unsigned w = 0; w < n; ++w)
+      workers().emplace_back([todo, next] {
+        for (size_t i; (i = (*next)++) < todo.size();) {
+          Guest& g = guests().at(todo[i]);
+          GuestRun r = guest_run(todo[i], g.checks, g.setup);
+          std::lock_guard<std::mutex> l(mu());
+          g.run = std::move(r);
+          done().insert(todo[i]);
+          cv().notify_all();
+        }
+      });
+  }
+  static void TearDownTestSuite() {
+    for (std::thread& t : workers()) t.join();
+    workers().clear();
+  }
+  static std::map<std::string, Guest>& guests() {
+    static std::map<std::string, Guest> m;
+    return m;
+  }
+  static std::vector<std::thread>& workers() {
+    static std::vector<std::thread> v;
+    return v;
+  }
+  static std::set<std::string>& done() {
+    static std::set<std::string> s;
+    return s;
+  }
+  static std::mutex& mu() {
+    static std::mutex m;
+    return m;
+  }
+  static std::condition_variable& cv() {
+    static std::condition_variable c;
+    return c;
+  }
+
+  // Waits for `series`'s guest and asserts on it; returns the run.
+  static GuestRun run_matrix(const std::string& series) {
+    std::unique_lock<std::mutex> l(mu());
+    cv().wait(l, [&] { return done().count(series) > 0; });
+    const Guest& guest = guests().at(series);
+    const GuestRun& g = guest.run;
+    EXPECT_EQ(guest.setup, "");
+    if (!guest.setup.empty()) return g;
+    std::string package = read_file(kernel_dir(series) / "package");
+    package.erase(package.find_last_not_of('\n') + 1);
+    printf("      %s (%s): %.0f s in QEMU, boot %s\n", series.c_str(), package.c_str(), g.seconds, g.boot.c_str());
+    for (const std::string& c : guest.checks)
+      if (g.results.count(c))
+        printf("      %-8s %s %s\n", c.c_str(), g.results.at(c).verdict.c_str(), g.results.at(c).details.c_str());
+    ::testing::Test::RecordProperty("kernel_package", package);
+    ::testing::Test::RecordProperty("qemu_seconds", int(g.seconds + 0.5));
+    std::string p = problems(g, guest.checks);
+    EXPECT_TRUE(p.empty()) << "kernel " << series << " (" << package << "), guest " << g.boot << ":\n"
+                           << p << "console tail:\n"
+                           << tail_lines(g.console, 60);
+    return g;
+  }
+
+  // A PREEMPT_RT kernel: the preemption checks must have run on a kernel that
+  // says it is PREEMPT_RT (a cloud kernel in its place would pass them without
+  // ever preempting a BPF program).
+  static void run_rt_matrix(const std::string& series) {
+    GuestRun g = run_matrix(series);
+    for (const std::string c : {"preempt-single", "preempt-batch"}) {
+      if (g.results.count(c)) {
+        EXPECT_NE(g.results[c].details.find("PREEMPT_RT:"), std::string::npos)
+            << c << " ran on a kernel that is not PREEMPT_RT: " << g.results[c].details;
+      }
     }
   }
-}
+};
 
 }  // namespace
 
 // Debian's 6.1 under TCG distrusts its TSC (not invariant on QEMU's CPU model,
 // dropped from the clocksource lists): the recordings there are the ones on a
 // distrusted TSC, recorded by default, exact, with cptrace's own check stated.
-TEST(KernelMatrix, Debian6_1) {
+TEST_F(KernelMatrix, Debian6_1) {
   GuestRun g = run_matrix("6.1");
   for (const std::string c : {"single", "batch"}) {
     if (!g.results.count(c)) continue;  // run_matrix said so already
@@ -191,10 +276,10 @@ TEST(KernelMatrix, Debian6_1) {
   }
 }
 
-TEST(KernelMatrix, Debian6_12) { run_matrix("6.12"); }
+TEST_F(KernelMatrix, Debian6_12) { run_matrix("6.12"); }
 
 // Several threads on one CPU preempting each other inside the BPF programs
 // (tests/kernels/guest-init.sh, check_preempt): handlers and counters exact.
-TEST(KernelMatrix, Debian6_1_PreemptRt) { run_rt_matrix("6.1-rt"); }
+TEST_F(KernelMatrix, Debian6_1_PreemptRt) { run_rt_matrix("6.1-rt"); }
 
-TEST(KernelMatrix, Debian6_12_PreemptRt) { run_rt_matrix("6.12-rt"); }
+TEST_F(KernelMatrix, Debian6_12_PreemptRt) { run_rt_matrix("6.12-rt"); }
