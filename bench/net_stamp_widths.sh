@@ -6,7 +6,8 @@
 # --inputs rounds|traffic|both` (default method and clock model) puts B on A's
 # clock, and `latency --csv A.out -> B.in` gives each tuple's bound. A is the
 # reference, so a bound's width is that of B's clock at the tuple's arrival.
-# Prints, per input, the median / p90 / max width and how receives were stamped.
+# Prints, per input, the median / p90 / max width, the median's ratio to the
+# smallest kernel-stamped MinRTT round trip of the run, and how receives were stamped.
 # With two or more binaries, the last one's run also carries a shadow `record --net`
 # of the first on each node, so that both stamp the very same packets: then the
 # minimum one-way time of the TCP data segments per direction (rx - tx on the shared
@@ -83,15 +84,19 @@ for bin in "${bins[@]}"; do
       continue
     fi
     "$bin" latency "$d/tr-$inputs" --from A.out --to B.in --csv >"$d/lat-$inputs.csv"
-    python3 - "$inputs" "$d/lat-$inputs.csv" <<'PY'
-import csv, sys
+    python3 - "$inputs" "$d/lat-$inputs.csv" "$d/A.info.json" "$d/B.info.json" <<'PY'
+import csv, json, sys
 rows = list(csv.DictReader(open(sys.argv[2])))
+# The smallest kernel-stamped round trip either node saw: the goal's yardstick.
+rtt = min(p["all"]["kernel_min_us"] for f in sys.argv[3:] for p in json.load(open(f)).get("sync", {}).values()
+          if p.get("all", {}).get("kernel_ok"))
 w = sorted(int(r["ns_hi"]) - int(r["ns_lo"]) for r in rows)
 if not w:
     print("  %-8s no tuples" % sys.argv[1]); sys.exit()
 q = lambda p: w[min(len(w) - 1, int(p * len(w)))]
 print("  %-8s bound width of A.out -> B.in over %d tuples: median %6.2f us  p90 %6.2f us  max %6.2f us"
-      % (sys.argv[1], len(w), q(0.5) / 1e3, q(0.9) / 1e3, w[-1] / 1e3))
+      "  (median / kernel MinRTT %.2f us: %.2fx)"
+      % (sys.argv[1], len(w), q(0.5) / 1e3, q(0.9) / 1e3, w[-1] / 1e3, rtt, q(0.5) / 1e3 / rtt))
 PY
   done
   python3 - "$d/A.info.json" "$d/B.info.json" <<'PY'
