@@ -18,15 +18,16 @@ struct FakeMap {
   std::map<uint64_t, cp_handler> m;
   int updates = 0, enables = 0;
   int fail = 0;  // -errno to return
-  std::unique_ptr<HandlerTable> table(double tsc_hz = 2e9) {
+  int fail_after = -1;  // updates that succeed before `fail` (-1: fail at once)
+  std::unique_ptr<HandlerTable> table(double tsc_hz = 2e9, size_t capacity = 16384) {
     return std::make_unique<HandlerTable>(
         [this](uint64_t id, const cp_handler& v) {
-          if (fail) return fail;
+          if (fail && fail_after-- <= 0) return fail;
           updates++;
           m[id] = v;
           return 0;
         },
-        [this] { enables++; }, tsc_hz);
+        [this] { enables++; }, tsc_hz, capacity);
   }
 };
 
@@ -142,6 +143,45 @@ TEST(HandlerTable, SetChainsPreviousRuleAndRefusesUnknownChannels) {
   fm.fail = -ENOSPC;
   EXPECT_NE(error_of([&] { t->set("a", parse_handler({"id"})); }).find("No space"), std::string::npos);
   EXPECT_EQ(t->history().size(), hist);
+}
+
+// The control socket cannot grow the recorder without bound or leave a change
+// half done unsaid: a pattern set again replaces itself, a change the map cannot
+// hold is refused before any write, a failure midway names what changed.
+TEST(HandlerTable, ControlChangesAreBoundedAndSayWhatChanged) {
+  FakeMap fm;
+  auto t = fm.table(2e9, 4);  // the default and three channels
+  for (const char* n : {"a1", "a2", "a3", "b1"}) t->on_channel(cp_channel_id(n), n);
+  for (int i = 0; i < 3 * int(HandlerTable::kMaxControlGlobs); ++i) t->set("a[12]", parse_handler({"downsample", "2"}));
+  t->set("*", parse_handler({"id"}));
+  // Kept 12 288 times, the pattern would leave no room for another.
+  EXPECT_EQ(error_of([&] { t->set("b?", parse_handler({"null"})); }), "");
+  int before = fm.updates;
+  std::string full = error_of([&] { t->set("?[0-9]", parse_handler({"null"})); });
+  EXPECT_NE(full.find("the handlers map holds 4 channels: 4 have a handler, this change would add 1"),
+            std::string::npos)
+      << full;
+  EXPECT_EQ(fm.updates, before) << "refused, yet the map was written";
+  t->on_channel(cp_channel_id("a9"), "a9");
+  EXPECT_EQ(fm.m.count(cp_channel_id("a9")), 0u) << "a refused pattern was kept for later channels";
+  // A map update that fails midway.
+  FakeMap fm2;
+  auto u = fm2.table(2e9, 16);
+  for (const char* n : {"x1", "x2", "x3"}) u->on_channel(cp_channel_id(n), n);
+  fm2.fail = -ENOMEM, fm2.fail_after = 2;
+  std::string mid = error_of([&] { u->set("x*", parse_handler({"null"})); });
+  EXPECT_NE(mid.find("after 2 of 3 channels changed, kept in the history; the pattern is not kept"), std::string::npos)
+      << mid;
+  EXPECT_EQ(u->history().size(), 2u);
+  fm2.fail = 0;
+  u->on_channel(cp_channel_id("x4"), "x4");
+  EXPECT_EQ(fm2.m.count(cp_channel_id("x4")), 0u) << "the failed pattern applied to a later channel";
+  // Patterns are counted: the one beyond the limit is refused, one set again is not.
+  for (size_t i = 0; i < HandlerTable::kMaxControlGlobs; ++i)
+    EXPECT_EQ(error_of([&] { u->set(fmt::format("x[1]{}", std::string(i, '*')), parse_handler({"id"})); }), "");
+  std::string many = error_of([&] { u->set("x?", parse_handler({"id"})); });
+  EXPECT_NE(many.find("4096 patterns are kept already (at most 4096)"), std::string::npos) << many;
+  EXPECT_EQ(error_of([&] { u->set("x[1]", parse_handler({"null"})); }), "");
 }
 
 TEST(HandlerHistory, FramesRoundTripThroughTheReader) {

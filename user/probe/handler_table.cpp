@@ -48,8 +48,8 @@ cp_handler_rule rule_of(const HandlerSpec& s, uint64_t gen, double tsc_hz) {
 
 // ---- the table ----------------------------------------------------------------------
 
-HandlerTable::HandlerTable(MapUpdate update, std::function<void()> enable, double tsc_hz)
-    : update_(std::move(update)), enable_(std::move(enable)), tsc_hz_(tsc_hz) {}
+HandlerTable::HandlerTable(MapUpdate update, std::function<void()> enable, double tsc_hz, size_t capacity)
+    : update_(std::move(update)), enable_(std::move(enable)), tsc_hz_(tsc_hz), capacity_(capacity) {}
 
 const ConfigRule* HandlerTable::first_match(const std::string& name) const {
   for (const auto& r : rules_)
@@ -141,15 +141,45 @@ json HandlerTable::set(const std::string& channel, const HandlerSpec& spec) {
                                             glob ? " (the pattern matches no known channel)" : "",
                                             names.empty() ? "none yet" : names));
   }
+  check_room(targets, glob ? channel : "");
+  json changes = json::array();
+  for (auto& [id, name] : targets) {
+    try {
+      changes.push_back(install(id, name, spec, "control", channel));
+    } catch (const std::runtime_error& e) {
+      throw std::runtime_error(fmt::format("{} (after {} of {} channels changed, kept in the history{})", e.what(),
+                                           changes.size(), targets.size(),
+                                           glob ? "; the pattern is not kept for later channels" : ""));
+    }
+  }
   if (glob) {  // also for channels announced later; ahead of the config file's rules
+    // The same pattern set again replaces itself: first match wins, so an older
+    // copy behind it never matched anything; the list stays bounded.
+    std::erase_if(rules_, [&](const ConfigRule& r) { return r.pattern == channel; });
     ConfigRule r;
     r.pattern = channel;
     r.spec = spec;
     rules_.insert(rules_.begin(), r);
   }
-  json changes = json::array();
-  for (auto& [id, name] : targets) changes.push_back(install(id, name, spec, "control", channel));
   return changes;
+}
+
+// Refuses, before any write, a change the map or the rule list cannot take.
+void HandlerTable::check_room(const std::vector<std::pair<uint64_t, std::string>>& targets,
+                              const std::string& glob) const {
+  size_t added = 0;
+  for (const auto& t : targets) added += !installed_.count(t.first);
+  if (installed_.size() + added > capacity_)
+    throw std::invalid_argument(fmt::format(
+        "the handlers map holds {} channels: {} have a handler, this change would add {} (set fewer, or set the "
+        "default `*`)",
+        capacity_, installed_.size(), added));
+  size_t globs = 0;
+  bool again = false;
+  for (const auto& r : rules_) globs += r.glob(), again = again || r.pattern == glob;
+  if (!glob.empty() && !again && globs >= kMaxControlGlobs)
+    throw std::invalid_argument(fmt::format(
+        "{} patterns are kept already (at most {}): set an existing one again, or a name", globs, kMaxControlGlobs));
 }
 
 json HandlerTable::current() const {

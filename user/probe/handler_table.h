@@ -31,8 +31,13 @@ class HandlerTable {
  public:
   // Writes one map entry (0 or -errno); injectable so the table is testable
   // without BPF. enable: called once before the first install.
+  // capacity: how many channels the map holds (its max_entries, the default's
+  // entry included): a change that would need more is refused before any write.
   using MapUpdate = std::function<int(uint64_t channel, const cp_handler&)>;
-  HandlerTable(MapUpdate update, std::function<void()> enable, double tsc_hz);
+  HandlerTable(MapUpdate update, std::function<void()> enable, double tsc_hz, size_t capacity = 16384);
+
+  // Globs the control socket may keep at once (a pattern set again replaces itself).
+  static constexpr size_t kMaxControlGlobs = 4096;
 
   // The config file's rules: installs the default and every exact name now.
   void set_rules(std::vector<ConfigRule> rules);
@@ -41,7 +46,9 @@ class HandlerTable {
   // Control socket "set CHANNEL HANDLER...": CHANNEL is a known channel's name,
   // its id as 0x..., "*" (the default) or a glob matching known channels (it then
   // also applies to channels announced later). Returns the changes made; throws
-  // std::invalid_argument (nothing changed) on an unknown channel.
+  // std::invalid_argument (nothing changed) on an unknown channel, a map that
+  // cannot hold the new channels, or a glob beyond kMaxControlGlobs; a map
+  // update that fails midway throws std::runtime_error saying which changed.
   nlohmann::json set(const std::string& channel, const HandlerSpec& spec);
   // Current configuration (per channel and default), for `cptrace config get`.
   nlohmann::json current() const;
@@ -57,12 +64,14 @@ class HandlerTable {
   nlohmann::json install(uint64_t id, const std::string& name, const HandlerSpec& spec, const std::string& source,
                          const std::string& rule);
   const ConfigRule* first_match(const std::string& name) const;
+  void check_room(const std::vector<std::pair<uint64_t, std::string>>& targets, const std::string& glob) const;
 
   mutable std::mutex mu_;
   MapUpdate update_;
   std::function<void()> enable_;
   bool enabled_ = false;
   double tsc_hz_;
+  size_t capacity_;
   uint64_t next_gen_ = 1;
   std::vector<ConfigRule> rules_;  // control-socket globs first, then the file's
   std::map<uint64_t, std::string> known_;  // channel id -> name

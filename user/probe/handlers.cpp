@@ -4,19 +4,24 @@
 #include <bpf/libbpf.h>
 
 #include <cstring>
+#include <stdexcept>
+
+#include <fmt/core.h>
 
 #include "cptrace.h"
 #include "probe/probe_attach.h"
-
-using nlohmann::json;
 
 namespace cptrace {
 
 std::unique_ptr<HandlerTable> make_handler_table(Probes& probes, double tsc_hz) {
   int fd = probes.handlers_fd();
+  bpf_map_info info{};
+  __u32 len = sizeof info;
+  if (bpf_obj_get_info_by_fd(fd, &info, &len) != 0)
+    throw std::runtime_error(fmt::format("reading the BPF handlers map's size: {}", strerror(errno)));
   return std::make_unique<HandlerTable>(
       [fd](uint64_t id, const cp_handler& v) { return bpf_map_update_elem(fd, &id, &v, BPF_ANY) ? -errno : 0; },
-      [&probes] { probes.enable_handlers(); }, tsc_hz);
+      [&probes] { probes.enable_handlers(); }, tsc_hz, info.max_entries);
 }
 
 // ---- state left in BPF at stop ------------------------------------------------------
