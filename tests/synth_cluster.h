@@ -117,6 +117,8 @@ class Cluster {
     // Stamped on a CPU whose TSC runs ahead of the node's (truth stays the node's).
     auto sk = channel_skew.find(channel);
     if (sk != channel_skew.end()) e.ts = uint64_t(int64_t(e.ts) + sk->second);
+    if (auto c = channel_cpu.find(channel); c != channel_cpu.end())
+      e.timebase = uint8_t(cptrace::Timebase::TscOnCpu), e.cpu = c->second;
     events_[i].push_back(e);
     return e.ts;
   }
@@ -155,6 +157,8 @@ class Cluster {
   // Channels whose events are stamped on a CPU whose TSC is this many ticks off
   // the node's (cross-CPU skew), and what each node's meta.json adds.
   std::map<std::string, int64_t> channel_skew;
+  // Channels whose stamps name the CPU they were read on (rdtscp: TscOnCpu).
+  std::map<std::string, uint16_t> channel_cpu;
   std::map<int, nlohmann::json> extra_meta;
   bool raw_points = true;
   // Off for runs of millions of events (benchmarks): the truth map costs ~100 bytes per event.

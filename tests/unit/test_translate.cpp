@@ -347,6 +347,48 @@ TEST(TranslateGroundTruth, CrossCpuSkewIsCarriedIntoEveryBound) {
   printf("  [skew not carried] %zu of %zu outside their bound\n", without.checked - without.contained, without.checked);
 }
 
+// Stamps that name their CPU carry that CPU's skew only: on the reference node
+// B, B.in is read on CPU 0 (the skew measures' reference CPU: no skew) and B.out
+// on CPU 1, 250 ticks ahead, inside CPU 1's measured [-280, 300]. Every bound
+// holds the truth, and B.in -> B.out is as wide as CPU 1's interval, once (it
+// carried the widest interval for both stamps). Named CPU 0 instead, B.out's
+// skew goes uncarried and bounds miss: the name is what the width rests on.
+TEST(TranslateGroundTruth, AStampThatNamesItsCpuCarriesThatCpusSkewOnly) {
+  auto run = [](uint16_t out_cpu, Widths& w, int64_t& local_width) {
+    synth::Cluster cl = three_nodes(29);
+    cl.channel_skew["B.out"] = 250;
+    cl.channel_cpu = {{"B.in", 0}, {"B.out", out_cpu}};
+    auto measure = [](int64_t lo, int64_t hi) {
+      return nlohmann::json{{"reference_cpu", 0}, {"cpus", {{{"cpu", 1}, {"lo", lo}, {"hi", hi}, {"hops", 100}}}}};
+    };
+    cl.extra_meta[1] = {{"tsc",
+                         {{"skew_ticks", {{"at_start", {-280, 300}}, {"at_stop", {-260, 270}}}},
+                          {"skew", {{"at_start", measure(-280, 300)}, {"at_stop", measure(-260, 270)}}}}}};
+    cl.sync_all(kAllPairs, kSpan, 50, 250e6L);
+    cl.pipeline(2000, 200e6L, 2.5e6L);
+    TempDir tmp;
+    const TranslateOptions o = write_and_translate(cl, tmp, Method::Best, "B").o;
+    for (auto& [c1, c2] : kHops) {
+      LatencyResult res = latency(o.out, c1, c2);
+      for (const LatencyRow& row : res.rows) {
+        long double t = cl.truth_ticks(c1, c2, row.tuple, 1);
+        w.checked++;
+        w.contained += t >= row.ticks_lo && t <= row.ticks_hi;
+        if (c1 == "B.in" && c2 == "B.out") local_width = std::max(local_width, row.ticks_hi - row.ticks_lo);
+      }
+    }
+  };
+  Widths named, misnamed;
+  int64_t width = 0, ignored = 0;
+  run(1, named, width);
+  EXPECT_EQ(named.contained, named.checked);
+  EXPECT_EQ(width, 2 * 300) << "B.in on CPU 0 carries no skew, B.out CPU 1's 300 ticks";
+  printf("  [cpu named] %zu of %zu contained; B.in -> B.out %lld ticks wide (the widest skew on both: %d)\n",
+         named.contained, named.checked, (long long)width, 4 * 300);
+  run(0, misnamed, ignored);
+  EXPECT_LT(misnamed.contained, misnamed.checked) << "the CPU named must matter, or this proves nothing";
+}
+
 // A loaded node measures a wide TSC skew across its CPUs (here 40 000 ticks =
 // 16 us on every node, more than half of any responder's 15-25 us hold). Each
 // round is checked on its recorded stamps and only then widened: widened, t3

@@ -66,5 +66,26 @@ TEST(TscSkewHistory, AnIntervalOutsideTheEndsIsCountedAndHeld) {
   EXPECT_FALSE(TscSkewHistory::from_meta(meta).watched());
 }
 
+// A stamp that names its CPU carries that CPU's interval only: none on the
+// reference CPU, CPU 1's on CPU 1 (and CPU 2's, moved while recording, on 2).
+// A CPU never measured, or measures against different reference CPUs, keep the
+// widest for every stamp.
+TEST(TscSkewHistory, AStampOnAKnownCpuCarriesThatCpusIntervalOnly) {
+  auto meta = skew_meta({one_cpu(2, -9000, -8000)}, {{1, -300, 250, 10}, {2, -50, 60, 10}},
+                        {{1, -200, 400, 10}, {2, -70, 20, 10}});
+  TscSkewHistory h = TscSkewHistory::from_meta(meta);
+  EXPECT_EQ(h.err, 9000u);
+  EXPECT_EQ(h.err_on(0), 0u) << "the reference CPU's own TSC";
+  EXPECT_EQ(h.err_on(1), 400u);
+  EXPECT_EQ(h.err_on(2), 9000u) << "its move is its own";
+  EXPECT_EQ(h.err_on(3), 9000u) << "never measured";
+  meta["tsc"]["skew"]["at_stop"]["reference_cpu"] = 1;
+  TscSkewHistory mixed = TscSkewHistory::from_meta(meta);
+  for (int cpu : {0, 1, 2}) EXPECT_EQ(mixed.err_on(cpu), 9000u) << cpu;
+  meta["tsc"]["skew"].erase("at_stop");
+  meta["tsc"]["skew"]["at_start"].erase("reference_cpu");
+  EXPECT_EQ(TscSkewHistory::from_meta(meta).err_on(0), 9000u) << "no reference named";
+}
+
 }  // namespace
 }  // namespace cptrace

@@ -191,7 +191,10 @@ void TraceReader::scan() {
 // and meanwhile (trace/tsc_skew_history.h).
 uint64_t tsc_skew_err_of(const nlohmann::json& meta) { return TscSkewHistory::from_meta(meta).err; }
 
-void TraceReader::read_tsc_skew() { tsc_skew_err_ = std::max(tsc_skew_err_, tsc_skew_err_of(meta_)); }
+void TraceReader::read_tsc_skew() {
+  skew_ = TscSkewHistory::from_meta(meta_);
+  tsc_skew_err_ = std::max(tsc_skew_err_, skew_.err);
+}
 
 void TraceReader::add_change_candidates() {
   if (clock_map_.points().size() < 2) return;
@@ -353,7 +356,8 @@ void TraceReader::check_convertible() const {
 void TraceReader::convert(std::vector<TraceEvent>& evs) const {
   for (TraceEvent& e : evs) {
     if (e.timebase != static_cast<uint8_t>(Timebase::MonoNs)) {
-      e.ts_err = tsc_skew_err_;  // stamped on some CPU's TSC
+      // Stamped on some CPU's TSC; one that names its CPU carries that CPU's skew.
+      e.ts_err = e.timebase == static_cast<uint8_t>(Timebase::TscOnCpu) ? skew_.err_on(e.cpu) : tsc_skew_err_;
       continue;
     }
     // A System.nanoTime() read in a time namespace (the only MonoNs user

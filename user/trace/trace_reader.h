@@ -34,6 +34,7 @@
 #include "trace/pid_table.h"
 #include "trace/sync_round.h"
 #include "trace/trace_format.h"
+#include "trace/tsc_skew_history.h"
 
 namespace cptrace {
 
@@ -135,8 +136,11 @@ class TraceReader {
   // How far any CPU's TSC was measured to be from CPU 0's, in ticks (meta.json
   // "tsc" skew_ticks at start and stop; 0 in traces from before it was
   // measured). Every stamp carries it in ts_err: a stamp from one CPU compared
-  // with a clock point or a stamp from another is off by up to this.
+  // with a clock point or a stamp from another is off by up to this. A stamp
+  // that names its CPU (TscOnCpu) carries that CPU's own interval instead
+  // (tsc_skew().err_on), none on the reference CPU.
   uint64_t tsc_skew_err() const { return tsc_skew_err_; }
+  const TscSkewHistory& tsc_skew() const { return skew_; }
 
  private:
   struct EventFrame {
@@ -176,6 +180,7 @@ class TraceReader {
   std::vector<EventFrame> net_frames_;
   uint64_t net_count_ = 0;
   uint64_t tsc_skew_err_ = 0;  // meta.json tsc.skew_ticks: the widest |TSC_k - TSC_0| measured
+  TscSkewHistory skew_;  // and per CPU
   Counters net_counters_;
   std::vector<EventFrame> other_frames_;  // frame types decoded by their own stages
   std::optional<TraceError> error_;

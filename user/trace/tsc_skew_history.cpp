@@ -55,22 +55,41 @@ TscSkewHistory TscSkewHistory::from_meta(const json& meta) {
       h.err = std::max(h.err, half_width(*iv));
   const json per = t.value("skew", json::object());
   if (!per.is_object()) return h;
-  for (const char* when : {"at_start", "at_stop"})
+  bool one_reference = true;
+  auto note_reference = [&](const json& m) {
+    json r = m.is_object() ? m.value("reference_cpu", json()) : json();
+    if (!r.is_number_integer() || (h.reference_cpu && *h.reference_cpu != r.get<int>())) one_reference = false;
+    if (r.is_number_integer()) h.reference_cpu = r.get<int>();
+  };
+  for (const char* when : {"at_start", "at_stop"}) {
+    note_reference(per.value(when, json()));
     for (const auto& [cpu, iv] : per_cpu(per.value(when, json())))
       h.ends[cpu] = h.ends.count(cpu) ? hull(h.ends[cpu], iv) : iv;
+  }
+  for (const auto& [cpu, iv] : h.ends) h.cpu_err[cpu] = half_width(iv);
   const json periodic = per.value("periodic", json::array());
-  if (!periodic.is_array()) return h;
-  for (const json& m : periodic) {
+  for (const json& m : periodic.is_array() ? periodic : json::array()) {
     h.periodic++;
+    note_reference(m);
     if (m.is_object() && !m.value("unmeasured_cpus", json::array()).empty()) h.periodic_incomplete++;
     for (const auto& [cpu, iv] : per_cpu(m)) {
       auto e = h.ends.find(cpu);
       if (e != h.ends.end() && !disjoint(e->second, iv)) continue;
       if (e != h.ends.end()) h.moved++;  // a CPU the ends did not measure is held, not counted
       h.err = std::max(h.err, half_width(iv));
+      h.cpu_err[cpu] = std::max(h.cpu_err[cpu], half_width(iv));
     }
   }
+  // Measures against different CPUs (or naming none) do not say where one CPU's
+  // TSC is against one timeline: every stamp keeps the widest.
+  if (!one_reference) h.reference_cpu.reset(), h.cpu_err.clear();
   return h;
+}
+
+uint64_t TscSkewHistory::err_on(int cpu) const {
+  if (reference_cpu && cpu == *reference_cpu) return 0;
+  auto it = cpu_err.find(cpu);
+  return it != cpu_err.end() ? it->second : err;
 }
 
 }  // namespace cptrace

@@ -5,6 +5,7 @@
 // a CPU that lies wholly outside the hull of that CPU's start and stop
 // intervals says its TSC moved away from the others meanwhile (a TSC that
 // drifts or stops): it is counted and E widened to hold it (docs/clock.md).
+// A stamp that names its CPU carries that CPU's interval only.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -21,7 +22,17 @@ struct TscSkewHistory {
   uint64_t periodic = 0;  // periodic measures recorded
   uint64_t periodic_incomplete = 0;  // of them, ones that missed some CPU
   uint64_t moved = 0;  // (measure, CPU) intervals outside that CPU's `ends`
-  uint64_t err = 0;  // the half-width every stamp carries (ticks)
+  uint64_t err = 0;  // the half-width a stamp of an unknown CPU carries (ticks)
+  // The reference CPU of every measure (the CPUs' TSCs are measured against it),
+  // when all name the same one; and, per other CPU, the half-width of its own
+  // intervals (its ends, and any periodic one outside them).
+  std::optional<int> reference_cpu;
+  std::map<int, uint64_t> cpu_err;
+
+  // The half-width of a stamp read on `cpu` (a TscOnCpu event): none on the
+  // reference CPU, whose TSC the node's clock relation and instants are on; its
+  // own interval's on a measured CPU; else `err`.
+  uint64_t err_on(int cpu) const;
 
   // Malformed values are skipped: the intervals are the recorder's, not
   // something the reader can check.
