@@ -17,7 +17,8 @@
 #include "trace/clock_map.h"
 #include "trace/trace_file.h"
 #include "trace/trace_format.h"
-#include "trace/trace_reader.h"  // tsc_skew_err_of
+#include "trace/trace_reader.h"
+#include "trace/tsc_skew_history.h"
 #include "translate/drift_bound.h"
 #include "latency/latency.h"
 #include "tables/rank_select.h"
@@ -268,7 +269,7 @@ void RunView::add_events(uint16_t node, const std::vector<TraceEvent>& evs) {
         continue;
       }
       // As latency's join: the first event of a tuple on each side counts.
-      Side s{node, e.ts};
+      Side s{node, e.timebase == uint8_t(Timebase::TscOnCpu) ? e.cpu : Side::kNoCpu, e.ts};
       auto& mine = is_from ? p.from_seen : p.to_seen;
       auto& other = is_from ? p.to_seen : p.from_seen;
       if (!mine.emplace(e.tuple, s).second) {
@@ -344,7 +345,8 @@ void RunView::Bounds::set(size_t row, uint8_t s, const Bound& d) {
 struct RunView::Relations {
   size_t n = 0;
   std::vector<std::string> names;
-  std::vector<uint64_t> skew;
+  std::vector<uint64_t> skew;  // per node: a stamp of an unknown CPU's
+  std::vector<TscSkewHistory> skews;  // per node and CPU (TscSkewHistory::err_on)
   std::vector<std::vector<ClockPoint>> points;
   std::vector<double> hz;  // nominal TSC frequencies (drift_bound.h), 0: not known yet
   size_t ref = 0;
@@ -361,7 +363,8 @@ RunView::Relations RunView::node_clocks() const {
   r.skew.resize(r.n), r.points.resize(r.n), r.hz.resize(r.n);
   for (size_t i = 0; i < r.n; ++i) {
     r.names.push_back(nodes_[i]->name);
-    r.skew[i] = tsc_skew_err_of(nodes_[i]->meta);
+    r.skews.push_back(TscSkewHistory::from_meta(nodes_[i]->meta));
+    r.skew[i] = r.skews[i].err;
     ClockMap map(nodes_[i]->tail->clock());
     r.points[i] = map.points();
     r.hz[i] = nominal_tsc_hz(nodes_[i]->meta, map);
@@ -446,6 +449,7 @@ std::string RunView::structure_of(const Relations& r) {
   std::string structure = fmt::format("ref {} ppb {}", r.ref, r.ppb);
   for (size_t i = 0; i < r.n; ++i) {
     structure += fmt::format("|{} {}:", r.names[i], r.skew[i]);
+    for (const auto& [cpu, e] : r.skews[i].cpu_err) structure += fmt::format(" cpu{} {}", cpu, e);
     for (size_t hop : r.paths.path[i]) structure += fmt::format(" {}", hop);
   }
   for (const auto& [xy, rel] : r.drifts) structure += fmt::format("|{}-{}", xy.first, xy.second);
@@ -467,9 +471,12 @@ void RunView::bound_pair(size_t k, const Relations& r, bool reuse, const Unchang
     const auto& [a, b] = p.rows[row];
     if (!db.to_ref[a.node] || !db.to_ref[b.node]) return c.set(row, Bounds::kUnrelated, {});
     try {
-      Bound ia = cursors[a.node].at_stamp(a.ts, skew[a.node]), ib = cursors[b.node].at_stamp(b.ts, skew[b.node]);
+      // As the reader gives translate a stamp's error: its CPU's skew where it names one.
+      auto err = [&](const Side& s) { return s.cpu == Side::kNoCpu ? skew[s.node] : r.skews[s.node].err_on(s.cpu); };
+      Bound ia = cursors[a.node].at_stamp(a.ts, err(a)), ib = cursors[b.node].at_stamp(b.ts, err(b));
       const char* scenario = "";
-      Bound d = db.duration({a.ts, ia.est, ia.lo, ia.hi, a.node}, {b.ts, ib.est, ib.lo, ib.hi, b.node}, scenario);
+      Bound d = db.duration({a.ts, ia.est, ia.lo, ia.hi, a.node, a.cpu, a.cpu != Side::kNoCpu},
+                            {b.ts, ib.est, ib.lo, ib.hi, b.node, b.cpu, b.cpu != Side::kNoCpu}, scenario);
       c.set(row, c.scenario_index(scenario), d);
     } catch (const std::exception& e) {
       if (c.failed == 0) c.problem = fmt::format("{} -> {}: {}", opt_.pairs[k].first, opt_.pairs[k].second, e.what());

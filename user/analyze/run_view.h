@@ -80,7 +80,9 @@ class RunView {
  private:
   struct Node;
   struct Side {
+    static constexpr uint16_t kNoCpu = 0xffff;
     uint16_t node = 0;
+    uint16_t cpu = kNoCpu;  // the CPU the stamp names (TscOnCpu), else kNoCpu
     uint64_t ts = 0;
   };
   // The bounds of a pair's first `rows` matched tuples, per row, under the
