@@ -59,7 +59,7 @@ TEST(TscSkewHistory, AnIntervalOutsideTheEndsIsCountedAndHeld) {
   TscSkewHistory h = TscSkewHistory::from_meta(meta);
   EXPECT_EQ(h.moved, 2u);
   EXPECT_EQ(h.err, 9000u);
-  EXPECT_EQ(tsc_skew_err_of(meta), 9000u);  // what every reader of the trace carries
+  EXPECT_EQ(TraceReader::from_bytes(file_header_bytes(), meta).tsc_skew_err(), 9000u);  // what a reader carries
   // Before the watch (no periodic measures): the ends alone, as before.
   meta["tsc"]["skew"].erase("periodic");
   EXPECT_EQ(TscSkewHistory::from_meta(meta).err, 400u);

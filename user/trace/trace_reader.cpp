@@ -184,18 +184,13 @@ void TraceReader::scan() {
       if (a.kind == ClockAdjustKind::Syscall) a.tsc = clock_map_.mono_to_tsc(a.mono_ns);
 }
 
+// The skew every stamp carries: what the recorder measured at start, at stop
+// and meanwhile (trace/tsc_skew_history.h).
+void TraceReader::read_tsc_skew() { skew_ = TscSkewHistory::from_meta(meta_); }
+
 // Again, now with the spans where the clock's rate may have changed: the
 // conversion model checks its assumption against them (clock_bounds.h). After
 // meta.json is read: it says whether the watch of clock calls dropped any.
-// The skew every stamp carries: what the recorder measured at start, at stop
-// and meanwhile (trace/tsc_skew_history.h).
-uint64_t tsc_skew_err_of(const nlohmann::json& meta) { return TscSkewHistory::from_meta(meta).err; }
-
-void TraceReader::read_tsc_skew() {
-  skew_ = TscSkewHistory::from_meta(meta_);
-  tsc_skew_err_ = std::max(tsc_skew_err_, skew_.err);
-}
-
 void TraceReader::add_change_candidates() {
   if (clock_map_.points().size() < 2) return;
   // The recorder's measured reading quanta (clock_quantum.h); 1 ns in traces
@@ -357,7 +352,7 @@ void TraceReader::convert(std::vector<TraceEvent>& evs) const {
   for (TraceEvent& e : evs) {
     if (e.timebase != static_cast<uint8_t>(Timebase::MonoNs)) {
       // Stamped on some CPU's TSC; one that names its CPU carries that CPU's skew.
-      e.ts_err = e.timebase == static_cast<uint8_t>(Timebase::TscOnCpu) ? skew_.err_on(e.cpu) : tsc_skew_err_;
+      e.ts_err = e.timebase == static_cast<uint8_t>(Timebase::TscOnCpu) ? skew_.err_on(e.cpu) : skew_.err;
       continue;
     }
     // A System.nanoTime() read in a time namespace (the only MonoNs user
@@ -375,7 +370,7 @@ void TraceReader::convert(std::vector<TraceEvent>& evs) const {
     // Through points whose TSC was read on the recorder's CPU.
     ClockMap::Stamp s = clock_map_.mono_to_stamp(e.ts);
     e.ts = s.ts;
-    e.ts_err = saturating_err(s.err, tsc_skew_err_);
+    e.ts_err = saturating_err(s.err, skew_.err);
     e.timebase = static_cast<uint8_t>(Timebase::Tsc);
   }
 }
@@ -424,7 +419,7 @@ void TraceReader::for_each_net_event(const std::function<void(const NetEvent&)>&
       e.r = r;
       ClockMap::Stamp s = clock_map_.mono_to_stamp(r.ktime_ns);
       e.ts = s.ts;
-      e.ts_err = saturating_err(s.err, tsc_skew_err_);
+      e.ts_err = saturating_err(s.err, skew_.err);
       fn(e);
     }
   }

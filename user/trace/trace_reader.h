@@ -44,11 +44,6 @@ class ByteSource;
 // readers that keep their own table (a trace followed while it is written).
 std::string channel_label(const std::map<uint64_t, ChannelInfo>& channels, uint64_t id);
 
-// The TSC skew across CPUs every stamp carries, as a half-width around the
-// reference CPU's TSC: the widest interval measured at start and stop, widened
-// by periodic measures that left them (trace/tsc_skew_history.h); 0 when absent.
-uint64_t tsc_skew_err_of(const nlohmann::json& meta);
-
 class TraceReader {
  public:
   // `path`: a trace directory, or the events.cpt inside one.
@@ -139,7 +134,7 @@ class TraceReader {
   // with a clock point or a stamp from another is off by up to this. A stamp
   // that names its CPU (TscOnCpu) carries that CPU's own interval instead
   // (tsc_skew().err_on), none on the reference CPU.
-  uint64_t tsc_skew_err() const { return tsc_skew_err_; }
+  uint64_t tsc_skew_err() const { return skew_.err; }
   const TscSkewHistory& tsc_skew() const { return skew_; }
 
  private:
@@ -179,8 +174,7 @@ class TraceReader {
   std::vector<EventFrame> event_frames_;
   std::vector<EventFrame> net_frames_;
   uint64_t net_count_ = 0;
-  uint64_t tsc_skew_err_ = 0;  // meta.json tsc.skew_ticks: the widest |TSC_k - TSC_0| measured
-  TscSkewHistory skew_;  // and per CPU
+  TscSkewHistory skew_;  // meta.json "tsc": the widest |TSC_k - TSC_0| measured, and per CPU
   Counters net_counters_;
   std::vector<EventFrame> other_frames_;  // frame types decoded by their own stages
   std::optional<TraceError> error_;
