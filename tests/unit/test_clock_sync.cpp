@@ -457,28 +457,66 @@ TEST(TranslatedFrame, FrameWithoutStampCpusNamesNone) {
 }
 
 // Same-node durations: two stamps of one CPU's TSC carry no skew term; of two
-// CPUs, or of a CPU not known, both stamps' largest error.
+// CPUs, each stamp its own CPU's error (none on the reference CPU); of a CPU
+// not known, the node's largest error.
 TEST(DurationBounds, StampsOfOneCpuCarryNoSkew) {
   DurationBounds db;
   db.names = {"ref", "b"};
   db.to_ref = {std::make_shared<IdentityRelation>(), std::make_shared<IdentityRelation>()};
-  db.max_err = {300, 300};
+  StampErrors errs;
+  errs.add(0, true, 0);  // the reference CPU
+  errs.add(100, true, 1);
+  errs.add(300, true, 2);
+  errs.add(300, false, 0);  // a stamp of no known CPU
+  db.errs = {errs, errs};
   db.ref = 0;
   const char* scenario = "";
   for (uint16_t node : {0, 1}) {
-    JoinStamp a{1000, 1000, 700, 1300, node, 1, true}, b{5000, 5000, 4700, 5300, node, 1, true};
+    JoinStamp a{1000, 1000, 900, 1100, node, 1, true}, b{5000, 5000, 4700, 5300, node, 1, true};
     Bound one = db.duration(a, b, scenario);
     EXPECT_EQ(one.lo, 4000) << scenario;
     EXPECT_EQ(one.hi, 4000) << scenario;
-    b.cpu = 0;  // another CPU: the skew between them
+    b.cpu = 2;  // another CPU: both CPUs' errors, 100 + 300
     Bound two = db.duration(a, b, scenario);
-    EXPECT_EQ(two.lo, 3400) << scenario;
-    EXPECT_EQ(two.hi, 4600) << scenario;
-    b.cpu = 1, b.cpu_stamped = false;  // a CPU not known (the probe site's stamp)
+    EXPECT_EQ(two.lo, 3600) << scenario;
+    EXPECT_EQ(two.hi, 4400) << scenario;
+    b.cpu = 1, b.cpu_stamped = false;  // a CPU not known (the probe site's stamp): the largest
     Bound unknown = db.duration(a, b, scenario);
-    EXPECT_EQ(unknown.lo, 3400) << scenario;
-    EXPECT_EQ(unknown.hi, 4600) << scenario;
+    EXPECT_EQ(unknown.lo, 3600) << scenario;
+    EXPECT_EQ(unknown.hi, 4400) << scenario;
   }
+  // On a non-reference node, one stamp on the reference CPU: the other's error alone.
+  JoinStamp a{1000, 0, 0, 0, 1, 0, true}, b{5000, 0, 0, 0, 1, 1, true};
+  Bound d = db.duration(a, b, scenario);
+  EXPECT_EQ(d.lo, 3900);
+  EXPECT_EQ(d.hi, 4100);
+  // A CPU no stamp was seen on: the largest error.
+  b.cpu = 7;
+  d = db.duration(a, b, scenario);
+  EXPECT_EQ(d.lo, 3700);
+  EXPECT_EQ(d.hi, 4300);
+}
+
+// What translate writes of a node's stamp errors and latency reads back; a
+// malformed entry counts with the largest error, and no CPU above it.
+TEST(StampErrors, PerCpuRoundTripsAndMalformedFallsBack) {
+  StampErrors e;
+  e.add(0, true, 0);
+  e.add(250, true, 1);
+  e.add(90, true, 1);
+  e.add(600, false, 5);
+  nlohmann::json j = e.per_cpu_json(1000);
+  EXPECT_EQ(j.dump(), R"({"0":0,"1":250})");
+  StampErrors back = StampErrors::from_json(e.any(), j);
+  EXPECT_EQ(back.of(true, 0), 0u);
+  EXPECT_EQ(back.of(true, 1), 250u);
+  EXPECT_EQ(back.of(true, 2), 600u);
+  EXPECT_EQ(back.of(false, 0), 600u);
+  StampErrors bad = StampErrors::from_json(600, nlohmann::json::parse(R"({"x":0,"1":-4,"2":9000,"3a":0})"));
+  EXPECT_EQ(bad.of(true, 1), 600u);
+  EXPECT_EQ(bad.of(true, 2), 600u) << "never more than the largest";
+  EXPECT_EQ(bad.of(true, 3), 600u);
+  EXPECT_EQ(bad.any(), 600u);
 }
 
 // Frames with one channel or many, met in any order and again, decode to

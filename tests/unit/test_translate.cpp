@@ -394,6 +394,57 @@ TEST(TranslateGroundTruth, AStampThatNamesItsCpuCarriesThatCpusSkewOnly) {
   EXPECT_LT(misnamed.contained, misnamed.checked) << "the CPU named must matter, or this proves nothing";
 }
 
+// The same stamps on a node that is not the reference: B.in -> B.out, scaled
+// to A's clock, is widened by CPU 1's 300 ticks once (B.in's CPU 0 carries
+// none), where it was the widest skew twice on both ends; and B's trace alone
+// gives `latency` the same width. Every bound holds its truth.
+TEST(TranslateGroundTruth, ASameNodeDurationOffTheReferenceCarriesItsCpusSkews) {
+  synth::Cluster cl = three_nodes(37);
+  cl.channel_skew["B.out"] = 250;
+  cl.channel_cpu = {{"B.in", 0}, {"B.out", 1}};
+  auto measure = [](int64_t lo, int64_t hi) {
+    return nlohmann::json{{"reference_cpu", 0}, {"cpus", {{{"cpu", 1}, {"lo", lo}, {"hi", hi}, {"hops", 100}}}}};
+  };
+  // CPU 1 at +-300; another CPU measured at +-900 sets the widest.
+  nlohmann::json start = measure(-280, 300), stop = measure(-260, 270);
+  start["cpus"].push_back({{"cpu", 2}, {"lo", -900}, {"hi", 900}, {"hops", 100}});
+  cl.extra_meta[1] = {{"tsc",
+                       {{"skew_ticks", {{"at_start", {-900, 900}}, {"at_stop", {-260, 270}}}},
+                        {"skew", {{"at_start", start}, {"at_stop", stop}}}}}};
+  cl.sync_all(kAllPairs, kSpan, 50, 250e6L);
+  cl.pipeline(2000, 200e6L, 2.5e6L);
+  TempDir tmp;
+  auto [dirs, o, s] = write_and_translate(cl, tmp, Method::Best, "A");
+  Widths w;
+  int64_t widest = 0, narrowest = INT64_MAX;
+  count_contained(cl, o.out, 0, w, [&](const std::string& c1, const std::string& c2, const LatencyRow& row) {
+    if (c1 != "B.in" || c2 != "B.out") return;
+    EXPECT_EQ(row.scenario, "local");
+    widest = std::max(widest, row.ticks_hi - row.ticks_lo);
+    narrowest = std::min(narrowest, row.ticks_hi - row.ticks_lo);
+  });
+  EXPECT_EQ(w.contained, w.checked);
+  // Scaled to A's clock the width grows by the rates' spread over 2.5 ms, ticks.
+  EXPECT_GE(narrowest, 2 * 300);
+  EXPECT_LT(widest, 2 * 300 + 100) << "CPU 1's interval once, not the widest (900) on both ends";
+  printf("  [off the reference] %zu of %zu contained; B.in -> B.out %lld..%lld ticks wide (widest on both: %d)\n",
+         w.contained, w.checked, (long long)narrowest, (long long)widest, 4 * 900);
+  TraceReader r(dirs[1]);
+  MemoryBudget budget;
+  budget.temp_dir = tmp.path.string();
+  LatencyResult local = node_latency_stream(r, "B.in", "B.out", budget);
+  size_t n = 0, in = 0, exact_width = 0;
+  local.for_each_row([&](const LatencyRow& row) {
+    long double t = cl.truth_ticks("B.in", "B.out", row.tuple, 1);
+    n++;
+    in += t >= row.ticks_lo && t <= row.ticks_hi;
+    exact_width += row.ticks_hi - row.ticks_lo == 2 * 300;
+  });
+  EXPECT_EQ(n, 2000u);
+  EXPECT_EQ(in, n) << "one node's trace alone";
+  EXPECT_EQ(exact_width, n) << "one node's trace alone: CPU 1's interval once";
+}
+
 // A loaded node measures a wide TSC skew across its CPUs (here 40 000 ticks =
 // 16 us on every node, more than half of any responder's 15-25 us hold). Each
 // round is checked on its recorded stamps and only then widened: widened, t3

@@ -432,7 +432,7 @@ void RunView::relate_nodes(Relations& r, std::vector<std::string>& problems) con
                          "not related to any node");
   r.paths = relation_paths(n, r.ref, edges);
   r.db.to_ref = r.paths.to_ref;
-  r.db.max_err.assign(skew.begin(), skew.end());
+  for (const TscSkewHistory& h : r.skews) r.db.errs.push_back(StampErrors::from_skew(h));
   for (size_t i = 0; i < n; ++i)
     if (!r.db.to_ref[i])
       problems.push_back(names[i] + ": no MinRTT rounds relate it to the reference " + names[r.ref] + " yet");
@@ -472,7 +472,7 @@ void RunView::bound_pair(size_t k, const Relations& r, bool reuse, const Unchang
     if (!db.to_ref[a.node] || !db.to_ref[b.node]) return c.set(row, Bounds::kUnrelated, {});
     try {
       // As the reader gives translate a stamp's error: its CPU's skew where it names one.
-      auto err = [&](const Side& s) { return s.cpu == Side::kNoCpu ? skew[s.node] : r.skews[s.node].err_on(s.cpu); };
+      auto err = [&](const Side& s) { return db.errs[s.node].of(s.cpu != Side::kNoCpu, s.cpu); };
       Bound ia = cursors[a.node].at_stamp(a.ts, err(a)), ib = cursors[b.node].at_stamp(b.ts, err(b));
       const char* scenario = "";
       Bound d = db.duration({a.ts, ia.est, ia.lo, ia.hi, a.node, a.cpu, a.cpu != Side::kNoCpu},

@@ -15,7 +15,7 @@ DurationBounds DurationBounds::from_translated(const json& tr) {
     index[n.at("node").get<std::string>()] = d.to_ref.size();
     d.names.push_back(n.at("node").get<std::string>());
     d.to_ref.push_back(relation_from_json(n.at("to_reference")));
-    d.max_err.push_back(n.value("max_ts_err", int64_t(0)));
+    d.errs.push_back(StampErrors::from_json(n.value("max_ts_err", uint64_t(0)), n.value("cpu_ts_err", json())));
   }
   d.ref = index.at(tr.at("reference").get<std::string>());
   for (const json& p : tr.at("pairs")) {

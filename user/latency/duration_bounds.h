@@ -8,6 +8,7 @@
 //                     clock, then scaled to the reference), intersected with the
 //                     difference of both instants' bounds; without, only the latter.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -18,6 +19,8 @@
 
 #include "tables/tuple_join.h"
 #include "translate/clock_relation.h"
+#include "translate/relation_cursor.h"
+#include "translate/stamp_errors.h"
 
 namespace cptrace {
 
@@ -32,22 +35,28 @@ using DurationStamp = JoinStamp;
 struct DurationBounds {
   std::vector<std::string> names;
   std::vector<RelationPtr> to_ref;
-  std::vector<int64_t> max_err;  // per node: the largest stamp error (translate's max_ts_err)
+  // Per node: its stamps' own errors (translate's max_ts_err and cpu_ts_err).
+  std::vector<StampErrors> errs;
   std::map<std::pair<size_t, size_t>, RelationPtr> direct;
   size_t ref = 0;
 
   static DurationBounds from_translated(const nlohmann::json& tr);
+  // A stamp's own error: its CPU's where it names one (capped, so that two add
+  // up within int64_t).
+  int64_t stamp_err(const DurationStamp& s) const {
+    return int64_t(std::min<uint64_t>(errs[s.node].of(s.cpu_stamped, s.cpu), kTranslateTscRange));
+  }
   // Inline: `latency` bounds every row through it.
   Bound duration(const DurationStamp& a, const DurationStamp& b, const char*& scenario) const {
     int64_t d = int64_t(b.local - a.local);
     if (a.node == b.node) {
-      // Both stamps' own errors (a converted kernel stamp, the TSC skew across
-      // CPUs): on the reference they are the instants' bounds themselves. Two
-      // stamps read on one CPU's TSC have neither: d is exact in ticks.
+      // Both stamps' own errors (a converted kernel stamp, the TSC skew of
+      // each one's CPU): on the reference they are the instants' bounds
+      // themselves. Two stamps read on one CPU's TSC have neither: d is exact.
       scenario = a.node == ref ? "local-reference" : "local";
       const bool same_cpu = one_cpu(a, b);
       if (a.node == ref) return same_cpu ? Bound{d, d, d} : Bound{b.lo - a.hi, d, b.hi - a.lo};
-      int64_t e = same_cpu ? 0 : 2 * max_err[a.node];
+      int64_t e = same_cpu ? 0 : stamp_err(a) + stamp_err(b);
       return to_ref[a.node]->scale({d - e, d, d + e}, int64_t(a.local));
     }
     // Instant bounds are exact for the reference (lo = est = hi = local).

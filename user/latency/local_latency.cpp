@@ -11,6 +11,7 @@
 #include "trace/tsc_frequency.h"
 #include "tables/run_merge.h"
 #include "tables/tuple_join.h"
+#include "translate/stamp_errors.h"
 
 namespace cptrace {
 
@@ -159,15 +160,14 @@ LatencySummary SameNodePairing::settled_summary(const Timeline& tl, uint32_t wid
 
 namespace {
 
-// A paired tuple as the merge holds it, keyed by its first to-event's position.
-// seq's top bit: both stamps were read on one CPU's TSC (no skew between them).
-constexpr uint64_t kOneCpu = 1ull << 63;
+// A paired tuple as the merge holds it, keyed by its first to-event's position,
+// with its bound's half-width in ticks.
 struct LocalPair {
   uint64_t seq, tuple, ta, tb;
-  bool one_cpu() const { return seq & kOneCpu; }
+  int64_t w;
 };
 struct LocalKey {
-  uint64_t operator()(const LocalPair& p) const { return p.seq & ~kOneCpu; }
+  uint64_t operator()(const LocalPair& p) const { return p.seq; }
 };
 
 JoinStamp local_stamp(const TraceEvent& e) {
@@ -178,16 +178,28 @@ JoinStamp local_stamp(const TraceEvent& e) {
   return st;
 }
 
-LocalPair local_pair(uint64_t seq, uint64_t tuple, const JoinStamp& a, const JoinStamp& b) {
-  return {seq | (one_cpu(a, b) ? kOneCpu : 0), tuple, a.local, b.local};
-}
+// A same-node pair's half-width (ticks): none for two stamps of one CPU's TSC
+// (exact in ticks); the sum of both stamps' own errors, their CPUs' skews,
+// where both name their CPU (no conversion: the bracket does not apply); else
+// pair_bound() over the stamps of both channels.
+struct LocalWidth {
+  StampErrors errs;
+  uint32_t widest = 0;
+  int64_t operator()(const JoinStamp& a, const JoinStamp& b) const {
+    if (one_cpu(a, b)) return 0;
+    if (!a.cpu_stamped || !b.cpu_stamped) return pair_bound(widest, errs.any());
+    const uint64_t ea = errs.of(true, a.cpu), eb = errs.of(true, b.cpu);
+    constexpr uint64_t kMax = uint64_t(std::numeric_limits<int64_t>::max());
+    return int64_t(ea > kMax - std::min(eb, kMax) ? kMax : ea + eb);
+  }
+  void add(const TraceEvent& e) { errs.add(e.ts_err, e.timebase == uint8_t(Timebase::TscOnCpu), e.cpu); }
+};
 
 // The rows of node_latency_stream(), expanded from the pairs as they are read.
 class NodeRows : public LatencyRowSource {
  public:
-  NodeRows(const MemoryBudget& budget, int64_t bound_ticks, const LatencyResult& res)
+  NodeRows(const MemoryBudget& budget, const LatencyResult& res)
       : pairs(budget.share(0.25).bytes, budget.spill_dir()),
-        w_(bound_ticks),
         have_ns_(res.have_ns),
         hz_(res.hz),
         hz_lo_(res.hz_lo),
@@ -203,9 +215,8 @@ class NodeRows : public LatencyRowSource {
     row.tuple = p.tuple;
     row.scenario = "same-node";
     row.ticks = int64_t(p.tb - p.ta);
-    const int64_t w = p.one_cpu() ? 0 : w_;  // one CPU's TSC: exact in ticks
-    row.ticks_lo = row.ticks - w;
-    row.ticks_hi = row.ticks + w;
+    row.ticks_lo = row.ticks - p.w;
+    row.ticks_hi = row.ticks + p.w;
     row.from_ref = int64_t(p.ta);
     if (have_ns_) {
       NsBound ns = ticks_to_ns(row.ticks, row.ticks_lo, row.ticks_hi, hz_, hz_lo_, hz_hi_);
@@ -213,7 +224,6 @@ class NodeRows : public LatencyRowSource {
     }
     return row;
   }
-  int64_t w_;
   bool have_ns_;
   double hz_, hz_lo_, hz_hi_;
 };
@@ -245,19 +255,21 @@ LatencyResult node_latency_stream(const TraceReader& r, const std::string& from,
   res.have_ns = frequency_interval(r.clock_map(), res.hz_lo, res.hz_hi);
   if (!res.have_ns) res.hz = res.hz_lo = res.hz_hi = 0;
   TupleJoin join(budget.share(0.5), TupleJoin::Keep::Earliest);
-  uint64_t max_err = 0;
+  LocalWidth width;
   r.for_each_event([&](const TraceEvent& e) {
     if (e.kind != uint8_t(EventKind::User) || (e.channel != cf && e.channel != ct)) return;
-    max_err = std::max(max_err, e.ts_err);
+    width.add(e);
     JoinStamp st = local_stamp(e);
     if (e.channel == cf) join.add(false, e.tuple, st);
     if (e.channel == ct) join.add(true, e.tuple, st);
   });
-  uint32_t widest = widest_bracket(r.clock_map());
-  auto rows = std::make_shared<NodeRows>(budget, pair_bound(widest, max_err), res);
-  JoinCounts c = join.run([&](uint64_t tuple, uint64_t seq, const JoinStamp& a,
-                              const JoinStamp& b) { rows->pairs.add(local_pair(seq, tuple, a, b)); },
-                          [&] { rows->pairs.end_run(); });
+  width.widest = widest_bracket(r.clock_map());
+  auto rows = std::make_shared<NodeRows>(budget, res);
+  JoinCounts c = join.run(
+      [&](uint64_t tuple, uint64_t seq, const JoinStamp& a, const JoinStamp& b) {
+        rows->pairs.add({seq, tuple, a.local, b.local, width(a, b)});
+      },
+      [&] { rows->pairs.end_run(); });
   res.take_join(c, rows);
   return res;
 }
@@ -267,20 +279,22 @@ LatencySeries same_node_latency(const TraceReader& r, const Timeline& tl, uint64
   // The pairing of SameNodePairing (earliest stamp per side, repeats counted),
   // through the tuple join, so that any length of trace fits the budget.
   TupleJoin join(budget.share(0.5), TupleJoin::Keep::Earliest);
-  uint64_t max_err = 0;
+  LocalWidth width;
   r.for_each_event([&](const TraceEvent& e) {
     if (e.kind != uint8_t(EventKind::User)) return;
     if (e.channel != from && e.channel != to) return;
-    max_err = std::max(max_err, e.ts_err);
+    width.add(e);
     JoinStamp st = local_stamp(e);
     if (e.channel == from) join.add(false, e.tuple, st);
     if (e.channel == to) join.add(true, e.tuple, st);
   });
+  width.widest = widest_bracket(r.clock_map());
   RunMerge<LocalPair, LocalKey> pairs(budget.share(0.2).bytes, budget.spill_dir());
-  JoinCounts c = join.run([&](uint64_t tuple, uint64_t seq, const JoinStamp& a,
-                              const JoinStamp& b) { pairs.add(local_pair(seq, tuple, a, b)); },
-                          [&] { pairs.end_run(); });
-  uint32_t widest = widest_bracket(r.clock_map());
+  JoinCounts c = join.run(
+      [&](uint64_t tuple, uint64_t seq, const JoinStamp& a, const JoinStamp& b) {
+        pairs.add({seq, tuple, a.local, b.local, width(a, b)});
+      },
+      [&] { pairs.end_run(); });
   LatencySeries s;
   s.from_channel = r.channel_name(from);
   s.to_channel = r.channel_name(to);
@@ -289,11 +303,10 @@ LatencySeries same_node_latency(const TraceReader& r, const Timeline& tl, uint64
   s.duplicates = c.from_duplicates + c.to_duplicates;
   s.unmatched_from = c.from_only;
   s.unmatched_to = c.to_only;
-  double w = tl.ticks_to_s(double(pair_bound(widest, max_err)));
   auto scan = [&](const std::function<void(const LatencySample&)>& fn) {
     pairs.for_each([&](const LocalPair& p) {
       double v = tl.ticks_to_s(double(int64_t(p.tb - p.ta)));
-      const double pw = p.one_cpu() ? 0 : w;  // one CPU's TSC: exact in ticks
+      const double pw = tl.ticks_to_s(double(p.w));
       fn({p.tuple, tl.seconds(p.ta), v, v - pw, v + pw});
     });
   };

@@ -94,7 +94,8 @@ LatencySeries same_node_latency(const TraceReader& r, const Timeline& tl, uint64
 // (latency.h) so that every output of the command is the same: one node, paired
 // with itself, scenario "same-node". Pairing and bound as same_node_latency():
 // ticks = TSC difference, [ticks - w, ticks + w] with w the widest correlation
-// bracket or twice the largest conversion error. ns over the trace's frequency
+// bracket or twice the largest conversion error; for two stamps that name their
+// CPUs, the sum of those CPUs' skews (none for one CPU). ns over the trace's frequency
 // interval (first to last correlation point, as translate measures the
 // reference's), so that they stay strict; none with fewer than two points.
 // Within `budget` (the join takes half, the rows a quarter) whatever its length.

@@ -19,7 +19,8 @@ namespace {
 // with its frame: it is raised when that frame's turn to be written comes.
 struct FrameOut {
   EncodedFrame frame;
-  uint64_t events = 0, in_transition = 0, max_err = 0;
+  uint64_t events = 0, in_transition = 0;
+  StampErrors errs;
   std::exception_ptr error;
 };
 
@@ -29,19 +30,20 @@ void translate_frame(const TranslateNode& n, size_t i, uint16_t index, RelationC
   thread_local std::vector<TranslatedEvent> out;
   n.reader->read_events(i, evs);
   out.resize(evs.size());
-  uint64_t in_transition = 0, max_err = 0;
+  uint64_t in_transition = 0;
+  f.errs = {};
   for (size_t k = 0; k < evs.size(); ++k) {
     const TraceEvent& e = evs[k];
     if (e.ts > kTranslateTscRange)
       throw std::runtime_error(fmt::format("{}: event timestamp {} is beyond the supported TSC range", n.dir, e.ts));
     Bound b = cursor.at_stamp(e.ts, e.ts_err);  // a stamp's own interval widens the bound
     for (const auto& [lo, hi] : transitions) in_transition += int64_t(e.ts) >= lo && int64_t(e.ts) <= hi;
-    max_err = std::max(max_err, e.ts_err);
-    out[k] = {e.ts,  b.est, b.lo,  b.hi,  e.channel, e.tuple,
-              e.pid, e.tid, e.cpu, index, e.kind,    e.timebase == uint8_t(Timebase::TscOnCpu)};
+    const bool on_cpu = e.timebase == uint8_t(Timebase::TscOnCpu);
+    f.errs.add(e.ts_err, on_cpu, e.cpu);
+    out[k] = {e.ts, b.est, b.lo, b.hi, e.channel, e.tuple, e.pid, e.tid, e.cpu, index, e.kind, on_cpu};
   }
   encode_translated(out.data(), out.size(), level, f.frame);
-  f.events = out.size(), f.in_transition = in_transition, f.max_err = max_err;
+  f.events = out.size(), f.in_transition = in_transition;
 }
 
 }  // namespace
@@ -72,7 +74,7 @@ NodeRewrite translate_node(const TranslateNode& n, uint16_t index, const Relatio
       w.write(outs[j].frame);
       done.events += outs[j].events;
       done.in_transition += outs[j].in_transition;
-      done.max_err = std::max(done.max_err, outs[j].max_err);
+      done.errs.merge(outs[j].errs);
     }
   }
   return done;

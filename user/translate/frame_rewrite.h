@@ -10,6 +10,7 @@
 
 #include "trace/trace_writer.h"
 #include "translate/clock_relation.h"
+#include "translate/stamp_errors.h"
 #include "translate/translate_nodes.h"
 
 namespace cptrace {
@@ -21,7 +22,7 @@ using Ranges = std::vector<std::pair<int64_t, int64_t>>;
 struct NodeRewrite {
   uint64_t events = 0;
   uint64_t in_transition = 0;  // events inside the `transitions` ranges
-  uint64_t max_err = 0;  // the largest error of a stamp on the node's own TSC
+  StampErrors errs;  // the errors of the stamps on the node's own TSC
 };
 
 // Translates one node's events through its relation, frame by frame, a batch

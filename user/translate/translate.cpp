@@ -36,11 +36,13 @@ uint64_t write_events(const TranslateOptions& opt, const std::vector<TranslateNo
     }
     NodeRewrite done =
         translate_node(nodes[v], uint16_t(v), *paths.to_ref[v], transitions, threads, opt.compression_level, w);
-    const uint64_t k = done.events, in_transition = done.in_transition, max_err = done.max_err;
+    const uint64_t k = done.events, in_transition = done.in_transition;
     meta["translated"]["nodes"][v]["events"] = k;
     // The largest error of a stamp on the node's own TSC (conversion, skew across
-    // CPUs): latency widens same-node durations by it (latency.h).
-    meta["translated"]["nodes"][v]["max_ts_err"] = std::min(max_err, kTranslateTscRange);
+    // CPUs), and per CPU of the stamps that name theirs: latency widens a
+    // same-node duration by its two stamps' (latency/duration_bounds.h).
+    meta["translated"]["nodes"][v]["max_ts_err"] = std::min(done.errs.any(), kTranslateTscRange);
+    meta["translated"]["nodes"][v]["cpu_ts_err"] = done.errs.per_cpu_json(kTranslateTscRange);
     meta["translated"]["nodes"][v]["events_in_transition"] = in_transition;
     if (in_transition)
       fmt::print(stderr,
