@@ -163,6 +163,58 @@ TEST(Top, PairSummaryEqualsTheReportsSummary) {
   EXPECT_EQ(unmatched, std::make_pair(uint64_t(715), uint64_t(1)));
 }
 
+// The live pairing bounds each pair as one-node `latency` does: none for two
+// stamps of one CPU, the two CPUs' own errors for two named CPUs, the node-wide
+// bound where a stamp names none; the summary is the series', and beyond the
+// budget (settled) the same again.
+TEST(Top, PairWidthsFollowTheStampsCpus) {
+  using namespace cptrace;
+  const uint8_t user = uint8_t(EventKind::User), on_cpu = uint8_t(Timebase::TscOnCpu);
+  auto ev = [&](uint64_t t, uint64_t ch, uint64_t id, uint16_t cpu, uint8_t tb, uint64_t err) {
+    TraceEvent e{t, ch, id, 1, 1, cpu, user, tb};
+    e.ts_err = err;
+    return e;
+  };
+  // CPU 0 is the reference (0), CPU 1 at 100 ticks, stamps of no known CPU at 300.
+  auto feed = [&](SameNodePairing& p, uint64_t n) {
+    for (uint64_t i = 0; i < n; ++i) {
+      uint64_t t = 1000 + i * 10'000, id = i * 0x9e3779b97f4a7c15ull, d = 3000 + (i * 7919) % 5000;
+      p.add(ev(t, 7, id, 0, on_cpu, 0));
+      if (i % 3 == 0) p.add(ev(t + d, 9, id, 0, on_cpu, 0));  // one CPU: exact
+      if (i % 3 == 1) p.add(ev(t + d, 9, id, 1, on_cpu, 100));  // CPU 1: 0 + 100
+      if (i % 3 == 2) p.add(ev(t + d, 9, id, 0, 0, 300));  // no CPU named: max(40, 2 * 300)
+    }
+  };
+  Timeline tl{1000, 1000 + 3'000'000'000ull, 1e9, "test"};  // 1 tick = 1 ns
+  SameNodePairing whole(7, 9), small(7, 9, 4 << 20, "/tmp");
+  feed(whole, 90000);
+  feed(small, 90000);
+  EXPECT_FALSE(whole.windowed());
+  EXPECT_TRUE(small.windowed());
+  LatencySeries s = whole.series(tl, 40, "a", "b", "n");
+  std::pair<uint64_t, uint64_t> uw, us;
+  LatencySummary want = s.summary, w = whole.summary(tl, 40, uw), got = small.summary(tl, 40, us);
+  for (const LatencySummary* m : {&w, &got}) {
+    EXPECT_EQ(m->count, 90000u);
+    EXPECT_NEAR(m->lo_min, want.lo_min, 1e-15);
+    EXPECT_NEAR(m->hi_max, want.hi_max, 1e-15);
+    EXPECT_NEAR(m->width_p50, want.width_p50, 1e-15);
+    EXPECT_NEAR(m->width_max, want.width_max, 1e-15);
+  }
+  EXPECT_NEAR(want.width_p50, 200e-9, 1e-15) << "the middle third: CPU 1's 100 ns, both ways";
+  EXPECT_NEAR(want.width_max, 1200e-9, 1e-15);
+  // Stamps of one CPU only: every pair exact.
+  SameNodePairing one(7, 9);
+  for (uint64_t i = 0; i < 1000; ++i) {
+    one.add(ev(1000 + i * 10'000, 7, i, 1, on_cpu, 100));
+    one.add(ev(4000 + i * 10'000 + i % 50, 9, i, 1, on_cpu, 100));
+  }
+  LatencySummary exact = one.summary(tl, 40, uw);
+  EXPECT_EQ(exact.width_max, 0);
+  EXPECT_EQ(exact.lo_min, exact.min);
+  EXPECT_EQ(exact.hi_max, exact.max);
+}
+
 TEST(Top, BadInputIsAClearError) {
   TempDir tmp;
   std::string top = cptrace_bin() + " top ";

@@ -28,12 +28,13 @@ uint32_t widest_bracket(const ClockMap& map) {
 
 void SameNodePairing::add(const TraceEvent& e) {
   if (e.kind != uint8_t(EventKind::User)) return;
-  if (e.channel == from_ || e.channel == to_) max_err_ = std::max(max_err_, e.ts_err);
-  auto keep = [&](std::unordered_map<uint64_t, uint64_t>& m) {
-    auto [it, fresh] = m.emplace(e.tuple, e.ts);
+  if (e.channel == from_ || e.channel == to_) width_.add(e);
+  auto keep = [&](std::unordered_map<uint64_t, Stamp>& m) {
+    const Stamp st{e.ts, e.cpu, e.timebase == uint8_t(Timebase::TscOnCpu)};
+    auto [it, fresh] = m.emplace(e.tuple, st);
     if (!fresh) {
       duplicates_++;
-      it->second = std::min(it->second, e.ts);
+      if (e.ts < it->second.ts) it->second = st;
     }
   };
   if (e.channel == from_) keep(a_);
@@ -41,18 +42,29 @@ void SameNodePairing::add(const TraceEvent& e) {
   if (a_.size() + b_.size() > max_ids_) settle();
 }
 
-// Beyond the budget: paired ids leave the maps for the settled column; if the
+void SameNodePairing::Extremes::add(int64_t d, int64_t w) {
+  if (!any || d - w < lo_d - lo_w) lo_d = d, lo_w = w;
+  if (!any || d + w > hi_d + hi_w) hi_d = d, hi_w = w;
+  any = true;
+}
+
+// Beyond the budget: paired ids leave the maps for the settled columns; if the
 // ids pending on one side alone still do not fit, they are dropped (counted).
 void SameNodePairing::settle() {
-  if (!settled_) settled_ = std::make_unique<ValueColumn>(pool_, spill_dir_);
+  if (!settled_) {
+    settled_ = std::make_unique<ValueColumn>(pool_, spill_dir_);
+    settled_widths_ = std::make_unique<ValueColumn>(pool_, spill_dir_);
+  }
   for (auto it = a_.begin(); it != a_.end();) {
     auto b = b_.find(it->first);
     if (b == b_.end()) {
       ++it;
       continue;
     }
-    int64_t d = int64_t(b->second - it->second);
+    const int64_t d = int64_t(b->second.ts - it->second.ts), w = width_.of_cpus(it->second.join(), b->second.join());
     settled_->add(d);
+    settled_widths_->add(w);
+    (w == SameNodeWidth::kNodeWide ? settled_node_ : settled_own_).add(d, w == SameNodeWidth::kNodeWide ? 0 : w);
     settled_ticks_ += d;
     b_.erase(b);
     it = a_.erase(it);
@@ -74,16 +86,16 @@ LatencySeries SameNodePairing::series(const Timeline& tl, uint32_t widest, const
   s.remote = false;
   s.method = "same node: TSC difference / measured frequency, bound = widest correlation bracket or conversion error";
   s.duplicates = duplicates_;
-  double w = bound_s(tl, widest);
   std::vector<LatencySample> samples;
-  for (const auto& [tuple, ta] : a_) {
+  for (const auto& [tuple, sa] : a_) {
     auto it = b_.find(tuple);
     if (it == b_.end()) {
       s.unmatched_from++;
       continue;
     }
-    double v = tl.ticks_to_s(double(int64_t(it->second - ta)));
-    samples.push_back({tuple, tl.seconds(ta), v, v - w, v + w});
+    double v = tl.ticks_to_s(double(int64_t(it->second.ts - sa.ts)));
+    double w = tl.ticks_to_s(double(width_(sa.join(), it->second.join(), widest)));
+    samples.push_back({tuple, tl.seconds(sa.ts), v, v - w, v + w});
   }
   s.unmatched_to = b_.size() - samples.size();
   // Time order, so that the mean's sum has one order whatever the hash map's.
@@ -104,27 +116,34 @@ LatencySeries SameNodePairing::series(const Timeline& tl, uint32_t widest, const
 LatencySummary SameNodePairing::summary(const Timeline& tl, uint32_t widest,
                                         std::pair<uint64_t, uint64_t>& unmatched) const {
   if (settled_) return settled_summary(tl, widest, unmatched);
-  std::vector<double> v;
+  std::vector<double> v, widths;
   v.reserve(std::min(a_.size(), b_.size()));
-  double sum = 0;
-  for (const auto& [tuple, ta] : a_) {
+  double sum = 0, lo_min = 0, hi_max = 0;
+  for (const auto& [tuple, sa] : a_) {
     auto it = b_.find(tuple);
     if (it == b_.end()) continue;
-    v.push_back(tl.ticks_to_s(double(int64_t(it->second - ta))));
-    sum += v.back();
+    const double x = tl.ticks_to_s(double(int64_t(it->second.ts - sa.ts)));
+    const double w = tl.ticks_to_s(double(width_(sa.join(), it->second.join(), widest)));
+    lo_min = v.empty() ? x - w : std::min(lo_min, x - w);
+    hi_max = v.empty() ? x + w : std::max(hi_max, x + w);
+    v.push_back(x);
+    widths.push_back((x + w) - (x - w));  // as a sample's hi - lo
+    sum += x;
   }
   unmatched = {a_.size() - v.size(), b_.size() - v.size()};
   LatencySummary m;
   m.count = v.size();
   if (v.empty()) return m;
   std::sort(v.begin(), v.end());
-  double w = bound_s(tl, widest);  // the same bound on every sample
   using P = Percentiles<double>;
   const std::vector<P::Field> asked = all_percentiles<double>();
   P::fill(m, asked, P::ranks(m.count, asked), [&](uint64_t k) { return v[k]; });
   m.mean = sum / double(m.count);
-  m.lo_min = m.min - w, m.hi_max = m.max + w;
-  m.width_p50 = m.width_max = 2 * w;
+  m.lo_min = lo_min, m.hi_max = hi_max;
+  auto mid = widths.begin() + ptrdiff_t(nearest_rank_index(widths.size(), 0.5));
+  std::nth_element(widths.begin(), mid, widths.end());
+  m.width_p50 = *mid;
+  m.width_max = *std::max_element(widths.begin(), widths.end());
   return m;
 }
 
@@ -133,14 +152,18 @@ LatencySummary SameNodePairing::summary(const Timeline& tl, uint32_t widest,
 LatencySummary SameNodePairing::settled_summary(const Timeline& tl, uint32_t widest,
                                                 std::pair<uint64_t, uint64_t>& unmatched) const {
   MemoryPool scratch{~0ull >> 1, 0};
-  ValueColumn recent(scratch, spill_dir_);
+  ValueColumn recent(scratch, spill_dir_), recent_widths(scratch, spill_dir_);
+  Extremes own = settled_own_, node = settled_node_;
   long double ticks = settled_ticks_;
   uint64_t paired = 0;
-  for (const auto& [tuple, ta] : a_) {
+  for (const auto& [tuple, sa] : a_) {
     auto it = b_.find(tuple);
     if (it == b_.end()) continue;
-    recent.add(int64_t(it->second - ta));
-    ticks += int64_t(it->second - ta);
+    const int64_t d = int64_t(it->second.ts - sa.ts), w = width_.of_cpus(sa.join(), it->second.join());
+    recent.add(d);
+    recent_widths.add(w);
+    (w == SameNodeWidth::kNodeWide ? node : own).add(d, w == SameNodeWidth::kNodeWide ? 0 : w);
+    ticks += d;
     paired++;
   }
   unmatched = {a_.size() - paired + dropped_from_, b_.size() - paired + dropped_to_};
@@ -150,11 +173,21 @@ LatencySummary SameNodePairing::settled_summary(const Timeline& tl, uint32_t wid
   using P = Percentiles<double>;
   const std::vector<P::Field> asked = all_percentiles<double>();
   std::vector<int64_t> got = select_ranks({settled_.get(), &recent}, P::ranks(m.count, asked), pool_.limit);
-  double w = bound_s(tl, widest);
   P::fill(m, asked, got, [&](int64_t t) { return tl.ticks_to_s(double(t)); });
   m.mean = tl.ticks_to_s(double(ticks / (long double)m.count));
-  m.lo_min = m.min - w, m.hi_max = m.max + w;
-  m.width_p50 = m.width_max = 2 * w;
+  // Node-wide widths are the largest (SameNodeWidth), so their placeholder ranks them right.
+  const int64_t node_w = width_.node_wide(widest);
+  auto half = [&](int64_t w) { return tl.ticks_to_s(double(w == SameNodeWidth::kNodeWide ? node_w : w)); };
+  auto lo = [&](int64_t d, int64_t w) { return tl.ticks_to_s(double(d)) - half(w); };
+  auto hi = [&](int64_t d, int64_t w) { return tl.ticks_to_s(double(d)) + half(w); };
+  const double inf = std::numeric_limits<double>::infinity();
+  m.lo_min = std::min(own.any ? lo(own.lo_d, own.lo_w) : inf, node.any ? lo(node.lo_d, SameNodeWidth::kNodeWide) : inf);
+  m.hi_max =
+      std::max(own.any ? hi(own.hi_d, own.hi_w) : -inf, node.any ? hi(node.hi_d, SameNodeWidth::kNodeWide) : -inf);
+  const int64_t w50 =
+      select_ranks({settled_widths_.get(), &recent_widths}, {nearest_rank_index(m.count, 0.5)}, pool_.limit)[0];
+  m.width_p50 = 2 * half(w50);
+  m.width_max = 2 * half(std::max(settled_widths_->max(), recent_widths.size() ? recent_widths.max() : 0));
   return m;
 }
 
@@ -177,23 +210,6 @@ JoinStamp local_stamp(const TraceEvent& e) {
   st.cpu_stamped = e.timebase == uint8_t(Timebase::TscOnCpu);
   return st;
 }
-
-// A same-node pair's half-width (ticks): none for two stamps of one CPU's TSC
-// (exact in ticks); the sum of both stamps' own errors, their CPUs' skews,
-// where both name their CPU (no conversion: the bracket does not apply); else
-// pair_bound() over the stamps of both channels.
-struct LocalWidth {
-  StampErrors errs;
-  uint32_t widest = 0;
-  int64_t operator()(const JoinStamp& a, const JoinStamp& b) const {
-    if (one_cpu(a, b)) return 0;
-    if (!a.cpu_stamped || !b.cpu_stamped) return pair_bound(widest, errs.any());
-    const uint64_t ea = errs.of(true, a.cpu), eb = errs.of(true, b.cpu);
-    constexpr uint64_t kMax = uint64_t(std::numeric_limits<int64_t>::max());
-    return int64_t(ea > kMax - std::min(eb, kMax) ? kMax : ea + eb);
-  }
-  void add(const TraceEvent& e) { errs.add(e.ts_err, e.timebase == uint8_t(Timebase::TscOnCpu), e.cpu); }
-};
 
 // The rows of node_latency_stream(), expanded from the pairs as they are read.
 class NodeRows : public LatencyRowSource {
@@ -255,7 +271,7 @@ LatencyResult node_latency_stream(const TraceReader& r, const std::string& from,
   res.have_ns = frequency_interval(r.clock_map(), res.hz_lo, res.hz_hi);
   if (!res.have_ns) res.hz = res.hz_lo = res.hz_hi = 0;
   TupleJoin join(budget.share(0.5), TupleJoin::Keep::Earliest);
-  LocalWidth width;
+  SameNodeWidth width;
   r.for_each_event([&](const TraceEvent& e) {
     if (e.kind != uint8_t(EventKind::User) || (e.channel != cf && e.channel != ct)) return;
     width.add(e);
@@ -263,11 +279,11 @@ LatencyResult node_latency_stream(const TraceReader& r, const std::string& from,
     if (e.channel == cf) join.add(false, e.tuple, st);
     if (e.channel == ct) join.add(true, e.tuple, st);
   });
-  width.widest = widest_bracket(r.clock_map());
+  const uint32_t widest = widest_bracket(r.clock_map());
   auto rows = std::make_shared<NodeRows>(budget, res);
   JoinCounts c = join.run(
       [&](uint64_t tuple, uint64_t seq, const JoinStamp& a, const JoinStamp& b) {
-        rows->pairs.add({seq, tuple, a.local, b.local, width(a, b)});
+        rows->pairs.add({seq, tuple, a.local, b.local, width(a, b, widest)});
       },
       [&] { rows->pairs.end_run(); });
   res.take_join(c, rows);
@@ -279,7 +295,7 @@ LatencySeries same_node_latency(const TraceReader& r, const Timeline& tl, uint64
   // The pairing of SameNodePairing (earliest stamp per side, repeats counted),
   // through the tuple join, so that any length of trace fits the budget.
   TupleJoin join(budget.share(0.5), TupleJoin::Keep::Earliest);
-  LocalWidth width;
+  SameNodeWidth width;
   r.for_each_event([&](const TraceEvent& e) {
     if (e.kind != uint8_t(EventKind::User)) return;
     if (e.channel != from && e.channel != to) return;
@@ -288,11 +304,11 @@ LatencySeries same_node_latency(const TraceReader& r, const Timeline& tl, uint64
     if (e.channel == from) join.add(false, e.tuple, st);
     if (e.channel == to) join.add(true, e.tuple, st);
   });
-  width.widest = widest_bracket(r.clock_map());
+  const uint32_t widest = widest_bracket(r.clock_map());
   RunMerge<LocalPair, LocalKey> pairs(budget.share(0.2).bytes, budget.spill_dir());
   JoinCounts c = join.run(
       [&](uint64_t tuple, uint64_t seq, const JoinStamp& a, const JoinStamp& b) {
-        pairs.add({seq, tuple, a.local, b.local, width(a, b)});
+        pairs.add({seq, tuple, a.local, b.local, width(a, b, widest)});
       },
       [&] { pairs.end_run(); });
   LatencySeries s;

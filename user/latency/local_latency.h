@@ -10,6 +10,7 @@
 // pair is exact to the tick, so this over-covers it).
 #pragma once
 #include <algorithm>
+#include <limits>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -18,7 +19,9 @@
 #include "latency/latency_table.h"
 #include "latency/latency.h"
 #include "tables/rank_select.h"
+#include "tables/tuple_join.h"
 #include "trace/trace_timeline.h"
+#include "translate/stamp_errors.h"
 
 namespace cptrace {
 
@@ -38,6 +41,31 @@ namespace cptrace {
 // conversion error of a kernel stamp; saturates at INT64_MAX (a damaged trace's).
 int64_t pair_bound(uint32_t widest, uint64_t max_err);
 uint32_t widest_bracket(const ClockMap& map);
+
+// A same-node pair's half-width (ticks): none for two stamps of one CPU's TSC
+// (exact in ticks); the sum of both stamps' own errors, their CPUs' skews,
+// where both name their CPU (no conversion: the bracket does not apply); else
+// the node-wide pair_bound() over the stamps of both channels (kNodeWide until
+// the widest bracket is known), which is never below the others.
+class SameNodeWidth {
+ public:
+  static constexpr int64_t kNodeWide = std::numeric_limits<int64_t>::max();
+  void add(const TraceEvent& e) { errs_.add(e.ts_err, e.timebase == uint8_t(Timebase::TscOnCpu), e.cpu); }
+  int64_t of_cpus(const JoinStamp& a, const JoinStamp& b) const {
+    if (one_cpu(a, b)) return 0;
+    if (!a.cpu_stamped || !b.cpu_stamped) return kNodeWide;
+    const uint64_t ea = errs_.of(true, a.cpu), eb = errs_.of(true, b.cpu), cap = uint64_t(kNodeWide - 1) / 2;
+    return ea > cap || eb > cap ? kNodeWide - 1 : int64_t(ea + eb);
+  }
+  int64_t node_wide(uint32_t widest) const { return pair_bound(widest, errs_.any()); }
+  int64_t operator()(const JoinStamp& a, const JoinStamp& b, uint32_t widest) const {
+    const int64_t w = of_cpus(a, b);
+    return w == kNodeWide ? node_wide(widest) : w;
+  }
+
+ private:
+  StampErrors errs_;
+};
 
 class SameNodePairing {
  public:
@@ -63,24 +91,37 @@ class SameNodePairing {
 
  private:
   static constexpr uint64_t kBytesPerId = 64;  // an unordered_map node and its bucket
+  // An id's earliest stamp on one side, and its CPU where it names one.
+  struct Stamp {
+    uint64_t ts;
+    uint16_t cpu;
+    bool cpu_stamped;
+    JoinStamp join() const { return {ts, 0, 0, 0, 0, cpu, cpu_stamped}; }
+  };
   void settle();
   LatencySummary settled_summary(const Timeline& tl, uint32_t widest, std::pair<uint64_t, uint64_t>& unmatched) const;
   uint64_t from_, to_;
   // File order is only roughly time order: the earliest stamp of each tuple per side.
-  std::unordered_map<uint64_t, uint64_t> a_, b_;
+  std::unordered_map<uint64_t, Stamp> a_, b_;
   uint64_t max_ids_;
   MemoryPool pool_;
   std::string spill_dir_;
-  std::unique_ptr<ValueColumn> settled_;  // durations (ticks) of ids paired beyond the budget
+  // Ids paired beyond the budget: their durations and half-widths (ticks;
+  // SameNodeWidth::kNodeWide for the node-wide one, known at summary time).
+  std::unique_ptr<ValueColumn> settled_, settled_widths_;
   long double settled_ticks_ = 0;  // ... their sum, for the mean
+  // ... their extremes: min(d - w) and max(d + w) over the ones of a width of
+  // their own, min(d) and max(d) over the node-wide ones.
+  struct Extremes {
+    int64_t lo_d = 0, lo_w = 0, hi_d = 0, hi_w = 0;  // the pairs giving min(d - w) and max(d + w)
+    bool any = false;
+    void add(int64_t d, int64_t w);
+  } settled_own_, settled_node_;
   uint64_t dropped_from_ = 0, dropped_to_ = 0;
   uint64_t duplicates_ = 0;
-  // The largest conversion error of a paired-side event (TraceEvent::ts_err):
-  // under NTP slewing it can exceed the widest bracket.
-  uint64_t max_err_ = 0;
-  double bound_s(const Timeline& tl, uint32_t widest) const {
-    return tl.ticks_to_s(double(pair_bound(widest, max_err_)));
-  }
+  // The stamps' own errors (TraceEvent::ts_err) of both channels' events: under
+  // NTP slewing a converted stamp's can exceed the widest bracket.
+  SameNodeWidth width_;
 };
 
 // Pairs events by tuple id (the earliest stamp on each side, as SameNodePairing;
