@@ -29,7 +29,7 @@ static double now_us(void)
 	return t.tv_sec * 1e6 + t.tv_nsec / 1e3;
 }
 
-/* lib/recorder_hello.c's system calls, unanswered (a prctl option no kernel knows). */
+/* lib/recorder_hello.c's system calls, unanswered (prctl PR_GET_DUMPABLE carrying the hello). */
 static double hello_syscalls_ns(long n)
 {
 	sigset_t sig, old, pending;
@@ -42,7 +42,7 @@ static double hello_syscalls_ns(long n)
 	for (long i = 0; i < n; i++) {
 		sigprocmask(SIG_BLOCK, &sig, &old);
 		sigpending(&pending);
-		syscall(SYS_prctl, CP_HELLO_PRCTL, (unsigned long)&h, 0UL, 0UL, 0UL);
+		syscall(SYS_prctl, CP_HELLO_CARRIER, CP_HELLO_PRCTL, (unsigned long)&h, 0UL, 0UL);
 		sigtimedwait(&sig, &si, &zero);
 		sigprocmask(SIG_SETMASK, &old, NULL);
 	}

@@ -952,7 +952,8 @@ int BPF_PROG(cp_follow_exit, struct task_struct *p)
 }
 
 /* ---- The hello (include/cptrace_records.h, lib/recorder_hello.c) -----------
- * A process that loads libcptrace calls prctl(CP_HELLO_PRCTL, &hello) with
+ * A process that loads libcptrace calls prctl(PR_GET_DUMPABLE, CP_HELLO_PRCTL,
+ * &hello) (an older library: prctl(CP_HELLO_PRCTL, &hello)) with
  * CP_HELLO_SIGNAL blocked. If this recorder must record it (record --all:
  * every process; else a followed one), that thread gets CP_HELLO_SIGNAL before
  * the call returns: it then waits until the recorder, told here where its
@@ -967,13 +968,21 @@ const volatile __u8 hello_all = 0;
 SEC("tp/syscalls/sys_enter_prctl")
 int cp_hello(struct trace_event_raw_sys_enter *ctx)
 {
-	if (ctx->args[0] != CP_HELLO_PRCTL)
+	/* Each argument read at its own constant offset: the verifier refuses a
+	 * context read at a computed one. */
+	__u64 option = ctx->args[0], arg2 = ctx->args[1], arg3 = ctx->args[2], at;
+	barrier_var(arg3);
+	if (option == CP_HELLO_CARRIER && arg2 == CP_HELLO_PRCTL)
+		at = arg3;
+	else if (option == CP_HELLO_PRCTL)
+		at = arg2;
+	else
 		return 0;
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 	if (!hello_all && !bpf_map_lookup_elem(&followed, &tgid))
 		return 0;
 	struct cp_hello h;
-	if (bpf_probe_read_user(&h, sizeof(h), (void *)ctx->args[1]) || h.magic != CP_HELLO_MAGIC ||
+	if (bpf_probe_read_user(&h, sizeof(h), (void *)at) || h.magic != CP_HELLO_MAGIC ||
 	    h.version != CP_HELLO_VERSION)
 		return 0;
 	struct cp_proc_rec *r = bpf_ringbuf_reserve(&proc_events, sizeof(*r), 0);
@@ -989,7 +998,7 @@ int cp_hello(struct trace_event_raw_sys_enter *ctx)
 	r->tgid = tgid;
 	r->parent = 0;
 	r->pad = 0;
-	r->hello = ctx->args[1];
+	r->hello = at;
 	r->site = h.site;
 	r->ktime_ns = bpf_ktime_get_ns();
 	bpf_ringbuf_submit(r, 0);

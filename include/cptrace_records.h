@@ -143,8 +143,12 @@ struct cp_proc_rec {
 
 /* ---- The hello: a new process meets its recorder, from any namespace -------
  * At load, and in a forked child, libcptrace (lib/recorder_hello.c) calls
- * prctl(CP_HELLO_PRCTL, &hello), an option no kernel knows (EINVAL), with
- * CP_HELLO_SIGNAL blocked. A recorder that must record this process (record
+ * prctl(PR_GET_DUMPABLE, CP_HELLO_PRCTL, &hello) with CP_HELLO_SIGNAL blocked:
+ * an option every kernel knows and that reads no argument (it returns the
+ * dumpable flag), so that a seccomp profile which kills a process on prctl
+ * options it does not know (some runtimes' do) lets it through. Libraries
+ * before that called prctl(CP_HELLO_PRCTL, &hello), an option no kernel knows
+ * (EINVAL); a recorder answers both. A recorder that must record this process (record
  * --all: every one; -p/-- CMD: its tree) has a BPF program on that system
  * call's tracepoint which checks the struct, sends CP_HELLO_SIGNAL to the
  * calling thread (it stays pending: blocked) and tells the recorder
@@ -154,6 +158,7 @@ struct cp_proc_rec {
  * recorder: no signal, and the process goes on at once. No file, no pid of any
  * namespace involved. */
 #define CP_HELLO_PRCTL 0x43505452u	     /* "CPTR" */
+#define CP_HELLO_CARRIER 3u		     /* PR_GET_DUMPABLE */
 #define CP_HELLO_MAGIC 0x6f6c6c6548707443ull /* "CtpHello" */
 #define CP_HELLO_VERSION 1u
 #define CP_HELLO_SIGNAL 23 /* SIGURG: ignored by default, should it ever escape */

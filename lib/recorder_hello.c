@@ -3,9 +3,11 @@
  *
  * Why not a file: a process in a container has its own mount namespace (its
  * own /run) and pid namespace, so no path and no pid both sides can name. A
- * system call is seen by the kernel whatever the namespaces: prctl with an
- * option no kernel knows (CP_HELLO_PRCTL, include/cptrace_records.h) fails
- * with EINVAL; a recorder that must record this process has a BPF program on
+ * system call is seen by the kernel whatever the namespaces: prctl with
+ * PR_GET_DUMPABLE, an option every kernel knows and that reads no argument,
+ * carrying CP_HELLO_PRCTL and the struct's address (include/cptrace_records.h;
+ * not an unknown option: a seccomp profile may kill a process for one); a
+ * recorder that must record this process has a BPF program on
  * its tracepoint that sends this thread CP_HELLO_SIGNAL before the call
  * returns (blocked here, so it only becomes pending, and is taken back), and
  * tells the recorder where our library is. The recorder attaches to the file
@@ -46,7 +48,7 @@ static int cp_hello_signalled(void)
 		return 0;
 	int answered = 0;
 	if (sigpending(&pending) == 0 && !sigismember(&pending, CP_HELLO_SIGNAL)) {
-		(void)syscall(SYS_prctl, CP_HELLO_PRCTL, (unsigned long)&hello, 0UL, 0UL, 0UL);
+		(void)syscall(SYS_prctl, CP_HELLO_CARRIER, CP_HELLO_PRCTL, (unsigned long)&hello, 0UL, 0UL);
 		siginfo_t si;
 		struct timespec now = {0, 0};
 		if (sigtimedwait(&sig, &si, &now) == CP_HELLO_SIGNAL) {

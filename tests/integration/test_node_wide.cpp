@@ -351,6 +351,58 @@ TEST(NodeWide, UnansweredHelloIsBounded) {
   EXPECT_EQ(after.wait(30), 0) << read_file(tmp / "a.err");
 }
 
+// Programs under the restrictions runtimes put on them, started after `record
+// --all` (tests/workloads/sandboxed.c): a seccomp profile that kills the process
+// on a prctl option no kernel knows (the option older libraries said hello
+// with: the control shows the profile bites on it), every signal blocked
+// (the hello's SIGURG among them), and PR_SET_NO_NEW_PRIVS with no
+// capabilities. Each runs to its end and every event it logs is recorded.
+TEST(NodeWide, RestrictedProgramsKeepRunningAndAreRecorded) {
+  REQUIRE_BPF();
+  TempDir tmp;
+  const std::string sandboxed = (build_dir() / "tests/sandboxed").string();
+  auto old = run(sandboxed + " --kill-unknown-prctl --old-hello", tmp);
+  ASSERT_EQ(old.status, 128 + SIGSYS) << "the profile must kill the old hello, or this proves nothing";
+
+  auto rec = start_recorder(tmp, "--all");
+  const std::string workload = "env LD_LIBRARY_PATH=" + build_dir().string() + " " +
+                               (build_dir() / "tests/workload").string() + " --threads 2 --events 3000";
+  const std::vector<std::pair<std::string, std::string>> runs = {
+      {"seccomp", sandboxed + " --kill-unknown-prctl -- " + workload},
+      {"blocked", sandboxed + " --block-signals -- " + workload + " --mode batch"},
+      {"seccomp+blocked", sandboxed + " --kill-unknown-prctl --block-signals -- " + workload},
+      {"no_new_privs", "setpriv --no-new-privs --inh-caps=-all --ambient-caps=-all --bounding-set=-all -- " + workload +
+                           " --mode batch"},
+  };
+  std::map<uint32_t, std::string> pid_of;
+  std::map<std::string, uint64_t> emitted;
+  for (const auto& [name, cmd] : runs) {
+    Proc p(cmd, tmp / (name + ".out"), tmp / (name + ".err"));
+    ASSERT_EQ(p.wait(60), 0) << name << ": " << read_file(tmp / (name + ".err"));
+    auto lines = json_lines(read_file(tmp / (name + ".out")));
+    ASSERT_EQ(lines.size(), 1u) << name;
+    pid_of[lines[0]["pid"].get<uint32_t>()] = name;
+    emitted[name] = lines[0]["total"].get<uint64_t>();
+  }
+  kill(rec->pid, SIGINT);
+  ASSERT_EQ(rec->wait(60), 0) << read_file(tmp / "rec.err");
+  TraceReader tr(tmp / "t");
+  ASSERT_FALSE(tr.error()) << tr.error()->what();
+  std::map<std::string, uint64_t> got;
+  tr.for_each_event([&](const TraceEvent& e) {
+    if (e.kind == uint8_t(EventKind::User) && pid_of.count(e.pid)) got[pid_of[e.pid]]++;
+  });
+  for (const auto& [name, cmd] : runs) {
+    EXPECT_EQ(emitted[name], 6000u) << name;
+    EXPECT_EQ(got[name], emitted[name]) << name << ": every event recorded";
+  }
+  EXPECT_EQ(tr.counters().total_dropped(), 0u);
+  // Said and answered under the profile too: the 4 workloads and the 3 sandboxed
+  // (libcptrace's own process, before its filter).
+  auto meta = nlohmann::json::parse(read_file(tmp.path / "t" / "meta.json"));
+  EXPECT_GE(meta["hello"].value("answered", 0u), 7u) << meta["hello"].dump();
+}
+
 // ---- Running the node-wide recorder as a DaemonSet (deploy/cptrace-node.yaml) ----
 
 namespace {
