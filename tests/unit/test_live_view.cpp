@@ -87,4 +87,57 @@ TEST(LiveView, FrequencyEstimateOutsideBandIsRecounted) {
   expect_same(wv.final_table, wv.offline);
 }
 
+// top's live pairing takes a TSC stamp's error from the skew meta.json holds:
+// a pair of one CPU is exact; CPU 0 -> CPU 1, while only the start's measure is
+// written (the stop's is null), carries the widest interval on both stamps (the
+// measures do not yet all name CPU 0 as their reference), and once both are
+// there CPU 1's interval alone (300 ticks each way): never the 0 of a skew it
+// was not given.
+TEST(LiveView, PairsAcrossCpusCarryTheSkewMetaJsonHolds) {
+  TempDir tmp;
+  const std::string dir = tmp / "t";
+  auto measure = [](int64_t lo, int64_t hi) {
+    return json{{"reference_cpu", 0}, {"cpus", {{{"cpu", 1}, {"lo", lo}, {"hi", hi}, {"hops", 100}}}}};
+  };
+  json meta = {{"format", "cptrace"},
+               {"start", {{"tsc", kO}, {"mono_ns", kM0}}},
+               {"complete", false},
+               {"tsc",
+                {{"skew_ticks", {{"at_start", {-280, 300}}, {"at_stop", nullptr}}},
+                 {"skew", {{"at_start", measure(-280, 300)}, {"at_stop", nullptr}}}}}};
+  json done = meta;
+  done["tsc"]["skew_ticks"]["at_stop"] = {-260, 270};
+  done["tsc"]["skew"]["at_stop"] = measure(-260, 270);
+  TraceWriter w(dir, meta, true);
+  TraceTail tail(dir + "/events.cpt");
+  std::vector<ClockPoint> pts;
+  for (uint64_t k = 0; k <= 4; ++k) pts.push_back({kO + k * 500'000'000, kM0 + k * 500'000'000, 40, 0});
+  w.write(encode_clock(pts));
+  tail.poll([](const std::vector<TraceEvent>&) {});
+  const uint64_t a = channel_arg_id("a"), b = channel_arg_id("b");
+  const uint8_t user = uint8_t(EventKind::User), on_cpu = uint8_t(Timebase::TscOnCpu);
+  auto watch = [&](bool cross, const json& m) {
+    LiveView view(1000, {{"a", "b"}});
+    std::vector<TraceEvent> evs;
+    for (uint64_t i = 0; i < 1000; ++i) {
+      uint64_t t = kO + 1000 + i * 100'000;
+      evs.push_back({t, a, i, 1, 1, 0, user, on_cpu});
+      evs.push_back({t + 5000, b, i, 1, 1, uint16_t(cross ? i % 2 : 0), user, on_cpu});  // odd ids: CPU 1
+    }
+    view.add(evs);
+    view.update(tail, m);
+    json p = view.snapshot(tail)["pairs"][0];
+    EXPECT_EQ(p["count"], 1000u) << p.dump();
+    return p;
+  };
+  const double tick = 1e-9;  // the points' 1 GHz
+  EXPECT_EQ(watch(false, meta)["width_max_s"].get<double>(), 0) << "one CPU: exact";
+  json live = watch(true, meta), stopped = watch(true, done);
+  EXPECT_NEAR(live["width_max_s"].get<double>(), 2 * 600 * tick, 1e-12) << "the widest on both stamps";
+  EXPECT_NEAR(live["lo_min_s"].get<double>(), (5000 - 600) * tick, 1e-12);
+  EXPECT_NEAR(stopped["width_max_s"].get<double>(), 2 * 300 * tick, 1e-12) << "CPU 1's interval alone";
+  EXPECT_NEAR(stopped["lo_min_s"].get<double>(), (5000 - 300) * tick, 1e-12);
+  EXPECT_NEAR(stopped["hi_max_s"].get<double>(), (5000 + 300) * tick, 1e-12);
+}
+
 }  // namespace

@@ -57,6 +57,10 @@ void LiveView::settle(const TraceEvent& raw) {
   if (is_mono(e)) {
     e.ts = map_.mono_to_tsc(e.ts);
     e.timebase = uint8_t(Timebase::Tsc);
+  } else {
+    // As the reader gives a TSC stamp its error: its CPU's skew where it names
+    // one, else the widest (a pair of two CPUs is never taken as exact).
+    e.ts_err = e.timebase == uint8_t(Timebase::TscOnCpu) ? skew_.err_on(e.cpu) : skew_.err;
   }
   for (SameNodePairing& p : pairs_) p.add(e);
   if (e.kind != uint8_t(EventKind::User)) return;
@@ -81,6 +85,7 @@ void LiveView::settle_held() {
 }
 
 void LiveView::update(const TraceTail& tail, const nlohmann::json& meta) {
+  skew_ = TscSkewHistory::from_meta(meta);
   map_ = ClockMap(tail.clock());
   if (map_.points().size() < 2) return;
   widest_ = std::max(widest_, widest_bracket(map_));

@@ -26,6 +26,7 @@
 #include "analyze/throughput.h"
 #include "trace/clock_map.h"
 #include "trace/trace_tail.h"
+#include "trace/tsc_skew_history.h"
 
 namespace cptrace {
 
@@ -66,6 +67,9 @@ class LiveView {
   std::vector<TraceEvent> held_;  // not settled yet (as recorded)
   uint64_t events_ = 0;  // user and close events, as `info` counts them
   uint32_t widest_ = 0;
+  // The skew across CPUs meta.json holds so far (measured at start, the
+  // recorder writes it then): a TSC stamp's own error, as the reader gives it.
+  TscSkewHistory skew_;
 };
 
 }  // namespace cptrace
