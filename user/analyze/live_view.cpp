@@ -60,7 +60,7 @@ void LiveView::settle(const TraceEvent& raw) {
   } else {
     // As the reader gives a TSC stamp its error: its CPU's skew where it names
     // one, else the widest (a pair of two CPUs is never taken as exact).
-    e.ts_err = e.timebase == uint8_t(Timebase::TscOnCpu) ? skew_.err_on(e.cpu) : skew_.err;
+    e.ts_err = skew_.err_of(e);
   }
   for (SameNodePairing& p : pairs_) p.add(e);
   if (e.kind != uint8_t(EventKind::User)) return;

@@ -352,7 +352,7 @@ void TraceReader::convert(std::vector<TraceEvent>& evs) const {
   for (TraceEvent& e : evs) {
     if (e.timebase != static_cast<uint8_t>(Timebase::MonoNs)) {
       // Stamped on some CPU's TSC; one that names its CPU carries that CPU's skew.
-      e.ts_err = e.timebase == static_cast<uint8_t>(Timebase::TscOnCpu) ? skew_.err_on(e.cpu) : skew_.err;
+      e.ts_err = skew_.err_of(e);
       continue;
     }
     // A System.nanoTime() read in a time namespace (the only MonoNs user

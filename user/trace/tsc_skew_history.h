@@ -14,6 +14,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "trace/trace_format.h"
+
 namespace cptrace {
 
 struct TscSkewHistory {
@@ -33,6 +35,11 @@ struct TscSkewHistory {
   // reference CPU, whose TSC the node's clock relation and instants are on; its
   // own interval's on a measured CPU; else `err`.
   uint64_t err_on(int cpu) const;
+  // The half-width of a TSC stamp (timebase Tsc or TscOnCpu) as readers give
+  // it: its CPU's where it names one, else `err`.
+  uint64_t err_of(const TraceEvent& e) const {
+    return e.timebase == static_cast<uint8_t>(Timebase::TscOnCpu) ? err_on(e.cpu) : err;
+  }
 
   // Malformed values are skipped: the intervals are the recorder's, not
   // something the reader can check.

@@ -76,7 +76,6 @@ class StampErrors {
       // One CPU's stamps are among all: their largest is at most `any`.
       e.add(std::min(v.get<uint64_t>(), any), true, uint16_t(c));
     }
-    e.any_ = any;
     return e;
   }
 
