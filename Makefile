@@ -26,7 +26,7 @@ SKELS      := $(patsubst bpf/%.bpf.c,$(BUILD)/%.skel.h,$(BPF_SRCS))
 # meet in trace/); LAYERS is the link order, bottom-up, every folder after all it
 # may include. tools/check-layers.sh checks the includes against the table and
 # LAYERS against it; linking the archives in this order checks the calls.
-LAYERS     := trace tables collect probe net sync record translate latency analyze cluster load cli
+LAYERS     := trace tables collect probe net sync record translate latency netlat analyze cluster load cli
 reverse    = $(if $(1),$(call reverse,$(wordlist 2,$(words $(1)),$(1))) $(firstword $(1)))
 # Everything below the CLI, linked top-down: a call into a higher layer fails to link.
 CORE_LIBS  := $(foreach l,$(call reverse,$(filter-out cli,$(LAYERS))),$(BUILD)/user/lib$(l).a)

@@ -7,6 +7,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -88,6 +89,28 @@ TEST(PacketPairs, TcpRetransmissionIsBoundedByTheFirstTransmission) {
   ASSERT_EQ(r.above.size(), 1u);
   EXPECT_EQ(r.above[0], (Pt{k.below[0].y, k.below[0].x}));
   expect_true(c, 1, 0, r);
+}
+
+TEST(PacketPairs, EachMatchNamesItsTransmitAndReceive) {
+  Capture c({kA, kB});
+  c.handshake(1000, 9000);
+  c.tcp(true, 200, -1, 1001, 100);  // node 0 event 2: the first transmission, lost
+  c.tcp(true, 800, 40, 1001, 100);  // node 0 event 3, received as node 1 event 2
+  c.tcp(false, 900, 40, 9001, 10);  // node 1 event 3, received as node 0 event 4
+  std::vector<PacketMatch> pairs;
+  PacketMatches m = match_packets(c.nodes, &pairs);
+  ASSERT_EQ(pairs.size(), m.total.matched);
+  std::sort(pairs.begin(), pairs.end(),
+            [](const PacketMatch& a, const PacketMatch& b) { return a.tx_node < b.tx_node; });
+  ASSERT_EQ(pairs.size(), 2u);
+  EXPECT_EQ(pairs[0].tx_node, 0u);
+  EXPECT_EQ(pairs[0].rx_node, 1u);
+  EXPECT_EQ(pairs[0].tx, 2u) << "the first transmission, as the constraint uses";
+  EXPECT_EQ(pairs[0].rx, 2u);
+  EXPECT_EQ(pairs[1].tx_node, 1u);
+  EXPECT_EQ(pairs[1].tx, 3u);
+  EXPECT_EQ(pairs[1].rx, 4u);
+  EXPECT_EQ(c.nodes[0].events[pairs[0].tx].ts, kA.at(200));
 }
 
 TEST(PacketPairs, GsoSuperPacketAndGroMergeMatchByByteRange) {

@@ -3,8 +3,8 @@
 //
 //   netload server tcp|udp ADDR PORT [COUNT [DELAY_MS]]   prints "ready", then (tcp)
 //       accepts one connection, waits DELAY_MS (so the client's data and FIN queue
-//       up unread) and reads until EOF, or (udp) reads COUNT datagrams (or until 3 s
-//       without one); prints "received BYTES MESSAGES" and exits.
+//       up unread) and reads until EOF, or (udp) reads COUNT datagrams (or until
+//       DELAY_MS, default 3 s, without one); prints "received BYTES MESSAGES" and exits.
 //   netload client tcp|udp ADDR PORT COUNT [GO_FILE]   prints "pid PID"; waits for
 //       GO_FILE to exist when given; sends COUNT messages, message i of
 //       msg_size(proto, i) bytes; prints "sent BYTES LOCAL_PORT". The tcp client
@@ -78,7 +78,7 @@ int server(bool tcp, const char* ip, int port, long count, long delay_ms) {
     while ((n = read(c, buf.data(), buf.size())) > 0) bytes += n, msgs++;
     close(c);
   } else {
-    timeval tv{3, 0};
+    timeval tv{delay_ms > 0 ? delay_ms / 1000 : 3, delay_ms > 0 ? (delay_ms % 1000) * 1000 : 0};
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     while (msgs < count) {
       ssize_t n = recv(fd, buf.data(), buf.size(), 0);

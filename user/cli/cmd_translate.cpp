@@ -31,25 +31,31 @@ CLI::Option* add_choice(CLI::App* app, const std::string& flag, E& to, E (*parse
 
 }  // namespace
 
+void add_relation_options(CLI::App* cmd, TranslateOptions& tr) {
+  cmd->add_option("dirs", tr.dirs, "trace directories, one per node")->required();
+  cmd->add_option("--reference", tr.reference,
+                  "node whose TSC is the common timebase (needed when the traces hold several nodes)");
+  add_choice(cmd, "--method", tr.method, parse_method,
+             "ratio (MinRTT1/MinRTT2), hull (convex hulls) or best (both, intersected)");
+  add_choice(cmd, "--clock-model", tr.clock_model, parse_clock_model,
+             "linear (one line per pair, split where hulls cross) or piecewise (any rate changes; "
+             "strict under --max-drift-ppm)");
+  cmd->add_option("--max-drift-ppm", tr.max_drift_ppm,
+                  "piecewise: bound on the rate of one node's clock against another's, in ppm")
+      ->check(CLI::Range(0.001, 100000.0));
+  add_choice(cmd, "--inputs", tr.inputs, parse_inputs,
+             "constraints used: both (default), rounds (MinRTT only) or traffic "
+             "(matched packets of --net traces only)");
+  cmd->add_flag("--accept-suspect-sync", tr.accept_suspect_sync,
+                "go on even when a pair's MinRTT rounds contradict each other or the nodes' own clock rates "
+                "(default: refuse); the findings are printed as WARNING lines");
+}
+
 SubcommandRunner add_translate_command(CLI::App& app) {
   auto tr = std::make_shared<TranslateOptions>();
   auto* translate = app.add_subcommand("translate", "put every node's events on the reference node's TSC, with bounds");
-  translate->add_option("dirs", tr->dirs, "trace directories, one per node")->required();
-  translate->add_option("--reference", tr->reference,
-                        "node whose TSC is the common timebase (needed when the traces hold several nodes)");
+  add_relation_options(translate, *tr);
   translate->add_option("-o,--output", tr->out, "translated trace directory to create")->required();
-  add_choice(translate, "--method", tr->method, parse_method,
-             "ratio (MinRTT1/MinRTT2), hull (convex hulls) or best (both, intersected)");
-  add_choice(translate, "--clock-model", tr->clock_model, parse_clock_model,
-             "linear (one line per pair, split where hulls cross) or piecewise (any rate changes; "
-             "strict under --max-drift-ppm)");
-  translate
-      ->add_option("--max-drift-ppm", tr->max_drift_ppm,
-                   "piecewise: bound on the rate of one node's clock against another's, in ppm")
-      ->check(CLI::Range(0.001, 100000.0));
-  add_choice(translate, "--inputs", tr->inputs, parse_inputs,
-             "constraints used: both (default), rounds (MinRTT only) or traffic "
-             "(matched packets of --net traces only)");
   translate
       ->add_option("--threads", tr->threads, "threads translating frames (default: every CPU); same output for any")
       ->type_name("N")
@@ -59,9 +65,6 @@ SubcommandRunner add_translate_command(CLI::App& app) {
                    "zstd level of the translated events (default 1; negative levels are faster and larger)")
       ->type_name("N");
   translate->add_flag("-f,--force", tr->overwrite, "overwrite an existing trace in the output directory");
-  translate->add_flag("--accept-suspect-sync", tr->accept_suspect_sync,
-                      "translate even when a pair's MinRTT rounds contradict each other or the nodes' own clock rates "
-                      "(default: refuse); the findings are printed as WARNING lines and kept in meta.json");
   return {translate, [tr] { return run_translate(*tr); }};
 }
 

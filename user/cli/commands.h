@@ -12,6 +12,8 @@ class App;
 
 namespace cptrace {
 
+struct TranslateOptions;
+
 using SubcommandRunner = std::pair<CLI::App*, std::function<int()>>;
 
 // Recording and looking at one node's trace.
@@ -29,10 +31,14 @@ SubcommandRunner add_check_command(CLI::App& app);  // cmd_check.cpp
 // Several nodes: translation onto one timebase, and the MinRTT commands.
 SubcommandRunner add_translate_command(CLI::App& app);  // cmd_translate.cpp
 SubcommandRunner add_latency_command(CLI::App& app);  // cmd_latency.cpp
+SubcommandRunner add_netlat_command(CLI::App& app);  // cmd_netlat.cpp
 SubcommandRunner add_minrttd_command(CLI::App& app);  // cmd_minrttd.cpp
 SubcommandRunner add_sync_command(CLI::App& app);  // cmd_sync.cpp
 SubcommandRunner add_keygen_command(CLI::App& app);  // cmd_keygen.cpp
 SubcommandRunner add_cluster_command(CLI::App& app);  // cmd_cluster.cpp
+// The node traces and the choices of their clock relations, as translate and
+// netlat both take them (cmd_translate.cpp).
+void add_relation_options(CLI::App* cmd, TranslateOptions& opt);
 // Load generation and measurement.
 SubcommandRunner add_gen_command(CLI::App& app);  // cmd_gen.cpp
 SubcommandRunner add_sink_command(CLI::App& app);  // cmd_sink.cpp

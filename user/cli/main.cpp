@@ -14,13 +14,13 @@ namespace {
 
 // One list, in the order `cptrace --help` shows them.
 constexpr cptrace::SubcommandRunner (*kCommands[])(CLI::App&) = {
-    cptrace::add_record_command,  cptrace::add_dump_command,       cptrace::add_info_command,
-    cptrace::add_config_command,  cptrace::add_throughput_command, cptrace::add_rates_command,
-    cptrace::add_top_command,     cptrace::add_report_command,     cptrace::add_export_command,
-    cptrace::add_check_command,   cptrace::add_translate_command,  cptrace::add_latency_command,
-    cptrace::add_minrttd_command, cptrace::add_sync_command,       cptrace::add_keygen_command,
-    cptrace::add_cluster_command, cptrace::add_gen_command,        cptrace::add_sink_command,
-    cptrace::add_maxrate_command, cptrace::add_overhead_command,
+    cptrace::add_record_command, cptrace::add_dump_command,       cptrace::add_info_command,
+    cptrace::add_config_command, cptrace::add_throughput_command, cptrace::add_rates_command,
+    cptrace::add_top_command,    cptrace::add_report_command,     cptrace::add_export_command,
+    cptrace::add_check_command,  cptrace::add_translate_command,  cptrace::add_latency_command,
+    cptrace::add_netlat_command, cptrace::add_minrttd_command,    cptrace::add_sync_command,
+    cptrace::add_keygen_command, cptrace::add_cluster_command,    cptrace::add_gen_command,
+    cptrace::add_sink_command,   cptrace::add_maxrate_command,    cptrace::add_overhead_command,
 };
 
 }  // namespace

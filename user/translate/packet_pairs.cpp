@@ -64,35 +64,37 @@ struct Unwrap {
   }
 };
 
-// First transmission of every byte on the sender: [start, end) sent first at ts.
+// First transmission of every byte on the sender: [start, end) sent first by e.
 struct FirstTx {
-  int64_t start, end, ts;
+  int64_t start, end;
+  const NetEvent* e;
 };
 
 struct SenderConn {
   Unwrap u;
   int64_t hi = 0;  // bytes below were transmitted (or lie in a gap: unknown)
   std::vector<FirstTx> first;
-  void transmit(int64_t off, int64_t len, int64_t ts) {
+  void transmit(int64_t off, int64_t len, const NetEvent* e) {
     int64_t end = off + len;
     if (off < 0 || end <= hi) return;  // a retransmission (or a byte of a gap): not a first transmission
-    first.push_back({std::max(off, hi), end, ts});
+    first.push_back({std::max(off, hi), end, e});
     hi = end;
     u.ref = std::max(u.ref, end);
   }
-  // The first transmission of byte b, or -1 when unknown.
-  int64_t first_of(int64_t b) const {
+  // The first transmission of byte b, or null when unknown.
+  const NetEvent* first_of(int64_t b) const {
     auto it = std::upper_bound(first.begin(), first.end(), b, [](int64_t v, const FirstTx& f) { return v < f.start; });
-    if (it == first.begin()) return -1;
+    if (it == first.begin()) return nullptr;
     --it;
-    return b < it->end ? it->ts : -1;
+    return b < it->end ? it->e : nullptr;
   }
 };
 
 struct PendingRx {
   size_t node;
   Key conn;
-  int64_t first_byte, last_byte, ts;
+  int64_t first_byte, last_byte;
+  const NetEvent* e;
 };
 
 struct TcpMatcher {
@@ -121,7 +123,7 @@ struct TcpMatcher {
         auto it = tx_now.find(flow);
         if (it == tx_now.end()) continue;
         for (auto& [n, s] : conns[it->second])
-          if (n == node) s.transmit(s.u.offset(r.seq, syn), r.len, int64_t(e->ts));
+          if (n == node) s.transmit(s.u.offset(r.seq, syn), r.len, e);
       } else {
         if (syn) {
           Key c = flow_key(r, r.seq, 0, 0);
@@ -142,7 +144,7 @@ struct TcpMatcher {
           continue;
         }
         u.ref = std::max(u.ref, off + int64_t(r.len));
-        pending.push_back({node, it->second, off, off + int64_t(r.len) - 1, int64_t(e->ts)});
+        pending.push_back({node, it->second, off, off + int64_t(r.len) - 1, e});
       }
     }
   }
@@ -152,7 +154,7 @@ struct TcpMatcher {
 
 struct UdpTx {
   size_t node = 0;
-  int64_t ts = 0;
+  const NetEvent* e = nullptr;
   uint32_t count = 0;
 };
 
@@ -204,9 +206,13 @@ std::pair<size_t, size_t> PacketMatches::counts(size_t from, size_t to) const {
   return from < to ? std::pair{l->a_to_b.size(), l->b_to_a.size()} : std::pair{l->b_to_a.size(), l->a_to_b.size()};
 }
 
-PacketMatches match_packets(const std::vector<NodePackets>& nodes) {
+PacketMatches match_packets(const std::vector<NodePackets>& nodes, std::vector<PacketMatch>* pairs) {
   PacketMatches m;
-  auto add = [&](size_t tx_node, int64_t tx_ts, size_t rx_node, int64_t rx_ts) {
+  auto add = [&](size_t tx_node, const NetEvent* tx, size_t rx_node, const NetEvent* rx) {
+    if (pairs)
+      pairs->push_back({uint32_t(tx_node), uint32_t(rx_node), size_t(tx - nodes[tx_node].events.data()),
+                        size_t(rx - nodes[rx_node].events.data())});
+    const int64_t tx_ts = int64_t(tx->ts), rx_ts = int64_t(rx->ts);
     size_t a = std::min(tx_node, rx_node), b = std::max(tx_node, rx_node);
     PacketLink& l = m.links[{a, b}];
     if (tx_node == a)
@@ -228,7 +234,7 @@ PacketMatches match_packets(const std::vector<NodePackets>& nodes) {
     for (const NetEvent& e : nodes[n].events)
       if (usable(e) && e.r.proto == IPPROTO_UDP && e.r.kind == CP_NET_PKT_TX) {
         UdpTx& t = udp[udp_key(e.r)];
-        if (t.count == 0 || int64_t(e.ts) < t.ts) t.ts = int64_t(e.ts);
+        if (t.count == 0 || e.ts < t.e->ts) t.e = &e;
         t.node = n;
         t.count++;
       }
@@ -253,12 +259,14 @@ PacketMatches match_packets(const std::vector<NodePackets>& nodes) {
       m.total.lossy_sender++;
       continue;
     }
-    int64_t t = std::max(s.first_of(p.first_byte), s.first_of(p.last_byte));
-    if (t < 0) {
+    // The later of the two known first transmissions (ts order, the order of the scan).
+    const NetEvent *f = s.first_of(p.first_byte), *l = s.first_of(p.last_byte);
+    const NetEvent* t = !f ? l : !l ? f : (l->ts >= f->ts ? l : f);
+    if (!t) {
       m.total.unmatched++;
       continue;
     }
-    add(sn, t, p.node, p.ts);
+    add(sn, t, p.node, p.e);
   }
 
   // UDP: a receive matches the one transmit of its key.
@@ -276,7 +284,7 @@ PacketMatches match_packets(const std::vector<NodePackets>& nodes) {
       } else if (!nodes[it->second.node].complete) {
         m.total.lossy_sender++;
       } else {
-        add(it->second.node, it->second.ts, n, int64_t(e.ts));
+        add(it->second.node, it->second.e, n, &e);
       }
     }
   return m;

@@ -55,6 +55,13 @@ struct PacketLink {
   std::vector<Pt> b_to_a;  // (receive on a, transmit on b): x on a's clock as well
 };
 
+// One matched packet: the indices of its transmit and of its receive in their
+// nodes' NodePackets::events (for `netlat`, which bounds each one-way delay).
+struct PacketMatch {
+  uint32_t tx_node = 0, rx_node = 0;
+  size_t tx = 0, rx = 0;
+};
+
 struct PacketMatches {
   std::map<std::pair<size_t, size_t>, PacketLink> links;  // key (a, b), a < b
   PacketMatchStats total;
@@ -73,6 +80,7 @@ struct NodePackets {
   bool complete = true;
 };
 
-PacketMatches match_packets(const std::vector<NodePackets>& nodes);
+// `pairs`, when given, receives every match (in no particular order).
+PacketMatches match_packets(const std::vector<NodePackets>& nodes, std::vector<PacketMatch>* pairs = nullptr);
 
 }  // namespace cptrace

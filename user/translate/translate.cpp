@@ -12,8 +12,8 @@
 #include "trace/trace_writer.h"
 #include "translate/frame_rewrite.h"
 #include "tables/memory_budget.h"
-#include "translate/reference_paths.h"
 #include "translate/relation_cursor.h"
+#include "translate/run_relations.h"
 #include "translate/translated_meta.h"
 
 namespace cptrace {
@@ -24,16 +24,11 @@ using nlohmann::json;
 // Every node's frames, node after node, each node's counts into `meta`; a
 // warning for the events whose bounds a hull transition leaves unguaranteed.
 uint64_t write_events(const TranslateOptions& opt, const std::vector<TranslateNode>& nodes, size_t ref,
-                      const PairMap& pairs, const ReferencePaths& paths, unsigned threads, json& meta, TraceWriter& w) {
+                      const RunRelations& rel, unsigned threads, json& meta, TraceWriter& w) {
+  const ReferencePaths& paths = rel.paths;
   uint64_t events = 0;
   for (size_t v = 0; v < nodes.size(); ++v) {
-    Ranges transitions;
-    if (v != ref && opt.method != Method::Ratio && opt.clock_model == ClockModel::Linear) {
-      size_t hop = 0;
-      while (nodes[hop].name != paths.names[v][1]) ++hop;
-      const NodePair& p = pairs.at({v, hop});
-      if (p.hull) transitions = p.hull->transitions();
-    }
+    Ranges transitions = node_transitions(opt, nodes, ref, rel, v);
     NodeRewrite done =
         translate_node(nodes[v], uint16_t(v), *paths.to_ref[v], transitions, threads, opt.compression_level, w);
     const uint64_t k = done.events, in_transition = done.in_transition;
@@ -66,21 +61,15 @@ TranslateSummary translate(const TranslateOptions& opt) {
   size_t ref = reference_index(nodes, opt.reference);
   warn_unknown_peers(nodes);
   PacketMatches packets = read_packets(nodes);
-  PairMap pairs = build_pairs(nodes, opt, packets);
-  // Rounds that contradict physics come first: they are why any later step fails.
-  std::vector<SyncFinding> findings;
-  json checks = check_sync(nodes, pairs, opt.method, findings);
-  if (!findings.empty() && !opt.accept_suspect_sync)
-    throw std::runtime_error(suspect_sync_error(findings, "translate"));
-  ReferencePaths paths = reference_paths(nodes, ref, pairs);
-  json meta = translated_meta(opt, nodes, ref, pairs, paths, checks, findings, packets);
+  RunRelations rel = relate_nodes(opt, nodes, ref, packets, "translate");
+  json meta = translated_meta(opt, nodes, ref, rel.pairs, rel.paths, rel.checks, rel.findings, packets);
 
   TraceWriter w(opt.out, meta, opt.overwrite);
   json chans = channels_json(nodes);
   w.write(encode_json(FrameType::Channels, chans.dump(), uint32_t(chans.size())));
   TranslateSummary s;
   auto t0 = std::chrono::steady_clock::now();
-  s.events = write_events(opt, nodes, ref, pairs, paths, threads, meta, w);
+  s.events = write_events(opt, nodes, ref, rel, threads, meta, w);
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   meta["translated"]["events"] = s.events;
   meta["translated"]["seconds"] = secs;

@@ -132,24 +132,32 @@ void warn_unknown_peers(const std::vector<TranslateNode>& nodes) {
   }
 }
 
-// Every node's captured packets (record --net), matched across the traces.
-PacketMatches read_packets(const std::vector<TranslateNode>& nodes) {
+std::vector<NodePackets> read_net_events(const std::vector<TranslateNode>& nodes) {
   std::vector<NodePackets> np(nodes.size());
   for (size_t i = 0; i < nodes.size(); ++i) {
     nodes[i].reader->for_each_net_event([&](const NetEvent& e) {
-      if (e.r.kind != CP_NET_PKT_TX && e.r.kind != CP_NET_PKT_RX) return;
-      // Causality holds for the true instants; with each stamp an interval, the
-      // constraint that holds is "received no later than the latest possible
-      // receive, sent no earlier than the earliest possible send".
-      NetEvent c = e;
-      c.ts = e.r.kind == CP_NET_PKT_TX ? e.ts - std::min<uint64_t>(e.ts, e.ts_err)
-                                       : e.ts + std::min(e.ts_err, kTranslateTscRange);
-      c.ts_err = 0;
-      np[i].events.push_back(c);
+      if (e.r.kind == CP_NET_PKT_TX || e.r.kind == CP_NET_PKT_RX) np[i].events.push_back(e);
     });
     np[i].complete = nodes[i].reader->net_counters().total_dropped() == 0;
   }
-  return match_packets(np);
+  return np;
+}
+
+std::vector<NodePackets> causal_stamps(std::vector<NodePackets> np) {
+  // Causality holds for the true instants; with each stamp an interval, the
+  // constraint that holds is "received no later than the latest possible
+  // receive, sent no earlier than the earliest possible send".
+  for (NodePackets& n : np)
+    for (NetEvent& e : n.events) {
+      e.ts = e.r.kind == CP_NET_PKT_TX ? e.ts - std::min<uint64_t>(e.ts, e.ts_err)
+                                       : e.ts + std::min(e.ts_err, kTranslateTscRange);
+      e.ts_err = 0;
+    }
+  return np;
+}
+
+PacketMatches read_packets(const std::vector<TranslateNode>& nodes) {
+  return match_packets(causal_stamps(read_net_events(nodes)));
 }
 
 // Pairs "X->Y" whose rounds X took without a key (meta.json minrtt.authenticated

@@ -39,7 +39,14 @@ std::vector<SyncRound> rounds_with(const TranslateNode& n, const TranslateNode& 
 void check_matching(const std::vector<TranslateNode>& nodes, size_t x, size_t y);
 // A warning on stderr for each peer whose rounds are ignored: no trace of it given.
 void warn_unknown_peers(const std::vector<TranslateNode>& nodes);
-// Every node's captured packets (record --net), matched across the traces.
+// Every node's captured packets (record --net): transmits and receives as
+// recorded, each stamp on the node's clock with its own error.
+std::vector<NodePackets> read_net_events(const std::vector<TranslateNode>& nodes);
+// The same with each stamp moved to the end of its interval that keeps causality
+// true (a transmit to its earliest instant, a receive to its latest), error 0:
+// what match_packets turns into constraints.
+std::vector<NodePackets> causal_stamps(std::vector<NodePackets> np);
+// Every node's captured packets, matched across the traces (the two above).
 PacketMatches read_packets(const std::vector<TranslateNode>& nodes);
 // Pairs "X->Y" whose rounds X took without a key (meta.json minrtt.authenticated
 // false: `--insecure`, or a recording made before keys were required).

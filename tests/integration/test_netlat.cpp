@@ -1,0 +1,164 @@
+// `cptrace netlat` end to end on the namespace testbed: two nodes on simulated
+// clocks (A +20 ppm, B +50 ppm, offsets of seconds) record `--net` with MinRTT
+// rounds while A sends B 2 000 UDP datagrams and the pipeline workload echoes
+// tuples over TCP both ways through a 100 us link (B's side 150 us more).
+// Every matched packet's one-way delay bound must contain its truth: every
+// namespace shares one CLOCK_MONOTONIC, and each record keeps the kernel's own
+// reading (mono_ns), so the true delay of a tx -> rx pair is rx.mono - tx.mono
+// (ns) and, on A's TSC, the two readings through A's correlation stream.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "test_util.h"
+#include "testbed_util.h"
+#include "trace/trace_reader.h"
+#include "truth_util.h"
+
+namespace cptrace {
+namespace {
+
+using testbed::skip_reason;
+using testbed::Testbed;
+
+struct Row {
+  std::string from, to, proto;
+  uint64_t tx_mono = 0, rx_mono = 0;
+  int64_t ticks_lo = 0, ticks_hi = 0, ns = 0, ns_lo = 0, ns_hi = 0;
+  bool guaranteed = false;
+};
+
+std::vector<Row> parse_csv(const std::string& text) {
+  std::vector<Row> rows;
+  std::istringstream in(text);
+  std::string line;
+  std::getline(in, line);
+  EXPECT_EQ(line.rfind("from_node,to_node,proto,", 0), 0u) << line;
+  while (std::getline(in, line)) {
+    std::vector<std::string> c;
+    std::stringstream ls(line);
+    for (std::string f; std::getline(ls, f, ',');) c.push_back(f);
+    if (c.size() != 20) {
+      ADD_FAILURE() << "bad row: " << line;
+      continue;
+    }
+    Row r{c[0],
+          c[1],
+          c[2],
+          std::stoull(c[11]),
+          std::stoull(c[12]),
+          std::stoll(c[14]),
+          std::stoll(c[15]),
+          std::stoll(c[16]),
+          std::stoll(c[17]),
+          std::stoll(c[18]),
+          c[19] == "1"};
+    rows.push_back(r);
+  }
+  return rows;
+}
+
+TEST(Netlat, EveryPacketsOneWayDelayBoundContainsTheKernelsTruth) {
+  REQUIRE_BPF();
+  REQUIRE_TESTBED();
+  Testbed tb("nl", 2, "--delay 100 --jitter 20 --asym 2:150");
+  ASSERT_TRUE(tb.ok()) << tb.output();
+  testutil::TempDir tmp;
+  const std::string bin = testutil::cptrace_bin(), tests = (testutil::build_dir() / "tests").string();
+  auto kg = testutil::run(bin + " keygen -o " + (tmp / "key"), tmp);
+  ASSERT_EQ(kg.status, 0) << kg.err;
+  const std::string sims[] = {"1500000000,20", "-2700000000,50"};
+  const std::string peers[] = {"10.77.2.2:7711", "10.77.1.2:7711"};
+  // B's command serves the datagrams (with a command, `--net` records its flows
+  // only); A's client sends once the server is up (a datagram to a closed port
+  // would fail its next send), then A's tuples go.
+  const std::string go = tmp / "go", ready = tmp / "udp.out";
+  const std::string cmds[] = {"sh -c '" + tests + "/netload client udp 10.77.2.2 9100 2000 " + go + " && exec " +
+                                  tests +
+                                  "/pipeline --role A --connect 10.77.2.2:9000 --echo --connect-timeout 30 "
+                                  "--tuples 600 --rate 200'",
+                              "sh -c '" + tests + "/netload server udp 10.77.2.2 9100 2000 20000 > " + ready +
+                                  " & exec " + tests + "/pipeline --role B --listen 10.77.2.2:9000 --echo'"};
+  const char* names[] = {"A", "B"};
+  std::vector<std::unique_ptr<testutil::Proc>> rec;
+  for (int k = 1; k >= 0; --k)  // B first: A connects to it
+    rec.push_back(std::make_unique<testutil::Proc>(
+        "ip netns exec " + tb.ns(k + 1) + " " + bin + " record --no-progress --net --netns self --node " + names[k] +
+            " --peers " + peers[k] + " --key " + (tmp / "key") + " --sync-rounds 40 --sync-wait 20 --simulate-clock " +
+            sims[k] + " -o " + (tmp / names[k]) + " -- " + cmds[k],
+        tmp / (std::string(names[k]) + ".out"), tmp / (std::string(names[k]) + ".err")));
+  for (int i = 0; i < 6000 && testutil::read_file(ready).find("ready") == std::string::npos; ++i) usleep(10000);
+  ASSERT_NE(testutil::read_file(ready).find("ready"), std::string::npos) << testutil::read_file(rec[0]->err_path);
+  std::ofstream(go) << "go\n";
+  for (auto& p : rec) ASSERT_EQ(p->wait(180), 0) << testutil::read_file(p->err_path);
+  TraceReader a(tmp / "A");
+  ASSERT_FALSE(a.error()) << a.error()->what();
+  const std::vector<ClockPoint> ref_clock = a.clock_map().points();
+  ASSERT_GE(ref_clock.size(), 2u);
+
+  std::string udp_received;  // as the CSV has them: every one matched
+  for (const char* inputs : {"both", "rounds"}) {
+    const std::string args = " " + (tmp / "A") + " " + (tmp / "B") + " --reference A --inputs " + inputs;
+    auto csv = testutil::run(bin + " netlat" + args + " --csv", tmp);
+    ASSERT_EQ(csv.status, 0) << csv.err;
+    std::map<std::string, size_t> checked, contained;
+    std::map<std::string, std::vector<int64_t>> widths, delays;
+    for (const Row& r : parse_csv(csv.out)) {
+      ASSERT_TRUE(r.guaranteed) << "linear clocks: no hull transition expected";
+      const std::string k = r.proto + " " + r.from + "->" + r.to;
+      const long double ns = (long double)r.rx_mono - (long double)r.tx_mono;
+      const long double ticks = truth::interp(ref_clock, (long double)r.rx_mono, false) -
+                                truth::interp(ref_clock, (long double)r.tx_mono, false);
+      const bool ok = ns >= r.ns_lo && ns <= r.ns_hi && ticks >= r.ticks_lo && ticks <= r.ticks_hi;
+      checked[k]++, contained[k] += ok;
+      EXPECT_TRUE(ok) << inputs << " " << k << ": ns [" << r.ns_lo << ", " << r.ns_hi << "] truth " << (double)ns
+                      << ", ticks [" << r.ticks_lo << ", " << r.ticks_hi << "] truth " << (double)ticks;
+      widths[k].push_back(r.ns_hi - r.ns_lo), delays[k].push_back(int64_t(ns));
+    }
+    // Every datagram B received is matched (the delay queue may drop one).
+    EXPECT_GE(checked["udp A->B"], 1900u) << inputs;
+    EXPECT_GE(checked["tcp A->B"], 100u) << inputs;
+    EXPECT_GE(checked["tcp B->A"], 100u) << inputs;
+    udp_received = std::to_string(checked["udp A->B"]);
+    for (auto& [k, w] : widths) {
+      std::sort(w.begin(), w.end());
+      auto& d = delays[k];
+      std::sort(d.begin(), d.end());
+      printf("  [netlat %s] %-9s contained %zu / %zu; true delay p50 %lld ns, bound width p50 %lld max %lld ns\n",
+             inputs, k.c_str(), contained[k], checked[k], (long long)d[d.size() / 2], (long long)w[w.size() / 2],
+             (long long)w.back());
+    }
+  }
+
+  // The summary names each flow and direction with its counts and bounded percentiles.
+  auto text = testutil::run(bin + " netlat " + (tmp / "A") + " " + (tmp / "B") + " --reference A --port 9100", tmp);
+  ASSERT_EQ(text.status, 0) << text.err;
+  EXPECT_NE(text.out.find("udp 10.77.1.2:"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("-> 10.77.2.2:9100   A -> B"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("2000 sent by A, " + udp_received + " received by B, " + udp_received + " matched"),
+            std::string::npos)
+      << text.out;
+  EXPECT_EQ(text.out.find("tcp "), std::string::npos) << "--port 9100 keeps the datagrams only:\n" << text.out;
+  auto js = testutil::run(bin + " netlat " + (tmp / "A") + " " + (tmp / "B") + " --reference A --json --from B", tmp);
+  ASSERT_EQ(js.status, 0) << js.err;
+  nlohmann::json j = nlohmann::json::parse(js.out);
+  ASSERT_FALSE(j["flows"].empty());
+  for (const auto& f : j["flows"]) {
+    EXPECT_EQ(f["from"], "B") << f.dump();
+    const auto& p = f["delay_ns"]["p50"];
+    EXPECT_LE(p["lo"].get<int64_t>(), p["ns"].get<int64_t>());
+    EXPECT_LE(p["ns"].get<int64_t>(), p["hi"].get<int64_t>());
+    EXPECT_GE(p["hi"].get<int64_t>(), 100000) << "the link's 100 us delay lies below the bound's top";
+  }
+  // A node the traces do not hold is named in the error.
+  auto bad = testutil::run(bin + " netlat " + (tmp / "A") + " " + (tmp / "B") + " --reference A --from C", tmp);
+  EXPECT_EQ(bad.status, 1);
+  EXPECT_NE(bad.err.find("--from C: no such node (the traces hold A, B)"), std::string::npos) << bad.err;
+}
+
+}  // namespace
+}  // namespace cptrace

@@ -1,0 +1,84 @@
+// cptrace netlat: the stages in order (netlat.h).
+#include "netlat/netlat.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <stdexcept>
+
+#include "tables/memory_budget.h"
+#include "translate/run_relations.h"
+#include "translate/translated_meta.h"
+
+namespace cptrace {
+namespace {
+
+constexpr size_t kAny = SIZE_MAX;
+
+// The index of the node `name` (kAny for ""), or an error naming the flag.
+size_t node_named(const std::vector<TranslateNode>& nodes, const std::string& name, const char* flag) {
+  if (name.empty()) return kAny;
+  for (size_t i = 0; i < nodes.size(); ++i)
+    if (nodes[i].name == name) return i;
+  std::string have;
+  for (const TranslateNode& n : nodes) have += (have.empty() ? "" : ", ") + n.name;
+  throw std::runtime_error(std::string(flag) + " " + name + ": no such node (the traces hold " + have + ")");
+}
+
+// The reference's TSC frequency interval, as translate measures it for seconds.
+TicksToNs frequency(const nlohmann::json& meta) {
+  const nlohmann::json& f = meta.at("translated").at("frequency");
+  if (!f.contains("hz_lo"))
+    throw std::runtime_error("netlat: " + f.value("error", std::string("no frequency of the reference")));
+  return TicksToNs(f.at("hz").get<double>(), f.at("hz_lo").get<double>(), f.at("hz_hi").get<double>());
+}
+
+}  // namespace
+
+NetlatResult netlat(const NetlatOptions& opt, const NetlatSink& each) {
+  check_options(opt.relate);
+  MemoryBudget cpus;
+  cpus.threads = opt.relate.threads;
+  std::vector<TranslateNode> nodes = open_nodes(opt.relate.dirs, cpus.thread_count());
+  const size_t ref = reference_index(nodes, opt.relate.reference);
+  const size_t from = node_named(nodes, opt.from, "--from"), to = node_named(nodes, opt.to, "--to");
+  warn_unknown_peers(nodes);
+  const std::vector<NodePackets> raw = read_net_events(nodes);
+  std::vector<PacketMatch> matches;
+  const PacketMatches packets = match_packets(causal_stamps(raw), &matches);
+  const RunRelations rel = relate_nodes(opt.relate, nodes, ref, packets, "netlat");
+  const nlohmann::json meta =
+      translated_meta(opt.relate, nodes, ref, rel.pairs, rel.paths, rel.checks, rel.findings, packets);
+
+  NetlatResult res;
+  res.reference = nodes[ref].name;
+  for (const TranslateNode& n : nodes) res.nodes.push_back(n.name);
+  for (const char* k : {"method", "clock_model", "inputs", "pairs"})
+    if (meta["translated"].contains(k)) res.relation[k] = meta["translated"][k];
+  res.matching = packets.total;
+
+  std::vector<const Relation*> to_ref;
+  std::vector<Ranges> transitions;
+  for (size_t v = 0; v < nodes.size(); ++v) {
+    to_ref.push_back(rel.paths.to_ref[v].get());
+    transitions.push_back(node_transitions(opt.relate, nodes, ref, rel, v));
+  }
+  PacketDelays delays(raw, to_ref, transitions, frequency(meta));
+  auto keep = [&](const FlowId& f) { return !opt.port || f.sport == *opt.port || f.dport == *opt.port; };
+  for (size_t v = 0; v < nodes.size(); ++v) res.flows.count_packets(uint32_t(v), raw[v]);
+  // Receiver after receiver, in receive order: the cursors move forward.
+  std::sort(matches.begin(), matches.end(), [&](const PacketMatch& a, const PacketMatch& b) {
+    if (a.rx_node != b.rx_node) return a.rx_node < b.rx_node;
+    return raw[a.rx_node].events[a.rx].ts < raw[b.rx_node].events[b.rx].ts;
+  });
+  for (const PacketMatch& m : matches) {
+    if ((from != kAny && m.tx_node != from) || (to != kAny && m.rx_node != to)) continue;
+    if (!keep(FlowId::of(raw[m.rx_node].events[m.rx].r))) continue;
+    const PacketDelay d = delays.of(m);
+    res.flows.add(d);
+    if (each) each(res, d);
+  }
+  res.flows.filter(keep);
+  return res;
+}
+
+}  // namespace cptrace

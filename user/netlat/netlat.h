@@ -1,0 +1,43 @@
+// `cptrace netlat`: the one-way delay of every packet matched between two
+// recorded nodes (`record --net`): its transmit on the sender (`tx`, closest to
+// the wire) to its receive on the receiver (`rx`), both stamps put on the
+// reference node's clock by the relations translate would use (run_relations.h),
+// each delay with a strict bound; per flow and direction, counts and
+// percentiles with their bounds (docs/net.md, "One-way delay").
+//
+// The stages: the node traces opened and related (translate/), every packet's
+// delay bounded (packet_delays.h), grouped by flow (flow_stats.h), printed
+// (netlat_output.h).
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "netlat/flow_stats.h"
+#include "translate/translate_options.h"
+
+namespace cptrace {
+
+struct NetlatOptions {
+  TranslateOptions relate;  // dirs, --reference and the relation's choices
+  std::string from, to;  // node names (empty: any)
+  std::optional<uint16_t> port;  // either end of the flow
+};
+
+struct NetlatResult {
+  std::string reference;
+  std::vector<std::string> nodes;
+  nlohmann::json relation;  // method, clock model, inputs; per pair what bounded it
+  FlowTable flows;
+  PacketMatchStats matching;  // over every node, before the filters
+};
+
+// `each`, when set, sees every packet that passes the filters, in the order of
+// the receiving node and its receive stamp (the CSV rows), with the result's
+// header (reference, nodes) already filled in.
+using NetlatSink = std::function<void(const NetlatResult&, const PacketDelay&)>;
+NetlatResult netlat(const NetlatOptions& opt, const NetlatSink& each = nullptr);
+
+}  // namespace cptrace

@@ -1,0 +1,27 @@
+// `cptrace netlat`: see netlat_command.h.
+#include "netlat/netlat_command.h"
+
+#include <cstdio>
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "netlat/netlat_output.h"
+
+namespace cptrace {
+
+int run_netlat(const NetlatOptions& opt, NetlatFormat format) {
+  if (format == NetlatFormat::Csv) {
+    NetlatCsv csv(stdout);
+    netlat(opt, [&](const NetlatResult& res, const PacketDelay& d) { csv.row(res.nodes, d); });
+    return 0;
+  }
+  const NetlatResult res = netlat(opt);
+  if (format == NetlatFormat::Json)
+    fmt::print("{}\n", netlat_json(res).dump(2));
+  else
+    print_netlat_text(res, stdout);
+  return 0;
+}
+
+}  // namespace cptrace

@@ -1,0 +1,128 @@
+// What `cptrace netlat` prints: see netlat_output.h.
+#include "netlat/netlat_output.h"
+
+#include <iterator>
+
+#include <fmt/format.h>
+
+#include "trace/net_codec.h"
+
+namespace cptrace {
+namespace {
+
+std::string bound_text(const NsBound& b) { return fmt::format("{} [{}, {}]", b.ns, b.lo, b.hi); }
+
+nlohmann::json bound_json(const NsBound& b) { return {{"ns", b.ns}, {"lo", b.lo}, {"hi", b.hi}}; }
+
+// The nodes that sent or received a flow, whether or not a match links them.
+std::string side_text(const FlowSide& s) {
+  std::string t;
+  if (s.tx)
+    t += fmt::format("{} sent{}", s.tx, s.retransmitted ? fmt::format(" ({} retransmitted)", s.retransmitted) : "");
+  if (s.rx)
+    t += fmt::format("{}{} received{}", t.empty() ? "" : ", ", s.rx,
+                     s.out_of_order ? fmt::format(" ({} out of order)", s.out_of_order) : "");
+  return t;
+}
+
+void print_link(const NetlatResult& res, const FlowId& f, uint32_t tx, uint32_t rx, const FlowLink& l, std::FILE* out) {
+  const auto& sides = res.flows.sides().at(f);
+  const FlowSide s = sides.count(tx) ? sides.at(tx) : FlowSide{}, r = sides.count(rx) ? sides.at(rx) : FlowSide{};
+  fmt::print(out, "{}   {} -> {}\n", f.text(), res.nodes[tx], res.nodes[rx]);
+  fmt::print(out, "  packets: {} sent by {}{}, {} received by {}{}, {} matched{}\n", s.tx, res.nodes[tx],
+             s.retransmitted ? fmt::format(" ({} retransmitted)", s.retransmitted) : "", r.rx, res.nodes[rx],
+             r.out_of_order ? fmt::format(" ({} out of order)", r.out_of_order) : "", l.delays.size() + l.unguaranteed,
+             l.unguaranteed ? fmt::format(" ({} unbounded: a stamp in a hull transition)", l.unguaranteed) : "");
+  const DelaySummary d = summarize(l.delays);
+  if (!d.count) return;
+  fmt::print(out, "  delay ns, estimate [strict bound]: min {}  p50 {}  p90 {}  p99 {}  max {}\n", bound_text(d.p.min),
+             bound_text(d.p.p50), bound_text(d.p.p90), bound_text(d.p.p99), bound_text(d.p.max));
+  fmt::print(out, "  bound width p50 {} ns\n", d.width_p50);
+}
+
+// Flows some node saw that no match links to it.
+void print_unlinked(const NetlatResult& res, std::FILE* out) {
+  bool first = true;
+  for (const auto& [f, by_node] : res.flows.sides())
+    for (const auto& [n, s] : by_node) {
+      bool linked = false;
+      for (const auto& [k, l] : res.flows.links())
+        linked |= k.first == f && (k.second.first == n || k.second.second == n);
+      if (linked) continue;
+      if (first) fmt::print(out, "\nseen on one side only (the other end not recorded, or no packet matched):\n");
+      first = false;
+      fmt::print(out, "  {}   {}: {}\n", f.text(), res.nodes[n], side_text(s));
+    }
+}
+
+}  // namespace
+
+void print_netlat_text(const NetlatResult& res, std::FILE* out) {
+  const PacketMatchStats& m = res.matching;
+  fmt::print(out,
+             "one-way delay, transmit on the sender -> receive on the receiver (closest to the wire), on {}'s clock; "
+             "every bound strict\n",
+             res.reference);
+  fmt::print(out, "relation: method {}, clock model {}, inputs {}\n", res.relation.value("method", ""),
+             res.relation.value("clock_model", ""), res.relation.value("inputs", ""));
+  fmt::print(out,
+             "receives: {} matched of {} (ambiguous {}, unmatched {}, without handshake {}, same node {}, from a "
+             "sender that dropped records {})\n\n",
+             m.matched, m.rx, m.ambiguous, m.unmatched, m.no_handshake, m.same_node, m.lossy_sender);
+  for (const auto& [k, l] : res.flows.links()) print_link(res, k.first, k.second.first, k.second.second, l, out);
+  print_unlinked(res, out);
+}
+
+nlohmann::json netlat_json(const NetlatResult& res) {
+  nlohmann::json flows = nlohmann::json::array();
+  for (const auto& [k, l] : res.flows.links()) {
+    const auto& sides = res.flows.sides().at(k.first);
+    const auto [tx, rx] = k.second;
+    const FlowSide s = sides.count(tx) ? sides.at(tx) : FlowSide{}, r = sides.count(rx) ? sides.at(rx) : FlowSide{};
+    const DelaySummary d = summarize(l.delays);
+    nlohmann::json j = {{"flow", k.first.text()},
+                        {"from", res.nodes[tx]},
+                        {"to", res.nodes[rx]},
+                        {"sent", s.tx},
+                        {"retransmitted", s.retransmitted},
+                        {"received", r.rx},
+                        {"out_of_order", r.out_of_order},
+                        {"matched", l.delays.size() + l.unguaranteed},
+                        {"unbounded", l.unguaranteed}};
+    if (d.count) {
+      for (auto f : all_percentiles<NsBound>())
+        j["delay_ns"][fmt::format("p{}", int(Percentiles<NsBound>::fraction(f) * 100))] = bound_json(d.p.*f);
+      j["width_p50_ns"] = d.width_p50;
+    }
+    flows.push_back(j);
+  }
+  return {{"reference", res.reference},
+          {"nodes", res.nodes},
+          {"relation", res.relation},
+          {"matching", res.matching.to_json()},
+          {"flows", flows}};
+}
+
+NetlatCsv::NetlatCsv(std::FILE* out) : out_(out) {
+  buf_ =
+      "from_node,to_node,proto,saddr,sport,daddr,dport,seq,len,tx_ts,rx_ts,tx_mono_ns,rx_mono_ns,ticks,ticks_lo,"
+      "ticks_hi,ns,ns_lo,ns_hi,guaranteed\n";
+}
+
+NetlatCsv::~NetlatCsv() { flush(); }
+
+void NetlatCsv::row(const std::vector<std::string>& nodes, const PacketDelay& d) {
+  const cp_net_rec& r = d.rx->r;
+  fmt::format_to(std::back_inserter(buf_), "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+                 nodes[d.tx_node], nodes[d.rx_node], net_proto_name(r.proto), net_addr(r, true), r.sport,
+                 net_addr(r, false), r.dport, r.seq, r.len, d.tx->ts, d.rx->ts, d.tx->r.ktime_ns, r.ktime_ns,
+                 d.ticks.est, d.ticks.lo, d.ticks.hi, d.ns.ns, d.ns.lo, d.ns.hi, d.guaranteed ? 1 : 0);
+  if (buf_.size() > (1 << 20)) flush();
+}
+
+void NetlatCsv::flush() {
+  std::fwrite(buf_.data(), 1, buf_.size(), out_);
+  buf_.clear();
+}
+
+}  // namespace cptrace

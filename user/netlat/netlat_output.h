@@ -1,0 +1,30 @@
+// What `cptrace netlat` prints: the summary per flow and direction (text or
+// JSON), and one CSV row per matched packet.
+#pragma once
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "netlat/netlat.h"
+
+namespace cptrace {
+
+void print_netlat_text(const NetlatResult& res, std::FILE* out);
+nlohmann::json netlat_json(const NetlatResult& res);
+
+// One CSV line per packet, buffered; the header on construction.
+class NetlatCsv {
+ public:
+  explicit NetlatCsv(std::FILE* out);
+  ~NetlatCsv();
+  void row(const std::vector<std::string>& nodes, const PacketDelay& d);
+
+ private:
+  void flush();
+  std::FILE* out_;
+  std::string buf_;
+};
+
+}  // namespace cptrace
