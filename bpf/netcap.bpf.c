@@ -508,8 +508,10 @@ static __always_inline bool sock_addrs(const struct sock *sk, struct cp_net_rec 
 		__builtin_memcpy(r->saddr, &l, 4);
 		__builtin_memcpy(r->daddr, &d, 4);
 	} else if (fam == AF_INET6) {
-		BPF_CORE_READ_INTO(r->saddr, sk, __sk_common.skc_v6_rcv_saddr.in6_u.u6_addr8);
-		BPF_CORE_READ_INTO(r->daddr, sk, __sk_common.skc_v6_daddr.in6_u.u6_addr8);
+		/* &r->saddr: the macro reads sizeof(*dst) bytes, 16 here (r->saddr,
+		 * decayed to a pointer to its first byte, read only that byte). */
+		BPF_CORE_READ_INTO(&r->saddr, sk, __sk_common.skc_v6_rcv_saddr.in6_u.u6_addr8);
+		BPF_CORE_READ_INTO(&r->daddr, sk, __sk_common.skc_v6_daddr.in6_u.u6_addr8);
 		const __u32 *s = (const __u32 *)r->saddr;
 		if (s[0] == 0 && s[1] == 0 && s[2] == bpf_htonl(0xffff)) { /* ::ffff:a.b.c.d */
 			__u32 l = s[3], d = ((const __u32 *)r->daddr)[3];
