@@ -1,6 +1,6 @@
 // `cptrace netlat` end to end on the namespace testbed: two nodes on simulated
 // clocks (A +20 ppm, B +50 ppm, offsets of seconds) record `--net` with MinRTT
-// rounds while A sends B 2 000 UDP datagrams and the pipeline workload echoes
+// rounds while A sends B 2 000 UDP datagrams over IPv4 and 500 over IPv6, and the pipeline workload echoes
 // tuples over TCP both ways through a 100 us link (B's side 150 us more).
 // Every matched packet's one-way delay bound must contain its truth: every
 // namespace shares one CLOCK_MONOTONIC, and each record keeps the kernel's own
@@ -26,7 +26,7 @@ using testbed::skip_reason;
 using testbed::Testbed;
 
 struct Row {
-  std::string from, to, proto;
+  std::string from, to, proto, saddr;
   uint64_t tx_mono = 0, rx_mono = 0;
   int64_t ticks_lo = 0, ticks_hi = 0, ns = 0, ns_lo = 0, ns_hi = 0;
   bool guaranteed = false;
@@ -49,6 +49,7 @@ std::vector<Row> parse_csv(const std::string& text) {
     Row r{c[0],
           c[1],
           c[2],
+          c[3],
           std::stoull(c[11]),
           std::stoull(c[12]),
           std::stoll(c[14]),
@@ -76,13 +77,15 @@ TEST(Netlat, EveryPacketsOneWayDelayBoundContainsTheKernelsTruth) {
   // B's command serves the datagrams (with a command, `--net` records its flows
   // only); A's client sends once the server is up (a datagram to a closed port
   // would fail its next send), then A's tuples go.
-  const std::string go = tmp / "go", ready = tmp / "udp.out";
-  const std::string cmds[] = {"sh -c '" + tests + "/netload client udp 10.77.2.2 9100 2000 " + go + " && exec " +
-                                  tests +
-                                  "/pipeline --role A --connect 10.77.2.2:9000 --echo --connect-timeout 30 "
-                                  "--tuples 600 --rate 200'",
-                              "sh -c '" + tests + "/netload server udp 10.77.2.2 9100 2000 20000 > " + ready +
-                                  " & exec " + tests + "/pipeline --role B --listen 10.77.2.2:9000 --echo'"};
+  const std::string go = tmp / "go", ready = tmp / "udp.out", ready6 = tmp / "udp6.out";
+  const std::string nl = tests + "/netload";
+  const std::string cmds[] = {
+      "sh -c '" + nl + " client udp 10.77.2.2 9100 2000 " + go + " && " + nl +
+          " client udp fd77::2:2 9101 500 && exec " + tests +
+          "/pipeline --role A --connect 10.77.2.2:9000 --echo --connect-timeout 30 --tuples 600 --rate 200'",
+      "sh -c '" + nl + " server udp 10.77.2.2 9100 2000 20000 > " + ready + " & " + nl +
+          " server udp fd77::2:2 9101 500 20000 > " + ready6 + " & exec " + tests +
+          "/pipeline --role B --listen 10.77.2.2:9000 --echo'"};
   const char* names[] = {"A", "B"};
   std::vector<std::unique_ptr<testutil::Proc>> rec;
   for (int k = 1; k >= 0; --k)  // B first: A connects to it
@@ -91,8 +94,10 @@ TEST(Netlat, EveryPacketsOneWayDelayBoundContainsTheKernelsTruth) {
             " --peers " + peers[k] + " --key " + (tmp / "key") + " --sync-rounds 40 --sync-wait 20 --simulate-clock " +
             sims[k] + " -o " + (tmp / names[k]) + " -- " + cmds[k],
         tmp / (std::string(names[k]) + ".out"), tmp / (std::string(names[k]) + ".err")));
-  for (int i = 0; i < 6000 && testutil::read_file(ready).find("ready") == std::string::npos; ++i) usleep(10000);
-  ASSERT_NE(testutil::read_file(ready).find("ready"), std::string::npos) << testutil::read_file(rec[0]->err_path);
+  for (const std::string& r : {ready, ready6}) {
+    for (int i = 0; i < 6000 && testutil::read_file(r).find("ready") == std::string::npos; ++i) usleep(10000);
+    ASSERT_NE(testutil::read_file(r).find("ready"), std::string::npos) << testutil::read_file(rec[0]->err_path);
+  }
   std::ofstream(go) << "go\n";
   for (auto& p : rec) ASSERT_EQ(p->wait(180), 0) << testutil::read_file(p->err_path);
   TraceReader a(tmp / "A");
@@ -109,7 +114,7 @@ TEST(Netlat, EveryPacketsOneWayDelayBoundContainsTheKernelsTruth) {
     std::map<std::string, std::vector<int64_t>> widths, delays;
     for (const Row& r : parse_csv(csv.out)) {
       ASSERT_TRUE(r.guaranteed) << "linear clocks: no hull transition expected";
-      const std::string k = r.proto + " " + r.from + "->" + r.to;
+      const std::string k = r.proto + (r.saddr.find(':') != std::string::npos ? "6 " : "4 ") + r.from + "->" + r.to;
       const long double ns = (long double)r.rx_mono - (long double)r.tx_mono;
       const long double ticks = truth::interp(ref_clock, (long double)r.rx_mono, false) -
                                 truth::interp(ref_clock, (long double)r.tx_mono, false);
@@ -120,10 +125,13 @@ TEST(Netlat, EveryPacketsOneWayDelayBoundContainsTheKernelsTruth) {
       widths[k].push_back(r.ns_hi - r.ns_lo), delays[k].push_back(int64_t(ns));
     }
     // Every datagram B received is matched (the delay queue may drop one).
-    EXPECT_GE(checked["udp A->B"], 1900u) << inputs;
-    EXPECT_GE(checked["tcp A->B"], 100u) << inputs;
-    EXPECT_GE(checked["tcp B->A"], 100u) << inputs;
-    udp_received = std::to_string(checked["udp A->B"]);
+    EXPECT_GE(checked["udp4 A->B"], 1900u) << inputs;
+    // IPv6: B's server's socket names its flow (the recorder records a
+    // command's flows only), so its datagrams' receives are recorded too.
+    EXPECT_GE(checked["udp6 A->B"], 475u) << inputs;
+    EXPECT_GE(checked["tcp4 A->B"], 100u) << inputs;
+    EXPECT_GE(checked["tcp4 B->A"], 100u) << inputs;
+    udp_received = std::to_string(checked["udp4 A->B"]);
     for (auto& [k, w] : widths) {
       std::sort(w.begin(), w.end());
       auto& d = delays[k];
@@ -133,6 +141,12 @@ TEST(Netlat, EveryPacketsOneWayDelayBoundContainsTheKernelsTruth) {
              (long long)w.back());
     }
   }
+
+  // An IPv6 socket event carries the socket's whole addresses.
+  auto dump = testutil::run(bin + " dump " + (tmp / "B") + " --csv", tmp);
+  EXPECT_NE(dump.out.find(",recv,"), std::string::npos);
+  EXPECT_NE(dump.out.find(",udp,ipv6,fd77::2:2,9101,::,0,"), std::string::npos)
+      << "no recv of the IPv6 server's unconnected socket with its own address";
 
   // The summary names each flow and direction with its counts and bounded percentiles.
   auto text = testutil::run(bin + " netlat " + (tmp / "A") + " " + (tmp / "B") + " --reference A --port 9100", tmp);
