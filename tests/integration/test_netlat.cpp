@@ -168,6 +168,18 @@ TEST(Netlat, EveryPacketsOneWayDelayBoundContainsTheKernelsTruth) {
     EXPECT_LE(p["ns"].get<int64_t>(), p["hi"].get<int64_t>());
     EXPECT_GE(p["hi"].get<int64_t>(), 100000) << "the link's 100 us delay lies below the bound's top";
   }
+  // --addr keeps the flows with that address at either end: the IPv6 datagrams.
+  auto v6 =
+      testutil::run(bin + " netlat " + (tmp / "A") + " " + (tmp / "B") + " --reference A --json --addr fd77::2:2", tmp);
+  ASSERT_EQ(v6.status, 0) << v6.err;
+  nlohmann::json jv6 = nlohmann::json::parse(v6.out);
+  ASSERT_EQ(jv6["flows"].size(), 1u) << v6.out;
+  EXPECT_NE(jv6["flows"][0]["flow"].get<std::string>().find("-> [fd77::2:2]:9101"), std::string::npos) << v6.out;
+  EXPECT_EQ(jv6["flows"][0]["matched"], jv6["flows"][0]["received"]) << v6.out;
+  auto bad_addr =
+      testutil::run(bin + " netlat " + (tmp / "A") + " " + (tmp / "B") + " --reference A --addr 10.77.2", tmp);
+  EXPECT_EQ(bad_addr.status, 1);
+  EXPECT_NE(bad_addr.err.find("--addr 10.77.2: not an IPv4 or IPv6 address"), std::string::npos) << bad_addr.err;
   // A node the traces do not hold is named in the error.
   auto bad = testutil::run(bin + " netlat " + (tmp / "A") + " " + (tmp / "B") + " --reference A --from C", tmp);
   EXPECT_EQ(bad.status, 1);

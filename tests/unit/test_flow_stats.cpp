@@ -30,8 +30,9 @@ TEST(FlowStats, RetransmissionsAndOutOfOrderCountInStampOrder) {
   receiver.events = {seg(40, CP_NET_PKT_RX, 0xfffffff0u, 100), seg(20, CP_NET_PKT_RX, 0xffffff00u, 0xf0),
                      seg(65, CP_NET_PKT_RX, 0x54u, 10), seg(66, CP_NET_PKT_RX, 0xfffffff0u, 100)};
   FlowTable t;
-  t.count_packets(0, sender);
-  t.count_packets(1, receiver);
+  auto all = [](const NetEvent&) { return true; };
+  t.count_packets(0, sender, all);
+  t.count_packets(1, receiver, all);
   ASSERT_EQ(t.sides().size(), 1u);
   const auto& [flow, by_node] = *t.sides().begin();
   EXPECT_EQ(flow.text(), "tcp 10.0.0.1:5000 -> 10.0.0.2:80");

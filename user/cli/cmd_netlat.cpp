@@ -19,6 +19,8 @@ SubcommandRunner add_netlat_command(CLI::App& app) {
   cmd->add_option("--from", o->from, "only packets sent by this node");
   cmd->add_option("--to", o->to, "only packets received by this node");
   cmd->add_option("--port", o->port, "only flows with this port at either end")->check(CLI::Range(1, 65535));
+  cmd->add_option("--addr", o->addr, "only flows with this IPv4 or IPv6 address at either end");
+  cmd->add_option("--pid", o->pid, "only packets sent or received by this process (as the recorder attributed them)");
   auto* csv = cmd->add_flag_callback(
       "--csv", [format] { *format = NetlatFormat::Csv; }, "one CSV row per matched packet instead of the summary");
   cmd->add_flag_callback(

@@ -56,7 +56,7 @@ struct SeqFront {
 
 }  // namespace
 
-void FlowTable::count_packets(uint32_t node, const NodePackets& p) {
+void FlowTable::count_packets(uint32_t node, const NodePackets& p, const std::function<bool(const NetEvent&)>& keep) {
   std::vector<const NetEvent*> evs;
   for (const NetEvent& e : p.events)
     if (data_packet(e)) evs.push_back(&e);
@@ -66,8 +66,9 @@ void FlowTable::count_packets(uint32_t node, const NodePackets& p) {
   for (const NetEvent* e : evs) {
     const FlowId f = FlowId::of(e->r);
     const bool tx = e->r.kind == CP_NET_PKT_TX;
-    FlowSide& s = sides_[f][node];
     const bool behind = e->r.proto == IPPROTO_TCP && fronts[{f, tx}].behind(e->r);
+    if (!keep(*e)) continue;
+    FlowSide& s = sides_[f][node];
     if (tx)
       s.tx++, s.retransmitted += behind;
     else

@@ -8,6 +8,7 @@
 #pragma once
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -49,8 +50,9 @@ DelaySummary summarize(std::vector<NsBound> delays);
 
 class FlowTable {
  public:
-  // A node's data packets of every flow (len > 0, TCP or UDP): counted per side.
-  void count_packets(uint32_t node, const NodePackets& p);
+  // A node's data packets of every flow (len > 0, TCP or UDP) that `keep`
+  // accepts: counted per side (retransmissions and order over all of them).
+  void count_packets(uint32_t node, const NodePackets& p, const std::function<bool(const NetEvent&)>& keep);
   void add(const PacketDelay& d);
   const std::map<FlowId, std::map<uint32_t, FlowSide>>& sides() const { return sides_; }
   const std::map<std::pair<FlowId, std::pair<uint32_t, uint32_t>>, FlowLink>& links() const { return links_; }

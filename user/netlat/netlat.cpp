@@ -1,7 +1,11 @@
 // cptrace netlat: the stages in order (netlat.h).
 #include "netlat/netlat.h"
 
+#include <arpa/inet.h>
+
 #include <algorithm>
+#include <array>
+#include <utility>
 #include <cstdint>
 #include <stdexcept>
 
@@ -22,6 +26,14 @@ size_t node_named(const std::vector<TranslateNode>& nodes, const std::string& na
   std::string have;
   for (const TranslateNode& n : nodes) have += (have.empty() ? "" : ", ") + n.name;
   throw std::runtime_error(std::string(flag) + " " + name + ": no such node (the traces hold " + have + ")");
+}
+
+// --addr: the 16 bytes a record holds for it (IPv4 in the first 4), its family.
+std::pair<std::array<uint8_t, 16>, uint8_t> parse_addr(const std::string& text) {
+  std::array<uint8_t, 16> a{};
+  if (inet_pton(AF_INET, text.c_str(), a.data()) == 1) return {a, AF_INET};
+  if (inet_pton(AF_INET6, text.c_str(), a.data()) == 1) return {a, AF_INET6};
+  throw std::runtime_error("--addr " + text + ": not an IPv4 or IPv6 address");
 }
 
 // The reference's TSC frequency interval, as translate measures it for seconds.
@@ -63,8 +75,14 @@ NetlatResult netlat(const NetlatOptions& opt, const NetlatSink& each) {
     transitions.push_back(node_transitions(opt.relate, nodes, ref, rel, v));
   }
   PacketDelays delays(raw, to_ref, transitions, frequency(meta));
-  auto keep = [&](const FlowId& f) { return !opt.port || f.sport == *opt.port || f.dport == *opt.port; };
-  for (size_t v = 0; v < nodes.size(); ++v) res.flows.count_packets(uint32_t(v), raw[v]);
+  std::optional<std::pair<std::array<uint8_t, 16>, uint8_t>> addr;
+  if (!opt.addr.empty()) addr = parse_addr(opt.addr);
+  auto keep = [&](const FlowId& f) {
+    if (opt.port && f.sport != *opt.port && f.dport != *opt.port) return false;
+    return !addr || (f.family == addr->second && (f.saddr == addr->first || f.daddr == addr->first));
+  };
+  auto by_pid = [&](const NetEvent& e) { return !opt.pid || e.r.pid == *opt.pid; };
+  for (size_t v = 0; v < nodes.size(); ++v) res.flows.count_packets(uint32_t(v), raw[v], by_pid);
   // Receiver after receiver, in receive order: the cursors move forward.
   std::sort(matches.begin(), matches.end(), [&](const PacketMatch& a, const PacketMatch& b) {
     if (a.rx_node != b.rx_node) return a.rx_node < b.rx_node;
@@ -72,7 +90,8 @@ NetlatResult netlat(const NetlatOptions& opt, const NetlatSink& each) {
   });
   for (const PacketMatch& m : matches) {
     if ((from != kAny && m.tx_node != from) || (to != kAny && m.rx_node != to)) continue;
-    if (!keep(FlowId::of(raw[m.rx_node].events[m.rx].r))) continue;
+    const NetEvent &tx = raw[m.tx_node].events[m.tx], &rx = raw[m.rx_node].events[m.rx];
+    if (!keep(FlowId::of(rx.r)) || !(by_pid(tx) || by_pid(rx))) continue;
     const PacketDelay d = delays.of(m);
     res.flows.add(d);
     if (each) each(res, d);

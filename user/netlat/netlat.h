@@ -24,6 +24,10 @@ struct NetlatOptions {
   TranslateOptions relate;  // dirs, --reference and the relation's choices
   std::string from, to;  // node names (empty: any)
   std::optional<uint16_t> port;  // either end of the flow
+  std::string addr;  // either end of the flow (IPv4 or IPv6 text)
+  // A process (tgid) at either end: a packet whose transmit or receive the
+  // recorder attributed to it (record.pid, from the task or the flow's owner).
+  std::optional<uint32_t> pid;
 };
 
 struct NetlatResult {
