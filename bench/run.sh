@@ -108,6 +108,8 @@ $B/bench/bench_minrtt --runs 3 --rounds 1000 --gap-ms 0.2 --bridge | tail -1
 echo
 echo "== 10. network capture: loopback TCP stream with and without record --net"
 bash bench/net_capture.sh
+echo "-- netlat: one-way delays of a recorded TCP stream between two testbed nodes, per matched packet"
+bash bench/netlat_scale.sh
 
 echo
 echo "== 11. load generator: flat-out emission, maxrate vs a throttled sink, recording cost by displacement"

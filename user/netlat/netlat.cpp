@@ -83,11 +83,15 @@ NetlatResult netlat(const NetlatOptions& opt, const NetlatSink& each) {
   };
   auto by_pid = [&](const NetEvent& e) { return !opt.pid || e.r.pid == *opt.pid; };
   for (size_t v = 0; v < nodes.size(); ++v) res.flows.count_packets(uint32_t(v), raw[v], by_pid);
-  // Receiver after receiver, in receive order: the cursors move forward.
-  std::sort(matches.begin(), matches.end(), [&](const PacketMatch& a, const PacketMatch& b) {
-    if (a.rx_node != b.rx_node) return a.rx_node < b.rx_node;
-    return raw[a.rx_node].events[a.rx].ts < raw[b.rx_node].events[b.rx].ts;
-  });
+  // Receiver after receiver, in receive order: the cursors move forward (sorted
+  // on keys copied out, not through the events, which are far apart in memory).
+  std::vector<std::pair<std::pair<uint32_t, uint64_t>, size_t>> order(matches.size());
+  for (size_t i = 0; i < matches.size(); ++i)
+    order[i] = {{matches[i].rx_node, raw[matches[i].rx_node].events[matches[i].rx].ts}, i};
+  std::sort(order.begin(), order.end());
+  std::vector<PacketMatch> sorted(matches.size());
+  for (size_t i = 0; i < order.size(); ++i) sorted[i] = matches[order[i].second];
+  matches = std::move(sorted);
   for (const PacketMatch& m : matches) {
     if ((from != kAny && m.tx_node != from) || (to != kAny && m.rx_node != to)) continue;
     const NetEvent &tx = raw[m.tx_node].events[m.tx], &rx = raw[m.rx_node].events[m.rx];
