@@ -583,12 +583,29 @@ TEST(Report, TranslatedRunOnePagePerNodeAndPath) {
     decades.push_back(std::stod(m[1]));
   ASSERT_GE(decades.size(), 2u);
   for (size_t k = 1; k < decades.size(); ++k) EXPECT_DOUBLE_EQ(decades[k], decades[k - 1] * 10);
-  EXPECT_EQ(all_matches(cdf, std::regex(R"re(<polyline[^>]*data-pair=)re")).size(), 2u);  // A->C remote, B local
+  // The path's two cross-node hops (its B hop and end to end are --pairs too,
+  // plotted once), then A->C remote and B local.
+  EXPECT_EQ(all_matches(cdf, std::regex(R"re(<polyline[^>]*data-pair=)re")).size(), 4u);
   EXPECT_TRUE(std::regex_search(cdf, std::regex(R"re(data-pair="A.out -&gt; C.in" data-nodes="A -&gt; C")re")));
+  EXPECT_TRUE(std::regex_search(cdf, std::regex(R"re(data-pair="A.out -&gt; B.in" data-nodes="A -&gt; B")re")));
+  EXPECT_TRUE(std::regex_search(cdf, std::regex(R"re(data-pair="B.out -&gt; C.in" data-nodes="B -&gt; C")re")));
   // 1500 tuples: every 4th rank (ranks 4, 8, ..., 1500), the maximum included.
   std::vector<std::string> points;
   for (auto& m : all_matches(cdf, std::regex(R"re(data-points="(\d+)")re"))) points.push_back(m[1]);
-  EXPECT_EQ(points, (std::vector<std::string>{"375", "375"}));
+  EXPECT_EQ(points, (std::vector<std::string>{"375", "375", "375", "375"}));
+
+  // --path alone, as a new user tries it: every hop and the end to end plotted.
+  auto p = run(cptrace_bin() + " report " + tr.out + " -o " + (tmp / "p.html") + " --path A.out,B.in,B.out,C.in", tmp);
+  ASSERT_EQ(p.status, 0) << p.err;
+  std::string pdom = self_contained_dom(tmp / "p.html", tmp);
+  EXPECT_EQ(pdom.find("<p class=\"note\">No channel pairs requested"), std::string::npos);
+  std::string pcdf = dom_part(pdom, "class=\"cdf\"", "</svg>");
+  std::vector<std::string> pairs;
+  for (auto& m : all_matches(pcdf, std::regex(R"re(<polyline[^>]*data-pair="([^"]*)")re"))) pairs.push_back(m[1]);
+  EXPECT_EQ(pairs,
+            (std::vector<std::string>{"A.out -&gt; B.in", "B.in -&gt; B.out", "B.out -&gt; C.in", "A.out -&gt; C.in"}));
+  EXPECT_EQ(all_matches(pdom, std::regex(R"re(<g class="box" data-pair=)re")).size(), 4u) << "a box per hop";
+  EXPECT_NE(pdom.find("class=\"histogram\""), std::string::npos);
 
   // And it paints.
   auto s = run(chromium() + " --headless --no-sandbox --disable-gpu --no-first-run --user-data-dir=" +

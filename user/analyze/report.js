@@ -163,7 +163,7 @@ function throughput(parent, n, shared) {
 
 function latencyTable(parent, L) {
   el('h2', {}, parent, 'Latency per channel pair');
-  if (!L.length) { el('p', {'class': 'note'}, parent, 'No channel pairs requested (cptrace report --pair FROM,TO).'); return; }
+  if (!L.length) { el('p', {'class': 'note'}, parent, 'No channel pairs requested (cptrace report --pair FROM,TO or --path A,B,...).'); return; }
   var keys = [['count', 'count'], ['min_s', 'min'], ['p50_s', 'p50'], ['p90_s', 'p90'], ['p99_s', 'p99'], ['max_s', 'max'],
               ['width_p50_s', 'bound width p50'], ['width_max_s', 'bound width max']];
   table(parent, 'lat-stats', ['pair', 'kind'].concat(keys.map(function (k) { return k[1] + (k[0] === 'count' ? '' : ' (us)'); })),

@@ -164,6 +164,10 @@ std::string render_report_html(const ReportData& d) {
 
 namespace {
 
+bool asked_as_pair(const ReportOptions& o, const ChannelPair& p) {
+  return std::find(o.pairs.begin(), o.pairs.end(), p) != o.pairs.end();
+}
+
 // The channel pairs of a translated trace's page: the path's (path_pairs), then
 // each --pair. Checked before any is read, with the errors, in the order, that
 // reading them one after the other would give.
@@ -208,7 +212,12 @@ void translated_report(const TraceReader& r, const ReportOptions& o, ReportData&
   // result's budget, and its rows dropped after.
   const size_t path_count = o.path.empty() ? 0 : path_pairs(o.path).size();
   std::vector<json> hops(path_count);
-  std::vector<std::vector<LatencySeries>> series(want.size() - path_count);
+  // Every hop of the path and its end to end get the plots a --pair gets, once.
+  std::vector<std::vector<LatencySeries>> series(want.size());
+  auto plotted = [&](size_t i) {
+    return i >= path_count ||
+           (!asked_as_pair(o, want[i]) && std::find(want.begin(), want.begin() + i, want[i]) == want.begin() + i);
+  };
   // An error of the hop or series itself, not of reading the pairs: not
   // prefixed with --path.
   struct FromPage {
@@ -219,10 +228,8 @@ void translated_report(const TraceReader& r, const ReportOptions& o, ReportData&
       latency_streams(r, want, o.budget, [&](size_t i, const LatencyResult& res) {
         try {
           const auto& [from, to] = want[i];
-          if (i < path_count)
-            hops[i] = path_hop(from, to, res);
-          else
-            series[i - path_count] = latency_series(r, from, to, res, res.budget);
+          if (i < path_count) hops[i] = path_hop(from, to, res);
+          if (plotted(i)) series[i] = latency_series(r, from, to, res, res.budget);
         } catch (...) {
           throw FromPage{std::current_exception()};
         }
@@ -247,7 +254,13 @@ void node_trace_report(const TraceReader& r, const ReportOptions& o, ReportData&
   if (!o.path.empty()) d.path = path_breakdown(r, o.path, o.budget);  // one node needs no translation
   d.nodes.push_back(node_report(r, o.period_ms));
   // The rows of `cptrace latency` on this trace: the page and the command agree.
-  for (const auto& [from, to] : o.pairs)
+  // The path's hops and end to end are plotted as a --pair is, once.
+  std::vector<ChannelPair> plots;
+  if (!o.path.empty())
+    for (const ChannelPair& p : path_pairs(o.path))
+      if (!asked_as_pair(o, p) && std::find(plots.begin(), plots.end(), p) == plots.end()) plots.push_back(p);
+  plots.insert(plots.end(), o.pairs.begin(), o.pairs.end());
+  for (const auto& [from, to] : plots)
     for (LatencySeries& s : latency_series(r, from, to, o.budget)) d.latency.push_back(std::move(s));
 }
 
