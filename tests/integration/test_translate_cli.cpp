@@ -100,6 +100,25 @@ TEST(TranslateCli, SeveralNodesWithoutReferenceNamesThem) {
   EXPECT_FALSE(std::filesystem::exists(tmp / "out"));
 }
 
+// netlat relates nodes as translate does, and answers from their packets: traces
+// without any say so, naming the option that records them.
+TEST(TranslateCli, NetlatWithoutNetworkEventsSaysHowToRecordThem) {
+  TempDir tmp;
+  synth::Cluster cl({{"A", 1e15L}, {"B", 2e15L}}, 1);
+  std::string dirs;
+  for (int i = 0; i < 2; ++i) {
+    cl.event(i, "x", 1, 1e6L);
+    cl.write(i, tmp / cl.clock(i).name, 1e9L);
+    dirs += " " + (tmp / cl.clock(i).name);
+  }
+  auto r = testutil::run(testutil::cptrace_bin() + " netlat" + dirs + " --reference A", tmp);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.err, "cptrace netlat: no network events in these traces: record them with `cptrace record --net`\n");
+  auto n = testutil::run(testutil::cptrace_bin() + " netlat" + dirs + " --reference A --to Z", tmp);
+  EXPECT_EQ(n.status, 1);
+  EXPECT_EQ(n.err, "cptrace netlat: --to Z: no such node (the traces hold A, B)\n");
+}
+
 // Each choice is checked once, by its parse function: the message names the
 // flag, the bad value and the values there are.
 TEST(TranslateCli, BadChoiceNamesFlagAndValue) {

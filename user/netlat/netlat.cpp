@@ -54,6 +54,8 @@ NetlatResult netlat(const NetlatOptions& opt, const NetlatSink& each) {
   const size_t ref = reference_index(nodes, opt.relate.reference);
   const size_t from = node_named(nodes, opt.from, "--from"), to = node_named(nodes, opt.to, "--to");
   warn_unknown_peers(nodes);
+  if (std::all_of(nodes.begin(), nodes.end(), [](const TranslateNode& n) { return n.reader->net_event_count() == 0; }))
+    throw std::runtime_error("no network events in these traces: record them with `cptrace record --net`");
   const std::vector<NodePackets> raw = read_net_events(nodes);
   std::vector<PacketMatch> matches;
   const PacketMatches packets = match_packets(causal_stamps(raw), &matches);
@@ -64,8 +66,15 @@ NetlatResult netlat(const NetlatOptions& opt, const NetlatSink& each) {
   NetlatResult res;
   res.reference = nodes[ref].name;
   for (const TranslateNode& n : nodes) res.nodes.push_back(n.name);
-  for (const char* k : {"method", "clock_model", "inputs", "pairs"})
+  for (const char* k : {"method", "clock_model", "inputs"})
     if (meta["translated"].contains(k)) res.relation[k] = meta["translated"][k];
+  // Per pair what bounded it; the relations themselves are translate's to show.
+  res.relation["pairs"] = nlohmann::json::array();
+  for (const nlohmann::json& p : meta["translated"].value("pairs", nlohmann::json::array()))
+    res.relation["pairs"].push_back(
+        {{"from", p.value("from", "")},
+         {"to", p.value("to", "")},
+         {"bounded_by", p.value("inputs", nlohmann::json::object()).value("bounded_by", "")}});
   res.matching = packets.total;
 
   std::vector<const Relation*> to_ref;
