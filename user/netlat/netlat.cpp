@@ -44,6 +44,31 @@ TicksToNs frequency(const nlohmann::json& meta) {
   return TicksToNs(f.at("hz").get<double>(), f.at("hz_lo").get<double>(), f.at("hz_hi").get<double>());
 }
 
+// What related the nodes: the choices, and per pair what bounded it (the
+// relations themselves are translate's to show).
+nlohmann::json relation_summary(const nlohmann::json& meta) {
+  const nlohmann::json& tr = meta.at("translated");
+  nlohmann::json j = {{"pairs", nlohmann::json::array()}};
+  for (const char* k : {"method", "clock_model", "inputs"})
+    if (tr.contains(k)) j[k] = tr[k];
+  for (const nlohmann::json& p : tr.value("pairs", nlohmann::json::array()))
+    j["pairs"].push_back({{"from", p.value("from", "")},
+                          {"to", p.value("to", "")},
+                          {"bounded_by", p.value("inputs", nlohmann::json::object()).value("bounded_by", "")}});
+  return j;
+}
+
+// Receiver after receiver, in receive order, so that the cursors move forward
+// (sorted on keys copied out, not through the events, far apart in memory).
+std::vector<PacketMatch> in_receive_order(std::vector<PacketMatch> m, const std::vector<NodePackets>& raw) {
+  std::vector<std::pair<std::pair<uint32_t, uint64_t>, size_t>> order(m.size());
+  for (size_t i = 0; i < m.size(); ++i) order[i] = {{m[i].rx_node, raw[m[i].rx_node].events[m[i].rx].ts}, i};
+  std::sort(order.begin(), order.end());
+  std::vector<PacketMatch> sorted(m.size());
+  for (size_t i = 0; i < order.size(); ++i) sorted[i] = m[order[i].second];
+  return sorted;
+}
+
 }  // namespace
 
 NetlatResult netlat(const NetlatOptions& opt, const NetlatSink& each) {
@@ -53,6 +78,8 @@ NetlatResult netlat(const NetlatOptions& opt, const NetlatSink& each) {
   std::vector<TranslateNode> nodes = open_nodes(opt.relate.dirs, cpus.thread_count());
   const size_t ref = reference_index(nodes, opt.relate.reference);
   const size_t from = node_named(nodes, opt.from, "--from"), to = node_named(nodes, opt.to, "--to");
+  std::optional<std::pair<std::array<uint8_t, 16>, uint8_t>> addr;
+  if (!opt.addr.empty()) addr = parse_addr(opt.addr);
   warn_unknown_peers(nodes);
   if (std::all_of(nodes.begin(), nodes.end(), [](const TranslateNode& n) { return n.reader->net_event_count() == 0; }))
     throw std::runtime_error("no network events in these traces: record them with `cptrace record --net`");
@@ -66,15 +93,7 @@ NetlatResult netlat(const NetlatOptions& opt, const NetlatSink& each) {
   NetlatResult res;
   res.reference = nodes[ref].name;
   for (const TranslateNode& n : nodes) res.nodes.push_back(n.name);
-  for (const char* k : {"method", "clock_model", "inputs"})
-    if (meta["translated"].contains(k)) res.relation[k] = meta["translated"][k];
-  // Per pair what bounded it; the relations themselves are translate's to show.
-  res.relation["pairs"] = nlohmann::json::array();
-  for (const nlohmann::json& p : meta["translated"].value("pairs", nlohmann::json::array()))
-    res.relation["pairs"].push_back(
-        {{"from", p.value("from", "")},
-         {"to", p.value("to", "")},
-         {"bounded_by", p.value("inputs", nlohmann::json::object()).value("bounded_by", "")}});
+  res.relation = relation_summary(meta);
   res.matching = packets.total;
 
   std::vector<const Relation*> to_ref;
@@ -84,23 +103,13 @@ NetlatResult netlat(const NetlatOptions& opt, const NetlatSink& each) {
     transitions.push_back(node_transitions(opt.relate, nodes, ref, rel, v));
   }
   PacketDelays delays(raw, to_ref, transitions, frequency(meta));
-  std::optional<std::pair<std::array<uint8_t, 16>, uint8_t>> addr;
-  if (!opt.addr.empty()) addr = parse_addr(opt.addr);
   auto keep = [&](const FlowId& f) {
     if (opt.port && f.sport != *opt.port && f.dport != *opt.port) return false;
     return !addr || (f.family == addr->second && (f.saddr == addr->first || f.daddr == addr->first));
   };
   auto by_pid = [&](const NetEvent& e) { return !opt.pid || e.r.pid == *opt.pid; };
   for (size_t v = 0; v < nodes.size(); ++v) res.flows.count_packets(uint32_t(v), raw[v], by_pid);
-  // Receiver after receiver, in receive order: the cursors move forward (sorted
-  // on keys copied out, not through the events, which are far apart in memory).
-  std::vector<std::pair<std::pair<uint32_t, uint64_t>, size_t>> order(matches.size());
-  for (size_t i = 0; i < matches.size(); ++i)
-    order[i] = {{matches[i].rx_node, raw[matches[i].rx_node].events[matches[i].rx].ts}, i};
-  std::sort(order.begin(), order.end());
-  std::vector<PacketMatch> sorted(matches.size());
-  for (size_t i = 0; i < order.size(); ++i) sorted[i] = matches[order[i].second];
-  matches = std::move(sorted);
+  matches = in_receive_order(std::move(matches), raw);
   for (const PacketMatch& m : matches) {
     if ((from != kAny && m.tx_node != from) || (to != kAny && m.rx_node != to)) continue;
     const NetEvent &tx = raw[m.tx_node].events[m.tx], &rx = raw[m.rx_node].events[m.rx];
