@@ -164,8 +164,12 @@ std::string render_report_html(const ReportData& d) {
 
 namespace {
 
-bool asked_as_pair(const ReportOptions& o, const ChannelPair& p) {
-  return std::find(o.pairs.begin(), o.pairs.end(), p) != o.pairs.end();
+// Whether the path's i-th pair (a hop or the end to end) gets its own plots:
+// each is plotted once, as a --pair is, and not again where --pair names it.
+bool path_pair_plotted(const ReportOptions& o, const std::vector<ChannelPair>& path, size_t i) {
+  const ChannelPair& p = path[i];
+  return std::find(o.pairs.begin(), o.pairs.end(), p) == o.pairs.end() &&
+         std::find(path.begin(), path.begin() + i, p) == path.begin() + i;
 }
 
 // The channel pairs of a translated trace's page: the path's (path_pairs), then
@@ -214,10 +218,8 @@ void translated_report(const TraceReader& r, const ReportOptions& o, ReportData&
   std::vector<json> hops(path_count);
   // Every hop of the path and its end to end get the plots a --pair gets, once.
   std::vector<std::vector<LatencySeries>> series(want.size());
-  auto plotted = [&](size_t i) {
-    return i >= path_count ||
-           (!asked_as_pair(o, want[i]) && std::find(want.begin(), want.begin() + i, want[i]) == want.begin() + i);
-  };
+  const std::vector<ChannelPair> path(want.begin(), want.begin() + path_count);
+  auto plotted = [&](size_t i) { return i >= path_count || path_pair_plotted(o, path, i); };
   // An error of the hop or series itself, not of reading the pairs: not
   // prefixed with --path.
   struct FromPage {
@@ -256,9 +258,9 @@ void node_trace_report(const TraceReader& r, const ReportOptions& o, ReportData&
   // The rows of `cptrace latency` on this trace: the page and the command agree.
   // The path's hops and end to end are plotted as a --pair is, once.
   std::vector<ChannelPair> plots;
-  if (!o.path.empty())
-    for (const ChannelPair& p : path_pairs(o.path))
-      if (!asked_as_pair(o, p) && std::find(plots.begin(), plots.end(), p) == plots.end()) plots.push_back(p);
+  const std::vector<ChannelPair> path = o.path.empty() ? std::vector<ChannelPair>{} : path_pairs(o.path);
+  for (size_t i = 0; i < path.size(); ++i)
+    if (path_pair_plotted(o, path, i)) plots.push_back(path[i]);
   plots.insert(plots.end(), o.pairs.begin(), o.pairs.end());
   for (const auto& [from, to] : plots)
     for (LatencySeries& s : latency_series(r, from, to, o.budget)) d.latency.push_back(std::move(s));

@@ -76,6 +76,13 @@ void FlowTable::count_packets(uint32_t node, const NodePackets& p, const std::fu
   }
 }
 
+FlowSide FlowTable::side(const FlowId& f, uint32_t node) const {
+  const auto it = sides_.find(f);
+  if (it == sides_.end()) return {};
+  const auto s = it->second.find(node);
+  return s == it->second.end() ? FlowSide{} : s->second;
+}
+
 void FlowTable::add(const PacketDelay& d) {
   FlowLink& l = links_[{FlowId::of(d.rx->r), {d.tx_node, d.rx_node}}];
   if (d.guaranteed)

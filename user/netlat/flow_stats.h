@@ -56,12 +56,8 @@ class FlowTable {
   void add(const PacketDelay& d);
   const std::map<FlowId, std::map<uint32_t, FlowSide>>& sides() const { return sides_; }
   const std::map<std::pair<FlowId, std::pair<uint32_t, uint32_t>>, FlowLink>& links() const { return links_; }
-  // Keeps the flows `keep` accepts (and their links).
-  template <class Keep>
-  void filter(Keep&& keep) {
-    std::erase_if(sides_, [&](const auto& s) { return !keep(s.first); });
-    std::erase_if(links_, [&](const auto& l) { return !keep(l.first.first); });
-  }
+  // Node's side of flow f (all zero where it saw none of it).
+  FlowSide side(const FlowId& f, uint32_t node) const;
 
  private:
   std::map<FlowId, std::map<uint32_t, FlowSide>> sides_;  // flow -> node -> side

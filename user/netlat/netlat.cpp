@@ -5,13 +5,16 @@
 
 #include <algorithm>
 #include <array>
-#include <utility>
 #include <cstdint>
 #include <stdexcept>
+#include <utility>
+
+#include <fmt/format.h>
 
 #include "tables/memory_budget.h"
 #include "translate/run_relations.h"
 #include "translate/translated_meta.h"
+#include "translate/unauthenticated_rounds.h"
 
 namespace cptrace {
 namespace {
@@ -37,8 +40,8 @@ std::pair<std::array<uint8_t, 16>, uint8_t> parse_addr(const std::string& text) 
 }
 
 // The reference's TSC frequency interval, as translate measures it for seconds.
-TicksToNs frequency(const nlohmann::json& meta) {
-  const nlohmann::json& f = meta.at("translated").at("frequency");
+TicksToNs frequency(const TranslateNode& ref, const PairMap& pairs, size_t ref_idx) {
+  const nlohmann::json f = measure_frequency(ref, pairs, ref_idx);
   if (!f.contains("hz_lo"))
     throw std::runtime_error("netlat: " + f.value("error", std::string("no frequency of the reference")));
   return TicksToNs(f.at("hz").get<double>(), f.at("hz_lo").get<double>(), f.at("hz_hi").get<double>());
@@ -46,15 +49,15 @@ TicksToNs frequency(const nlohmann::json& meta) {
 
 // What related the nodes: the choices, and per pair what bounded it (the
 // relations themselves are translate's to show).
-nlohmann::json relation_summary(const nlohmann::json& meta) {
-  const nlohmann::json& tr = meta.at("translated");
-  nlohmann::json j = {{"pairs", nlohmann::json::array()}};
-  for (const char* k : {"method", "clock_model", "inputs"})
-    if (tr.contains(k)) j[k] = tr[k];
-  for (const nlohmann::json& p : tr.value("pairs", nlohmann::json::array()))
-    j["pairs"].push_back({{"from", p.value("from", "")},
-                          {"to", p.value("to", "")},
-                          {"bounded_by", p.value("inputs", nlohmann::json::object()).value("bounded_by", "")}});
+nlohmann::json relation_summary(const TranslateOptions& opt, const std::vector<TranslateNode>& nodes,
+                                const PairMap& pairs) {
+  nlohmann::json j = {{"method", name_of(opt.method)},
+                      {"clock_model", name_of(opt.clock_model)},
+                      {"inputs", name_of(opt.inputs)},
+                      {"pairs", nlohmann::json::array()}};
+  for (const auto& [k, p] : pairs)
+    j["pairs"].push_back(
+        {{"from", nodes[p.from].name}, {"to", nodes[p.to].name}, {"bounded_by", p.inputs.bounded_by()}});
   return j;
 }
 
@@ -87,13 +90,13 @@ NetlatResult netlat(const NetlatOptions& opt, const NetlatSink& each) {
   std::vector<PacketMatch> matches;
   const PacketMatches packets = match_packets(causal_stamps(raw), &matches);
   const RunRelations rel = relate_nodes(opt.relate, nodes, ref, packets, "netlat");
-  const nlohmann::json meta =
-      translated_meta(opt.relate, nodes, ref, rel.pairs, rel.paths, rel.checks, rel.findings, packets);
+  const std::vector<std::string> unauth = unauthenticated_rounds(nodes);
+  if (!unauth.empty()) fmt::print(stderr, "cptrace netlat: {}\n", unauthenticated_warning(unauth));
 
   NetlatResult res;
   res.reference = nodes[ref].name;
   for (const TranslateNode& n : nodes) res.nodes.push_back(n.name);
-  res.relation = relation_summary(meta);
+  res.relation = relation_summary(opt.relate, nodes, rel.pairs);
   res.matching = packets.total;
 
   std::vector<const Relation*> to_ref;
@@ -102,13 +105,14 @@ NetlatResult netlat(const NetlatOptions& opt, const NetlatSink& each) {
     to_ref.push_back(rel.paths.to_ref[v].get());
     transitions.push_back(node_transitions(opt.relate, nodes, ref, rel, v));
   }
-  PacketDelays delays(raw, to_ref, transitions, frequency(meta));
+  PacketDelays delays(raw, to_ref, transitions, frequency(nodes[ref], rel.pairs, ref));
   auto keep = [&](const FlowId& f) {
     if (opt.port && f.sport != *opt.port && f.dport != *opt.port) return false;
     return !addr || (f.family == addr->second && (f.saddr == addr->first || f.daddr == addr->first));
   };
   auto by_pid = [&](const NetEvent& e) { return !opt.pid || e.r.pid == *opt.pid; };
-  for (size_t v = 0; v < nodes.size(); ++v) res.flows.count_packets(uint32_t(v), raw[v], by_pid);
+  for (size_t v = 0; v < nodes.size(); ++v)
+    res.flows.count_packets(uint32_t(v), raw[v], [&](const NetEvent& e) { return keep(FlowId::of(e.r)) && by_pid(e); });
   matches = in_receive_order(std::move(matches), raw);
   for (const PacketMatch& m : matches) {
     if ((from != kAny && m.tx_node != from) || (to != kAny && m.rx_node != to)) continue;
@@ -118,7 +122,6 @@ NetlatResult netlat(const NetlatOptions& opt, const NetlatSink& each) {
     res.flows.add(d);
     if (each) each(res, d);
   }
-  res.flows.filter(keep);
   return res;
 }
 

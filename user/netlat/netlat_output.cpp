@@ -2,6 +2,7 @@
 #include "netlat/netlat_output.h"
 
 #include <iterator>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -26,8 +27,7 @@ std::string side_text(const FlowSide& s) {
 }
 
 void print_link(const NetlatResult& res, const FlowId& f, uint32_t tx, uint32_t rx, const FlowLink& l, std::FILE* out) {
-  const auto& sides = res.flows.sides().at(f);
-  const FlowSide s = sides.count(tx) ? sides.at(tx) : FlowSide{}, r = sides.count(rx) ? sides.at(rx) : FlowSide{};
+  const FlowSide s = res.flows.side(f, tx), r = res.flows.side(f, rx);
   fmt::print(out, "{}   {} -> {}\n", f.text(), res.nodes[tx], res.nodes[rx]);
   fmt::print(out, "  packets: {} sent by {}{}, {} received by {}{}, {} matched{}\n", s.tx, res.nodes[tx],
              s.retransmitted ? fmt::format(" ({} retransmitted)", s.retransmitted) : "", r.rx, res.nodes[rx],
@@ -42,13 +42,15 @@ void print_link(const NetlatResult& res, const FlowId& f, uint32_t tx, uint32_t 
 
 // Flows some node saw that no match links to it.
 void print_unlinked(const NetlatResult& res, std::FILE* out) {
+  std::set<std::pair<FlowId, uint32_t>> linked;
+  for (const auto& [k, l] : res.flows.links()) {
+    linked.insert({k.first, k.second.first});
+    linked.insert({k.first, k.second.second});
+  }
   bool first = true;
   for (const auto& [f, by_node] : res.flows.sides())
     for (const auto& [n, s] : by_node) {
-      bool linked = false;
-      for (const auto& [k, l] : res.flows.links())
-        linked |= k.first == f && (k.second.first == n || k.second.second == n);
-      if (linked) continue;
+      if (linked.count({f, n})) continue;
       if (first) fmt::print(out, "\nseen on one side only (the other end not recorded, or no packet matched):\n");
       first = false;
       fmt::print(out, "  {}   {}: {}\n", f.text(), res.nodes[n], side_text(s));
@@ -76,9 +78,8 @@ void print_netlat_text(const NetlatResult& res, std::FILE* out) {
 nlohmann::json netlat_json(const NetlatResult& res) {
   nlohmann::json flows = nlohmann::json::array();
   for (const auto& [k, l] : res.flows.links()) {
-    const auto& sides = res.flows.sides().at(k.first);
     const auto [tx, rx] = k.second;
-    const FlowSide s = sides.count(tx) ? sides.at(tx) : FlowSide{}, r = sides.count(rx) ? sides.at(rx) : FlowSide{};
+    const FlowSide s = res.flows.side(k.first, tx), r = res.flows.side(k.first, rx);
     const DelaySummary d = summarize(l.delays);
     nlohmann::json j = {{"flow", k.first.text()},
                         {"from", res.nodes[tx]},

@@ -17,11 +17,7 @@ Bound PacketDelays::stamp(uint32_t node, const NetEvent& e) {
 }
 
 bool PacketDelays::in_transition(uint32_t node, const NetEvent& e) const {
-  // A stamp's whole interval counts: its error can reach into a range.
-  const int64_t lo = int64_t(e.ts - std::min(e.ts, e.ts_err)),
-                hi = int64_t(e.ts + std::min(e.ts_err, kTranslateTscRange));
-  return std::any_of(transitions_[node].begin(), transitions_[node].end(),
-                     [&](const auto& r) { return lo <= r.second && hi >= r.first; });
+  return stamp_in_ranges(transitions_[node], e.ts, e.ts_err);
 }
 
 PacketDelay PacketDelays::of(const PacketMatch& m) {

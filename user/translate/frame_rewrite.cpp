@@ -37,7 +37,7 @@ void translate_frame(const TranslateNode& n, size_t i, uint16_t index, RelationC
     if (e.ts > kTranslateTscRange)
       throw std::runtime_error(fmt::format("{}: event timestamp {} is beyond the supported TSC range", n.dir, e.ts));
     Bound b = cursor.at_stamp(e.ts, e.ts_err);  // a stamp's own interval widens the bound
-    for (const auto& [lo, hi] : transitions) in_transition += int64_t(e.ts) >= lo && int64_t(e.ts) <= hi;
+    in_transition += stamp_in_ranges(transitions, e.ts, e.ts_err);
     const bool on_cpu = e.timebase == uint8_t(Timebase::TscOnCpu);
     f.errs.add(e.ts_err, on_cpu, e.cpu);
     out[k] = {e.ts, b.est, b.lo, b.hi, e.channel, e.tuple, e.pid, e.tid, e.cpu, index, e.kind, on_cpu};
@@ -47,6 +47,11 @@ void translate_frame(const TranslateNode& n, size_t i, uint16_t index, RelationC
 }
 
 }  // namespace
+
+bool stamp_in_ranges(const Ranges& ranges, uint64_t ts, uint64_t err) {
+  const int64_t lo = int64_t(ts - std::min(ts, err)), hi = int64_t(ts + std::min(err, kTranslateTscRange));
+  return std::any_of(ranges.begin(), ranges.end(), [&](const auto& r) { return lo <= r.second && hi >= r.first; });
+}
 
 NodeRewrite translate_node(const TranslateNode& n, uint16_t index, const Relation& rel, const Ranges& transitions,
                            unsigned threads, int level, TraceWriter& w) {

@@ -19,9 +19,13 @@ namespace cptrace {
 // bound is not guaranteed there.
 using Ranges = std::vector<std::pair<int64_t, int64_t>>;
 
+// Whether a stamp's whole interval [ts - err, ts + err] reaches into one of
+// `ranges` (its error can carry it there: the bound is not guaranteed then).
+bool stamp_in_ranges(const Ranges& ranges, uint64_t ts, uint64_t err);
+
 struct NodeRewrite {
   uint64_t events = 0;
-  uint64_t in_transition = 0;  // events inside the `transitions` ranges
+  uint64_t in_transition = 0;  // events reaching into the `transitions` ranges (stamp_in_ranges)
   StampErrors errs;  // the errors of the stamps on the node's own TSC
 };
 

@@ -13,13 +13,9 @@
 #include "translate/realtime_offset.h"
 
 namespace cptrace {
-namespace {
 
 using nlohmann::json;
 
-// TSC frequency of the reference for seconds: clock-stream points nearest to the
-// first MinRTT1 and last MinRTT2 instants on the reference, as a strict interval
-// against CLOCK_MONOTONIC_RAW (trace/tsc_frequency.h: why not MONOTONIC).
 json measure_frequency(const TranslateNode& ref, const PairMap& pairs, size_t ref_idx) {
   const auto& pts = ref.reader->clock_map().points();
   json j = {{"stream_hz", ref.reader->clock_map().tsc_hz()}};
@@ -70,8 +66,6 @@ json measure_frequency(const TranslateNode& ref, const PairMap& pairs, size_t re
   }
   return j;
 }
-
-}  // namespace
 
 json translated_meta(const TranslateOptions& opt, const std::vector<TranslateNode>& nodes, size_t ref,
                      const PairMap& pairs, const ReferencePaths& paths, const json& sync_check,
