@@ -570,5 +570,5 @@ TEST(ExportTable, QueryScriptRefusesANonExport) {
   TempDir tmp;
   auto r = run("node " + duckdb_dir() + "/query.mjs " + tmp.path.string() + " 'SELECT 1'", tmp);
   EXPECT_NE(r.status, 0);
-  EXPECT_NE(r.err.find("no events.parquet, events.csv.zst or events.csv"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("no events or packets table (.parquet, .csv.zst, .csv)"), std::string::npos) << r.err;
 }

@@ -10,6 +10,7 @@
 
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -57,7 +58,7 @@ std::vector<Row> parse_csv(const std::string& text) {
           std::stoll(c[16]),
           std::stoll(c[17]),
           std::stoll(c[18]),
-          c[19] == "1"};
+          c[19] == "true"};
     rows.push_back(r);
   }
   return rows;
@@ -106,13 +107,16 @@ TEST(Netlat, EveryPacketsOneWayDelayBoundContainsTheKernelsTruth) {
   ASSERT_GE(ref_clock.size(), 2u);
 
   std::string udp_received;  // as the CSV has them: every one matched
-  for (const char* inputs : {"both", "rounds"}) {
+  size_t csv_rows = 0;  // of the default relation (both)
+  for (const char* inputs : {"both", "rounds", "traffic"}) {
     const std::string args = " " + (tmp / "A") + " " + (tmp / "B") + " --reference A --inputs " + inputs;
     auto csv = testutil::run(bin + " netlat" + args + " --csv", tmp);
     ASSERT_EQ(csv.status, 0) << csv.err;
     std::map<std::string, size_t> checked, contained;
     std::map<std::string, std::vector<int64_t>> widths, delays;
-    for (const Row& r : parse_csv(csv.out)) {
+    const std::vector<Row> rows = parse_csv(csv.out);
+    if (std::string(inputs) == "both") csv_rows = rows.size();
+    for (const Row& r : rows) {
       ASSERT_TRUE(r.guaranteed) << "linear clocks: no hull transition expected";
       const std::string k = r.proto + (r.saddr.find(':') != std::string::npos ? "6 " : "4 ") + r.from + "->" + r.to;
       const long double ns = (long double)r.rx_mono - (long double)r.tx_mono;
@@ -184,6 +188,54 @@ TEST(Netlat, EveryPacketsOneWayDelayBoundContainsTheKernelsTruth) {
   auto bad = testutil::run(bin + " netlat " + (tmp / "A") + " " + (tmp / "B") + " --reference A --from C", tmp);
   EXPECT_EQ(bad.status, 1);
   EXPECT_NE(bad.err.find("--from C: no such node (the traces hold A, B)"), std::string::npos) << bad.err;
+
+  // The tables for SQL: the packets of --csv, every node's side of each flow;
+  // DuckDB's per-flow percentiles over them are netlat's, number for number.
+  const std::string duckdb = (testutil::source_dir() / "tools" / "duckdb").string();
+  if (system("command -v node >/dev/null 2>&1") != 0 ||
+      !std::filesystem::exists(duckdb + "/node_modules/@duckdb/node-api/package.json"))
+    GTEST_SKIP() << "SKIPPED: node or @duckdb/node-api missing (tools/install-deps.sh installs them)";
+  const std::string ab = " " + (tmp / "A") + " " + (tmp / "B") + " --reference A";
+  auto all = testutil::run(bin + " netlat" + ab + " --json", tmp);
+  ASSERT_EQ(all.status, 0) << all.err;
+  const nlohmann::json summary = nlohmann::json::parse(all.out);
+  for (const char* form : {"", " --parquet"}) {
+    const std::string dir = tmp / (*form ? "tables-parquet" : "tables-zst");
+    auto t = testutil::run(bin + " netlat" + ab + " --table " + dir + form, tmp);
+    ASSERT_EQ(t.status, 0) << t.err;
+    auto n = testutil::run("node " + duckdb + "/query.mjs " + dir + " 'SELECT count(*) AS n FROM packets'", tmp);
+    ASSERT_EQ(n.status, 0) << n.err;
+    EXPECT_EQ(nlohmann::json::parse(n.out)[0]["n"].get<size_t>(), csv_rows) << form;
+    auto q = testutil::run("node " + duckdb + "/query.mjs " + dir + " " + duckdb + "/examples/flow_p99.sql", tmp);
+    ASSERT_EQ(q.status, 0) << q.err;
+    std::map<std::string, nlohmann::json> by_flow;
+    for (const auto& r : nlohmann::json::parse(q.out)) {
+      auto end = [&](const char* a, const char* p) {
+        const std::string addr = r[a];
+        return (addr.find(':') != std::string::npos ? "[" + addr + "]" : addr) + ":" + std::to_string(r[p].get<int>());
+      };
+      by_flow[r["proto"].get<std::string>() + " " + end("saddr", "sport") + " -> " + end("daddr", "dport") + " " +
+              r["from_node"].get<std::string>() + r["to_node"].get<std::string>()] = r;
+    }
+    size_t compared = 0;
+    for (const auto& f : summary["flows"]) {
+      if (!f.contains("delay_ns")) continue;
+      const std::string key =
+          f["flow"].get<std::string>() + " " + f["from"].get<std::string>() + f["to"].get<std::string>();
+      ASSERT_TRUE(by_flow.count(key)) << key << " not in the SQL result:\n" << q.out;
+      const nlohmann::json& r = by_flow[key];
+      for (const char* p : {"p50", "p99"})
+        for (const auto& [js, sql] : {std::pair{"ns", ""}, {"lo", "_lo"}, {"hi", "_hi"}})
+          EXPECT_EQ(f["delay_ns"][p][js].get<int64_t>(), r[std::string(p) + sql].get<int64_t>())
+              << key << " " << p << js;
+      for (const char* c : {"sent", "retransmitted", "received", "out_of_order"})
+        EXPECT_EQ(f[c].get<uint64_t>(), r[c].get<uint64_t>()) << key << " " << c;
+      EXPECT_EQ(f["matched"].get<uint64_t>() - f["unbounded"].get<uint64_t>(), r["bounded"].get<uint64_t>()) << key;
+      compared++;
+    }
+    EXPECT_EQ(compared, by_flow.size()) << q.out;
+    EXPECT_GE(compared, 4u) << "udp4, udp6 and tcp4 both ways";
+  }
 }
 
 }  // namespace

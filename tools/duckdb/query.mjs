@@ -4,8 +4,9 @@
 //   node tools/duckdb/query.mjs EXPORT_DIR 'SELECT ...'
 //   node tools/duckdb/query.mjs EXPORT_DIR tools/duckdb/examples/hop_p99.sql
 //
-// The query sees two views, `events` and `latency`, over whichever form the
-// directory holds (tables.mjs): events.parquet, latency.parquet of `cptrace
+// The query sees a view per table the directory holds: `events` and `latency`
+// (`export table`), or `packets` and `flows` (`netlat --table`), over whichever
+// form it holds (tables.mjs): events.parquet, latency.parquet of `cptrace
 // export table --parquet` or export-parquet.mjs; else events.csv.zst, latency.csv.zst of `cptrace export
 // table`, read compressed as they are; else the .csv of `export table --plain`,
 // with the column types of docs/analysis-export.md given explicitly. Integers print
@@ -13,7 +14,7 @@
 // ids up to 2^64 - 1).
 import { readFileSync } from 'node:fs';
 import { DuckDBInstance } from '@duckdb/node-api';
-import { tableFile, tableSource } from './tables.mjs';
+import { COLUMNS, tableFile, tableSource } from './tables.mjs';
 
 function fail(msg) {
   process.stderr.write(`query.mjs: ${msg}\n`);
@@ -22,14 +23,14 @@ function fail(msg) {
 
 const [dir, query] = process.argv.slice(2);
 if (!dir || !query) fail('usage: query.mjs EXPORT_DIR (SQL | FILE.sql)');
-const events = tableFile(dir, 'events'), latency = tableFile(dir, 'latency');
-if (!events) fail(`${dir}: no events.parquet, events.csv.zst or events.csv (not a cptrace table export)`);
+const tables = Object.keys(COLUMNS).map((name) => [name, tableFile(dir, name)]).filter(([, file]) => file);
+if (!tables.length)
+  fail(`${dir}: no events or packets table (.parquet, .csv.zst, .csv): not a cptrace table export`);
 const sql = query.endsWith('.sql') ? readFileSync(query, 'utf8') : query;
 
 const db = await DuckDBInstance.create(':memory:');
 const con = await db.connect();
-await con.run(`CREATE VIEW events AS SELECT * FROM ${tableSource(events, 'events')}`);
-if (latency) await con.run(`CREATE VIEW latency AS SELECT * FROM ${tableSource(latency, 'latency')}`);
+for (const [name, file] of tables) await con.run(`CREATE VIEW ${name} AS SELECT * FROM ${tableSource(file, name)}`);
 let rows;
 try {
   rows = (await con.runAndReadAll(sql)).getRowObjectsJS();

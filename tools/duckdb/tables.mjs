@@ -1,4 +1,4 @@
-// The two tables of `cptrace export table` as DuckDB sees them, shared by
+// The tables of `cptrace export table` (and of `netlat --table`) as DuckDB sees them, shared by
 // query.mjs (which queries an export) and export-parquet.mjs (which writes one):
 // the column types of docs/analysis-export.md, given explicitly so that nothing
 // depends on DuckDB's type sniffing (a 64-bit tuple id is not a double), and
@@ -16,6 +16,17 @@ export const COLUMNS = {
     from_channel: 'VARCHAR', to_channel: 'VARCHAR', tuple: 'UBIGINT', from_node: 'VARCHAR', to_node: 'VARCHAR',
     scenario: 'VARCHAR', remote: 'BOOLEAN', from_ref_ts: 'BIGINT', ticks: 'BIGINT', ticks_lo: 'BIGINT',
     ticks_hi: 'BIGINT', ns: 'BIGINT', ns_lo: 'BIGINT', ns_hi: 'BIGINT',
+  },
+  // `cptrace netlat --table`: one row per matched packet, one per flow and node.
+  packets: {
+    from_node: 'VARCHAR', to_node: 'VARCHAR', proto: 'VARCHAR', saddr: 'VARCHAR', sport: 'USMALLINT',
+    daddr: 'VARCHAR', dport: 'USMALLINT', seq: 'UINTEGER', len: 'UINTEGER', tx_ts: 'UBIGINT', rx_ts: 'UBIGINT',
+    tx_mono_ns: 'UBIGINT', rx_mono_ns: 'UBIGINT', ticks: 'BIGINT', ticks_lo: 'BIGINT', ticks_hi: 'BIGINT',
+    ns: 'BIGINT', ns_lo: 'BIGINT', ns_hi: 'BIGINT', guaranteed: 'BOOLEAN',
+  },
+  flows: {
+    proto: 'VARCHAR', saddr: 'VARCHAR', sport: 'USMALLINT', daddr: 'VARCHAR', dport: 'USMALLINT', node: 'VARCHAR',
+    sent: 'UBIGINT', retransmitted: 'UBIGINT', received: 'UBIGINT', out_of_order: 'UBIGINT',
   },
 };
 

@@ -46,26 +46,6 @@ const OutputKind kTableOutput{"table export", "events.csv.zst", table_owns};
 const OutputKind kPlainTableOutput{"table export", "events.csv", table_owns};
 const OutputKind kParquetTableOutput{"table export", "events.parquet", table_owns};
 
-// One CSV table of the export: `STEM.csv.zst`, or `STEM.csv` with --plain, or
-// the plain text on stdout (export_table_stdout); the same text every way.
-class TableFile {
- public:
-  // `background`: compressed on a thread of its own (ZstdCsvWriter).
-  TableFile(const OutputDir& dir, const std::string& stem, TableForm form, bool background) {
-    if (form == TableForm::Plain)
-      plain_.emplace(dir, table_file_name(stem, form));
-    else
-      zst_.emplace(dir, table_file_name(stem, form), ZstdCsvWriter::kLevel, background);
-  }
-  explicit TableFile(OutFile::Stdout s) { plain_.emplace(s); }
-  void write(std::string_view text) { plain_ ? plain_->write(text) : zst_->write(text); }
-  void close() { plain_ ? plain_->close() : zst_->close(); }
-
- private:
-  std::optional<OutFile> plain_;
-  std::optional<ZstdCsvWriter> zst_;
-};
-
 // CSV text made in place: integers by std::to_chars straight into a buffer
 // that holds many rows, no string per row or field (formatting was most of
 // the export's time). Callers make room() for a row before writing it.

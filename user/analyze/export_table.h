@@ -14,11 +14,14 @@
 // as computed, and a query over the latency table gives `latency`'s summary exactly.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "analyze/zstd_csv_writer.h"
 #include "tables/memory_budget.h"
+#include "trace/out_file.h"
 
 namespace cptrace {
 
@@ -35,6 +38,26 @@ enum class TableForm { Zstd, Plain, Parquet };
 // A table's file name in the export: "events" -> events.csv.zst, events.csv
 // (Plain), events.parquet (Parquet).
 std::string table_file_name(const std::string& stem, TableForm form);
+
+// One CSV table of an export (also netlat's, export_netlat.h): `STEM.csv.zst`, or `STEM.csv` with --plain, or
+// the plain text on stdout (export_table_stdout); the same text every way.
+class TableFile {
+ public:
+  // `background`: compressed on a thread of its own (ZstdCsvWriter).
+  TableFile(const OutputDir& dir, const std::string& stem, TableForm form, bool background) {
+    if (form == TableForm::Plain)
+      plain_.emplace(dir, table_file_name(stem, form));
+    else
+      zst_.emplace(dir, table_file_name(stem, form), ZstdCsvWriter::kLevel, background);
+  }
+  explicit TableFile(OutFile::Stdout s) { plain_.emplace(s); }
+  void write(std::string_view text) { plain_ ? plain_->write(text) : zst_->write(text); }
+  void close() { plain_ ? plain_->close() : zst_->close(); }
+
+ private:
+  std::optional<OutFile> plain_;
+  std::optional<ZstdCsvWriter> zst_;
+};
 
 // Throws std::runtime_error (naming the cause) on a trace that is not translated
 // or is damaged, an unknown channel, or an output directory that already holds

@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "analyze/export_netlat.h"
 #include "cli/commands.h"
 #include "netlat/netlat_command.h"
 
@@ -13,6 +14,11 @@ namespace cptrace {
 SubcommandRunner add_netlat_command(CLI::App& app) {
   auto o = std::make_shared<NetlatOptions>();
   auto format = std::make_shared<NetlatFormat>(NetlatFormat::Text);
+  struct Table {
+    std::string out;
+    bool plain = false, parquet = false, overwrite = false;
+  };
+  auto table = std::make_shared<Table>();
   const char* what = "one-way delay of every packet matched between recorded nodes (record --net), with bounds";
   auto* cmd = app.add_subcommand("netlat", what);
   add_relation_options(cmd, o->relate);
@@ -23,11 +29,25 @@ SubcommandRunner add_netlat_command(CLI::App& app) {
   cmd->add_option("--pid", o->pid, "only packets sent or received by this process (as the recorder attributed them)");
   auto* csv = cmd->add_flag_callback(
       "--csv", [format] { *format = NetlatFormat::Csv; }, "one CSV row per matched packet instead of the summary");
-  cmd->add_flag_callback(
-         "--json", [format] { *format = NetlatFormat::Json; },
-         "the summary as JSON: per flow and direction, counts and p0..p100 with strict bounds")
-      ->excludes(csv);
-  return {cmd, [o, format] { return run_netlat(*o, *format); }};
+  auto* json = cmd->add_flag_callback(
+                      "--json", [format] { *format = NetlatFormat::Json; },
+                      "the summary as JSON: per flow and direction, counts and p0..p100 with strict bounds")
+                   ->excludes(csv);
+  auto* out = cmd->add_option("--table", table->out,
+                              "write the packets and flows as tables for SQL in this directory (packets.csv.zst, "
+                              "flows.csv.zst), instead of the summary");
+  out->type_name("DIR")->excludes(csv)->excludes(json);
+  auto* plain = cmd->add_flag("--plain", table->plain, "--table: uncompressed packets.csv, flows.csv")->needs(out);
+  cmd->add_flag("--parquet", table->parquet, "--table: Parquet packets.parquet, flows.parquet")
+      ->needs(out)
+      ->excludes(plain);
+  cmd->add_flag("-f,--force", table->overwrite, "--table: overwrite an existing table export")->needs(out);
+  return {
+      cmd, [o, format, table] {
+        if (table->out.empty()) return run_netlat(*o, *format);
+        const TableForm form = table->parquet ? TableForm::Parquet : table->plain ? TableForm::Plain : TableForm::Zstd;
+        return run_netlat_table(*o, table->out, form, table->overwrite);
+      }};
 }
 
 }  // namespace cptrace

@@ -104,20 +104,24 @@ nlohmann::json netlat_json(const NetlatResult& res) {
           {"flows", flows}};
 }
 
-NetlatCsv::NetlatCsv(std::FILE* out) : out_(out) {
-  buf_ =
-      "from_node,to_node,proto,saddr,sport,daddr,dport,seq,len,tx_ts,rx_ts,tx_mono_ns,rx_mono_ns,ticks,ticks_lo,"
-      "ticks_hi,ns,ns_lo,ns_hi,guaranteed\n";
+const char* const kNetlatCsvHeader =
+    "from_node,to_node,proto,saddr,sport,daddr,dport,seq,len,tx_ts,rx_ts,tx_mono_ns,rx_mono_ns,ticks,ticks_lo,"
+    "ticks_hi,ns,ns_lo,ns_hi,guaranteed\n";
+
+void append_netlat_csv_row(std::string& buf, const std::vector<std::string>& nodes, const PacketDelay& d) {
+  const cp_net_rec& r = d.rx->r;
+  fmt::format_to(std::back_inserter(buf), "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+                 nodes[d.tx_node], nodes[d.rx_node], net_proto_name(r.proto), net_addr(r, true), r.sport,
+                 net_addr(r, false), r.dport, r.seq, r.len, d.tx->ts, d.rx->ts, d.tx->r.ktime_ns, r.ktime_ns,
+                 d.ticks.est, d.ticks.lo, d.ticks.hi, d.ns.ns, d.ns.lo, d.ns.hi, d.guaranteed);
 }
+
+NetlatCsv::NetlatCsv(std::FILE* out) : out_(out) { buf_ = kNetlatCsvHeader; }
 
 NetlatCsv::~NetlatCsv() { flush(); }
 
 void NetlatCsv::row(const std::vector<std::string>& nodes, const PacketDelay& d) {
-  const cp_net_rec& r = d.rx->r;
-  fmt::format_to(std::back_inserter(buf_), "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
-                 nodes[d.tx_node], nodes[d.rx_node], net_proto_name(r.proto), net_addr(r, true), r.sport,
-                 net_addr(r, false), r.dport, r.seq, r.len, d.tx->ts, d.rx->ts, d.tx->r.ktime_ns, r.ktime_ns,
-                 d.ticks.est, d.ticks.lo, d.ticks.hi, d.ns.ns, d.ns.lo, d.ns.hi, d.guaranteed ? 1 : 0);
+  append_netlat_csv_row(buf_, nodes, d);
   if (buf_.size() > (1 << 20)) flush();
 }
 

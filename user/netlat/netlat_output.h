@@ -14,6 +14,11 @@ namespace cptrace {
 void print_netlat_text(const NetlatResult& res, std::FILE* out);
 nlohmann::json netlat_json(const NetlatResult& res);
 
+// The packet rows' CSV: the header line, and one packet's line appended to
+// `buf` (the same text for --csv and the packets table of --table).
+extern const char* const kNetlatCsvHeader;
+void append_netlat_csv_row(std::string& buf, const std::vector<std::string>& nodes, const PacketDelay& d);
+
 // One CSV line per packet, buffered; the header on construction.
 class NetlatCsv {
  public:
