@@ -2,16 +2,24 @@
 // explicit --insecure is required; key files are private and never followed through
 // a link; --insecure rounds are flagged all the way to `latency`; a forger with the
 // wrong key changes nothing; a spoofed probe never gets more bytes back than it
-// carried.
+// carried; answers replayed to the initiator are refused and counted.
 #include <gtest/gtest.h>
+#include <linux/if_ether.h>
+#include <linux/if_packet.h>
 #include <netinet/ip.h>
 #include <netinet/udp.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/stat.h>
 
+#include <x86intrin.h>
+
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <fstream>
+#include <mutex>
+#include <set>
 #include <thread>
 
 #include <arpa/inet.h>
@@ -450,4 +458,153 @@ TEST(MinrttSecurity, SpoofedProbesNeverGetMoreBytesBackThanTheyCarried) {
   EXPECT_LE(victim.bytes.load(), uint64_t(sent) * probe_bytes);
   EXPECT_EQ(st["answered"].get<uint64_t>(), 0u);
   EXPECT_EQ(st.value("cookies", uint64_t(0)), victim.datagrams.load());
+}
+
+namespace {
+
+// An on-path attacker: copies every datagram n1's responder sends to n2 (seen
+// on n2's link with a packet socket) and sends each again, as captured, from n3
+// (raw socket: the same source address, ports and authenticated payload), at
+// once and again `later` afterwards, when the initiator waits for another
+// round's answers. The copies leave n3 with TTL 200, so the sniffer skips them.
+struct ReplayAttacker {
+  int sniff, raw;
+  std::atomic<bool> stop{false};
+  std::atomic<uint64_t> captured{0}, injected{0};
+  std::mutex mu;
+  std::vector<uint64_t> sent_at;  // the TSC after each copy was sent (one TSC in every namespace)
+  std::thread th;
+  ReplayAttacker(const std::string& victim_ns, const std::string& attacker_ns, std::chrono::milliseconds later) {
+    sniff = testbed::socket_in(victim_ns, AF_PACKET, SOCK_DGRAM, htons(ETH_P_IP));
+    raw = testbed::socket_in(attacker_ns, AF_INET, SOCK_RAW, IPPROTO_RAW);
+    th = std::thread([this, later] {
+      std::vector<std::pair<std::chrono::steady_clock::time_point, std::vector<uint8_t>>> queue;
+      uint8_t buf[2048];
+      while (!stop) {
+        pollfd p{sniff, POLLIN, 0};
+        if (poll(&p, 1, 1) > 0) {
+          sockaddr_ll from{};
+          socklen_t fl = sizeof from;
+          ssize_t n = recvfrom(sniff, buf, sizeof buf, MSG_DONTWAIT, reinterpret_cast<sockaddr*>(&from), &fl);
+          if (n > ssize_t(sizeof(iphdr) + sizeof(udphdr)) && from.sll_pkttype == PACKET_HOST && is_answer(buf)) {
+            captured++;
+            std::vector<uint8_t> pkt(buf, buf + n);
+            auto* ip = reinterpret_cast<iphdr*>(pkt.data());
+            ip->ttl = 200;  // the kernel fills the header checksum
+            // As captured on a veth the UDP checksum may be the offload's partial
+            // sum: sent without one (IPv4 allows it; the MAC covers the payload).
+            reinterpret_cast<udphdr*>(pkt.data() + ip->ihl * 4)->check = 0;
+            const auto now = std::chrono::steady_clock::now();
+            queue.push_back({now, pkt});
+            queue.push_back({now + later, pkt});
+          }
+        }
+        const auto now = std::chrono::steady_clock::now();
+        for (auto it = queue.begin(); it != queue.end();) {
+          if (it->first > now) {
+            ++it;
+            continue;
+          }
+          testbed::Addr to = testbed::make_addr("10.77.2.2", 0);
+          if (sendto(raw, it->second.data(), it->second.size(), 0, reinterpret_cast<sockaddr*>(&to.ss), to.len) ==
+              ssize_t(it->second.size())) {
+            injected++;
+            std::lock_guard<std::mutex> l(mu);
+            sent_at.push_back(__rdtsc());
+          }
+          it = queue.erase(it);
+        }
+      }
+    });
+  }
+  // n1's answers to n2 as they arrive (from whatever port the responder sends;
+  // not a copy: those come with TTL 199).
+  static bool is_answer(const uint8_t* b) {
+    const auto* ip = reinterpret_cast<const iphdr*>(b);
+    in_addr src{};
+    inet_pton(AF_INET, "10.77.1.2", &src);
+    return ip->protocol == IPPROTO_UDP && ip->saddr == src.s_addr && ip->ttl < 100;
+  }
+  ~ReplayAttacker() {
+    stop = true;
+    th.join();
+    close(sniff);
+    close(raw);
+  }
+};
+
+}  // namespace
+
+// Authenticated answers captured on the path and replayed to the initiator, in
+// the round they answer and in later ones: each is refused and counted (as a
+// replay of a seen message, or as an answer to another round), no replay becomes
+// a round, and the rounds are those of a clean run: all there, all causal.
+TEST(MinrttSecurity, RepliesReplayedToTheInitiatorAreRefusedAndCounted) {
+  REQUIRE_TESTBED();
+  testbed::Testbed tb("mp", 3, "--delay 20");
+  ASSERT_TRUE(tb.ok()) << tb.output();
+  testutil::TempDir tmp;
+  auto kg = testutil::run(testutil::cptrace_bin() + " keygen -o " + (tmp / "key"), tmp);
+  ASSERT_EQ(kg.status, 0) << kg.err;
+  testutil::Proc d(in_ns(tb.ns(1), testutil::cptrace_bin() + " minrttd --listen 10.77.1.2:7711 --node n1 --key " +
+                                       (tmp / "key") + " --stats-interval 0"),
+                   tmp / "d.out", tmp / "d.err");
+  ASSERT_TRUE(d.wait_for("listening on 10.77.1.2:7711", 10)) << testutil::read_file(d.err_path);
+  uint64_t captured = 0, injected = 0;
+  std::vector<uint64_t> sent_at;
+  int st = 0;
+  {
+    ReplayAttacker attacker(tb.ns(2), tb.ns(3), std::chrono::milliseconds(30));
+    ASSERT_GE(attacker.sniff, 0) << strerror(errno);
+    ASSERT_GE(attacker.raw, 0) << strerror(errno);
+    auto sync =
+        testutil::run(in_ns(tb.ns(2), testutil::cptrace_bin() + " sync --node n2 --peers 10.77.1.2:7711 --key " +
+                                          (tmp / "key") + " --sync-rounds 100 -o " + (tmp / "n2")),
+                      tmp);
+    st = sync.status;
+    ASSERT_EQ(st, 0) << sync.err;
+    usleep(100000);  // the last copies sent
+    captured = attacker.captured, injected = attacker.injected;
+    std::lock_guard<std::mutex> l(attacker.mu);
+    sent_at = attacker.sent_at;
+  }
+  kill(d.pid, SIGTERM);
+  EXPECT_EQ(d.wait(10), 0);
+
+  TraceReader r(tmp / "n2");
+  ASSERT_FALSE(r.error()) << r.error()->what();
+  const std::vector<SyncRound> rounds = r.sync_rounds();
+  ASSERT_EQ(rounds.size(), 100u) << "a replay taken as a round, or a round lost to the replays";
+  std::set<uint64_t> seqs;
+  const double hz = r.clock_map().tsc_hz();
+  for (const SyncRound& x : rounds) {
+    seqs.insert(x.seq);
+    ASSERT_TRUE(x.kernel_ok);
+    EXPECT_GE(int64_t(x.t2 - x.t1), 0);
+    EXPECT_GE(int64_t(x.t4 - x.t3), 0);
+    // 20 us each way: a replayed answer would be a round trip longer than the round's own.
+    EXPECT_GE(double(int64_t(x.t4 - x.t1) - int64_t(x.t3 - x.t2)), 40e-6 * hz * 0.99) << x.seq;
+  }
+  EXPECT_EQ(seqs.size(), rounds.size());
+  const nlohmann::json& peer = r.meta()["minrtt"]["peers"]["10.77.1.2:7711"];
+  uint64_t refused = 0;
+  const nlohmann::json rejected = peer.value("rejected", nlohmann::json::object());
+  for (const auto& n : rejected) refused += n.get<uint64_t>();
+  fprintf(stderr, "  replay: %llu answers captured, %llu copies injected; the initiator refused %llu: %s\n",
+          (unsigned long long)captured, (unsigned long long)injected, (unsigned long long)refused, peer.dump().c_str());
+  EXPECT_GE(captured, 200u) << "a reply and a follow-up per round";
+  EXPECT_EQ(injected, 2 * captured);
+  // A copy sent well before the last round's probe (20 ms: the path takes 20 us)
+  // waits in the initiator's socket until an await reads it, before that
+  // round's own answers: each is refused. Later ones may find the socket closed.
+  uint64_t last_probe = 0;
+  for (const SyncRound& x : rounds) last_probe = std::max(last_probe, x.u1);
+  const uint64_t early = std::count_if(sent_at.begin(), sent_at.end(),
+                                       [&](uint64_t t) { return double(t) < double(last_probe) - 0.02 * hz; });
+  fprintf(stderr, "  %llu copies sent 20 ms or more before the last round\n", (unsigned long long)early);
+  EXPECT_GE(early, 100u) << "too few copies in time to prove anything";
+  EXPECT_GE(refused, early);
+  EXPECT_LE(refused, injected);
+  EXPECT_EQ(rejected.value("bad_auth", uint64_t(0)), 0u)
+      << "a copy is authentic: refused for what it answers, not for its MAC";
 }
