@@ -554,6 +554,65 @@ static __always_inline bool sock_event(const struct sock *sk, struct cp_net_rec 
 	return true;
 }
 
+/* ---- the start of a send call ------------------------------------------------- */
+
+/* x86-64 numbers of the calls that hand bytes to a socket (send() is sendto()). */
+#define CP_NR_WRITE 1
+#define CP_NR_WRITEV 20
+#define CP_NR_SENDTO 44
+#define CP_NR_SENDMSG 46
+#define CP_NR_SENDMMSG 307
+
+struct call_start {
+	__u64 ktime_ns;
+	__u64 nr;
+};
+
+/* The last send-family call each task entered: sock_send_length fires inside it,
+ * after its bytes may already have left (the exit of a send is not before the
+ * transmit), so the application's view of a send starts here. */
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct call_start);
+} call_starts SEC(".maps");
+
+SEC("tp_btf/sys_enter")
+int BPF_PROG(cp_sys_enter, struct pt_regs *regs, long id)
+{
+	__u64 now = bpf_ktime_get_ns();
+	if (id != CP_NR_SENDTO && id != CP_NR_SENDMSG && id != CP_NR_SENDMMSG && id != CP_NR_WRITE &&
+	    id != CP_NR_WRITEV)
+		return 0;
+	struct owner cur;
+	current_owner(&cur);
+	if (!owner_ok(&cur))
+		return 0;
+	struct call_start *c = bpf_task_storage_get(&call_starts, bpf_get_current_task_btf(), 0,
+						    BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (c) {
+		c->ktime_ns = now;
+		c->nr = id;
+	}
+	return 0;
+}
+
+/* Nanoseconds from the entry of the send call this task is in to `now`; 0 when
+ * the call is not one cp_sys_enter stamped (sendfile, splice, io_uring: the
+ * stamp left there belongs to an earlier call). */
+static __always_inline __u32 call_ns(__u64 now)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct call_start *c = bpf_task_storage_get(&call_starts, task, 0, 0);
+	if (!c || c->ktime_ns > now || now - c->ktime_ns > 0xffffffffULL)
+		return 0;
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
+	if (!regs || BPF_CORE_READ(regs, orig_ax) != c->nr)
+		return 0;
+	return (__u32)(now - c->ktime_ns);
+}
+
 static __always_inline int on_sock(struct sock *sk, int ret, __u8 kind)
 {
 	__u64 now = bpf_ktime_get_ns();
@@ -564,6 +623,11 @@ static __always_inline int on_sock(struct sock *sk, int ret, __u8 kind)
 	if (!sock_event(sk, r))
 		return 0;
 	r->len = ret;
+	if (kind == CP_NET_SOCK_SEND) {
+		r->call_ns = call_ns(now);
+		if (r->call_ns)
+			r->flags |= CP_NETF_CALL_START;
+	}
 	if (r->proto == IPPROTO_TCP) {
 		/* Stream position of the first byte: matches the packets' seq. */
 		struct tcp_sock *tp = (struct tcp_sock *)sk;

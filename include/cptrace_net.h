@@ -40,14 +40,16 @@ enum cp_net_stamp {
 
 /* cp_net_rec.flags (not the TCP flags). */
 enum cp_net_flag {
-	CP_NETF_TASK = 1,      /* pid/tid are the task that ran the program (process context) */
-	CP_NETF_OWNER = 2,     /* pid/tid come from the socket/flow owner learned earlier */
-	CP_NETF_HASH_PART = 4, /* UDP payload hash covers fewer than CP_NET_HASH_BYTES (short
+	CP_NETF_TASK = 1,	 /* pid/tid are the task that ran the program (process context) */
+	CP_NETF_OWNER = 2,	 /* pid/tid come from the socket/flow owner learned earlier */
+	CP_NETF_HASH_PART = 4,	 /* UDP payload hash covers fewer than CP_NET_HASH_BYTES (short
 				  datagram or payload outside the linear skb area) */
-	CP_NETF_L4_TRUNC = 8,  /* the L4 header was not in the linear area: ports etc. are 0 */
-	CP_NETF_RX_GREW = 16,  /* receive: the skb grew after its early stamp (GRO merged later
+	CP_NETF_L4_TRUNC = 8,	 /* the L4 header was not in the linear area: ports etc. are 0 */
+	CP_NETF_RX_GREW = 16,	 /* receive: the skb grew after its early stamp (GRO merged later
 				  segments into it), so it is stamped at netif_receive_skb,
 				  when all its bytes had arrived */
+	CP_NETF_CALL_START = 32, /* socket send: call_ns holds the time since the entry of the
+				    send call (write, writev, send*) that handed the bytes over */
 };
 
 /* Bytes of UDP payload hashed (FNV-1a 32) for matching a datagram across nodes. */
@@ -61,11 +63,15 @@ struct cp_net_rec {
 	__u32 ifindex;	/* device (packets; 0 for socket events) */
 	__u32 pid;	/* tgid, 0 when unknown (see flags) */
 	__u32 tid;
-	__u32 seq;	/* TCP sequence number of the first payload byte */
-	__u32 ack;	/* TCP acknowledgement number */
-	__u32 len;	/* L4 payload bytes (packets); byte count (socket events) */
-	__u32 hash;	/* UDP: FNV-1a of the first CP_NET_HASH_BYTES payload bytes */
-	__u32 skb_len;	/* packets: skb->len (whole frame as the device sees it) */
+	__u32 seq;  /* TCP sequence number of the first payload byte */
+	__u32 ack;  /* TCP acknowledgement number */
+	__u32 len;  /* L4 payload bytes (packets); byte count (socket events) */
+	__u32 hash; /* UDP: FNV-1a of the first CP_NET_HASH_BYTES payload bytes */
+	union {
+		__u32 skb_len; /* packets: skb->len (whole frame as the device sees it) */
+		__u32 call_ns; /* socket send with CP_NETF_CALL_START: ns from the send
+				  call's entry (its syscall) to ktime_ns */
+	};
 	__u16 sport;	/* source (packets) / local (socket) port */
 	__u16 dport;	/* destination (packets) / remote (socket) port */
 	__u16 gso_segs; /* packets: skb_shinfo()->gso_segs (0 or 1: a single segment) */

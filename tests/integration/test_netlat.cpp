@@ -146,6 +146,49 @@ TEST(Netlat, EveryPacketsOneWayDelayBoundContainsTheKernelsTruth) {
     }
   }
 
+  // The application's view: each TCP write from its send call's entry to the
+  // recv that returned its last byte, both kernel stamps on the shared
+  // CLOCK_MONOTONIC (the call's entry: the send event's stamp less call_ns).
+  {
+    const std::string args = " " + (tmp / "A") + " " + (tmp / "B") + " --reference A --writes";
+    auto csv = testutil::run(bin + " netlat" + args + " --csv", tmp);
+    ASSERT_EQ(csv.status, 0) << csv.err;
+    EXPECT_EQ(csv.out.rfind("from_node,to_node,proto,saddr,sport,daddr,dport,seq,len,send_ts,recv_ts,", 0), 0u);
+    std::map<std::string, size_t> checked, contained;
+    std::map<std::string, std::vector<int64_t>> widths, delays;
+    for (const Row& r : parse_csv(csv.out)) {
+      ASSERT_TRUE(r.guaranteed);
+      const std::string k = r.proto + " " + r.from + "->" + r.to;
+      const long double ns = (long double)r.rx_mono - (long double)r.tx_mono;
+      const long double ticks = truth::interp(ref_clock, (long double)r.rx_mono, false) -
+                                truth::interp(ref_clock, (long double)r.tx_mono, false);
+      const bool ok = ns >= r.ns_lo && ns <= r.ns_hi && ticks >= r.ticks_lo && ticks <= r.ticks_hi;
+      checked[k]++, contained[k] += ok;
+      EXPECT_TRUE(ok) << "write " << k << ": ns [" << r.ns_lo << ", " << r.ns_hi << "] truth " << (double)ns;
+      EXPECT_GE(ns, 100000) << "a write's bytes cross the 100 us link before their recv returns";
+      widths[k].push_back(r.ns_hi - r.ns_lo), delays[k].push_back(int64_t(ns));
+    }
+    EXPECT_GE(checked["tcp A->B"], 100u);
+    EXPECT_GE(checked["tcp B->A"], 100u);
+    for (auto& [k, w] : widths) {
+      std::sort(w.begin(), w.end());
+      auto& d = delays[k];
+      std::sort(d.begin(), d.end());
+      printf("  [netlat --writes] %-8s contained %zu / %zu; true delay p50 %lld ns, bound width p50 %lld ns\n",
+             k.c_str(), contained[k], checked[k], (long long)d[d.size() / 2], (long long)w[w.size() / 2]);
+    }
+    auto js = testutil::run(bin + " netlat" + args + " --json", tmp);
+    ASSERT_EQ(js.status, 0) << js.err;
+    const nlohmann::json j = nlohmann::json::parse(js.out);
+    ASSERT_EQ(j["writes"].size(), 2u) << js.out;
+    for (const auto& w : j["writes"]) {
+      EXPECT_EQ(w["without_call_start"], 0) << "the pipeline writes with write()/send()";
+      EXPECT_EQ(w["delivered"].get<size_t>(),
+                checked["tcp " + w["from"].get<std::string>() + "->" + w["to"].get<std::string>()]);
+      EXPECT_LE(w["undelivered"].get<size_t>(), 1u) << w.dump();
+    }
+  }
+
   // An IPv6 socket event carries the socket's whole addresses.
   auto dump = testutil::run(bin + " dump " + (tmp / "B") + " --csv", tmp);
   EXPECT_NE(dump.out.find(",recv,"), std::string::npos);

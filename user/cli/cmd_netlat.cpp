@@ -33,10 +33,13 @@ SubcommandRunner add_netlat_command(CLI::App& app) {
                       "--json", [format] { *format = NetlatFormat::Json; },
                       "the summary as JSON: per flow and direction, counts and p0..p100 with strict bounds")
                    ->excludes(csv);
+  auto* writes = cmd->add_flag("--writes", o->writes,
+                               "the application's view of TCP instead: each write, from its send call's entry to the "
+                               "recv that returned its last byte");
   auto* out = cmd->add_option("--table", table->out,
                               "write the packets and flows as tables for SQL in this directory (packets.csv.zst, "
                               "flows.csv.zst), instead of the summary");
-  out->type_name("DIR")->excludes(csv)->excludes(json);
+  out->type_name("DIR")->excludes(csv)->excludes(json)->excludes(writes);
   auto* plain = cmd->add_flag("--plain", table->plain, "--table: uncompressed packets.csv, flows.csv")->needs(out);
   cmd->add_flag("--parquet", table->parquet, "--table: Parquet packets.parquet, flows.parquet")
       ->needs(out)

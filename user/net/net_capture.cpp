@@ -164,8 +164,10 @@ void NetCapture::skip_missing_tracepoints() {
         bpf_program__set_autoload(p, false);
       continue;
     }
-    if (kernel_has_tracepoint(tp)) continue;
+    // The start of a send call is kept for the socket send event alone.
+    if (tp == "sys_enter" ? kernel_has_tracepoint("sock_send_length") : kernel_has_tracepoint(tp)) continue;
     bpf_program__set_autoload(p, false);
+    if (tp == "sys_enter") continue;  // said with sock_send_length
     missing_.push_back(fmt::format("no {} tracepoint: {}", tp, what_is_lost(tp)));
   }
   if (!early_missing.empty())
@@ -188,8 +190,8 @@ void NetCapture::start(BlockPipeline& pipe) {
       skel_->progs.cp_softirq_exit,  skel_->progs.cp_softirq_entry, skel_->progs.cp_net_tx,
       skel_->progs.cp_net_rx,        skel_->progs.cp_rx_netif_rx,   skel_->progs.cp_rx_receive_entry,
       skel_->progs.cp_rx_list_entry, skel_->progs.cp_rx_gro_entry,  skel_->progs.cp_rx_frags_entry,
-      skel_->progs.cp_sock_send,     skel_->progs.cp_sock_recv,     skel_->progs.cp_tcp_sendmsg,
-      skel_->progs.cp_sock_state};
+      skel_->progs.cp_sys_enter,     skel_->progs.cp_sock_send,     skel_->progs.cp_sock_recv,
+      skel_->progs.cp_tcp_sendmsg,   skel_->progs.cp_sock_state};
   for (bpf_program* p : progs) {
     if (!bpf_program__autoload(p)) continue;  // not on this kernel (missing())
     bpf_link* l = bpf_program__attach(p);

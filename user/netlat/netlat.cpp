@@ -2,6 +2,7 @@
 #include "netlat/netlat.h"
 
 #include <arpa/inet.h>
+#include <netinet/in.h>
 
 #include <algorithm>
 #include <array>
@@ -72,9 +73,27 @@ std::vector<PacketMatch> in_receive_order(std::vector<PacketMatch> m, const std:
   return sorted;
 }
 
+// --writes: every TCP link the packets showed, its writes matched to recvs.
+void add_writes(const std::vector<TranslateNode>& nodes, PacketDelays& delays,
+                const std::function<bool(const NetEvent&)>& by_pid, NetlatResult& res, const WriteSink& each) {
+  const std::vector<SocketEvents> sockets = read_socket_events(nodes);
+  for (const auto& [k, l] : res.flows.links()) {
+    if (k.first.proto != IPPROTO_TCP) continue;
+    WriteLink& w = res.writes[k];
+    w.counts = match_writes(k.first, k.second.first, k.second.second, sockets, delays, [&](const WriteDelay& d) {
+      if (!by_pid(*d.send) && !by_pid(*d.recv)) return;
+      if (d.span.guaranteed)
+        w.delays.delays.push_back(d.span.ns);
+      else
+        w.delays.unguaranteed++;
+      if (each) each(res, d);
+    });
+  }
+}
+
 }  // namespace
 
-NetlatResult netlat(const NetlatOptions& opt, const NetlatSink& each) {
+NetlatResult netlat(const NetlatOptions& opt, const NetlatSink& each, const WriteSink& each_write) {
   check_options(opt.relate);
   MemoryBudget cpus;
   cpus.threads = opt.relate.threads;
@@ -122,6 +141,8 @@ NetlatResult netlat(const NetlatOptions& opt, const NetlatSink& each) {
     res.flows.add(d);
     if (each) each(res, d);
   }
+  res.writes_asked = opt.writes;
+  if (opt.writes) add_writes(nodes, delays, by_pid, res, each_write);
   return res;
 }
 

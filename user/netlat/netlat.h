@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "netlat/flow_stats.h"
+#include "netlat/write_delays.h"
 #include "translate/translate_options.h"
 
 namespace cptrace {
@@ -28,7 +29,16 @@ struct NetlatOptions {
   // A process (tgid) at either end: a packet whose transmit or receive the
   // recorder attributed to it (record.pid, from the task or the flow's owner).
   std::optional<uint32_t> pid;
+  // --writes: the application's view of the TCP flows instead (write_delays.h).
+  bool writes = false;
 };
+
+// --writes, per TCP flow and direction: what the sender wrote and the delays.
+struct WriteLink {
+  WriteCounts counts;
+  FlowLink delays;
+};
+using LinkKey = std::pair<FlowId, std::pair<uint32_t, uint32_t>>;  // (flow, (tx, rx node))
 
 struct NetlatResult {
   std::string reference;
@@ -36,12 +46,16 @@ struct NetlatResult {
   nlohmann::json relation;  // method, clock model, inputs; per pair what bounded it
   FlowTable flows;
   PacketMatchStats matching;  // over every node, before the filters
+  bool writes_asked = false;  // --writes
+  std::map<LinkKey, WriteLink> writes;
 };
 
 // `each`, when set, sees every packet that passes the filters, in the order of
 // the receiving node and its receive stamp (the CSV rows), with the result's
 // header (reference, nodes) already filled in.
 using NetlatSink = std::function<void(const NetlatResult&, const PacketDelay&)>;
-NetlatResult netlat(const NetlatOptions& opt, const NetlatSink& each = nullptr);
+// With --writes, `each_write` sees every measured write (after every packet).
+using WriteSink = std::function<void(const NetlatResult&, const WriteDelay&)>;
+NetlatResult netlat(const NetlatOptions& opt, const NetlatSink& each = nullptr, const WriteSink& each_write = nullptr);
 
 }  // namespace cptrace

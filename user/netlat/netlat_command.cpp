@@ -11,6 +11,11 @@
 namespace cptrace {
 
 int run_netlat(const NetlatOptions& opt, NetlatFormat format) {
+  if (format == NetlatFormat::Csv && opt.writes) {
+    NetlatCsv csv(stdout, kWritesCsvHeader);
+    netlat(opt, nullptr, [&](const NetlatResult& res, const WriteDelay& d) { csv.row(res.nodes, d); });
+    return 0;
+  }
   if (format == NetlatFormat::Csv) {
     NetlatCsv csv(stdout);
     netlat(opt, [&](const NetlatResult& res, const PacketDelay& d) { csv.row(res.nodes, d); });

@@ -19,12 +19,17 @@ nlohmann::json netlat_json(const NetlatResult& res);
 extern const char* const kNetlatCsvHeader;
 void append_netlat_csv_row(std::string& buf, const std::vector<std::string>& nodes, const PacketDelay& d);
 
-// One CSV line per packet, buffered; the header on construction.
+// --writes --csv: one line per measured write (send_* the call's entry,
+// recv_* the recv that returned its last byte).
+extern const char* const kWritesCsvHeader;
+
+// One CSV line per packet (or write), buffered; the header on construction.
 class NetlatCsv {
  public:
-  explicit NetlatCsv(std::FILE* out);
+  explicit NetlatCsv(std::FILE* out, const char* header = kNetlatCsvHeader);
   ~NetlatCsv();
   void row(const std::vector<std::string>& nodes, const PacketDelay& d);
+  void row(const std::vector<std::string>& nodes, const WriteDelay& d);
 
  private:
   void flush();

@@ -33,9 +33,19 @@ class PacketDelays {
                std::vector<Ranges> transitions, const TicksToNs& ns);
   PacketDelay of(const PacketMatch& m);
 
+  // Any two stamps of the nodes, the first before the second: the interval
+  // between them on the reference in ticks and ns, and whether it is guaranteed.
+  struct Span {
+    Bound ticks;
+    NsBound ns;
+    bool guaranteed = true;
+  };
+  Span between(uint32_t from_node, uint64_t from_ts, uint64_t from_err, uint32_t to_node, uint64_t to_ts,
+               uint64_t to_err);
+
  private:
-  Bound stamp(uint32_t node, const NetEvent& e);
-  bool in_transition(uint32_t node, const NetEvent& e) const;
+  Bound stamp(uint32_t node, uint64_t ts, uint64_t err);
+  bool in_transition(uint32_t node, uint64_t ts, uint64_t err) const;
 
   const std::vector<NodePackets>& nodes_;
   std::vector<RelationCursor> cursors_;

@@ -30,6 +30,8 @@ struct NetEvent {
   uint64_t ts = 0;
   cp_net_rec r{};
   uint64_t ts_err = 0;  // the true instant is in [ts - ts_err, ts + ts_err]
+  // A socket send with CP_NETF_CALL_START: the entry of its send call, the same way.
+  uint64_t call_ts = 0, call_err = 0;
 };
 
 // n <= kMaxFrameEvents, else std::invalid_argument.

@@ -420,6 +420,12 @@ void TraceReader::for_each_net_event(const std::function<void(const NetEvent&)>&
       ClockMap::Stamp s = clock_map_.mono_to_stamp(r.ktime_ns);
       e.ts = s.ts;
       e.ts_err = saturating_err(s.err, skew_.err);
+      e.call_ts = e.call_err = 0;
+      if (r.kind == CP_NET_SOCK_SEND && (r.flags & CP_NETF_CALL_START) && r.call_ns <= r.ktime_ns) {
+        ClockMap::Stamp c = clock_map_.mono_to_stamp(r.ktime_ns - r.call_ns);
+        e.call_ts = c.ts;
+        e.call_err = saturating_err(c.err, skew_.err);
+      }
       fn(e);
     }
   }

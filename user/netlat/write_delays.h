@@ -1,0 +1,53 @@
+// The application's view of TCP: for every write (a send call that handed bytes
+// to a socket), the time from the entry of that call on the sender to the
+// return of the recv call on the receiver that delivered its last byte (the
+// kernel's stamp as the bytes were copied out: sock_recv_length), on the
+// reference clock with a strict bound.
+//
+// Why the call's entry: the send event is stamped as the call leaves the
+// socket layer, after its bytes may already be on the wire, so it is not a
+// lower bound on anything the receiver sees (docs/net.md). The recorder stamps
+// the entry of write/writev/send* (CP_NETF_CALL_START); sends by other means
+// (sendfile, splice, io_uring) carry none and are counted, not measured.
+//
+// Which recv delivered a byte follows from the stream positions alone: both
+// socket events carry the sequence number of their first byte (TCP keeps the
+// stream in order), so no guess is made. UDP messages have no such position on
+// the receiving socket and are left out.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "netlat/flow_stats.h"
+#include "netlat/packet_delays.h"
+#include "translate/translate_nodes.h"
+
+namespace cptrace {
+
+// One node's TCP socket events: sends (with or without a call start) and recvs.
+struct SocketEvents {
+  std::vector<NetEvent> sends, recvs;
+};
+std::vector<SocketEvents> read_socket_events(const std::vector<TranslateNode>& nodes);
+
+struct WriteDelay {
+  uint32_t tx_node = 0, rx_node = 0;
+  FlowId flow;  // as its data packets carry it: sender -> receiver
+  const NetEvent* send = nullptr;  // call_ts: the call's entry
+  const NetEvent* recv = nullptr;  // the recv that returned the write's last byte
+  PacketDelays::Span span;
+};
+
+struct WriteCounts {
+  uint64_t writes = 0;  // send events of the flow on the sender
+  uint64_t no_start = 0;  // of them, without a call start (not measured)
+  uint64_t undelivered = 0;  // with a start, but no recorded recv returned their last byte
+};
+
+// The writes of flow `f` from node tx to node rx, each passed to `each` once
+// its recv is found.
+WriteCounts match_writes(const FlowId& f, uint32_t tx, uint32_t rx, const std::vector<SocketEvents>& ev,
+                         PacketDelays& bounds, const std::function<void(const WriteDelay&)>& each);
+
+}  // namespace cptrace
