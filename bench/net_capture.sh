@@ -3,7 +3,9 @@
 # namespace, in alternating rounds of one run: (1) no recorder, (2) a recorder whose
 # --netns names another namespace (programs run on every packet and filter it out
 # in BPF, the drain polls: the fixed cost), (3) a recorder capturing the stream
-# (--netns self); then what (3) captured: events/s and drops.
+# (--netns self); then what (3) captured: events/s and drops. Last, what every
+# system call of the machine pays while --net records (the send-call stamp's
+# sys_enter program): ns per call of dd's read()/write() pairs, without and with.
 # Why (2): on this 2-vCPU VM a polling recorder keeps the vCPUs out of deep idle,
 # which by itself speeds up a loopback ping-pong; (2) vs (3) isolates capture cost.
 # Prints figures only. Needs root (namespaces, BPF).
@@ -49,4 +51,24 @@ print("  none %7.1f MB/s | filtered-out %7.1f MB/s | capturing %7.1f MB/s (%+.1f
     "recorded+dropped==seen" if n["accounted"] else "NOT ACCOUNTED"))
 PY
   done
+done
+
+# dd_ns: ns per system call of `dd bs=1` (a read() and a write() per byte).
+dd_ns() {
+  local n=${NET_BENCH_DD:-1000000} t0 t1
+  t0=$(date +%s%N)
+  dd if=/dev/zero of=/dev/null bs=1 count="$n" 2>/dev/null
+  t1=$(date +%s%N)
+  echo $(((t1 - t0) / (2 * n)))
+}
+echo "-- system calls while --net records (dd bs=1: every write() stamped as a send call's entry)"
+for r in $(seq "$ROUNDS"); do
+  base=$(dd_ns)
+  $B/cptrace record --net --no-progress -f -o "$tmp/s" 2>"$tmp/err" &
+  rec=$!
+  for _ in $(seq 200); do grep -q attached "$tmp/err" && break; sleep 0.05; done
+  with=$(dd_ns)
+  kill -INT $rec
+  wait $rec || true
+  echo "  none $base ns per call | recording --net $with ns per call ($((with - base)) ns more)"
 done
