@@ -4,8 +4,9 @@
 # --netns names another namespace (programs run on every packet and filter it out
 # in BPF, the drain polls: the fixed cost), (3) a recorder capturing the stream
 # (--netns self); then what (3) captured: events/s and drops. Last, what every
-# system call of the machine pays while --net records (the send-call stamp's
-# sys_enter program): ns per call of dd's read()/write() pairs, without and with.
+# system call of the machine pays while --net records, without and with the
+# send-call stamp (--net-send-calls: a sys_enter program): ns per call of dd's
+# read()/write() pairs.
 # Why (2): on this 2-vCPU VM a polling recorder keeps the vCPUs out of deep idle,
 # which by itself speeds up a loopback ping-pong; (2) vs (3) isolates capture cost.
 # Prints figures only. Needs root (namespaces, BPF).
@@ -61,14 +62,19 @@ dd_ns() {
   t1=$(date +%s%N)
   echo $(((t1 - t0) / (2 * n)))
 }
-echo "-- system calls while --net records (dd bs=1: every write() stamped as a send call's entry)"
-for r in $(seq "$ROUNDS"); do
-  base=$(dd_ns)
-  $B/cptrace record --net --no-progress -f -o "$tmp/s" 2>"$tmp/err" &
-  rec=$!
+echo "-- system calls while --net records (dd bs=1), without and with --net-send-calls (every write() stamped)"
+# dd_under ARGS...: dd_ns while `record ARGS` runs.
+dd_under() {
+  $B/cptrace record "$@" --no-progress -f -o "$tmp/s" 2>"$tmp/err" &
+  local rec=$!
   for _ in $(seq 200); do grep -q attached "$tmp/err" && break; sleep 0.05; done
-  with=$(dd_ns)
+  dd_ns
   kill -INT $rec
   wait $rec || true
-  echo "  none $base ns per call | recording --net $with ns per call ($((with - base)) ns more)"
+}
+for r in $(seq "$ROUNDS"); do
+  base=$(dd_ns)
+  net=$(dd_under --net)
+  calls=$(dd_under --net --net-send-calls)
+  echo "  none $base ns per call | --net $net ns | --net --net-send-calls $calls ns ($((calls - net)) ns more than --net)"
 done

@@ -91,9 +91,10 @@ TEST(Netlat, EveryPacketsOneWayDelayBoundContainsTheKernelsTruth) {
   std::vector<std::unique_ptr<testutil::Proc>> rec;
   for (int k = 1; k >= 0; --k)  // B first: A connects to it
     rec.push_back(std::make_unique<testutil::Proc>(
-        "ip netns exec " + tb.ns(k + 1) + " " + bin + " record --no-progress --net --netns self --node " + names[k] +
-            " --peers " + peers[k] + " --key " + (tmp / "key") + " --sync-rounds 40 --sync-wait 20 --simulate-clock " +
-            sims[k] + " -o " + (tmp / names[k]) + " -- " + cmds[k],
+        "ip netns exec " + tb.ns(k + 1) + " " + bin +
+            " record --no-progress --net --net-send-calls --netns self --node " + names[k] + " --peers " + peers[k] +
+            " --key " + (tmp / "key") + " --sync-rounds 40 --sync-wait 20 --simulate-clock " + sims[k] + " -o " +
+            (tmp / names[k]) + " -- " + cmds[k],
         tmp / (std::string(names[k]) + ".out"), tmp / (std::string(names[k]) + ".err")));
   for (const std::string& r : {ready, ready6}) {
     for (int i = 0; i < 6000 && testutil::read_file(r).find("ready") == std::string::npos; ++i) usleep(10000);
@@ -227,6 +228,19 @@ TEST(Netlat, EveryPacketsOneWayDelayBoundContainsTheKernelsTruth) {
       testutil::run(bin + " netlat " + (tmp / "A") + " " + (tmp / "B") + " --reference A --addr 10.77.2", tmp);
   EXPECT_EQ(bad_addr.status, 1);
   EXPECT_NE(bad_addr.err.find("--addr 10.77.2: not an IPv4 or IPv6 address"), std::string::npos) << bad_addr.err;
+  // Traces recorded without --net-send-calls have no write to measure: said, not guessed.
+  for (const char* n : {"A", "B"}) {
+    const std::string copy = tmp / (std::string(n) + "-plain");
+    std::filesystem::copy(tmp / n, copy);
+    nlohmann::json m = nlohmann::json::parse(testutil::read_file(tmp / (std::string(n) + "/meta.json")));
+    EXPECT_EQ(m["net"]["send_calls"], true);
+    m["net"]["send_calls"] = false;
+    std::ofstream(copy + "/meta.json") << m.dump();
+  }
+  auto plain =
+      testutil::run(bin + " netlat " + (tmp / "A-plain") + " " + (tmp / "B-plain") + " --reference A --writes", tmp);
+  EXPECT_EQ(plain.status, 1);
+  EXPECT_NE(plain.err.find("record them with `cptrace record --net --net-send-calls`"), std::string::npos) << plain.err;
   // A node the traces do not hold is named in the error.
   auto bad = testutil::run(bin + " netlat " + (tmp / "A") + " " + (tmp / "B") + " --reference A --from C", tmp);
   EXPECT_EQ(bad.status, 1);

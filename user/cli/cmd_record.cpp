@@ -39,13 +39,18 @@ std::string duration_problem(const std::string& s) {
 
 // The --net filters (net/net_capture.h).
 void add_net_options(CLI::App* record, NetOptions& net) {
-  record->add_flag("--net", net.enabled,
-                   "also record network events (socket send/recv, packet tx/rx); alone: network only");
+  auto* on = record->add_flag("--net", net.enabled,
+                              "also record network events (socket send/recv, packet tx/rx); alone: network only");
   record->add_option("--netns", net.netns,
                      "--net: only this network namespace (PATH such as /run/netns/NAME, or self)");
   record->add_option("--cgroup", net.cgroup, "--net: only sockets/packets owned by tasks of this cgroup v2 directory");
   record->add_option("--port", net.ports, "--net: only traffic with this port at either end; repeatable")
       ->check(CLI::Range(1, 65535));
+  record
+      ->add_flag("--net-send-calls", net.send_calls,
+                 "--net: also stamp where each send call (write, send*) began, for `netlat --writes`; every "
+                 "system call of the machine costs more meanwhile (docs/net.md)")
+      ->needs(on);
 }
 
 // What to record and where: the targets, the duration, the output.

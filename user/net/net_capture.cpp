@@ -164,10 +164,15 @@ void NetCapture::skip_missing_tracepoints() {
         bpf_program__set_autoload(p, false);
       continue;
     }
-    // The start of a send call is kept for the socket send event alone.
-    if (tp == "sys_enter" ? kernel_has_tracepoint("sock_send_length") : kernel_has_tracepoint(tp)) continue;
+    // The start of a send call: asked for, and for the socket send event alone.
+    if (tp == "sys_enter") {
+      if (opt_.send_calls && kernel_has_tracepoint("sock_send_length")) continue;
+      bpf_program__set_autoload(p, false);
+      if (opt_.send_calls) missing_.push_back("no sock_send_length tracepoint: --net-send-calls stamps nothing");
+      continue;
+    }
+    if (kernel_has_tracepoint(tp)) continue;
     bpf_program__set_autoload(p, false);
-    if (tp == "sys_enter") continue;  // said with sock_send_length
     missing_.push_back(fmt::format("no {} tracepoint: {}", tp, what_is_lost(tp)));
   }
   if (!early_missing.empty())
@@ -255,10 +260,15 @@ nlohmann::json NetCapture::counters_json() const {
 }
 
 nlohmann::json NetCapture::describe() const {
-  return {{"netns", opt_.netns},   {"netns_inode", filt_.netns},
-          {"cgroup", opt_.cgroup}, {"cgroup_id", filt_.cgroup},
-          {"pid", opt_.pid},       {"pid_and_children", opt_.followed_map_fd >= 0},
-          {"ports", opt_.ports},   {"tx_stamp", "net_dev_start_xmit"},
+  return {{"netns", opt_.netns},
+          {"netns_inode", filt_.netns},
+          {"cgroup", opt_.cgroup},
+          {"cgroup_id", filt_.cgroup},
+          {"pid", opt_.pid},
+          {"pid_and_children", opt_.followed_map_fd >= 0},
+          {"ports", opt_.ports},
+          {"send_calls", opt_.send_calls},
+          {"tx_stamp", "net_dev_start_xmit"},
           {"rx_stamp", rx_stamp_}};
 }
 

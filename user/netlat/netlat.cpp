@@ -105,6 +105,12 @@ NetlatResult netlat(const NetlatOptions& opt, const NetlatSink& each, const Writ
   warn_unknown_peers(nodes);
   if (std::all_of(nodes.begin(), nodes.end(), [](const TranslateNode& n) { return n.reader->net_event_count() == 0; }))
     throw std::runtime_error("no network events in these traces: record them with `cptrace record --net`");
+  if (opt.writes && std::none_of(nodes.begin(), nodes.end(), [](const TranslateNode& n) {
+        return n.reader->meta().value("net", nlohmann::json::object()).value("send_calls", false);
+      }))
+    throw std::runtime_error(
+        "--writes: no send call was stamped in these traces: record them with `cptrace record --net "
+        "--net-send-calls`");
   const std::vector<NodePackets> raw = read_net_events(nodes);
   std::vector<PacketMatch> matches;
   const PacketMatches packets = match_packets(causal_stamps(raw), &matches);
