@@ -17,12 +17,7 @@
 namespace cptrace {
 namespace {
 
-bool netlat_table_owns(const std::string& name) {
-  for (const char* table : {"packets", "flows"})
-    for (const char* tail : {".csv", ".csv.tmp", ".csv.zst", ".csv.zst.tmp", ".parquet", ".parquet.tmp"})
-      if (name == std::string(table) + tail) return true;
-  return false;
-}
+bool netlat_table_owns(const std::string& name) { return is_table_file(name, {"packets", "flows"}); }
 // The flows table is written last: its presence marks a whole export.
 const OutputKind kNetlatTable{"netlat table export", "flows.csv.zst", netlat_table_owns};
 const OutputKind kNetlatPlainTable{"netlat table export", "flows.csv", netlat_table_owns};

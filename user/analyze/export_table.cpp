@@ -34,14 +34,7 @@
 namespace cptrace {
 namespace {
 
-// Every form's names, so that -f also clears an export of another form (or of
-// a version before .zst) instead of leaving two events tables side by side.
-bool table_owns(const std::string& name) {
-  for (const char* table : {"events", "latency"})
-    for (const char* tail : {".csv", ".csv.tmp", ".csv.zst", ".csv.zst.tmp", ".parquet", ".parquet.tmp"})
-      if (name == std::string(table) + tail) return true;
-  return false;
-}
+bool table_owns(const std::string& name) { return is_table_file(name, {"events", "latency"}); }
 const OutputKind kTableOutput{"table export", "events.csv.zst", table_owns};
 const OutputKind kPlainTableOutput{"table export", "events.csv", table_owns};
 const OutputKind kParquetTableOutput{"table export", "events.parquet", table_owns};
@@ -620,6 +613,13 @@ class EventsFileGuard {
 };
 
 }  // namespace
+
+bool is_table_file(const std::string& name, std::initializer_list<const char*> stems) {
+  for (const char* table : stems)
+    for (const char* tail : {".csv", ".csv.tmp", ".csv.zst", ".csv.zst.tmp", ".parquet", ".parquet.tmp"})
+      if (name == std::string(table) + tail) return true;
+  return false;
+}
 
 TableExportStats export_table(const TraceReader& r, const std::string& out,
                               const std::vector<std::pair<std::string, std::string>>& pairs, bool overwrite,

@@ -14,6 +14,7 @@
 // as computed, and a query over the latency table gives `latency`'s summary exactly.
 #pragma once
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <utility>
@@ -38,6 +39,11 @@ enum class TableForm { Zstd, Plain, Parquet };
 // A table's file name in the export: "events" -> events.csv.zst, events.csv
 // (Plain), events.parquet (Parquet).
 std::string table_file_name(const std::string& stem, TableForm form);
+
+// Whether `name` is one of the tables `stems` in any form (and its temporary):
+// -f clears an export of another form (or of a version before .zst) instead of
+// leaving two tables of one name side by side.
+bool is_table_file(const std::string& name, std::initializer_list<const char*> stems);
 
 // One CSV table of an export (also netlat's, export_netlat.h): `STEM.csv.zst`, or `STEM.csv` with --plain, or
 // the plain text on stdout (export_table_stdout); the same text every way.
