@@ -549,10 +549,13 @@ TEST(Record, DiskFullStopsCleanlyAndCountsTheRest) {
   SmallDisk disk(tmp, "1m");
   if (!disk.mounted) GTEST_SKIP() << "SKIPPED: cannot mount a tmpfs: " << strerror(errno);
   std::string trace = (disk.dir / "trace").string();
-  // ~1 byte per event once compressed: 4M events need several times the 1 MiB.
-  constexpr uint64_t kThreads = 2, kEvents = 2000000, kChannels = 3;
+  // 4M events compressed to 1.27-1.54 MB here (staged and unstaged singles; it
+  // depends on the stamps' regularity), and once all fitted in the 1 MiB: 10M
+  // need 3x the disk at least. (A smaller disk leaves no room for meta.json's
+  // last write, which the test reads.)
+  constexpr uint64_t kThreads = 2, kEvents = 5000000, kChannels = 3;
   auto r =
-      run(record_cmd(trace) + " -- " + workload() + " --threads 2 --events 2000000 --channels 3 --mode single", tmp);
+      run(record_cmd(trace) + " -- " + workload() + " --threads 2 --events 5000000 --channels 3 --mode single", tmp);
   EXPECT_EQ(r.status, 1) << r.err;
   EXPECT_NE(r.err.find("No space left on device (ENOSPC)"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find(trace + "/events.cpt"), std::string::npos) << r.err;
