@@ -85,11 +85,7 @@ uint64_t write_flows(const NetlatResult& res, NetlatTable& t) {
   std::string buf = "proto,saddr,sport,daddr,dport,node,sent,retransmitted,received,out_of_order\n";
   uint64_t rows = 0;
   for (const auto& [f, by_node] : res.flows.sides()) {
-    cp_net_rec r{};
-    r.family = f.family;
-    std::copy(f.saddr.begin(), f.saddr.end(), r.saddr);
-    std::copy(f.daddr.begin(), f.daddr.end(), r.daddr);
-    const std::string proto = net_proto_name(f.proto), saddr = net_addr(r, true), daddr = net_addr(r, false);
+    const std::string proto = net_proto_name(f.proto), saddr = f.addr(true), daddr = f.addr(false);
     for (const auto& [n, s] : by_node) {
       rows++;
       if (ParquetWriter* w = t.parquet()) {

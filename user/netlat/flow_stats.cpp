@@ -21,13 +21,17 @@ FlowId FlowId::of(const cp_net_rec& r) {
   return f;
 }
 
-std::string FlowId::text() const {
+std::string FlowId::addr(bool src) const {
   cp_net_rec r{};
   r.family = family;
   std::memcpy(r.saddr, saddr.data(), 16);
   std::memcpy(r.daddr, daddr.data(), 16);
+  return net_addr(r, src);
+}
+
+std::string FlowId::text() const {
   auto end = [&](bool src, uint16_t port) {
-    std::string a = net_addr(r, src);
+    std::string a = addr(src);
     return family == AF_INET6 ? fmt::format("[{}]:{}", a, port) : fmt::format("{}:{}", a, port);
   };
   return fmt::format("{} {} -> {}", net_proto_name(proto), end(true, sport), end(false, dport));
@@ -84,11 +88,7 @@ FlowSide FlowTable::side(const FlowId& f, uint32_t node) const {
 }
 
 void FlowTable::add(const PacketDelay& d) {
-  FlowLink& l = links_[{FlowId::of(d.rx->r), {d.tx_node, d.rx_node}}];
-  if (d.guaranteed)
-    l.delays.push_back(d.ns);
-  else
-    l.unguaranteed++;
+  links_[{FlowId::of(d.rx->r), {d.tx_node, d.rx_node}}].add(d.ns, d.guaranteed);
 }
 
 DelaySummary summarize(std::vector<NsBound> v) {

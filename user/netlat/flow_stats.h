@@ -26,6 +26,7 @@ struct FlowId {
   uint16_t sport = 0, dport = 0;
   static FlowId of(const cp_net_rec& r);
   std::string text() const;  // "udp 10.0.0.1:5000 -> 10.0.0.2:9000"
+  std::string addr(bool src) const;  // the source's or destination's address as text
   auto operator<=>(const FlowId&) const = default;
 };
 
@@ -39,6 +40,7 @@ struct FlowSide {
 struct FlowLink {
   std::vector<NsBound> delays;
   uint64_t unguaranteed = 0;  // a stamp in a hull transition: no strict bound
+  void add(const NsBound& d, bool guaranteed) { guaranteed ? delays.push_back(d) : void(unguaranteed++); }
 };
 
 struct DelaySummary {

@@ -82,10 +82,7 @@ void add_writes(const std::vector<TranslateNode>& nodes, PacketDelays& delays,
     WriteLink& w = res.writes[k];
     w.counts = match_writes(k.first, k.second.first, k.second.second, sockets, delays, [&](const WriteDelay& d) {
       if (!by_pid(*d.send) && !by_pid(*d.recv)) return;
-      if (d.span.guaranteed)
-        w.delays.delays.push_back(d.span.ns);
-      else
-        w.delays.unguaranteed++;
+      w.delays.add(d.span.ns, d.span.guaranteed);
       if (each) each(res, d);
     });
   }

@@ -26,7 +26,13 @@ std::string side_text(const FlowSide& s) {
   return t;
 }
 
-void print_delays(const std::vector<NsBound>& delays, std::FILE* out);
+void print_delays(const std::vector<NsBound>& delays, std::FILE* out) {
+  const DelaySummary d = summarize(delays);
+  if (!d.count) return;
+  fmt::print(out, "  delay ns, estimate [strict bound]: min {}  p50 {}  p90 {}  p99 {}  max {}\n", bound_text(d.p.min),
+             bound_text(d.p.p50), bound_text(d.p.p90), bound_text(d.p.p99), bound_text(d.p.max));
+  fmt::print(out, "  bound width p50 {} ns\n", d.width_p50);
+}
 
 void print_link(const NetlatResult& res, const FlowId& f, uint32_t tx, uint32_t rx, const FlowLink& l, std::FILE* out) {
   const FlowSide s = res.flows.side(f, tx), r = res.flows.side(f, rx);
@@ -53,14 +59,6 @@ void print_unlinked(const NetlatResult& res, std::FILE* out) {
       first = false;
       fmt::print(out, "  {}   {}: {}\n", f.text(), res.nodes[n], side_text(s));
     }
-}
-
-void print_delays(const std::vector<NsBound>& delays, std::FILE* out) {
-  const DelaySummary d = summarize(delays);
-  if (!d.count) return;
-  fmt::print(out, "  delay ns, estimate [strict bound]: min {}  p50 {}  p90 {}  p99 {}  max {}\n", bound_text(d.p.min),
-             bound_text(d.p.p50), bound_text(d.p.p90), bound_text(d.p.p99), bound_text(d.p.max));
-  fmt::print(out, "  bound width p50 {} ns\n", d.width_p50);
 }
 
 // --writes: the application's view per TCP flow and direction.
