@@ -396,5 +396,43 @@ TEST(TopRun, ClusterRunLiveBoundsHoldAndLagUnderTwoSeconds) {
   check_live_run({run, names, from, to, kTuples, run + "/translated"}, refreshes, written, tmp);
 }
 
+// A cluster whose nodes take seconds to start (their cptrace behind a wrapper
+// that sleeps 6 s before the agent, as dozens of nodes over ssh do): `top RUN
+// --gone-after 3`, started before RUN exists, waits while cluster.json says
+// the nodes are starting instead of calling the recorders gone (exit 3, as it
+// did), and follows the run to its end.
+TEST(TopRun, WaitsWhileClusterNodesAreStarting) {
+  REQUIRE_BPF();
+  testutil::TempDir tmp;
+  const std::string bin = testutil::cptrace_bin(), slow = tmp / "slow-cptrace", run = tmp / "run";
+  std::ofstream(slow) << "#!/bin/sh\nif [ \"$1\" = cluster ]; then sleep 6; fi\nexec " << bin << " \"$@\"\n";
+  ASSERT_EQ(chmod(slow.c_str(), 0755), 0);
+  json f = {{"cptrace", slow},
+            {"dir", tmp / "local"},
+            {"nodes",
+             {{{"name", "alpha"}, {"transport", "env"}, {"minrtt", "127.0.0.1:17731"}},
+              {{"name", "beta"}, {"transport", "env"}, {"minrtt", "127.0.0.1:17732"}}}}};
+  std::ofstream(tmp / "nodes.json") << f.dump();
+  testutil::Proc top(bin + " top " + run + " --json --interval 100 --gone-after 3 --wait 30", tmp / "top.out",
+                     tmp / "top.err");
+  auto ctl = testutil::run(bin + " cluster record " + (tmp / "nodes.json") + " -o " + run +
+                               " --sync-rounds 5 --sync-wait 5 --stop-linger 0 -- sleep 1",
+                           tmp);
+  EXPECT_EQ(ctl.status, 0) << ctl.err;
+  EXPECT_EQ(top.wait(60), 0) << testutil::read_file(top.err_path);
+  std::vector<json> refreshes = read_refreshes(top.out_path);
+  ASSERT_FALSE(refreshes.empty());
+  // Refreshes while both were starting: longer than --gone-after.
+  int64_t first = -1, last = -1;
+  for (const json& r : refreshes)
+    if (r["starting"] == json::array({"alpha", "beta"}))
+      last = r["polled_mono_ns"].get<int64_t>(), first = first < 0 ? last : first;
+  EXPECT_GT(last - first, int64_t(4e9)) << "the nodes were starting for 6 s";
+  EXPECT_EQ(refreshes.back()["state"], "complete");
+  EXPECT_TRUE(refreshes.back()["starting"].empty());
+  json m = json::parse(testutil::read_file(run + "/cluster.json"));
+  for (const json& n : m["nodes"]) EXPECT_EQ(n["state"], "complete") << n.dump();
+}
+
 }  // namespace
 }  // namespace cptrace

@@ -195,17 +195,19 @@ RunView::~RunView() = default;
 
 namespace {
 
-// The node names of RUN/cluster.json (`cluster record`'s manifest), in its
-// order; empty when there is none (a run of hand-started recorders).
-std::vector<std::string> manifest_nodes(const std::string& run) {
-  std::vector<std::string> names;
+// The nodes of RUN/cluster.json (`cluster record`'s manifest) and their
+// states, in its order; empty when there is none (a run of hand-started
+// recorders).
+std::vector<std::pair<std::string, std::string>> manifest_nodes(const std::string& run) {
+  std::vector<std::pair<std::string, std::string>> nodes;
   try {
     json m = json::parse(read_trace_file((fs::path(run) / "cluster.json").string()));
-    for (const json& n : m.at("nodes")) names.push_back(n.at("name").get<std::string>());
+    for (const json& n : m.at("nodes"))
+      nodes.emplace_back(n.at("name").get<std::string>(), n.value("state", std::string()));
   } catch (const std::exception&) {
-    names.clear();  // absent, or being replaced: the directories say
+    nodes.clear();  // absent, or being replaced: the directories say
   }
-  return names;
+  return nodes;
 }
 
 // Without a manifest: a recording's directory, not a translated trace's (RUN/
@@ -232,9 +234,12 @@ bool is_recording(const fs::path& d) {
 void RunView::find_nodes() {
   std::vector<std::string> found;
   std::error_code ec;
-  std::vector<std::string> listed = manifest_nodes(dir_);
+  std::vector<std::pair<std::string, std::string>> states = manifest_nodes(dir_);
+  std::vector<std::string> listed;
+  for (const auto& [name, state] : states) listed.push_back(name);
   if (!listed.empty()) {
     manifest_ = listed;
+    manifest_states_ = states;
     for (const std::string& name : listed)
       if (fs::is_directory(fs::path(dir_) / name, ec)) found.push_back((fs::path(dir_) / name).string());
   } else if (manifest_.empty()) {
@@ -297,6 +302,13 @@ void RunView::poll() {
     if (n.prev_newest && n.newest_tsc > n.prev_newest && hz > 0)
       n.per_s = double(n.events - n.prev_events) / (double(n.newest_tsc - n.prev_newest) / hz);
   }
+}
+
+std::vector<std::string> RunView::starting() const {
+  std::vector<std::string> names;
+  for (const auto& [name, state] : manifest_states_)
+    if (state == "starting") names.push_back(name);
+  return names;
 }
 
 bool RunView::complete() const {
@@ -591,6 +603,7 @@ json RunView::snapshot() {
     if (map.points().size() >= 2 && n.newest_tsc) nj["newest_mono_ns"] = map.tsc_to_mono(n.newest_tsc);
     j["nodes"].push_back(std::move(nj));
   }
+  j["starting"] = starting();
   std::vector<std::string> problems;
   j["pairs"] = pairs_json(problems);
   if (kernel_stamped_)

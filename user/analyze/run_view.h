@@ -67,6 +67,8 @@ class RunView {
   size_t nodes() const { return nodes_.size(); }
   // Every node's meta.json says complete and all its frames are read.
   bool complete() const;
+  // The nodes RUN/cluster.json says are starting (no byte of their trace yet).
+  std::vector<std::string> starting() const;
   // The bytes of all nodes' events.cpt seen by the last poll (growth = alive).
   uint64_t file_bytes() const;
   // Why a completed node's file has unread bytes ("" when none).
@@ -131,6 +133,7 @@ class RunView {
   uint64_t generation_ = 0;
   uint64_t last_bounded_ = 0;
   std::vector<std::string> manifest_;  // RUN/cluster.json's node names, once read
+  std::vector<std::pair<std::string, std::string>> manifest_states_;  // and their states, as last read
   std::vector<std::unique_ptr<Node>> nodes_;
   std::vector<Pair> pairs_;
   uint64_t kernel_stamped_ = 0;  // pair events in CLOCK_MONOTONIC: not joined live

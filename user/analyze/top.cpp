@@ -148,6 +148,7 @@ void print_run_text(const std::string& dir, const json& s, bool tty) {
                        ns ? "us" : "ticks");
     for (const char* k : {"p50", "p90", "p99", "max"}) out += fmt::format("  {:<4} {}\n", k, bounded(p, k));
   }
+  if (!s["starting"].empty()) out += fmt::format("\nstarting: {}\n", s["starting"].dump());
   for (const json& w : s["problems"]) out += "note: " + w.get<std::string>() + "\n";
   fmt::print("{}", out);
   if (!tty) fmt::print("\n");
@@ -165,7 +166,8 @@ int top_run(const TopOptions& o) {
   uint64_t last_size = 0;
   for (long n = 1;; ++n) {
     view.poll();
-    if (view.file_bytes() != last_size) {
+    // A node still starting (cluster.json) is not gone: many nodes take seconds.
+    if (view.file_bytes() != last_size || !view.starting().empty()) {
       last_size = view.file_bytes();
       grew_at = Clock::now();
     }

@@ -74,7 +74,11 @@ int run_cluster_record(const ClusterRecordOptions& o) {
   if (mkdir(o.out.c_str(), 0755) != 0 && !(errno == EEXIST && o.overwrite))
     throw std::runtime_error(fmt::format("create {}: {}", o.out, strerror(errno)));
   for (NodeRun& n : nodes) open_copy(n, true, o.overwrite);
-  write_file(o.out + "/cluster.json", manifest(run_id, o.path, nodes).dump(2) + "\n");
+  // Rewritten as nodes start, stop or are lost: `top RUN` waits while any starts.
+  auto write_live = [&] {
+    write_file(o.out + "/cluster.json", manifest(run_id, o.path, nodes, -1, true).dump(2) + "\n");
+  };
+  write_live();
 
   const std::string key = minrtt::generate_key_text();
   SignalScope sig;
@@ -91,7 +95,7 @@ int run_cluster_record(const ClusterRecordOptions& o) {
   }
   fmt::print(stderr, "cluster: {} node(s) started (run {}), rounds with the reference {} and a neighbour each\n",
              nodes.size(), run_id, nodes[0].spec.name);
-  double run_s = stream_run(nodes, o, sig.pipe_fds[0]);
+  double run_s = stream_run(nodes, o, sig.pipe_fds[0], write_live);
   for (NodeRun& n : nodes) complete_copy(n);
   write_file(o.out + "/cluster.json", manifest(run_id, o.path, nodes, run_s).dump(2) + "\n");
   // Translated even with a node lost: the others' traces and the lost one's up to its break.

@@ -16,4 +16,13 @@ std::string state_of(const NodeRun& n) {
   return "incomplete";
 }
 
+std::string live_state_of(const NodeRun& n) {
+  if (n.done) {
+    std::string s = state_of(n);
+    return s == "recorder_failed" || s == "recorder_killed" ? s : "stopped";
+  }
+  if (n.broke_at_s >= 0 && !(n.running && (!n.following || n.follow_hello))) return "lost";
+  return n.received == 0 ? "starting" : "recording";
+}
+
 }  // namespace cptrace::cluster

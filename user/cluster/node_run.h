@@ -55,5 +55,10 @@ bool recorder_ok(const nlohmann::json& done);
 
 // "complete", "recorder_failed", "recorder_killed" or "incomplete" (cluster.json's state).
 std::string state_of(const NodeRun& n);
+// cluster.json's state while the nodes record, for `top RUN`: "starting" (no
+// byte of its trace yet: a cluster of many nodes takes seconds to start),
+// "recording", "lost" (its stream broke and is not taken up again yet),
+// "stopped" (its recorder ended), or "recorder_failed" / "recorder_killed".
+std::string live_state_of(const NodeRun& n);
 
 }  // namespace cptrace::cluster

@@ -31,13 +31,17 @@ std::string gap_line(const NodeRun& n, double run_s) {
 }  // namespace
 
 nlohmann::json manifest(const std::string& run_id, const std::string& path, const std::vector<NodeRun>& nodes,
-                        double run_s) {
+                        double run_s, bool live) {
   nlohmann::json m = {{"run_id", run_id}, {"path", path}, {"nodes", nlohmann::json::array()}};
   for (const NodeRun& n : nodes) {
     nlohmann::json e = to_json(n.spec);
     e["node_dir"] = n.node_dir;
-    e["state"] = state_of(n);
+    e["state"] = live ? live_state_of(n) : state_of(n);
     e["events_bytes"] = n.received;
+    if (live) {
+      m["nodes"].push_back(e);
+      continue;
+    }
     if (n.done) e["done"] = n.done_json;
     if (n.broke_at_s >= 0)
       e["stream"] = {{"broke_at_s", n.broke_at_s}, {"broke_at_byte", n.broke_at_byte}, {"breaks", n.breaks},

@@ -56,16 +56,24 @@ class StreamLoop {
     for (const NodeRun& n : nodes) any_workload_ = any_workload_ || !n.spec.command.empty();
   }
 
-  double run(int wake_fd) {
+  double run(int wake_fd, const std::function<void()>& states_changed) {
+    std::string said = states();
     while (poll_streams(wake_fd)) {
       follow_broken();
       check_stop();
       release_when_all_stopped();
+      if (std::string now = states(); now != said) said = now, states_changed();
     }
     return stopped_at_ >= 0 ? stopped_at_ : elapsed();
   }
 
  private:
+  std::string states() const {
+    std::string s;
+    for (const NodeRun& n : nodes_) s += live_state_of(n) + ",";
+    return s;
+  }
+
   double elapsed() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
 
   void stop_all(const std::string& why) {
@@ -183,8 +191,9 @@ class StreamLoop {
 
 }  // namespace
 
-double stream_run(std::vector<NodeRun>& nodes, const ClusterRecordOptions& o, int wake_fd) {
-  return StreamLoop(nodes, o).run(wake_fd);
+double stream_run(std::vector<NodeRun>& nodes, const ClusterRecordOptions& o, int wake_fd,
+                  const std::function<void()>& states_changed) {
+  return StreamLoop(nodes, o).run(wake_fd, states_changed);
 }
 
 }  // namespace cptrace::cluster

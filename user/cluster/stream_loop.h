@@ -4,6 +4,7 @@
 #pragma once
 #include <signal.h>
 
+#include <functional>
 #include <vector>
 
 #include "cluster/controller.h"
@@ -22,6 +23,8 @@ struct SignalScope {
 
 // The poll loop over every agent's stream until all have ended; the run's
 // length in seconds (until the stop, or until the last stream ended).
-double stream_run(std::vector<NodeRun>& nodes, const ClusterRecordOptions& o, int wake_fd);
+// states_changed: called when a node's live_state_of changed.
+double stream_run(std::vector<NodeRun>& nodes, const ClusterRecordOptions& o, int wake_fd,
+                  const std::function<void()>& states_changed);
 
 }  // namespace cptrace::cluster
