@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -21,7 +22,13 @@ namespace fs = std::filesystem;
 // The build directory: the test binary lives in it.
 inline fs::path build_dir() { return fs::canonical("/proc/self/exe").parent_path(); }
 inline fs::path source_dir() { return build_dir().parent_path(); }
-inline std::string cptrace_bin() { return (build_dir() / "cptrace").string(); }
+// The cptrace under test: the build's, or CPTRACE_TEST_CPTRACE (the sanitized
+// build of `make sanitize-cptrace`).
+inline std::string cptrace_bin() {
+  const char* other = std::getenv("CPTRACE_TEST_CPTRACE");
+  return other && *other ? std::string(other) : (build_dir() / "cptrace").string();
+}
+inline bool sanitized_cptrace() { return cptrace_bin() != (build_dir() / "cptrace").string(); }
 
 inline std::string read_file(const fs::path& p) {
   std::ifstream f(p);

@@ -29,8 +29,10 @@ uint64_t export_json(const TraceReader& r, const Timeline& tl, const std::string
     return it->second;
   };
   CounterPeriods periods(r.handler_changes());
+  // ns as us with 3 decimals; the magnitude unsigned (-INT64_MIN is no int64).
   auto us = [](long long ns) {
-    return fmt::format("{}{}.{:03d}", ns < 0 ? "-" : "", std::llabs(ns) / 1000, int(std::llabs(ns) % 1000));
+    unsigned long long m = ns < 0 ? 0ull - static_cast<unsigned long long>(ns) : static_cast<unsigned long long>(ns);
+    return fmt::format("{}{}.{:03d}", ns < 0 ? "-" : "", m / 1000, int(m % 1000));
   };
   std::string buf;
   uint64_t n = 0;
@@ -55,10 +57,10 @@ uint64_t export_json(const TraceReader& r, const Timeline& tl, const std::string
       bool close = e.kind == uint8_t(EventKind::ChannelClose);
       fmt::format_to(
           std::back_inserter(buf),
-          "{}{{\"name\":{},\"cat\":\"{}\",\"ph\":\"i\",\"s\":\"t\",\"ts\":{}{}.{:03d},\"pid\":{},"
+          "{}{{\"name\":{},\"cat\":\"{}\",\"ph\":\"i\",\"s\":\"t\",\"ts\":{},\"pid\":{},"
           "\"tid\":{},\"args\":{{\"tuple\":\"{}\",\"tsc\":\"{}\",\"channel_id\":\"0x{:016x}\",\"cpu\":{}}}}}",
-          n ? ",\n" : "", name_of(e.channel, close), close ? "close" : "user", ns < 0 ? "-" : "", std::llabs(ns) / 1000,
-          int(std::llabs(ns) % 1000), e.pid, e.tid, e.tuple, e.ts, e.channel, e.cpu);
+          n ? ",\n" : "", name_of(e.channel, close), close ? "close" : "user", us(ns), e.pid, e.tid, e.tuple, e.ts,
+          e.channel, e.cpu);
       n++;
     }
     f.write(buf);

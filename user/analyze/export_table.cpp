@@ -49,7 +49,7 @@ class CsvText {
     if (cap_ - len_ < n) {
       cap_ = std::max(cap_ * 2, len_ + n);
       auto grown = std::make_unique<char[]>(cap_);
-      std::memcpy(grown.get(), buf_.get(), len_);
+      if (len_) std::memcpy(grown.get(), buf_.get(), len_);  // buf_ is null before the first row
       buf_ = std::move(grown);
     }
     return buf_.get() + len_;

@@ -20,6 +20,11 @@ namespace {
 
 uint64_t zz(int64_t v) { return (uint64_t(v) << 1) ^ uint64_t(v >> 63); }
 int64_t unzz(uint64_t z) { return int64_t(z >> 1) ^ -int64_t(z & 1); }
+// Differences and sums as the format stores them: wrapping (two's complement).
+// Tuple ids are any 64-bit value and a damaged frame any bytes, so a plain
+// int64 difference or sum could overflow (undefined); the bits are the same.
+int64_t wrap_sub(int64_t a, int64_t b) { return int64_t(uint64_t(a) - uint64_t(b)); }
+int64_t wrap_add(int64_t a, int64_t b) { return int64_t(uint64_t(a) + uint64_t(b)); }
 
 // The low 56 bits of v, 7 to a byte (byte 0 lowest), high bits clear.
 inline uint64_t spread7(uint64_t v) {
@@ -119,10 +124,10 @@ void encode_translated(const TranslatedEvent* ev, size_t n, int zstd_level, Enco
       throw std::invalid_argument("translated event with est outside [lo, hi]");
     p = put(p, e.node);
     p = put(p, zz(int64_t(e.local_ts - prev_ts)));
-    int64_t off = e.ref_ts - int64_t(e.local_ts);
-    p = put(p, zz(off - prev_off));
-    p = put(p, uint64_t(e.ref_ts - e.ref_lo));
-    p = put(p, uint64_t(e.ref_hi - e.ref_ts));
+    int64_t off = wrap_sub(e.ref_ts, int64_t(e.local_ts));
+    p = put(p, zz(wrap_sub(off, prev_off)));
+    p = put(p, uint64_t(wrap_sub(e.ref_ts, e.ref_lo)));
+    p = put(p, uint64_t(wrap_sub(e.ref_hi, e.ref_ts)));
     if (have_last && e.channel == last_chan) {
       p = put(p, last_idx);
     } else {
@@ -131,7 +136,7 @@ void encode_translated(const TranslatedEvent* ev, size_t n, int zstd_level, Enco
       if (fresh) std::memcpy(p, &e.channel, 8), p += 8;
       last_chan = e.channel, last_idx = it->second, have_last = true;
     }
-    p = put(p, zz(int64_t(e.tuple) - prev_tuple));
+    p = put(p, zz(wrap_sub(int64_t(e.tuple), prev_tuple)));
     p = put(p, zz(int64_t(e.pid) - prev_pid));
     p = put(p, zz(int64_t(e.tid) - prev_tid));
     p = put(p, uint64_t(e.cpu) << 1 | uint64_t(e.cpu_stamped));
@@ -183,17 +188,17 @@ void decode_translated(const FrameHeader& h, const uint8_t* payload, size_t len,
     if (node > 0xffff) throw std::runtime_error("translated frame: node index beyond 16 bits");
     e.node = uint16_t(node);
     e.local_ts = prev_ts + uint64_t(unzz(c.varint()));
-    int64_t off = prev_off + unzz(c.varint());
-    e.ref_ts = int64_t(e.local_ts) + off;
-    e.ref_lo = e.ref_ts - int64_t(c.varint());
-    e.ref_hi = e.ref_ts + int64_t(c.varint());
+    int64_t off = wrap_add(prev_off, unzz(c.varint()));
+    e.ref_ts = wrap_add(int64_t(e.local_ts), off);
+    e.ref_lo = wrap_sub(e.ref_ts, int64_t(c.varint()));
+    e.ref_hi = wrap_add(e.ref_ts, int64_t(c.varint()));
     uint64_t idx = c.varint();
     if (idx == chan.size()) chan.push_back(c.u64());
     if (idx >= chan.size()) throw std::runtime_error("translated frame: channel index out of range");
     e.channel = chan[idx];
-    e.tuple = uint64_t(prev_tuple + unzz(c.varint()));
-    e.pid = uint32_t(prev_pid + unzz(c.varint()));
-    e.tid = uint32_t(prev_tid + unzz(c.varint()));
+    e.tuple = uint64_t(wrap_add(prev_tuple, unzz(c.varint())));
+    e.pid = uint32_t(wrap_add(prev_pid, unzz(c.varint())));
+    e.tid = uint32_t(wrap_add(prev_tid, unzz(c.varint())));
     uint64_t cpu = c.varint();
     e.cpu_stamped = stamped && (cpu & 1);
     if (stamped) cpu >>= 1;
