@@ -325,7 +325,7 @@ SAN_FILES   := BadInput.*:ExtremeTimestamps.*:ExportTable.*:Export.*
 SAN_SUITES ?= $(SAN_RUNS):$(SAN_FILES):-Export.MemoryStaysBoundedOnLargeTrace
 sanitize-cptrace: check-root deps
 	$(MAKE) -j$$(nproc) all $(BUILD)/cptrace_tests $(BUILD)/cptrace-asan
-	cd $(BUILD) && CPTRACE_TEST_CPTRACE=$(CURDIR)/$(BUILD)/cptrace-asan ASAN_OPTIONS=detect_leaks=0 \
+	cd $(BUILD) && CPTRACE_TEST_CPTRACE=$(CURDIR)/$(BUILD)/cptrace-asan ASAN_OPTIONS=detect_leaks=1 \
 	  ./cptrace_tests --gtest_filter='$(SAN_SUITES)' $(GTEST_ARGS)
 
 # ---- fuzzing --------------------------------------------------------------------
