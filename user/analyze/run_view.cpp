@@ -61,18 +61,6 @@ void read_meta(const std::string& dir, json& meta) {
   }
 }
 
-// translate's mid_span (translate.cpp): the middle of the node's clock stream, or
-// an instant of the pair's first round when the stream has fewer than two points.
-int64_t mid_span(const std::vector<ClockPoint>& pts, const PairRounds& rounds) {
-  if (pts.size() >= 2 && pts.back().tsc > pts.front().tsc) {
-    int64_t lo = int64_t(pts.front().tsc), hi = int64_t(pts.back().tsc);
-    return lo + (hi - lo) / 2;
-  }
-  if (rounds.rounds.empty()) return 0;
-  const PairRound& r = rounds.rounds.front();
-  return r.x_initiated ? r.t1 : r.t2;
-}
-
 // One percentile of a column: the nearest-rank element (latency_summary.h).
 int64_t select(std::vector<int64_t>& v, double p) {
   auto k = v.begin() + int64_t(nearest_rank_index(v.size(), p));
@@ -409,7 +397,7 @@ bool RunView::pick_reference(Relations& r, std::vector<std::string>& problems) c
 }
 
 // Every node pair's relation from the rounds read so far, as `translate
-// --clock-model piecewise --inputs rounds` builds it (translate.cpp build_pair),
+// --clock-model piecewise --inputs rounds` builds it (pair_relations.cpp build_pair),
 // and each node's path to the reference.
 void RunView::relate_nodes(Relations& r, std::vector<std::string>& problems) const {
   const size_t n = r.n;
@@ -432,7 +420,9 @@ void RunView::relate_nodes(Relations& r, std::vector<std::string>& problems) con
       r.db.direct[{x, y}] = drift;
       r.drifts[{x, y}] = drift;
       try {
-        edges[{x, y}] = {drift, (long double)drift->at(mid_span(r.points[x], pr)).width()};
+        const auto& pts = r.points[x];  // the node's clock span, as translate's TranslateNode has it
+        int64_t lo = pts.empty() ? 0 : int64_t(pts.front().tsc), hi = pts.empty() ? 0 : int64_t(pts.back().tsc);
+        edges[{x, y}] = {drift, edge_weight(*drift, lo, hi, pr)};
       } catch (const std::exception&) {
         // far outside the pair's span: not a usable edge (as translate)
       }

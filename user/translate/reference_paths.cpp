@@ -10,13 +10,6 @@
 namespace cptrace {
 namespace {
 
-int64_t mid_span(const TranslateNode& n, const NodePair& p) {
-  if (n.span_hi > n.span_lo) return n.span_lo + (n.span_hi - n.span_lo) / 2;
-  if (p.rounds.rounds.empty()) return 0;
-  const PairRound& r = p.rounds.rounds.front();  // an instant of the from-node near its recording
-  return r.x_initiated ? r.t1 : r.t2;
-}
-
 // Each node's relation to the reference (relation_paths.h), weighted by the bound
 // width at the middle of the from-node's span.
 std::vector<RelationPtr> paths_to_reference(const std::vector<TranslateNode>& nodes, size_t ref, const PairMap& pairs,
@@ -26,7 +19,7 @@ std::vector<RelationPtr> paths_to_reference(const std::vector<TranslateNode>& no
     if (!p.chosen) continue;
     long double w;
     try {
-      w = (long double)p.chosen->at(mid_span(nodes[p.from], p)).width();
+      w = edge_weight(*p.chosen, nodes[p.from].span_lo, nodes[p.from].span_hi, p.rounds);
     } catch (const std::exception&) {
       continue;  // far outside the pair's span: not a usable edge
     }

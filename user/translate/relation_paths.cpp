@@ -40,4 +40,16 @@ RelationPaths relation_paths(size_t n, size_t ref, const std::map<std::pair<size
   return out;
 }
 
+long double edge_weight(const Relation& r, int64_t span_lo, int64_t span_hi, const PairRounds& rounds) {
+  int64_t at = 0;
+  if (span_hi > span_lo) {
+    at = int64_t(span_lo + (__int128(span_hi) - span_lo) / 2);
+  } else if (!rounds.rounds.empty()) {
+    const PairRound& first = rounds.rounds.front();  // an instant of the from-node near its recording
+    at = first.x_initiated ? first.t1 : first.t2;
+  }
+  Bound b = r.at(at);
+  return (long double)b.hi - (long double)b.lo;
+}
+
 }  // namespace cptrace

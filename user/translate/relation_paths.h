@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "translate/clock_relation.h"
+#include "translate/sync_pairs.h"
 
 namespace cptrace {
 
@@ -26,5 +27,11 @@ struct RelationPaths {
 
 // edges keyed by (from, to); nodes 0..n-1.
 RelationPaths relation_paths(size_t n, size_t ref, const std::map<std::pair<size_t, size_t>, RelationEdge>& edges);
+
+// An edge's weight: the width of its bound at the middle of the from-node's
+// clock span [span_lo, span_hi], else (no span yet) at an instant of the pair's
+// first round, else at 0. In long double: far from its rounds a bound can be
+// wider than an int64 holds. Throws as Relation::at (then no usable edge).
+long double edge_weight(const Relation& r, int64_t span_lo, int64_t span_hi, const PairRounds& rounds);
 
 }  // namespace cptrace
