@@ -38,6 +38,7 @@
 
 #include "cptrace.h"
 #include "pipeline_util.h"
+#include "synthetic_trace.h"
 #include "test_util.h"
 #include "testbed_util.h"
 #include "trace/trace_reader.h"
@@ -432,6 +433,29 @@ TEST(TopRun, WaitsWhileClusterNodesAreStarting) {
   EXPECT_TRUE(refreshes.back()["starting"].empty());
   json m = json::parse(testutil::read_file(run + "/cluster.json"));
   for (const json& n : m["nodes"]) EXPECT_EQ(n["state"], "complete") << n.dump();
+}
+
+// A run whose node b stopped without finishing (its meta.json not complete,
+// its file not growing): top RUN ends with exit 3 and names b, not a.
+TEST(TopRun, GoneNamesTheNodesThatDidNotFinish) {
+  testutil::TempDir tmp;
+  const std::string run = tmp / "run";
+  for (const char* node : {"a", "b"}) {
+    testutil::SyntheticTrace t;
+    t.channels = {{11, "x"}};
+    for (uint64_t i = 0; i < 100; ++i) t.add(11, testutil::SyntheticTrace::kOrigin + 1000 * i, i);
+    const std::string dir = run + "/" + node;
+    t.write(dir);
+    json meta = json::parse(testutil::read_file(dir + "/meta.json"));
+    meta["node"] = node;
+    meta["complete"] = std::string(node) == "a";
+    std::ofstream(dir + "/meta.json", std::ios::trunc) << meta.dump();
+  }
+  testutil::Proc top(testutil::cptrace_bin() + " top " + run + " --json --interval 100 --gone-after 1", tmp / "top.out",
+                     tmp / "top.err");
+  EXPECT_EQ(top.wait(30), 3);
+  std::string err = testutil::read_file(top.err_path);
+  EXPECT_NE(err.find("has grown for 1 s and not all are complete (incomplete: b)"), std::string::npos) << err;
 }
 
 }  // namespace

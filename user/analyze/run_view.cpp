@@ -299,6 +299,16 @@ std::vector<std::string> RunView::starting() const {
   return names;
 }
 
+std::vector<std::string> RunView::incomplete() const {
+  std::vector<std::string> names;
+  for (const auto& n : nodes_)
+    if (!n->complete || n->tail->offset() < n->tail->file_bytes()) names.push_back(n->name);
+  for (const std::string& m : manifest_)  // listed, no directory yet
+    if (std::none_of(nodes_.begin(), nodes_.end(), [&](const auto& n) { return fs::path(n->dir).filename() == m; }))
+      names.push_back(m);
+  return names;
+}
+
 bool RunView::complete() const {
   if (nodes_.empty() || nodes_.size() < manifest_.size()) return false;
   for (const auto& n : nodes_)

@@ -69,6 +69,8 @@ class RunView {
   bool complete() const;
   // The nodes RUN/cluster.json says are starting (no byte of their trace yet).
   std::vector<std::string> starting() const;
+  // The nodes not complete yet, by name (those of cluster.json without a directory too).
+  std::vector<std::string> incomplete() const;
   // The bytes of all nodes' events.cpt seen by the last poll (growth = alive).
   uint64_t file_bytes() const;
   // Why a completed node's file has unread bytes ("" when none).

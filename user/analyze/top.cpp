@@ -190,10 +190,12 @@ int top_run(const TopOptions& o) {
     }
     if (complete) return 0;
     if (gone) {
+      std::string names;
+      for (const std::string& n : view.incomplete()) names += (names.empty() ? "" : ", ") + n;
       fmt::print(stderr,
-                 "cptrace top: no trace under {} has grown for {:g} s and not all are complete: recorders "
-                 "stopped without finishing\n",
-                 o.dir, o.gone_s);
+                 "cptrace top: no trace under {} has grown for {:g} s and not all are complete (incomplete: {}): "
+                 "recorders stopped without finishing\n",
+                 o.dir, o.gone_s, names);
       return 3;
     }
     if (o.iterations > 0 && n >= o.iterations) return 0;
