@@ -10,10 +10,15 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "test_util.h"
 #include "testbed_util.h"
@@ -224,6 +229,36 @@ TEST(Netlat, EveryPacketsOneWayDelayBoundContainsTheKernelsTruth) {
   ASSERT_EQ(jv6["flows"].size(), 1u) << v6.out;
   EXPECT_NE(jv6["flows"][0]["flow"].get<std::string>().find("-> [fd77::2:2]:9101"), std::string::npos) << v6.out;
   EXPECT_EQ(jv6["flows"][0]["matched"], jv6["flows"][0]["received"]) << v6.out;
+  // --since / --until split the packets at an instant of the reference's clock
+  // (seconds since A's start): every packet falls in exactly one of the two
+  // windows, by its transmit. The truth (the shared CLOCK_MONOTONIC since A's
+  // start) puts each within 1 ms of its side: B's clock, seconds off, is not
+  // what decides.
+  {
+    const std::string ab = " " + (tmp / "A") + " " + (tmp / "B") + " --reference A --csv";
+    const double start_mono = a.meta()["start"]["mono_ns"].get<double>();
+    auto all = testutil::run(bin + " netlat" + ab, tmp);
+    ASSERT_EQ(all.status, 0) << all.err;
+    const std::vector<Row> rows = parse_csv(all.out);
+    ASSERT_FALSE(rows.empty());
+    std::vector<double> sent;
+    for (const Row& r : rows) sent.push_back((double(r.tx_mono) - start_mono) / 1e9);
+    std::nth_element(sent.begin(), sent.begin() + long(sent.size() / 2), sent.end());
+    const double t = sent[sent.size() / 2];
+    auto before = testutil::run(bin + " netlat" + ab + fmt::format(" --until {:.6f}", t), tmp);
+    auto after = testutil::run(bin + " netlat" + ab + fmt::format(" --since {:.6f}", t), tmp);
+    ASSERT_EQ(before.status, 0) << before.err;
+    ASSERT_EQ(after.status, 0) << after.err;
+    const std::vector<Row> r1 = parse_csv(before.out), r2 = parse_csv(after.out);
+    EXPECT_EQ(r1.size() + r2.size(), rows.size());
+    EXPECT_GT(r1.size(), rows.size() / 4);
+    EXPECT_GT(r2.size(), rows.size() / 4);
+    for (const Row& r : r1) EXPECT_LT((double(r.tx_mono) - start_mono) / 1e9, t + 1e-3) << "--until " << t;
+    for (const Row& r : r2) EXPECT_GE((double(r.tx_mono) - start_mono) / 1e9, t - 1e-3) << "--since " << t;
+    auto empty = testutil::run(bin + " netlat" + ab + " --since 2 --until 1", tmp);
+    EXPECT_EQ(empty.status, 1);
+    EXPECT_NE(empty.err.find("--since 2 --until 1: the window is empty"), std::string::npos) << empty.err;
+  }
   auto bad_addr =
       testutil::run(bin + " netlat " + (tmp / "A") + " " + (tmp / "B") + " --reference A --addr 10.77.2", tmp);
   EXPECT_EQ(bad_addr.status, 1);

@@ -27,6 +27,10 @@ SubcommandRunner add_netlat_command(CLI::App& app) {
   cmd->add_option("--port", o->port, "only flows with this port at either end")->check(CLI::Range(1, 65535));
   cmd->add_option("--addr", o->addr, "only flows with this IPv4 or IPv6 address at either end");
   cmd->add_option("--pid", o->pid, "only packets sent or received by this process (as the recorder attributed them)");
+  cmd->add_option("--since", o->since_s,
+                  "only packets sent at or after S seconds since the reference's recording start (its clock)");
+  cmd->add_option("--until", o->until_s,
+                  "only packets sent before S seconds since the reference's recording start (its clock)");
   auto* csv = cmd->add_flag_callback(
       "--csv", [format] { *format = NetlatFormat::Csv; }, "one CSV row per matched packet instead of the summary");
   auto* json = cmd->add_flag_callback(

@@ -6,7 +6,10 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdint>
+#include <functional>
+#include <limits>
 #include <stdexcept>
 #include <utility>
 
@@ -75,17 +78,48 @@ std::vector<PacketMatch> in_receive_order(std::vector<PacketMatch> m, const std:
 
 // --writes: every TCP link the packets showed, its writes matched to recvs.
 void add_writes(const std::vector<TranslateNode>& nodes, PacketDelays& delays,
-                const std::function<bool(const NetEvent&)>& by_pid, NetlatResult& res, const WriteSink& each) {
+                const std::function<bool(const NetEvent&)>& by_pid,
+                const std::function<bool(uint32_t, uint64_t)>& in_window, NetlatResult& res, const WriteSink& each) {
   const std::vector<SocketEvents> sockets = read_socket_events(nodes);
   for (const auto& [k, l] : res.flows.links()) {
     if (k.first.proto != IPPROTO_TCP) continue;
     WriteLink& w = res.writes[k];
     w.counts = match_writes(k.first, k.second.first, k.second.second, sockets, delays, [&](const WriteDelay& d) {
-      if (!by_pid(*d.send) && !by_pid(*d.recv)) return;
+      if ((!by_pid(*d.send) && !by_pid(*d.recv)) || !in_window(k.second.first, d.send->call_ts)) return;
       w.delays.add(d.span.ns, d.span.guaranteed);
       if (each) each(res, d);
     });
   }
+}
+
+// --since / --until: whether a stamp of node v lies in the window, by its
+// estimate on the reference (seconds since the reference's recording start). A
+// stamp the relation cannot place is in no window.
+std::function<bool(uint32_t, uint64_t)> time_window(const NetlatOptions& opt, const TranslateNode& ref,
+                                                    const std::vector<const Relation*>& to_ref,
+                                                    const TicksToNs& ticks_ns) {
+  if (!opt.since_s && !opt.until_s) return [](uint32_t, uint64_t) { return true; };
+  for (const auto& [flag, v] : {std::pair{"--since", opt.since_s}, {"--until", opt.until_s}})
+    if (v && !std::isfinite(*v)) throw std::runtime_error(fmt::format("{} {}: not a number of seconds", flag, *v));
+  if (opt.since_s && opt.until_s && !(*opt.since_s < *opt.until_s))
+    throw std::runtime_error(fmt::format("--since {} --until {}: the window is empty", *opt.since_s, *opt.until_s));
+  const nlohmann::json start = ref.reader->meta().value("start", nlohmann::json::object());
+  if (!start.is_object() || !start.value("tsc", nlohmann::json()).is_number_unsigned())
+    throw std::runtime_error(ref.name + ": meta.json has no start.tsc: --since/--until need the reference's start");
+  const int64_t origin = int64_t(start["tsc"].get<uint64_t>());
+  auto ns_of = [](double s) { return std::llround(std::clamp(s, -9e9, 9e9) * 1e9); };  // +-285 years fit int64 ns
+  const int64_t lo = opt.since_s ? ns_of(*opt.since_s) : std::numeric_limits<int64_t>::min();
+  const int64_t hi = opt.until_s ? ns_of(*opt.until_s) : std::numeric_limits<int64_t>::max();
+  return [=, &to_ref](uint32_t v, uint64_t ts) {
+    if (!to_ref[v]) return false;
+    try {
+      const int64_t t = to_ref[v]->at(int64_t(ts)).est - origin;
+      const int64_t ns = ticks_ns(t, t, t).ns;
+      return ns >= lo && ns < hi;
+    } catch (const std::exception&) {
+      return false;
+    }
+  };
 }
 
 }  // namespace
@@ -127,25 +161,29 @@ NetlatResult netlat(const NetlatOptions& opt, const NetlatSink& each, const Writ
     to_ref.push_back(rel.paths.to_ref[v].get());
     transitions.push_back(node_transitions(opt.relate, nodes, ref, rel, v));
   }
-  PacketDelays delays(raw, to_ref, transitions, frequency(nodes[ref], rel.pairs, ref));
+  const TicksToNs ticks_ns = frequency(nodes[ref], rel.pairs, ref);
+  PacketDelays delays(raw, to_ref, transitions, ticks_ns);
+  const auto in_window = time_window(opt, nodes[ref], to_ref, ticks_ns);
   auto keep = [&](const FlowId& f) {
     if (opt.port && f.sport != *opt.port && f.dport != *opt.port) return false;
     return !addr || (f.family == addr->second && (f.saddr == addr->first || f.daddr == addr->first));
   };
   auto by_pid = [&](const NetEvent& e) { return !opt.pid || e.r.pid == *opt.pid; };
   for (size_t v = 0; v < nodes.size(); ++v)
-    res.flows.count_packets(uint32_t(v), raw[v], [&](const NetEvent& e) { return keep(FlowId::of(e.r)) && by_pid(e); });
+    res.flows.count_packets(uint32_t(v), raw[v], [&](const NetEvent& e) {
+      return keep(FlowId::of(e.r)) && by_pid(e) && in_window(uint32_t(v), e.ts);
+    });
   matches = in_receive_order(std::move(matches), raw);
   for (const PacketMatch& m : matches) {
     if ((from != kAny && m.tx_node != from) || (to != kAny && m.rx_node != to)) continue;
     const NetEvent &tx = raw[m.tx_node].events[m.tx], &rx = raw[m.rx_node].events[m.rx];
-    if (!keep(FlowId::of(rx.r)) || !(by_pid(tx) || by_pid(rx))) continue;
+    if (!keep(FlowId::of(rx.r)) || !(by_pid(tx) || by_pid(rx)) || !in_window(m.tx_node, tx.ts)) continue;
     const PacketDelay d = delays.of(m);
     res.flows.add(d);
     if (each) each(res, d);
   }
   res.writes_asked = opt.writes;
-  if (opt.writes) add_writes(nodes, delays, by_pid, res, each_write);
+  if (opt.writes) add_writes(nodes, delays, by_pid, in_window, res, each_write);
   return res;
 }
 

@@ -29,6 +29,10 @@ struct NetlatOptions {
   // A process (tgid) at either end: a packet whose transmit or receive the
   // recorder attributed to it (record.pid, from the task or the flow's owner).
   std::optional<uint32_t> pid;
+  // A time window, seconds since the reference node's recording start on its
+  // clock: a packet is in it when its transmit's estimate on the reference is
+  // (since <= t < until); unmatched packets by their own stamp the same way.
+  std::optional<double> since_s, until_s;
   // --writes: the application's view of the TCP flows instead (write_delays.h).
   bool writes = false;
 };
