@@ -20,6 +20,23 @@ namespace cptrace {
 
 namespace {
 
+// summarize_rounds() as text: one line per peer and phase.
+void print_sync_summary(const nlohmann::json& summary) {
+  fmt::print("{:<20} {:<22} {:<7} {:>8} {:>10} {:>14} {:>14}\n", "MinRTT peer", "address", "phase", "rounds",
+             "kernel_ok", "kernel min us", "user min us");
+  auto num = [](const nlohmann::json& v) {
+    return v.is_null() ? std::string("-") : fmt::format("{:.3f}", v.get<double>());
+  };
+  for (auto& [peer, per] : summary.items())
+    for (const char* ph : {"start", "stream", "stop", "all"}) {
+      if (!per.contains(ph)) continue;
+      const auto& p = per[ph];
+      fmt::print("{:<20} {:<22} {:<7} {:8} {:10} {:>14} {:>14}\n", peer, per.value("addr", ""), ph,
+                 p["rounds"].get<uint64_t>(), p["kernel_ok"].get<uint64_t>(), num(p["kernel_min_us"]),
+                 num(p["user_min_us"]));
+    }
+}
+
 struct ChannelStats {
   uint64_t events = 0, first = UINT64_MAX, last = 0, counted = 0;  // counted: `counter` series
 };
