@@ -316,7 +316,7 @@ sanitize: sanitize-threads $(SAN)/unit_asan
 
 # The integration suites that drive cptrace on traces, runs and clusters (the
 # commands that read what others wrote: traces, cluster.json, agents' frames),
-# with cptrace-asan in place of cptrace (~15 min to build, ~20 to run on 2
+# with cptrace-asan in place of cptrace (~10 min to build, ~3 to run on 2
 # vCPUs: not in `make test`). A sanitizer's report fails the command, so the test.
 # Not AnalysisBudget nor Export.MemoryStaysBoundedOnLargeTrace: they measure
 # cptrace's memory (ASan's own is several times it).
