@@ -10,12 +10,15 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <memory>
+#include <optional>
 #include <stdexcept>
 #include <utility>
 
 #include <fmt/format.h>
 
 #include "tables/memory_budget.h"
+#include "translate/relation_cursor.h"
 #include "translate/run_relations.h"
 #include "translate/translated_meta.h"
 #include "translate/unauthenticated_rounds.h"
@@ -110,10 +113,16 @@ std::function<bool(uint32_t, uint64_t)> time_window(const NetlatOptions& opt, co
   auto ns_of = [](double s) { return std::llround(std::clamp(s, -9e9, 9e9) * 1e9); };  // +-285 years fit int64 ns
   const int64_t lo = opt.since_s ? ns_of(*opt.since_s) : std::numeric_limits<int64_t>::min();
   const int64_t hi = opt.until_s ? ns_of(*opt.until_s) : std::numeric_limits<int64_t>::max();
-  return [=, &to_ref](uint32_t v, uint64_t ts) {
-    if (!to_ref[v]) return false;
+  // One cursor per node, as PacketDelays has: the stamps come mostly in order,
+  // and each packet is placed once for the counts and once more when matched.
+  auto cursors = std::make_shared<std::vector<std::optional<RelationCursor>>>(to_ref.size());
+  for (size_t v = 0; v < to_ref.size(); ++v)
+    if (to_ref[v]) (*cursors)[v].emplace(*to_ref[v]);
+  return [=](uint32_t v, uint64_t ts) {
+    std::optional<RelationCursor>& c = (*cursors)[v];
+    if (!c) return false;
     try {
-      const int64_t t = to_ref[v]->at(int64_t(ts)).est - origin;
+      const int64_t t = c->at(int64_t(ts)).est - origin;
       const int64_t ns = ticks_ns(t, t, t).ns;
       return ns >= lo && ns < hi;
     } catch (const std::exception&) {
