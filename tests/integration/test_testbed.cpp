@@ -322,9 +322,10 @@ TEST(Testbed, AsymmetryAddsExactlyToOneDirection) {
   // What the stacks and the forwarder add on top of a configured delay varies with the
   // machine and with the delay itself (a longer sleep wakes up later), so node 2's
   // directions are compared with the reference paths configured alike, measured in
-  // the same rounds. Two floors differ by up to twice the floors' noise; and the two
-  // directions of a reference, configured alike, show how far direction alone moves one.
-  double noise = floor_noise({&r[1], &r[2]});
+  // the same rounds. Two floors differ by up to twice the floors' noise (of every path
+  // compared: node 2's own floor is one sample too); and the two directions of a
+  // reference, configured alike, show how far direction alone moves one.
+  double noise = floor_noise({&r[0], &r[1], &r[2]});
   for (int k : {1, 2}) noise = std::max(noise, std::abs(at(r[k], &Sample::fwd_us, 0) - at(r[k], &Sample::back_us, 0)));
   double tol = 2 * noise;
   fprintf(stderr, "  floor noise %.1f us -> tolerance %.1f us\n", noise, tol);
