@@ -58,7 +58,7 @@ JAVA_BENCH := $(wildcard bench/java/*.java)
 JAVA_ALL   := $(if $(wildcard $(JDK_HOME)/include/jni.h),$(BUILD)/cptrace.jar $(BUILD)/libcptrace_jni.so \
               $(BUILD)/tests/java/.built,$(warning no JDK (javac with include/jni.h) found: skipping cptrace.jar and libcptrace_jni.so))
 
-.PHONY: all deps guest-kernels test sanitize sanitize-threads sanitize-cptrace check-root unit-test check-layers check-architecture check-commits check-js format check-format demo bench fuzz fuzz-run install deb clean
+.PHONY: all deps guest-kernels runtime-profiles test sanitize sanitize-threads sanitize-cptrace check-root unit-test check-layers check-architecture check-commits check-js format check-format demo bench fuzz fuzz-run install deb clean
 all: $(BUILD)/cptrace $(BUILD)/libcptrace.so $(BUILD)/libcptrace.a $(WORKLOADS) $(TOOLS) $(JAVA_ALL)
 
 deps:
@@ -69,6 +69,11 @@ deps:
 # $(BUILD)/kernels; downloads only when a newer package appeared.
 guest-kernels:
 	@bash tools/guest-kernels.sh $(BUILD)/kernels
+
+# Docker's default seccomp profile, which the node-wide tests run programs under
+# (tools/runtime-profiles.sh): into $(BUILD)/profiles.
+runtime-profiles:
+	@bash tools/runtime-profiles.sh $(BUILD)/profiles
 
 # ---- BPF: vmlinux.h from the running kernel's BTF, objects, skeletons ----------
 $(BUILD)/vmlinux.h:
@@ -184,6 +189,10 @@ $(BUILD)/tests/forkgate: tests/workloads/forkgate.c $(BUILD)/libcptrace.so
 $(BUILD)/tests/%: tests/workloads/%.c $(BUILD)/libcptrace.so
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -Iinclude $< -o $@ -L$(BUILD) -lcptrace -Wl,-rpath,'$$ORIGIN/..' -lpthread
+# Runs a command under a runtime's seccomp profile (libseccomp); not instrumented.
+$(BUILD)/tests/under_profile: tests/workloads/under_profile.cpp
+	@mkdir -p $(@D)
+	$(CXX) -std=c++20 $(CXXFLAGS) $< -o $@ -lseccomp
 # Not position-independent, libcptrace.a inside (tests/workloads/static/).
 $(BUILD)/tests/non_pie: tests/workloads/static/non_pie.c $(BUILD)/libcptrace.a
 	@mkdir -p $(@D)
@@ -253,7 +262,7 @@ check-architecture:
 # Fails on a failed test, on a skipped one not in tests/skip-allowlist.txt (a skip
 # is a test that did not run), and on a fuzz failure. The BPF tests need root, so
 # running as another user fails at once instead of skipping them.
-test: check-root deps guest-kernels check-layers check-architecture check-commits check-format check-js
+test: check-root deps guest-kernels runtime-profiles check-layers check-architecture check-commits check-format check-js
 	$(MAKE) -j$$(nproc) all $(BUILD)/cptrace_tests $(FUZZ_BINS) $(BUILD)/tests/cgo_logger
 	rm -f $(BUILD)/test-report.xml
 	cd $(BUILD) && ./cptrace_tests --gtest_output=xml:test-report.xml $(GTEST_ARGS)

@@ -31,6 +31,7 @@ PKGS=(
   yamllint python3-yaml                    # tests: lint and read deploy/cptrace-node.yaml (NodeWide.DaemonSet*)
   openssh-server openssh-client            # tests: cluster nodes reached over ssh (sshd in a namespace, never as a service)
   golang-go                                # tests: a Go program logging through cgo (tests/workloads/go)
+  libseccomp-dev                           # tests: programs under Docker's default seccomp profile (under_profile)
 )
 # npm: Debian's package, unless a node that brings its own npm is installed
 # (Debian's npm conflicts with such a nodejs).

@@ -355,14 +355,21 @@ TEST(NodeWide, UnansweredHelloIsBounded) {
 // --all` (tests/workloads/sandboxed.c): a seccomp profile that kills the process
 // on a prctl option no kernel knows (the option older libraries said hello
 // with: the control shows the profile bites on it), every signal blocked
-// (the hello's SIGURG among them), and PR_SET_NO_NEW_PRIVS with no
-// capabilities. Each runs to its end and every event it logs is recorded.
+// (the hello's SIGURG among them), PR_SET_NO_NEW_PRIVS with no capabilities,
+// and Docker's default seccomp profile with a container's default capabilities
+// (tests/workloads/under_profile.cpp; the profile from `make runtime-profiles`).
+// Each runs to its end and every event it logs is recorded.
 TEST(NodeWide, RestrictedProgramsKeepRunningAndAreRecorded) {
   REQUIRE_BPF();
   TempDir tmp;
   const std::string sandboxed = (build_dir() / "tests/sandboxed").string();
   auto old = run(sandboxed + " --kill-unknown-prctl --old-hello", tmp);
   ASSERT_EQ(old.status, 128 + SIGSYS) << "the profile must kill the old hello, or this proves nothing";
+  const fs::path docker_profile = build_dir() / "profiles" / "docker-default.json";
+  ASSERT_TRUE(fs::exists(docker_profile)) << docker_profile << " missing: make runtime-profiles fetches it";
+  const std::string docker = (build_dir() / "tests/under_profile").string() + " " + docker_profile.string();
+  auto bites = run(docker + " --check", tmp);
+  ASSERT_EQ(bites.status, 0) << "Docker's profile must deny what it denies, or this proves nothing: " << bites.err;
 
   auto rec = start_recorder(tmp, "--all");
   const std::string workload = "env LD_LIBRARY_PATH=" + build_dir().string() + " " +
@@ -373,6 +380,8 @@ TEST(NodeWide, RestrictedProgramsKeepRunningAndAreRecorded) {
       {"seccomp+blocked", sandboxed + " --kill-unknown-prctl --block-signals -- " + workload},
       {"no_new_privs", "setpriv --no-new-privs --inh-caps=-all --ambient-caps=-all --bounding-set=-all -- " + workload +
                            " --mode batch"},
+      {"docker", docker + " -- " + workload},
+      {"docker+batch", docker + " -- " + workload + " --mode batch"},
   };
   std::map<uint32_t, std::string> pid_of;
   std::map<std::string, uint64_t> emitted;
@@ -397,10 +406,10 @@ TEST(NodeWide, RestrictedProgramsKeepRunningAndAreRecorded) {
     EXPECT_EQ(got[name], emitted[name]) << name << ": every event recorded";
   }
   EXPECT_EQ(tr.counters().total_dropped(), 0u);
-  // Said and answered under the profile too: the 4 workloads and the 3 sandboxed
-  // (libcptrace's own process, before its filter).
+  // Said and answered under the profiles too: the 6 workloads and the 3 sandboxed
+  // (libcptrace's own process, before its filter; under_profile has no libcptrace).
   auto meta = nlohmann::json::parse(read_file(tmp.path / "t" / "meta.json"));
-  EXPECT_GE(meta["hello"].value("answered", 0u), 7u) << meta["hello"].dump();
+  EXPECT_GE(meta["hello"].value("answered", 0u), 9u) << meta["hello"].dump();
 }
 
 // ---- Running the node-wide recorder as a DaemonSet (deploy/cptrace-node.yaml) ----
