@@ -184,6 +184,37 @@ TEST(HandlerTable, ControlChangesAreBoundedAndSayWhatChanged) {
   EXPECT_EQ(error_of([&] { u->set("x[1]", parse_handler({"null"})); }), "");
 }
 
+// A long recording whose handlers change often: memory keeps the last changes
+// only, the trace every one of them, and `get` says how many it left out.
+TEST(HandlerHistory, MemoryKeepsTheLastChangesTheTraceAll) {
+  FakeMap fm;
+  auto t = fm.table();
+  t->on_channel(7, "seven");
+  const size_t changes = 3 * HandlerTable::kHistoryKept + 17;
+  std::string file = file_header_bytes();
+  for (size_t i = 0; i < changes; ++i) {
+    t->set("seven", parse_handler({"downsample", std::to_string(2 + i % 5)}));
+    EncodedFrame f;
+    if (i % 100 == 99 && t->take_pending(f)) {  // the recorder writes them as it goes
+      file.append(reinterpret_cast<const char*>(&f.hdr), sizeof f.hdr);
+      file.append(f.payload.begin(), f.payload.end());
+    }
+  }
+  EXPECT_LE(t->history().size(), HandlerTable::kHistoryKept + 99) << "kept beyond the cap (and the unwritten)";
+  EXPECT_EQ(t->history().size() + t->history_omitted(), changes);
+  EncodedFrame last;
+  ASSERT_TRUE(t->take_pending(last)) << "the unwritten changes were forgotten";
+  file.append(reinterpret_cast<const char*>(&last.hdr), sizeof last.hdr);
+  file.append(last.payload.begin(), last.payload.end());
+  EXPECT_EQ(t->history().size(), HandlerTable::kHistoryKept);
+  EXPECT_EQ(t->history().back()["gen"], t->history().front()["gen"].get<uint64_t>() + HandlerTable::kHistoryKept - 1);
+  auto reply = handle_control(*t, {{"cmd", "get"}});
+  EXPECT_EQ(reply["history_omitted"], changes - HandlerTable::kHistoryKept);
+  TraceReader r = TraceReader::from_bytes(file);
+  ASSERT_FALSE(r.error()) << r.error()->what();
+  EXPECT_EQ(r.handler_changes().size(), changes) << "the trace holds every change";
+}
+
 TEST(HandlerHistory, FramesRoundTripThroughTheReader) {
   FakeMap fm;
   auto t = fm.table();

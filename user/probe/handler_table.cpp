@@ -5,6 +5,7 @@
 #include <time.h>
 #include <x86intrin.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstring>
@@ -90,7 +91,17 @@ json HandlerTable::install(uint64_t id, const std::string& name, const HandlerSp
             {"after", instant_json(after)}};
   if (spec.kind == CP_H_COUNTER) c["period_ticks"] = v.cur.p2;  // the batch path's period
   history_.push_back(c);
+  trim_history();
   return c;
+}
+
+void HandlerTable::trim_history() {
+  size_t excess = history_.size() > kHistoryKept ? history_.size() - kHistoryKept : 0;
+  size_t drop = std::min(excess, written_);  // an entry not yet in the trace stays
+  if (drop == 0) return;
+  history_.erase(history_.begin(), history_.begin() + ptrdiff_t(drop));
+  written_ -= drop;
+  omitted_ += drop;
 }
 
 void HandlerTable::set_rules(std::vector<ConfigRule> rules) {
@@ -195,12 +206,18 @@ bool HandlerTable::take_pending(EncodedFrame& f) {
   json a(history_.begin() + written_, history_.end());
   f = encode_json(FrameType::Handlers, json_text(a), uint32_t(a.size()));
   written_ = history_.size();
+  trim_history();
   return true;
 }
 
 json HandlerTable::history() const {
   std::lock_guard lk(mu_);
   return history_;
+}
+
+uint64_t HandlerTable::history_omitted() const {
+  std::lock_guard lk(mu_);
+  return omitted_;
 }
 
 bool HandlerTable::any() const {
@@ -219,7 +236,11 @@ bool HandlerTable::by_gen(uint64_t gen, cp_handler_rule& out) const {
 json handle_control(HandlerTable& table, const json& req) {
   if (!req.is_object()) throw std::invalid_argument("request is not a JSON object");
   std::string cmd = req.value("cmd", "");
-  if (cmd == "get") return {{"ok", true}, {"handlers", table.current()}, {"history", table.history()}};
+  if (cmd == "get")
+    return {{"ok", true},
+            {"handlers", table.current()},
+            {"history", table.history()},
+            {"history_omitted", table.history_omitted()}};
   if (cmd != "set") throw std::invalid_argument(fmt::format("unknown request `{}` (set or get)", cmd));
   std::string channel = req.at("channel").get<std::string>();
   // Parse first: a bad handler leaves the running configuration untouched.

@@ -38,6 +38,11 @@ class HandlerTable {
 
   // Globs the control socket may keep at once (a pattern set again replaces itself).
   static constexpr size_t kMaxControlGlobs = 4096;
+  // History entries kept in memory for `get` and meta.json: a long recording
+  // changed every second would otherwise grow by one entry a change. Every entry
+  // still reaches the trace (Handlers frames), where readers take the history
+  // from; only entries already written are forgotten, oldest first.
+  static constexpr size_t kHistoryKept = 1024;
 
   // The config file's rules: installs the default and every exact name now.
   void set_rules(std::vector<ConfigRule> rules);
@@ -55,7 +60,10 @@ class HandlerTable {
 
   // History entries not yet written, as a Handlers frame (or nothing).
   bool take_pending(EncodedFrame& f);
+  // The last kHistoryKept changes (and any not yet written), oldest first.
   nlohmann::json history() const;
+  // Changes forgotten from history(): they are in the trace only.
+  uint64_t history_omitted() const;
   bool any() const;
   // The map value installed with generation `gen` (false: no such install).
   bool by_gen(uint64_t gen, cp_handler_rule& out) const;
@@ -64,6 +72,7 @@ class HandlerTable {
   nlohmann::json install(uint64_t id, const std::string& name, const HandlerSpec& spec, const std::string& source,
                          const std::string& rule);
   const ConfigRule* first_match(const std::string& name) const;
+  void trim_history();
   void check_room(const std::vector<std::pair<uint64_t, std::string>>& targets, const std::string& glob) const;
 
   mutable std::mutex mu_;
@@ -79,12 +88,14 @@ class HandlerTable {
   std::map<uint64_t, cp_handler_rule> by_gen_;
   std::map<uint64_t, uint64_t> gen_of_;  // id -> gen of its current rule
   nlohmann::json history_ = nlohmann::json::array();
-  size_t written_ = 0;
+  size_t written_ = 0;  // of history_'s entries, the first written_ are in the trace
+  uint64_t omitted_ = 0;
 };
 
 // The recorder's side of the control socket (user/record/control_socket.h):
 //   {"cmd":"set","channel":C,"handler":[words]} -> {"ok":true,"changes":[history entries]}
-//   {"cmd":"get"}                                -> {"ok":true,"handlers":[...],"history":[...]}
+//   {"cmd":"get"}                                -> {"ok":true,"handlers":[...],"history":[...],
+//                                                   "history_omitted":N}
 // A bad request changes nothing and answers {"ok":false,"error":...}.
 nlohmann::json handle_control(HandlerTable& table, const nlohmann::json& request);
 

@@ -723,7 +723,8 @@ void Recording::finish_meta(uint64_t held_series_points) {
   meta_["channels"] = channels_.all_json();
   meta_["pid_namespaces"] = ns_pids_.all_json();
   meta_["counters"] = counters_json(final_counts_);
-  meta_["handlers"] = handlers_->history();
+  meta_["handlers"] = handlers_->history();  // the last changes; the trace's frames hold all
+  if (uint64_t omitted = handlers_->history_omitted()) meta_["handlers_omitted"] = omitted;
   // Series points written: those the drain and the held maps produced, less any
   // a write failure discarded (pipe_->stats() counts written records only).
   uint64_t series_points = drain_->series_points() + held_series_points;
