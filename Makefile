@@ -285,7 +285,7 @@ check-root:
 #                     the clock model, the tables and the MinRTT wire format
 #                     (~8 min to build on 2 vCPUs: not in `make test`).
 # The integration tests drive cptrace as a root process with BPF programs: see
-# README ("Sanitizers") for why they run under neither.
+# docs/developing.md ("Sanitizers") for why they run under neither.
 SAN        := $(BUILD)/san
 SAN_FLAGS   = -std=c++20 -O1 -g -fno-omit-frame-pointer $(CPPFLAGS) $(SITE_AS) -Itests
 ASAN_TESTS := trace_format clock_map clock_bounds clock_adjust tsc_skew_history events_frame_check trace_tail \
