@@ -11,7 +11,7 @@
 
 #include "analyze/zstd_csv_writer.h"
 #include "test_util.h"
-#include "trace/output_dir.h"
+#include "os/output_dir.h"
 #include "zstd_util.h"
 
 using namespace cptrace;

@@ -7,7 +7,7 @@
 
 #include "analyze/csv_util.h"
 #include "trace/event_names.h"
-#include "trace/out_file.h"
+#include "os/out_file.h"
 
 namespace cptrace {
 

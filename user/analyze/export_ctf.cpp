@@ -11,7 +11,7 @@
 
 #include "analyze/counter_periods.h"
 #include "trace/clock_map.h"
-#include "trace/out_file.h"
+#include "os/out_file.h"
 
 namespace cptrace {
 

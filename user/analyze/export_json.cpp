@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "analyze/counter_periods.h"
-#include "trace/out_file.h"
+#include "os/out_file.h"
 
 namespace cptrace {
 

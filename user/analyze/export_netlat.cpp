@@ -12,7 +12,7 @@
 #include "analyze/parquet_writer.h"
 #include "netlat/netlat_output.h"
 #include "trace/net_codec.h"
-#include "trace/output_dir.h"
+#include "os/output_dir.h"
 
 namespace cptrace {
 namespace {

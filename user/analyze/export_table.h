@@ -22,7 +22,7 @@
 
 #include "analyze/zstd_csv_writer.h"
 #include "tables/memory_budget.h"
-#include "trace/out_file.h"
+#include "os/out_file.h"
 
 namespace cptrace {
 

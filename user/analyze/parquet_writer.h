@@ -37,7 +37,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "trace/out_file.h"
+#include "os/out_file.h"
 
 namespace cptrace {
 

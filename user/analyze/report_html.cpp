@@ -13,7 +13,7 @@
 #include "analyze/report_nodes.h"
 #include "analyze/report_path.h"
 #include "trace/tsc_skew_history.h"
-#include "trace/out_file.h"
+#include "os/out_file.h"
 #include "trace/trace_timeline.h"
 #include "analyze/clock_adjust_summary.h"
 #include "analyze/report_js.h"

@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "trace/output_dir.h"
+#include "os/output_dir.h"
 
 namespace cptrace {
 namespace {

@@ -25,7 +25,7 @@
 
 #include <zstd.h>
 
-#include "trace/out_file.h"
+#include "os/out_file.h"
 
 namespace cptrace {
 

@@ -24,7 +24,7 @@
 
 #include "cluster/agent_wire.h"
 #include "cluster/node_process.h"
-#include "trace/exec_argv.h"
+#include "os/exec_argv.h"
 #include "trace/json_text.h"
 #include "trace/trace_format.h"
 

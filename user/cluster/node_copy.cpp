@@ -12,7 +12,7 @@
 
 #include <fmt/core.h>
 
-#include "trace/output_dir.h"
+#include "os/output_dir.h"
 
 namespace cptrace::cluster {
 

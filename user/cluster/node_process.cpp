@@ -13,7 +13,7 @@
 
 #include <fmt/core.h>
 
-#include "trace/exec_argv.h"
+#include "os/exec_argv.h"
 
 namespace cptrace {
 

@@ -23,7 +23,7 @@
 #include <fmt/core.h>
 
 #include "trace/clock_now.h"
-#include "trace/exec_argv.h"
+#include "os/exec_argv.h"
 
 namespace cptrace {
 

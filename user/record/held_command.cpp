@@ -10,7 +10,7 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "trace/exec_argv.h"
+#include "os/exec_argv.h"
 
 namespace cptrace {
 

@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "trace/block_codec.h"
-#include "trace/output_dir.h"
+#include "os/output_dir.h"
 
 namespace cptrace {
 

@@ -1,5 +1,5 @@
 // Output files created relative to a directory descriptor (see output_dir.h).
-#include "trace/output_dir.h"
+#include "os/output_dir.h"
 
 #include <cerrno>
 #include <cstring>

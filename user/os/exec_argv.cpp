@@ -1,4 +1,4 @@
-#include "trace/exec_argv.h"
+#include "os/exec_argv.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -11,7 +11,7 @@
 
 #include <unistd.h>
 
-#include "trace/output_dir.h"
+#include "os/output_dir.h"
 
 namespace cptrace {
 
