@@ -26,7 +26,7 @@ SKELS      := $(patsubst bpf/%.bpf.c,$(BUILD)/%.skel.h,$(BPF_SRCS))
 # meet in trace/); LAYERS is the link order, bottom-up, every folder after all it
 # may include. tools/check-layers.sh checks the includes against the table and
 # LAYERS against it; linking the archives in this order checks the calls.
-LAYERS     := os trace tables collect probe net sync record translate latency netlat analyze cluster load cli
+LAYERS     := os clock trace tables collect probe net sync record translate latency netlat analyze cluster load cli
 reverse    = $(if $(1),$(call reverse,$(wordlist 2,$(words $(1)),$(1))) $(firstword $(1)))
 # Everything below the CLI, linked top-down: a call into a higher layer fails to link.
 CORE_LIBS  := $(foreach l,$(call reverse,$(filter-out cli,$(LAYERS))),$(BUILD)/user/lib$(l).a)
@@ -42,7 +42,8 @@ BENCHES    := $(patsubst bench/%.cpp,$(BUILD)/bench/%,$(wildcard bench/*.cpp)) \
 # The reader and what it needs, built with libFuzzer + ASan.
 # Helper programs under tools/ (testbed forwarding element, ...).
 TOOLS      := $(patsubst tools/%.cpp,$(BUILD)/%,$(wildcard tools/*.cpp))
-FUZZ_SRCS  ?= $(addprefix user/trace/,trace_reader.cpp frame_dispatch.cpp trace_file.cpp block_codec.cpp events_frame_check.cpp clock_map.cpp trace_format.cpp net_codec.cpp pid_table.cpp clock_adjust.cpp ntp_state.cpp clock_bounds.cpp clock_change_candidates.cpp clock_rate_envelope.cpp raw_witness.cpp tsc_frequency.cpp tsc_skew_history.cpp json_text.cpp)
+FUZZ_SRCS  ?= $(addprefix user/trace/,trace_reader.cpp frame_dispatch.cpp trace_file.cpp block_codec.cpp events_frame_check.cpp clock_map.cpp trace_format.cpp net_codec.cpp pid_table.cpp clock_adjust.cpp clock_change_candidates.cpp clock_rate_envelope.cpp tsc_skew_history.cpp json_text.cpp) \
+              $(addprefix user/clock/,ntp_state.cpp clock_bounds.cpp raw_witness.cpp tsc_frequency.cpp)
 FUZZ_TIME  ?= 30
 
 # Java (jni/): the JDK is the one `javac` on PATH resolves to (Debian's
@@ -211,9 +212,9 @@ $(BUILD)/tests/cgo_logger: tests/workloads/go/cgo_logger.go $(BUILD)/libcptrace.
 
 # The kernel-matrix guest's clock check: logs through libcptrace and reads traces
 # with the trace layer (the bottom one: it needs no other).
-$(BUILD)/tests/clock_truth: tests/kernels/clock_truth.cpp tests/truth_sampler.h $(BUILD)/user/libtrace.a $(BUILD)/user/libos.a $(BUILD)/libcptrace.so
+$(BUILD)/tests/clock_truth: tests/kernels/clock_truth.cpp tests/truth_sampler.h $(BUILD)/user/libtrace.a $(BUILD)/user/libclock.a $(BUILD)/user/libos.a $(BUILD)/libcptrace.so
 	@mkdir -p $(@D)
-	$(CXX) -std=c++20 $(CXXFLAGS) $(WARN) $(CPPFLAGS) -Itests $< -o $@ $(BUILD)/user/libtrace.a $(BUILD)/user/libos.a -L$(BUILD) -lcptrace \
+	$(CXX) -std=c++20 $(CXXFLAGS) $(WARN) $(CPPFLAGS) -Itests $< -o $@ $(BUILD)/user/libtrace.a $(BUILD)/user/libclock.a $(BUILD)/user/libos.a -L$(BUILD) -lcptrace \
 	  -Wl,-rpath,'$$ORIGIN/..' $(LDLIBS)
 
 $(BUILD)/tests/obj/%.o: tests/%.cpp | $(SKELS)
@@ -290,7 +291,7 @@ SAN        := $(BUILD)/san
 SAN_FLAGS   = -std=c++20 -O1 -g -fno-omit-frame-pointer $(CPPFLAGS) $(SITE_AS) -Itests
 ASAN_TESTS := trace_format clock_map clock_bounds clock_adjust tsc_skew_history events_frame_check trace_tail \
               tuple_join tsc_frequency tsc_skew minrtt_protocol
-ASAN_SRCS  := $(wildcard user/os/*.cpp user/trace/*.cpp user/tables/*.cpp) user/record/tsc_skew.cpp user/record/skew_watch.cpp \
+ASAN_SRCS  := $(wildcard user/os/*.cpp user/clock/*.cpp user/trace/*.cpp user/tables/*.cpp) user/record/tsc_skew.cpp user/record/skew_watch.cpp \
               user/record/clock_schedule.cpp user/sync/minrtt_protocol.cpp user/sync/kernel_timestamps.cpp \
               user/sync/minrtt_rounds.cpp
 TSAN_TESTS := tuple_join tsc_skew
@@ -347,7 +348,7 @@ FUZZ_BINS  := $(addprefix $(BUILD)/fuzz_,$(FUZZERS))
 FUZZ_CXX   := clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined $(CPPFLAGS)
 fuzz_dir    = $$(if [ $(1) = trace_reader ]; then echo tests/fuzz; else echo tests/fuzz/$(1); fi)
 
-$(BUILD)/fuzz_trace_reader: tests/fuzz/fuzz_trace_reader.cpp $(FUZZ_SRCS) $(wildcard user/trace/*.h)
+$(BUILD)/fuzz_trace_reader: tests/fuzz/fuzz_trace_reader.cpp $(FUZZ_SRCS) $(wildcard user/trace/*.h user/clock/*.h)
 	@mkdir -p $(@D)
 	$(FUZZ_CXX) $< $(FUZZ_SRCS) -o $@ -lzstd -ldeflate -lz -lfmt
 
@@ -380,16 +381,16 @@ $(BUILD)/fuzz_registry: tests/fuzz/fuzz_registry.cpp user/probe/proc_registry.cp
 # The control socket's requests: the handler table, instrumented, and the trace
 # format its history frames use.
 CONTROL_FUZZ_SRCS := user/probe/handler_table.cpp user/probe/handler_rules.cpp user/trace/json_text.cpp
-$(BUILD)/fuzz_control_request: tests/fuzz/fuzz_control_request.cpp $(CONTROL_FUZZ_SRCS) $(BUILD)/user/libtrace.a $(BUILD)/user/libos.a \
+$(BUILD)/fuzz_control_request: tests/fuzz/fuzz_control_request.cpp $(CONTROL_FUZZ_SRCS) $(BUILD)/user/libtrace.a $(BUILD)/user/libclock.a $(BUILD)/user/libos.a \
   user/probe/handler_table.h user/probe/handler_rules.h
 	@mkdir -p $(@D)
-	$(FUZZ_CXX) $< $(CONTROL_FUZZ_SRCS) -o $@ $(BUILD)/user/libtrace.a $(BUILD)/user/libos.a -lfmt -lzstd -ldeflate -lz
+	$(FUZZ_CXX) $< $(CONTROL_FUZZ_SRCS) -o $@ $(BUILD)/user/libtrace.a $(BUILD)/user/libclock.a $(BUILD)/user/libos.a -lfmt -lzstd -ldeflate -lz
 
 # meta.json's readers, instrumented; what they call into (pair relations and
 # the translate stages behind them) from the project's own libraries.
 META_FUZZ_SRCS := user/latency/duration_bounds.cpp user/translate/clock_relation.cpp \
   user/translate/drift_bound.cpp user/trace/tsc_skew_history.cpp
-META_FUZZ_LIBS := $(addprefix $(BUILD)/user/lib,translate.a sync.a tables.a trace.a)
+META_FUZZ_LIBS := $(addprefix $(BUILD)/user/lib,translate.a sync.a tables.a trace.a clock.a os.a)
 $(BUILD)/fuzz_meta_json: tests/fuzz/fuzz_meta_json.cpp $(META_FUZZ_SRCS) $(META_FUZZ_LIBS)
 	@mkdir -p $(@D)
 	$(FUZZ_CXX) $< $(META_FUZZ_SRCS) -o $@ $(META_FUZZ_LIBS) -lfmt -lzstd -ldeflate -lz -lcrypto -lpthread

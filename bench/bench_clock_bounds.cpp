@@ -1,5 +1,5 @@
 // bench_clock_bounds: how wide the CLOCK_MONOTONIC -> TSC conversion bounds are
-// (trace/clock_bounds.h) on simulated clocks, and what a conversion costs.
+// (clock/clock_bounds.h) on simulated clocks, and what a conversion costs.
 //
 //   bench_clock_bounds [STAMPS per case (default 1000000)]
 //

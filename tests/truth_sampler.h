@@ -33,7 +33,7 @@ inline MonoSample sample_mono(clockid_t clock = CLOCK_MONOTONIC) {
 }
 
 // The physical TSC's frequency against CLOCK_MONOTONIC_RAW (the second durations
-// in ns are given in: trace/tsc_frequency.h) between two RAW samples, as a strict
+// in ns are given in: clock/tsc_frequency.h) between two RAW samples, as a strict
 // interval [lo, hi] in ticks per second (1 ns reading resolution per sample).
 struct RawHz {
   long double lo = 0, hi = 0;

@@ -20,7 +20,7 @@
 #include <thread>
 
 #include "trace/clock_map.h"
-#include "trace/clock_transform.h"
+#include "clock/clock_transform.h"
 #include "sync/kernel_timestamps.h"
 #include "sync/minrtt_protocol.h"
 #include "record_util.h"

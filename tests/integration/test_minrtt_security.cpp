@@ -30,7 +30,7 @@
 #include "record_util.h"
 #include "test_util.h"
 #include "testbed_util.h"
-#include "trace/clock_transform.h"
+#include "clock/clock_transform.h"
 #include "trace/trace_reader.h"
 #include "translate/clock_relation.h"
 

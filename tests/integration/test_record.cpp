@@ -19,7 +19,7 @@
 #include "test_util.h"
 #include "probe/probe_site.h"
 #include "probe/proc_registry.h"
-#include "trace/clock_transform.h"
+#include "clock/clock_transform.h"
 #include "record/recorder.h"
 #include "trace/trace_reader.h"
 

@@ -44,7 +44,7 @@
 #include "testbed_util.h"
 #include "trace/clock_change_candidates.h"
 #include "trace/clock_map.h"
-#include "trace/clock_transform.h"
+#include "clock/clock_transform.h"
 #include "trace/trace_reader.h"
 #include "trace/trace_tail.h"
 #include "latency/latency.h"

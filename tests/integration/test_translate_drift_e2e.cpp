@@ -23,7 +23,7 @@
 #include "test_util.h"
 #include "truth_util.h"
 #include "testbed_util.h"
-#include "trace/clock_transform.h"
+#include "clock/clock_transform.h"
 #include "trace/trace_reader.h"
 #include "translate/translated_frame.h"
 
@@ -84,7 +84,7 @@ TEST(TranslateDriftE2E, RateChangeMidRunContainedWithRoundsTrafficAndBoth) {
     ASSERT_FALSE(r.error()) << r.error()->what();
     ASSERT_GE(r.clock_map().points().size(), 2u);
     // B's simulated TSC changed its rate against the real CLOCK_MONOTONIC_RAW:
-    // the RAW line splits there once (trace/raw_witness.h); A's did not.
+    // the RAW line splits there once (clock/raw_witness.h); A's did not.
     const ClockModelStats& st = r.clock_map().model_stats();
     printf("  [drift e2e] %s: %llu of %llu segments fell back (%llu departed), %llu TSC rate changes\n", n,
            (unsigned long long)st.fallback(), (unsigned long long)st.segments, (unsigned long long)st.departed,

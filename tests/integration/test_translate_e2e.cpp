@@ -16,7 +16,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "trace/clock_transform.h"
+#include "clock/clock_transform.h"
 #include "cptrace.h"
 #include "latency/latency.h"
 #include "pipeline_util.h"

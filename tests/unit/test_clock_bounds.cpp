@@ -10,8 +10,8 @@
 
 #include "trace/clock_change_candidates.h"
 #include "trace/clock_map.h"
-#include "trace/clock_quantum.h"
-#include "trace/ntp_state.h"
+#include "clock/clock_quantum.h"
+#include "clock/ntp_state.h"
 
 namespace cptrace {
 namespace {
@@ -286,7 +286,7 @@ namespace {
 // A clock that moves against the TSC with no syscall (issue 35, item 3): kvm-clock
 // re-anchored by the host, a clocksource switch, a TSC whose rate changes. Both
 // CLOCK_MONOTONIC and CLOCK_MONOTONIC_RAW come from the same clocksource read, so
-// both move; RAW, never disciplined, is the witness (trace/raw_witness.h).
+// both move; RAW, never disciplined, is the witness (clock/raw_witness.h).
 struct FaultyClock {
   std::vector<std::pair<ld, ld>> steps;  // (tsc, ns added to both clocks from there on)
   ld rate_change_tsc = INFINITY, rate_change_ppm = 0;  // the TSC's own rate changes

@@ -5,7 +5,7 @@
 #include <limits>
 #include <random>
 
-#include "trace/clock_transform.h"
+#include "clock/clock_transform.h"
 
 namespace cptrace {
 namespace {

@@ -1,4 +1,4 @@
-// The TSC frequency for seconds (trace/tsc_frequency.h): against
+// The TSC frequency for seconds (clock/tsc_frequency.h): against
 // CLOCK_MONOTONIC_RAW, strict for the brackets and the reading quantum, whatever
 // NTP did to CLOCK_MONOTONIC.
 #include <gtest/gtest.h>
@@ -6,7 +6,7 @@
 #include <cmath>
 #include <vector>
 
-#include "trace/tsc_frequency.h"
+#include "clock/tsc_frequency.h"
 
 namespace cptrace {
 namespace {

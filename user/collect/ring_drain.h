@@ -16,7 +16,7 @@
 #include "collect/block_pipeline.h"
 #include "collect/ring_waiter.h"
 #include "collect/stage_flush.h"
-#include "trace/clock_transform.h"
+#include "clock/clock_transform.h"
 #include "cptrace_records.h"
 #include "trace/trace_format.h"
 

@@ -8,7 +8,7 @@
 #include <stdexcept>
 #include <unordered_map>
 
-#include "trace/tsc_frequency.h"
+#include "clock/tsc_frequency.h"
 #include "tables/run_merge.h"
 #include "tables/tuple_join.h"
 #include "translate/stamp_errors.h"
@@ -245,7 +245,7 @@ class NodeRows : public LatencyRowSource {
 };
 
 // A strict interval around the TSC frequency from the first and last correlation
-// points (trace/tsc_frequency.h; translate measures the reference's the same way),
+// points (clock/tsc_frequency.h; translate measures the reference's the same way),
 // widened across TSC rate changes. False with fewer than two points.
 bool frequency_interval(const ClockMap& map, double& lo, double& hi) {
   if (map.points().size() < 2) return false;

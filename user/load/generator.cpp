@@ -21,7 +21,7 @@
 
 #include "cptrace.h"
 #include "load/tuple_wire.h"
-#include "trace/clock_now.h"
+#include "clock/clock_now.h"
 
 namespace cptrace {
 

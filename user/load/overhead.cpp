@@ -22,7 +22,7 @@
 
 #include <fmt/core.h>
 
-#include "trace/clock_now.h"
+#include "clock/clock_now.h"
 #include "os/exec_argv.h"
 
 namespace cptrace {

@@ -11,7 +11,7 @@
 
 #include <fmt/core.h>
 
-#include "trace/clock_now.h"
+#include "clock/clock_now.h"
 
 namespace cptrace {
 

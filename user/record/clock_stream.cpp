@@ -10,7 +10,7 @@
 
 #include "sync/minrtt_record.h"
 #include "trace/clock_map.h"
-#include "trace/clock_now.h"
+#include "clock/clock_now.h"
 
 using nlohmann::json;
 

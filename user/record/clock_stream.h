@@ -21,8 +21,8 @@
 #include "record/clocksource_watch.h"
 #include "trace/block_codec.h"
 #include "trace/clock_adjust.h"
-#include "trace/clock_transform.h"
-#include "trace/ntp_state.h"
+#include "clock/clock_transform.h"
+#include "clock/ntp_state.h"
 #include "trace/trace_format.h"
 
 namespace cptrace {

@@ -3,8 +3,8 @@
 
 #include <algorithm>
 
-#include "trace/clock_quantum.h"
-#include "trace/ntp_state.h"
+#include "clock/clock_quantum.h"
+#include "clock/ntp_state.h"
 
 namespace cptrace {
 

@@ -24,9 +24,9 @@
 #include "probe/probe_site.h"
 #include "probe/tracefs_uprobes.h"
 #include "record/tsc_skew.h"
-#include "trace/clock_quantum.h"
+#include "clock/clock_quantum.h"
 #include "trace/node_info.h"
-#include "trace/ntp_state.h"
+#include "clock/ntp_state.h"
 #include "trace/tsc_verdict.h"
 
 namespace cptrace {
@@ -218,7 +218,7 @@ int run_check() {
   report_tsc_trust(c);
   c.line(n.clocksource == "tsc", false, "clocksource",
          n.clocksource + (n.clocksource == "tsc" ? "" : " (not tsc: kernel timestamps convert less tightly)"));
-  // The step every kernel-stamp bound carries (trace/clock_quantum.h).
+  // The step every kernel-stamp bound carries (clock/clock_quantum.h).
   uint64_t q = measure_clock_quantum(CLOCK_MONOTONIC, n.clocksource);
   c.line(q <= 10, false, "clock reading step",
          fmt::format("CLOCK_MONOTONIC reads in steps of {} ns{}", q,

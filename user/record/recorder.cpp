@@ -39,7 +39,7 @@
 #include "record/skew_watch.h"
 #include "record/tsc_skew.h"
 #include "sync/minrtt_record.h"
-#include "trace/clock_now.h"
+#include "clock/clock_now.h"
 #include "trace/json_text.h"
 #include "trace/node_info.h"
 #include "trace/trace_writer.h"

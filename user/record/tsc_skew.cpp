@@ -12,7 +12,7 @@
 #include <string>
 #include <thread>
 
-#include "trace/clock_now.h"
+#include "clock/clock_now.h"
 #include "trace/node_info.h"
 
 namespace cptrace {

@@ -20,7 +20,7 @@
 #include <fmt/core.h>
 
 #include "trace/clock_map.h"
-#include "trace/clock_now.h"
+#include "clock/clock_now.h"
 
 namespace cptrace {
 namespace {

@@ -20,7 +20,7 @@
 #include <optional>
 #include <string>
 
-#include "trace/clock_transform.h"
+#include "clock/clock_transform.h"
 #include "trace/trace_format.h"
 
 namespace cptrace {

@@ -14,7 +14,7 @@
 #include "sync/minrtt_protocol.h"
 #include "sync/minrtt_responder.h"
 #include "sync/sync_session.h"
-#include "trace/clock_now.h"
+#include "clock/clock_now.h"
 
 namespace cptrace {
 

@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "trace/clock_transform.h"
+#include "clock/clock_transform.h"
 #include "trace/sync_round.h"
 
 namespace CLI {

@@ -14,7 +14,7 @@
 #include <fmt/core.h>
 
 #include "sync/kernel_timestamps.h"
-#include "trace/clock_now.h"
+#include "clock/clock_now.h"
 
 namespace cptrace {
 namespace {

@@ -17,7 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "trace/clock_transform.h"
+#include "clock/clock_transform.h"
 #include "sync/minrtt_protocol.h"
 #include "trace/sync_round.h"
 

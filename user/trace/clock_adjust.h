@@ -16,7 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cptrace_clockadj.h"
-#include "trace/ntp_state.h"
+#include "clock/ntp_state.h"
 
 namespace cptrace {
 

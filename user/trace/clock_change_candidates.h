@@ -66,7 +66,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "trace/clock_bounds.h"
+#include "clock/clock_bounds.h"
 
 namespace cptrace {
 

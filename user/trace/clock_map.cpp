@@ -12,7 +12,7 @@
 #error "cptrace reads the x86 TSC"
 #endif
 
-#include "trace/least_squares.h"
+#include "clock/least_squares.h"
 
 namespace cptrace {
 namespace {

@@ -6,11 +6,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "trace/clock_bounds.h"
+#include "clock/clock_bounds.h"
 #include "trace/clock_rate_envelope.h"
-#include "trace/raw_witness.h"
+#include "clock/raw_witness.h"
 #include "trace/trace_format.h"
-#include "trace/tsc_frequency.h"
+#include "clock/tsc_frequency.h"
 
 namespace cptrace {
 

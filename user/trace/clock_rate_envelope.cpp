@@ -6,7 +6,7 @@
 
 #include <algorithm>
 
-#include "trace/clock_bounds.h"
+#include "clock/clock_bounds.h"
 #include "trace/trace_reader.h"
 
 namespace cptrace {

@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "trace/tsc_frequency.h"
+#include "clock/tsc_frequency.h"
 #include "translate/sync_pairs.h"
 
 namespace cptrace {

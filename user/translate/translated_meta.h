@@ -22,7 +22,7 @@ nlohmann::json translated_meta(const TranslateOptions& opt, const std::vector<Tr
 // meta.json "translated"."frequency": the reference's TSC frequency for seconds,
 // from its clock-stream points nearest to the first MinRTT1 and last MinRTT2
 // instants on it, as a strict interval against CLOCK_MONOTONIC_RAW
-// (trace/tsc_frequency.h: why not MONOTONIC); "error" where none can be had.
+// (clock/tsc_frequency.h: why not MONOTONIC); "error" where none can be had.
 nlohmann::json measure_frequency(const TranslateNode& ref, const PairMap& pairs, size_t ref_idx);
 
 // The Channels frame's list: every node's channels by id.

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "trace/trace_format.h"
+#include "clock/clock_point.h"
 
 namespace cptrace {
 

@@ -1,10 +1,10 @@
 // CLOCK_MONOTONIC_RAW against the TSC, segment by segment (raw_witness.h).
-#include "trace/raw_witness.h"
+#include "clock/raw_witness.h"
 
 #include <algorithm>
 #include <cmath>
 
-#include "trace/least_squares.h"
+#include "clock/least_squares.h"
 
 namespace cptrace {
 namespace {

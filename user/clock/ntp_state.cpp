@@ -1,5 +1,5 @@
 // Reading and describing the kernel's NTP state (ntp_state.h).
-#include "trace/ntp_state.h"
+#include "clock/ntp_state.h"
 
 #include <sys/timex.h>
 #include <unistd.h>

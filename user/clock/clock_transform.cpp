@@ -1,5 +1,5 @@
 // Test-only simulated clock: see clock_transform.h for the formula and why.
-#include "trace/clock_transform.h"
+#include "clock/clock_transform.h"
 
 #include <cmath>
 #include <limits>

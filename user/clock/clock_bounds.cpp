@@ -1,6 +1,6 @@
 // The mono -> TSC conversion model of clock_bounds.h: per segment, which
 // hypotheses fit the data, and the union of their bounds at an instant.
-#include "trace/clock_bounds.h"
+#include "clock/clock_bounds.h"
 
 #include <algorithm>
 #include <cmath>

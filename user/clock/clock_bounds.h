@@ -34,10 +34,11 @@
 // (clock_rate_envelope.h), a violated or crowded segment is bounded at that
 // envelope's rates from both of its points instead.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
-#include "trace/trace_format.h"
+#include "clock/clock_point.h"
 
 namespace cptrace {
 

@@ -1,10 +1,10 @@
 // A clock's reading step, measured (clock_quantum.h).
-#include "trace/clock_quantum.h"
+#include "clock/clock_quantum.h"
 
 #include <algorithm>
 #include <limits>
 
-#include "trace/clock_now.h"
+#include "clock/clock_now.h"
 
 namespace cptrace {
 

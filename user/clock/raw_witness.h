@@ -33,8 +33,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "trace/clock_bounds.h"
-#include "trace/trace_format.h"
+#include "clock/clock_bounds.h"
+#include "clock/clock_point.h"
 
 namespace cptrace {
 

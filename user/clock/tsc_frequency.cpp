@@ -1,5 +1,5 @@
 // TSC frequency intervals from two correlation points (tsc_frequency.h).
-#include "trace/tsc_frequency.h"
+#include "clock/tsc_frequency.h"
 
 #include <algorithm>
 #include <cmath>
