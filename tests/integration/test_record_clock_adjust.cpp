@@ -220,7 +220,7 @@ TEST(RecordClockAdjust, PllSlewGetsPointsAroundRealtimeSeconds) {
   bool slewing = false;
   for (const auto& a : r.clock_adjustments()) slewing |= a.kind == ClockAdjustKind::State && a.state.slewing();
   ASSERT_TRUE(slewing) << "the NTP state read at the points shows the offset being slewed";
-  std::vector<ClockChange> cand = clock_change_candidates(r);
+  std::vector<ClockChange> cand = clock_change_candidates(r.clock_history());
   auto my = my_calls(r, "adjtimex");
   ASSERT_FALSE(my.empty());
   const ClockChange call{my.front().enter_mono_ns, my.front().mono_ns + kChangeEffectNs};

@@ -422,7 +422,7 @@ void describe_miss(const TraceReader& r, uint64_t m) {
   printf("  [slew] miss at %.3f ms; points", ms(m));
   for (size_t j = i >= 2 ? i - 2 : 0; j < p.size() && j <= i + 3; j++) printf(" %.3f", ms(p[j].mono_ns));
   printf("; changes");
-  for (const ClockChange& c : clock_change_candidates(r))
+  for (const ClockChange& c : clock_change_candidates(r.clock_history()))
     if (c.to_ns + 200'000'000 > m && c.from_ns < m + 200'000'000) printf(" [%.3f, %.3f]", ms(c.from_ns), ms(c.to_ns));
   printf("; model: one rate %llu, change %llu, either %llu, violated %llu, crowded %llu\n",
          (unsigned long long)st.one_rate, (unsigned long long)st.rate_change, (unsigned long long)st.either,
@@ -721,7 +721,7 @@ TEST_F(SlewTruth, AdjtimeSlewLongerThanASecond) {
     // The end is among the witnessed changes (from the boundary's MONOTONIC
     // instant, which the points' REALTIME readings place within a few us).
     bool witnessed = false;
-    for (const ClockChange& c : clock_change_candidates(r))
+    for (const ClockChange& c : clock_change_candidates(r.clock_history()))
       witnessed |= c.from_ns <= uint64_t(end_mono) + 100'000 && c.to_ns + 100'000 >= uint64_t(end_mono);
     EXPECT_TRUE(witnessed) << kNames[k] << ": the slew's end, mono " << end_mono << ", is no witnessed change";
     Tally near;

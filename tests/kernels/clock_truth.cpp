@@ -267,7 +267,7 @@ int check(int argc, char** argv) {
   // clocksource, which is what makes the check above sharp.
   size_t miss_1ns = 0;
   {
-    cptrace::ClockMap fine(r.clock(), cptrace::clock_change_candidates(r), cptrace::ClockReading{1, 1});
+    cptrace::ClockMap fine(r.clock(), cptrace::clock_change_candidates(r.clock_history()), cptrace::ClockReading{1, 1});
     for (const truth::MonoSample& s : t.samples) {
       if (s.mono_ns < first || s.mono_ns > last) continue;
       cptrace::TscBounds b = fine.mono_to_tsc_bounds(s.mono_ns);

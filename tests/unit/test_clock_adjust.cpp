@@ -182,13 +182,13 @@ TEST(ClockChangeCandidates, StateChangedByNoSeenCallLeavesItsWindowsUnchecked) {
   };
   TraceReader unseen = reader({s0, s1});
   ASSERT_FALSE(unseen.error()) << unseen.error()->what();
-  EXPECT_EQ(clock_change_candidates(unseen),
+  EXPECT_EQ(clock_change_candidates(unseen.clock_history()),
             (std::vector<ClockChange>{{1'400'000'000, 1'500'000'000}, {1'400'000'000, 1'500'000'000}}));
   // The segment, its neighbours, and the two whose windows end on its points
   // (spans count with their ends: wider, never wrong).
   EXPECT_EQ(unseen.clock_map().model_stats().crowded, 5u);
   TraceReader seen = reader({s0, syscall_adj(1'450'000'000, ADJ_FREQUENCY), s1});
-  EXPECT_EQ(clock_change_candidates(seen).size(), 1u) << "the call alone";
+  EXPECT_EQ(clock_change_candidates(seen.clock_history()).size(), 1u) << "the call alone";
   EXPECT_EQ(seen.clock_map().model_stats().crowded, 0u);
 }
 
@@ -199,13 +199,9 @@ TEST(ClockRateEnvelope, WhatTheWitnessedDisciplineAllows) {
   std::vector<ClockPoint> pts;
   for (uint64_t m = 1'000'000'000; m <= 2'000'000'000; m += 100'000'000) pts.push_back({m * 2, m, 10, 0});
   const nlohmann::json watched = {{"clock_discipline", {{"syscalls_watched", true}, {"syscalls_dropped", 0}}}};
+  // No reader needed: the model reads a plain history (clock_history.h).
   auto envelope = [&](std::vector<ClockAdjustment> adj, const nlohmann::json& meta) {
-    TraceReader r = TraceReader::from_bytes(
-        file_header_bytes() + bytes_of(encode_clock(pts)) +
-            bytes_of(encode_json(FrameType::ClockAdjust, clock_adjust_frame_json(adj), uint32_t(adj.size()))),
-        meta);
-    EXPECT_FALSE(r.error());
-    return clock_rate_envelope(r);
+    return clock_rate_envelope(ClockHistory::from_meta(meta, pts, adj));
   };
   ClockAdjustment s0 = state_adj(1'000'000'000, STA_NANO, 0);
   s0.state.freq = -100 << 16;
@@ -284,12 +280,13 @@ TEST(ClockChangeCandidates, AdjustingCallsAndSecondsWhileSlewing) {
   // and 4.6 s, where the last chunk (taken at 3.6 s) comes out of the tick length.
   // A call spans its entry (1 us before its exit here) to one tick after its exit.
   const uint64_t tick = kChangeEffectNs;
-  EXPECT_EQ(clock_change_candidates(r), (std::vector<ClockChange>{{1'233'999'000, 1'234'000'000 + tick},
-                                                                  {1'399'999'000, 1'400'000'000 + tick},
-                                                                  {1'600'000'000, 1'600'000'000 + tick},
-                                                                  {2'600'000'000, 2'600'000'000 + tick},
-                                                                  {3'600'000'000, 3'600'000'000 + tick},
-                                                                  {4'600'000'000, 4'600'000'000 + tick}}));
+  EXPECT_EQ(clock_change_candidates(r.clock_history()),
+            (std::vector<ClockChange>{{1'233'999'000, 1'234'000'000 + tick},
+                                      {1'399'999'000, 1'400'000'000 + tick},
+                                      {1'600'000'000, 1'600'000'000 + tick},
+                                      {2'600'000'000, 2'600'000'000 + tick},
+                                      {3'600'000'000, 3'600'000'000 + tick},
+                                      {4'600'000'000, 4'600'000'000 + tick}}));
 }
 
 // A slew cut short leaves its last chunk in the tick length until the next
@@ -311,7 +308,7 @@ TEST(ClockChangeCandidates, TheBoundaryAfterACallAndAfterTheStart) {
       bytes_of(encode_json(FrameType::ClockAdjust, clock_adjust_frame_json(adj), uint32_t(adj.size()))));
   ASSERT_FALSE(r.error()) << r.error()->what();
   const uint64_t tick = kChangeEffectNs;
-  EXPECT_EQ(clock_change_candidates(r),
+  EXPECT_EQ(clock_change_candidates(r.clock_history()),
             (std::vector<ClockChange>{{1'749'999'960, 1'749'999'960 + tick},  // after the start
                                       {2'299'999'000, 2'300'000'000 + tick},  // the call
                                       {2'749'999'960, 2'749'999'960 + tick},  // after the call
@@ -345,7 +342,7 @@ TEST(ClockChangeCandidates, AdjtimeSlewEndsOneSecondAfterItsLastChunk) {
       file_header_bytes() + bytes_of(encode_clock(pts)) +
       bytes_of(encode_json(FrameType::ClockAdjust, clock_adjust_frame_json(adj), uint32_t(adj.size()))));
   ASSERT_FALSE(r.error()) << r.error()->what();
-  std::vector<ClockChange> c = clock_change_candidates(r);
+  std::vector<ClockChange> c = clock_change_candidates(r.clock_history());
   ASSERT_EQ(c.size(), 5u) << "the call, the three chunks' seconds and the one after the last chunk";
   EXPECT_EQ(c[0], (ClockChange{1'249'999'000, 1'250'000'000 + kChangeEffectNs}));
   for (size_t i = 1; i < c.size(); i++) {
@@ -368,8 +365,8 @@ TEST(ClockChangeCandidates, DroppedCallRecordsLeaveNoWindowChecked) {
   TraceReader seen = TraceReader::from_bytes(bytes, {{"clock_discipline", {{"syscalls_dropped", 0}}}});
   TraceReader lost = TraceReader::from_bytes(bytes, {{"clock_discipline", {{"syscalls_dropped", 3}}}});
   ASSERT_FALSE(seen.error() || lost.error());
-  EXPECT_TRUE(clock_change_candidates(seen).empty());
-  EXPECT_EQ(clock_change_candidates(lost).size(), 2u);
+  EXPECT_TRUE(clock_change_candidates(seen.clock_history()).empty());
+  EXPECT_EQ(clock_change_candidates(lost.clock_history()).size(), 2u);
   EXPECT_EQ(seen.clock_map().model_stats().crowded, 0u);
   EXPECT_EQ(lost.clock_map().model_stats().crowded, pts.size() - 1);
   TscBounds b = lost.clock_map().mono_to_tsc_bounds(1'450'000'000);  // inside [1.4 s, 1.5 s]
@@ -394,7 +391,7 @@ TEST(ClockChangeCandidates, FarApartPointsGiveAFewBoundariesPerGap) {
       bytes_of(encode_json(FrameType::ClockAdjust, clock_adjust_frame_json(adj), uint32_t(adj.size()))));
   ASSERT_FALSE(r.error()) << r.error()->what();
   std::vector<uint64_t> c;
-  for (const ClockChange& x : clock_change_candidates(r)) c.push_back(x.from_ns);
+  for (const ClockChange& x : clock_change_candidates(r.clock_history())) c.push_back(x.from_ns);
   ASSERT_EQ(c.size(), 6u);
   EXPECT_EQ(c[0], 1'600'000'000u) << "none between 1 s and 1.5 s; the first two after 1.5 s";
   EXPECT_EQ(c[1], 2'600'000'000u);

@@ -5,8 +5,6 @@
 
 #include <algorithm>
 
-#include "trace/trace_reader.h"
-
 namespace cptrace {
 namespace {
 
@@ -15,11 +13,11 @@ constexpr int64_t kSecond = 1000000000;
 __int128 floor_div128(__int128 a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
 
 // Spans of CLOCK_MONOTONIC during which the recorded NTP state shows a slew.
-std::vector<std::pair<uint64_t, uint64_t>> slewing_spans(const TraceReader& r) {
-  const auto& pts = r.clock_map().points();
+std::vector<std::pair<uint64_t, uint64_t>> slewing_spans(const ClockHistory& h) {
+  const auto& pts = h.points;
   uint64_t end_of_trace = pts.empty() ? 0 : pts.back().mono_ns;
   std::vector<const ClockAdjustment*> states;
-  for (const auto& a : r.clock_adjustments())
+  for (const auto& a : h.adjustments)
     if (a.kind == ClockAdjustKind::State) states.push_back(&a);
   std::stable_sort(states.begin(), states.end(), [](auto* a, auto* b) { return a->mono_ns < b->mono_ns; });
   std::vector<std::pair<uint64_t, uint64_t>> spans;
@@ -48,7 +46,7 @@ std::vector<std::pair<uint64_t, uint64_t>> slewing_spans(const TraceReader& r) {
 // second, into the gap before it) holds two or more marks, so more marks per gap
 // change no answer; and a damaged trace whose points span centuries costs no more
 // than its points.
-void boundaries_per_gap(const std::vector<ClockPoint>& pts, uint64_t from, uint64_t to, int64_t off,
+void boundaries_per_gap(std::span<const ClockPoint> pts, uint64_t from, uint64_t to, int64_t off,
                         std::vector<uint64_t>& out) {
   using i128 = __int128;
   auto gap = [&](uint64_t a, uint64_t b) {
@@ -73,7 +71,7 @@ void boundaries_per_gap(const std::vector<ClockPoint>& pts, uint64_t from, uint6
 // boundaries of both offsets: more candidates, never fewer). A point reads the
 // offset as [lo, lo + width]; readings that overlap are one offset (no step), and
 // its upper end gives the earliest MONOTONIC instant of each boundary.
-void second_boundaries(const TraceReader& r, uint64_t from, uint64_t to, std::vector<uint64_t>& out) {
+void second_boundaries(const ClockHistory& h, uint64_t from, uint64_t to, std::vector<uint64_t>& out) {
   std::vector<std::pair<int64_t, int64_t>> offsets;  // [lo, hi], one per step
   auto add = [&](const ClockPoint& p) {
     int64_t lo = p.rt_minus_mono_ns, hi;
@@ -87,7 +85,7 @@ void second_boundaries(const TraceReader& r, uint64_t from, uint64_t to, std::ve
     offsets.push_back({lo, hi});
   };
   const ClockPoint* before = nullptr;
-  for (const ClockPoint& p : r.clock_map().points()) {
+  for (const ClockPoint& p : h.points) {
     if (!p.has_realtime()) continue;
     if (p.mono_ns <= from)
       before = &p;
@@ -95,20 +93,15 @@ void second_boundaries(const TraceReader& r, uint64_t from, uint64_t to, std::ve
       add(p);
   }
   if (before) add(*before);
-  if (offsets.empty() && r.meta().contains("start") && r.meta()["start"].contains("realtime_ns")) {
-    const auto& start = r.meta()["start"];
-    int64_t off = 0;
-    if (start["realtime_ns"].is_number_integer() && start.value("mono_ns", nlohmann::json()).is_number_integer() &&
-        !__builtin_sub_overflow(start["realtime_ns"].get<int64_t>(), start["mono_ns"].get<int64_t>(), &off))
-      offsets.push_back({off, off});
-  }
-  for (const auto& o : offsets) boundaries_per_gap(r.clock_map().points(), from, to, o.second, out);
+  if (offsets.empty() && h.start_rt_minus_mono_ns)
+    offsets.push_back({*h.start_rt_minus_mono_ns, *h.start_rt_minus_mono_ns});
+  for (const auto& o : offsets) boundaries_per_gap(h.points, from, to, o.second, out);
 }
 
 // The first REALTIME second boundary after mono `t`, as MONOTONIC, with the
 // REALTIME - MONOTONIC offset of the points on either side of t (both where a
 // step lies between them); the earliest instant of each (the reading's upper end).
-void next_boundaries(const std::vector<ClockPoint>& pts, uint64_t t, std::vector<uint64_t>& out) {
+void next_boundaries(std::span<const ClockPoint> pts, uint64_t t, std::vector<uint64_t>& out) {
   auto it = std::upper_bound(pts.begin(), pts.end(), t, [](uint64_t v, const ClockPoint& p) { return v < p.mono_ns; });
   for (auto p : {it == pts.begin() ? pts.end() : std::prev(it), it}) {
     if (p == pts.end() || !p->has_realtime()) continue;
@@ -133,14 +126,14 @@ bool call_made_change(const NtpState& a, const NtpState& b) {
 // caller, whose compat syscalls miss the syscall tracepoints; a watch that is
 // not running). The change lies anywhere between that point and this one: two
 // spans there make every window over it unchecked.
-void unwitnessed_calls(const TraceReader& r, std::vector<ClockChange>& out) {
-  const auto& pts = r.clock_map().points();
+void unwitnessed_calls(const ClockHistory& h, std::vector<ClockChange>& out) {
+  const auto& pts = h.points;
   const NtpState* prev = nullptr;
   std::vector<uint64_t> calls;
-  for (const auto& a : r.clock_adjustments())
+  for (const auto& a : h.adjustments)
     if (a.adjusting()) calls.push_back(a.mono_ns);
   std::sort(calls.begin(), calls.end());
-  for (const auto& a : r.clock_adjustments()) {
+  for (const auto& a : h.adjustments) {
     if (a.kind != ClockAdjustKind::State) continue;
     bool changed = prev && call_made_change(*prev, a.state);
     prev = &a.state;
@@ -159,7 +152,7 @@ void unwitnessed_calls(const TraceReader& r, std::vector<ClockChange>& out) {
 // slewing span), comes out a few ns apart, the readings' widths; counted twice,
 // it would make its own windows crowded. Instants no farther apart than the
 // widest reading (at most 1 ms) are one boundary: one span over all of them.
-void add_boundaries(const std::vector<ClockPoint>& pts, std::vector<uint64_t>& seconds, std::vector<ClockChange>& out) {
+void add_boundaries(std::span<const ClockPoint> pts, std::vector<uint64_t>& seconds, std::vector<ClockChange>& out) {
   auto effect = [](uint64_t at) { return at > UINT64_MAX - kChangeEffectNs ? UINT64_MAX : at + kChangeEffectNs; };
   uint64_t same = 0;
   for (const ClockPoint& p : pts)
@@ -174,12 +167,12 @@ void add_boundaries(const std::vector<ClockPoint>& pts, std::vector<uint64_t>& s
 
 }  // namespace
 
-std::vector<ClockChange> clock_change_candidates(const TraceReader& r) {
+std::vector<ClockChange> clock_change_candidates(const ClockHistory& h) {
   auto effect = [](uint64_t at) { return at > UINT64_MAX - kChangeEffectNs ? UINT64_MAX : at + kChangeEffectNs; };
-  const auto& pts = r.clock_map().points();
+  const auto& pts = h.points;
   std::vector<ClockChange> out;
   std::vector<uint64_t> seconds;
-  for (const auto& a : r.clock_adjustments())
+  for (const auto& a : h.adjustments)
     if (a.adjusting()) {
       uint64_t enter = a.enter_mono_ns && a.enter_mono_ns <= a.mono_ns ? a.enter_mono_ns : a.mono_ns;
       out.push_back({enter, effect(a.mono_ns)});
@@ -199,21 +192,18 @@ std::vector<ClockChange> clock_change_candidates(const TraceReader& r) {
   // A slew's last chunk stays in the tick length for a second after the states
   // read "no slew": the boundary after the first such state puts the base rate
   // back, with no call (an adjtime() slew of more than 500 us ends this way).
-  for (auto [from, to] : slewing_spans(r)) {
-    second_boundaries(r, from, to, seconds);
+  for (auto [from, to] : slewing_spans(h)) {
+    second_boundaries(h, from, to, seconds);
     if (to < pts.back().mono_ns) next_boundaries(pts, to, seconds);  // else past the recording
   }
   add_boundaries(pts, seconds, out);
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
-  unwitnessed_calls(r, out);  // after unique: each comes as two, on purpose
+  unwitnessed_calls(h, out);  // after unique: each comes as two, on purpose
   // The watch dropped call records: changes nobody saw may lie anywhere, any
   // number of them. Two spans over the whole recording say so: every window
   // holds two, and the model falls back to the monotonic bound everywhere.
-  const nlohmann::json& cd = r.meta().value("clock_discipline", nlohmann::json::object());
-  const nlohmann::json& dropped = cd.is_object() ? cd.value("syscalls_dropped", nlohmann::json(0)) : nlohmann::json(0);
-  if (dropped.is_number() && dropped.get<double>() > 0 && !pts.empty())
-    out.insert(out.end(), 2, ClockChange{pts.front().mono_ns, UINT64_MAX});
+  if (h.calls_dropped() && !pts.empty()) out.insert(out.end(), 2, ClockChange{pts.front().mono_ns, UINT64_MAX});
   return out;
 }
 

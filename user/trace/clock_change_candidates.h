@@ -67,10 +67,9 @@
 #include <vector>
 
 #include "clock/clock_bounds.h"
+#include "trace/clock_history.h"
 
 namespace cptrace {
-
-class TraceReader;
 
 // How long after its cause a change of the tick length reaches CLOCK_MONOTONIC:
 // the timekeeper's next update, the next tick of a busy CPU (<= 10 ms at
@@ -80,6 +79,6 @@ constexpr uint64_t kChangeEffectNs = 10'000'000;
 // Spans of CLOCK_MONOTONIC within which the clock's rate may have changed, over
 // the recording's span (see above): sorted and unique, then the two whole-range
 // spans of a dropped-records recording, if any.
-std::vector<ClockChange> clock_change_candidates(const TraceReader& r);
+std::vector<ClockChange> clock_change_candidates(const ClockHistory& h);
 
 }  // namespace cptrace

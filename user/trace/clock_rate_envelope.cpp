@@ -7,7 +7,6 @@
 #include <algorithm>
 
 #include "clock/clock_bounds.h"
-#include "trace/trace_reader.h"
 
 namespace cptrace {
 namespace {
@@ -24,22 +23,16 @@ struct Span {
   bool empty() const { return lo > hi; }
 };
 
-bool discipline_watched(const nlohmann::json& meta) {
-  const nlohmann::json& cd = meta.value("clock_discipline", nlohmann::json::object());
-  return cd.is_object() && cd.value("syscalls_watched", false) == true &&
-         cd.value("syscalls_dropped", uint64_t(1)) == 0;
-}
-
 long double scaled_ppm(int64_t freq) { return std::clamp<long double>(freq / 65536.0L, -kMaxFreqPpm, kMaxFreqPpm); }
 
 }  // namespace
 
-RateEnvelope clock_rate_envelope(const TraceReader& r) {
-  if (!discipline_watched(r.meta())) return {};
+RateEnvelope clock_rate_envelope(const ClockHistory& h) {
+  if (!h.every_call_seen()) return {};
   long hz = sysconf(_SC_CLK_TCK);
   const long double nominal_tick = 1e6L / (hz > 0 ? hz : 100);
   Span tick, freq;
-  for (const ClockAdjustment& a : r.clock_adjustments()) {
+  for (const ClockAdjustment& a : h.adjustments) {
     if (a.kind == ClockAdjustKind::Step) return {};
     if (a.kind == ClockAdjustKind::State) {
       if (a.state.slewing() || (a.state.status & kPps)) return {};

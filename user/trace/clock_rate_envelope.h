@@ -14,9 +14,9 @@
 // call that sets an offset or the time) leaves the envelope unknown.
 #pragma once
 
-namespace cptrace {
+#include "trace/clock_history.h"
 
-class TraceReader;
+namespace cptrace {
 
 // CLOCK_MONOTONIC ns per CLOCK_MONOTONIC_RAW ns, anywhere in the recording.
 struct RateEnvelope {
@@ -25,6 +25,6 @@ struct RateEnvelope {
 };
 
 // Unknown (lo = hi = 0) unless every condition above holds.
-RateEnvelope clock_rate_envelope(const TraceReader& r);
+RateEnvelope clock_rate_envelope(const ClockHistory& h);
 
 }  // namespace cptrace

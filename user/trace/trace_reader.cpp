@@ -213,7 +213,9 @@ void TraceReader::add_change_candidates() {
       else
         faults.push_back({0, UINT64_MAX});
     }
-  clock_map_ = ClockMap(clock_, clock_change_candidates(*this), reading, std::move(faults), clock_rate_envelope(*this));
+  ClockHistory history = clock_history();
+  clock_map_ =
+      ClockMap(clock_, clock_change_candidates(history), reading, std::move(faults), clock_rate_envelope(history));
 }
 
 // Whether the frame magic occurs anywhere in [from, end of file). A file that ends

@@ -61,6 +61,9 @@ class TraceReader {
   // Clock adjustments the recorder saw (clock_adjust.h), in file order; syscalls'
   // tsc converted through the correlation points (0 with fewer than two).
   const std::vector<ClockAdjustment>& clock_adjustments() const { return clock_adjustments_; }
+  // The points, adjustments and meta.json facts the clock models read
+  // (clock_history.h); valid while this reader lives.
+  ClockHistory clock_history() const { return ClockHistory::from_meta(meta_, clock_map_.points(), clock_adjustments_); }
   // Channel table from the Channels frames; a later announcement of an id wins.
   const std::map<uint64_t, ChannelInfo>& channels() const { return channels_; }
   // The channel's name, or "0x%016x" of the id when it was never announced. A
