@@ -291,11 +291,11 @@ SAN        := $(BUILD)/san
 SAN_FLAGS   = -std=c++20 -O1 -g -fno-omit-frame-pointer $(CPPFLAGS) $(SITE_AS) -Itests
 ASAN_TESTS := trace_format clock_map clock_bounds clock_adjust tsc_skew_history events_frame_check trace_tail \
               tuple_join tsc_frequency tsc_skew minrtt_protocol
-ASAN_SRCS  := $(wildcard user/os/*.cpp user/clock/*.cpp user/trace/*.cpp user/tables/*.cpp) user/record/tsc_skew.cpp user/record/skew_watch.cpp \
-              user/record/clock_schedule.cpp user/sync/minrtt_protocol.cpp user/sync/kernel_timestamps.cpp \
+ASAN_SRCS  := $(wildcard user/os/*.cpp user/clock/*.cpp user/trace/*.cpp user/tables/*.cpp) \
+              user/sync/minrtt_protocol.cpp user/sync/kernel_timestamps.cpp \
               user/sync/minrtt_rounds.cpp
 TSAN_TESTS := tuple_join tsc_skew
-TSAN_SRCS  := $(wildcard user/tables/*.cpp) user/record/tsc_skew.cpp user/record/skew_watch.cpp user/trace/node_info.cpp
+TSAN_SRCS  := $(wildcard user/tables/*.cpp) user/clock/tsc_skew.cpp user/clock/skew_watch.cpp user/os/node_info.cpp
 san_objs    = $(patsubst %.cpp,$(SAN)/$(1)/%.o,$(2) $(patsubst %,tests/unit/test_%.cpp,$(3)))
 
 $(SAN)/asan/%.o: %.cpp | $(SKELS)

@@ -7,7 +7,7 @@
 
 #include "record_util.h"
 #include "test_util.h"
-#include "trace/tsc_verdict.h"
+#include "clock/tsc_verdict.h"
 
 using namespace cptrace;
 using namespace testutil;

@@ -9,7 +9,7 @@
 
 #include <cstring>
 
-#include "record/clock_schedule.h"
+#include "clock/clock_schedule.h"
 #include "trace/block_codec.h"
 #include "trace/pid_table.h"
 #include "trace/clock_adjust.h"

@@ -1,4 +1,4 @@
-// Cross-CPU TSC skew (record/tsc_skew.h). This machine has one TSC shared by
+// Cross-CPU TSC skew (clock/tsc_skew.h). This machine has one TSC shared by
 // every CPU, so TSC_k - TSC_ref is 0: each measured interval must hold it. The
 // widths are printed, not asserted: they are message delays, not the truth.
 #include <gtest/gtest.h>
@@ -8,8 +8,8 @@
 #include <thread>
 #include <vector>
 
-#include "record/skew_watch.h"
-#include "record/tsc_skew.h"
+#include "clock/skew_watch.h"
+#include "clock/tsc_skew.h"
 
 namespace cptrace {
 namespace {

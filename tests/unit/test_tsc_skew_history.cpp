@@ -6,7 +6,7 @@
 
 #include <vector>
 
-#include "record/tsc_skew.h"
+#include "clock/tsc_skew.h"
 #include "trace/trace_reader.h"
 #include "trace/tsc_skew_history.h"
 

@@ -1,10 +1,10 @@
-// The kernel's verdict on the TSC (trace/tsc_verdict.h), from the texts a
+// The kernel's verdict on the TSC (clock/tsc_verdict.h), from the texts a
 // machine of each kind shows: sysfs clocksource lists, /proc/cmdline, cpuinfo.
 #include <gtest/gtest.h>
 
 #include <string>
 
-#include "trace/tsc_verdict.h"
+#include "clock/tsc_verdict.h"
 
 namespace cptrace {
 namespace {

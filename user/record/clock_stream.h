@@ -17,8 +17,8 @@
 #include <nlohmann/json.hpp>
 
 #include "probe/clock_adjust_watch.h"
-#include "record/clock_schedule.h"
-#include "record/clocksource_watch.h"
+#include "clock/clock_schedule.h"
+#include "clock/clocksource_watch.h"
 #include "trace/block_codec.h"
 #include "trace/clock_adjust.h"
 #include "clock/clock_transform.h"

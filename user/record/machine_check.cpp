@@ -23,11 +23,11 @@
 #include "probe/probe_selftest.h"
 #include "probe/probe_site.h"
 #include "probe/tracefs_uprobes.h"
-#include "record/tsc_skew.h"
+#include "clock/tsc_skew.h"
 #include "clock/clock_quantum.h"
-#include "trace/node_info.h"
+#include "os/node_info.h"
 #include "clock/ntp_state.h"
-#include "trace/tsc_verdict.h"
+#include "clock/tsc_verdict.h"
 
 namespace cptrace {
 

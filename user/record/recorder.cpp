@@ -34,16 +34,16 @@
 #include "record/correlation_keeper.h"
 #include "record/held_command.h"
 #include "record/namespace_pids.h"
-#include "record/clock_schedule.h"
+#include "clock/clock_schedule.h"
 #include "record/clock_stream.h"
-#include "record/skew_watch.h"
-#include "record/tsc_skew.h"
+#include "clock/skew_watch.h"
+#include "clock/tsc_skew.h"
 #include "sync/minrtt_record.h"
 #include "clock/clock_now.h"
 #include "trace/json_text.h"
-#include "trace/node_info.h"
+#include "os/node_info.h"
 #include "trace/trace_writer.h"
-#include "trace/tsc_verdict.h"
+#include "clock/tsc_verdict.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;

@@ -36,7 +36,7 @@ struct RecordOptions {
   MinrttRecordOptions minrtt;  // --peers, --minrtt-listen, --sync-*, --key, --simulate-clock
   NetOptions net;  // --net and its filters (net_capture.h)
   // The skew across CPUs measured while recording, every this many seconds
-  // (0: at start and stop only): record/skew_watch.h.
+  // (0: at start and stop only): clock/skew_watch.h.
   double skew_period_s = 5;
 };
 

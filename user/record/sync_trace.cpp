@@ -13,7 +13,7 @@
 #include "sync/sync_session.h"
 #include "trace/block_codec.h"
 #include "trace/clock_map.h"
-#include "trace/node_info.h"
+#include "os/node_info.h"
 #include "trace/trace_writer.h"
 
 namespace cptrace {

@@ -17,7 +17,7 @@
 #include "sync/minrtt_responder.h"
 #include "sync/minrtt_rounds.h"
 #include "trace/clock_map.h"
-#include "trace/node_info.h"
+#include "os/node_info.h"
 
 namespace cptrace {
 

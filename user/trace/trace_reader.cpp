@@ -201,7 +201,7 @@ void TraceReader::add_change_candidates() {
     return it != cd.end() && it->is_number_unsigned() ? std::max<uint64_t>(1, it->get<uint64_t>()) : uint64_t(1);
   };
   ClockReading reading{quantum("quantum_ns"), quantum("raw_quantum_ns")};
-  // Clocksource switches (record/clocksource_watch.h): faults of the clock. One
+  // Clocksource switches (clock/clocksource_watch.h): faults of the clock. One
   // that cannot be read covers the whole stream: wider, never wrong.
   std::vector<ClockChange> faults;
   auto sw = cd.is_object() ? cd.find("clocksource_switches") : cd.end();

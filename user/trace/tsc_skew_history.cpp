@@ -24,7 +24,7 @@ std::optional<Interval> interval_of(const json& w) {
   return iv;
 }
 
-// A measure's per-CPU intervals ("skew" objects of record/tsc_skew.h to_json).
+// A measure's per-CPU intervals ("skew" objects of clock/tsc_skew.h to_json).
 std::map<int, Interval> per_cpu(const json& m) {
   std::map<int, Interval> out;
   if (!m.is_object() || !m.contains("cpus") || !m["cpus"].is_array()) return out;

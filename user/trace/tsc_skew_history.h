@@ -1,5 +1,5 @@
 // The cross-CPU TSC skew a recording measured (meta.json "tsc"): at start, at
-// stop and, since the skew watch (record/skew_watch.h), periodically between.
+// stop and, since the skew watch (clock/skew_watch.h), periodically between.
 // Every stamp carries the skew as a half-width E around the reference CPU's
 // TSC. E holds the start and stop intervals, as before; a periodic interval of
 // a CPU that lies wholly outside the hull of that CPU's start and stop

@@ -1,4 +1,4 @@
-#include "trace/tsc_verdict.h"
+#include "clock/tsc_verdict.h"
 
 #include <algorithm>
 #include <fstream>
@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "trace/node_info.h"
+#include "os/node_info.h"
 
 namespace cptrace {
 

@@ -1,4 +1,4 @@
-#include "record/skew_watch.h"
+#include "clock/skew_watch.h"
 
 namespace cptrace {
 

@@ -1,4 +1,4 @@
-#include "record/tsc_skew.h"
+#include "clock/tsc_skew.h"
 
 #include <pthread.h>
 #include <sched.h>
@@ -13,7 +13,7 @@
 #include <thread>
 
 #include "clock/clock_now.h"
-#include "trace/node_info.h"
+#include "os/node_info.h"
 
 namespace cptrace {
 

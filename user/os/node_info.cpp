@@ -1,4 +1,4 @@
-#include "trace/node_info.h"
+#include "os/node_info.h"
 
 #include <sys/utsname.h>
 #include <unistd.h>

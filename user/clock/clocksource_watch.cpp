@@ -1,5 +1,5 @@
 // The clocksource and its reading quanta over a recording (clocksource_watch.h).
-#include "record/clocksource_watch.h"
+#include "clock/clocksource_watch.h"
 
 #include <algorithm>
 

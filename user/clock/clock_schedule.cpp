@@ -1,5 +1,5 @@
 // Deadlines of the extra correlation points (clock_schedule.h).
-#include "record/clock_schedule.h"
+#include "clock/clock_schedule.h"
 
 namespace cptrace {
 namespace {

@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-#include "record/tsc_skew.h"
+#include "clock/tsc_skew.h"
 
 namespace cptrace {
 
