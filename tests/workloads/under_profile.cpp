@@ -18,11 +18,12 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
-#include <set>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -33,36 +34,31 @@ namespace {
 using nlohmann::json;
 
 // moby's oci/caps/defaults.go: what a container keeps unless told otherwise.
-const std::set<std::string> kDefaultCaps = {"CAP_CHOWN",   "CAP_DAC_OVERRIDE", "CAP_FSETID",           "CAP_FOWNER",
-                                            "CAP_MKNOD",   "CAP_NET_RAW",      "CAP_SETGID",           "CAP_SETUID",
-                                            "CAP_SETFCAP", "CAP_SETPCAP",      "CAP_NET_BIND_SERVICE", "CAP_SYS_CHROOT",
-                                            "CAP_KILL",    "CAP_AUDIT_WRITE"};
-const std::vector<std::pair<std::string, int>> kCapNumbers = {{"CAP_CHOWN", CAP_CHOWN},
-                                                              {"CAP_DAC_OVERRIDE", CAP_DAC_OVERRIDE},
-                                                              {"CAP_FSETID", CAP_FSETID},
-                                                              {"CAP_FOWNER", CAP_FOWNER},
-                                                              {"CAP_MKNOD", CAP_MKNOD},
-                                                              {"CAP_NET_RAW", CAP_NET_RAW},
-                                                              {"CAP_SETGID", CAP_SETGID},
-                                                              {"CAP_SETUID", CAP_SETUID},
-                                                              {"CAP_SETFCAP", CAP_SETFCAP},
-                                                              {"CAP_SETPCAP", CAP_SETPCAP},
-                                                              {"CAP_NET_BIND_SERVICE", CAP_NET_BIND_SERVICE},
-                                                              {"CAP_SYS_CHROOT", CAP_SYS_CHROOT},
-                                                              {"CAP_KILL", CAP_KILL},
-                                                              {"CAP_AUDIT_WRITE", CAP_AUDIT_WRITE}};
+const std::map<std::string, int> kDefaultCaps = {{"CAP_CHOWN", CAP_CHOWN},
+                                                 {"CAP_DAC_OVERRIDE", CAP_DAC_OVERRIDE},
+                                                 {"CAP_FSETID", CAP_FSETID},
+                                                 {"CAP_FOWNER", CAP_FOWNER},
+                                                 {"CAP_MKNOD", CAP_MKNOD},
+                                                 {"CAP_NET_RAW", CAP_NET_RAW},
+                                                 {"CAP_SETGID", CAP_SETGID},
+                                                 {"CAP_SETUID", CAP_SETUID},
+                                                 {"CAP_SETFCAP", CAP_SETFCAP},
+                                                 {"CAP_SETPCAP", CAP_SETPCAP},
+                                                 {"CAP_NET_BIND_SERVICE", CAP_NET_BIND_SERVICE},
+                                                 {"CAP_SYS_CHROOT", CAP_SYS_CHROOT},
+                                                 {"CAP_KILL", CAP_KILL},
+                                                 {"CAP_AUDIT_WRITE", CAP_AUDIT_WRITE}};
 
 // Keeps only the default capabilities: bounding set, then effective, permitted
 // and inheritable (the filter is loaded after this, so capset stays allowed).
 bool drop_capabilities() {
   for (int c = 0; c <= CAP_LAST_CAP; c++) {
-    bool keep = false;
-    for (const auto& [name, num] : kCapNumbers) keep |= num == c;
+    bool keep = std::any_of(kDefaultCaps.begin(), kDefaultCaps.end(), [c](const auto& cap) { return cap.second == c; });
     if (!keep && prctl(PR_CAPBSET_DROP, c, 0, 0, 0) != 0 && errno != EINVAL) return false;
   }
   __user_cap_header_struct hdr{_LINUX_CAPABILITY_VERSION_3, 0};
   __user_cap_data_struct data[2] = {};
-  for (const auto& [name, num] : kCapNumbers) data[num / 32].effective |= 1u << (num % 32);
+  for (const auto& [name, num] : kDefaultCaps) data[num / 32].effective |= 1u << (num % 32);
   for (auto& d : data) d.permitted = d.inheritable = d.effective;
   return syscall(SYS_capset, &hdr, data) == 0;
 }

@@ -91,10 +91,10 @@ json HandlerTable::install(uint64_t id, const std::string& name, const HandlerSp
             {"after", instant_json(after)}};
   if (spec.kind == CP_H_COUNTER) c["period_ticks"] = v.cur.p2;  // the batch path's period
   history_.push_back(c);
-  trim_history();
   return c;
 }
 
+// After a write: only written entries may go, and only a write makes them so.
 void HandlerTable::trim_history() {
   size_t excess = history_.size() > kHistoryKept ? history_.size() - kHistoryKept : 0;
   size_t drop = std::min(excess, written_);  // an entry not yet in the trace stays
