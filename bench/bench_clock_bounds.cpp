@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "trace/clock_map.h"
+#include "clock/clock_map.h"
 
 namespace {
 

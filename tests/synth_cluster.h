@@ -17,7 +17,7 @@
 
 #include "trace/block_codec.h"
 #include "cptrace.h"
-#include "trace/clock_map.h"
+#include "clock/clock_map.h"
 #include "trace/sync_round.h"
 #include "trace/trace_writer.h"
 

@@ -14,7 +14,7 @@
 # else does; LAYERS lists every folder after all it may include (the archives
 # are linked in that order, top-down); every include of a user/ file points
 # into its own folder or one it may include, names a header that exists, and
-# names project headers by folder ("trace/clock_map.h"), so the folder of each
+# names project headers by folder ("clock/clock_map.h"), so the folder of each
 # include is visible where it is written. Prints every violation; exits 1 if
 # there is one.
 set -euo pipefail

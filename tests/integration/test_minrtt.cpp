@@ -19,7 +19,7 @@
 #include <map>
 #include <thread>
 
-#include "trace/clock_map.h"
+#include "clock/clock_map.h"
 #include "clock/clock_transform.h"
 #include "sync/kernel_timestamps.h"
 #include "sync/minrtt_protocol.h"

@@ -19,7 +19,7 @@
 #include "clock_guard.h"
 #include "record_util.h"
 #include "test_util.h"
-#include "trace/clock_change_candidates.h"
+#include "clock/clock_change_candidates.h"
 #include "trace/trace_reader.h"
 
 using namespace cptrace;

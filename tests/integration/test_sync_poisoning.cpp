@@ -29,7 +29,7 @@
 #include "test_util.h"
 #include "truth_util.h"
 #include "testbed_util.h"
-#include "trace/clock_map.h"
+#include "clock/clock_map.h"
 #include "trace/trace_reader.h"
 #include "latency/latency.h"
 #include "translate/translated_frame.h"

@@ -45,7 +45,7 @@
 
 #include "cptrace.h"
 #include "cptrace_net.h"
-#include "trace/clock_change_candidates.h"
+#include "clock/clock_change_candidates.h"
 #include "trace/trace_reader.h"
 #include "truth_sampler.h"
 

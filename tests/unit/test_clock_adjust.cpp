@@ -13,9 +13,9 @@
 #include "trace/block_codec.h"
 #include "trace/pid_table.h"
 #include "trace/clock_adjust.h"
-#include "trace/clock_change_candidates.h"
-#include "trace/clock_map.h"
-#include "trace/clock_rate_envelope.h"
+#include "clock/clock_change_candidates.h"
+#include "clock/clock_map.h"
+#include "clock/clock_rate_envelope.h"
 #include "trace/trace_reader.h"
 
 namespace cptrace {

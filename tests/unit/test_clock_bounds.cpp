@@ -8,8 +8,8 @@
 #include <cmath>
 #include <random>
 
-#include "trace/clock_change_candidates.h"
-#include "trace/clock_map.h"
+#include "clock/clock_change_candidates.h"
+#include "clock/clock_map.h"
 #include "clock/clock_quantum.h"
 #include "clock/ntp_state.h"
 

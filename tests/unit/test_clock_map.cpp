@@ -8,7 +8,7 @@
 #include <random>
 #include <thread>
 
-#include "trace/clock_map.h"
+#include "clock/clock_map.h"
 
 namespace cptrace {
 namespace {

@@ -10,7 +10,7 @@
 #include <fmt/format.h>
 
 #include "analyze/counter_periods.h"
-#include "trace/clock_map.h"
+#include "clock/clock_map.h"
 #include "os/out_file.h"
 
 namespace cptrace {

@@ -24,7 +24,7 @@
 
 #include "latency/local_latency.h"
 #include "analyze/throughput.h"
-#include "trace/clock_map.h"
+#include "clock/clock_map.h"
 #include "trace/trace_tail.h"
 #include "trace/tsc_skew_history.h"
 

@@ -14,7 +14,7 @@
 #include <fmt/format.h>
 
 #include "analyze/live_view.h"  // channel_arg_id
-#include "trace/clock_map.h"
+#include "clock/clock_map.h"
 #include "trace/trace_file.h"
 #include "trace/trace_format.h"
 #include "trace/trace_reader.h"

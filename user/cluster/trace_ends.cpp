@@ -5,7 +5,7 @@
 
 #include <fmt/core.h>
 
-#include "trace/clock_map.h"
+#include "clock/clock_map.h"
 #include "trace/trace_reader.h"
 #include "translate/clock_relation.h"
 #include "translate/translated_frame.h"

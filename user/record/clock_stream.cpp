@@ -9,7 +9,7 @@
 #include <fmt/core.h>
 
 #include "sync/minrtt_record.h"
-#include "trace/clock_map.h"
+#include "clock/clock_map.h"
 #include "clock/clock_now.h"
 
 using nlohmann::json;

@@ -12,7 +12,7 @@
 #include "sync/minrtt_responder.h"
 #include "sync/sync_session.h"
 #include "trace/block_codec.h"
-#include "trace/clock_map.h"
+#include "clock/clock_map.h"
 #include "os/node_info.h"
 #include "trace/trace_writer.h"
 

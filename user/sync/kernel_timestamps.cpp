@@ -19,7 +19,7 @@
 
 #include <fmt/core.h>
 
-#include "trace/clock_map.h"
+#include "clock/clock_map.h"
 #include "clock/clock_now.h"
 
 namespace cptrace {

@@ -16,7 +16,7 @@
 #include "sync/minrtt_record.h"
 #include "sync/minrtt_responder.h"
 #include "sync/minrtt_rounds.h"
-#include "trace/clock_map.h"
+#include "clock/clock_map.h"
 #include "os/node_info.h"
 
 namespace cptrace {

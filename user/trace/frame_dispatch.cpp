@@ -7,6 +7,7 @@
 #include <system_error>
 
 #include "trace/block_codec.h"
+#include "trace/clock_adjust.h"
 
 namespace cptrace {
 

@@ -15,7 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "trace/clock_adjust.h"
+#include "clock/clock_adjustment.h"
 #include "trace/sync_round.h"
 #include "trace/trace_format.h"
 

@@ -16,8 +16,8 @@
 
 #include "cptrace.h"  // cp_channel_id, CP_CHANNEL_NAME_MAX
 #include "trace/block_codec.h"
-#include "trace/clock_change_candidates.h"
-#include "trace/clock_rate_envelope.h"
+#include "clock/clock_change_candidates.h"
+#include "clock/clock_rate_envelope.h"
 #include "trace/events_frame_check.h"
 #include "trace/trace_file.h"
 #include "trace/tsc_skew_history.h"

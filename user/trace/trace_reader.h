@@ -27,8 +27,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "trace/clock_adjust.h"
-#include "trace/clock_map.h"
+#include "clock/clock_adjustment.h"
+#include "clock/clock_map.h"
 #include "trace/frame_dispatch.h"
 #include "trace/net_codec.h"
 #include "trace/pid_table.h"

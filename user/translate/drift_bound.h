@@ -27,7 +27,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "trace/clock_map.h"
+#include "clock/clock_map.h"
 #include "translate/clock_relation.h"
 #include "translate/sync_pairs.h"
 

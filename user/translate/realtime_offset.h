@@ -17,7 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "trace/clock_map.h"
+#include "clock/clock_map.h"
 #include "translate/clock_relation.h"
 
 namespace cptrace {

@@ -1,5 +1,5 @@
 // The rate envelope of CLOCK_MONOTONIC against RAW (clock_rate_envelope.h).
-#include "trace/clock_rate_envelope.h"
+#include "clock/clock_rate_envelope.h"
 
 #include <sys/timex.h>
 #include <unistd.h>

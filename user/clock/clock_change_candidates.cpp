@@ -1,5 +1,5 @@
 // Instants of possible clock-rate changes (clock_change_candidates.h).
-#include "trace/clock_change_candidates.h"
+#include "clock/clock_change_candidates.h"
 
 #include <sys/timex.h>
 

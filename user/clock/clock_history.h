@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "clock/clock_point.h"
-#include "trace/clock_adjust.h"
+#include "clock/clock_adjustment.h"
 
 namespace cptrace {
 

@@ -67,7 +67,7 @@
 #include <vector>
 
 #include "clock/clock_bounds.h"
-#include "trace/clock_history.h"
+#include "clock/clock_history.h"
 
 namespace cptrace {
 

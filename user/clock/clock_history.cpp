@@ -1,5 +1,5 @@
 // A recording's clock history from its meta.json (clock_history.h).
-#include "trace/clock_history.h"
+#include "clock/clock_history.h"
 
 namespace cptrace {
 

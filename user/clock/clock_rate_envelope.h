@@ -14,7 +14,7 @@
 // call that sets an offset or the time) leaves the envelope unknown.
 #pragma once
 
-#include "trace/clock_history.h"
+#include "clock/clock_history.h"
 
 namespace cptrace {
 

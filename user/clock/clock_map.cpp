@@ -1,5 +1,5 @@
 // Clock-correlation points and the piecewise-linear TSC <-> CLOCK_MONOTONIC map.
-#include "trace/clock_map.h"
+#include "clock/clock_map.h"
 
 #include <algorithm>
 #include <limits>

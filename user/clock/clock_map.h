@@ -7,9 +7,8 @@
 #include <nlohmann/json.hpp>
 
 #include "clock/clock_bounds.h"
-#include "trace/clock_rate_envelope.h"
+#include "clock/clock_rate_envelope.h"
 #include "clock/raw_witness.h"
-#include "trace/trace_format.h"
 #include "clock/tsc_frequency.h"
 
 namespace cptrace {
@@ -17,7 +16,7 @@ namespace cptrace {
 // Tightest of `brackets` (lfence; rdtsc) / clock_gettime(CLOCK_MONOTONIC) / rdtscp
 // brackets: tsc is the bracket midpoint, width_ticks its width (the error of the
 // point). x86-64 only.
-// Also fills the version-2 fields (trace_format.h): CLOCK_MONOTONIC_RAW from its own
+// Also fills the version-2 fields (clock_point.h): CLOCK_MONOTONIC_RAW from its own
 // brackets and CLOCK_REALTIME - CLOCK_MONOTONIC, read after the MONOTONIC brackets.
 ClockPoint sample_clock_point(int brackets = 9);
 
