@@ -81,7 +81,7 @@ int run_cluster_record(const ClusterRecordOptions& o) {
   write_live();
 
   const std::string key = minrtt::generate_key_text();
-  SignalScope sig;
+  StopSignals sig;  // Ctrl-C and SIGTERM stop the nodes in order instead of killing the controller
   signal(SIGPIPE, SIG_IGN);
   for (size_t i = 0; i < nodes.size(); ++i) {
     nlohmann::json req = {{"op", "record"},
@@ -95,7 +95,7 @@ int run_cluster_record(const ClusterRecordOptions& o) {
   }
   fmt::print(stderr, "cluster: {} node(s) started (run {}), rounds with the reference {} and a neighbour each\n",
              nodes.size(), run_id, nodes[0].spec.name);
-  double run_s = stream_run(nodes, o, sig.pipe_fds[0], write_live);
+  double run_s = stream_run(nodes, o, sig, write_live);
   for (NodeRun& n : nodes) complete_copy(n);
   write_file(o.out + "/cluster.json", manifest(run_id, o.path, nodes, run_s).dump(2) + "\n");
   // Translated even with a node lost: the others' traces and the lost one's up to its break.

@@ -18,35 +18,6 @@ namespace cptrace::cluster {
 
 namespace {
 
-std::atomic<int> g_signal{0};
-int g_wake = -1;  // self-pipe: the signal handler wakes the poll loop
-void on_signal(int sig) {
-  g_signal = sig;
-  char c = 0;
-  if (write(g_wake, &c, 1) < 0) {
-  }
-}
-
-}  // namespace
-
-SignalScope::SignalScope() {
-  if (pipe2(pipe_fds, O_CLOEXEC | O_NONBLOCK) != 0) throw std::runtime_error("pipe");
-  g_wake = pipe_fds[1];
-  g_signal = 0;
-  struct sigaction sa {};
-  sa.sa_handler = on_signal;
-  sigaction(SIGINT, &sa, &old_int);
-  sigaction(SIGTERM, &sa, &old_term);
-}
-SignalScope::~SignalScope() {
-  sigaction(SIGINT, &old_int, nullptr);
-  sigaction(SIGTERM, &old_term, nullptr);
-  close(pipe_fds[0]), close(pipe_fds[1]);
-  g_wake = -1;
-}
-
-namespace {
-
 // The loop's state besides the nodes: when it started, whether the stop went
 // out (and when), whether the held responders were released.
 class StreamLoop {
@@ -56,11 +27,11 @@ class StreamLoop {
     for (const NodeRun& n : nodes) any_workload_ = any_workload_ || !n.spec.command.empty();
   }
 
-  double run(int wake_fd, const std::function<void()>& states_changed) {
+  double run(const StopSignals& signals, const std::function<void()>& states_changed) {
     std::string said = states();
-    while (poll_streams(wake_fd)) {
+    while (poll_streams(signals.wake_fd())) {
       follow_broken();
-      check_stop();
+      check_stop(signals.signal());
       release_when_all_stopped();
       if (std::string now = states(); now != said) said = now, states_changed();
     }
@@ -88,7 +59,9 @@ class StreamLoop {
   // One poll over every running agent's stdout and stderr, and what came read;
   // false once no agent runs and no broken stream is to be taken up again.
   bool poll_streams(int wake_fd) {
-    std::vector<pollfd> fds = {{wake_fd, POLLIN, 0}};
+    // The wake fd stays readable after a signal: once the stop went out it
+    // would only turn the poll into a busy loop.
+    std::vector<pollfd> fds = {{stopping_ ? -1 : wake_fd, POLLIN, 0}};
     std::vector<std::pair<size_t, bool>> who = {{0, false}};
     for (size_t i = 0; i < nodes_.size(); ++i) {
       if (!nodes_[i].running) continue;
@@ -155,8 +128,8 @@ class StreamLoop {
   }
 
   // Ctrl-C, --duration, a recorder that could not start, or every workload's end.
-  void check_stop() {
-    if (g_signal) stop_all(strsignal(g_signal));
+  void check_stop(int signal) {
+    if (signal) stop_all(strsignal(signal));
     if (o_.duration_s > 0 && Clock::now() - start_ > std::chrono::duration<double>(o_.duration_s))
       stop_all("--duration");
     for (const NodeRun& n : nodes_)  // a recorder that failed before writing a trace could not start
@@ -191,9 +164,9 @@ class StreamLoop {
 
 }  // namespace
 
-double stream_run(std::vector<NodeRun>& nodes, const ClusterRecordOptions& o, int wake_fd,
+double stream_run(std::vector<NodeRun>& nodes, const ClusterRecordOptions& o, const StopSignals& signals,
                   const std::function<void()>& states_changed) {
-  return StreamLoop(nodes, o).run(wake_fd, states_changed);
+  return StreamLoop(nodes, o).run(signals, states_changed);
 }
 
 }  // namespace cptrace::cluster

@@ -2,8 +2,6 @@
 // --control one round checked by a sink.
 #include "load/gen_run.h"
 
-#include <signal.h>
-
 #include <atomic>
 #include <cstdio>
 #include <memory>
@@ -14,13 +12,11 @@
 
 #include "load/generator.h"
 #include "load/sink_control.h"
+#include "os/stop_signals.h"
 
 namespace cptrace {
 
 namespace {
-
-std::atomic<bool> g_gen_stop{false};
-void on_gen_stop(int) { g_gen_stop = true; }
 
 void print_gen_report(const GenOptions& g, const GenReport& r, const RoundResult* s) {
   fmt::print(stderr,
@@ -49,11 +45,9 @@ int run_gen(const GenRunOptions& opt) {
     ctl = std::make_unique<SinkControl>(parse_endpoint(c.control, "--control"));
     ctl->begin(c.g.first_id, n, c.g.rate, c.g.duration_s);
   }
-  struct sigaction sa {};
-  sa.sa_handler = on_gen_stop;
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
-  GenReport r = run_generator(c.g, &g_gen_stop);
+  std::atomic<bool> stop{false};
+  StopSignals signals(&stop);  // a second signal, during the report, is noted too
+  GenReport r = run_generator(c.g, &stop);
   std::optional<RoundResult> s;
   if (ctl) s = ctl->end(r.emitted);
   if (c.json) {

@@ -2,7 +2,6 @@
 // data path and sink_control.h for the control rounds).
 #include "load/sink_run.h"
 
-#include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -14,15 +13,11 @@
 
 #include "load/sink.h"
 #include "load/sink_control.h"
+#include "os/stop_signals.h"
 
 namespace cptrace {
 
 namespace {
-
-std::atomic<SinkState*> g_sink_state{nullptr};
-void on_sink_stop(int) {
-  if (SinkState* s = g_sink_state.load()) s->stop = true;
-}
 
 // The final report; exit status 3 when a tuple was lost, duplicated or malformed.
 int report_sink(const SinkOptions& o, SinkState& st) {
@@ -68,11 +63,7 @@ int run_sink(const SinkOptions& o) {
   st.ledger.reset_open();
   SinkReceiver rx(o, st);
   ControlServer ctl(o, st);
-  g_sink_state = &st;
-  struct sigaction sa {};
-  sa.sa_handler = on_sink_stop;
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
+  StopSignals signals(&st.stop);
   std::thread timer;
   if (o.duration_s > 0)
     timer = std::thread([&] {
@@ -83,7 +74,6 @@ int run_sink(const SinkOptions& o) {
              ctl.port(), o.throttle > 0 ? fmt::format(", throttled to {} tuples/s", o.throttle) : "");
   rx.run();
   if (timer.joinable()) timer.join();
-  g_sink_state = nullptr;
   return report_sink(o, st);
 }
 

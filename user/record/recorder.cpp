@@ -43,6 +43,7 @@
 #include "trace/json_text.h"
 #include "os/node_info.h"
 #include "trace/trace_writer.h"
+#include "os/stop_signals.h"
 #include "clock/tsc_verdict.h"
 
 namespace fs = std::filesystem;
@@ -51,9 +52,6 @@ using nlohmann::json;
 namespace cptrace {
 
 namespace {
-
-std::atomic<int> g_stop_signal{0};
-void on_stop_signal(int sig) { g_stop_signal.store(sig); }
 
 // Disk space set aside at start for the frames and meta.json written at stop,
 // so a recording that fills the disk can still end with its accounting.
@@ -310,6 +308,7 @@ class Recording {
   void report_write_failure() const;
   void announce_write_failure() const;
   const char* stop_reason() const;
+  int stopped_by() const { return stop_ ? stop_->signal() : 0; }  // SIGINT, SIGTERM or 0
   void finish_meta(uint64_t held_series_points);
 
   const RecordOptions& opt_;
@@ -337,6 +336,7 @@ class Recording {
   ChannelTable channels_;
   std::unique_ptr<ControlSocket> control_;
   std::unique_ptr<RingDrain> drain_;
+  std::unique_ptr<StopSignals> stop_;  // from start_drains() on; the handlers restored with it
   bool command_ended_ = false;  // the command exited on its own
   uint64_t recorded_ = 0;
   Counters final_counts_;
@@ -442,11 +442,7 @@ void Recording::start_drains() {
   drain_->start();
   if (net_) net_->start(*pipe_);
 
-  g_stop_signal = 0;
-  struct sigaction sa {};
-  sa.sa_handler = on_stop_signal;
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
+  stop_ = std::make_unique<StopSignals>();
   if (child_) child_->release();
   for (const auto& d : degraded_features(kernel_features()))
     fmt::print(stderr, "cptrace record: Linux {}: {}\n", kernel_features().release, d);
@@ -578,7 +574,7 @@ void Recording::run() {
   uint64_t prev_ev = 0, prev_bytes = 0;
   bool failure_announced = false;
   uint64_t next_regular = mono_ns() + kRegularPointNs;
-  while (!g_stop_signal.load()) {
+  while (!stop_->signal()) {
     clock_->wait_for_next(next_regular);
     uint64_t now_mono = mono_ns();
     bool regular = now_mono >= next_regular;
@@ -638,7 +634,7 @@ void Recording::stop_and_flush() {
 // the follower and node watch stopped (their figures into meta.json), and the
 // network capture stopped: from here on nothing new arrives.
 void Recording::stop_sources() {
-  if (child_) child_->signal(g_stop_signal ? g_stop_signal.load() : SIGTERM);
+  if (child_) child_->signal(stopped_by() ? stopped_by() : SIGTERM);
   control_.reset();  // no handler change after this point
   probes_->detach();
   // Thread buffers the exit path could not hand over: their events are lost
@@ -707,7 +703,7 @@ void Recording::write_the_end(uint64_t held_series) {
 
 const char* Recording::stop_reason() const {
   if (pipe_->failed()) return "write error";
-  if (g_stop_signal) return strsignal(g_stop_signal);
+  if (stopped_by()) return strsignal(stopped_by());
   if (command_ended_) return "command exited";
   if (opt_.pid && kill(opt_.pid, 0) != 0) return "process exited";
   return "duration";

@@ -1,8 +1,6 @@
 // `cptrace minrttd`: the standalone MinRTT responder, one per node.
 #include "sync/minrtt_standalone.h"
 
-#include <pthread.h>
-#include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -18,6 +16,7 @@
 #include "sync/minrtt_rounds.h"
 #include "clock/clock_map.h"
 #include "os/node_info.h"
+#include "os/stop_signals.h"
 
 namespace cptrace {
 
@@ -35,7 +34,7 @@ double quick_tsc_hz(int ms = 20) {
 
 // Sleeps until SIGINT/SIGTERM, the end of --duration, or the next stats line
 // (printed on the way): no periodic wakeup when neither timer is set.
-void wait_for_stop(const sigset_t& stop_signals, const MinrttdOptions& a, const Responder& r) {
+void wait_for_stop(const StopSignals& signals, const MinrttdOptions& a, const Responder& r) {
   using clock = std::chrono::steady_clock;
   const auto t0 = clock::now();
   const auto end = t0 + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(a.duration_s));
@@ -53,15 +52,11 @@ void wait_for_stop(const sigset_t& stop_signals, const MinrttdOptions& a, const 
     clock::time_point wake = clock::time_point::max();
     if (a.duration_s > 0) wake = end;
     if (a.stats_s > 0) wake = std::min(wake, next_stats);
-    int sig;
-    if (wake == clock::time_point::max()) {
-      sig = sigwaitinfo(&stop_signals, nullptr);
-    } else {
-      auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(wake - now).count();
-      timespec ts{time_t(ns / 1000000000), long(ns % 1000000000)};
-      sig = sigtimedwait(&stop_signals, nullptr, &ts);
-    }
-    if (sig > 0) return;  // -1: timed out (EAGAIN) or another signal's handler ran (EINTR)
+    int timeout_ms = -1;
+    if (wake != clock::time_point::max())  // rounded up: no early wakeup to loop on
+      timeout_ms = int(std::chrono::ceil<std::chrono::milliseconds>(wake - now).count());
+    int sig = signals.wait(timeout_ms);
+    if (sig > 0) return;  // 0: timed out, or poll was interrupted by another signal
   }
 }
 
@@ -77,20 +72,14 @@ int run_minrttd(const MinrttdOptions& a) {
   ro.sim = make_simulated_clock(a.simulate_clock, a.simulate_clock.empty() ? 0 : quick_tsc_hz());
   ro.per_source_hz = a.per_source_hz;
   ro.per_source_burst = std::max(10.0, a.per_source_hz / 10);
-  // SIGINT/SIGTERM are taken by sigtimedwait below, never by a handler: blocked
-  // here, before the responder's thread exists, so it inherits the mask.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  StopSignals signals;
   Responder r(ro);
   if (ro.sim.enabled) fmt::print("simulated_clock {}\n", ro.sim.to_json().dump());
   fmt::print("minrttd: node {} listening on {} (protocol {}{})\n", ro.node, r.local_address(), minrtt::kProtocolVersion,
              ro.key.empty() ? ", no authentication" : ", HMAC-SHA256");
   fflush(stdout);
   r.start();
-  wait_for_stop(stop_signals, a, r);
+  wait_for_stop(signals, a, r);
   r.stop();
   fmt::print("minrttd: {}\n", r.stats().line());
   fmt::print("minrttd stats {}\n", r.stats().to_json().dump());
