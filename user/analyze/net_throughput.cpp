@@ -86,13 +86,13 @@ nlohmann::json net_throughput_json(const NetThroughput& t) {
   return j;
 }
 
-int run_net_throughput(const std::string& dir, double period_ms, bool csv, bool json) {
+int run_net_throughput(const std::string& dir, double period_ms, Output output) {
   auto r = open_trace(dir);
   Timeline tl = trace_timeline(*r);
   NetThroughput t = compute_net_throughput(*r, tl, period_ticks(tl, period_ms, "--period"), period_ms);
-  if (json) {
+  if (output == Output::Json) {
     fmt::print("{}\n", net_throughput_json(t).dump(2));
-  } else if (csv) {
+  } else if (output == Output::Csv) {
     fmt::print("period,start_s,connection,direction,bytes\n");
     for (size_t i = 0; i < t.periods; ++i)
       for (const auto& s : t.series)

@@ -38,6 +38,6 @@ struct NetThroughput {
 // trace has no network events (recorded without --net).
 NetThroughput compute_net_throughput(const TraceReader& r, const Timeline& tl, uint64_t period, double period_ms);
 nlohmann::json net_throughput_json(const NetThroughput& t);
-int run_net_throughput(const std::string& dir, double period_ms, bool csv, bool json);
+int run_net_throughput(const std::string& dir, double period_ms, Output output);
 
 }  // namespace cptrace

@@ -260,17 +260,18 @@ void print_text(const ServiceRate& s, const RateOptions& o) {
 
 }  // namespace
 
-int run_rates(const std::string& dir, const std::vector<ChannelPair>& pairs, const RateOptions& opt, bool csv,
-              bool json) {
-  if (pairs.empty()) throw std::runtime_error("name the queue(s) with --pair FROM,TO");
+int run_rates(const RatesOptions& o) {
+  const RateOptions& opt = o.estimator;
+  const bool csv = o.output == Output::Csv, json = o.output == Output::Json;
+  if (o.pairs.empty()) throw std::runtime_error("name the queue(s) with --pair FROM,TO");
   if (!(opt.quantile > 0 && opt.quantile <= 1))
     throw std::runtime_error(fmt::format("--quantile {}: must be in (0, 1]", opt.quantile));
   if (!(opt.tolerance >= 0)) throw std::runtime_error(fmt::format("--tolerance {}: must be >= 0", opt.tolerance));
   if (!(opt.sigma >= 0)) throw std::runtime_error(fmt::format("--sigma {}: must be >= 0", opt.sigma));
-  auto r = open_trace(dir);
+  auto r = open_trace(o.dir);
   Timeline tl = trace_timeline(*r);
   std::vector<std::pair<uint64_t, uint64_t>> ids;
-  for (const auto& [from, to] : pairs) ids.emplace_back(resolve_channel(*r, from), resolve_channel(*r, to));
+  for (const auto& [from, to] : o.pairs) ids.emplace_back(resolve_channel(*r, from), resolve_channel(*r, to));
   nlohmann::json all = nlohmann::json::array();
   if (csv)
     fmt::print("from,to,status,nonblocking_per_s,windows,nonblocking_windows,drift,exact_per_s,service_mean_s,items\n");

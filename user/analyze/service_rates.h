@@ -38,6 +38,7 @@
 #include <nlohmann/json.hpp>
 
 #include "trace/channel_pair.h"
+#include "tables/output_form.h"
 #include "trace/trace_timeline.h"
 
 namespace cptrace {
@@ -83,7 +84,12 @@ std::vector<double> gaussian_filter(const std::vector<double>& x, double sigma);
 nlohmann::json service_rate_json(const ServiceRate& s);
 
 // `cptrace rates DIR --pair FROM,TO...`: one estimate per pair, as text, CSV or JSON.
-int run_rates(const std::string& dir, const std::vector<ChannelPair>& pairs, const RateOptions& opt, bool csv,
-              bool json);
+struct RatesOptions {
+  std::string dir;
+  std::vector<ChannelPair> pairs;  // the queues: enqueue (or in), dequeue (or out)
+  RateOptions estimator;
+  Output output = Output::Text;
+};
+int run_rates(const RatesOptions& o);
 
 }  // namespace cptrace

@@ -129,15 +129,15 @@ void print_csv(const Throughput& t) {
       fmt::print("{},{:.9f},{},{}\n", t.first + int64_t(i), t.period_start_s(i), csv_field(c.name), c.counts[i]);
 }
 
-int channel_throughput(const std::string& dir, const std::string& channel, double period_ms, bool csv, bool json) {
+int channel_throughput(const std::string& dir, const std::string& channel, double period_ms, Output output) {
   auto r = open_trace(dir);
   Timeline tl = trace_timeline(*r);
   std::optional<uint64_t> only;
   if (!channel.empty()) only = resolve_channel(*r, channel);
   Throughput t = compute_throughput(*r, tl, period_ticks(tl, period_ms, "--period"), period_ms, only);
-  if (json)
+  if (output == Output::Json)
     fmt::print("{}\n", throughput_json(t).dump(2));
-  else if (csv)
+  else if (output == Output::Csv)
     print_csv(t);
   else
     print_text(t);
@@ -150,9 +150,9 @@ int run_throughput(const ThroughputOptions& o) {
   if (o.net) {
     // Network series are per connection, not per channel: there is nothing to select.
     if (!o.channel.empty()) throw std::runtime_error("--net and --channel exclude each other");
-    return run_net_throughput(o.dir, o.period_ms, o.csv, o.json);
+    return run_net_throughput(o.dir, o.period_ms, o.output);
   }
-  return channel_throughput(o.dir, o.channel, o.period_ms, o.csv, o.json);
+  return channel_throughput(o.dir, o.channel, o.period_ms, o.output);
 }
 
 }  // namespace cptrace

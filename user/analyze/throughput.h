@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tables/output_form.h"
 #include "trace/trace_timeline.h"
 
 namespace cptrace {
@@ -101,7 +102,7 @@ struct ThroughputOptions {
   std::string dir;
   std::string channel;  // only this channel (not with net)
   double period_ms = 1000;
-  bool csv = false, json = false;
+  Output output = Output::Text;
   bool net = false;  // bytes per connection instead (net_throughput.h)
 };
 

@@ -7,6 +7,7 @@
 
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "tables/output_form.h"
 #include "latency/latency_command.h"
 
 namespace cptrace {
@@ -17,12 +18,9 @@ SubcommandRunner add_latency_command(CLI::App& app) {
   latency->add_option("dir", a->dir, "trace directory: translated by cptrace translate, or one node's own")->required();
   latency->add_option("--from", a->from, "channel of the first event")->required();
   latency->add_option("--to", a->to, "channel of the second event")->required();
-  latency->add_flag("--csv", a->csv, "one CSV row per tuple instead of the summary");
-  latency
-      ->add_flag("--json", a->json,
-                 "the summary as JSON: count, p50/p90/p99 with strict bounds, bound widths; all, per hop (node "
-                 "pair) and per scenario")
-      ->excludes(latency->get_option("--csv"));
+  add_output_flags(latency, a->output, "one CSV row per tuple instead of the summary",
+                   "the summary as JSON: count, p50/p90/p99 with strict bounds, bound widths; all, per hop (node "
+                   "pair) and per scenario");
   latency->add_flag("--accept-suspect-sync", a->accept_suspect_sync,
                     "print bounds of a trace translated with --accept-suspect-sync (default: refuse), with a WARNING "
                     "line per finding");

@@ -9,6 +9,7 @@
 #include "analyze/service_rates.h"
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "tables/output_form.h"
 
 namespace cptrace {
 
@@ -18,7 +19,7 @@ struct RatesArgs {
   std::string dir;
   std::vector<std::string> pairs;  // --pair as typed
   RateOptions opt;
-  bool csv = false, json = false;
+  Output output = Output::Text;
 };
 
 }  // namespace
@@ -40,9 +41,8 @@ SubcommandRunner add_rates_command(CLI::App& app) {
   rates->add_option("--quantile", a->opt.quantile, "quantile of the filtered samples (default 0.95)");
   rates->add_option("--tolerance", a->opt.tolerance, "convergence: relative drift allowed (default 0.05)");
   rates->add_option("--sigma", a->opt.sigma, "Gaussian filter width in windows (default 1)");
-  rates->add_flag("--csv", a->csv, "CSV output");
-  rates->add_flag("--json", a->json, "JSON output");
-  return {rates, [a] { return run_rates(a->dir, channel_pairs(a->pairs), a->opt, a->csv, a->json); }};
+  add_output_flags(rates, a->output, "CSV output", "JSON output");
+  return {rates, [a] { return run_rates({a->dir, channel_pairs(a->pairs), a->opt, a->output}); }};
 }
 
 }  // namespace cptrace

@@ -6,6 +6,7 @@
 
 #include "analyze/throughput.h"
 #include "cli/commands.h"
+#include "cli/common.h"
 
 namespace cptrace {
 
@@ -15,8 +16,7 @@ SubcommandRunner add_throughput_command(CLI::App& app) {
   tput->add_option("dir", o->dir, "trace directory")->required();
   tput->add_option("--channel", o->channel, "only this channel");
   tput->add_option("--period", o->period_ms, "period in ms, aligned to the trace start (default 1000)");
-  tput->add_flag("--csv", o->csv, "CSV: period,start_s,channel,events");
-  tput->add_flag("--json", o->json, "JSON: counts per channel");
+  add_output_flags(tput, o->output, "CSV: period,start_s,channel,events", "JSON: counts per channel");
   tput->add_flag("--net", o->net, "application bytes per period per connection (socket events of record --net)");
   return {tput, [o] { return run_throughput(*o); }};
 }

@@ -1,4 +1,5 @@
 #include "cli/common.h"
+#include "tables/output_form.h"
 
 #include <stdexcept>
 
@@ -13,6 +14,14 @@
 #include "trace/trace_reader.h"
 
 namespace cptrace {
+
+void add_output_flags(CLI::App* cmd, Output& out, const std::string& csv_help, const std::string& json_help) {
+  auto* csv = cmd->add_flag_callback(
+      "--csv", [&out] { out = Output::Csv; }, csv_help);
+  cmd->add_flag_callback(
+         "--json", [&out] { out = Output::Json; }, json_help)
+      ->excludes(csv);
+}
 
 void add_memory_options(CLI::App* cmd, MemoryBudget& b) {
   cmd->add_option_function<std::string>(

@@ -18,10 +18,15 @@ namespace cptrace {
 
 class TraceReader;
 struct MemoryBudget;
+enum class Output;
 
 // --memory SIZE and --temp-dir DIR of the analysis commands, into `b` (which
 // must outlive parsing).
 void add_memory_options(CLI::App* cmd, MemoryBudget& b);
+
+// --csv and --json, which exclude each other, into `out` (which must outlive
+// parsing); neither leaves it as it was (Output::Text).
+void add_output_flags(CLI::App* cmd, Output& out, const std::string& csv_help, const std::string& json_help);
 
 // --pair FROM,TO, repeatable, into `raw` as typed; `old_name` (top's --pairs,
 // rates' --channel-pair) is accepted for existing scripts but not shown in

@@ -69,15 +69,15 @@ int run_latency(const LatencyOptions& o) {
   auto r = open_latency_trace(o.dir);
   // Only a translated trace carries findings (none for one node's own).
   std::vector<SyncFinding> suspect = suspect_findings(*r, o.dir, o.accept_suspect_sync);
-  return print_latency(latency_rows(*r, o.from, o.to, o.budget), o.from, o.to, o.csv, o.json, suspect);
+  return print_latency(latency_rows(*r, o.from, o.to, o.budget), o.from, o.to, o.output, suspect);
 }
 
-int print_latency(const LatencyResult& res, const std::string& from, const std::string& to, bool csv, bool json,
+int print_latency(const LatencyResult& res, const std::string& from, const std::string& to, Output output,
                   const std::vector<SyncFinding>& suspect) {
   const MemoryBudget& budget = res.budget;
-  if (json)
+  if (output == Output::Json)
     fmt::print("{}\n", latency_summary_json(res, from, to).dump(2));
-  else if (csv)
+  else if (output == Output::Csv)
     print_csv(res);
   else
     print_summary(res, from, to);
@@ -85,7 +85,7 @@ int print_latency(const LatencyResult& res, const std::string& from, const std::
   if (res.partitions > 1)
     fmt::print(stderr, "note: the tuples did not fit --memory {} MiB: spilled to {} in {} partitions\n",
                budget.bytes >> 20, budget.spill_dir(), res.partitions);
-  FILE* o = csv || json ? stderr : stdout;
+  FILE* o = notes_stream(output);
   fmt::print(o, "unmatched: {} tuples on {} only, {} on {} only; repeated tuple ids: {} on {}, {} on {} (first used)\n",
              res.from_only, from, res.to_only, to, res.from_duplicates, from, res.to_duplicates, to);
   if (!res.have_ns) fmt::print(o, "note: reference TSC frequency unknown; durations in ticks\n");

@@ -7,6 +7,7 @@
 
 #include "latency/latency.h"
 #include "tables/memory_budget.h"
+#include "tables/output_form.h"
 
 namespace cptrace {
 
@@ -14,7 +15,7 @@ struct SyncFinding;
 
 struct LatencyOptions {
   std::string dir, from, to;
-  bool csv = false, json = false;
+  Output output = Output::Text;
   // Prints bounds of a trace translated with --accept-suspect-sync (default:
   // refuse), with one WARNING line per finding.
   bool accept_suspect_sync = false;
@@ -26,7 +27,7 @@ int run_latency(const LatencyOptions& o);
 // summary, --csv or --json on stdout, then the notes (and one WARNING line per
 // finding). json: the summary as JSON (latency_summary.h) on stdout, the notes
 // on stderr.
-int print_latency(const LatencyResult& res, const std::string& from, const std::string& to, bool csv, bool json,
+int print_latency(const LatencyResult& res, const std::string& from, const std::string& to, Output output,
                   const std::vector<SyncFinding>& suspect);
 
 }  // namespace cptrace
