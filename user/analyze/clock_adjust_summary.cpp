@@ -1,5 +1,6 @@
 // What changed in the clock's discipline during a recording (clock_adjust_summary.h).
 #include "analyze/clock_adjust_summary.h"
+#include "os/time_units.h"
 
 #include <algorithm>
 
@@ -45,7 +46,7 @@ ClockAdjustSummary summarize_clock_adjustments(const TraceReader& r) {
   std::stable_sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.mono_ns < b.mono_ns; });
   const NtpState* last = nullptr;
   for (const ClockAdjustment& a : all) {
-    ClockAdjustLine l{(double(a.mono_ns) - double(origin)) / 1e9, a.mono_ns, a.tsc, "", ""};
+    ClockAdjustLine l{ns_to_seconds(double(a.mono_ns) - double(origin)), a.mono_ns, a.tsc, "", ""};
     switch (a.kind) {
       case ClockAdjustKind::Syscall:
         if (!a.adjusting()) continue;

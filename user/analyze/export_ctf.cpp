@@ -12,6 +12,7 @@
 #include "analyze/counter_periods.h"
 #include "clock/clock_map.h"
 #include "os/out_file.h"
+#include "os/time_units.h"
 
 namespace cptrace {
 
@@ -216,9 +217,9 @@ std::string ctf_metadata(const TraceReader& r, const Timeline& tl) {
   NsClock clk(r, tl);
   // Clock offset: CLOCK_MONOTONIC 0 in wall-clock time, from the recorder's start
   // instant. Without it the clock is not absolute.
-  int64_t off_s =
-      clk.rt_minus_mono >= 0 ? clk.rt_minus_mono / 1000000000 : -((-clk.rt_minus_mono + 999999999) / 1000000000);
-  int64_t off_ns = clk.rt_minus_mono - off_s * 1000000000;
+  int64_t off_s = clk.rt_minus_mono >= 0 ? clk.rt_minus_mono / kNsPerSecond
+                                         : -((-clk.rt_minus_mono + kNsPerSecond - 1) / kNsPerSecond);
+  int64_t off_ns = clk.rt_minus_mono - off_s * kNsPerSecond;
   std::string node = m.value("node", "");
   std::string host = m.contains("machine") && m["machine"].is_object() ? m["machine"].value("host", node) : node;
   const Counters& c = r.counters();

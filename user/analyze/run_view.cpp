@@ -25,6 +25,7 @@
 #include "translate/relation_cursor.h"
 #include "translate/relation_paths.h"
 #include "translate/sync_pairs.h"
+#include "clock/clock_now.h"
 
 namespace cptrace {
 
@@ -44,12 +45,6 @@ struct RunView::Node {
 };
 
 namespace {
-
-int64_t mono_now_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return int64_t(ts.tv_sec) * 1000000000LL + ts.tv_nsec;
-}
 
 // meta.json is replaced by rename, so a read sees one version or the other.
 // Missing or unreadable: the last one read stays.
@@ -277,7 +272,7 @@ void RunView::add_events(uint16_t node, const std::vector<TraceEvent>& evs) {
 
 void RunView::poll() {
   find_nodes();
-  polled_mono_ns_ = mono_now_ns();
+  polled_mono_ns_ = mono_ns();
   for (size_t i = 0; i < nodes_.size(); ++i) {
     Node& n = *nodes_[i];
     read_meta(n.dir, n.meta);  // before the frames: complete means every frame is already written

@@ -1,5 +1,6 @@
 // Clock adjustments: JSON and descriptions (clock_adjustment.h).
 #include "clock/clock_adjustment.h"
+#include "os/time_units.h"
 
 #include <sys/timex.h>
 
@@ -67,7 +68,7 @@ std::string ClockAdjustment::describe() const {
                              ? (!args_read   ? std::string("arguments unreadable: taken as a change")
                                 : modes == 0 ? std::string("read")
                                              : timex_request(*this))
-                         : args_read ? fmt::format("set to {}.{:09d} s", set_ns / 1000000000, set_ns % 1000000000)
+                         : args_read ? fmt::format("set to {}.{:09d} s", set_ns / kNsPerSecond, set_ns % kNsPerSecond)
                                      : std::string("set");
       std::string clk = clockid == 0 ? "(CLOCK_REALTIME)" : clockid > 0 ? fmt::format("(clock {})", clockid) : "";
       std::string res = ret < 0 ? fmt::format(" -> error {}", -ret) : "";
@@ -76,7 +77,7 @@ std::string ClockAdjustment::describe() const {
     case ClockAdjustKind::State:
       return "NTP state: " + state.describe();
     case ClockAdjustKind::Step:
-      return fmt::format("CLOCK_REALTIME stepped by {:+.6f} s", double(step_ns) / 1e9);
+      return fmt::format("CLOCK_REALTIME stepped by {:+.6f} s", ns_to_seconds(double(step_ns)));
   }
   return "?";
 }

@@ -1,5 +1,6 @@
 // Instants of possible clock-rate changes (clock_change_candidates.h).
 #include "clock/clock_change_candidates.h"
+#include "os/time_units.h"
 
 #include <sys/timex.h>
 
@@ -8,7 +9,7 @@
 namespace cptrace {
 namespace {
 
-constexpr int64_t kSecond = 1000000000;
+constexpr int64_t kSecond = kNsPerSecond;
 
 __int128 floor_div128(__int128 a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
 

@@ -13,6 +13,7 @@
 #endif
 
 #include "clock/least_squares.h"
+#include "clock/clock_now.h"
 
 namespace cptrace {
 namespace {
@@ -60,7 +61,7 @@ ClockPoint bracket(clockid_t clock = CLOCK_MONOTONIC) {
   uint64_t w = t2 - t1;
   ClockPoint p;
   p.tsc = t1 + w / 2;
-  p.mono_ns = static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+  p.mono_ns = uint64_t(timespec_ns(ts));  // a clock since boot: never negative
   p.width_ticks = static_cast<uint32_t>(std::min<uint64_t>(w, std::numeric_limits<uint32_t>::max()));
   return p;
 }
@@ -74,12 +75,6 @@ ClockPoint tightest_bracket(clockid_t clock, int brackets) {
   return best;
 }
 
-int64_t read_ns(clockid_t c) {
-  timespec ts{};
-  clock_gettime(c, &ts);
-  return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
-
 // CLOCK_REALTIME - CLOCK_MONOTONIC as a strict interval [lo, lo + width]: m1 r1 m2
 // r2 m3 gives two intervals [r - m_after, r - m_before] that both contain the
 // offset while it is constant; disjoint ones mean a step happened in between, and
@@ -89,8 +84,8 @@ int64_t read_ns(clockid_t c) {
 bool realtime_offset(int64_t& lo, uint32_t& width, int tries = 5) {
   bool found = false;
   for (int i = 0; i < tries; ++i) {
-    int64_t m1 = read_ns(CLOCK_MONOTONIC), r1 = read_ns(CLOCK_REALTIME), m2 = read_ns(CLOCK_MONOTONIC);
-    int64_t r2 = read_ns(CLOCK_REALTIME), m3 = read_ns(CLOCK_MONOTONIC);
+    int64_t m1 = clock_now_ns(CLOCK_MONOTONIC), r1 = clock_now_ns(CLOCK_REALTIME), m2 = clock_now_ns(CLOCK_MONOTONIC);
+    int64_t r2 = clock_now_ns(CLOCK_REALTIME), m3 = clock_now_ns(CLOCK_MONOTONIC);
     int64_t l = std::max(r1 - m2, r2 - m3), h = std::min(r1 - m1, r2 - m2);
     if (l > h) continue;  // a step between the reads
     if (!found || h - l < int64_t(width)) {

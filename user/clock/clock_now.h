@@ -5,12 +5,14 @@
 
 #include <cstdint>
 
+#include "os/time_units.h"
+
 namespace cptrace {
 
 inline int64_t clock_now_ns(clockid_t c) {
   timespec ts;
   clock_gettime(c, &ts);
-  return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+  return timespec_ns(ts);
 }
 
 inline int64_t mono_ns() { return clock_now_ns(CLOCK_MONOTONIC); }

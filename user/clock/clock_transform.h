@@ -39,6 +39,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "os/time_units.h"
+
 namespace cptrace {
 
 struct ClockTransform {
@@ -57,7 +59,7 @@ struct ClockTransform {
 
   static constexpr int64_t kPpbDen = 1000000000;
   static constexpr double kMaxSkewPpm = 1000;  // keeps the slope within 1 +- 1e-3
-  static constexpr int64_t kMaxOffsetNs = 3600ll * 1000000000ll;
+  static constexpr int64_t kMaxOffsetNs = 3600 * kNsPerSecond;
 
   // "OFFSET_NS,SKEW_PPM[,CHANGE_TSC,SKEW2_PPM]" (e.g. "-2500000000,37.5"). Throws std::invalid_argument
   // naming the flag and the bad part.

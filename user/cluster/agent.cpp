@@ -27,6 +27,7 @@
 #include "os/exec_argv.h"
 #include "trace/json_text.h"
 #include "trace/trace_format.h"
+#include "os/time_units.h"
 
 namespace cptrace {
 
@@ -160,7 +161,7 @@ const char* const kStopRequested = "/stop.requested";
 int64_t mono_now() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
-  return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+  return timespec_ns(ts);
 }
 
 bool exists(const std::string& path) {

@@ -22,6 +22,7 @@
 #include "cptrace.h"
 #include "load/tuple_wire.h"
 #include "clock/clock_now.h"
+#include "os/time_units.h"
 
 namespace cptrace {
 
@@ -225,7 +226,7 @@ GenReport run_generator(const GenOptions& o, const std::atomic<bool>* stop) {
     auto& r = e->result();
     rep.emitted += r.emitted;
     rep.send_errors += r.errors;
-    rep.blocked_s += r.blocked_ns / 1e9;
+    rep.blocked_s += ns_to_seconds(r.blocked_ns);
     rep.stopped_early |= r.stopped;
     if (rep.error.empty()) rep.error = r.error;
     rep.lateness.merge(r.late);
@@ -234,7 +235,7 @@ GenReport run_generator(const GenOptions& o, const std::atomic<bool>* stop) {
   // From slot 0 (not the first emission: a late start that catches up must not
   // look faster than the schedule) to the last emission.
   if (rep.emitted > 1 && last > s.start) {
-    rep.elapsed_s = (last - s.start) / 1e9;
+    rep.elapsed_s = ns_to_seconds(last - s.start);
     rep.achieved_rate = double(rep.emitted - 1) / rep.elapsed_s;
   }
   return rep;

@@ -24,6 +24,7 @@
 
 #include "clock/clock_now.h"
 #include "os/exec_argv.h"
+#include "os/time_units.h"
 
 namespace cptrace {
 
@@ -46,11 +47,7 @@ void pin_self(int cpu) {
     throw std::runtime_error(fmt::format("--cpus: cannot run on CPU {}: {}", cpu, strerror(errno)));
 }
 
-int64_t thread_cpu_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
+int64_t thread_cpu_ns() { return clock_now_ns(CLOCK_THREAD_CPUTIME_ID); }
 
 // A busy loop pinned to one CPU. Calibrates itself first, then drops to
 // SCHED_IDLE and counts units. The calibrated rate is units per second of the
@@ -78,7 +75,7 @@ struct alignas(64) Spinner {
     }
     uint64_t x = uint64_t(cpu) + 1, n = 0;
     std::vector<double> rates;
-    int64_t end = mono_ns() + int64_t(calibrate_s * 1e9);
+    int64_t end = mono_ns() + int64_t(seconds_to_ns(calibrate_s));
     while (mono_ns() < end) {
       int64_t c0 = thread_cpu_ns(), w0 = mono_ns();
       uint64_t u0 = n;
@@ -121,7 +118,7 @@ Snapshot snap(const std::vector<std::unique_ptr<Spinner>>& sp) {
     s.units.push_back(p->units.load(std::memory_order_relaxed));
     timespec ts{};
     clock_gettime(p->cpu_clock, &ts);
-    s.spinner_cpu_ns += int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+    s.spinner_cpu_ns += timespec_ns(ts);
   }
   s.t = (a + mono_ns()) / 2;
   return s;
@@ -130,7 +127,8 @@ Snapshot snap(const std::vector<std::unique_ptr<Spinner>>& sp) {
 // CPU-seconds lost per CPU between two snapshots.
 std::vector<double> lost(const Snapshot& a, const Snapshot& b, const std::vector<double>& rate) {
   std::vector<double> v;
-  for (size_t i = 0; i < rate.size(); ++i) v.push_back((b.t - a.t) / 1e9 - double(b.units[i] - a.units[i]) / rate[i]);
+  for (size_t i = 0; i < rate.size(); ++i)
+    v.push_back(ns_to_seconds(b.t - a.t) - double(b.units[i] - a.units[i]) / rate[i]);
   return v;
 }
 
@@ -301,7 +299,7 @@ OverheadReport measure_overhead(const OverheadOptions& o) {
   auto a0 = snap(sp);
   usleep(useconds_t(o.baseline_s * 1e6));
   auto a1 = snap(sp);
-  r.background_before = sum(lost(a0, a1, r.rate)) / ((a1.t - a0.t) / 1e9) / ncpu;
+  r.background_before = sum(lost(a0, a1, r.rate)) / ns_to_seconds(a1.t - a0.t) / ncpu;
 
   auto ps0 = proc_stat(r.cpus);
   auto b0 = snap(sp);
@@ -315,10 +313,10 @@ OverheadReport measure_overhead(const OverheadOptions& o) {
 
   usleep(useconds_t(o.baseline_s * 1e6));
   auto c1 = snap(sp);
-  r.background_after = sum(lost(b1, c1, r.rate)) / ((c1.t - b1.t) / 1e9) / ncpu;
+  r.background_after = sum(lost(b1, c1, r.rate)) / ns_to_seconds(c1.t - b1.t) / ncpu;
   stop_all();
 
-  r.wall_s = (b1.t - b0.t) / 1e9;
+  r.wall_s = ns_to_seconds(b1.t - b0.t);
   r.displaced_cpu = lost(b0, b1, r.rate);
   r.displaced_s = sum(r.displaced_cpu);
   // The spinner's units converted with a rate known to +-spread: that much of
@@ -329,7 +327,7 @@ OverheadReport measure_overhead(const OverheadOptions& o) {
   // have said. When the spinners run in many short slices (a busy command), each
   // slice starts cold and the units fall behind the calibrated rate: the
   // conversion is off by at least that much, whatever the rate's spread.
-  r.spinner_cpu_s = double(b1.spinner_cpu_ns - b0.spinner_cpu_ns) / 1e9;
+  r.spinner_cpu_s = ns_to_seconds(double(b1.spinner_cpu_ns - b0.spinner_cpu_ns));
   double by_scheduler = r.wall_s * double(r.cpus.size()) - r.spinner_cpu_s;
   r.uncertainty_s = std::max(r.uncertainty_s, std::abs(r.displaced_s - by_scheduler));
   r.rusage_user_s = ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6;

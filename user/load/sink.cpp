@@ -17,6 +17,7 @@
 #include "load/net_endpoint.h"
 #include "load/tuple_wire.h"
 #include "clock/clock_now.h"
+#include "os/time_units.h"
 
 namespace cptrace {
 
@@ -175,7 +176,7 @@ void SinkReceiver::throttle_wait() {
   const int64_t period = int64_t(1e9 / o_.throttle);
   int64_t now = mono_ns();
   if (next_free_ns_ > now + 200000) {
-    timespec ts{time_t(next_free_ns_ / 1000000000), long(next_free_ns_ % 1000000000)};
+    timespec ts = ns_timespec(next_free_ns_);
     clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr);
   }
   while ((now = mono_ns()) < next_free_ns_) _mm_pause();

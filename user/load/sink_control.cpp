@@ -12,6 +12,7 @@
 #include <fmt/core.h>
 
 #include "clock/clock_now.h"
+#include "os/time_units.h"
 
 namespace cptrace {
 
@@ -157,7 +158,9 @@ json ControlServer::end_round(uint64_t emitted) {
       last = u;
       last_change = now;
     }
-    if (now - last_change > int64_t(o_.drain_idle_s * 1e9) || now - t_end > int64_t(o_.drain_max_s * 1e9)) break;
+    if (now - last_change > int64_t(seconds_to_ns(o_.drain_idle_s)) ||
+        now - t_end > int64_t(seconds_to_ns(o_.drain_max_s)))
+      break;
     usleep(2000);
   }
   if (st_.round_unique.load() >= emitted)
@@ -182,7 +185,7 @@ json ControlServer::end_round(uint64_t emitted) {
   r.lost = emitted > r.unique ? emitted - r.unique : 0;
   r.lag_tuples = emitted > at_end ? emitted - at_end : 0;
   r.intake_rate = slope_per_s(second_half);
-  r.drain_s = (t_done - t_end) / 1e9;
+  r.drain_s = ns_to_seconds(t_done - t_end);
   if (r.missing) r.first_missing = L.first_missing();
   json j = r.to_json();
   j["round"] = st_.rounds_done;

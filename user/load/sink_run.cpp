@@ -14,6 +14,7 @@
 #include "load/sink.h"
 #include "load/sink_control.h"
 #include "os/stop_signals.h"
+#include "os/time_units.h"
 
 namespace cptrace {
 
@@ -27,7 +28,7 @@ int report_sink(const SinkOptions& o, SinkState& st) {
   uint64_t bad = st.malformed.load();
   for (auto& r : st.round_log) bad += r.value("lost", 0ull) + r.value("duplicates", 0ull);
   if (!rounds) bad += L.missing() + L.duplicates();
-  double span = (st.last_rx_ns - st.first_rx_ns) / 1e9;
+  double span = ns_to_seconds(st.last_rx_ns - st.first_rx_ns);
   uint64_t rx_total = st.received.load();
   if (o.json) {
     nlohmann::json j = {{"received", rx_total},

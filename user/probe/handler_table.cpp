@@ -15,6 +15,7 @@
 
 #include "cptrace.h"
 #include "trace/json_text.h"
+#include "os/time_units.h"
 
 using nlohmann::json;
 
@@ -27,7 +28,7 @@ Instant now_instant(bool mono_first) {
   Instant i;
   if (!mono_first) i.tsc = __rdtsc();
   clock_gettime(CLOCK_MONOTONIC, &ts);
-  i.mono_ns = uint64_t(ts.tv_sec) * 1000000000ull + ts.tv_nsec;
+  i.mono_ns = uint64_t(timespec_ns(ts));
   if (mono_first) i.tsc = __rdtsc();
   return i;
 }

@@ -11,6 +11,7 @@
 #include "sync/minrtt_record.h"
 #include "clock/clock_map.h"
 #include "clock/clock_now.h"
+#include "os/time_units.h"
 
 using nlohmann::json;
 
@@ -110,7 +111,7 @@ void ClockStream::take_clock_syscalls() {
 void ClockStream::wait_for_clock(uint64_t deadline_mono) {
   int64_t left = int64_t(deadline_mono) - mono_ns();
   if (left <= 0) return;
-  timespec ts{time_t(left / 1000000000), long(left % 1000000000)};
+  timespec ts = ns_timespec(left);
   if (!clockadj_) {
     nanosleep(&ts, nullptr);
     return;

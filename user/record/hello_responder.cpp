@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "probe/probe_attach.h"
+#include "os/time_units.h"
 
 namespace cptrace {
 
@@ -89,7 +90,7 @@ void HelloResponder::on_hello(const cp_proc_rec& r) {
     std::lock_guard lk(mu_);
     timespec now{};
     clock_gettime(CLOCK_MONOTONIC, &now);
-    uint64_t ns = uint64_t(now.tv_sec) * 1000000000u + uint64_t(now.tv_nsec);
+    uint64_t ns = uint64_t(timespec_ns(now));
     if (waits_us_.size() < kMaxWaits && ns > r.ktime_ns) waits_us_.push_back(uint32_t((ns - r.ktime_ns) / 1000));
   } else {
     unanswered_++;

@@ -1,5 +1,6 @@
 #include "record/namespace_pids.h"
 #include "trace/json_text.h"
+#include "os/time_units.h"
 
 #include <sys/stat.h>
 
@@ -49,7 +50,7 @@ void read_time_offset(const std::string& dir, PidEntry& e) {
   for (std::string clock; in >> clock;) {
     int64_t s = 0, ns = 0;
     if (!(in >> s >> ns)) break;
-    if (clock == "monotonic") e.mono_offset_ns = s * 1000000000 + ns;
+    if (clock == "monotonic") e.mono_offset_ns = s * kNsPerSecond + ns;
   }
 }
 

@@ -15,6 +15,7 @@
 #include "clock/clock_map.h"
 #include "os/node_info.h"
 #include "trace/trace_writer.h"
+#include "os/time_units.h"
 
 namespace cptrace {
 namespace {
@@ -50,9 +51,9 @@ std::unique_ptr<Responder> start_responder(const SyncOptions& a, const SyncSessi
 // Keeps answering until peers have been quiet for 1 s (at most `wait_s`): peers
 // that finish their rounds a little later still get their answers.
 void drain_responder(Responder& responder, double wait_s) {
-  int64_t end = int64_t(sample_clock_point().mono_ns) + int64_t(wait_s * 1e9);
+  int64_t end = int64_t(sample_clock_point().mono_ns) + int64_t(seconds_to_ns(wait_s));
   while (int64_t(sample_clock_point().mono_ns) < end &&
-         int64_t(sample_clock_point().mono_ns) - responder.stats().last_probe_ns.load() < 1000000000ll)
+         int64_t(sample_clock_point().mono_ns) - responder.stats().last_probe_ns.load() < kNsPerSecond)
     usleep(50000);
   responder.stop();
 }

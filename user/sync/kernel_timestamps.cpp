@@ -21,11 +21,12 @@
 
 #include "clock/clock_map.h"
 #include "clock/clock_now.h"
+#include "os/time_units.h"
 
 namespace cptrace {
 namespace {
 
-uint64_t ts_ns(const timespec& t) { return uint64_t(t.tv_sec) * 1000000000ull + uint64_t(t.tv_nsec); }
+uint64_t ts_ns(const timespec& t) { return uint64_t(timespec_ns(t)); }
 
 }  // namespace
 

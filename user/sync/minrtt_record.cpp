@@ -15,6 +15,7 @@
 #include "sync/minrtt_responder.h"
 #include "sync/sync_session.h"
 #include "clock/clock_now.h"
+#include "os/time_units.h"
 
 namespace cptrace {
 
@@ -118,10 +119,10 @@ void MinrttRecording::stop() {
   if (session_) session_->stop_phase();
   // At least --sync-linger, then until peers have been quiet for 1 s, at most
   // the larger of the two limits; a hold counts towards both.
-  const int64_t now = mono_ns(), linger_end = now + int64_t(opt_.linger_s * 1e9);
-  const int64_t end = now + int64_t(std::max(opt_.wait_s, opt_.linger_s) * 1e9);
+  const int64_t now = mono_ns(), linger_end = now + int64_t(seconds_to_ns(opt_.linger_s));
+  const int64_t end = now + int64_t(seconds_to_ns(std::max(opt_.wait_s, opt_.linger_s)));
   if (!opt_.hold_file.empty()) hold(opt_.hold_file, parent_);
-  auto quiet = [&] { return mono_ns() - responder_->stats().last_probe_ns.load() >= 1000000000ll; };
+  auto quiet = [&] { return mono_ns() - responder_->stats().last_probe_ns.load() >= kNsPerSecond; };
   while (mono_ns() < end && (mono_ns() < linger_end || !quiet())) usleep(50000);
   responder_->stop();
   fmt::print(stderr, "cptrace record: MinRTT responder: {}\n", responder_->stats().line());

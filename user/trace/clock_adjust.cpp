@@ -1,6 +1,7 @@
 // ClockAdjust frames and the watch's record (clock_adjust.h).
 #include "trace/clock_adjust.h"
 #include "trace/json_text.h"
+#include "os/time_units.h"
 
 #include <cstring>
 #include <stdexcept>
@@ -42,7 +43,7 @@ ClockAdjustment from_syscall_record(const cp_clockadj_rec& r) {
   a.tick = r.tick;
   a.constant = r.constant;
   a.status = r.status;
-  a.set_ns = r.set_sec * 1000000000 + r.set_nsec;
+  a.set_ns = r.set_sec * kNsPerSecond + r.set_nsec;
   return a;
 }
 

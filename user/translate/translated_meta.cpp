@@ -11,6 +11,7 @@
 
 #include "translate/unauthenticated_rounds.h"
 #include "translate/realtime_offset.h"
+#include "os/time_units.h"
 
 namespace cptrace {
 
@@ -57,7 +58,7 @@ json measure_frequency(const TranslateNode& ref, const PairMap& pairs, size_t re
   j["hz_lo"] = f->lo;
   j["hz_hi"] = f->hi;
   j["clock"] = f->clock();
-  j["span_s"] = double(p2.mono_ns - p1.mono_ns) / 1e9;
+  j["span_s"] = ns_to_seconds(double(p2.mono_ns - p1.mono_ns));
   j["source"] = source + ", against " + f->clock();
   // A TSC rate change in the stretch: the interval holds both sides' rates.
   if (uint64_t n = map.model_stats().tsc_rate_changes) {
