@@ -26,7 +26,7 @@ SKELS      := $(patsubst bpf/%.bpf.c,$(BUILD)/%.skel.h,$(BPF_SRCS))
 # meet in trace/); LAYERS is the link order, bottom-up, every folder after all it
 # may include. tools/check-layers.sh checks the includes against the table and
 # LAYERS against it; linking the archives in this order checks the calls.
-LAYERS     := os clock trace tables collect probe net sync record translate latency netlat analyze cluster load cli
+LAYERS     := os clock trace tables collect probe net sync record translate latency netlat analyze export cluster load cli
 reverse    = $(if $(1),$(call reverse,$(wordlist 2,$(words $(1)),$(1))) $(firstword $(1)))
 # Everything below the CLI, linked top-down: a call into a higher layer fails to link.
 CORE_LIBS  := $(foreach l,$(call reverse,$(filter-out cli,$(LAYERS))),$(BUILD)/user/lib$(l).a)
@@ -295,8 +295,8 @@ ASAN_TESTS := trace_format clock_map clock_bounds clock_adjust tsc_skew_history 
 ASAN_SRCS  := $(wildcard user/os/*.cpp user/clock/*.cpp user/trace/*.cpp user/tables/*.cpp) \
               user/sync/minrtt_protocol.cpp user/sync/kernel_timestamps.cpp \
               user/sync/minrtt_rounds.cpp
-TSAN_TESTS := tuple_join tsc_skew
-TSAN_SRCS  := $(wildcard user/tables/*.cpp) user/clock/tsc_skew.cpp user/clock/skew_watch.cpp user/os/node_info.cpp
+TSAN_TESTS := tuple_join tsc_skew background_job zstd_csv_writer
+TSAN_SRCS  := $(wildcard user/tables/*.cpp user/os/*.cpp) user/clock/tsc_skew.cpp user/clock/skew_watch.cpp
 san_objs    = $(patsubst %.cpp,$(SAN)/$(1)/%.o,$(2) $(patsubst %,tests/unit/test_%.cpp,$(3)))
 
 $(SAN)/asan/%.o: %.cpp | $(SKELS)

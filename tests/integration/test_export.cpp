@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "analyze/export_ctf.h"
+#include "export/export_ctf.h"
 #include "synthetic_trace.h"
 #include "trace/trace_reader.h"
 #include "record_util.h"

@@ -15,7 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "analyze/parquet_writer.h"
+#include "tables/parquet_writer.h"
 #include "synth_cluster.h"
 #include "test_util.h"
 #include "zstd_util.h"

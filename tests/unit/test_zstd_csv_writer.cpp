@@ -1,4 +1,4 @@
-// ZstdCsvWriter (user/analyze/zstd_csv_writer.h): whatever the pieces the text
+// ZstdCsvWriter (user/tables/zstd_csv_writer.h): whatever the pieces the text
 // comes in (single bytes, rows, pieces larger than its chunk), the file
 // decompresses to exactly that text, and compressed on its own thread it is the
 // same file; an empty table is a valid empty frame; a
@@ -9,7 +9,7 @@
 
 #include <string>
 
-#include "analyze/zstd_csv_writer.h"
+#include "tables/zstd_csv_writer.h"
 #include "test_util.h"
 #include "os/output_dir.h"
 #include "zstd_util.h"

@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "analyze/csv_util.h"
+#include "tables/csv_util.h"
 #include "trace/net_codec.h"
 
 namespace cptrace {

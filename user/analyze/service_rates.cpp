@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "analyze/csv_util.h"
+#include "tables/csv_util.h"
 #include "latency/latency_table.h"
 
 namespace cptrace {

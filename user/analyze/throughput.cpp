@@ -8,7 +8,7 @@
 #include <fmt/format.h>
 
 #include "analyze/net_throughput.h"
-#include "analyze/csv_util.h"
+#include "tables/csv_util.h"
 
 namespace cptrace {
 

@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "analyze/csv_util.h"
+#include "tables/csv_util.h"
 #include "analyze/net_dump.h"
 #include "trace/event_names.h"
 #include "trace/handler_history.h"

@@ -1,6 +1,6 @@
 // `cptrace export ctf|json|csv|table DIR -o OUT`: one CLI11 subcommand per
 // format, each with only its own options, so that an option of another format
-// is refused by the parser (analyze/export_run.cpp does the export).
+// is refused by the parser (export/export_run.cpp does the export).
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -9,7 +9,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include "analyze/export_run.h"
+#include "export/export_run.h"
 #include "cli/commands.h"
 #include "cli/common.h"
 

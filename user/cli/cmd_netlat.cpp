@@ -5,7 +5,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "analyze/export_netlat.h"
+#include "export/export_netlat.h"
 #include "cli/commands.h"
 #include "netlat/netlat_command.h"
 

@@ -1,5 +1,5 @@
 // CTF 1.8 writer: TSDL metadata + per-CPU binary streams, bounded reorder.
-#include "analyze/export_ctf.h"
+#include "export/export_ctf.h"
 
 #include <cmath>
 #include <cstring>
@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "analyze/counter_periods.h"
+#include "export/counter_periods.h"
 #include "clock/clock_map.h"
 #include "os/out_file.h"
 #include "os/time_units.h"

@@ -1,5 +1,5 @@
 // Streaming zstd compression of an exported table (zstd_csv_writer.h).
-#include "analyze/zstd_csv_writer.h"
+#include "tables/zstd_csv_writer.h"
 
 #include <stdexcept>
 #include <utility>
@@ -27,59 +27,25 @@ ZstdCsvWriter::ZstdCsvWriter(const OutputDir& dir, const std::string& name, int 
   }
   pending_.reserve(kChunk);
   out_ = std::make_unique<char[]>(out_size_);
-  if (background) worker_ = std::thread([this] { work(); });
+  if (background) worker_ = std::make_unique<BackgroundJob>([this] { compress(chunk_, ZSTD_e_continue); });
 }
 
-ZstdCsvWriter::~ZstdCsvWriter() {
-  if (!worker_.joinable()) return;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    stop_ = true;
-  }
-  cv_.notify_all();
-  worker_.join();
-}
-
-void ZstdCsvWriter::work() {
-  std::unique_lock<std::mutex> lock(mu_);
-  for (;;) {
-    cv_.wait(lock, [&] { return stop_ || busy_; });
-    if (stop_) return;
-    lock.unlock();
-    std::exception_ptr error;
-    try {
-      compress(chunk_, ZSTD_e_continue);
-    } catch (...) {
-      error = std::current_exception();
-    }
-    lock.lock();
-    error_ = error;
-    busy_ = false;
-    cv_.notify_all();
-  }
-}
+ZstdCsvWriter::~ZstdCsvWriter() = default;
 
 void ZstdCsvWriter::wait_idle() {
-  if (!worker_.joinable()) return;
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [&] { return !busy_; });
-  if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
+  if (worker_) worker_->wait();
 }
 
 void ZstdCsvWriter::submit() {
   wait_idle();
   chunk_.swap(pending_);
   pending_.clear();
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    busy_ = true;
-  }
-  cv_.notify_all();
+  worker_->start();
 }
 
 void ZstdCsvWriter::write(std::string_view text) {
   text_bytes_ += text.size();
-  if (worker_.joinable()) {
+  if (worker_) {
     // The caller's text is copied: its buffer is refilled while zstd works.
     pending_.append(text);
     if (pending_.size() >= kChunk) submit();

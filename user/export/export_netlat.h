@@ -14,7 +14,7 @@
 #include <cstdint>
 #include <string>
 
-#include "analyze/export_table.h"
+#include "export/export_table.h"
 #include "netlat/netlat.h"
 
 namespace cptrace {

@@ -1,5 +1,5 @@
 // The latency pair's events handed from `export table`'s events pass to its
-// latency join (analyze/export_table.cpp), so that the trace is decoded once
+// latency join (export/export_table.cpp), so that the trace is decoded once
 // for both tables.
 #pragma once
 #include <condition_variable>

@@ -1,5 +1,5 @@
 // CSV tables of a translated trace for SQL engines (export_table.h).
-#include "analyze/export_table.h"
+#include "export/export_table.h"
 
 #include <algorithm>
 #include <charconv>
@@ -19,10 +19,10 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "analyze/csv_util.h"
-#include "analyze/event_handoff.h"
-#include "analyze/parquet_writer.h"
-#include "analyze/zstd_csv_writer.h"
+#include "tables/csv_util.h"
+#include "export/event_handoff.h"
+#include "tables/parquet_writer.h"
+#include "tables/zstd_csv_writer.h"
 #include "trace/event_names.h"
 #include "os/out_file.h"
 #include "os/output_dir.h"

@@ -14,18 +14,15 @@
 // than formatting the text). The file is the same byte for byte: zstd's
 // output does not depend on how its input is cut into calls.
 #pragma once
-#include <condition_variable>
 #include <cstdint>
-#include <exception>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
-#include <thread>
 
 #include <zstd.h>
 
 #include "os/out_file.h"
+#include "tables/background_job.h"
 
 namespace cptrace {
 
@@ -61,7 +58,6 @@ class ZstdCsvWriter {
   // Background: hands pending_ to the worker once it is done with the last chunk.
   void submit();
   void wait_idle();  // the worker's chunk is written (its error rethrown)
-  void work();
 
   OutFile file_;
   std::unique_ptr<ZSTD_CCtx, size_t (*)(ZSTD_CCtx*)> cctx_;
@@ -69,13 +65,10 @@ class ZstdCsvWriter {
   std::unique_ptr<char[]> out_;
   size_t out_size_;
   uint64_t text_bytes_ = 0;
-  // The worker owns cctx_, out_, file_ and chunk_ while busy_.
+  // The worker owns cctx_, out_, file_ and chunk_ while its job runs; last,
+  // so that it is gone before what its job uses.
   std::string chunk_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool busy_ = false, stop_ = false;
-  std::exception_ptr error_;
-  std::thread worker_;
+  std::unique_ptr<BackgroundJob> worker_;
 };
 
 }  // namespace cptrace

@@ -27,17 +27,15 @@
 // the file, so a row group is written whole once its last row is in). The
 // footer (file metadata, Thrift compact protocol) goes out at close().
 #pragma once
-#include <condition_variable>
 #include <cstdint>
-#include <exception>
-#include <mutex>
+#include <memory>
 #include <string>
-#include <thread>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
 
 #include "os/out_file.h"
+#include "tables/background_job.h"
 
 namespace cptrace {
 
@@ -144,7 +142,6 @@ class ParquetWriter {
   void end_page();
   void end_group();
   void wait_idle();  // the page being encoded is done (its error rethrown)
-  void work();
   void write(std::string_view s);
   std::string footer() const;
 
@@ -164,12 +161,9 @@ class ParquetWriter {
   EncodedPage done_;
   bool pending_ = false;  // done_ (or job_ on the worker) not yet appended
   bool closed_ = false;
-  // The worker: it owns encoder_, job_ and done_ while busy_.
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool busy_ = false, stop_ = false;
-  std::exception_ptr error_;
-  std::thread worker_;
+  // The worker: it owns encoder_, job_ and done_ while its job runs; last, so
+  // that it is gone before what its job uses.
+  std::unique_ptr<BackgroundJob> worker_;
 };
 
 }  // namespace cptrace

@@ -1,4 +1,4 @@
-#include "analyze/counter_periods.h"
+#include "export/counter_periods.h"
 
 #include <exception>
 

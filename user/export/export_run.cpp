@@ -1,5 +1,5 @@
 // `cptrace export`: what the command does around each format's writer.
-#include "analyze/export_run.h"
+#include "export/export_run.h"
 
 #include <cstdio>
 #include <filesystem>
@@ -7,9 +7,9 @@
 
 #include <fmt/format.h>
 
-#include "analyze/export_csv.h"
-#include "analyze/export_ctf.h"
-#include "analyze/export_json.h"
+#include "export/export_csv.h"
+#include "export/export_ctf.h"
+#include "export/export_json.h"
 #include "trace/trace_timeline.h"
 #include "latency/latency.h"
 #include "translate/sync_sanity.h"

@@ -1,5 +1,5 @@
 // netlat's packets and flows as tables (export_netlat.h).
-#include "analyze/export_netlat.h"
+#include "export/export_netlat.h"
 
 #include <exception>
 #include <optional>
@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "analyze/parquet_writer.h"
+#include "tables/parquet_writer.h"
 #include "netlat/netlat_output.h"
 #include "trace/net_codec.h"
 #include "os/output_dir.h"

@@ -1,6 +1,6 @@
 // Streaming Parquet writer for the export tables (parquet_writer.h). The
 // format: apache/parquet-format (parquet.thrift, Encodings.md).
-#include "analyze/parquet_writer.h"
+#include "tables/parquet_writer.h"
 
 #include <algorithm>
 #include <array>
@@ -399,44 +399,14 @@ ParquetWriter::ParquetWriter(OutFile& out, std::vector<ColumnSpec> columns, bool
   for (size_t i = 0; i < specs_.size() && !pages_only; ++i)
     if (!specs_[i].all_null) cols_[i].values.resize(shape_.page_rows);
   write("PAR1");
-  if (background && !pages_only) worker_ = std::thread([this] { work(); });
+  if (background && !pages_only)
+    worker_ = std::make_unique<BackgroundJob>([this] { encoder_.encode(specs_, job_, done_); });
 }
 
-ParquetWriter::~ParquetWriter() {
-  if (worker_.joinable()) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      stop_ = true;
-    }
-    cv_.notify_all();
-    worker_.join();
-  }
-}
-
-void ParquetWriter::work() {
-  std::unique_lock<std::mutex> lock(mu_);
-  for (;;) {
-    cv_.wait(lock, [&] { return stop_ || busy_; });
-    if (stop_) return;
-    lock.unlock();
-    std::exception_ptr error;
-    try {
-      encoder_.encode(specs_, job_, done_);
-    } catch (...) {
-      error = std::current_exception();
-    }
-    lock.lock();
-    error_ = error;
-    busy_ = false;
-    cv_.notify_all();
-  }
-}
+ParquetWriter::~ParquetWriter() = default;
 
 void ParquetWriter::wait_idle() {
-  if (!worker_.joinable()) return;
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [&] { return !busy_; });
-  if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
+  if (worker_) worker_->wait();
 }
 
 uint32_t ParquetWriter::code(size_t col, std::string_view s) {
@@ -468,12 +438,8 @@ void ParquetWriter::end_page() {
   rows_ += page_rows_;
   page_rows_ = 0;
   pending_ = true;
-  if (worker_.joinable()) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      busy_ = true;
-    }
-    cv_.notify_all();
+  if (worker_) {
+    worker_->start();
   } else {
     encoder_.encode(specs_, job_, done_);
   }

@@ -1,11 +1,11 @@
 // CSV export, one frame of events at a time.
-#include "analyze/export_csv.h"
+#include "export/export_csv.h"
 
 #include <cmath>
 
 #include <fmt/format.h>
 
-#include "analyze/csv_util.h"
+#include "tables/csv_util.h"
 #include "trace/event_names.h"
 #include "os/out_file.h"
 

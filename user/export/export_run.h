@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "analyze/export_table.h"
+#include "export/export_table.h"
 #include "trace/channel_pair.h"
 #include "tables/memory_budget.h"
 

@@ -20,7 +20,7 @@
 #include <utility>
 #include <vector>
 
-#include "analyze/zstd_csv_writer.h"
+#include "tables/zstd_csv_writer.h"
 #include "tables/memory_budget.h"
 #include "os/out_file.h"
 

@@ -1,5 +1,5 @@
 // Trace-event JSON export, one frame of events at a time.
-#include "analyze/export_json.h"
+#include "export/export_json.h"
 
 #include <cmath>
 #include <map>
@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "analyze/counter_periods.h"
+#include "export/counter_periods.h"
 #include "os/out_file.h"
 
 namespace cptrace {
