@@ -17,6 +17,7 @@
 #include "trace/trace_timeline.h"
 #include "analyze/clock_adjust_summary.h"
 #include "analyze/report_js.h"
+#include "os/say.h"
 
 namespace cptrace {
 
@@ -284,8 +285,8 @@ int run_report(const ReportOptions& o) {
     nodes += fmt::format(", node {}: {} channel(s), {} period(s) of {} ms", n.overview.value("node", ""),
                          n.throughput["channels"].size(), n.throughput.value("periods", 0),
                          n.throughput.value("period_ms", 0.0));
-  fmt::print(stderr, "cptrace report: wrote {} ({} node section(s){}; {} latency series{})\n", o.out, d.nodes.size(),
-             nodes, d.latency.size(), d.path.is_null() ? "" : fmt::format("; {} hop(s)", d.path["hops"].size()));
+  say("wrote {} ({} node section(s){}; {} latency series{})", o.out, d.nodes.size(), nodes, d.latency.size(),
+      d.path.is_null() ? "" : fmt::format("; {} hop(s)", d.path["hops"].size()));
   return damaged_trace_exit(*r, "report", "the report covers the events before it");
 }
 

@@ -11,6 +11,7 @@
 #include "analyze/throughput.h"
 #include "trace/trace_timeline.h"
 #include "translate/clock_relation.h"
+#include "os/say.h"
 
 namespace cptrace {
 
@@ -24,7 +25,7 @@ NodeSection node_report(const TraceReader& r, std::optional<double> period) {
     if (period) throw;
     // Events stamped far outside the recording: an automatic period covers them too.
     period_ms = auto_period_ms(e.span_ms);
-    fmt::print(stderr, "cptrace report: {}; throughput periods of {:g} ms instead\n", e.what(), period_ms);
+    say("{}; throughput periods of {:g} ms instead", e.what(), period_ms);
     t = compute_throughput(r, tl, period_ticks(tl, period_ms, "--period"), period_ms);
   }
   return node_section(r, tl, t);
@@ -67,8 +68,7 @@ nlohmann::json reference_axis(const TraceReader& run, size_t v, const NodeSectio
   } catch (const std::exception& e) {
     // A relation with no estimate there: this node keeps its own axis (and the
     // plots theirs), which the page says by its axis label.
-    fmt::print(stderr, "cptrace report: node {}: no place on {}'s time axis ({}); its plots keep their own\n",
-               node.value("node", ""), ref, e.what());
+    say("node {}: no place on {}'s time axis ({}); its plots keep their own", node.value("node", ""), ref, e.what());
     return nullptr;
   }
 }

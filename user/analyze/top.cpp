@@ -16,6 +16,7 @@
 #include "analyze/run_view.h"
 #include "trace/trace_file.h"
 #include "trace/trace_tail.h"
+#include "os/say.h"
 
 namespace cptrace {
 
@@ -55,7 +56,7 @@ std::string wait_for_trace(const std::string& dir, double wait_s) {
                                                  "node directories holding one, after {} s, --wait)",
                                                  dir, wait_s)
                                    : fmt::format("{}: no such directory after waiting {} s (--wait)", dir, wait_s));
-    if (!told) fmt::print(stderr, "cptrace top: waiting up to {:g} s for {}\n", wait_s, events.string());
+    if (!told) say("waiting up to {:g} s for {}", wait_s, events.string());
     sleep_s(0.05);
   }
 }
@@ -109,8 +110,7 @@ void emit(const TopOptions& o, const json& s) {
 // The last refresh of a completed recording: its whole table is throughput's.
 int finish(const TopOptions& o, const TraceTail& tail, const LiveView& view, const json& meta, json s) {
   if (tail.offset() < tail.file_bytes()) {
-    fmt::print(stderr, "cptrace top: {} at byte {}: {} (counts cover the frames before it)\n", tail.path(),
-               tail.offset(), tail.pending_reason());
+    say("{} at byte {}: {} (counts cover the frames before it)", tail.path(), tail.offset(), tail.pending_reason());
     return 2;
   }
   bool recounted = false;
@@ -185,17 +185,16 @@ int top_run(const TopOptions& o) {
       print_run_text(o.dir, s, isatty(STDOUT_FILENO));
     }
     if (!damage.empty()) {
-      fmt::print(stderr, "cptrace top: {} (the view covers the frames before it)\n", damage);
+      say("{} (the view covers the frames before it)", damage);
       return 2;
     }
     if (complete) return 0;
     if (gone) {
       std::string names;
       for (const std::string& n : view.incomplete()) names += (names.empty() ? "" : ", ") + n;
-      fmt::print(stderr,
-                 "cptrace top: no trace under {} has grown for {:g} s and not all are complete (incomplete: {}): "
-                 "recorders stopped without finishing\n",
-                 o.dir, o.gone_s, names);
+      say("no trace under {} has grown for {:g} s and not all are complete (incomplete: {}): "
+          "recorders stopped without finishing",
+          o.dir, o.gone_s, names);
       return 3;
     }
     if (o.iterations > 0 && n >= o.iterations) return 0;
@@ -233,10 +232,9 @@ int run_top(const TopOptions& o) {
     if (Clock::now() - grew_at > std::chrono::duration<double>(o.gone_s)) {
       s["state"] = "recorder gone";
       emit(o, s);
-      fmt::print(stderr,
-                 "cptrace top: {} has not grown for {:g} s and meta.json is not complete: the recorder "
-                 "stopped without finishing the trace\n",
-                 tail.path(), o.gone_s);
+      say("{} has not grown for {:g} s and meta.json is not complete: the recorder "
+          "stopped without finishing the trace",
+          tail.path(), o.gone_s);
       return 3;
     }
     emit(o, s);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "os/say.h"
 
 namespace {
 
@@ -35,9 +36,13 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   try {
     for (auto& [sub, run] : commands)
-      if (*sub) return run();
+      if (*sub) {
+        cptrace::set_command_name(sub->get_name());
+        return run();
+      }
   } catch (const std::exception& e) {
-    fmt::print(stderr, "cptrace {}: {}\n", app.get_subcommands().front()->get_name(), e.what());
+    cptrace::set_command_name(app.get_subcommands().front()->get_name());
+    cptrace::say_line(e.what());
     return 1;
   }
   return 0;

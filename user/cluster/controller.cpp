@@ -25,6 +25,7 @@
 #include "cluster/run_manifest.h"
 #include "cluster/stream_loop.h"
 #include "sync/minrtt_protocol.h"
+#include "os/say.h"
 
 namespace cptrace {
 
@@ -67,7 +68,7 @@ int run_cluster_record(const ClusterRecordOptions& o) {
   }
   auto problems = check_nodes(nodes, own_version(), o.check_timeout_s);
   if (!problems.empty()) {
-    for (const auto& p : problems) fmt::print(stderr, "cluster: {}\n", p);
+    for (const auto& p : problems) say("{}", p);
     throw std::runtime_error(
         fmt::format("{} of {} node(s) cannot start; nothing was started", problems.size(), nodes.size()));
   }
@@ -93,8 +94,8 @@ int run_cluster_record(const ClusterRecordOptions& o) {
     if (nodes.size() > 1) req["key"] = key, req["hold"] = true;
     start_agent(nodes[i], req);
   }
-  fmt::print(stderr, "cluster: {} node(s) started (run {}), rounds with the reference {} and a neighbour each\n",
-             nodes.size(), run_id, nodes[0].spec.name);
+  say("{} node(s) started (run {}), rounds with the reference {} and a neighbour each", nodes.size(), run_id,
+      nodes[0].spec.name);
   double run_s = stream_run(nodes, o, sig, write_live);
   for (NodeRun& n : nodes) complete_copy(n);
   write_file(o.out + "/cluster.json", manifest(run_id, o.path, nodes, run_s).dump(2) + "\n");
@@ -130,7 +131,7 @@ int run_cluster_gather(const ClusterGatherOptions& o) {
       run_s = std::max(run_s, gap.value("run_s", -1.0));
     } else {
       open_copy(n, false, false);
-      fmt::print(stderr, "cluster gather: node {}: fetching from byte {}\n", n.spec.name, n.received);
+      say("gather: node {}: fetching from byte {}", n.spec.name, n.received);
       run_fetch(n);
       complete_copy(n);
     }

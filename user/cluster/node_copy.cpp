@@ -13,6 +13,7 @@
 #include <fmt/core.h>
 
 #include "os/output_dir.h"
+#include "os/say.h"
 
 namespace cptrace::cluster {
 
@@ -151,8 +152,8 @@ void complete_copy(NodeRun& n) {
   bool whole = n.done && !n.done_json.value("running", false) &&
                n.received == n.done_json.value("events_bytes", uint64_t(0)) && n.problem.empty();
   if (!whole && (n.hello || n.received > 0 || n.done)) {
-    fmt::print(stderr, "cluster: node {}: stream ended at byte {}{}; fetching the rest\n", n.spec.name, n.received,
-               n.problem.empty() ? "" : " (" + n.problem + ")");
+    say("node {}: stream ended at byte {}{}; fetching the rest", n.spec.name, n.received,
+        n.problem.empty() ? "" : " (" + n.problem + ")");
     run_fetch(n);
     n.resumed = n.resumed || n.broke_at_s >= 0;
   }

@@ -12,6 +12,7 @@
 #include "trace/trace_reader.h"
 #include "translate/translate.h"
 #include "translate/translate_summary.h"
+#include "os/say.h"
 
 namespace cptrace::cluster {
 
@@ -42,8 +43,7 @@ int finish_run(const std::string& run, const std::string& path, std::vector<Node
   for (const NodeRun& n : nodes)
     if (n.complete() || (!n.meta.empty() && n.received > 0)) t.dirs.push_back(n.local);
   if (t.dirs.empty() || nodes.empty() || !nodes[0].complete()) {
-    fmt::print(stderr, "cluster: the reference node {} has no complete trace: not translated\n",
-               nodes.empty() ? "?" : nodes[0].spec.name);
+    say("the reference node {} has no complete trace: not translated", nodes.empty() ? "?" : nodes[0].spec.name);
     return 1;
   }
   t.reference = nodes[0].spec.name;

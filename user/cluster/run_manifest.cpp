@@ -1,4 +1,5 @@
 #include "cluster/run_manifest.h"
+#include "os/say.h"
 
 #include <fmt/core.h>
 
@@ -91,7 +92,7 @@ std::vector<std::string> node_lines(const std::vector<NodeRun>& nodes, double ru
 
 int report_nodes(const std::vector<NodeRun>& nodes, double run_s) {
   int bad = 0;
-  for (const std::string& l : node_lines(nodes, run_s, &bad)) fmt::print(stderr, "cluster: {}\n", l);
+  for (const std::string& l : node_lines(nodes, run_s, &bad)) say("{}", l);
   return bad;
 }
 

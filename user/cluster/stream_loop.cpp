@@ -13,6 +13,7 @@
 #include <fmt/core.h>
 
 #include "cluster/node_copy.h"
+#include "os/say.h"
 
 namespace cptrace::cluster {
 
@@ -51,7 +52,7 @@ class StreamLoop {
     if (stopping_) return;
     stopping_ = true;
     stopped_at_ = elapsed();
-    fmt::print(stderr, "cluster: stopping every node ({})\n", why);
+    say("stopping every node ({})", why);
     for (NodeRun& n : nodes_)
       if (n.proc.in >= 0) write_all(n.proc.in, "stop\n", 5);
   }
@@ -81,8 +82,7 @@ class StreamLoop {
         stream_ended(n);
       if (n.follow_hello && n.resumed_at_s < 0) {
         n.resumed = true, n.resumed_at_s = elapsed();
-        fmt::print(stderr, "cluster: node {}: stream resumed at +{:.1f} s from byte {}\n", n.spec.name, n.resumed_at_s,
-                   n.received);
+        say("node {}: stream resumed at +{:.1f} s from byte {}", n.spec.name, n.resumed_at_s, n.received);
       }
       if (n.done && n.done_at_s < 0) done_seen(n);
     }
@@ -94,8 +94,8 @@ class StreamLoop {
   void done_seen(NodeRun& n) {
     n.done_at_s = elapsed();
     if (n.killed() && !stopping_)
-      fmt::print(stderr, "cluster: node {}: recorder killed by signal {} (seen at +{:.1f} s); the others record on\n",
-                 n.spec.name, n.done_json.value("signal", 0), n.done_at_s);
+      say("node {}: recorder killed by signal {} (seen at +{:.1f} s); the others record on", n.spec.name,
+          n.done_json.value("signal", 0), n.done_at_s);
   }
 
   // An agent's stream is over: before its Done, it broke.
@@ -106,9 +106,7 @@ class StreamLoop {
     finish_agent(n);
     if (n.done) return;
     if (n.broke_at_s < 0) n.broke_at_s = elapsed(), n.broke_at_byte = n.received;
-    if (answered)
-      fmt::print(stderr, "cluster: node {}: its stream broke at +{:.1f} s (byte {})\n", n.spec.name, elapsed(),
-                 n.received);
+    if (answered) say("node {}: its stream broke at +{:.1f} s (byte {})", n.spec.name, elapsed(), n.received);
     n.breaks += answered;
     // Reached again soon, then less often while it does not answer.
     n.retry_at = Clock::now() + std::chrono::seconds(answered ? 1 : 3);

@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "cptrace_probe_site.h"
+#include "os/say.h"
 
 // The flush probe's site, in this binary: a site like every other (lib/probe_site.h).
 asm(R"(
@@ -59,10 +60,9 @@ std::vector<cp_singles_rec> StageFlusher::leftovers() {
   uint32_t zero = 0;
   if (bpf_map_lookup_elem(stages_fd_, &zero, st.data()) != 0) {
     // Counted as seen but never recorded: say so rather than lose them quietly.
-    fmt::print(stderr,
-               "cptrace record: reading the staged events of each CPU failed ({}): up to {} events per CPU "
-               "are missing from the trace\n",
-               strerror(errno), CP_STAGE_MAX - 1);
+    say("reading the staged events of each CPU failed ({}): up to {} events per CPU "
+        "are missing from the trace",
+        strerror(errno), CP_STAGE_MAX - 1);
     return out;
   }
   for (int c = 0; c < ncpu; ++c) {

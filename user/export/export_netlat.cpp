@@ -13,6 +13,7 @@
 #include "netlat/netlat_output.h"
 #include "trace/net_codec.h"
 #include "os/output_dir.h"
+#include "os/say.h"
 
 namespace cptrace {
 namespace {
@@ -140,8 +141,8 @@ NetlatTableStats export_netlat_tables(const NetlatOptions& opt, const std::strin
 
 int run_netlat_table(const NetlatOptions& opt, const std::string& out, TableForm form, bool overwrite) {
   const NetlatTableStats s = export_netlat_tables(opt, out, form, overwrite);
-  fmt::print(stderr, "cptrace netlat: {} packets -> {}/{}, {} flow sides -> {}/{}\n", s.packets, out,
-             table_file_name("packets", form), s.flows, out, table_file_name("flows", form));
+  say("{} packets -> {}/{}, {} flow sides -> {}/{}", s.packets, out, table_file_name("packets", form), s.flows, out,
+      table_file_name("flows", form));
   return 0;
 }
 

@@ -13,6 +13,7 @@
 #include "trace/trace_timeline.h"
 #include "latency/latency.h"
 #include "translate/sync_sanity.h"
+#include "os/say.h"
 
 namespace cptrace {
 
@@ -24,18 +25,18 @@ int run_export_table(const ExportTableOptions& o) {
   auto r = open_trace(o.dir);
   if (!o.stdout_table.empty()) {
     TableExportStats s = export_table_stdout(*r, o.stdout_table, o.pairs, o.budget);
-    fmt::print(stderr, "cptrace export: {} {} -> stdout\n", o.stdout_table == "events" ? s.events : s.latency_rows,
-               o.stdout_table == "events" ? "events" : "tuple rows");
+    say("{} {} -> stdout", o.stdout_table == "events" ? s.events : s.latency_rows,
+        o.stdout_table == "events" ? "events" : "tuple rows");
     for (const SyncFinding& f : suspect) fmt::print(stderr, "{}\n", suspect_sync_warning(f));
     return 0;
   }
   TableExportStats s = export_table(*r, o.out, o.pairs, o.overwrite, o.form, o.budget);
-  fmt::print(stderr, "cptrace export: {} events -> {}/{}", s.events, o.out, table_file_name("events", o.form));
+  std::string line = fmt::format("{} events -> {}/{}", s.events, o.out, table_file_name("events", o.form));
   // No --pair, no latency table: nothing to name.
   if (!o.pairs.empty())
-    fmt::print(stderr, ", {} tuple rows of {} pair(s) -> {}/{}", s.latency_rows, o.pairs.size(), o.out,
-               table_file_name("latency", o.form));
-  fmt::print(stderr, "\n");
+    line += fmt::format(", {} tuple rows of {} pair(s) -> {}/{}", s.latency_rows, o.pairs.size(), o.out,
+                        table_file_name("latency", o.form));
+  say_line(line);
   for (const SyncFinding& f : suspect) fmt::print(stderr, "{}\n", suspect_sync_warning(f));
   return 0;
 }
@@ -48,11 +49,11 @@ int run_export_events(EventFormat format, const ExportEventsOptions& o) {
     throw std::runtime_error(o.out + ": exists (use -f to overwrite)");
   if (format == EventFormat::Ctf) {
     CtfStats s = export_ctf(*r, tl, o.out, o.overwrite);
-    fmt::print(stderr, "cptrace export: {} events in {} stream(s) ({} for late events), {} packets -> {}\n", s.events,
-               s.streams, s.late_streams, s.packets, o.out);
+    say("{} events in {} stream(s) ({} for late events), {} packets -> {}", s.events, s.streams, s.late_streams,
+        s.packets, o.out);
   } else {
     uint64_t n = format == EventFormat::Json ? export_json(*r, tl, o.out) : export_csv(*r, tl, o.out);
-    fmt::print(stderr, "cptrace export: {} events -> {}\n", n, o.out);
+    say("{} events -> {}", n, o.out);
   }
   return damaged_trace_exit(*r, "export", "the export holds the events before it");
 }

@@ -13,20 +13,20 @@
 #include "load/generator.h"
 #include "load/sink_control.h"
 #include "os/stop_signals.h"
+#include "os/say.h"
 
 namespace cptrace {
 
 namespace {
 
 void print_gen_report(const GenOptions& g, const GenReport& r, const RoundResult* s) {
-  fmt::print(stderr,
-             "cptrace gen: {} of {} tuples emitted ({} refused) in {:.3f} s: {:.1f} tuples/s achieved for {:.1f} "
-             "requested ({:+.3f}%)\n"
-             "  slot lateness: p50 {:.1f} us, p99 {:.1f} us, p99.9 {:.1f} us, max {:.1f} us; blocked by the transport "
-             "{:.3f} s\n",
-             r.emitted, r.scheduled, r.send_errors, r.elapsed_s, r.achieved_rate, g.rate,
-             100 * (r.achieved_rate / g.rate - 1), r.lateness.quantile(0.5) / 1e3, r.lateness.quantile(0.99) / 1e3,
-             r.lateness.quantile(0.999) / 1e3, r.lateness.max() / 1e3, r.blocked_s);
+  say("{} of {} tuples emitted ({} refused) in {:.3f} s: {:.1f} tuples/s achieved for {:.1f} "
+      "requested ({:+.3f}%)\n"
+      "  slot lateness: p50 {:.1f} us, p99 {:.1f} us, p99.9 {:.1f} us, max {:.1f} us; blocked by the transport "
+      "{:.3f} s",
+      r.emitted, r.scheduled, r.send_errors, r.elapsed_s, r.achieved_rate, g.rate, 100 * (r.achieved_rate / g.rate - 1),
+      r.lateness.quantile(0.5) / 1e3, r.lateness.quantile(0.99) / 1e3, r.lateness.quantile(0.999) / 1e3,
+      r.lateness.max() / 1e3, r.blocked_s);
   if (!r.error.empty()) fmt::print(stderr, "  error: {}\n", r.error);
   if (s)
     fmt::print(stderr, "  sink: {} unique of {} emitted, {} lost, {} duplicates, intake {:.1f}/s, drain {:.3f} s\n",

@@ -25,6 +25,7 @@
 #include "clock/clock_now.h"
 #include "os/exec_argv.h"
 #include "os/time_units.h"
+#include "os/say.h"
 
 namespace cptrace {
 
@@ -358,18 +359,17 @@ int run_overhead(const OverheadOptions& o) {
   std::string nice = !o.nice               ? ""
                      : g_nice_on_autogroup ? fmt::format(", own autogroup at nice {}", o.nice)
                                            : fmt::format(", nice {}", o.nice);
-  fmt::print(stderr,
-             "cptrace overhead: CPUs {}, spinner {:.4g} units/s undisturbed (+-{:.1f}%)\n"
-             "  command: exit {}, wall {:.3f} s{}\n"
-             "  displaced CPU:          {:.4f} s +- {:.4f} s ({:.1f}% of {} CPU(s) over the run)\n"
-             "  command rusage:         {:.4f} s  (user {:.4f}, sys {:.4f})\n"
-             "  not charged to it:      {:+.4f} s  (interrupts, softirq, kernel threads, other processes)\n"
-             "  activity without the command (spinner alone, before/after): {:.2f}% / {:.2f}% of the CPUs\n"
-             "  /proc/stat on these CPUs during the run: irq {:.3f} s, softirq {:.3f} s, steal {:.3f} s\n",
-             cpus, r.rate.empty() ? 0 : r.rate[0], r.rate_spread.empty() ? 0 : 100 * r.rate_spread[0], r.status,
-             r.wall_s, nice, r.displaced_s, r.uncertainty_s, 100 * r.displaced_s / (r.wall_s * r.cpus.size()),
-             r.cpus.size(), ru, r.rusage_user_s, r.rusage_sys_s, r.displaced_s - ru, 100 * r.background_before,
-             100 * r.background_after, r.irq_s, r.softirq_s, r.steal_s);
+  say("CPUs {}, spinner {:.4g} units/s undisturbed (+-{:.1f}%)\n"
+      "  command: exit {}, wall {:.3f} s{}\n"
+      "  displaced CPU:          {:.4f} s +- {:.4f} s ({:.1f}% of {} CPU(s) over the run)\n"
+      "  command rusage:         {:.4f} s  (user {:.4f}, sys {:.4f})\n"
+      "  not charged to it:      {:+.4f} s  (interrupts, softirq, kernel threads, other processes)\n"
+      "  activity without the command (spinner alone, before/after): {:.2f}% / {:.2f}% of the CPUs\n"
+      "  /proc/stat on these CPUs during the run: irq {:.3f} s, softirq {:.3f} s, steal {:.3f} s",
+      cpus, r.rate.empty() ? 0 : r.rate[0], r.rate_spread.empty() ? 0 : 100 * r.rate_spread[0], r.status, r.wall_s,
+      nice, r.displaced_s, r.uncertainty_s, 100 * r.displaced_s / (r.wall_s * r.cpus.size()), r.cpus.size(), ru,
+      r.rusage_user_s, r.rusage_sys_s, r.displaced_s - ru, 100 * r.background_before, 100 * r.background_after, r.irq_s,
+      r.softirq_s, r.steal_s);
   if (r.other_load())
     fmt::print(stderr,
                "  OTHER LOAD PRESENT: {:.4f} s displaced beyond the command's rusage + irq + softirq (uncertainty "

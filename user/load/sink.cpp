@@ -18,6 +18,7 @@
 #include "load/tuple_wire.h"
 #include "clock/clock_now.h"
 #include "os/time_units.h"
+#include "os/say.h"
 
 namespace cptrace {
 
@@ -118,8 +119,8 @@ bool SinkReceiver::read_tcp(Conn& c) {
   while (c.fill - pos >= kTupleMinSize) {
     if (!parse_header(c.buf.data() + pos, h, kTupleMaxTcp)) {
       st_.malformed++;
-      fmt::print(stderr, "cptrace sink: {}: not a tuple at stream byte offset {} (magic 0x{:08x}, size {}); closing\n",
-                 c.peer, c.offset + pos, h.magic, h.size);
+      say("{}: not a tuple at stream byte offset {} (magic 0x{:08x}, size {}); closing", c.peer, c.offset + pos,
+          h.magic, h.size);
       consume(ids, n);
       return false;
     }

@@ -15,6 +15,7 @@
 #include "load/sink_control.h"
 #include "os/stop_signals.h"
 #include "os/time_units.h"
+#include "os/say.h"
 
 namespace cptrace {
 
@@ -71,8 +72,8 @@ int run_sink(const SinkOptions& o) {
       for (int64_t i = 0; i < int64_t(o.duration_s * 100) && !st.stop; ++i) usleep(10000);
       st.stop = true;
     });
-  fmt::print(stderr, "cptrace sink: listening on {} port {}, control port {}{}\n", o.udp ? "UDP" : "TCP", o.port,
-             ctl.port(), o.throttle > 0 ? fmt::format(", throttled to {} tuples/s", o.throttle) : "");
+  say("listening on {} port {}, control port {}{}", o.udp ? "UDP" : "TCP", o.port, ctl.port(),
+      o.throttle > 0 ? fmt::format(", throttled to {} tuples/s", o.throttle) : "");
   rx.run();
   if (timer.joinable()) timer.join();
   return report_sink(o, st);

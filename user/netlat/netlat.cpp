@@ -22,6 +22,7 @@
 #include "translate/run_relations.h"
 #include "translate/translated_meta.h"
 #include "translate/unauthenticated_rounds.h"
+#include "os/say.h"
 
 namespace cptrace {
 namespace {
@@ -156,7 +157,7 @@ NetlatResult netlat(const NetlatOptions& opt, const NetlatSink& each, const Writ
   const PacketMatches packets = match_packets(causal_stamps(raw), &matches);
   const RunRelations rel = relate_nodes(opt.relate, nodes, ref, packets, "netlat");
   const std::vector<std::string> unauth = unauthenticated_rounds(nodes);
-  if (!unauth.empty()) fmt::print(stderr, "cptrace netlat: {}\n", unauthenticated_warning(unauth));
+  if (!unauth.empty()) say("{}", unauthenticated_warning(unauth));
 
   NetlatResult res;
   res.reference = nodes[ref].name;

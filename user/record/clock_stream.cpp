@@ -12,6 +12,7 @@
 #include "clock/clock_map.h"
 #include "clock/clock_now.h"
 #include "os/time_units.h"
+#include "os/say.h"
 
 using nlohmann::json;
 
@@ -73,7 +74,7 @@ void ClockStream::note_clock_state(const ClockPoint& p) {
       ntp_ = s;
     }
   } catch (const std::exception& e) {
-    if (!ntp_) fmt::print(stderr, "cptrace record: NTP state not recorded: {}\n", e.what());
+    if (!ntp_) say("NTP state not recorded: {}", e.what());
     ntp_ = NtpState{};
   }
   const ClockPoint* prev = nullptr;

@@ -17,6 +17,7 @@
 
 #include "probe/probe_attach.h"
 #include "os/time_units.h"
+#include "os/say.h"
 
 namespace cptrace {
 
@@ -59,7 +60,7 @@ bool HelloResponder::attach(const MappedFile& f, uint32_t tgid) {
     attached_.insert(*key);
     return true;
   } catch (const std::exception& e) {
-    fmt::print(stderr, "cptrace record: {} (pid {}): {}\n", f.path, tgid, e.what());
+    say("{} (pid {}): {}", f.path, tgid, e.what());
     attached_.insert(*key);  // not again for every process of it
     return false;
   }
@@ -71,20 +72,18 @@ void HelloResponder::on_hello(const cp_proc_rec& r) {
   {
     std::lock_guard lk(mu_);
     if (f && access(f->path.c_str(), R_OK) != 0 && unreadable_.insert(f->path).second)
-      fmt::print(stderr,
-                 "cptrace record: pid {}: cannot read its library {} ({}): a file or directory only its owner may "
-                 "read needs CAP_DAC_READ_SEARCH; its events are not recorded\n",
-                 r.tgid, f->path, strerror(errno));
+      say("pid {}: cannot read its library {} ({}): a file or directory only its owner may "
+          "read needs CAP_DAC_READ_SEARCH; its events are not recorded",
+          r.tgid, f->path, strerror(errno));
     ok = f && files_.holds_probe_site(*f) && attach(*f, r.tgid);
     files_checked_ = files_.files_checked();
   }
   // Answered even when we could not attach: it would wait the full bound for nothing.
   bool answered = answer_hello(pid_t(r.tgid), r.hello);
   if (!answered && errno == EPERM && !warned_eperm_.exchange(true))
-    fmt::print(stderr,
-               "cptrace record: pid {}: cannot answer its hello (process_vm_writev: {}): writing into another "
-               "process needs CAP_SYS_PTRACE, and no security module refusing it; its events are not recorded\n",
-               r.tgid, strerror(EPERM));
+    say("pid {}: cannot answer its hello (process_vm_writev: {}): writing into another "
+        "process needs CAP_SYS_PTRACE, and no security module refusing it; its events are not recorded",
+        r.tgid, strerror(EPERM));
   if (answered && ok) {
     answered_++;
     std::lock_guard lk(mu_);

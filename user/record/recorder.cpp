@@ -45,6 +45,7 @@
 #include "trace/trace_writer.h"
 #include "os/stop_signals.h"
 #include "clock/tsc_verdict.h"
+#include "os/say.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -226,12 +227,11 @@ struct RecordPlan {
 TscVerdict check_tsc_verdict(const RecordOptions& opt) {
   TscVerdict v = read_tsc_verdict();
   if (v.trust == TscTrust::Distrusted)
-    fmt::print(stderr,
-               "cptrace record: the kernel distrusts the TSC ({}); recording, and checking it: the skew across "
-               "CPUs {}, each clock segment's rate (`cptrace info` says what held)\n",
-               v.reason,
-               opt.skew_period_s > 0 ? fmt::format("at start, every {:g} s and at stop", opt.skew_period_s)
-                                     : std::string("at start and at stop (--skew-period 0)"));
+    say("the kernel distrusts the TSC ({}); recording, and checking it: the skew across "
+        "CPUs {}, each clock segment's rate (`cptrace info` says what held)",
+        v.reason,
+        opt.skew_period_s > 0 ? fmt::format("at start, every {:g} s and at stop", opt.skew_period_s)
+                              : std::string("at start and at stop (--skew-period 0)"));
   return v;
 }
 
@@ -416,7 +416,7 @@ void Recording::open_trace() {
     try {
       handlers_->on_channel(c.id, c.name);
     } catch (const std::exception& e) {
-      fmt::print(stderr, "cptrace record: handler for channel {}: {}\n", c.name, e.what());
+      say("handler for channel {}: {}", c.name, e.what());
     }
   };
   if (opt_.pid) channels_.add_registry(opt_.pid);
@@ -444,23 +444,20 @@ void Recording::start_drains() {
 
   stop_ = std::make_unique<StopSignals>();
   if (child_) child_->release();
-  for (const auto& d : degraded_features(kernel_features()))
-    fmt::print(stderr, "cptrace record: Linux {}: {}\n", kernel_features().release, d);
+  for (const auto& d : degraded_features(kernel_features())) say("Linux {}: {}", kernel_features().release, d);
   if (net_)
-    for (const auto& d : net_->missing())
-      fmt::print(stderr, "cptrace record --net: Linux {}: {}\n", kernel_features().release, d);
+    for (const auto& d : net_->missing()) say("--net: Linux {}: {}", kernel_features().release, d);
   if (!clock_->watching_syscalls())
-    fmt::print(stderr,
-               "cptrace record: Linux {}: clock-adjusting syscalls not watched ({}): adjustments are seen "
-               "only through the NTP state at each correlation point\n",
-               kernel_features().release, clock_->why_not_watched());
-  fmt::print(stderr, "cptrace record: attached {} probes in {} file(s){}{}, writing {}\n", probes_->attached().size(),
-             targets_.size() + probes_->added_targets().size(), net_ ? " + network capture" : "",
-             opt_.all    ? ", every process using libcptrace, now and later"
-             : !filter_  ? ", all processes"
-             : follower_ ? fmt::format(", pid {} and the children it forks", filter_)
-                         : fmt::format(", pid {}", filter_),
-             opt_.out_dir);
+    say("Linux {}: clock-adjusting syscalls not watched ({}): adjustments are seen "
+        "only through the NTP state at each correlation point",
+        kernel_features().release, clock_->why_not_watched());
+  say("attached {} probes in {} file(s){}{}, writing {}", probes_->attached().size(),
+      targets_.size() + probes_->added_targets().size(), net_ ? " + network capture" : "",
+      opt_.all    ? ", every process using libcptrace, now and later"
+      : !filter_  ? ", all processes"
+      : follower_ ? fmt::format(", pid {} and the children it forks", filter_)
+                  : fmt::format(", pid {}", filter_),
+      opt_.out_dir);
   // Loading and attaching took a while (a second on a busy machine): a point
   // now, so the first kernel stamps do not share one long segment with it.
   clock_->add_extra_points({clock_->sample()});
@@ -527,8 +524,7 @@ void Recording::write_last_frames() {
     if (!pids["processes"].empty())
       writer_->write(encode_json(FrameType::Processes, json_text(pids), uint32_t(pids["processes"].size())));
   } catch (const std::exception& e) {
-    fmt::print(stderr, "cptrace record: {}; the trace's last counters are not final, so `info` may not balance\n",
-               e.what());
+    say("{}; the trace's last counters are not final, so `info` may not balance", e.what());
   }
 }
 
@@ -536,12 +532,11 @@ void Recording::report_write_failure() const {
   const SinkFailure& f = pipe_->failure();
   const DiscardedRecords& d = pipe_->discarded();
   const char* name = f.error ? strerrorname_np(f.error) : nullptr;
-  fmt::print(stderr,
-             "cptrace record: {}{}{}{}; writing stopped after {} bytes of {}/events.cpt, the trace is "
-             "readable up to there; {} events not written are counted as dropped{}\n",
-             f.what, name ? " (" : "", name ? name : "", name ? ")" : "", writer_->bytes_written(), opt_.out_dir,
-             d.events(), d.net_events ? fmt::format(", {} network events too", d.net_events) : "");
-  if (child_) fmt::print(stderr, "cptrace record: the command exited with status {}\n", child_->exit_status());
+  say("{}{}{}{}; writing stopped after {} bytes of {}/events.cpt, the trace is "
+      "readable up to there; {} events not written are counted as dropped{}",
+      f.what, name ? " (" : "", name ? name : "", name ? ")" : "", writer_->bytes_written(), opt_.out_dir, d.events(),
+      d.net_events ? fmt::format(", {} network events too", d.net_events) : "");
+  if (child_) say("the command exited with status {}", child_->exit_status());
 }
 
 // Said at once when a write fails: from here on the recording only counts. The
@@ -697,7 +692,7 @@ void Recording::write_the_end(uint64_t held_series) {
   } catch (const std::exception& e) {
     if (!pipe_->failed()) throw;
     // events.cpt holds the final counters: the reader needs no meta.json.
-    fmt::print(stderr, "cptrace record: {}; meta.json stays as written at start\n", e.what());
+    say("{}; meta.json stays as written at start", e.what());
   }
 }
 
@@ -750,29 +745,27 @@ void Recording::finish_meta(uint64_t held_series_points) {
 
 void Recording::write_summary() {
   const Counters& c = final_counts_;
-  fmt::print(stderr, "cptrace record: {} events recorded, {} dropped, {} filtered, {} seen -> {}\n", recorded_,
-             c.total_dropped(), c.total_filtered(), c.total_seen(), opt_.out_dir);
+  say("{} events recorded, {} dropped, {} filtered, {} seen -> {}", recorded_, c.total_dropped(), c.total_filtered(),
+      c.total_seen(), opt_.out_dir);
   if (recorded_ > 0) {
     const double cpu_s = cpu_attached_.first + cpu_attached_.second;
-    fmt::print(stderr,
-               "cptrace record: recorder CPU {:.1f} ns per event ({:.3f} s user + {:.3f} s system while attached, "
-               "every thread of the recorder)\n",
-               cpu_s * 1e9 / double(recorded_), cpu_attached_.first, cpu_attached_.second);
+    say("recorder CPU {:.1f} ns per event ({:.3f} s user + {:.3f} s system while attached, "
+        "every thread of the recorder)",
+        cpu_s * 1e9 / double(recorded_), cpu_attached_.first, cpu_attached_.second);
   }
   if (net_) {
     Counters nc = net_->read_counters();
     uint64_t lost = pipe_->failed() ? pipe_->discarded().net_events : 0;
-    fmt::print(stderr, "cptrace record: {} network events recorded, {} dropped, {} seen\n",
-               net_->recorded() - std::min(net_->recorded(), lost), nc.total_dropped() + lost, nc.total_seen());
+    say("{} network events recorded, {} dropped, {} seen", net_->recorded() - std::min(net_->recorded(), lost),
+        nc.total_dropped() + lost, nc.total_seen());
   }
   // A command that ran to its end without ever reaching a probe site (no
   // cp_logTS, JNI or batch call in it or its children, e.g. /bin/true) would
   // otherwise leave an empty trace with no word why. Once, after the summary.
   if (child_ && command_ended_ && !targets_.empty() && c.total_seen() == 0)
-    fmt::print(stderr,
-               "cptrace record: no probe site fired in {} or its children (no cp_logTS, JNI or batch call): "
-               "nothing was recorded from them\n",
-               opt_.cmd.front());
+    say("no probe site fired in {} or its children (no cp_logTS, JNI or batch call): "
+        "nothing was recorded from them",
+        opt_.cmd.front());
 }
 
 // The command's status, as a shell would give it; 1 when the trace could not be

@@ -16,6 +16,7 @@
 #include "os/node_info.h"
 #include "trace/trace_writer.h"
 #include "os/time_units.h"
+#include "os/say.h"
 
 namespace cptrace {
 namespace {
@@ -95,7 +96,7 @@ std::vector<SyncRound> run_rounds(const SyncOptions& a, SyncSession& session, Re
 void print_summary(const SyncOptions& a, const std::vector<SyncRound>& rounds) {
   size_t ok = 0;
   for (auto& r : rounds) ok += r.kernel_ok;
-  fmt::print(stderr, "cptrace sync: {} rounds ({} with kernel stamps) -> {}\n", rounds.size(), ok, a.out_dir);
+  say("{} rounds ({} with kernel stamps) -> {}", rounds.size(), ok, a.out_dir);
 }
 
 }  // namespace

@@ -7,15 +7,15 @@
 #include <fmt/core.h>
 
 #include "sync/minrtt_protocol.h"
+#include "os/say.h"
 
 namespace cptrace {
 
 int run_keygen(const KeygenOptions& a) {
   minrtt::write_key_file(a.out, a.overwrite);
-  fmt::print(stderr,
-             "cptrace keygen: new key in {} (mode 0600); copy it to every node, keeping the mode, and give it "
-             "to sync, minrttd and record with --key\n",
-             a.out);
+  say("new key in {} (mode 0600); copy it to every node, keeping the mode, and give it "
+      "to sync, minrttd and record with --key",
+      a.out);
   return 0;
 }
 

@@ -16,6 +16,7 @@
 #include "sync/sync_session.h"
 #include "clock/clock_now.h"
 #include "os/time_units.h"
+#include "os/say.h"
 
 namespace cptrace {
 
@@ -89,8 +90,7 @@ MinrttRecording::~MinrttRecording() = default;
 
 void MinrttRecording::start() {
   responder_->start();
-  fmt::print(stderr, "cptrace record: MinRTT responder on {}{}\n", responder_->local_address(),
-             key_.empty() ? "" : " (HMAC)");
+  say("MinRTT responder on {}{}", responder_->local_address(), key_.empty() ? "" : " (HMAC)");
   if (session_) session_->start();
 }
 
@@ -125,7 +125,7 @@ void MinrttRecording::stop() {
   auto quiet = [&] { return mono_ns() - responder_->stats().last_probe_ns.load() >= kNsPerSecond; };
   while (mono_ns() < end && (mono_ns() < linger_end || !quiet())) usleep(50000);
   responder_->stop();
-  fmt::print(stderr, "cptrace record: MinRTT responder: {}\n", responder_->stats().line());
+  say("MinRTT responder: {}", responder_->stats().line());
 }
 
 nlohmann::json MinrttRecording::meta(double tsc_hz, const std::vector<SyncRound>& all) const {

@@ -1,5 +1,6 @@
 // MinRTT phases: see sync_session.h.
 #include "sync/sync_session.h"
+#include "os/say.h"
 
 #include <algorithm>
 #include <chrono>
@@ -29,15 +30,15 @@ void print_phase_outcome(const SyncSessionOptions& opt, const std::string& phase
   for (size_t i = 0; i < opt.peers.size(); ++i) {
     const PeerPhase& s = st[i];
     if (!s.answered) {
-      fmt::print(stderr, "cptrace: MinRTT {}: NO REPLY from {} within {:.1f} s: no rounds with it in this phase\n",
-                 phase, opt.peers[i].text, opt.wait_s);
+      say("MinRTT {}: NO REPLY from {} within {:.1f} s: no rounds with it in this phase", phase, opt.peers[i].text,
+          opt.wait_s);
     } else {
       std::string k = s.kmin == INT64_MAX ? "none" : fmt::format("{} ticks", s.kmin);
       std::string u = s.umin == INT64_MAX ? "none" : fmt::format("{} ticks", s.umin);
       if (hz > 0 && s.kmin != INT64_MAX) k = fmt::format("{:.2f} us", s.kmin * 1e6 / hz);
       if (hz > 0 && s.umin != INT64_MAX) u = fmt::format("{:.2f} us", s.umin * 1e6 / hz);
-      fmt::print(stderr, "cptrace: MinRTT {} with {}: {}/{} rounds, min RTT kernel {}, user space {}\n", phase,
-                 opt.peers[i].text, s.done, opt.rounds, k, u);
+      say("MinRTT {} with {}: {}/{} rounds, min RTT kernel {}, user space {}", phase, opt.peers[i].text, s.done,
+          opt.rounds, k, u);
     }
   }
 }
@@ -92,8 +93,7 @@ void SyncSession::run_phase(const std::string& phase) {
         continue;
       }
       if (!s.answered && opt_.verbose && secs_since(t0) > 0.5)
-        fmt::print(stderr, "cptrace: MinRTT peer {} ({}) answering after {:.1f} s\n", opt_.peers[i].text, r->peer,
-                   secs_since(t0));
+        say("MinRTT peer {} ({}) answering after {:.1f} s", opt_.peers[i].text, r->peer, secs_since(t0));
       s.answered = true;
       s.done++;
       if (r->kernel_ok) s.kmin = std::min(s.kmin, r->kernel_rtt());

@@ -10,6 +10,7 @@
 
 #include "clock/tsc_frequency.h"
 #include "translate/sync_pairs.h"
+#include "os/say.h"
 
 namespace cptrace {
 namespace {
@@ -155,9 +156,8 @@ json check_sync(const std::vector<TranslateNode>& nodes, const PairMap& pairs, M
     if (method == Method::Ratio && p.hull && !p.hull->linear)
       c.findings.push_back(crossing_not_split(c.pair, p.hull->segments.size()));
     if (!c.not_checked.empty())
-      fmt::print(stderr, "cptrace translate: warning: {}: rounds not checked against the clocks' rates: {}\n", c.pair,
-                 c.not_checked);
-    if (!c.rate_clock_note.empty()) fmt::print(stderr, "cptrace translate: note: {}: {}\n", c.pair, c.rate_clock_note);
+      say("warning: {}: rounds not checked against the clocks' rates: {}", c.pair, c.not_checked);
+    if (!c.rate_clock_note.empty()) say("note: {}: {}", c.pair, c.rate_clock_note);
     findings.insert(findings.end(), c.findings.begin(), c.findings.end());
     checks.push_back(c.to_json());
   }

@@ -15,6 +15,7 @@
 #include "translate/relation_cursor.h"
 #include "translate/run_relations.h"
 #include "translate/translated_meta.h"
+#include "os/say.h"
 
 namespace cptrace {
 namespace {
@@ -40,10 +41,9 @@ uint64_t write_events(const TranslateOptions& opt, const std::vector<TranslateNo
     meta["translated"]["nodes"][v]["cpu_ts_err"] = done.errs.per_cpu_json(kTranslateTscRange);
     meta["translated"]["nodes"][v]["events_in_transition"] = in_transition;
     if (in_transition)
-      fmt::print(stderr,
-                 "cptrace translate: warning: {} events of {} lie where its clock relation to {} changes rate "
-                 "(hull transition): their bounds are NOT guaranteed\n",
-                 in_transition, nodes[v].name, paths.names[v][1]);
+      say("warning: {} events of {} lie where its clock relation to {} changes rate "
+          "(hull transition): their bounds are NOT guaranteed",
+          in_transition, nodes[v].name, paths.names[v][1]);
     events += k;
   }
   return events;

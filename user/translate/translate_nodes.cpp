@@ -14,6 +14,7 @@
 #include "tables/parallel_for.h"
 #include "translate/relation_cursor.h"
 #include "translate/sync_pairs.h"
+#include "os/say.h"
 
 namespace cptrace {
 namespace {
@@ -26,10 +27,9 @@ void check_damage(const TraceReader& r) {
   if (!r.truncated_tail())
     throw std::runtime_error(std::string(r.error()->what()) +
                              " (damaged trace; `cptrace info` shows what is readable)");
-  fmt::print(stderr,
-             "cptrace translate: warning: {}: the file ends inside a frame; its last {} bytes, from byte {}, are "
-             "ignored (what a killed recorder leaves)\n",
-             r.events_path(), r.file_bytes() - r.valid_bytes(), r.valid_bytes());
+  say("warning: {}: the file ends inside a frame; its last {} bytes, from byte {}, are "
+      "ignored (what a killed recorder leaves)",
+      r.events_path(), r.file_bytes() - r.valid_bytes(), r.valid_bytes());
 }
 
 }  // namespace
@@ -126,9 +126,7 @@ void warn_unknown_peers(const std::vector<TranslateNode>& nodes) {
     for (const SyncRound& r : n.reader->sync_rounds())
       if (!names.count(r.peer)) unknown[r.peer]++;
     for (auto& [peer, k] : unknown)
-      fmt::print(stderr,
-                 "cptrace translate: warning: {} rounds of {} with peer \"{}\" ignored (no trace of {} given)\n", k,
-                 n.name, peer, peer);
+      say("warning: {} rounds of {} with peer \"{}\" ignored (no trace of {} given)", k, n.name, peer, peer);
   }
 }
 

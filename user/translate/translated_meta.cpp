@@ -12,6 +12,7 @@
 #include "translate/unauthenticated_rounds.h"
 #include "translate/realtime_offset.h"
 #include "os/time_units.h"
+#include "os/say.h"
 
 namespace cptrace {
 
@@ -86,7 +87,7 @@ json translated_meta(const TranslateOptions& opt, const std::vector<TranslateNod
   std::vector<std::string> unauth = unauthenticated_rounds(nodes);
   if (!unauth.empty()) {
     tr["unauthenticated_rounds"] = unauth;
-    fmt::print(stderr, "cptrace translate: {}\n", unauthenticated_warning(unauth));
+    say("{}", unauthenticated_warning(unauth));
   }
   tr["frequency"] = measure_frequency(nodes[ref], pairs, ref);
   tr["packets"] = packets.total.to_json();
