@@ -633,6 +633,34 @@ TEST(TraceReader, MissingFilesAndMeta) {
   EXPECT_EQ(r.event_count(), 0u);
 }
 
+// meta.json carries one version key, the events file's; a build refuses a
+// meta.json of another version instead of misreading its fields, and reads the
+// key older traces wrote beside it.
+TEST(TraceReader, MetaOfAnotherFormatVersionIsRefused) {
+  TempDir tmp;
+  {
+    TraceWriter w(tmp.path.string(), json::object());
+    w.finish({{"node", "a"}});
+  }
+  json written = json::parse(std::ifstream(tmp.path / "meta.json"));
+  EXPECT_EQ(written["format_version"], kFormatVersion);
+  EXPECT_FALSE(written.contains("version"));
+  auto with_meta = [&](const json& m) {
+    std::ofstream(tmp.path / "meta.json") << m.dump();
+    return TraceReader(tmp.path.string());
+  };
+  TraceReader newer = with_meta({{"node", "a"}, {"format_version", kFormatVersion + 1}});
+  EXPECT_TRUE(newer.meta().empty());
+  EXPECT_NE(newer.meta_problem().find("format_version " + std::to_string(kFormatVersion + 1)), std::string::npos)
+      << newer.meta_problem();
+  EXPECT_NE(newer.meta_problem().find("meta.json"), std::string::npos) << newer.meta_problem();
+  TraceReader odd = with_meta({{"node", "a"}, {"version", "1"}});
+  EXPECT_NE(odd.meta_problem().find("format_version \"1\""), std::string::npos) << odd.meta_problem();
+  TraceReader older = with_meta({{"node", "a"}, {"version", kFormatVersion}});
+  EXPECT_EQ(older.meta_problem(), "");
+  EXPECT_EQ(older.meta()["node"], "a");
+}
+
 // Writes the fuzzing seed corpus when CPTRACE_FUZZ_SEED_DIR is set (kept in the
 // repository under tests/fuzz/corpus; regenerate after format changes with
 // CPTRACE_FUZZ_SEED_DIR=DIR cptrace_tests --gtest_also_run_disabled_tests

@@ -395,8 +395,8 @@ void Recording::open_trace() {
   std::string node = opt_.node.empty() ? ni.host : opt_.node;
   if (opt_.minrtt.active())
     minrtt_ = std::make_unique<MinrttRecording>(opt_.minrtt, node, clock_->sim(), clock_->tsc_hz());
-  meta_ = {{"format", "cptrace"}, {"version", kFormatVersion}, {"node", node},        {"machine", ni.to_json()},
-           {"targets", targets_}, {"filter_pid", filter_},     {"command", opt_.cmd}, {"complete", false}};
+  meta_ = {{"format", "cptrace"},   {"node", node},        {"machine", ni.to_json()}, {"targets", targets_},
+           {"filter_pid", filter_}, {"command", opt_.cmd}, {"complete", false}};
   meta_["start"] = clock_->start_json();
   if (clock_->sim().enabled) meta_["simulated_clock"] = clock_->sim().to_json();
   skew_start_ = measure_tsc_skew();  // the command is held: nothing of it runs yet

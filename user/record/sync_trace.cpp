@@ -61,7 +61,6 @@ void drain_responder(Responder& responder, double wait_s) {
 
 nlohmann::json start_meta(const std::string& node, const NodeInfo& ni, const ClockStream& clock) {
   return {{"format", "cptrace"},
-          {"version", kFormatVersion},
           {"kind", "sync"},
           {"node", node},
           {"machine", ni.to_json()},

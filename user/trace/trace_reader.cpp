@@ -136,6 +136,21 @@ TraceReader TraceReader::from_bytes(std::string events_cpt, json meta) {
   return r;
 }
 
+namespace {
+
+// meta.json's one version key, "format_version" (written by TraceWriter; traces
+// of earlier builds also wrote "version", the same number): the events file's
+// version, whose fields this build knows. Another one is refused, not guessed at.
+void check_meta_version(const json& j) {
+  const json* v = j.contains("format_version") ? &j["format_version"] : j.contains("version") ? &j["version"] : nullptr;
+  if (!v) return;  // hand-made or older than the key: the events file's header decides
+  if (!v->is_number_unsigned() || v->get<uint64_t>() != kFormatVersion)
+    throw std::runtime_error(
+        fmt::format("format_version {}: this build reads format version {}", v->dump(), kFormatVersion));
+}
+
+}  // namespace
+
 // A missing meta.json is noted; one that exists but is not a regular file (a FIFO
 // would block the reader) or cannot be read throws, like events.cpt would.
 void TraceReader::load_meta(const std::string& path) {
@@ -148,6 +163,7 @@ void TraceReader::load_meta(const std::string& path) {
   try {
     json j = json::parse(text);
     if (!j.is_object()) throw std::runtime_error("not a JSON object");
+    check_meta_version(j);
     meta_ = std::move(j);
   } catch (const json::parse_error& e) {
     // e.byte: 1-based position of the character that failed.
