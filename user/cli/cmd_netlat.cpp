@@ -7,13 +7,15 @@
 
 #include "export/export_netlat.h"
 #include "cli/commands.h"
+#include "cli/common.h"
+#include "tables/output_form.h"
 #include "netlat/netlat_command.h"
 
 namespace cptrace {
 
 SubcommandRunner add_netlat_command(CLI::App& app) {
   auto o = std::make_shared<NetlatOptions>();
-  auto format = std::make_shared<NetlatFormat>(NetlatFormat::Text);
+  auto format = std::make_shared<Output>(Output::Text);
   struct Table {
     std::string out;
     bool plain = false, parquet = false, overwrite = false;
@@ -31,12 +33,9 @@ SubcommandRunner add_netlat_command(CLI::App& app) {
                   "only packets sent at or after S seconds since the reference's recording start (its clock)");
   cmd->add_option("--until", o->until_s,
                   "only packets sent before S seconds since the reference's recording start (its clock)");
-  auto* csv = cmd->add_flag_callback(
-      "--csv", [format] { *format = NetlatFormat::Csv; }, "one CSV row per matched packet instead of the summary");
-  auto* json = cmd->add_flag_callback(
-                      "--json", [format] { *format = NetlatFormat::Json; },
-                      "the summary as JSON: per flow and direction, counts and p0..p100 with strict bounds")
-                   ->excludes(csv);
+  auto [csv, json] =
+      add_output_flags(cmd, *format, "one CSV row per matched packet instead of the summary",
+                       "the summary as JSON: per flow and direction, counts and p0..p100 with strict bounds");
   auto* writes = cmd->add_flag("--writes", o->writes,
                                "the application's view of TCP instead: each write, from its send call's entry to the "
                                "recv that returned its last byte");

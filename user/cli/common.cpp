@@ -15,12 +15,13 @@
 
 namespace cptrace {
 
-void add_output_flags(CLI::App* cmd, Output& out, const std::string& csv_help, const std::string& json_help) {
+OutputFlags add_output_flags(CLI::App* cmd, Output& out, const std::string& csv_help, const std::string& json_help) {
   auto* csv = cmd->add_flag_callback(
       "--csv", [&out] { out = Output::Csv; }, csv_help);
-  cmd->add_flag_callback(
-         "--json", [&out] { out = Output::Json; }, json_help)
-      ->excludes(csv);
+  auto* json = cmd->add_flag_callback(
+                      "--json", [&out] { out = Output::Json; }, json_help)
+                   ->excludes(csv);
+  return {csv, json};
 }
 
 void add_memory_options(CLI::App* cmd, MemoryBudget& b) {

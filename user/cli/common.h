@@ -25,8 +25,11 @@ enum class Output;
 void add_memory_options(CLI::App* cmd, MemoryBudget& b);
 
 // --csv and --json, which exclude each other, into `out` (which must outlive
-// parsing); neither leaves it as it was (Output::Text).
-void add_output_flags(CLI::App* cmd, Output& out, const std::string& csv_help, const std::string& json_help);
+// parsing); neither leaves it as it was (Output::Text). Returns the two options.
+struct OutputFlags {
+  CLI::Option *csv, *json;
+};
+OutputFlags add_output_flags(CLI::App* cmd, Output& out, const std::string& csv_help, const std::string& json_help);
 
 // --pair FROM,TO, repeatable, into `raw` as typed; `old_name` (top's --pairs,
 // rates' --channel-pair) is accepted for existing scripts but not shown in
