@@ -17,7 +17,11 @@
  *    (struct cp_registry_chunk): a chunk's header is complete before its address
  *    is stored (release) into `overflow` or the previous chunk's `next`, and its
  *    entries are published through its own `count` as above. Chunks are never
- *    freed, so a reader follows the chain with the same care as entries[].
+ *    freed, so a reader follows the chain with the same care as entries[];
+ *  - at most CP_REGISTRY_MAX_NAMES names are kept (a program that makes a
+ *    name per tuple must not grow without bound): a name beyond them, or one
+ *    memory ran out for, is not registered, and `refused` counts it (it is
+ *    still announced to a recorder attached at the time).
  *
  * The layout is x86-64 and fixed by the static assertions below. Shared by
  * lib/ (C) and user/ (C++). */
@@ -33,6 +37,7 @@
 #define CP_REGISTRY_VERSION 2	    /* 2: overflow chunks */
 #define CP_REGISTRY_CAPACITY 1024   /* entries[] in the object itself */
 #define CP_REGISTRY_CHUNK 4096	    /* entries per overflow chunk */
+#define CP_REGISTRY_MAX_NAMES (CP_REGISTRY_CAPACITY + 4 * CP_REGISTRY_CHUNK) /* 17408 names, 1.4 MB */
 #define CP_REGISTRY_SYMBOL "cptrace_registry"
 
 #ifdef __cplusplus
@@ -51,7 +56,7 @@ struct cp_registry {
 	uint32_t version;  /* CP_REGISTRY_VERSION */
 	uint32_t capacity; /* number of elements of entries[] */
 	uint32_t count;	   /* published entries */
-	uint32_t pad;
+	uint32_t refused;  /* names not registered (full, or out of memory); was padding */
 	uint64_t overflow; /* address of the first cp_registry_chunk, or 0 */
 	struct cp_registry_entry entries[CP_REGISTRY_CAPACITY];
 };

@@ -28,6 +28,8 @@ static void registry_init_header_locked(struct cp_registry *r)
 
 /* The last overflow chunk, where new entries go once entries[] is full. */
 static struct cp_registry_chunk *registry_tail;
+/* Names registered, in entries[] and the chunks together. */
+static uint32_t registry_names;
 
 static struct cp_registry_entry *find_in(struct cp_registry_entry *e, uint32_t n, uint64_t id)
 {
@@ -69,9 +71,19 @@ static struct cp_registry_chunk *registry_grow_locked(struct cp_registry *r)
 	return c;
 }
 
+/* A name the registry does not keep, counted for the reader. */
+static struct cp_registry_entry *registry_refuse_locked(struct cp_registry *r)
+{
+	__atomic_store_n(&r->refused, r->refused + 1, __ATOMIC_RELAXED);
+	return NULL;
+}
+
 /* Fills the next free slot and only then publishes it by bumping count. */
 static struct cp_registry_entry *registry_append_locked(struct cp_registry *r, uint64_t id, const char *name)
 {
+	if (registry_names >= CP_REGISTRY_MAX_NAMES)
+		return registry_refuse_locked(r);
+	registry_names++;
 	uint32_t n = r->count;
 	if (n < CP_REGISTRY_CAPACITY) {
 		fill_entry(&r->entries[n], id, name);
@@ -81,8 +93,10 @@ static struct cp_registry_entry *registry_append_locked(struct cp_registry *r, u
 	struct cp_registry_chunk *c = registry_tail;
 	if (!c || c->count >= c->capacity)
 		c = registry_grow_locked(r);
-	if (!c)
-		return NULL;
+	if (!c) {
+		registry_names--;
+		return registry_refuse_locked(r);
+	}
 	n = c->count;
 	fill_entry(&c->entries[n], id, name);
 	__atomic_store_n(&c->count, n + 1, __ATOMIC_RELEASE);

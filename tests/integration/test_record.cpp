@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cptrace_registry.h"
 #include "record_util.h"
 #include "test_util.h"
 #include "probe/probe_site.h"
@@ -389,6 +390,33 @@ TEST(Record, LateAttachLearnsTenThousandChannelNames) {
   TraceReader tr(tmp / "trace");
   EXPECT_GE(tr.channels().size(), 10000u);
   check_exact_set(tr, Expect{2, 20000, 10000});
+  EXPECT_EQ(tr.meta()["channel_names_refused"], nlohmann::json::object()) << "the registry kept every name";
+}
+
+// A program that opens more names than the registry keeps (CP_REGISTRY_MAX_NAMES):
+// it goes on unharmed, its registry stays bounded, and a recorder attached later
+// learns the names kept, says how many were not, and records every event.
+TEST(Record, LateAttachSaysWhichNamesTheRegistryRefused) {
+  REQUIRE_BPF();
+  TempDir tmp;
+  const int channels = CP_REGISTRY_MAX_NAMES + 50;
+  Proc w(workload() + " --threads 1 --events 40000 --channels " + std::to_string(channels) +
+             " --mode single --wait-signal",
+         tmp / "w.out", tmp / "w.err");
+  ASSERT_TRUE(w.wait_for("READY", 60)) << read_file(tmp / "w.err");
+  const pid_t pid = w.pid;
+  Proc rec(record_cmd(tmp / "trace", "-p " + std::to_string(pid)), tmp / "r.out", tmp / "r.err");
+  ASSERT_TRUE(attached(rec));
+  kill(pid, SIGUSR1);
+  EXPECT_EQ(w.wait(), 0) << read_file(tmp / "w.err");
+  EXPECT_EQ(rec.wait(), 0) << read_file(tmp / "r.err");
+  TraceReader tr(tmp / "trace");
+  EXPECT_EQ(tr.channels().size(), size_t{CP_REGISTRY_MAX_NAMES});
+  EXPECT_EQ(tr.meta()["channel_names_refused"], nlohmann::json({{std::to_string(pid), 50}}));
+  EXPECT_NE(read_file(tmp / "r.err").find("its channel registry refused 50 name(s)"), std::string::npos)
+      << read_file(tmp / "r.err");
+  EXPECT_EQ(tr.event_count() + tr.counters().total_dropped(), tr.counters().total_seen());
+  EXPECT_EQ(tr.counters().total_seen(), 40000u + uint64_t(channels)) << "each event and each close, once";
 }
 
 TEST(Record, SigtermMidRunLeavesCompleteTrace) {

@@ -619,6 +619,44 @@ TEST(ProcRegistry, ReadsForkedChild) {
   EXPECT_TRUE(y->closed);
 }
 
+// A program that opens a new name per tuple must not grow the registry without
+// bound: it keeps CP_REGISTRY_MAX_NAMES names, counts the rest, and the opens go
+// on returning the names' ids. A reader sees both.
+TEST(ProcRegistry, KeepsAtMostMaxNamesAndCountsTheRest) {
+  constexpr int kBeyond = 7;
+  int go[2], ready[2];
+  ASSERT_EQ(pipe(go), 0);
+  ASSERT_EQ(pipe(ready), 0);
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    int ok = 1;  // the child starts with the names this process opened before
+    for (int i = 0; ok && i < CP_REGISTRY_MAX_NAMES + kBeyond; ++i) {
+      std::string name = "cap." + std::to_string(i);
+      ok = cp_open_channel(name.c_str()) == cp_channel_id(name.c_str());
+    }
+    char c = char(ok);
+    (void)!write(ready[1], &c, 1);
+    (void)!read(go[0], &c, 1);
+    _exit(0);
+  }
+  char c = 0;
+  ASSERT_EQ(read(ready[0], &c, 1), 1);
+  uint64_t refused = 0;
+  auto v = cptrace::read_process_registry(pid, &refused);
+  (void)!write(go[1], &c, 1);
+  waitpid(pid, nullptr, 0);
+  for (int fd : {go[0], go[1], ready[0], ready[1]}) close(fd);
+  EXPECT_EQ(c, 1) << "an open beyond the cap did not return its name's id";
+  ASSERT_EQ(v.size(), size_t{CP_REGISTRY_MAX_NAMES});
+  size_t parents = 0;
+  for (const ChannelEntry& e : v) parents += e.name.rfind("cap.", 0) != 0;
+  // Every name before the cap is kept, in order; exactly the rest are counted.
+  EXPECT_EQ(refused, uint64_t(kBeyond) + parents);
+  EXPECT_NE(find_entry(v, "cap." + std::to_string(CP_REGISTRY_MAX_NAMES - parents - 1)), nullptr);
+  EXPECT_EQ(find_entry(v, "cap." + std::to_string(CP_REGISTRY_MAX_NAMES - parents)), nullptr);
+}
+
 TEST(ProcRegistry, NoSuchProcessThrows) {
   pid_t pid = fork();
   ASSERT_GE(pid, 0);

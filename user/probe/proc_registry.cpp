@@ -250,7 +250,7 @@ void read_overflow_chain(const RemoteRead& read, const std::string& where, uint6
 }
 
 // The registry of one mapped object, empty if it has none.
-std::vector<ChannelEntry> read_object_registry(pid_t pid, const MappedObject& obj) {
+std::vector<ChannelEntry> read_object_registry(pid_t pid, const MappedObject& obj, uint64_t* refused) {
   for (const std::string& path : open_candidates(pid, obj.first)) {
     std::optional<ElfFile> f;
     try {
@@ -264,7 +264,7 @@ std::vector<ChannelEntry> read_object_registry(pid_t pid, const MappedObject& ob
     auto addr = runtime_address(f->get(), *sym, obj.first);
     if (!addr) return {};
     auto read = [pid](uint64_t at, void* dst, size_t len) { return read_remote(pid, at, dst, len); };
-    return read_registry_at(read, pid_prefix(pid) + obj.first.path, *addr, sym->st_size);
+    return read_registry_at(read, pid_prefix(pid) + obj.first.path, *addr, sym->st_size, refused);
   }
   return {};
 }
@@ -274,11 +274,12 @@ std::vector<ChannelEntry> read_object_registry(pid_t pid, const MappedObject& ob
 // The entries of the registry at `addr`: header first, so that only entries
 // published before that read (count) are taken; then its overflow chain.
 std::vector<ChannelEntry> read_registry_at(const RemoteRead& read, const std::string& where, uint64_t addr,
-                                           uint64_t sym_size) {
+                                           uint64_t sym_size, uint64_t* refused) {
   cp_registry hdr;
   const size_t hdr_len = offsetof(cp_registry, entries);
   if (!read(addr, &hdr, hdr_len) || header_is_zero(hdr)) return {};
   check_header(where, hdr, sym_size);
+  if (refused) *refused += hdr.refused;
   std::vector<cp_registry_entry> raw(hdr.count);
   size_t len = raw.size() * sizeof(cp_registry_entry);
   if (len && !read(addr + hdr_len, raw.data(), len)) return {};
@@ -288,12 +289,12 @@ std::vector<ChannelEntry> read_registry_at(const RemoteRead& read, const std::st
   return out;
 }
 
-std::vector<ChannelEntry> read_process_registry(pid_t pid) {
+std::vector<ChannelEntry> read_process_registry(pid_t pid, uint64_t* refused) {
   if (pid <= 0) throw ProcRegistryError(pid_prefix(pid) + "not a process id");
   std::vector<ChannelEntry> out;
   std::set<uint64_t> ids;
   for (const MappedObject& obj : mapped_objects(read_maps(pid)))
-    for (ChannelEntry& e : read_object_registry(pid, obj))
+    for (ChannelEntry& e : read_object_registry(pid, obj, refused))
       if (ids.insert(e.id).second) out.push_back(std::move(e));
   return out;
 }

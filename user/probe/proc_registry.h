@@ -38,8 +38,10 @@ class ProcRegistryError : public std::runtime_error {
 // once (a process may carry several copies of the library, e.g. a static one
 // in the executable and libcptrace.so; their registries are merged). Empty if
 // the process does not use libcptrace or has opened no channel yet.
-// Throws ProcRegistryError.
-std::vector<ChannelEntry> read_process_registry(pid_t pid);
+// `refused`, if given, is increased by the names the process's registries did
+// not keep (full at CP_REGISTRY_MAX_NAMES, or out of memory): their events carry
+// ids a recorder attached later cannot name. Throws ProcRegistryError.
+std::vector<ChannelEntry> read_process_registry(pid_t pid, uint64_t* refused = nullptr);
 
 // Reads len bytes of the target's memory at addr into dst: false where nothing
 // is mapped (the object went away); throws ProcRegistryError when the process
@@ -51,7 +53,7 @@ using RemoteRead = std::function<bool(uint64_t addr, void* dst, size_t len)>;
 // process's to choose: a bad header or chunk throws ProcRegistryError starting
 // with `where`, and no count makes it allocate or loop without bound.
 std::vector<ChannelEntry> read_registry_at(const RemoteRead& read, const std::string& where, uint64_t addr,
-                                           uint64_t sym_size);
+                                           uint64_t sym_size, uint64_t* refused = nullptr);
 
 // The file offset of the defined symbol `symbol` in the ELF file `elf_path`
 // (looked up in .symtab, then .dynsym), i.e. what a uprobe on it is attached

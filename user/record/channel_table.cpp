@@ -1,5 +1,6 @@
 #include "record/channel_table.h"
 
+#include <algorithm>
 #include <exception>
 
 #include "probe/proc_registry.h"
@@ -34,7 +35,12 @@ void ChannelTable::add(const ChannelInfo& announced) {
 
 void ChannelTable::add_registry(pid_t pid) {
   try {
-    for (const auto& e : read_process_registry(pid)) add(ChannelInfo{e.id, e.name, uint32_t(pid)});
+    uint64_t refused = 0;
+    for (const auto& e : read_process_registry(pid, &refused)) add(ChannelInfo{e.id, e.name, uint32_t(pid)});
+    if (refused) {
+      std::lock_guard lk(mu_);
+      refused_[pid] = std::max(refused_[pid], refused);
+    }
   } catch (const std::exception&) {
     // The process may have exited or not use libcptrace's registry: names then
     // come only from the announce probe.
@@ -47,6 +53,13 @@ bool ChannelTable::take_pending(EncodedFrame& f) {
   f = encode_json(FrameType::Channels, json_text(to_json(pending_)), pending_.size());
   pending_.clear();
   return true;
+}
+
+nlohmann::json ChannelTable::refused_json() {
+  std::lock_guard lk(mu_);
+  nlohmann::json j = nlohmann::json::object();
+  for (auto [pid, n] : refused_) j[std::to_string(pid)] = n;
+  return j;
 }
 
 nlohmann::json ChannelTable::all_json() {

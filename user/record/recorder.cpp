@@ -27,6 +27,7 @@
 #include "probe/probe_attach.h"
 #include "probe/proc_registry.h"
 #include "collect/ring_drain.h"
+#include "cptrace_registry.h"
 #include "record/channel_table.h"
 #include "record/node_watch.h"
 #include "record/process_follower.h"
@@ -712,6 +713,11 @@ void Recording::finish_meta(uint64_t held_series_points) {
   meta_["tsc"] = tsc_meta(tsc_verdict_, opt_.skew_period_s, skew_start_, skew_periodic_, skew_stop_);
   meta_["clock_discipline"] = clock_->discipline_json();
   meta_["channels"] = channels_.all_json();
+  meta_["channel_names_refused"] = channels_.refused_json();
+  for (auto& [pid, n] : meta_["channel_names_refused"].items())
+    say("pid {}: its channel registry refused {} name(s) (it keeps {}): channels opened before this recorder "
+        "attached may show as ids",
+        pid, n.get<uint64_t>(), CP_REGISTRY_MAX_NAMES);
   meta_["pid_namespaces"] = ns_pids_.all_json();
   meta_["counters"] = counters_json(final_counts_);
   meta_["handlers"] = handlers_->history();  // the last changes; the trace's frames hold all
