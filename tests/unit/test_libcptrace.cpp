@@ -589,27 +589,39 @@ TEST(ProcRegistry, ReadsOwnProcess) {
   EXPECT_FALSE(e->closed);
 }
 
-TEST(ProcRegistry, ReadsForkedChild) {
+// The registry of a forked child after `in_child` ran there (its result, a
+// byte, in `child_said`), read while the child waits; `refused` as the reader
+// counted it.
+std::vector<ChannelEntry> registry_of_child(char (*in_child)(), char& child_said, uint64_t* refused = nullptr) {
   int go[2], ready[2];
-  ASSERT_EQ(pipe(go), 0);
-  ASSERT_EQ(pipe(ready), 0);
+  if (pipe(go) != 0 || pipe(ready) != 0) throw std::runtime_error("pipe");
   pid_t pid = fork();
-  ASSERT_GE(pid, 0);
+  if (pid < 0) throw std::runtime_error("fork");
   if (pid == 0) {
-    cp_open_channel("child.x");
-    cp_close_channel(cp_open_channel("child.y"));
-    char c = 1;
+    char c = in_child();
     (void)!write(ready[1], &c, 1);
     (void)!read(go[0], &c, 1);  // until the parent is done reading
     _exit(0);
   }
-  char c;
-  ASSERT_EQ(read(ready[0], &c, 1), 1);
-  auto v = cptrace::read_process_registry(pid);
-  (void)!write(go[1], &c, 1);
+  child_said = 0;
+  std::vector<ChannelEntry> v;
+  if (read(ready[0], &child_said, 1) == 1) v = cptrace::read_process_registry(pid, refused);
+  (void)!write(go[1], &child_said, 1);
   waitpid(pid, nullptr, 0);
   for (int fd : {go[0], go[1], ready[0], ready[1]}) close(fd);
+  return v;
+}
 
+TEST(ProcRegistry, ReadsForkedChild) {
+  char said = 0;
+  auto v = registry_of_child(
+      [] {
+        cp_open_channel("child.x");
+        cp_close_channel(cp_open_channel("child.y"));
+        return char(1);
+      },
+      said);
+  ASSERT_EQ(said, 1);
   const ChannelEntry* x = find_entry(v, "child.x");
   const ChannelEntry* y = find_entry(v, "child.y");
   ASSERT_NE(x, nullptr);
@@ -622,37 +634,26 @@ TEST(ProcRegistry, ReadsForkedChild) {
 // A program that opens a new name per tuple must not grow the registry without
 // bound: it keeps CP_REGISTRY_MAX_NAMES names, counts the rest, and the opens go
 // on returning the names' ids. A reader sees both.
+constexpr int kBeyondTheCap = 7;
 TEST(ProcRegistry, KeepsAtMostMaxNamesAndCountsTheRest) {
-  constexpr int kBeyond = 7;
-  int go[2], ready[2];
-  ASSERT_EQ(pipe(go), 0);
-  ASSERT_EQ(pipe(ready), 0);
-  pid_t pid = fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    int ok = 1;  // the child starts with the names this process opened before
-    for (int i = 0; ok && i < CP_REGISTRY_MAX_NAMES + kBeyond; ++i) {
-      std::string name = "cap." + std::to_string(i);
-      ok = cp_open_channel(name.c_str()) == cp_channel_id(name.c_str());
-    }
-    char c = char(ok);
-    (void)!write(ready[1], &c, 1);
-    (void)!read(go[0], &c, 1);
-    _exit(0);
-  }
-  char c = 0;
-  ASSERT_EQ(read(ready[0], &c, 1), 1);
+  char ok = 0;
   uint64_t refused = 0;
-  auto v = cptrace::read_process_registry(pid, &refused);
-  (void)!write(go[1], &c, 1);
-  waitpid(pid, nullptr, 0);
-  for (int fd : {go[0], go[1], ready[0], ready[1]}) close(fd);
-  EXPECT_EQ(c, 1) << "an open beyond the cap did not return its name's id";
+  auto v = registry_of_child(
+      [] {
+        char ok = 1;  // the child starts with the names this process opened before
+        for (int i = 0; ok && i < CP_REGISTRY_MAX_NAMES + kBeyondTheCap; ++i) {
+          std::string name = "cap." + std::to_string(i);
+          ok = cp_open_channel(name.c_str()) == cp_channel_id(name.c_str());
+        }
+        return ok;
+      },
+      ok, &refused);
+  EXPECT_EQ(ok, 1) << "an open beyond the cap did not return its name's id";
   ASSERT_EQ(v.size(), size_t{CP_REGISTRY_MAX_NAMES});
   size_t parents = 0;
   for (const ChannelEntry& e : v) parents += e.name.rfind("cap.", 0) != 0;
   // Every name before the cap is kept, in order; exactly the rest are counted.
-  EXPECT_EQ(refused, uint64_t(kBeyond) + parents);
+  EXPECT_EQ(refused, uint64_t(kBeyondTheCap) + parents);
   EXPECT_NE(find_entry(v, "cap." + std::to_string(CP_REGISTRY_MAX_NAMES - parents - 1)), nullptr);
   EXPECT_EQ(find_entry(v, "cap." + std::to_string(CP_REGISTRY_MAX_NAMES - parents)), nullptr);
 }
