@@ -18,6 +18,7 @@
 #include "analyze/clock_adjust_summary.h"
 #include "analyze/report_js.h"
 #include "os/say.h"
+#include "translate/translated_run.h"
 
 namespace cptrace {
 
@@ -204,13 +205,14 @@ std::vector<ChannelPair> checked_pairs(const TraceReader& r, const ReportOptions
 // the node directories (report_nodes.h), the latency table from the latency
 // command's computation.
 void translated_report(const TraceReader& r, const ReportOptions& o, ReportData& d) {
-  d.title = "cptrace report: translated onto " + r.meta()["translated"].value("reference", "?") + " (--method " +
-            r.meta()["translated"].value("method", "?") + ")";
+  const TranslatedRun run = TranslatedRun::read(r);
+  d.title = "cptrace report: translated onto " + (run.reference.empty() ? "?" : run.reference) + " (--method " +
+            (run.method.empty() ? "?" : run.method) + ")";
   if (o.period_ms && o.node_dirs.empty())
     throw std::runtime_error(
         "--period: a translated trace has no throughput of its own (give the nodes' traces with "
         "--node-dir)");
-  for (const auto& n : r.meta()["translated"].value("nodes", json::array())) d.run_nodes.push_back(n.value("node", ""));
+  d.run_nodes = run.node_names;
   std::vector<ChannelPair> want = checked_pairs(r, o);
   // Every channel pair of the page from one read of the trace, each pair's
   // hop or series made as soon as its rows are (latency_streams), within its

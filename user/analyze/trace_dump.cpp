@@ -16,6 +16,7 @@
 #include "trace/trace_reader.h"
 #include "trace/trace_timeline.h"
 #include "translate/translated_frame.h"
+#include "translate/translated_run.h"
 
 namespace cptrace {
 
@@ -24,10 +25,8 @@ namespace {
 // A translated trace (`cptrace translate`): each event with its node, its local
 // TSC and its instant on the reference's TSC, estimate and bound.
 void dump_translated(const TraceReader& r, const DumpOptions& a) {
-  std::vector<std::string> names;
-  for (const auto& n : r.meta()["translated"].value("nodes", nlohmann::json::array()))
-    names.push_back(n.value("node", ""));
-  auto node_name = [&](uint16_t i) { return i < names.size() ? names[i] : std::to_string(i); };
+  const TranslatedRun run = TranslatedRun::read(r);
+  auto node_name = [&](uint16_t i) { return run.node_name(i); };
   if (a.csv) fmt::print("node,kind,local_ts,ref_est,ref_lo,ref_hi,channel,tuple,pid,tid,cpu\n");
   std::vector<TranslatedEvent> evs;
   r.for_each_frame(FrameType::Translated, [&](const FrameHeader& h, const std::vector<uint8_t>& p) {

@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tables/csv_util.h"
+#include "translate/translated_run.h"
 #include "export/event_handoff.h"
 #include "tables/parquet_writer.h"
 #include "tables/zstd_csv_writer.h"
@@ -113,21 +114,16 @@ struct RefClock {
   long double hz = 0, hz_lo = 0, hz_hi = 0;
 };
 
-RefClock ref_clock(const nlohmann::json& tr) {
+RefClock ref_clock(const TranslatedRun& run) {
   RefClock c;
-  for (const nlohmann::json& n : tr.at("nodes")) {
-    c.names.push_back(n.at("node").get<std::string>());
-    c.nodes.push_back(csv_field(c.names.back()));
-    c.reference.push_back(n.at("node") == tr.at("reference"));
-    if (c.reference.back() && n.contains("span_tsc")) c.origin = n["span_tsc"][0].get<int64_t>();
+  c.names = run.node_names;
+  for (const std::string& name : c.names) {
+    c.nodes.push_back(csv_field(name));
+    c.reference.push_back(name == run.reference);
   }
-  const nlohmann::json& f = tr.at("frequency");
-  c.have_ns = f.contains("hz_lo");
-  if (c.have_ns) {
-    c.hz = f.at("hz").get<double>();
-    c.hz_lo = f.at("hz_lo").get<double>();
-    c.hz_hi = f.at("hz_hi").get<double>();
-  }
+  c.origin = int64_t(run.ref_origin);
+  c.have_ns = run.have_ns;
+  if (c.have_ns) c.hz = run.hz, c.hz_lo = run.hz_lo, c.hz_hi = run.hz_hi;
   return c;
 }
 
@@ -569,7 +565,7 @@ RefClock check_export(const TraceReader& r, const std::vector<std::pair<std::str
                              "export csv writes one node's trace)");
   // The latency rows would stop at a bad frame; a half table would pass for a whole one.
   if (r.error()) throw *r.error();
-  RefClock c = ref_clock(r.meta()["translated"]);
+  RefClock c = ref_clock(TranslatedRun::read(r));
   // Every channel checked before anything is written, so an unknown one leaves no half export.
   for (const auto& [from, to] : pairs) {
     latency_channel(r, from);

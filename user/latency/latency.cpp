@@ -11,6 +11,7 @@
 #include "latency/shared_events.h"
 #include "trace/trace_reader.h"
 #include "translate/translated_frame.h"
+#include "translate/translated_run.h"
 
 namespace cptrace {
 
@@ -63,20 +64,15 @@ namespace {
 // What every result of trace `r` takes from its meta.json: the nodes, the
 // method, the reference's origin and TSC frequency.
 LatencyResult result_header(const TraceReader& r, const std::vector<std::string>& nodes, const MemoryBudget& budget) {
-  const json& tr = r.meta()["translated"];
+  const TranslatedRun run = TranslatedRun::read(r);
   LatencyResult res;
   res.budget = budget;
   res.node_names = nodes;
-  res.method = tr.value("method", "");
-  if (tr.contains("unauthenticated_rounds"))
-    res.unauthenticated = tr["unauthenticated_rounds"].get<std::vector<std::string>>();
-  for (const json& n : tr.at("nodes"))
-    if (n.at("node") == tr.at("reference") && n.contains("span_tsc")) res.ref_origin = n["span_tsc"][0].get<uint64_t>();
-  const json& f = tr.at("frequency");
-  res.have_ns = f.contains("hz_lo");
-  res.hz = f.value("hz", 0.0);
-  res.hz_lo = f.value("hz_lo", 0.0);
-  res.hz_hi = f.value("hz_hi", 0.0);
+  res.method = run.method;
+  res.unauthenticated = run.unauthenticated_rounds;
+  res.ref_origin = run.ref_origin;
+  res.have_ns = run.have_ns;
+  res.hz = run.hz, res.hz_lo = run.hz_lo, res.hz_hi = run.hz_hi;
   return res;
 }
 

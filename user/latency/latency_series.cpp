@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "latency/latency.h"
+#include "translate/translated_run.h"
 
 namespace cptrace {
 
@@ -71,9 +72,8 @@ std::vector<LatencySeries> latency_series(const TraceReader& r, const std::strin
     for (const std::string& sc : names) s.method += " " + sc;
     // Accepted at translate with --accept-suspect-sync: said beside every remote plot.
     if (s.remote)
-      for (const auto& f : r.meta()["translated"].value("suspect_sync", nlohmann::json::array()))
-        s.method += ". WARNING suspect sync, bounds through " + f.value("pair", "?") +
-                    " NOT guaranteed: " + f.value("message", "");
+      for (const SyncFinding& f : TranslatedRun::read(r).suspect_sync)
+        s.method += ". WARNING suspect sync, bounds through " + f.pair + " NOT guaranteed: " + f.message;
   }
   filler.finish(by_number, [&](const std::function<void(size_t, const LatencySample&)>& fn) {
     res.for_each_row([&](const LatencyRow& row) { fn(number_of(row), sample(row)); });

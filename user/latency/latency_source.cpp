@@ -11,6 +11,7 @@
 
 #include "latency/local_latency.h"
 #include "translate/sync_sanity.h"
+#include "translate/translated_run.h"
 #include "trace/trace_timeline.h"  // open_trace
 
 namespace cptrace {
@@ -46,10 +47,9 @@ std::vector<SyncFinding> suspect_findings(const std::string& dir, bool accept) {
 }
 
 std::vector<SyncFinding> suspect_findings(const TraceReader& r, const std::string& dir, bool accept) {
-  std::vector<SyncFinding> fs;
-  if (!is_translated(r)) return fs;
-  for (const nlohmann::json& f : r.meta()["translated"].value("suspect_sync", nlohmann::json::array()))
-    fs.push_back(SyncFinding::from_json(f));
+  std::optional<TranslatedRun> run = TranslatedRun::of(r.meta());
+  if (!run) return {};
+  std::vector<SyncFinding> fs = run->suspect_sync;
   if (!fs.empty() && !accept)
     throw std::runtime_error(suspect_sync_error(fs, dir + " (translated with --accept-suspect-sync)"));
   return fs;
