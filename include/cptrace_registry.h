@@ -20,8 +20,9 @@
  *    freed, so a reader follows the chain with the same care as entries[];
  *  - at most CP_REGISTRY_MAX_NAMES names are kept (a program that makes a
  *    name per tuple must not grow without bound): a name beyond them, or one
- *    memory ran out for, is not registered, and `refused` counts it (it is
- *    still announced to a recorder attached at the time).
+ *    memory ran out for, is not registered, and `refused` counts the open
+ *    (each open of such a name: it is looked up again every time); the name is
+ *    still announced to a recorder attached at the time.
  *
  * The layout is x86-64 and fixed by the static assertions below. Shared by
  * lib/ (C) and user/ (C++). */
@@ -56,7 +57,7 @@ struct cp_registry {
 	uint32_t version;  /* CP_REGISTRY_VERSION */
 	uint32_t capacity; /* number of elements of entries[] */
 	uint32_t count;	   /* published entries */
-	uint32_t refused;  /* names not registered (full, or out of memory); was padding */
+	uint32_t refused;  /* opens of names not registered (full, or out of memory); was padding */
 	uint64_t overflow; /* address of the first cp_registry_chunk, or 0 */
 	struct cp_registry_entry entries[CP_REGISTRY_CAPACITY];
 };
