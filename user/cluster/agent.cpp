@@ -27,7 +27,7 @@
 #include "os/exec_argv.h"
 #include "trace/json_text.h"
 #include "trace/trace_format.h"
-#include "os/time_units.h"
+#include "clock/clock_now.h"
 
 namespace cptrace {
 
@@ -158,12 +158,6 @@ const char* const kFollowerAlive = "/follower.alive";
 // fetch agent), so that the recorder's own agent says it was stopped, not failed.
 const char* const kStopRequested = "/stop.requested";
 
-int64_t mono_now() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return timespec_ns(ts);
-}
-
 bool exists(const std::string& path) {
   struct stat st;
   return lstat(path.c_str(), &st) == 0;
@@ -274,7 +268,7 @@ void read_commands(AgentRecording& r, int in_fd, std::string& pending, Clock::ti
 void watch_recorder(AgentRecording& r, int in_fd, std::string& pending, Out& out, double timeout_s) {
   bool meta_sent = false;
   Clock::time_point eof_at;
-  r.alive_mono = mono_now();
+  r.alive_mono = mono_ns();
   for (;;) {
     read_commands(r, in_fd, pending, eof_at);
     if (!r.in_open && fresh(r.dir + kFollowerAlive, 2)) eof_at = Clock::now();  // the controller is back
@@ -289,10 +283,10 @@ void watch_recorder(AgentRecording& r, int in_fd, std::string& pending, Out& out
     }
     pump(out, r.trace + "/events.cpt", r.offset, false);
     if (!meta_sent) meta_sent = send_start_meta(out, r.trace);
-    int64_t before = mono_now();
+    int64_t before = mono_ns();
     pid_t w = waitpid(r.pid, &r.wstatus, WNOHANG);
     if (w == r.pid) {
-      r.ended_mono = mono_now();
+      r.ended_mono = mono_ns();
       return;
     }
     r.alive_mono = before;

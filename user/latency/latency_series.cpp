@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 #include <cstdint>
 #include <functional>
@@ -60,6 +61,10 @@ std::vector<LatencySeries> latency_series(const TraceReader& r, const std::strin
   });
   std::vector<LatencySeries> out(number.size());  // in node pair order
   std::vector<LatencySeries*> by_number(number.size());
+  // Accepted at translate with --accept-suspect-sync: said beside every remote plot.
+  // (One node's own trace has no remote series and no findings.)
+  const std::optional<TranslatedRun> run = TranslatedRun::of(r.meta());
+  const std::vector<SyncFinding> suspect = run ? run->suspect_sync : std::vector<SyncFinding>{};
   size_t at = 0;
   for (const auto& [key, n] : number) {
     LatencySeries& s = out[at++];
@@ -70,9 +75,8 @@ std::vector<LatencySeries> latency_series(const TraceReader& r, const std::strin
     s.method = method;
     std::set<std::string> names(scenarios[n].begin(), scenarios[n].end());
     for (const std::string& sc : names) s.method += " " + sc;
-    // Accepted at translate with --accept-suspect-sync: said beside every remote plot.
     if (s.remote)
-      for (const SyncFinding& f : TranslatedRun::read(r).suspect_sync)
+      for (const SyncFinding& f : suspect)
         s.method += ". WARNING suspect sync, bounds through " + f.pair + " NOT guaranteed: " + f.message;
   }
   filler.finish(by_number, [&](const std::function<void(size_t, const LatencySample&)>& fn) {

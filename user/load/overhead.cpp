@@ -117,9 +117,7 @@ Snapshot snap(const std::vector<std::unique_ptr<Spinner>>& sp) {
   int64_t a = mono_ns();
   for (auto& p : sp) {
     s.units.push_back(p->units.load(std::memory_order_relaxed));
-    timespec ts{};
-    clock_gettime(p->cpu_clock, &ts);
-    s.spinner_cpu_ns += timespec_ns(ts);
+    s.spinner_cpu_ns += clock_now_ns(p->cpu_clock);
   }
   s.t = (a + mono_ns()) / 2;
   return s;

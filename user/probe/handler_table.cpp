@@ -15,7 +15,7 @@
 
 #include "cptrace.h"
 #include "trace/json_text.h"
-#include "os/time_units.h"
+#include "clock/clock_now.h"
 
 using nlohmann::json;
 
@@ -24,11 +24,9 @@ namespace cptrace {
 namespace {
 
 Instant now_instant(bool mono_first) {
-  timespec ts;
   Instant i;
   if (!mono_first) i.tsc = __rdtsc();
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  i.mono_ns = uint64_t(timespec_ns(ts));
+  i.mono_ns = uint64_t(mono_ns());
   if (mono_first) i.tsc = __rdtsc();
   return i;
 }

@@ -16,8 +16,8 @@
 #include <fmt/format.h>
 
 #include "probe/probe_attach.h"
-#include "os/time_units.h"
 #include "os/say.h"
+#include "clock/clock_now.h"
 
 namespace cptrace {
 
@@ -87,9 +87,7 @@ void HelloResponder::on_hello(const cp_proc_rec& r) {
   if (answered && ok) {
     answered_++;
     std::lock_guard lk(mu_);
-    timespec now{};
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    uint64_t ns = uint64_t(timespec_ns(now));
+    uint64_t ns = uint64_t(mono_ns());
     if (waits_us_.size() < kMaxWaits && ns > r.ktime_ns) waits_us_.push_back(uint32_t((ns - r.ktime_ns) / 1000));
   } else {
     unanswered_++;
