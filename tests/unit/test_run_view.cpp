@@ -160,6 +160,25 @@ TEST(RunView, NodesJoinAsTheirDirectoriesAppear) {
   EXPECT_TRUE(view.complete());
 }
 
+// `top RUN` can start polling when RUN holds only a recorder's directory with
+// no frame yet (no cluster.json either): no node, nothing bounded, no crash.
+TEST(RunView, NoNodeYetIsSaidAndNothingIsBounded) {
+  testutil::TempDir tmp;
+  const std::string run = tmp / "run";
+  std::filesystem::create_directories(run + "/A");
+  std::ofstream(run + "/A/events.cpt");
+  RunViewOptions o;
+  o.pairs = {{"A.out", "B.in"}};
+  RunView view(run, o);
+  view.poll();
+  EXPECT_EQ(view.nodes(), 0u);
+  EXPECT_FALSE(view.complete());
+  nlohmann::json s = view.snapshot();
+  EXPECT_TRUE(s["pairs"].empty()) << s.dump();
+  ASSERT_EQ(s["problems"].size(), 1u) << s.dump();
+  EXPECT_EQ(s["problems"][0], "no node in the run yet");
+}
+
 // A finished cluster run also holds RUN/translated (a translated trace) and
 // other directories: none of them is a node. Without RUN/cluster.json the
 // recordings are told by their meta.json, or before it by their first frame
@@ -202,12 +221,15 @@ TEST(RunView, TranslatedAndOtherDirectoriesAreNoNodes) {
     EXPECT_EQ(s["pairs"][0]["reference"], "A");
     EXPECT_EQ(s["pairs"][0]["count"].get<size_t>(), 10u) << s.dump();
   }
-  // The manifest: B first (its reference), and C listed but not there yet.
+  // The manifest: B first (its reference), and C listed but not there yet:
+  // its directory made, its events.cpt not yet (the controller's order).
   std::ofstream(run + "/cluster.json") << R"({"run_id": "x", "nodes": [{"name": "B"}, {"name": "A"}, {"name": "C"}]})";
+  std::filesystem::create_directories(run + "/C");
   cl.write(1, run + "/B", 1e9L);  // B's meta.json came (complete)
   RunView view(run, o);
   view.poll();
   EXPECT_EQ(view.nodes(), 2u);
+  EXPECT_EQ(view.incomplete(), std::vector<std::string>{"C"});
   EXPECT_FALSE(view.complete()) << "C is listed and missing";
   nlohmann::json s = view.snapshot();
   EXPECT_EQ(s["nodes"][0]["node"], "B");

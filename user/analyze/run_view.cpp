@@ -223,8 +223,11 @@ void RunView::find_nodes() {
   if (!listed.empty()) {
     manifest_ = listed;
     manifest_states_ = states;
+    // The controller makes RUN/NODE, then events.cpt in it: a node is followed
+    // once its file exists (opening it before would fail the whole view).
     for (const std::string& name : listed)
-      if (fs::is_directory(fs::path(dir_) / name, ec)) found.push_back((fs::path(dir_) / name).string());
+      if (fs::is_regular_file(fs::path(dir_) / name / "events.cpt", ec))
+        found.push_back((fs::path(dir_) / name).string());
   } else if (manifest_.empty()) {
     for (const auto& d : fs::directory_iterator(dir_, ec))
       if (d.is_directory(ec) && fs::exists(d.path() / "events.cpt", ec) && is_recording(d.path()))
@@ -298,7 +301,7 @@ std::vector<std::string> RunView::incomplete() const {
   std::vector<std::string> names;
   for (const auto& n : nodes_)
     if (!n->complete || n->tail->offset() < n->tail->file_bytes()) names.push_back(n->name);
-  for (const std::string& m : manifest_)  // listed, no directory yet
+  for (const std::string& m : manifest_)  // listed, no events.cpt yet
     if (std::none_of(nodes_.begin(), nodes_.end(), [&](const auto& n) { return fs::path(n->dir).filename() == m; }))
       names.push_back(m);
   return names;
@@ -381,6 +384,12 @@ RunView::Relations RunView::node_clocks() const {
 // name; false, with the problem said, when that node is not in the run yet.
 bool RunView::pick_reference(Relations& r, std::vector<std::string>& problems) const {
   const auto& names = r.names;
+  // RUN can hold a recorder's directory before its first frame says it is one
+  // (and before cluster.json names it): nothing to relate yet.
+  if (names.empty()) {
+    problems.push_back("no node in the run yet");
+    return false;
+  }
   if (!opt_.reference.empty()) {
     auto it = std::find(names.begin(), names.end(), opt_.reference);
     if (it == names.end()) {
