@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "os/fatal_signals.h"
 #include "os/say.h"
 
 namespace {
@@ -38,6 +39,7 @@ int main(int argc, char** argv) {
     for (auto& [sub, run] : commands)
       if (*sub) {
         cptrace::set_command_name(sub->get_name());
+        cptrace::report_fatal_signals();
         return run();
       }
   } catch (const std::exception& e) {
