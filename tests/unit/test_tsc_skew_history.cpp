@@ -87,5 +87,23 @@ TEST(TscSkewHistory, AStampOnAKnownCpuCarriesThatCpusIntervalOnly) {
   EXPECT_EQ(TscSkewHistory::from_meta(meta).err_on(0), 9000u) << "no reference named";
 }
 
+// While recording (and in a killed recorder's trace) the stop's measure is
+// null: the start's alone says where each CPU is, as it alone gives the widest.
+TEST(TscSkewHistory, AMeasureNotTakenLeavesTheOthersPerCpu) {
+  auto meta = skew_meta({}, {{1, -100, 90, 10}, {2, -900, 850, 10}}, {{1, -80, 60, 10}, {2, -700, 800, 10}});
+  meta["tsc"]["skew_ticks"]["at_stop"] = nullptr;
+  meta["tsc"]["skew"]["at_stop"] = nullptr;
+  TscSkewHistory h = TscSkewHistory::from_meta(meta);
+  EXPECT_EQ(h.err, 900u);
+  ASSERT_TRUE(h.reference_cpu.has_value());
+  EXPECT_EQ(h.err_on(0), 0u);
+  EXPECT_EQ(h.err_on(1), 100u) << "CPU 1's own start interval, not the widest";
+  EXPECT_EQ(h.err_on(2), 900u);
+  meta["tsc"]["skew"].erase("at_stop");  // absent, as null
+  EXPECT_EQ(TscSkewHistory::from_meta(meta).err_on(1), 100u);
+  meta["tsc"]["skew"]["at_stop"] = {{"cpus", nlohmann::json::array()}};  // taken, naming no reference
+  EXPECT_EQ(TscSkewHistory::from_meta(meta).err_on(1), 900u);
+}
+
 }  // namespace
 }  // namespace cptrace

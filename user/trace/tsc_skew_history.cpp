@@ -62,6 +62,9 @@ TscSkewHistory TscSkewHistory::from_meta(const json& meta) {
     if (r.is_number_integer()) h.reference_cpu = r.get<int>();
   };
   for (const char* when : {"at_start", "at_stop"}) {
+    // A measure not taken (the stop's, until the recorder stops; never, when it
+    // was killed) names no CPU and bounds nothing: the others decide alone.
+    if (per.value(when, json()).is_null()) continue;
     note_reference(per.value(when, json()));
     for (const auto& [cpu, iv] : per_cpu(per.value(when, json())))
       h.ends[cpu] = h.ends.count(cpu) ? hull(h.ends[cpu], iv) : iv;
