@@ -23,6 +23,10 @@ echo "== 2. nothing attached (no-call baseline, bare nop5 vs stamped site, cp_lo
 $B/bench/bench_logts --n 50000000
 
 echo
+echo "== 2b. opening and closing a channel, by the names the process's registry holds (nothing attached)"
+$B/bench/bench_channel_open --n 20000
+
+echo
 echo "== 3. recorded by cptrace record (single path, $N events)"
 $B/cptrace record --no-progress -o "$tmp/single" -- $B/bench/bench_logts --only single --n "$N" 2>"$tmp/err" || cat "$tmp/err"
 grep -E "recorded|dropped" "$tmp/err" || true

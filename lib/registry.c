@@ -14,6 +14,31 @@ struct cp_registry cptrace_registry;
 
 /* Writers are rare (channel opens), so one lock is enough. */
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t registry_atfork_once = PTHREAD_ONCE_INIT;
+
+/* fork() while another thread opens or closes a channel would leave the child
+ * a lock no thread of it releases, and its next open would wait forever: the
+ * lock is taken across fork() and released on both sides. */
+static void registry_prepare(void)
+{
+	pthread_mutex_lock(&registry_lock);
+}
+
+static void registry_after_fork(void)
+{
+	pthread_mutex_unlock(&registry_lock);
+}
+
+static void registry_register_atfork(void)
+{
+	pthread_atfork(registry_prepare, registry_after_fork, registry_after_fork);
+}
+
+static void registry_lock_acquire(void)
+{
+	pthread_once(&registry_atfork_once, registry_register_atfork);
+	pthread_mutex_lock(&registry_lock);
+}
 
 static void registry_init_header_locked(struct cp_registry *r)
 {
@@ -31,21 +56,36 @@ static struct cp_registry_chunk *registry_tail;
 /* Names registered, in entries[] and the chunks together. */
 static uint32_t registry_names;
 
-static struct cp_registry_entry *find_in(struct cp_registry_entry *e, uint32_t n, uint64_t id)
+/* id -> entry, open addressing with linear probing, for this process only
+ * (readers in other processes walk entries[] and the chunks): an open or close
+ * of a kept name, and of every name past the cap, costs a probe or two instead
+ * of a scan of up to CP_REGISTRY_MAX_NAMES entries under the lock. In .bss:
+ * only the pages a program's names touch are ever backed. */
+#define REGISTRY_INDEX_SLOTS 32768u
+_Static_assert(REGISTRY_INDEX_SLOTS > CP_REGISTRY_MAX_NAMES, "a free slot ends every probe");
+_Static_assert((REGISTRY_INDEX_SLOTS & (REGISTRY_INDEX_SLOTS - 1)) == 0, "a power of two");
+static struct cp_registry_entry *registry_index[REGISTRY_INDEX_SLOTS];
+
+static uint32_t index_slot(uint64_t id)
 {
-	for (uint32_t i = 0; i < n; i++)
-		if (e[i].id == id)
-			return &e[i];
+	/* Fibonacci hashing: ids are hashes already, but spread them anyway. */
+	return (uint32_t)((id * 0x9e3779b97f4a7c15ull) >> 49) & (REGISTRY_INDEX_SLOTS - 1);
+}
+
+static struct cp_registry_entry *registry_find_locked(uint64_t id)
+{
+	for (uint32_t i = index_slot(id); registry_index[i]; i = (i + 1) & (REGISTRY_INDEX_SLOTS - 1))
+		if (registry_index[i]->id == id)
+			return registry_index[i];
 	return NULL;
 }
 
-static struct cp_registry_entry *registry_find_locked(struct cp_registry *r, uint64_t id)
+static void registry_index_add_locked(struct cp_registry_entry *e)
 {
-	struct cp_registry_entry *e = find_in(r->entries, r->count, id);
-	for (struct cp_registry_chunk *c = (struct cp_registry_chunk *)(uintptr_t)r->overflow; !e && c;
-	     c = (struct cp_registry_chunk *)(uintptr_t)c->next)
-		e = find_in(c->entries, c->count, id);
-	return e;
+	uint32_t i = index_slot(e->id);
+	while (registry_index[i])
+		i = (i + 1) & (REGISTRY_INDEX_SLOTS - 1);
+	registry_index[i] = e;
 }
 
 static void fill_entry(struct cp_registry_entry *e, uint64_t id, const char *name)
@@ -88,6 +128,7 @@ static struct cp_registry_entry *registry_append_locked(struct cp_registry *r, u
 	if (n < CP_REGISTRY_CAPACITY) {
 		fill_entry(&r->entries[n], id, name);
 		__atomic_store_n(&r->count, n + 1, __ATOMIC_RELEASE);
+		registry_index_add_locked(&r->entries[n]);
 		return &r->entries[n];
 	}
 	struct cp_registry_chunk *c = registry_tail;
@@ -100,15 +141,16 @@ static struct cp_registry_entry *registry_append_locked(struct cp_registry *r, u
 	n = c->count;
 	fill_entry(&c->entries[n], id, name);
 	__atomic_store_n(&c->count, n + 1, __ATOMIC_RELEASE);
+	registry_index_add_locked(&c->entries[n]);
 	return &c->entries[n];
 }
 
 const char *cp_registry_add(uint64_t id, const char *name)
 {
 	struct cp_registry *r = &cptrace_registry;
-	pthread_mutex_lock(&registry_lock);
+	registry_lock_acquire();
 	registry_init_header_locked(r);
-	struct cp_registry_entry *e = registry_find_locked(r, id);
+	struct cp_registry_entry *e = registry_find_locked(id);
 	if (e)
 		__atomic_store_n(&e->closed, 0, __ATOMIC_RELAXED);
 	else
@@ -119,9 +161,8 @@ const char *cp_registry_add(uint64_t id, const char *name)
 
 void cp_registry_mark_closed(uint64_t id)
 {
-	struct cp_registry *r = &cptrace_registry;
-	pthread_mutex_lock(&registry_lock);
-	struct cp_registry_entry *e = registry_find_locked(r, id);
+	registry_lock_acquire();
+	struct cp_registry_entry *e = registry_find_locked(id);
 	if (e)
 		__atomic_store_n(&e->closed, 1, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&registry_lock);

@@ -658,6 +658,49 @@ TEST(ProcRegistry, KeepsAtMostMaxNamesAndCountsTheRest) {
   EXPECT_EQ(find_entry(v, "cap." + std::to_string(CP_REGISTRY_MAX_NAMES - parents)), nullptr);
 }
 
+// fork() while another thread opens a channel (the registry's lock held) must
+// leave the child a registry it can use: a child that opens or closes a channel
+// must never wait on a lock no thread of it will release. The registry is full,
+// so each of the other thread's opens of a new name holds the lock the longest.
+// Exit status of the process that ran it: the children that hung (killed after 20 s).
+int children_that_hung_forked_beside_opens() {
+  for (int i = 0; i < CP_REGISTRY_MAX_NAMES; ++i) cp_open_channel(("full." + std::to_string(i)).c_str());
+  std::atomic<bool> stop{false};
+  std::thread opener([&] {
+    for (unsigned i = 0; !stop.load(std::memory_order_relaxed); ++i)
+      cp_open_channel(("more." + std::to_string(i % 4096)).c_str());
+  });
+  int hung = 0;
+  for (int k = 0; k < 300 && hung == 0; ++k) {
+    pid_t g = fork();
+    if (g == 0) {
+      cp_close_channel(cp_open_channel("in.child"));
+      _exit(0);
+    }
+    int st = 0;
+    for (int ms = 0; waitpid(g, &st, WNOHANG) == 0; ++ms) {
+      if (ms == 20000) {
+        kill(g, SIGKILL), waitpid(g, &st, 0), hung++;
+        break;
+      }
+      usleep(1000);
+    }
+  }
+  stop = true;
+  opener.join();
+  return hung;
+}
+
+TEST(ProcRegistry, ForkWhileAnotherThreadOpensLeavesTheChildAbleToOpen) {
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) _exit(children_that_hung_forked_beside_opens());
+  int st = 0;
+  waitpid(pid, &st, 0);
+  ASSERT_TRUE(WIFEXITED(st)) << "status " << st;
+  EXPECT_EQ(WEXITSTATUS(st), 0) << "a child forked beside an open waited forever on the registry's lock";
+}
+
 TEST(ProcRegistry, NoSuchProcessThrows) {
   pid_t pid = fork();
   ASSERT_GE(pid, 0);
