@@ -6,9 +6,10 @@
 // seen once in a long test run must name its place, or it cannot be fixed.
 //
 // The handler runs on its own stack (a stack overflow is reported too) and
-// calls only write(2), backtrace() and backtrace_symbols_fd(), the latter
-// loaded before it is installed. The sanitizers' builds keep their own
-// reports: there it installs nothing.
+// calls only write(2), backtrace(), backtrace_symbols_fd() and raise(); the
+// unwinder backtrace() loads on first use is loaded before the handler is
+// installed. The sanitizers' builds keep their own reports: there it installs
+// nothing.
 #pragma once
 
 namespace cptrace {
