@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "os/say.h"
 
@@ -24,18 +25,6 @@ size_t g_prefix_len = 0;
 alignas(16) char g_alt_stack[64 * 1024];
 constexpr int kFatal[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
 
-void put(const char* s, size_t n) {
-  while (n > 0) {
-    ssize_t w = write(STDERR_FILENO, s, n);
-    if (w <= 0) return;
-    s += w, n -= size_t(w);
-  }
-}
-template <size_t N>
-void put(const char (&s)[N]) {
-  put(s, N - 1);
-}
-
 // Hex without stdio (async-signal-safe).
 void put_hex(uintptr_t v) {
   char buf[2 + 2 * sizeof v];
@@ -45,19 +34,19 @@ void put_hex(uintptr_t v) {
     v >>= 4;
   } while (v && n > 2);
   buf[--n] = 'x', buf[--n] = '0';
-  put(buf + n, sizeof buf - n);
+  say_raw(std::string_view(buf + n, sizeof buf - n));
 }
 
 void on_fatal(int sig, siginfo_t* info, void*) {
-  put(g_prefix, g_prefix_len);
+  say_raw(std::string_view(g_prefix, g_prefix_len));
   const char* name = sigabbrev_np(sig);
-  put("fatal signal SIG");
-  if (name) put(name, strlen(name));
+  say_raw("fatal signal SIG");
+  if (name) say_raw(name);
   if (info && info->si_code > 0 && sig != SIGABRT) {  // a fault, not kill(2): the address means something
-    put(" at address ");
+    say_raw(" at address ");
     put_hex(uintptr_t(info->si_addr));
   }
-  put("; stack (binary(+offset), for addr2line -e):\n");
+  say_raw("; stack (binary(+offset), for addr2line -e):\n");
   void* frames[64];
   int n = backtrace(frames, 64);
   backtrace_symbols_fd(frames, n, STDERR_FILENO);

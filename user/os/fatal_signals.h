@@ -6,7 +6,7 @@
 // seen once in a long test run must name its place, or it cannot be fixed.
 //
 // The handler runs on its own stack (a stack overflow is reported too) and
-// calls only write(2), backtrace(), backtrace_symbols_fd() and raise(); the
+// calls only write(2) (say_raw), backtrace(), backtrace_symbols_fd() and raise(); the
 // unwinder backtrace() loads on first use is loaded before the handler is
 // installed. The sanitizers' builds keep their own reports: there it installs
 // nothing.

@@ -20,6 +20,9 @@ void set_command_name(std::string name);
 std::string command_prefix();
 // Writes "<prefix>: <text>\n" to stderr.
 void say_line(std::string_view text);
+// Writes `bytes` to stderr as they are, whole (one write(2) loop, no
+// allocation: async-signal-safe). A short write (a closed pipe) loses the rest.
+void say_raw(std::string_view bytes);
 
 template <typename... T>
 void say(fmt::format_string<T...> f, T&&... args) {
