@@ -62,12 +62,12 @@ TscSkewHistory TscSkewHistory::from_meta(const json& meta) {
     if (r.is_number_integer()) h.reference_cpu = r.get<int>();
   };
   for (const char* when : {"at_start", "at_stop"}) {
+    const json m = per.value(when, json());
     // A measure not taken (the stop's, until the recorder stops; never, when it
     // was killed) names no CPU and bounds nothing: the others decide alone.
-    if (per.value(when, json()).is_null()) continue;
-    note_reference(per.value(when, json()));
-    for (const auto& [cpu, iv] : per_cpu(per.value(when, json())))
-      h.ends[cpu] = h.ends.count(cpu) ? hull(h.ends[cpu], iv) : iv;
+    if (m.is_null()) continue;
+    note_reference(m);
+    for (const auto& [cpu, iv] : per_cpu(m)) h.ends[cpu] = h.ends.count(cpu) ? hull(h.ends[cpu], iv) : iv;
   }
   for (const auto& [cpu, iv] : h.ends) h.cpu_err[cpu] = half_width(iv);
   const json periodic = per.value("periodic", json::array());
