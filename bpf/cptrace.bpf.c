@@ -318,11 +318,12 @@ static __always_inline void count_in_lane(const struct ev_ctx *e, const struct c
 	}
 	if (slot->count && (slot->bucket != b || slot->timebase != e->timebase)) {
 		/* A period ended on this CPU: its count goes out now. */
-		emit_count(e, slot->bucket, slot->timebase, slot->timebase ? h->p2 : h->p1, slot->count);
+		emit_count(e, slot->bucket, slot->timebase, slot->period, slot->count);
 		slot->count = 0;
 	}
 	slot->bucket = b;
 	slot->timebase = e->timebase;
+	slot->period = e->timebase ? h->p2 : h->p1;
 	slot->count++;
 }
 

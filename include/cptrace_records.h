@@ -280,6 +280,9 @@ struct cp_count_slot {
 	__u64 count;
 	__u32 timebase; /* 0: CLOCK_MONOTONIC ns, 1: TSC ticks */
 	__u32 pad;
+	/* The period in that timebase: at stop the recorder turns a held bucket
+	 * into a start without keeping every rule ever installed. */
+	__u64 period;
 };
 
 /* A finished period of a `counter` channel on one CPU. */

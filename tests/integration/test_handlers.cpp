@@ -272,6 +272,63 @@ TEST(Handlers, SwitchMidRunFollowsRecordedInstants) {
   EXPECT_NE(dump.out.find("# chan0"), std::string::npos) << dump.out;
 }
 
+// A counter replaced mid-run leaves its last period held in BPF state until the
+// stop, under a generation no longer installed: the stop turns it into a count
+// with that generation's own period, and nothing is lost.
+TEST(Handlers, CounterReplacedMidRunKeepsItsHeldPeriod) {
+  REQUIRE_BPF();
+  TempDir tmp;
+  const uint64_t N = 30000;
+  std::string dir = tmp / "trace";
+  write_file(tmp / "cfg", "chan0 counter 1s\n");
+  Proc rec(record_cmd(dir, "--config " + (tmp / "cfg")) + " -- env CPTRACE_SINGLE=site " + workload() +
+               " --threads 1 --channels 2 --all-channels --pace-us 100 --mode single --events " + std::to_string(N),
+           tmp / "r.out", tmp / "r.err");
+  ASSERT_TRUE(attached(rec));
+  std::this_thread::sleep_for(std::chrono::milliseconds(800));
+  auto s1 = run(cptrace_bin() + " config " + dir + " set chan0 counter 7ms", tmp);
+  ASSERT_EQ(s1.status, 0) << s1.err;
+  ASSERT_EQ(rec.wait(60), 0) << read_file(tmp / "r.err");
+
+  TraceReader r(dir);
+  ASSERT_FALSE(r.error());
+  const json* c1 = change_for(r, "chan0", 0);
+  const json* c2 = change_for(r, "chan0", 1);
+  ASSERT_TRUE(c1 && c2) << r.handler_changes().dump();
+  uint64_t p1 = c1->at("period_ticks"), p2 = c2->at("period_ticks");
+  ASSERT_GT(p1, 100 * p2);
+  uint64_t b1 = c2->at("before").at("tsc"), a1 = c2->at("after").at("tsc");
+  Recorded evs = by_channel(r);
+  ASSERT_EQ(evs.user["chan1"].size(), N);
+  // chan1's tuple i is logged right after chan0's: the switch splits chan0's
+  // events between the two rules within the update's window [b1, a1].
+  uint64_t before = 0, by_after = 0;
+  for (auto& e : evs.user["chan1"]) {
+    before += e.ts < b1;
+    by_after += e.ts <= a1;
+  }
+  uint64_t first = evs.user["chan1"].front().ts, last = evs.user["chan1"].back().ts;
+  uint64_t old_rule = 0, new_rule = 0, total = 0;
+  for (auto& e : evs.count["chan0"]) {
+    total += e.tuple;
+    EXPECT_GE(e.ts + p1, first) << "a period starting before the run";
+    EXPECT_LE(e.ts, last) << "a period starting after the run";
+    if (e.ts < b1 && e.ts % p1 == 0)
+      old_rule += e.tuple;
+    else {
+      EXPECT_EQ(e.ts % p2, 0u) << "a count of neither rule's period at " << e.ts;
+      new_rule += e.tuple;
+    }
+  }
+  EXPECT_EQ(total, N);
+  EXPECT_GE(old_rule, before > 0 ? before - 1 : 0) << "the old rule's held period at the stop";
+  EXPECT_LE(old_rule, by_after + 1);
+  EXPECT_GT(new_rule, N / 2);
+  printf("counter switch: %llu events under 1 s periods, %llu under 7 ms\n", (unsigned long long)old_rule,
+         (unsigned long long)new_rule);
+  expect_accounted(r, tmp, dir);
+}
+
 TEST(Handlers, BadConfigFileIsAClearError) {
   TempDir tmp;
   struct Case {

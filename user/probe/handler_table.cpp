@@ -64,7 +64,7 @@ json HandlerTable::install(uint64_t id, const std::string& name, const HandlerSp
   // What the channel followed until now: its own rule, else the default, else id.
   auto prev = installed_.find(id);
   if (prev == installed_.end()) prev = installed_.find(0);
-  if (prev != installed_.end()) v.prev = by_gen_.at(gen_of_.at(prev->first));
+  if (prev != installed_.end()) v.prev = rule_of_.at(prev->first);
   if (!enabled_) {
     enable_();
     enabled_ = true;
@@ -74,8 +74,7 @@ json HandlerTable::install(uint64_t id, const std::string& name, const HandlerSp
   int err = update_(id, v);
   Instant after = now_instant(false);
   if (err) throw std::runtime_error(fmt::format("updating the BPF handlers map for {}: {}", name, strerror(-err)));
-  by_gen_[v.cur.gen] = v.cur;
-  gen_of_[id] = v.cur.gen;
+  rule_of_[id] = v.cur;
   next_gen_++;
   installed_[id] = {name, spec};
   json c = {{"channel", id},
@@ -222,14 +221,6 @@ uint64_t HandlerTable::history_omitted() const {
 bool HandlerTable::any() const {
   std::lock_guard lk(mu_);
   return enabled_;
-}
-
-bool HandlerTable::by_gen(uint64_t gen, cp_handler_rule& out) const {
-  std::lock_guard lk(mu_);
-  auto it = by_gen_.find(gen);
-  if (it == by_gen_.end()) return false;
-  out = it->second;
-  return true;
 }
 
 json handle_control(HandlerTable& table, const json& req) {

@@ -65,8 +65,6 @@ class HandlerTable {
   // Changes forgotten from history(): they are in the trace only.
   uint64_t history_omitted() const;
   bool any() const;
-  // The map value installed with generation `gen` (false: no such install).
-  bool by_gen(uint64_t gen, cp_handler_rule& out) const;
 
  private:
   nlohmann::json install(uint64_t id, const std::string& name, const HandlerSpec& spec, const std::string& source,
@@ -85,8 +83,9 @@ class HandlerTable {
   std::vector<ConfigRule> rules_;  // control-socket globs first, then the file's
   std::map<uint64_t, std::string> known_;  // channel id -> name
   std::map<uint64_t, std::pair<std::string, HandlerSpec>> installed_;  // id -> (name, spec)
-  std::map<uint64_t, cp_handler_rule> by_gen_;
-  std::map<uint64_t, uint64_t> gen_of_;  // id -> gen of its current rule
+  // id -> the map value of its current rule, the next install's `prev`. Only the
+  // current ones: a held counter slot carries its own period (cp_count_slot).
+  std::map<uint64_t, cp_handler_rule> rule_of_;
   nlohmann::json history_ = nlohmann::json::array();
   size_t written_ = 0;  // of history_'s entries, the first written_ are in the trace
   uint64_t omitted_ = 0;

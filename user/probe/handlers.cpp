@@ -51,7 +51,7 @@ void for_each_percpu(int fd, Fn fn) {
 
 }  // namespace
 
-HeldEvents collect_held_events(int last_fd, int count_fd, const HandlerTable& table) {
+HeldEvents collect_held_events(int last_fd, int count_fd) {
   HeldEvents out;
   out.filtered_fix.assign(libbpf_num_possible_cpus(), 0);
   // firstlast: per (channel, gen), the slot with the highest seq over all CPUs
@@ -78,10 +78,9 @@ HeldEvents collect_held_events(int last_fd, int count_fd, const HandlerTable& ta
   }
   // counter: the period each CPU (lane) was still counting.
   for_each_percpu<cp_count_slot>(count_fd, [&](const cp_slot_key& k, int cpu, const cp_count_slot& s) {
-    cp_handler_rule r;
-    if (!s.count || !table.by_gen(k.gen, r)) return;
+    if (!s.count) return;
     TraceEvent e;
-    e.ts = s.bucket * (s.timebase ? r.p2 : r.p1);
+    e.ts = s.bucket * s.period;
     e.channel = k.channel;
     e.tuple = s.count;
     e.cpu = uint16_t(cpu);

@@ -68,6 +68,6 @@ struct HeldEvents {
 // A table writing the `handlers` map of these probes.
 std::unique_ptr<HandlerTable> make_handler_table(Probes& probes, double tsc_hz);
 
-HeldEvents collect_held_events(int last_slots_fd, int count_slots_fd, const HandlerTable& table);
+HeldEvents collect_held_events(int last_slots_fd, int count_slots_fd);
 
 }  // namespace cptrace

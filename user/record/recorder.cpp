@@ -665,7 +665,7 @@ void Recording::stop_sources() {
 uint64_t Recording::drain_the_rest() {
   final_counts_ = probes_->read_counters();
   drain_->stop_and_flush();
-  HeldEvents held = collect_held_events(probes_->last_slots_fd(), probes_->count_slots_fd(), *handlers_);
+  HeldEvents held = collect_held_events(probes_->last_slots_fd(), probes_->count_slots_fd());
   for (TraceEvent& e : held.events)  // held in BPF in raw TSC: the simulated clock applies too
     if (clock_->sim().enabled && is_tsc(e.timebase)) e.ts = clock_->sim().apply(e.ts);
   submit_events(*pipe_, held.events);
