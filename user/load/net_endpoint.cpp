@@ -93,18 +93,6 @@ int listen_on(const std::string& bind_addr, uint16_t port, int type) {
   return fd;
 }
 
-bool write_all(int fd, const void* p, size_t n) {
-  auto* c = static_cast<const char*>(p);
-  while (n) {
-    ssize_t w = send(fd, c, n, MSG_NOSIGNAL);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return false;
-    c += w;
-    n -= size_t(w);
-  }
-  return true;
-}
-
 bool read_line(int fd, std::string& line, size_t max) {
   line.clear();
   char c;

@@ -21,8 +21,6 @@ int connect_to(const Endpoint& e, int type);
 // A bound socket on `port` (all addresses, IPv6 dual-stack when available);
 // listening if SOCK_STREAM. Throws with the reason.
 int listen_on(const std::string& bind_addr, uint16_t port, int type);
-// Writes/reads exactly n bytes on a blocking socket; false on EOF or error.
-bool write_all(int fd, const void* p, size_t n);
 // One text line ('\n' excluded) from a blocking socket; false on EOF/error/timeout.
 bool read_line(int fd, std::string& line, size_t max = 1 << 20);
 

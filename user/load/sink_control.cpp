@@ -12,6 +12,7 @@
 #include <fmt/core.h>
 
 #include "clock/clock_now.h"
+#include "os/socket_io.h"
 #include "os/time_units.h"
 
 namespace cptrace {
@@ -108,7 +109,7 @@ void ControlServer::serve(int fd) {
         reply = {{"ok", false}, {"error", e.what()}};
       }
       std::string out = reply.dump() + "\n";
-      if (!write_all(fd, out.data(), out.size())) return;
+      if (!send_all(fd, out)) return;
     }
   }
 }
@@ -209,7 +210,7 @@ SinkControl::~SinkControl() { close(fd_); }
 
 json SinkControl::call(const json& req) {
   std::string out = req.dump() + "\n", line;
-  if (!write_all(fd_, out.data(), out.size()) || !read_line(fd_, line))
+  if (!send_all(fd_, out) || !read_line(fd_, line))
     throw std::runtime_error(
         fmt::format("sink control {}: connection lost ({})", ep_.str(), errno ? strerror(errno) : "closed"));
   json j = json::parse(line, nullptr, false);

@@ -1,5 +1,6 @@
 #include "record/control_socket.h"
 
+#include "os/socket_io.h"
 #include "trace/json_text.h"
 
 #include <fcntl.h>
@@ -74,16 +75,6 @@ bool read_all(int fd, std::string& out, int timeout_ms) {
     out.append(buf, size_t(n));
   }
   return false;
-}
-
-bool write_all(int fd, const std::string& s) {
-  for (size_t off = 0; off < s.size();) {
-    ssize_t n = send(fd, s.data() + off, s.size() - off, MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    off += size_t(n);
-  }
-  return true;
 }
 
 int connect_to(const std::string& path) {
@@ -169,7 +160,7 @@ void ControlSocket::serve(int fd) {
       reply = {{"ok", false}, {"error", e.what()}};
     }
   }
-  write_all(fd, json_text(reply) + "\n");
+  send_all(fd, json_text(reply) + "\n");
 }
 
 nlohmann::json control_request(const std::string& path, const nlohmann::json& request, int timeout_ms) {
@@ -179,7 +170,7 @@ nlohmann::json control_request(const std::string& path, const nlohmann::json& re
         fmt::format("cannot reach a recorder at {}: {}{}", path, strerror(errno),
                     errno == ENOENT || errno == ECONNREFUSED ? " (is `cptrace record` running for this trace?)" : ""));
   std::string reply;
-  bool ok = write_all(fd, request.dump()) && shutdown(fd, SHUT_WR) == 0 && read_all(fd, reply, timeout_ms);
+  bool ok = send_all(fd, request.dump()) && shutdown(fd, SHUT_WR) == 0 && read_all(fd, reply, timeout_ms);
   close(fd);
   if (!ok) throw std::runtime_error(fmt::format("{}: no complete reply from the recorder", path));
   try {
