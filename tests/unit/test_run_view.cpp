@@ -167,6 +167,7 @@ TEST(RunView, NoNodeYetIsSaidAndNothingIsBounded) {
   const std::string run = tmp / "run";
   std::filesystem::create_directories(run + "/A");
   std::ofstream(run + "/A/events.cpt");
+  EXPECT_FALSE(holds_run(run)) << "`top` waits on: no frame tells a recording yet";
   RunViewOptions o;
   o.pairs = {{"A.out", "B.in"}};
   RunView view(run, o);
@@ -207,6 +208,12 @@ TEST(RunView, TranslatedAndOtherDirectoriesAreNoNodes) {
   std::filesystem::remove(run + "/B/meta.json");  // as streamed before the recorder's meta.json arrives
   std::filesystem::create_directories(run + "/nometa");  // a translated trace's frames, its meta.json not there
   std::filesystem::copy_file(run + "/translated/events.cpt", run + "/nometa/events.cpt");
+  EXPECT_TRUE(holds_run(run));
+  // A directory holding only translated traces is no run `top` could follow.
+  std::filesystem::create_directories(tmp / "only");
+  std::filesystem::copy(run + "/translated", (tmp / "only") + "/translated");
+  std::filesystem::copy(run + "/nometa", (tmp / "only") + "/nometa");
+  EXPECT_FALSE(holds_run(tmp / "only"));
 
   RunViewOptions o;
   o.pairs = {{"A.out", "B.in"}};

@@ -211,6 +211,14 @@ bool is_recording(const fs::path& d) {
 
 }  // namespace
 
+bool holds_run(const std::string& run_dir) {
+  std::error_code ec;
+  if (fs::exists(fs::path(run_dir) / "cluster.json", ec)) return true;
+  for (const auto& d : fs::directory_iterator(run_dir, ec))
+    if (d.is_directory(ec) && fs::exists(d.path() / "events.cpt", ec) && is_recording(d.path())) return true;
+  return false;
+}
+
 // The nodes: those RUN/cluster.json names, once their directory exists; without
 // it, the recordings among RUN's directories (is_recording). Nodes keep the index
 // they got (the order they appeared in, by name or manifest order within one scan).

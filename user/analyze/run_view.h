@@ -56,6 +56,11 @@ struct RunViewOptions {
   double max_drift_ppm = 500;
 };
 
+// RUN is a run RunView follows: it has a cluster.json, or a directory holding a
+// recording (not RUN/translated, nor a directory whose events.cpt has no frame
+// yet). `top` waits for this, so that it never follows a run with no node.
+bool holds_run(const std::string& run_dir);
+
 class RunView {
  public:
   RunView(std::string run_dir, RunViewOptions o);

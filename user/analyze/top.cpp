@@ -28,16 +28,6 @@ namespace {
 
 void sleep_s(double s) { std::this_thread::sleep_for(std::chrono::duration<double>(s)); }
 
-// A run: `cluster record`'s manifest, or a subdirectory holding an events.cpt
-// (which of them are nodes, run_view.h decides).
-bool has_node_dir(const std::string& dir) {
-  std::error_code ec;
-  if (fs::exists(fs::path(dir) / "cluster.json", ec)) return true;
-  for (const auto& d : fs::directory_iterator(dir, ec))
-    if (d.is_directory(ec) && fs::exists(d.path() / "events.cpt", ec)) return true;
-  return false;
-}
-
 // The recorder creates DIR, then events.cpt in it; a run gets RUN/NODE/events.cpt.
 // Waits for either, at most wait_s. Returns events.cpt's path, or "" for a run.
 std::string wait_for_trace(const std::string& dir, double wait_s) {
@@ -48,12 +38,12 @@ std::string wait_for_trace(const std::string& dir, double wait_s) {
     if (fs::exists(dir, ec) && !fs::is_directory(dir, ec))
       throw std::runtime_error(dir + ": not a trace directory (not a directory)");
     if (fs::exists(events, ec)) return events.string();
-    if (has_node_dir(dir)) return "";
+    if (holds_run(dir)) return "";  // run_view.h decides what a run is
     bool have_dir = fs::exists(dir, ec);
     if (Clock::now() >= deadline)
       throw std::runtime_error(have_dir
                                    ? fmt::format("{}: not a cptrace trace directory (no events.cpt in it, nor "
-                                                 "node directories holding one, after {} s, --wait)",
+                                                 "node directories holding a recording, after {} s, --wait)",
                                                  dir, wait_s)
                                    : fmt::format("{}: no such directory after waiting {} s (--wait)", dir, wait_s));
     if (!told) say("waiting up to {:g} s for {}", wait_s, events.string());
