@@ -162,6 +162,32 @@ std::map<std::string, std::string> table_from_latency_csv(const std::string& csv
           {"width_p50_s", us(rank(w, 0.5))},   {"width_max_s", us(w.back())}};
 }
 
+// The latency-over-time plot of one series: p50 and p99 with their bands, and
+// max; its periods hold every tuple of the table, and the largest period max is
+// the table's max.
+void expect_over_time(const std::string& dom, const std::string& pair, const std::string& nodes,
+                      const std::map<std::string, std::string>& table) {
+  std::string head = "<g class=\"series\" data-pair=\"" + pair + "\" data-nodes=\"" + nodes + "\">";
+  size_t at = dom.find(head);
+  ASSERT_NE(at, std::string::npos) << "no latency-over-time plot for " << pair << " " << nodes;
+  std::string g = dom.substr(at, dom.find("</g>", at) - at);
+  for (const char* q : {"p50", "p99"}) {
+    EXPECT_NE(g.find(std::string("class=\"band\" data-quantile=\"") + q), std::string::npos) << q << " band";
+    EXPECT_NE(g.find(std::string("class=\"estimate\" data-quantile=\"") + q), std::string::npos) << q << " line";
+  }
+  uint64_t tuples = 0;
+  for (auto& m : all_matches(g, std::regex(R"re( s, (\d+) tuples: p50 )re"))) tuples += std::stoull(m[1]);
+  EXPECT_EQ(std::to_string(tuples), table.at("count")) << pair;
+  auto maxes = all_matches(g, std::regex(R"re(data-quantile="max" data-values="([^"]*)")re"));
+  ASSERT_EQ(maxes.size(), 1u);
+  double top = -1e300;
+  std::stringstream vs(maxes[0].str(1));
+  for (std::string x; std::getline(vs, x, ',');) top = std::max(top, std::stod(x));
+  char b[64];
+  snprintf(b, sizeof b, "%.3f", top * 1e6);
+  EXPECT_EQ(std::string(b), table.at("max_s")) << pair;
+}
+
 }  // namespace
 
 TEST(Report, RendersInChromiumWithTheNumbersOfTheTrace) {
@@ -384,6 +410,7 @@ TEST(Report, TranslatedClusterLatencyMatchesLatencyCommand) {
     EXPECT_TRUE(std::regex_search(dom, std::regex("<polyline[^>]*data-pair=\"" + w.from + " -&gt; " + w.to +
                                                   "\" data-nodes=\"" + w.from_node + " -&gt; " + w.to_node + "\"")))
         << "no bound-width line for " << w.row;
+    expect_over_time(dom, w.from + " -&gt; " + w.to, w.from_node + " -&gt; " + w.to_node, want);
   }
   // No node sections without --node-dir, and the page says how to get them.
   EXPECT_EQ(dom.find("<section class=\"node\""), std::string::npos);

@@ -189,6 +189,7 @@ function latencyPlots(parent, L) {
   boxes(parent, L);
   cdf(parent, L);
   L.forEach(function (s, k) { hist(parent, s, k); });
+  overTime(parent, L);
   widths(parent, L);
 }
 
@@ -286,6 +287,46 @@ function hist(parent, s, k) {
     var r = sv('rect', {x: p.x(lo + i * bw), y: p.y(v), width: Math.max(0.5, p.x(lo + (i + 1) * bw) - p.x(lo + i * bw) - 0.5),
                         height: p.y(0) - p.y(v), fill: s.remote ? '#d62728' : color(k), 'data-count': v}, p.svg);
     sv('title', {}, r, (lo + i * bw).toFixed(3) + ' .. ' + (lo + (i + 1) * bw).toFixed(3) + ' us: ' + v);
+  });
+}
+
+// Latency over time, one plot per series: p50 and p99 per period, each with the
+// band its strict bound gives (the true percentile lies in it), and the max.
+function overTime(parent, L) {
+  var S = L.filter(function (s) { return s.over_time && s.over_time.length; });
+  if (!S.length) return;
+  el('h3', {}, parent, 'Latency over time (p50, p99 with their bounds; max)');
+  S.forEach(function (s) {
+    var P = s.over_time, mid = function (q) { return (q.from_s + q.to_s) / 2; };
+    var x0 = P[0].from_s, x1 = P[P.length - 1].to_s;
+    var y0 = Math.min.apply(null, P.map(function (q) { return q.p50_lo_s; })) * 1e6;
+    var y1 = Math.max.apply(null, P.map(function (q) { return Math.max(q.p99_hi_s, q.max_s); })) * 1e6;
+    el('h4', {}, parent, s.from + ' -> ' + s.to + ' (' + (s.remote ? s.from_node + ' -> ' + s.to_node : 'local ' + s.from_node) + ')');
+    var p = plot(parent, {x0: x0, x1: x1 > x0 ? x1 : x0 + 1, y0: Math.min(0, y0), y1: y1 > y0 ? y1 : y0 + 1, height: 220,
+                          xlabel: 'seconds since trace start', ylabel: 'microseconds', cls: 'over-time'});
+    var g = sv('g', {'class': 'series', 'data-pair': s.from + ' -> ' + s.to, 'data-nodes': s.from_node + ' -> ' + s.to_node}, p.svg);
+    var xy = function (t, v) { return p.x(t).toFixed(2) + ',' + p.y(v * 1e6).toFixed(2); };
+    [['p50', '#1f77b4'], ['p99', '#d62728']].forEach(function (c) {
+      var q = c[0], upper = P.map(function (r) { return xy(mid(r), r[q + '_hi_s']); });
+      var lower = P.map(function (r) { return xy(mid(r), r[q + '_lo_s']); }).reverse();
+      sv('polygon', {points: upper.concat(lower).join(' '), fill: c[1], 'fill-opacity': 0.18, stroke: 'none', 'class': 'band',
+                     'data-quantile': q, 'data-lo': P.map(function (r) { return r[q + '_lo_s']; }).join(','),
+                     'data-hi': P.map(function (r) { return r[q + '_hi_s']; }).join(',')}, g);
+      sv('polyline', {points: P.map(function (r) { return xy(mid(r), r[q + '_s']); }).join(' '), fill: 'none', stroke: c[1],
+                      'stroke-width': 1.5, 'class': 'estimate', 'data-quantile': q,
+                      'data-values': P.map(function (r) { return r[q + '_s']; }).join(',')}, g);
+    });
+    sv('polyline', {points: P.map(function (r) { return xy(mid(r), r.max_s); }).join(' '), fill: 'none', stroke: '#555',
+                    'stroke-dasharray': '3,3', 'class': 'estimate', 'data-quantile': 'max',
+                    'data-values': P.map(function (r) { return r.max_s; }).join(',')}, g);
+    P.forEach(function (r) {
+      var c = sv('circle', {cx: p.x(mid(r)), cy: p.y(r.p50_s * 1e6), r: 2, fill: '#1f77b4'}, g);
+      sv('title', {}, c, r.from_s.toFixed(3) + ' .. ' + r.to_s.toFixed(3) + ' s, ' + r.count + ' tuples: p50 ' + us(r.p50_s) +
+         ' us [' + us(r.p50_lo_s) + ', ' + us(r.p50_hi_s) + '], p99 ' + us(r.p99_s) + ' us [' + us(r.p99_lo_s) + ', ' +
+         us(r.p99_hi_s) + '], max ' + us(r.max_s) + ' us [' + us(r.max_lo_s) + ', ' + us(r.max_hi_s) + ']');
+    });
+    legend(parent, [{name: 'p50 (band: its bound)', color: '#1f77b4'}, {name: 'p99 (band: its bound)', color: '#d62728'},
+                    {name: 'max', color: '#555'}]);
   });
 }
 

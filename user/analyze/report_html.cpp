@@ -94,7 +94,8 @@ json series_json(const LatencySeries& s) {
           {"summary", summary_json(s.summary)},
           {"histogram", s.histogram},
           {"cdf", s.cdf},
-          {"width_over_time", s.width_over_time}};
+          {"width_over_time", s.width_over_time},
+          {"over_time", s.over_time}};
 }
 
 // JSON inside <script>: "</" would end the element.

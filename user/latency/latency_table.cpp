@@ -7,6 +7,7 @@
 #include <limits>
 #include <memory>
 
+#include "latency/latency_periods.h"
 #include "tables/rank_select.h"
 
 namespace cptrace {
@@ -42,8 +43,8 @@ struct FirstPass {
   }
 };
 
-// The histogram's bins and the bound width's time slices: one more pass, now
-// that the ranges are known.
+// The histogram's bins, the bound width's time slices and the percentiles per
+// period: one more pass, now that the ranges are known.
 class SecondPass {
  public:
   explicit SecondPass(const FirstPass& f)
@@ -53,13 +54,15 @@ class SecondPass {
         first_at_(kSlices, std::numeric_limits<double>::infinity()),
         widest_(kSlices, 0),
         used_(kSlices, false),
-        spread_(f.vmax > f.vmin) {}
+        spread_(f.vmax > f.vmin),
+        periods_(f.t0, f.t1, f.lo_min, f.hi_max) {}
   void add(const LatencySample& x) {
     if (spread_) counts_[std::min(size_t(kBins) - 1, size_t((x.value_s - f_.vmin) / (f_.vmax - f_.vmin) * kBins))]++;
     size_t b = std::min(kSlices - 1, size_t((x.at_s - f_.t0) / step_));
     used_[b] = true;
     first_at_[b] = std::min(first_at_[b], x.at_s);
     widest_[b] = std::max(widest_[b], x.hi_s - x.lo_s);
+    periods_.add(x);
   }
   void finish(LatencySeries& s) const {
     if (spread_)
@@ -68,6 +71,7 @@ class SecondPass {
       s.histogram = {{"lo_s", f_.vmin}, {"hi_s", f_.vmax}, {"counts", {f_.n}}};
     for (size_t b = 0; b < kSlices; ++b)
       if (used_[b]) s.width_over_time.push_back({first_at_[b], widest_[b]});
+    s.over_time = periods_.to_json();
   }
 
  private:
@@ -79,6 +83,7 @@ class SecondPass {
   std::vector<double> first_at_, widest_;
   std::vector<bool> used_;
   bool spread_;
+  LatencyPeriods periods_;
 };
 
 }  // namespace
@@ -126,6 +131,7 @@ void SeriesFiller::finish(const std::vector<LatencySeries*>& out, const MultiSca
     s.histogram = nullptr;
     s.cdf = nlohmann::json::array();
     s.width_over_time = nlohmann::json::array();
+    s.over_time = nlohmann::json::array();
     LatencySummary& m = s.summary;
     m = LatencySummary{};
     m.count = f.n;

@@ -56,12 +56,13 @@ struct LatencySeries {
   nlohmann::json histogram;  // 40 bins over [min, max] of the values; null without samples
   nlohmann::json cdf = nlohmann::json::array();  // cdf_points() of the values
   nlohmann::json width_over_time = nlohmann::json::array();  // [at_s, widest bound] per time slice
+  nlohmann::json over_time = nlohmann::json::array();  // percentiles per period with bounds (latency_periods.h)
 };
 
 // scan(fn): fn(sample) for every sample of the series, in the same order on
 // every call (fill_series_stats calls it twice).
 using SampleScan = std::function<void(const std::function<void(const LatencySample&)>&)>;
-// Fills s.summary, histogram, cdf and width_over_time within `budget`. The mean
+// Fills s.summary, histogram, cdf, width_over_time and over_time within `budget`. The mean
 // sums the values in scan order.
 void fill_series_stats(LatencySeries& s, const SampleScan& scan, const MemoryBudget& budget);
 
