@@ -210,6 +210,10 @@ echo "   each form's wall rate and its CPU ceiling (rows per CPU-second times th
 bash bench/export_tables.sh
 
 echo
+echo "== 21b. record -- a command that does nothing: wall time to start (until it runs) and to stop"
+as_root "recording needs root" bash bench/record_startup.sh $B/cptrace 5
+
+echo
 echo "== 22. translate throughput: 3 nodes, ~$((4 * ${TRANSLATE_TUPLES:-2500000})) events, scrambled and in-order ids;"
 echo "   events/s (wall, and per core from user+system time), median of 3 (min-max), this build's default"
 echo "   threads and --threads 1, against TRANSLATE_OLD (a previous build's cptrace; default $B/cptrace.before"

@@ -22,6 +22,7 @@
 #include "netcap.skel.h"
 #include "probe/per_cpu_rings.h"
 #include "probe/kernel_features.h"
+#include "probe/link_release.h"
 #include "probe/probe_attach.h"
 
 namespace cptrace {
@@ -98,9 +99,11 @@ NetCapture::NetCapture(const NetOptions& opt) : opt_(opt), filt_(resolve_net_fil
 
 NetCapture::~NetCapture() {
   if (thread_.joinable()) stop();
-  for (auto* l : links_) bpf_link__destroy(l);
+  destroy_links_together(std::move(links_));  // link_release.h: one grace period for all
+  links_.clear();
   ring_buffer__free(rb_);
   for (int fd : ring_fds_) close(fd);
+  if (skel_) detach_skeleton_together(skel_->skeleton);
   netcap_bpf::destroy(skel_);
 }
 
@@ -239,7 +242,7 @@ void NetCapture::loop() {
 }
 
 void NetCapture::stop() {
-  for (auto* l : links_) bpf_link__destroy(l);
+  destroy_links_together(std::move(links_));  // link_release.h: one grace period for all
   links_.clear();
   stop_.store(true);
   waiter_->wake();

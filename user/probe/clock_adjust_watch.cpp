@@ -1,6 +1,8 @@
 // Loading bpf/clockadj.bpf.c and reading its ring (clock_adjust_watch.h).
 #include "probe/clock_adjust_watch.h"
 
+#include "probe/link_release.h"
+
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <unistd.h>
@@ -44,6 +46,7 @@ ClockAdjustWatch::ClockAdjustWatch() {
 
 ClockAdjustWatch::~ClockAdjustWatch() {
   ring_buffer__free(rb_);
+  if (skel_) detach_skeleton_together(skel_->skeleton);
   clockadj_bpf::destroy(skel_);
 }
 

@@ -1,5 +1,7 @@
 #include "probe/probe_attach.h"
 
+#include "probe/link_release.h"
+
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <unistd.h>
@@ -129,6 +131,7 @@ Probes::~Probes() {
   detach();
   stage_.reset();
   for (int fd : ring_fds_) close(fd);
+  if (skel_) detach_skeleton_together(skel_->skeleton);
   cptrace_bpf::destroy(skel_);
 }
 
@@ -230,13 +233,16 @@ void Probes::detach() {
   detached_ = true;
   if (hello_link_) bpf_link__destroy(hello_link_);  // no process waits for us from here on
   hello_link_ = nullptr;
-  for (auto* l : follow_links_) bpf_link__destroy(l);  // no new children first
+  // Each group together (link_release.h), the groups in this order.
+  destroy_links_together(std::move(follow_links_));  // no new children first
   follow_links_.clear();
+  std::vector<std::function<void()>> closes;
   for (auto& [tgid, fds] : proc_fds_)
     for (int fd : fds)
-      if (fd >= 0) close(fd);
+      if (fd >= 0) closes.push_back([fd] { close(fd); });
+  release_together(std::move(closes));
   proc_fds_.clear();
-  for (auto* l : links_) bpf_link__destroy(l);
+  destroy_links_together(std::move(links_));
   links_.clear();
   if (tracefs_) tracefs_->remove_all();
 }
