@@ -66,6 +66,21 @@ inline RunResult run(const std::string& cmdline, const TempDir& tmp) {
   return r;
 }
 
+// The headless browser the report tests render pages with ("" when none).
+inline std::string chromium() {
+  for (const char* p : {"chromium", "chromium-browser", "google-chrome"})
+    if (system((std::string("command -v ") + p + " >/dev/null 2>&1").c_str()) == 0) return p;
+  return "";
+}
+
+// The DOM of a page after its script ran (no network: the page must not need it).
+inline std::string rendered_dom(const std::string& html, const TempDir& tmp) {
+  RunResult r = run(chromium() + " --headless --no-sandbox --disable-gpu --no-first-run --user-data-dir=" +
+                        (tmp / "chromium-profile") + " --virtual-time-budget=5000 --dump-dom file://" + html,
+                    tmp);
+  return r.status == 0 ? r.out : "";
+}
+
 // A background process started with fork/exec (argv via /bin/sh -c), stdout and
 // stderr to files, so a test can signal it and read what it printed so far.
 struct Proc {

@@ -69,6 +69,58 @@ std::vector<Row> parse_csv(const std::string& text) {
   return rows;
 }
 
+// The report of the translated run, given the nodes' traces, has a flows
+// section: per flow and direction the row of `netlat --json` (counts, and
+// p50/p99/max with their bounds, exact in data-*), and each flow's latency
+// over time.
+void expect_report_flows(const testutil::TempDir& tmp) {
+  if (testutil::chromium().empty()) {
+    ADD_FAILURE() << "chromium is not installed (tools/install-deps.sh installs it)";
+    return;
+  }
+  const std::string bin = testutil::cptrace_bin(), a = tmp / "A", b = tmp / "B";
+  auto tr = testutil::run(bin + " translate " + a + " " + b + " --reference A -o " + (tmp / "run"), tmp);
+  ASSERT_EQ(tr.status, 0) << tr.err;
+  auto rep = testutil::run(
+      bin + " report " + (tmp / "run") + " --node-dir " + a + " --node-dir " + b + " -o " + (tmp / "r.html"), tmp);
+  ASSERT_EQ(rep.status, 0) << rep.err;
+  auto js = testutil::run(bin + " netlat " + a + " " + b + " --reference A --json", tmp);
+  ASSERT_EQ(js.status, 0) << js.err;
+  const nlohmann::json summary = nlohmann::json::parse(js.out);
+  const std::string dom = testutil::rendered_dom(tmp / "r.html", tmp);
+  ASSERT_NE(dom.find("data-rendered=\"1\""), std::string::npos) << dom.substr(0, 2000);
+  EXPECT_EQ(dom.find("class=\"js-error\""), std::string::npos);
+  auto escape = [](std::string s) {
+    for (size_t p = 0; (p = s.find('>', p)) != std::string::npos; p += 4) s.replace(p, 1, "&gt;");
+    return s;
+  };
+  size_t rows = 0;
+  for (const auto& f : summary["flows"]) {
+    const std::string flow = escape(f["flow"].get<std::string>());
+    const std::string nodes = f["from"].get<std::string>() + " -&gt; " + f["to"].get<std::string>();
+    size_t at = dom.find("data-key=\"flow\">" + flow + "</td><td class=\"\" data-key=\"nodes\">" + nodes + "<");
+    ASSERT_NE(at, std::string::npos) << "no row for " << flow << " " << nodes;
+    const std::string row = dom.substr(at, dom.find("</tr>", at) - at);
+    for (const char* c : {"sent", "received", "matched", "retransmitted", "out_of_order"})
+      EXPECT_NE(row.find(fmt::format("data-key=\"{}\">{}<", c, f[c].get<uint64_t>())), std::string::npos)
+          << flow << " " << c << ": " << row;
+    if (!f.contains("delay_ns")) continue;
+    for (const char* q : {"p50", "p99", "p100"}) {
+      const auto& d = f["delay_ns"][q];
+      EXPECT_NE(row.find(fmt::format("data-key=\"{}\" data-ns=\"{}\" data-lo=\"{}\" data-hi=\"{}\"", q,
+                                     d["ns"].get<int64_t>(), d["lo"].get<int64_t>(), d["hi"].get<int64_t>())),
+                std::string::npos)
+          << flow << " " << q << ": " << row;
+    }
+    const size_t arrow = flow.find(" -&gt; ");
+    EXPECT_NE(dom.find("<g class=\"series\" data-pair=\"" + flow + "\" data-nodes=\"" + nodes + "\">"),
+              std::string::npos)
+        << "no latency over time for " << flow << " (" << arrow << ")";
+    rows++;
+  }
+  EXPECT_GE(rows, 4u) << "udp4, udp6 and tcp4 both ways";
+}
+
 TEST(Netlat, EveryPacketsOneWayDelayBoundContainsTheKernelsTruth) {
   REQUIRE_BPF();
   REQUIRE_TESTBED();
@@ -283,6 +335,8 @@ TEST(Netlat, EveryPacketsOneWayDelayBoundContainsTheKernelsTruth) {
   auto bad = testutil::run(bin + " netlat " + (tmp / "A") + " " + (tmp / "B") + " --reference A --from C", tmp);
   EXPECT_EQ(bad.status, 1);
   EXPECT_NE(bad.err.find("--from C: no such node (the traces hold A, B)"), std::string::npos) << bad.err;
+
+  expect_report_flows(tmp);
 
   // The tables for SQL: the packets of --csv, every node's side of each flow;
   // DuckDB's per-flow percentiles over them are netlat's, number for number.

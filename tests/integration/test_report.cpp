@@ -29,25 +29,10 @@ namespace {
 constexpr uint64_t O = SyntheticTrace::kOrigin;
 constexpr uint64_t MS = 1'000'000, US = 1'000;
 
-std::string chromium() {
-  for (const char* p : {"chromium", "chromium-browser", "google-chrome"})
-    if (system((std::string("command -v ") + p + " >/dev/null 2>&1").c_str()) == 0) return p;
-  return "";
-}
-
 #define REQUIRE_CHROMIUM()                                                                                            \
   do {                                                                                                                \
     if (chromium().empty()) GTEST_SKIP() << "SKIPPED: chromium is not installed (tools/install-deps.sh installs it)"; \
   } while (0)
-
-// The DOM after the page's script ran (no network: the page must not need it).
-std::string rendered_dom(const std::string& html, const TempDir& tmp) {
-  auto r = run(chromium() + " --headless --no-sandbox --disable-gpu --no-first-run --user-data-dir=" +
-                   (tmp / "chromium-profile") + " --virtual-time-budget=5000 --dump-dom file://" + html,
-               tmp);
-  EXPECT_EQ(r.status, 0) << r.err;
-  return r.out;
-}
 
 // The page fetches nothing (self-contained) and its script ran without error;
 // returns the DOM Chromium rendered.

@@ -70,6 +70,7 @@ function table(parent, cls, head, rows) {
     r.forEach(function (c, i) {
       var td = el('td', {'class': i ? '' : 'l'}, tr, c.text !== undefined ? c.text : c);
       if (c.key) td.setAttribute('data-key', c.key);
+      for (var a in (c.data || {})) td.setAttribute('data-' + a, c.data[a]);
     });
   });
   return t;
@@ -181,6 +182,37 @@ function latencyTable(parent, L) {
       el('p', {'class': 'note'}, parent, s.from + ' -> ' + s.to + ': ' + s.unmatched_from + ' tuple ids only on ' + s.from + ', ' +
          s.unmatched_to + ' only on ' + s.to + ', ' + s.duplicates + ' repeated.');
   });
+}
+
+// The nodes' packets: per flow and direction, `cptrace netlat --json`'s row
+// (counts, p50/p90/p99/max with their strict bounds, in us; the ns in data-*),
+// then the plots a channel pair gets.
+function flows(parent, F) {
+  el('h2', {}, parent, 'Flows: one-way delay, transmit on the sender -> receive on the receiver');
+  var S = F.summary, rel = S.relation || {};
+  el('p', {'class': 'note'}, parent, 'On ' + S.reference + '\'s clock, as cptrace netlat NODE_DIRS --reference ' + S.reference +
+     ' gives it (relation: method ' + rel.method + ', clock model ' + rel.clock_model + ', inputs ' + rel.inputs + '); every bound strict.');
+  var qs = ['p50', 'p90', 'p99', 'p100'];
+  var bound = function (f, q) {
+    var d = f.delay_ns && f.delay_ns[q];
+    if (!d) return {text: '-', key: q};
+    return {text: us(d.ns * 1e-9) + ' [' + us(d.lo * 1e-9) + ', ' + us(d.hi * 1e-9) + ']', key: q,
+            data: {ns: d.ns, lo: d.lo, hi: d.hi}};
+  };
+  table(parent, 'flow-stats', ['flow', 'nodes', 'sent', 'retransmitted', 'received', 'out of order', 'matched', 'unbounded']
+          .concat(qs.map(function (q) { return (q === 'p100' ? 'max' : q) + ' (us) [bound]'; })),
+        S.flows.map(function (f) {
+          return [{text: f.flow, key: 'flow'}, {text: f.from + ' -> ' + f.to, key: 'nodes'}]
+            .concat(['sent', 'retransmitted', 'received', 'out_of_order', 'matched', 'unbounded'].map(function (k) {
+              return {text: num(f[k]), key: k};
+            }))
+            .concat(qs.map(function (q) { return bound(f, q); }));
+        }));
+  var L = F.series.filter(function (s) { return s.summary.count > 0; });
+  if (!L.length) return;
+  boxes(parent, L);
+  cdf(parent, L);
+  overTime(parent, L);
 }
 
 function latencyPlots(parent, L) {
@@ -367,6 +399,7 @@ try {
     el('p', {'class': 'note no-nodes'}, root, 'Throughput and drops per node: give each node\'s own trace with --node-dir ' +
        '(nodes of this run: ' + D.run_nodes.join(', ') + ').');
   latencyPlots(el('section', {'class': 'latency'}, root), D.latency);
+  if (D.flows) flows(el('section', {'class': 'flows'}, root), D.flows);
   root.setAttribute('data-rendered', '1');
 } catch (e) {
   el('p', {'class': 'js-error'}, root, 'report script failed: ' + e);

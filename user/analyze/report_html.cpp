@@ -19,6 +19,7 @@
 #include "analyze/report_js.h"
 #include "os/say.h"
 #include "translate/translated_run.h"
+#include "netlat/flow_series.h"
 
 namespace cptrace {
 
@@ -141,6 +142,7 @@ json report_json(const ReportData& d) {
   j["path"] = d.path;
   j["run_nodes"] = d.run_nodes;
   j["warnings"] = d.warnings;
+  j["flows"] = d.flows;
   return j;
 }
 
@@ -201,6 +203,28 @@ std::vector<ChannelPair> checked_pairs(const TraceReader& r, const ReportOptions
   return want;
 }
 
+// The nodes' packets, related as `cptrace netlat NODE_DIRS --reference REF`
+// relates them (its defaults): null when no node recorded any. A failure to
+// relate them is said on the page, which keeps the rest.
+json flows_json(const TranslatedRun& run, const ReportOptions& o, std::vector<std::string>& warnings) {
+  bool any = false;
+  for (const std::string& dir : o.node_dirs) any = any || TraceReader(dir).net_event_count() > 0;
+  if (!any) return nullptr;
+  NetlatOptions n;
+  n.relate.dirs = o.node_dirs;
+  n.relate.reference = run.reference;
+  n.relate.threads = o.budget.threads;
+  try {
+    FlowReport f = flow_report(n, o.budget);
+    json series = json::array();
+    for (const LatencySeries& s : f.series) series.push_back(series_json(s));
+    return {{"summary", std::move(f.summary)}, {"series", std::move(series)}};
+  } catch (const std::exception& e) {
+    warnings.push_back(std::string("flows: the nodes' packets could not be related: ") + e.what());
+    return nullptr;
+  }
+}
+
 // A translated trace holds the events of every node on the reference clock but no
 // per-node counters, correlation stream or start instant: node sections come from
 // the node directories (report_nodes.h), the latency table from the latency
@@ -250,6 +274,7 @@ void translated_report(const TraceReader& r, const ReportOptions& o, ReportData&
   for (auto& s : series)
     for (LatencySeries& one : s) d.latency.push_back(std::move(one));
   if (!o.node_dirs.empty()) d.nodes = run_node_sections(r, o.node_dirs, o.period_ms);
+  if (!o.node_dirs.empty()) d.flows = flows_json(run, o, d.warnings);
 }
 
 void node_trace_report(const TraceReader& r, const ReportOptions& o, ReportData& d) {

@@ -13,7 +13,10 @@
 //     node pair), filled by latency/latency_series.h, each drawn as a box plot
 //     with the range its bounds reach, a histogram, a CDF on a log time axis,
 //     and its bound width over time grouped by node pair;
-//   - optionally a pipeline path's per-hop breakdown (report_path.h).
+//   - optionally a pipeline path's per-hop breakdown (report_path.h);
+//   - a translated run's flows when its nodes' traces hold packets: per flow
+//     and direction the one-way delays `cptrace netlat` gives, drawn as the
+//     latency series are.
 #pragma once
 #include <optional>
 #include <string>
@@ -47,6 +50,9 @@ struct ReportData {
   nlohmann::json path;  // path_breakdown(), or null
   std::vector<std::string> run_nodes;  // a translated run's nodes (a note when their sections are missing)
   std::vector<std::string> warnings;  // shown first: what the run lacks (a node lost mid-run, ...)
+  // The nodes' packets (`record --net`, given with --node-dir): `netlat --json`'s
+  // summary and one series per flow and direction (netlat/flow_series.h).
+  nlohmann::json flows;  // {"summary": ..., "series": [...]}, or null
 };
 
 struct ReportOptions {

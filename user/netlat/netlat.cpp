@@ -174,6 +174,9 @@ NetlatResult netlat(const NetlatOptions& opt, const NetlatSink& each, const Writ
   const TicksToNs ticks_ns = frequency(nodes[ref], rel.pairs, ref);
   PacketDelays delays(raw, to_ref, transitions, ticks_ns);
   const auto in_window = time_window(opt, nodes[ref], to_ref, ticks_ns);
+  const nlohmann::json start = nodes[ref].reader->meta().value("start", nlohmann::json::object());
+  const bool has_origin = start.is_object() && start.value("tsc", nlohmann::json()).is_number_unsigned();
+  const int64_t origin = has_origin ? int64_t(start["tsc"].get<uint64_t>()) : 0;
   auto keep = [&](const FlowId& f) {
     if (opt.port && f.sport != *opt.port && f.dport != *opt.port) return false;
     return !addr || (f.family == addr->second && (f.saddr == addr->first || f.daddr == addr->first));
@@ -188,7 +191,11 @@ NetlatResult netlat(const NetlatOptions& opt, const NetlatSink& each, const Writ
     if ((from != kAny && m.tx_node != from) || (to != kAny && m.rx_node != to)) continue;
     const NetEvent &tx = raw[m.tx_node].events[m.tx], &rx = raw[m.rx_node].events[m.rx];
     if (!keep(FlowId::of(rx.r)) || !(by_pid(tx) || by_pid(rx)) || !in_window(m.tx_node, tx.ts)) continue;
-    const PacketDelay d = delays.of(m);
+    PacketDelay d = delays.of(m);
+    if (has_origin) {
+      const int64_t t = d.tx_ref.est - origin;
+      d.tx_at_ns = ticks_ns(t, t, t).ns;
+    }
     res.flows.add(d);
     if (each) each(res, d);
   }

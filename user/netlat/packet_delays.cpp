@@ -28,6 +28,7 @@ PacketDelays::Span PacketDelays::between(uint32_t from_node, uint64_t from_ts, u
   s.ticks.est = std::clamp(s.ticks.est, s.ticks.lo, s.ticks.hi);
   s.ns = ns_(s.ticks.est, s.ticks.lo, s.ticks.hi);
   s.guaranteed = !in_transition(from_node, from_ts, from_err) && !in_transition(to_node, to_ts, to_err);
+  s.from = t;
   return s;
 }
 
@@ -37,7 +38,7 @@ PacketDelay PacketDelays::of(const PacketMatch& m) {
   d.tx = &nodes_[m.tx_node].events[m.tx];
   d.rx = &nodes_[m.rx_node].events[m.rx];
   const Span s = between(m.tx_node, d.tx->ts, d.tx->ts_err, m.rx_node, d.rx->ts, d.rx->ts_err);
-  d.ticks = s.ticks, d.ns = s.ns, d.guaranteed = s.guaranteed;
+  d.ticks = s.ticks, d.ns = s.ns, d.guaranteed = s.guaranteed, d.tx_ref = s.from;
   return d;
 }
 

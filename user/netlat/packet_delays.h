@@ -20,6 +20,11 @@ struct PacketDelay {
   const NetEvent* rx = nullptr;
   Bound ticks;  // reference ticks: est, lo, hi
   NsBound ns;
+  Bound tx_ref;  // the transmit's stamp on the reference, ticks
+  // tx_ref's estimate in ns since the reference's recording start (netlat()
+  // fills it; INT64_MIN when the reference's meta.json has no start): for
+  // plots over time, not a bound.
+  int64_t tx_at_ns = INT64_MIN;
   // A stamp lies where its node's first hop to the reference changes rate
   // (hull transition): the bound is not guaranteed, so it is counted, not used.
   bool guaranteed = true;
@@ -39,6 +44,7 @@ class PacketDelays {
     Bound ticks;
     NsBound ns;
     bool guaranteed = true;
+    Bound from;  // the first stamp on the reference
   };
   Span between(uint32_t from_node, uint64_t from_ts, uint64_t from_err, uint32_t to_node, uint64_t to_ts,
                uint64_t to_err);
