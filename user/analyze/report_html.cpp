@@ -14,6 +14,7 @@
 #include "analyze/report_path.h"
 #include "trace/tsc_skew_history.h"
 #include "os/out_file.h"
+#include "trace/trace_file.h"
 #include "trace/trace_timeline.h"
 #include "analyze/clock_adjust_summary.h"
 #include "analyze/report_js.h"
@@ -203,13 +204,22 @@ std::vector<ChannelPair> checked_pairs(const TraceReader& r, const ReportOptions
   return want;
 }
 
+// A node recorded with --net: its meta.json says so (net, recorded_net_events);
+// a trace without meta.json (a killed recorder) is scanned for Net frames.
+bool recorded_packets(const std::string& dir) {
+  try {
+    json meta = json::parse(read_trace_file(dir + "/meta.json"));
+    return meta.value("recorded_net_events", uint64_t{0}) > 0;
+  } catch (const std::exception&) {
+    return TraceReader(dir).net_event_count() > 0;
+  }
+}
+
 // The nodes' packets, related as `cptrace netlat NODE_DIRS --reference REF`
 // relates them (its defaults): null when no node recorded any. A failure to
 // relate them is said on the page, which keeps the rest.
 json flows_json(const TranslatedRun& run, const ReportOptions& o, std::vector<std::string>& warnings) {
-  bool any = false;
-  for (const std::string& dir : o.node_dirs) any = any || TraceReader(dir).net_event_count() > 0;
-  if (!any) return nullptr;
+  if (std::none_of(o.node_dirs.begin(), o.node_dirs.end(), recorded_packets)) return nullptr;
   NetlatOptions n;
   n.relate.dirs = o.node_dirs;
   n.relate.reference = run.reference;
