@@ -394,6 +394,7 @@ static __always_inline int on_packet(const struct sk_buff *skb, const struct net
 	if (o) {
 		r->pid = o->tgid;
 		r->tid = o->tid;
+		r->cgroup = o->cgid;
 	}
 	/* A transmit's clock is read as late as it can be, in emit: the frame reaches
 	 * the driver only once this program has returned, so the time the program
@@ -550,6 +551,7 @@ static __always_inline bool sock_event(const struct sock *sk, struct cp_net_rec 
 		return false;
 	r->pid = cur.tgid;
 	r->tid = cur.tid;
+	r->cgroup = cur.cgid;
 	r->flags |= CP_NETF_TASK;
 	return true;
 }

@@ -85,6 +85,9 @@ struct cp_net_rec {
 	__u8 flags;	/* enum cp_net_flag */
 	__u8 stamp_at;	/* enum cp_net_stamp: where ktime_ns was read */
 	__u8 pad[2];
+	/* Version 2 (Net2 frames) from here; version 1's records end above (96 bytes). */
+	__u64 cgroup; /* cgroup v2 id of the task pid/tid name (0 when unknown), as
+			 bpf_get_current_cgroup_id() gives it: the inode of its directory */
 };
 
 /* Index of the per-CPU counters in the BPF `net_counters` array. seen counts

@@ -8,9 +8,12 @@
 // (ns) and, on A's TSC, the two readings through A's correlation stream.
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 
 #include <filesystem>
 #include <fstream>
@@ -67,6 +70,90 @@ std::vector<Row> parse_csv(const std::string& text) {
     rows.push_back(r);
   }
   return rows;
+}
+
+std::string cgroup2_mount() {
+  std::istringstream in(testutil::read_file("/proc/mounts"));
+  std::string dev, dir, type;
+  while (in >> dev >> dir >> type) {
+    if (type == "cgroup2") return dir;
+    in.ignore(4096, '\n');
+  }
+  return "";
+}
+
+// A cgroup v2 directory for the test, removed at its end (its processes gone by then).
+struct CgroupDir {
+  std::string path;
+  bool ok;
+  explicit CgroupDir(std::string p) : path(std::move(p)), ok(mkdir(path.c_str(), 0755) == 0) {}
+  ~CgroupDir() {
+    if (ok) rmdir(path.c_str());
+  }
+  bool made() const { return ok; }
+};
+
+// netlat --cgroup DIR, --cgroup ID and --container ID: the IPv4 datagrams' flow
+// alone (its client was alone in that cgroup), every packet of it matched as
+// without the filter; its records carry the cgroup's id, the others do not.
+void expect_cgroup_filters(const testutil::TempDir& tmp, const std::string& dir, const std::string& container) {
+  const std::string bin = testutil::cptrace_bin(), ab = " " + (tmp / "A") + " " + (tmp / "B") + " --reference A --json";
+  struct stat st {};
+  ASSERT_EQ(stat(dir.c_str(), &st), 0);
+  auto all = testutil::run(bin + " netlat" + ab, tmp);
+  ASSERT_EQ(all.status, 0) << all.err;
+  nlohmann::json udp4;
+  const nlohmann::json unfiltered = nlohmann::json::parse(all.out);
+  for (const auto& f : unfiltered["flows"])
+    if (f["flow"].get<std::string>().find("-> 10.77.2.2:9100") != std::string::npos) udp4 = f;
+  ASSERT_FALSE(udp4.is_null()) << all.out;
+  nlohmann::json first;
+  for (const std::string& filter :
+       {" --cgroup " + dir, " --cgroup " + std::to_string(st.st_ino), " --container " + container.substr(0, 12)}) {
+    auto r = testutil::run(bin + " netlat" + ab + filter, tmp);
+    ASSERT_EQ(r.status, 0) << filter << ": " << r.err;
+    const nlohmann::json j = nlohmann::json::parse(r.out);
+    ASSERT_EQ(j["flows"].size(), 1u) << filter << ": " << r.out;
+    const nlohmann::json& f = j["flows"][0];
+    EXPECT_EQ(f["flow"], udp4["flow"]) << filter;
+    EXPECT_EQ(f["sent"], udp4["sent"]) << filter;
+    EXPECT_EQ(f["matched"], udp4["matched"]) << filter;
+    EXPECT_EQ(f["delay_ns"], udp4["delay_ns"]) << filter;
+    if (first.is_null()) first = j;
+    EXPECT_EQ(j, first) << filter << ": the three name one cgroup";
+  }
+  auto none = testutil::run(bin + " netlat" + ab + " --container " + std::string(64, 'f'), tmp);
+  EXPECT_NE(none.status, 0);
+  EXPECT_NE(none.err.find("--container " + std::string(64, 'f') + ": no cgroup of that container"), std::string::npos)
+      << none.err;
+  auto bad = testutil::run(bin + " netlat" + ab + " --cgroup /tmp", tmp);
+  EXPECT_NE(bad.status, 0);
+  EXPECT_NE(bad.err.find("--cgroup /tmp: not a cgroup v2 directory"), std::string::npos) << bad.err;
+  // dump shows each record's cgroup: the client's datagrams carry the directory's id.
+  auto dump = testutil::run(bin + " dump " + (tmp / "A") + " --csv", tmp);
+  ASSERT_EQ(dump.status, 0) << dump.err;
+  auto fields = [](const std::string& line) {
+    std::vector<std::string> c;
+    std::stringstream ls(line);
+    for (std::string f; std::getline(ls, f, ',');) c.push_back(f);
+    return c;
+  };
+  std::istringstream in(dump.out);
+  std::string line;
+  std::getline(in, line);
+  const std::vector<std::string> head = fields(line);
+  auto col = [&](const char* name) { return size_t(std::find(head.begin(), head.end(), name) - head.begin()); };
+  const size_t kind = col("kind"), dport = col("dport"), cgroup = col("cgroup");
+  ASSERT_LT(cgroup, head.size()) << line;
+  size_t tagged = 0, other = 0;
+  while (std::getline(in, line)) {
+    const std::vector<std::string> c = fields(line);
+    if (c.size() <= cgroup || c[kind] != "tx") continue;
+    const bool mine = c[cgroup] == std::to_string(st.st_ino);
+    (c[dport] == "9100" ? tagged : other) += mine;
+  }
+  EXPECT_EQ(tagged, udp4["sent"].get<size_t>()) << "every datagram's transmit carries the client's cgroup";
+  EXPECT_EQ(other, 0u) << "no other transmit does";
 }
 
 // The report of the translated run, given the nodes' traces, has a flows
@@ -137,6 +224,15 @@ TEST(Netlat, EveryPacketsOneWayDelayBoundContainsTheKernelsTruth) {
   // would fail its next send), then A's tuples go.
   const std::string go = tmp / "go", ready = tmp / "udp.out", ready6 = tmp / "udp6.out";
   const std::string nl = tests + "/netload";
+  // The IPv4 datagrams' client alone in a cgroup named as Docker names a
+  // container's (the rest stays where the test runs): netlat --cgroup and
+  // --container must keep exactly its flow. `ip netns exec` hides /sys/fs/cgroup
+  // from the recorded command: the test moves the client while it waits for `go`.
+  const std::string cg_root = cgroup2_mount();
+  ASSERT_FALSE(cg_root.empty()) << "no cgroup v2 hierarchy mounted";
+  const std::string container = fmt::format("{:016x}{:048x}", uint64_t(getpid()) * 0x9e3779b97f4a7c15ull, 0xc0ffee);
+  const CgroupDir cg(cg_root + "/docker-" + container + ".scope");
+  ASSERT_TRUE(cg.made()) << cg.path << ": " << strerror(errno);
   const std::string cmds[] = {
       "sh -c '" + nl + " client udp 10.77.2.2 9100 2000 " + go + " && " + nl +
           " client udp fd77::2:2 9101 500 && exec " + tests +
@@ -157,6 +253,15 @@ TEST(Netlat, EveryPacketsOneWayDelayBoundContainsTheKernelsTruth) {
     for (int i = 0; i < 6000 && testutil::read_file(r).find("ready") == std::string::npos; ++i) usleep(10000);
     ASSERT_NE(testutil::read_file(r).find("ready"), std::string::npos) << testutil::read_file(rec[0]->err_path);
   }
+  std::string client;
+  std::string argv_head = nl + '\0';  // its /proc/PID/cmdline begins so
+  for (const char* a : {"client", "udp", "10.77.2.2", "9100"}) argv_head += std::string(a) + '\0';
+  for (int i = 0; i < 3000 && client.empty(); ++i, usleep(10000))
+    for (const auto& d : std::filesystem::directory_iterator("/proc"))
+      if (testutil::read_file(d.path() / "cmdline").rfind(argv_head, 0) == 0) client = d.path().filename().string();
+  ASSERT_FALSE(client.empty()) << "the IPv4 client did not start";
+  std::ofstream(cg.path + "/cgroup.procs") << client << std::flush;
+  ASSERT_NE(testutil::read_file(cg.path + "/cgroup.procs").find(client), std::string::npos) << client;
   std::ofstream(go) << "go\n";
   for (auto& p : rec) ASSERT_EQ(p->wait(180), 0) << testutil::read_file(p->err_path);
   TraceReader a(tmp / "A");
@@ -254,6 +359,7 @@ TEST(Netlat, EveryPacketsOneWayDelayBoundContainsTheKernelsTruth) {
       << "no recv of the IPv6 server's unconnected socket with its own address";
 
   // The summary names each flow and direction with its counts and bounded percentiles.
+  expect_cgroup_filters(tmp, cg.path, container);
   auto text = testutil::run(bin + " netlat " + (tmp / "A") + " " + (tmp / "B") + " --reference A --port 9100", tmp);
   ASSERT_EQ(text.status, 0) << text.err;
   EXPECT_NE(text.out.find("udp 10.77.1.2:"), std::string::npos) << text.out;

@@ -10,6 +10,7 @@
 
 #include "cptrace_net.h"
 #include "test_util.h"
+#include "trace/net_codec.h"
 #include "trace/trace_format.h"
 
 namespace cptrace {
@@ -70,7 +71,8 @@ TEST(FrameTable, RecordSizesMatch) {
   };
   says(FrameType::Clock, kClockPointV1Bytes);
   says(FrameType::Clock2, kClockPointV2Bytes);
-  says(FrameType::Net, sizeof(cp_net_rec));
+  says(FrameType::Net, kNetRecV1Bytes);
+  says(FrameType::Net2, sizeof(cp_net_rec));
   std::string doc = read_file(source_dir() / "docs" / "architecture.md");
   EXPECT_NE(doc.find("Frame header, " + std::to_string(sizeof(FrameHeader)) + " bytes"), std::string::npos);
   EXPECT_NE(doc.find("a " + std::to_string(kFileHeaderSize) + "-byte file header"), std::string::npos);

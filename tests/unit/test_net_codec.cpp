@@ -41,6 +41,7 @@ std::vector<cp_net_rec> some_recs(size_t n, uint64_t seed) {
     r.gso_segs = uint16_t(rng() % 3);
     r.gso_size = uint16_t(rng() % 1500);
     r.tcp_flags = uint8_t(rng());
+    r.cgroup = rng();
   }
   return v;
 }
@@ -74,13 +75,36 @@ TEST(NetCodec, RoundTripCompressedAndStored) {
   auto recs = some_recs(3000, 1);
   for (int level : {0, 1, 3}) {
     EncodedFrame f = encode_net(recs.data(), recs.size(), level);
-    EXPECT_EQ(f.hdr.type, uint16_t(FrameType::Net));
+    EXPECT_EQ(f.hdr.type, uint16_t(FrameType::Net2));
     EXPECT_EQ(f.hdr.count, recs.size());
     EXPECT_EQ(f.hdr.raw_len, recs.size() * sizeof(cp_net_rec));
     std::vector<cp_net_rec> out;
     decode_net_into(f.hdr, f.payload.data(), f.payload.size(), out);
     ASSERT_EQ(out.size(), recs.size());
     for (size_t i = 0; i < out.size(); ++i) ASSERT_TRUE(same(out[i], recs[i])) << i;
+  }
+}
+
+// A Net frame of version 1 (96-byte records, before the cgroup id): every
+// field read as written, the cgroup 0.
+TEST(NetCodec, VersionOneFramesReadWithoutCgroup) {
+  auto recs = some_recs(500, 3);
+  std::string raw;
+  for (const cp_net_rec& r : recs) raw.append(reinterpret_cast<const char*>(&r), kNetRecV1Bytes);
+  for (int level : {0, 1}) {
+    EncodedFrame f;
+    finish_frame(f, FrameType::Net, reinterpret_cast<const uint8_t*>(raw.data()), raw.size(), uint32_t(recs.size()),
+                 level);
+    std::vector<cp_net_rec> out;
+    decode_net_into(f.hdr, f.payload.data(), f.payload.size(), out);
+    ASSERT_EQ(out.size(), recs.size());
+    for (size_t i = 0; i < out.size(); ++i) {
+      EXPECT_EQ(out[i].cgroup, 0u) << i;
+      out[i].cgroup = recs[i].cgroup;
+      ASSERT_TRUE(same(out[i], recs[i])) << i;
+    }
+    f.hdr.raw_len = uint32_t(recs.size() * sizeof(cp_net_rec));  // a version 2 length on a version 1 frame
+    EXPECT_THROW(decode_net_into(f.hdr, f.payload.data(), f.payload.size(), out), std::runtime_error);
   }
 }
 
@@ -92,7 +116,7 @@ TEST(NetCodec, HostileFramesAreRejected) {
   };
   EncodedFrame good = encode_net(recs.data(), recs.size(), 0);
   EncodedFrame f = good;
-  f.hdr.count = 11;  // raw_len no longer count * 96
+  f.hdr.count = 11;  // raw_len no longer count * 104
   rejected(f);
   f = good;
   f.hdr.raw_len -= 1;
@@ -155,14 +179,15 @@ TEST(NetReader, TruncationAndCorruptionReportTheFrameOffset) {
   EXPECT_EQ(r.error()->offset(), off[0]);
   EXPECT_NE(std::string(r.error()->what()).find("CRC"), std::string::npos);
   EXPECT_EQ(r.net_event_count(), 0u);
-  // A CRC-valid frame whose records are garbage: "undecodable net frame" at its offset.
+  // A CRC-valid frame whose records are garbage: "undecodable net (version 2) frame" at its offset.
   a[7].family = 0;
   std::vector<uint64_t> off2;
   TraceReader r2 =
       TraceReader::from_bytes(file_with({encode_net(b.data(), b.size()), encode_net(a.data(), a.size())}, &off2));
   ASSERT_TRUE(r2.error());
   EXPECT_EQ(r2.error()->offset(), off2[1]);
-  EXPECT_NE(std::string(r2.error()->what()).find("undecodable net frame"), std::string::npos) << r2.error()->what();
+  EXPECT_NE(std::string(r2.error()->what()).find("undecodable net (version 2) frame"), std::string::npos)
+      << r2.error()->what();
   EXPECT_EQ(r2.net_event_count(), 100u);
 }
 
@@ -196,11 +221,12 @@ TEST(NetReader, CountersFrameCarriesNetCounts) {
 
 namespace cptrace {
 namespace {
-// Run by hand (--gtest_also_run_disabled_tests) to refresh the fuzz seed with Net frames.
+// Run by hand (--gtest_also_run_disabled_tests) to refresh the fuzz seed with Net2
+// frames (net-frames.cpt keeps the version 1 frames recorders wrote before).
 TEST(NetFuzzSeed, DISABLED_Write) {
   auto a = some_recs(20, 8);
   std::string file = file_with({encode_net(a.data(), 12, 1), encode_net(a.data() + 12, 8, 0)});
-  std::ofstream(std::string(getenv("SEED_DIR") ? getenv("SEED_DIR") : ".") + "/net-frames.cpt", std::ios::binary)
+  std::ofstream(std::string(getenv("SEED_DIR") ? getenv("SEED_DIR") : ".") + "/net2-frames.cpt", std::ios::binary)
       << file;
 }
 }  // namespace

@@ -6,16 +6,16 @@ namespace cptrace {
 
 const char kNetCsvColumns[] =
     ",proto,family,saddr,sport,daddr,dport,seq,ack,len,tcp_flags,ifindex,netns,gso_segs,gso_size,ip_id,"
-    "hash,mono_ns,flags";
-const char kNetCsvEmpty[] = ",,,,,,,,,,,,,,,,,,";
+    "hash,mono_ns,flags,cgroup";
+const char kNetCsvEmpty[] = ",,,,,,,,,,,,,,,,,,,";
 
 void print_net_csv(FILE* out, const std::string& node, const NetEvent& e, const std::string& tail) {
   const cp_net_rec& r = e.r;
-  fmt::print(out, "{},{},{},,,{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}{}\n", node,
+  fmt::print(out, "{},{},{},,,{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}{}\n", node,
              net_kind_name(r.kind), e.ts, r.pid, r.tid, r.cpu, net_proto_name(r.proto),
              r.family == 10 ? "ipv6" : "ipv4", net_addr(r, true), r.sport, net_addr(r, false), r.dport, r.seq, r.ack,
              r.len, tcp_flags_text(r.tcp_flags), r.ifindex, r.netns, r.gso_segs, r.gso_size, r.ip_id, r.hash,
-             r.ktime_ns, r.flags, tail);
+             r.ktime_ns, r.flags, r.cgroup, tail);
 }
 
 void print_net_text(FILE* out, const NetEvent& e, const PidTable* pids) {
@@ -32,8 +32,9 @@ void print_net_text(FILE* out, const NetEvent& e, const PidTable* pids) {
   if (r.proto == 6 && pkt) fmt::print(out, " seq={} ack={} [{}]", r.seq, r.ack, tcp_flags_text(r.tcp_flags));
   if (r.proto == 17 && pkt) fmt::print(out, " hash={:08x}", r.hash);
   if (r.gso_segs > 1) fmt::print(out, " gso={}x{}", r.gso_segs, r.gso_size);
-  fmt::print(out, " if={} netns={} pid={}{} tid={} cpu={}\n", r.ifindex, r.netns, r.pid,
+  fmt::print(out, " if={} netns={} pid={}{} tid={} cpu={}", r.ifindex, r.netns, r.pid,
              pids ? pids->text_suffix(r.pid) : "", r.tid, r.cpu);
+  fmt::print(out, "{}\n", r.cgroup ? fmt::format(" cgroup={}", r.cgroup) : "");
 }
 
 }  // namespace cptrace

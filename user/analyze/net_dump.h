@@ -10,7 +10,7 @@
 
 namespace cptrace {
 
-// ",proto,family,saddr,sport,daddr,dport,seq,ack,len,tcp_flags,ifindex,netns,gso_segs,gso_size,ip_id,hash,mono_ns,flags"
+// ",proto,family,saddr,sport,daddr,dport,seq,ack,len,tcp_flags,ifindex,netns,gso_segs,gso_size,ip_id,hash,mono_ns,flags,cgroup"
 extern const char kNetCsvColumns[];
 // As many empty fields as kNetCsvColumns has columns (for user rows).
 extern const char kNetCsvEmpty[];

@@ -10,6 +10,7 @@
 #include "cli/common.h"
 #include "tables/output_form.h"
 #include "netlat/netlat_command.h"
+#include "os/cgroup_dirs.h"
 
 namespace cptrace {
 
@@ -21,6 +22,10 @@ SubcommandRunner add_netlat_command(CLI::App& app) {
     bool plain = false, parquet = false, overwrite = false;
   };
   auto table = std::make_shared<Table>();
+  struct Owner {
+    std::string cgroup, container;
+  };
+  auto owner = std::make_shared<Owner>();
   const char* what = "one-way delay of every packet matched between recorded nodes (record --net), with bounds";
   auto* cmd = app.add_subcommand("netlat", what);
   add_relation_options(cmd, o->relate);
@@ -29,6 +34,13 @@ SubcommandRunner add_netlat_command(CLI::App& app) {
   cmd->add_option("--port", o->port, "only flows with this port at either end")->check(CLI::Range(1, 65535));
   cmd->add_option("--addr", o->addr, "only flows with this IPv4 or IPv6 address at either end");
   cmd->add_option("--pid", o->pid, "only packets sent or received by this process (as the recorder attributed them)");
+  auto* cg = cmd->add_option("--cgroup", owner->cgroup,
+                             "only packets sent or received by tasks of this cgroup v2: its id as recorded (dump shows "
+                             "it) or its directory on this machine");
+  cmd->add_option("--container", owner->container,
+                  "only packets sent or received by this container (its id, 12 digits or more): its runtime's cgroup "
+                  "on this machine")
+      ->excludes(cg);
   cmd->add_option("--since", o->since_s,
                   "only packets sent at or after S seconds since the reference's recording start (its clock)");
   cmd->add_option("--until", o->until_s,
@@ -49,7 +61,9 @@ SubcommandRunner add_netlat_command(CLI::App& app) {
       ->excludes(plain);
   cmd->add_flag("-f,--force", table->overwrite, "--table: overwrite an existing table export")->needs(out);
   return {
-      cmd, [o, format, table] {
+      cmd, [o, format, table, owner] {
+        if (!owner->cgroup.empty()) o->cgroup = cgroup_of(owner->cgroup, "--cgroup");
+        if (!owner->container.empty()) o->cgroup = container_cgroup(owner->container, "--container");
         if (table->out.empty()) return run_netlat(*o, *format);
         const TableForm form = table->parquet ? TableForm::Parquet : table->plain ? TableForm::Plain : TableForm::Zstd;
         return run_netlat_table(*o, table->out, form, table->overwrite);

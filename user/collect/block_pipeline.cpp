@@ -317,7 +317,8 @@ void BlockPipeline::write_block(Block* b) {
 void BlockPipeline::discard_block(const Block* b) {
   DiscardedRecords& d = discarded_;
   if (b->precoded) {
-    if (b->frame.hdr.type == uint16_t(FrameType::Net)) d.net_events += b->frame.hdr.count;
+    if (b->frame.hdr.type == uint16_t(FrameType::Net) || b->frame.hdr.type == uint16_t(FrameType::Net2))
+      d.net_events += b->frame.hdr.count;
     return;  // clock, channel, handler, sync and counter frames: rewritten at stop
   }
   const EventColumns& ev = b->events;

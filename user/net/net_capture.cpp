@@ -21,6 +21,7 @@
 #include "trace/net_codec.h"
 #include "netcap.skel.h"
 #include "probe/per_cpu_rings.h"
+#include "os/cgroup_dirs.h"
 #include "probe/kernel_features.h"
 #include "probe/link_release.h"
 #include "probe/probe_attach.h"
@@ -47,22 +48,12 @@ uint32_t netns_inode(const std::string& spec) {
   return uint32_t(st.st_ino);
 }
 
-uint64_t cgroup_id(const std::string& path) {
-  struct statfs fs {};
-  struct stat st {};
-  if (statfs(path.c_str(), &fs) != 0 || stat(path.c_str(), &st) != 0)
-    throw std::runtime_error(fmt::format("--cgroup {}: {}", path, strerror(errno)));
-  if (fs.f_type != CGROUP2_SUPER_MAGIC || !S_ISDIR(st.st_mode))
-    throw std::runtime_error(fmt::format("--cgroup {}: not a cgroup v2 directory", path));
-  return st.st_ino;  // the cgroup id bpf_get_current_cgroup_id() returns
-}
-
 }  // namespace
 
 NetFilters resolve_net_filters(const NetOptions& opt) {
   NetFilters f;
   if (!opt.netns.empty()) f.netns = netns_inode(opt.netns);
-  if (!opt.cgroup.empty()) f.cgroup = cgroup_id(opt.cgroup);
+  if (!opt.cgroup.empty()) f.cgroup = cgroup_dir_id(opt.cgroup, "--cgroup");
   return f;
 }
 

@@ -181,7 +181,9 @@ NetlatResult netlat(const NetlatOptions& opt, const NetlatSink& each, const Writ
     if (opt.port && f.sport != *opt.port && f.dport != *opt.port) return false;
     return !addr || (f.family == addr->second && (f.saddr == addr->first || f.daddr == addr->first));
   };
-  auto by_pid = [&](const NetEvent& e) { return !opt.pid || e.r.pid == *opt.pid; };
+  auto by_pid = [&](const NetEvent& e) {
+    return (!opt.pid || e.r.pid == *opt.pid) && (!opt.cgroup || e.r.cgroup == *opt.cgroup);
+  };
   for (size_t v = 0; v < nodes.size(); ++v)
     res.flows.count_packets(uint32_t(v), raw[v], [&](const NetEvent& e) {
       return keep(FlowId::of(e.r)) && by_pid(e) && in_window(uint32_t(v), e.ts);

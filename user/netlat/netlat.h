@@ -29,6 +29,10 @@ struct NetlatOptions {
   // A process (tgid) at either end: a packet whose transmit or receive the
   // recorder attributed to it (record.pid, from the task or the flow's owner).
   std::optional<uint32_t> pid;
+  // A cgroup (v2 id) at either end, the same way: the task's cgroup as the
+  // recorder saw it (record.cgroup; traces from before it carry none and match
+  // no cgroup). --cgroup and --container resolve to it (os/cgroup_dirs.h).
+  std::optional<uint64_t> cgroup;
   // A time window, seconds since the reference node's recording start on its
   // clock: a packet is in it when its transmit's estimate on the reference is
   // (since <= t < until); unmatched packets by their own stamp the same way.

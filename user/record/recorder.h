@@ -44,9 +44,9 @@ struct RecordOptions {
 // The ring size per CPU when --ring-mb is not given (MiB, a power of two).
 uint32_t default_ring_mb();
 
-// The --net rings per CPU without --ring-mb (MiB). A network record is 96
-// bytes: the drain wakes at a quarter (4 MiB, 44 K records), and the 12 MiB
-// beyond hold 130 ms of 1 M records/s on one CPU, the most the network path
+// The --net rings per CPU without --ring-mb (MiB). A network record is 104
+// bytes: the drain wakes at a quarter (4 MiB, 40 K records), and the 12 MiB
+// beyond hold 121 ms of 1 M records/s on one CPU, the most the network path
 // produced on the 2-vCPU development VM (both CPUs, docs/net.md). The user
 // event rings' 64 MiB are sized for 40 M events/s, which no network path
 // reaches.

@@ -51,6 +51,7 @@ bool dispatch_frame(const FrameHeader& h, const uint8_t* payload, size_t len, co
       on.events(h, payload, len);
       return true;
     case FrameType::Net:
+    case FrameType::Net2:
       if (!on.net) return false;
       on.net(h, payload, len);
       return true;

@@ -12,19 +12,25 @@ namespace cptrace {
 EncodedFrame encode_net(const cp_net_rec* recs, size_t n, int zstd_level) {
   if (n > kMaxFrameEvents) throw std::invalid_argument("encode_net: more than kMaxFrameEvents records");
   EncodedFrame f;
-  finish_frame(f, FrameType::Net, reinterpret_cast<const uint8_t*>(recs), n * sizeof(cp_net_rec),
+  finish_frame(f, FrameType::Net2, reinterpret_cast<const uint8_t*>(recs), n * sizeof(cp_net_rec),
                static_cast<uint32_t>(n), zstd_level);
   return f;
 }
 
 void decode_net_into(const FrameHeader& h, const uint8_t* payload, size_t len, std::vector<cp_net_rec>& out) {
   out.clear();
+  const bool v1 = h.type == uint16_t(FrameType::Net);
+  const size_t size = v1 ? kNetRecV1Bytes : sizeof(cp_net_rec);
   if (h.count > kMaxFrameEvents) throw std::runtime_error("net record count beyond kMaxFrameEvents");
-  if (uint64_t{h.count} * sizeof(cp_net_rec) != h.raw_len)
-    throw std::runtime_error("net frame: raw_len != count * " + std::to_string(sizeof(cp_net_rec)));
-  auto [raw, raw_len] = frame_bytes(h, FrameType::Net, payload, len);
-  out.resize(h.count);
-  if (raw_len > 0) std::memcpy(out.data(), raw, raw_len);
+  if (uint64_t{h.count} * size != h.raw_len)
+    throw std::runtime_error("net frame: raw_len != count * " + std::to_string(size));
+  auto [raw, raw_len] = frame_bytes(h, v1 ? FrameType::Net : FrameType::Net2, payload, len);
+  out.resize(h.count);  // value-initialised: a version 1 record's cgroup is 0
+  if (v1) {
+    for (size_t i = 0; i < h.count; ++i) std::memcpy(&out[i], raw + i * size, size);
+  } else if (raw_len > 0) {
+    std::memcpy(out.data(), raw, raw_len);
+  }
   for (const cp_net_rec& r : out) {
     // Unknown kinds could come from a newer writer, but the family decides how
     // addresses are read: anything else is corruption the CRC did not catch.

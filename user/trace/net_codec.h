@@ -1,9 +1,11 @@
 // Net frames (FrameType::Net): network events of `cptrace record --net`.
 //
 // Payload, before zstd: `count` records of struct cp_net_rec (include/cptrace_net.h)
-// exactly as the BPF programs wrote them, 96 bytes each, little-endian. raw_len
-// must equal count * 96 and count <= kMaxFrameEvents; the decoder checks both
-// before decompressing anything. Timestamps are CLOCK_MONOTONIC ns (the kernel's
+// exactly as the BPF programs wrote them, little-endian: 104 bytes each in Net2
+// frames (what the recorder writes), 96 in Net frames (version 1, before the
+// cgroup id; read with cgroup 0). raw_len must equal count * that size and
+// count <= kMaxFrameEvents; the decoder checks both before decompressing
+// anything. Timestamps are CLOCK_MONOTONIC ns (the kernel's
 // bpf_ktime_get_ns); TraceReader converts them to the node's TSC through the
 // trace's clock map, like user events with Timebase::MonoNs.
 //
@@ -12,6 +14,7 @@
 // already removes the repetition (same flows, zero padding), and the decoder
 // stays a length check plus memcpy.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -22,7 +25,9 @@
 
 namespace cptrace {
 
-static_assert(sizeof(cp_net_rec) == 96, "cp_net_rec is the on-disk Net record: keep it 96 bytes");
+static_assert(sizeof(cp_net_rec) == 104, "cp_net_rec is the on-disk Net2 record: keep it 104 bytes");
+constexpr size_t kNetRecV1Bytes = 96;  // a Net (version 1) record: cp_net_rec up to `cgroup`
+static_assert(offsetof(cp_net_rec, cgroup) == kNetRecV1Bytes);
 
 // One network event as handed out by TraceReader: `ts` in the node's TSC ticks
 // (converted from r.ktime_ns, which keeps the raw CLOCK_MONOTONIC value).
@@ -34,9 +39,10 @@ struct NetEvent {
   uint64_t call_ts = 0, call_err = 0;
 };
 
-// n <= kMaxFrameEvents, else std::invalid_argument.
+// A Net2 frame. n <= kMaxFrameEvents, else std::invalid_argument.
 EncodedFrame encode_net(const cp_net_rec* recs, size_t n, int zstd_level = 1);
-// Throws std::runtime_error on any inconsistency; never reads out of bounds.
+// A Net or Net2 frame. Throws std::runtime_error on any inconsistency; never
+// reads out of bounds.
 void decode_net_into(const FrameHeader& h, const uint8_t* payload, size_t len, std::vector<cp_net_rec>& out);
 
 // Text helpers shared by dump and tests.

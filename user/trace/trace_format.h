@@ -40,6 +40,8 @@ enum class FrameType : uint16_t {
   Clock2 = 10,  // ClockPoints, version 2: also CLOCK_MONOTONIC_RAW and REALTIME - MONOTONIC
                 // (56-byte records; version 1 is Clock: 24-byte records, the first 24 bytes)
   ClockAdjust = 11,  // JSON: clock adjustments the recorder saw, see clock_adjust.h
+  Net2 = 12,  // network events, version 2: 104-byte records, version 1's 96 bytes then the
+              // owner's cgroup id (Net holds version 1)
 };
 
 // Fixed 24-byte frame header, little-endian, followed by payload_len bytes.

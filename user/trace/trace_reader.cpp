@@ -96,6 +96,8 @@ std::string type_name(uint16_t type) {
       return "counters";
     case FrameType::Net:
       return "net";
+    case FrameType::Net2:
+      return "net (version 2)";
     case FrameType::Sync:
       return "sync";
     case FrameType::Handlers:
