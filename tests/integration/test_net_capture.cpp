@@ -25,6 +25,7 @@
 #include <fmt/format.h>
 
 #include "record_util.h"
+#include "os/cgroup_dirs.h"
 #include "test_util.h"
 #include "sync/kernel_timestamps.h"
 #include "testbed_util.h"
@@ -665,16 +666,6 @@ TEST_F(NetCapture, PortFilterKeepsExactlyThatPort) {
 
 namespace {
 // Where cgroup v2 is mounted ("" when it is not).
-std::string cgroup2_mount() {
-  std::istringstream in(testutil::read_file("/proc/mounts"));
-  std::string dev, dir, type;
-  while (in >> dev >> dir >> type) {
-    if (type == "cgroup2") return dir;
-    in.ignore(4096, '\n');
-  }
-  return "";
-}
-
 // Two clients in node 1 (client 1 optionally inside cgroup `cg`), two recorders in
 // node 1: unfiltered, and `filter` (-p PID of client 1, or --cgroup). The filtered
 // trace must be exactly the unfiltered one restricted to client 1's flow: its socket

@@ -23,6 +23,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "os/cgroup_dirs.h"
 #include "test_util.h"
 #include "testbed_util.h"
 #include "trace/trace_reader.h"
@@ -70,16 +71,6 @@ std::vector<Row> parse_csv(const std::string& text) {
     rows.push_back(r);
   }
   return rows;
-}
-
-std::string cgroup2_mount() {
-  std::istringstream in(testutil::read_file("/proc/mounts"));
-  std::string dev, dir, type;
-  while (in >> dev >> dir >> type) {
-    if (type == "cgroup2") return dir;
-    in.ignore(4096, '\n');
-  }
-  return "";
 }
 
 // A cgroup v2 directory for the test, removed at its end (its processes gone by then).
