@@ -2,8 +2,11 @@
 // the perf event under it) waits out an RCU grace period in the kernel before
 // close() returns: 70-110 ms each on the VMs we run on, so the recorder's dozen
 // tracepoints and uprobes cost over a second one after the other, paid by every
-// `record` and by every node of a cluster run. Waits that overlap share their
-// grace periods: run together they take about one.
+// `record` and by every node of a cluster run. Run together, the waits that can
+// overlap do: `record -- true` stopped in 1.17-1.23 s instead of 1.57-1.62 s
+// (bench/record_startup.sh). Not all can: the kernel removes the last perf event
+// of a classic tracepoint, grace period included, under one mutex, so those
+// detaches still queue one behind the other.
 #pragma once
 #include <bpf/libbpf.h>
 
