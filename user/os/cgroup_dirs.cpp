@@ -32,10 +32,9 @@ std::string cgroup2_mount() {
 }
 
 uint64_t cgroup_dir_id(const std::string& path, const std::string& flag) {
-  const std::string& p = path;
   struct statfs sfs {};
   struct stat st {};
-  if (statfs(p.c_str(), &sfs) != 0 || stat(p.c_str(), &st) != 0)
+  if (statfs(path.c_str(), &sfs) != 0 || stat(path.c_str(), &st) != 0)
     throw std::runtime_error(fmt::format("{} {}: {}", flag, path, strerror(errno)));
   if (sfs.f_type != CGROUP2_SUPER_MAGIC || !S_ISDIR(st.st_mode))
     throw std::runtime_error(fmt::format("{} {}: not a cgroup v2 directory", flag, path));
