@@ -5,7 +5,7 @@
 # in BPF, the drain polls: the fixed cost), (3) a recorder capturing the stream
 # (--netns self); then what (3) captured: events/s and drops. Last, what every
 # system call of the machine pays while --net records, without and with the
-# send-call stamp (--net-send-calls: a sys_enter program): ns per call of dd's
+# send- and receive-call arguments kept (--net-send-calls: a sys_enter program): ns per call of dd's
 # read()/write() pairs.
 # Why (2): on this 2-vCPU VM a polling recorder keeps the vCPUs out of deep idle,
 # which by itself speeds up a loopback ping-pong; (2) vs (3) isolates capture cost.
@@ -62,7 +62,7 @@ dd_ns() {
   t1=$(date +%s%N)
   echo $(((t1 - t0) / (2 * n)))
 }
-echo "-- system calls while --net records (dd bs=1), without and with --net-send-calls (every write() stamped)"
+echo "-- system calls while --net records (dd bs=1), without and with --net-send-calls (every read() and write() kept)"
 # dd_under ARGS...: dd_ns while `record ARGS` runs.
 dd_under() {
   $B/cptrace record "$@" --no-progress -f -o "$tmp/s" 2>"$tmp/err" &

@@ -558,21 +558,34 @@ static __always_inline bool sock_event(const struct sock *sk, struct cp_net_rec 
 
 /* ---- the start of a send call ------------------------------------------------- */
 
-/* x86-64 numbers of the calls that hand bytes to a socket (send() is sendto()). */
+/* x86-64 numbers of the calls that hand bytes to a socket (send() is sendto())
+ * and of those that take bytes from one (recv() is recvfrom()). */
+#define CP_NR_READ 0
 #define CP_NR_WRITE 1
+#define CP_NR_READV 19
 #define CP_NR_WRITEV 20
 #define CP_NR_SENDTO 44
+#define CP_NR_RECVFROM 45
 #define CP_NR_SENDMSG 46
+#define CP_NR_RECVMSG 47
+#define CP_NR_RECVMMSG 299
 #define CP_NR_SENDMMSG 307
 
+/* The call a task is in, as its entry saw it: the stamp (send calls) and the
+ * arguments that locate its buffer, for the payload hash of a UDP message. */
 struct call_start {
 	__u64 ktime_ns;
 	__u64 nr;
+	__u64 buf;  /* 2nd argument: the buffer, iovec array, msghdr or mmsghdr array */
+	__u64 len;  /* 3rd argument: the buffer's length or the iovec count */
+	__u64 dest; /* sendto's 5th argument: the destination (NULL when connected) */
+	__u32 msg;  /* sendmmsg/recvmmsg: socket events seen so far in this call */
+	__u32 pad;
 };
 
-/* The last send-family call each task entered: sock_send_length fires inside it,
- * after its bytes may already have left (the exit of a send is not before the
- * transmit), so the application's view of a send starts here. */
+/* The last send- or receive-family call each task entered: sock_send_length
+ * fires inside it, after its bytes may already have left (the exit of a send is
+ * not before the transmit), so the application's view of a send starts here. */
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
@@ -580,12 +593,23 @@ struct {
 	__type(value, struct call_start);
 } call_starts SEC(".maps");
 
+static __always_inline bool is_send_call(long id)
+{
+	return id == CP_NR_SENDTO || id == CP_NR_SENDMSG || id == CP_NR_SENDMMSG || id == CP_NR_WRITE ||
+	       id == CP_NR_WRITEV;
+}
+
+static __always_inline bool is_recv_call(long id)
+{
+	return id == CP_NR_RECVFROM || id == CP_NR_RECVMSG || id == CP_NR_RECVMMSG || id == CP_NR_READ ||
+	       id == CP_NR_READV;
+}
+
 SEC("tp_btf/sys_enter")
 int BPF_PROG(cp_sys_enter, struct pt_regs *regs, long id)
 {
 	__u64 now = bpf_ktime_get_ns();
-	if (id != CP_NR_SENDTO && id != CP_NR_SENDMSG && id != CP_NR_SENDMMSG && id != CP_NR_WRITE &&
-	    id != CP_NR_WRITEV)
+	if (!is_send_call(id) && !is_recv_call(id))
 		return 0;
 	struct owner cur;
 	current_owner(&cur);
@@ -596,23 +620,162 @@ int BPF_PROG(cp_sys_enter, struct pt_regs *regs, long id)
 	if (c) {
 		c->ktime_ns = now;
 		c->nr = id;
+		c->buf = BPF_CORE_READ(regs, si);
+		c->len = BPF_CORE_READ(regs, dx);
+		c->dest = id == CP_NR_SENDTO ? BPF_CORE_READ(regs, r8) : 0;
+		c->msg = 0;
 	}
 	return 0;
 }
 
-/* Nanoseconds from the entry of the send call this task is in to `now`; 0 when
- * the call is not one cp_sys_enter stamped (sendfile, splice, io_uring: the
- * stamp left there belongs to an earlier call). */
-static __always_inline __u32 call_ns(__u64 now)
+/* The entry record of the call this task is in, or NULL when the call is not
+ * one cp_sys_enter saw (sendfile, splice, io_uring: the record left there
+ * belongs to an earlier call). */
+static __always_inline struct call_start *current_call(void)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct call_start *c = bpf_task_storage_get(&call_starts, task, 0, 0);
-	if (!c || c->ktime_ns > now || now - c->ktime_ns > 0xffffffffULL)
-		return 0;
+	if (!c)
+		return NULL;
 	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
 	if (!regs || BPF_CORE_READ(regs, orig_ax) != c->nr)
+		return NULL;
+	return c;
+}
+
+/* Nanoseconds from the entry of the send call `c` to `now`; 0 when it is none. */
+static __always_inline __u32 call_ns(const struct call_start *c, __u64 now)
+{
+	if (!c || !is_send_call(c->nr) || c->ktime_ns > now || now - c->ktime_ns > 0xffffffffULL)
 		return 0;
 	return (__u32)(now - c->ktime_ns);
+}
+
+/* user_msghdr as x86-64 lays it out: msg_name at 0, msg_iov at 16, msg_iovlen
+ * at 24; an mmsghdr is one of them and a length, 64 bytes. */
+#define CP_MSGHDR_IOV 16
+#define CP_MSGHDR_IOVLEN 24
+#define CP_MMSGHDR_SIZE 64
+#define CP_MSG_IOVS 4 /* iovecs a message's first CP_NET_HASH_BYTES are looked for in */
+
+/* Where the message of this socket event lies in the caller's memory: a plain
+ * buffer (iov == 0) or an iovec array; and sendto/sendmsg's destination. */
+struct msg_place {
+	__u64 base, len; /* the plain buffer */
+	__u64 iov, iovcnt;
+	__u64 name; /* struct sockaddr * or 0 */
+};
+
+static __always_inline bool msg_place_of(struct call_start *c, struct msg_place *m)
+{
+	__builtin_memset(m, 0, sizeof(*m));
+	__u64 hdr = c->buf;
+	switch (c->nr) {
+	case CP_NR_WRITE:
+	case CP_NR_READ:
+	case CP_NR_SENDTO:
+	case CP_NR_RECVFROM:
+		m->base = c->buf;
+		m->len = c->len;
+		m->name = c->dest;
+		return true;
+	case CP_NR_WRITEV:
+	case CP_NR_READV:
+		m->iov = c->buf;
+		m->iovcnt = c->len;
+		return true;
+	case CP_NR_SENDMMSG:
+	case CP_NR_RECVMMSG:
+		/* One socket event per message, in the array's order. */
+		hdr += (__u64)c->msg * CP_MMSGHDR_SIZE;
+		c->msg++;
+		/* fallthrough */
+	case CP_NR_SENDMSG:
+	case CP_NR_RECVMSG:
+		if (bpf_probe_read_user(&m->iov, 8, (void *)(hdr + CP_MSGHDR_IOV)) ||
+		    bpf_probe_read_user(&m->iovcnt, 8, (void *)(hdr + CP_MSGHDR_IOVLEN)))
+			return false;
+		if (c->nr == CP_NR_SENDMSG || c->nr == CP_NR_SENDMMSG)
+			bpf_probe_read_user(&m->name, 8, (void *)hdr);
+		return true;
+	}
+	return false;
+}
+
+/* FNV-1a over the first min(len, CP_NET_HASH_BYTES) bytes of the message, the
+ * bytes a UDP packet's hash covers (hash_udp): gathered from the caller's
+ * buffers, which the call has just copied from (send) or into (receive), so
+ * their pages are present, then hashed in one pass (one loop over the bytes
+ * keeps the verifier's work small). False when they cannot all be read. */
+static __always_inline bool msg_hash(const struct msg_place *m, __u32 len, __u32 *out)
+{
+	__u8 buf[CP_NET_HASH_BYTES * 2] = {};
+	__u32 want = len < CP_NET_HASH_BYTES ? len : CP_NET_HASH_BYTES, done = 0;
+	for (int i = 0; i < CP_MSG_IOVS; i++) {
+		__u64 base = m->base, n = m->len;
+		if (done >= want)
+			break;
+		if (m->iov) {
+			struct iovec v;
+			if (i >= m->iovcnt ||
+			    bpf_probe_read_user(&v, sizeof(v), (void *)(m->iov + i * sizeof(v))))
+				return false;
+			base = (__u64)v.iov_base;
+			n = v.iov_len;
+		} else if (i > 0) {
+			return false;
+		}
+		if (n > want - done)
+			n = want - done;
+		/* Both below CP_NET_HASH_BYTES * 2 for the verifier: done < want <= 64. */
+		done &= CP_NET_HASH_BYTES - 1;
+		n &= CP_NET_HASH_BYTES * 2 - 1;
+		if (n > CP_NET_HASH_BYTES)
+			n = CP_NET_HASH_BYTES;
+		if (n && bpf_probe_read_user(buf + done, n, (void *)base))
+			return false;
+		done += n;
+	}
+	if (done < want)
+		return false;
+	*out = fnv1a(buf, want);
+	return true;
+}
+
+/* An unconnected socket's send names its destination in the call: the record's
+ * remote end is that (as its packet will carry it), not the socket's none. */
+static __always_inline void msg_dest(const struct msg_place *m, struct cp_net_rec *r)
+{
+	struct sockaddr_in6 sa = {};
+	if (!m->name || bpf_probe_read_user(&sa, sizeof(struct sockaddr_in), (void *)m->name))
+		return;
+	if (sa.sin6_family == AF_INET6 && bpf_probe_read_user(&sa, sizeof(sa), (void *)m->name))
+		return;
+	__builtin_memset(r->daddr, 0, 16);
+	r->dport = bpf_ntohs(sa.sin6_port);
+	if (sa.sin6_family == AF_INET) {
+		__builtin_memcpy(r->daddr, &((struct sockaddr_in *)&sa)->sin_addr, 4);
+		return;
+	}
+	const __u32 *a = (const __u32 *)&sa.sin6_addr;
+	if (a[0] == 0 && a[1] == 0 && a[2] == bpf_htonl(0xffff)) /* ::ffff:a.b.c.d, as sock_addrs */
+		__builtin_memcpy(r->daddr, &a[3], 4);
+	else
+		__builtin_memcpy(r->daddr, &sa.sin6_addr, 16);
+}
+
+/* A UDP message's identity in the application's view: the hash of its first
+ * bytes as the caller's buffer holds them (CP_NETF_MSG_HASH), and for a send,
+ * its destination when the call named one. */
+static __always_inline void udp_msg(struct call_start *c, struct cp_net_rec *r)
+{
+	struct msg_place m;
+	if (!c || !msg_place_of(c, &m))
+		return;
+	if (r->kind == CP_NET_SOCK_SEND)
+		msg_dest(&m, r);
+	if (msg_hash(&m, r->len, &r->hash))
+		r->flags |= CP_NETF_MSG_HASH;
 }
 
 static __always_inline int on_sock(struct sock *sk, int ret, __u8 kind)
@@ -625,11 +788,14 @@ static __always_inline int on_sock(struct sock *sk, int ret, __u8 kind)
 	if (!sock_event(sk, r))
 		return 0;
 	r->len = ret;
+	struct call_start *c = current_call();
 	if (kind == CP_NET_SOCK_SEND) {
-		r->call_ns = call_ns(now);
+		r->call_ns = call_ns(c, now);
 		if (r->call_ns)
 			r->flags |= CP_NETF_CALL_START;
 	}
+	if (r->proto == IPPROTO_UDP)
+		udp_msg(c, r);
 	if (r->proto == IPPROTO_TCP) {
 		/* Stream position of the first byte: matches the packets' seq. */
 		struct tcp_sock *tp = (struct tcp_sock *)sk;

@@ -50,6 +50,10 @@ enum cp_net_flag {
 				  when all its bytes had arrived */
 	CP_NETF_CALL_START = 32, /* socket send: call_ns holds the time since the entry of the
 				    send call (write, writev, send*) that handed the bytes over */
+	CP_NETF_MSG_HASH = 64,	 /* UDP socket send/recv: hash holds the FNV-1a of the message's
+				    first min(len, CP_NET_HASH_BYTES) bytes, read from the caller's
+				    buffer (a packet's hash of the same datagram is equal), and a
+				    send's daddr/dport the destination its call named, if any */
 };
 
 /* Bytes of UDP payload hashed (FNV-1a 32) for matching a datagram across nodes. */
@@ -66,7 +70,8 @@ struct cp_net_rec {
 	__u32 seq;  /* TCP sequence number of the first payload byte */
 	__u32 ack;  /* TCP acknowledgement number */
 	__u32 len;  /* L4 payload bytes (packets); byte count (socket events) */
-	__u32 hash; /* UDP: FNV-1a of the first CP_NET_HASH_BYTES payload bytes */
+	__u32 hash; /* UDP packets: FNV-1a of the first CP_NET_HASH_BYTES payload bytes;
+		       UDP socket events with CP_NETF_MSG_HASH: the same of the message */
 	union {
 		__u32 skb_len; /* packets: skb->len (whole frame as the device sees it) */
 		__u32 call_ns; /* socket send with CP_NETF_CALL_START: ns from the send

@@ -73,6 +73,29 @@ std::vector<Row> parse_csv(const std::string& text) {
   return rows;
 }
 
+// One line of a NETLOAD_STAMPS file: the send or receive call that moved
+// datagram `index`, CLOCK_MONOTONIC ns around it (tests/workloads/netload.cpp).
+struct CallStamp {
+  long index = -1;
+  uint64_t before = 0, after = 0;
+};
+
+std::vector<CallStamp> read_call_stamps(const std::string& path) {
+  std::vector<CallStamp> calls;
+  std::istringstream in(testutil::read_file(path));
+  for (CallStamp c; in >> c.index >> c.before >> c.after;) calls.push_back(c);
+  return calls;
+}
+
+// The datagram of the call (one thread's, so in order and apart) whose span
+// holds kernel stamp t, or -1.
+long datagram_at(const std::vector<CallStamp>& calls, uint64_t t) {
+  auto it =
+      std::upper_bound(calls.begin(), calls.end(), t, [](uint64_t v, const CallStamp& c) { return v < c.before; });
+  if (it == calls.begin() || t > std::prev(it)->after) return -1;
+  return std::prev(it)->index;
+}
+
 // A cgroup v2 directory for the test, removed at its end (its processes gone by then).
 struct CgroupDir {
   std::string path;
@@ -224,12 +247,14 @@ TEST(Netlat, EveryPacketsOneWayDelayBoundContainsTheKernelsTruth) {
   const std::string container = fmt::format("{:016x}{:048x}", uint64_t(getpid()) * 0x9e3779b97f4a7c15ull, 0xc0ffee);
   const CgroupDir cg(cg_root + "/docker-" + container + ".scope");
   ASSERT_TRUE(cg.made()) << cg.path << ": " << strerror(errno);
+  // Each UDP side logs its calls' spans: the truth of which recv returned which send.
+  const std::string stamps = "NETLOAD_STAMPS=" + (tmp / "");
   const std::string cmds[] = {
-      "sh -c '" + nl + " client udp 10.77.2.2 9100 2000 " + go + " && " + nl +
+      "sh -c '" + stamps + "c4 " + nl + " client udp 10.77.2.2 9100 2000 " + go + " && " + stamps + "c6 " + nl +
           " client udp fd77::2:2 9101 500 && exec " + tests +
           "/pipeline --role A --connect 10.77.2.2:9000 --echo --connect-timeout 30 --tuples 600 --rate 200'",
-      "sh -c '" + nl + " server udp 10.77.2.2 9100 2000 20000 > " + ready + " & " + nl +
-          " server udp fd77::2:2 9101 500 20000 > " + ready6 + " & exec " + tests +
+      "sh -c '" + stamps + "s4 " + nl + " server udp 10.77.2.2 9100 2000 20000 > " + ready + " & " + stamps + "s6 " +
+          nl + " server udp fd77::2:2 9101 500 20000 > " + ready6 + " & exec " + tests +
           "/pipeline --role B --listen 10.77.2.2:9000 --echo'"};
   const char* names[] = {"A", "B"};
   std::vector<std::unique_ptr<testutil::Proc>> rec;
@@ -301,18 +326,30 @@ TEST(Netlat, EveryPacketsOneWayDelayBoundContainsTheKernelsTruth) {
   }
 
   // The application's view: each TCP write from its send call's entry to the
-  // recv that returned its last byte, both kernel stamps on the shared
-  // CLOCK_MONOTONIC (the call's entry: the send event's stamp less call_ns).
+  // recv that returned its last byte, and each UDP datagram from its send call's
+  // entry to the recv that returned it (IPv4: send on a connected socket, recv;
+  // IPv6: sendmsg naming the destination, recvmsg, both in two buffers), both
+  // kernel stamps on the shared CLOCK_MONOTONIC (the call's entry: the send
+  // event's stamp less call_ns).
   {
     const std::string args = " " + (tmp / "A") + " " + (tmp / "B") + " --reference A --writes";
     auto csv = testutil::run(bin + " netlat" + args + " --csv", tmp);
     ASSERT_EQ(csv.status, 0) << csv.err;
     EXPECT_EQ(csv.out.rfind("from_node,to_node,proto,saddr,sport,daddr,dport,seq,len,send_ts,recv_ts,", 0), 0u);
-    std::map<std::string, size_t> checked, contained;
+    std::map<std::string, size_t> checked, contained, same_datagram;
     std::map<std::string, std::vector<int64_t>> widths, delays;
+    std::map<std::string, std::vector<CallStamp>> calls;
+    for (const char* f : {"c4", "c6", "s4", "s6"}) calls[f] = read_call_stamps(tmp / f);
     for (const Row& r : parse_csv(csv.out)) {
       ASSERT_TRUE(r.guaranteed);
-      const std::string k = r.proto + " " + r.from + "->" + r.to;
+      const char family = r.saddr.find(':') != std::string::npos ? '6' : '4';
+      const std::string k = r.proto + family + " " + r.from + "->" + r.to;
+      if (r.proto == "udp") {  // the send and the recv paired moved one datagram
+        const long sent = datagram_at(calls[std::string("c") + family], r.tx_mono);
+        const long got = datagram_at(calls[std::string("s") + family], r.rx_mono);
+        EXPECT_TRUE(sent >= 0 && sent == got) << k << ": send of datagram " << sent << " paired with recv of " << got;
+        same_datagram[k] += sent >= 0 && sent == got;
+      }
       const long double ns = (long double)r.rx_mono - (long double)r.tx_mono;
       const long double ticks = truth::interp(ref_clock, (long double)r.rx_mono, false) -
                                 truth::interp(ref_clock, (long double)r.tx_mono, false);
@@ -322,24 +359,37 @@ TEST(Netlat, EveryPacketsOneWayDelayBoundContainsTheKernelsTruth) {
       EXPECT_GE(ns, 100000) << "a write's bytes cross the 100 us link before their recv returns";
       widths[k].push_back(r.ns_hi - r.ns_lo), delays[k].push_back(int64_t(ns));
     }
-    EXPECT_GE(checked["tcp A->B"], 100u);
-    EXPECT_GE(checked["tcp B->A"], 100u);
+    EXPECT_GE(checked["tcp4 A->B"], 100u);
+    EXPECT_GE(checked["tcp4 B->A"], 100u);
+    EXPECT_GE(checked["udp4 A->B"], 1900u) << "every datagram B received (the delay queue may drop one)";
+    EXPECT_GE(checked["udp6 A->B"], 475u);
     for (auto& [k, w] : widths) {
       std::sort(w.begin(), w.end());
       auto& d = delays[k];
       std::sort(d.begin(), d.end());
-      printf("  [netlat --writes] %-8s contained %zu / %zu; true delay p50 %lld ns, bound width p50 %lld ns\n",
-             k.c_str(), contained[k], checked[k], (long long)d[d.size() / 2], (long long)w[w.size() / 2]);
+      printf("  [netlat --writes] %-8s contained %zu / %zu%s; true delay p50 %lld ns, bound width p50 %lld ns\n",
+             k.c_str(), contained[k], checked[k],
+             k[0] == 'u' ? fmt::format(", the right datagram {} / {}", same_datagram[k], checked[k]).c_str() : "",
+             (long long)d[d.size() / 2], (long long)w[w.size() / 2]);
     }
     auto js = testutil::run(bin + " netlat" + args + " --json", tmp);
     ASSERT_EQ(js.status, 0) << js.err;
     const nlohmann::json j = nlohmann::json::parse(js.out);
-    ASSERT_EQ(j["writes"].size(), 2u) << js.out;
+    ASSERT_EQ(j["writes"].size(), 4u) << js.out;
     for (const auto& w : j["writes"]) {
-      EXPECT_EQ(w["without_call_start"], 0) << "the pipeline writes with write()/send()";
-      EXPECT_EQ(w["delivered"].get<size_t>(),
-                checked["tcp " + w["from"].get<std::string>() + "->" + w["to"].get<std::string>()]);
-      EXPECT_LE(w["undelivered"].get<size_t>(), 1u) << w.dump();
+      const std::string flow = w["flow"].get<std::string>();
+      const bool udp = flow.rfind("udp ", 0) == 0;
+      const std::string k = flow.substr(0, 3) + (flow.find("fd77") != std::string::npos ? "6 " : "4 ") +
+                            w["from"].get<std::string>() + "->" + w["to"].get<std::string>();
+      EXPECT_EQ(w["without_call_start"], 0) << "the pipeline writes with write()/send(), netload with send*()";
+      EXPECT_EQ(w["unidentified"], 0) << "every datagram's payload is distinct: " << w.dump();
+      EXPECT_EQ(w["delivered"].get<size_t>(), checked[k]) << k;
+      if (udp) {
+        EXPECT_EQ(w["writes"].get<size_t>(), k[3] == '6' ? 500u : 2000u) << k << ": each datagram is one write";
+        EXPECT_EQ(w["delivered"].get<size_t>() + w["undelivered"].get<size_t>(), w["writes"].get<size_t>()) << k;
+      } else {
+        EXPECT_LE(w["undelivered"].get<size_t>(), 1u) << w.dump();
+      }
     }
   }
 

@@ -10,13 +10,20 @@
 //       msg_size(proto, i) bytes; prints "sent BYTES LOCAL_PORT". The tcp client
 //       shuts down its write side and waits for the server's close before exiting,
 //       so every segment is acknowledged; both then linger 300 ms.
+//   With NETLOAD_STAMPS=FILE (udp), each side writes one line per datagram to
+//   FILE: "INDEX BEFORE AFTER", CLOCK_MONOTONIC ns around the send or receive
+//   call that moved datagram INDEX (the index the client wrote into its first
+//   8 bytes): the truth of which call moved which datagram, for the tests.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
+#include <time.h>
 #include <sys/time.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -43,6 +50,18 @@ sockaddr_storage addr_of(const char* ip, int port, socklen_t& len) {
     len = sizeof *a;
   }
   return ss;
+}
+
+uint64_t mono_ns() {
+  timespec t{};
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return uint64_t(t.tv_sec) * 1000000000ull + uint64_t(t.tv_nsec);
+}
+
+// NETLOAD_STAMPS: where to log each datagram's call (nullptr: nowhere).
+FILE* stamps_file() {
+  const char* path = getenv("NETLOAD_STAMPS");
+  return path ? fopen(path, "w") : nullptr;
 }
 
 [[noreturn]] void die(const char* what) {
@@ -80,11 +99,23 @@ int server(bool tcp, const char* ip, int port, long count, long delay_ms) {
   } else {
     timeval tv{delay_ms > 0 ? delay_ms / 1000 : 3, delay_ms > 0 ? (delay_ms % 1000) * 1000 : 0};
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    FILE* log = stamps_file();
     while (msgs < count) {
-      ssize_t n = recv(fd, buf.data(), buf.size(), 0);
+      const uint64_t before = mono_ns();
+      // IPv6 through recvmsg into two buffers (the datagram's first bytes span
+      // both), IPv4 through recv: the recorder finds a message in either.
+      iovec iov[2] = {{buf.data(), 16}, {buf.data() + 16, buf.size() - 16}};
+      msghdr mh{};
+      mh.msg_iov = iov, mh.msg_iovlen = 2;
+      ssize_t n = ss.ss_family == AF_INET6 ? recvmsg(fd, &mh, 0) : recv(fd, buf.data(), buf.size(), 0);
+      const uint64_t after = mono_ns();
       if (n < 0) break;
+      long index = -1;
+      if (n >= long(sizeof index)) memcpy(&index, buf.data(), sizeof index);
+      if (log) fprintf(log, "%ld %llu %llu\n", index, (unsigned long long)before, (unsigned long long)after);
       bytes += n, msgs++;
     }
+    if (log) fclose(log);
   }
   printf("received %ld %ld\n", bytes, msgs);
   fflush(stdout);
@@ -100,18 +131,35 @@ int client(bool tcp, const char* ip, int port, long count, const char* go) {
   socklen_t len;
   sockaddr_storage ss = addr_of(ip, port, len);
   int fd = socket(ss.ss_family, tcp ? SOCK_STREAM : SOCK_DGRAM, 0);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&ss), len)) die("connect");
+  // IPv6 UDP unconnected, each datagram named by sendmsg in two buffers (the
+  // destination in the call, not the socket); the rest connected.
+  const bool named = !tcp && ss.ss_family == AF_INET6;
+  if (!named && connect(fd, reinterpret_cast<sockaddr*>(&ss), len)) die("connect");
   std::vector<char> msg(1 << 16);
+  FILE* log = tcp ? nullptr : stamps_file();
   long bytes = 0;
   for (long i = 0; i < count; ++i) {
     size_t n = msg_size(tcp, i);
     for (size_t k = 0; k < n; ++k) msg[k] = char('a' + (i + k) % 26);
     memcpy(msg.data(), &i, sizeof i);  // distinct contents: distinct UDP payload hashes
+    if (named) {
+      iovec iov[2] = {{msg.data(), 8}, {msg.data() + 8, n - 8}};
+      msghdr mh{};
+      mh.msg_name = &ss, mh.msg_namelen = len, mh.msg_iov = iov, mh.msg_iovlen = 2;
+      const uint64_t before = mono_ns();
+      if (sendmsg(fd, &mh, 0) != ssize_t(n)) die("sendmsg");
+      if (log) fprintf(log, "%ld %llu %llu\n", i, (unsigned long long)before, (unsigned long long)mono_ns());
+      bytes += long(n);
+      usleep(1000);
+      continue;
+    }
+    const uint64_t before = mono_ns();
     for (size_t off = 0; off < n;) {
       ssize_t w = send(fd, msg.data() + off, n - off, 0);
       if (w < 0) die("send");
       off += size_t(w);
     }
+    if (log) fprintf(log, "%ld %llu %llu\n", i, (unsigned long long)before, (unsigned long long)mono_ns());
     bytes += long(n);
     if (!tcp) usleep(1000);  // no socket-buffer drops on the receiver
   }
@@ -121,6 +169,7 @@ int client(bool tcp, const char* ip, int port, long count, const char* go) {
     while (read(fd, &c, 1) > 0) {
     }
   }
+  if (log) fclose(log);
   printf("sent %ld %d\n", bytes, local_port(fd));
   fflush(stdout);
   close(fd);

@@ -49,8 +49,8 @@ SubcommandRunner add_netlat_command(CLI::App& app) {
       add_output_flags(cmd, *format, "one CSV row per matched packet instead of the summary",
                        "the summary as JSON: per flow and direction, counts and p0..p100 with strict bounds");
   auto* writes = cmd->add_flag("--writes", o->writes,
-                               "the application's view of TCP instead: each write, from its send call's entry to the "
-                               "recv that returned its last byte");
+                               "the application's view instead: each TCP write or UDP datagram, from its send call's "
+                               "entry to the recv that returned its last byte");
   auto* out = cmd->add_option("--table", table->out,
                               "write the packets and flows as tables for SQL in this directory (packets.csv.zst, "
                               "flows.csv.zst), instead of the summary");

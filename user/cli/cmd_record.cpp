@@ -48,8 +48,9 @@ void add_net_options(CLI::App* record, NetOptions& net) {
       ->check(CLI::Range(1, 65535));
   record
       ->add_flag("--net-send-calls", net.send_calls,
-                 "--net: also stamp where each send call (write, send*) began, for `netlat --writes`; every "
-                 "system call of the machine costs more meanwhile (docs/net.md)")
+                 "--net: also stamp where each send call (write, send*) began and identify each UDP message by "
+                 "its first bytes, for `netlat --writes`; every system call of the machine costs more meanwhile "
+                 "(docs/net.md)")
       ->needs(on);
 }
 

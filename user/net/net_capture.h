@@ -29,7 +29,8 @@ struct NetOptions {
   uint32_t pid = 0;  // owner tgid filter (record -p / -- CMD)
   int followed_map_fd = -1;  // or: owner in this tgid set (the followed tree)
   std::vector<uint16_t> ports;  // --port N (either end)
-  // --net-send-calls: stamp the entry of every send call (netlat --writes); a
+  // --net-send-calls: stamp the entry of every send call and hash each UDP
+  // message in the caller's buffer on send and receive (netlat --writes); a
   // cost on every system call of the machine while recording, so asked for.
   bool send_calls = false;
   uint32_t ring_bytes = 16u << 20;  // per CPU, power of two

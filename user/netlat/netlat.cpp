@@ -17,6 +17,7 @@
 
 #include <fmt/format.h>
 
+#include "netlat/message_delays.h"
 #include "tables/memory_budget.h"
 #include "translate/relation_cursor.h"
 #include "translate/run_relations.h"
@@ -80,19 +81,22 @@ std::vector<PacketMatch> in_receive_order(std::vector<PacketMatch> m, const std:
   return sorted;
 }
 
-// --writes: every TCP link the packets showed, its writes matched to recvs.
+// --writes: every TCP and UDP link the packets showed, its writes (datagrams)
+// matched to recvs.
 void add_writes(const std::vector<TranslateNode>& nodes, PacketDelays& delays,
                 const std::function<bool(const NetEvent&)>& by_pid,
                 const std::function<bool(uint32_t, uint64_t)>& in_window, NetlatResult& res, const WriteSink& each) {
   const std::vector<SocketEvents> sockets = read_socket_events(nodes);
   for (const auto& [k, l] : res.flows.links()) {
-    if (k.first.proto != IPPROTO_TCP) continue;
+    if (k.first.proto != IPPROTO_TCP && k.first.proto != IPPROTO_UDP) continue;
     WriteLink& w = res.writes[k];
-    w.counts = match_writes(k.first, k.second.first, k.second.second, sockets, delays, [&](const WriteDelay& d) {
+    auto add = [&](const WriteDelay& d) {
       if ((!by_pid(*d.send) && !by_pid(*d.recv)) || !in_window(k.second.first, d.send->call_ts)) return;
       w.delays.add(d.span.ns, d.span.guaranteed);
       if (each) each(res, d);
-    });
+    };
+    const auto match = k.first.proto == IPPROTO_TCP ? match_writes : match_messages;
+    w.counts = match(k.first, k.second.first, k.second.second, sockets, delays, add);
   }
 }
 

@@ -37,11 +37,12 @@ struct NetlatOptions {
   // clock: a packet is in it when its transmit's estimate on the reference is
   // (since <= t < until); unmatched packets by their own stamp the same way.
   std::optional<double> since_s, until_s;
-  // --writes: the application's view of the TCP flows instead (write_delays.h).
+  // --writes: the application's view of the TCP and UDP flows instead
+  // (write_delays.h, message_delays.h).
   bool writes = false;
 };
 
-// --writes, per TCP flow and direction: what the sender wrote and the delays.
+// --writes, per TCP or UDP flow and direction: what the sender wrote and the delays.
 struct WriteLink {
   WriteCounts counts;
   FlowLink delays;

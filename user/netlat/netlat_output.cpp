@@ -61,21 +61,22 @@ void print_unlinked(const NetlatResult& res, std::FILE* out) {
     }
 }
 
-// --writes: the application's view per TCP flow and direction.
+// --writes: the application's view per flow and direction.
 void print_writes(const NetlatResult& res, std::FILE* out) {
   fmt::print(out,
-             "application's view: each TCP write, from the entry of its send call on the sender to the recv that "
-             "returned its last byte on the receiver\n\n");
+             "application's view: each TCP write or UDP datagram, from the entry of its send call on the sender to "
+             "the recv that returned its last byte on the receiver\n\n");
   for (const auto& [k, w] : res.writes) {
     const WriteCounts& c = w.counts;
     fmt::print(out, "{}   {} -> {}\n", k.first.text(), res.nodes[k.second.first], res.nodes[k.second.second]);
-    fmt::print(out, "  writes: {}{}, {} delivered{}{}\n", c.writes,
-               c.no_start ? fmt::format(" ({} without a call start: sendfile, splice or io_uring)", c.no_start) : "",
-               w.delays.delays.size() + w.delays.unguaranteed,
-               c.undelivered ? fmt::format(" ({} not returned by a recorded recv)", c.undelivered) : "",
-               w.delays.unguaranteed
-                   ? fmt::format(" ({} unbounded: a stamp in a hull transition)", w.delays.unguaranteed)
-                   : "");
+    fmt::print(
+        out, "  writes: {}{}{}, {} delivered{}{}\n", c.writes,
+        c.no_start ? fmt::format(" ({} without a call start: sendfile, splice or io_uring)", c.no_start) : "",
+        c.unidentified ? fmt::format(" ({} unidentified: their first bytes name no one datagram)", c.unidentified) : "",
+        w.delays.delays.size() + w.delays.unguaranteed,
+        c.undelivered ? fmt::format(" ({} not returned by a recorded recv)", c.undelivered) : "",
+        w.delays.unguaranteed ? fmt::format(" ({} unbounded: a stamp in a hull transition)", w.delays.unguaranteed)
+                              : "");
     print_delays(w.delays.delays, out);
   }
 }
@@ -139,6 +140,7 @@ nlohmann::json netlat_json(const NetlatResult& res) {
                         {"writes", w.counts.writes},
                         {"without_call_start", w.counts.no_start},
                         {"undelivered", w.counts.undelivered},
+                        {"unidentified", w.counts.unidentified},
                         {"delivered", w.delays.delays.size() + w.delays.unguaranteed},
                         {"unbounded", w.delays.unguaranteed}};
     out["writes"].push_back(percentiles_json(w.delays.delays, j));
@@ -165,10 +167,13 @@ const char* const kWritesCsvHeader =
 void append_write_csv_row(std::string& buf, const std::vector<std::string>& nodes, const WriteDelay& d) {
   const cp_net_rec& r = d.send->r;
   const PacketDelays::Span& s = d.span;
+  // The flow's addresses, as its packets carry them: a UDP socket bound to any
+  // address sends from none.
+  const FlowId& f = d.flow;
   fmt::format_to(std::back_inserter(buf), "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
-                 nodes[d.tx_node], nodes[d.rx_node], net_proto_name(r.proto), net_addr(r, true), r.sport,
-                 net_addr(r, false), r.dport, r.seq, r.len, d.send->call_ts, d.recv->ts, r.ktime_ns - r.call_ns,
-                 d.recv->r.ktime_ns, s.ticks.est, s.ticks.lo, s.ticks.hi, s.ns.ns, s.ns.lo, s.ns.hi, s.guaranteed);
+                 nodes[d.tx_node], nodes[d.rx_node], net_proto_name(f.proto), f.addr(true), f.sport, f.addr(false),
+                 f.dport, r.seq, r.len, d.send->call_ts, d.recv->ts, r.ktime_ns - r.call_ns, d.recv->r.ktime_ns,
+                 s.ticks.est, s.ticks.lo, s.ticks.hi, s.ns.ns, s.ns.lo, s.ns.hi, s.guaranteed);
 }
 
 NetlatCsv::NetlatCsv(std::FILE* out, const char* header) : out_(out) { buf_ = header; }

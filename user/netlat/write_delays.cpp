@@ -35,16 +35,17 @@ std::vector<SocketEvents> read_socket_events(const std::vector<TranslateNode>& n
   std::vector<SocketEvents> out(nodes.size());
   for (size_t i = 0; i < nodes.size(); ++i)
     nodes[i].reader->for_each_net_event([&](const NetEvent& e) {
-      if (e.r.proto != IPPROTO_TCP || e.r.len == 0) return;
-      if (e.r.kind == CP_NET_SOCK_SEND) out[i].sends.push_back(e);
-      if (e.r.kind == CP_NET_SOCK_RECV) out[i].recvs.push_back(e);
+      if (e.r.len == 0) return;
+      const bool tcp = e.r.proto == IPPROTO_TCP, udp = e.r.proto == IPPROTO_UDP;
+      if (e.r.kind == CP_NET_SOCK_SEND && (tcp || udp)) (tcp ? out[i].sends : out[i].udp_sends).push_back(e);
+      if (e.r.kind == CP_NET_SOCK_RECV && (tcp || udp)) (tcp ? out[i].recvs : out[i].udp_recvs).push_back(e);
+      if (e.r.kind == CP_NET_PKT_RX && udp) out[i].udp_rx.push_back(e);
     });
   // Per-CPU rings: time order is the stamps'.
   auto by_ts = [](const NetEvent& a, const NetEvent& b) { return a.ts < b.ts; };
-  for (SocketEvents& s : out) {
-    std::stable_sort(s.sends.begin(), s.sends.end(), by_ts);
-    std::stable_sort(s.recvs.begin(), s.recvs.end(), by_ts);
-  }
+  for (SocketEvents& s : out)
+    for (auto* v : {&s.sends, &s.recvs, &s.udp_sends, &s.udp_recvs, &s.udp_rx})
+      std::stable_sort(v->begin(), v->end(), by_ts);
   return out;
 }
 

@@ -13,7 +13,7 @@
 // Which recv delivered a byte follows from the stream positions alone: both
 // socket events carry the sequence number of their first byte (TCP keeps the
 // stream in order), so no guess is made. UDP messages have no such position on
-// the receiving socket and are left out.
+// the receiving socket: they are matched by their bytes (message_delays.h).
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -25,9 +25,12 @@
 
 namespace cptrace {
 
-// One node's TCP socket events: sends (with or without a call start) and recvs.
+// One node's socket events in stamp order: TCP sends (with or without a call
+// start) and recvs; UDP sends and recvs, and the UDP packets it received (whose
+// payload hashes tell a datagram from another flow apart).
 struct SocketEvents {
   std::vector<NetEvent> sends, recvs;
+  std::vector<NetEvent> udp_sends, udp_recvs, udp_rx;
 };
 std::vector<SocketEvents> read_socket_events(const std::vector<TranslateNode>& nodes);
 
@@ -43,6 +46,7 @@ struct WriteCounts {
   uint64_t writes = 0;  // send events of the flow on the sender
   uint64_t no_start = 0;  // of them, without a call start (not measured)
   uint64_t undelivered = 0;  // with a start, but no recorded recv returned their last byte
+  uint64_t unidentified = 0;  // UDP: with a start, but their bytes name no one message (message_delays.h)
 };
 
 // The writes of flow `f` from node tx to node rx, each passed to `each` once
