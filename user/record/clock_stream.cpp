@@ -108,25 +108,25 @@ void ClockStream::take_clock_syscalls() {
 }
 
 // Until deadline_mono (CLOCK_MONOTONIC ns), or earlier when the clock watch has
-// records, or a signal arrives. Never a busy loop: one wake-up per deadline.
-void ClockStream::wait_for_clock(uint64_t deadline_mono) {
+// records, wake_fd is readable, or a signal arrives. Never a busy loop: one
+// wake-up per deadline (a readable wake_fd is the caller's to act on).
+void ClockStream::wait_for_clock(uint64_t deadline_mono, int wake_fd) {
   int64_t left = int64_t(deadline_mono) - mono_ns();
   if (left <= 0) return;
   timespec ts = ns_timespec(left);
-  if (!clockadj_) {
-    nanosleep(&ts, nullptr);
-    return;
-  }
-  pollfd pfd{clockadj_->fd(), POLLIN, 0};
-  ppoll(&pfd, 1, &ts, nullptr);
+  pollfd pfd[2];
+  nfds_t n = 0;
+  if (clockadj_) pfd[n++] = {clockadj_->fd(), POLLIN, 0};
+  if (wake_fd >= 0) pfd[n++] = {wake_fd, POLLIN, 0};
+  ppoll(pfd, n, &ts, nullptr);
 }
 
 // While NTP slews an offset the kernel changes the rate at every REALTIME
 // second boundary: the schedule asks for points around the next one.
-void ClockStream::wait_for_next(uint64_t next_regular) {
+void ClockStream::wait_for_next(uint64_t next_regular, int wake_fd) {
   if (ntp_ && ntp_->slewing() && points_.back().has_realtime())
     schedule_.around_second(mono_ns(), points_.back().rt_minus_mono_ns);
-  wait_for_clock(std::min(next_regular, schedule_.next().value_or(UINT64_MAX)));
+  wait_for_clock(std::min(next_regular, schedule_.next().value_or(UINT64_MAX)), wake_fd);
   take_clock_syscalls();
 }
 

@@ -50,8 +50,9 @@ class ClockStream {
   // One point now on the node's (simulated) TSC; safe from any thread.
   ClockPoint sample() const;
   // Until the next point is due (the regular one at `next_regular`, or one the
-  // schedule asks for), then the syscalls seen meanwhile.
-  void wait_for_next(uint64_t next_regular);
+  // schedule asks for) or `wake_fd` (when >= 0) is readable, then the syscalls
+  // seen meanwhile.
+  void wait_for_next(uint64_t next_regular, int wake_fd = -1);
   // A point at CLOCK_MONOTONIC `now` when the schedule or the regular cadence
   // asks for one.
   void point_if_due(uint64_t now, bool regular);
@@ -77,7 +78,7 @@ class ClockStream {
   void take_point();
   void note_clock_state(const ClockPoint& p);
   void take_clock_syscalls();
-  void wait_for_clock(uint64_t deadline_mono);
+  void wait_for_clock(uint64_t deadline_mono, int wake_fd);
 
   bool witness_;
   std::unique_ptr<ClockAdjustWatch> clockadj_;  // nullptr: off, or the kernel lacks what it needs

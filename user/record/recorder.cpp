@@ -46,6 +46,7 @@
 #include "trace/trace_writer.h"
 #include "os/stop_signals.h"
 #include "clock/tsc_verdict.h"
+#include "os/exit_watch.h"
 #include "os/say.h"
 
 namespace fs = std::filesystem;
@@ -309,6 +310,7 @@ class Recording {
   void report_write_failure() const;
   void announce_write_failure() const;
   const char* stop_reason() const;
+  bool target_gone();
   int stopped_by() const { return stop_ ? stop_->signal() : 0; }  // SIGINT, SIGTERM or 0
   void finish_meta(uint64_t held_series_points);
 
@@ -321,6 +323,7 @@ class Recording {
   std::unique_ptr<SkewWatch> skew_watch_;  // between the two
   std::vector<TscSkew> skew_periodic_;  // what it measured
   std::unique_ptr<HeldCommand> child_;
+  std::unique_ptr<ExitWatch> target_exit_;  // the command's or -p process's end wakes run()
   uint32_t filter_ = 0;  // tgid the probes keep (0: all processes)
   std::unique_ptr<ClockStream> clock_;  // from load_and_attach() on
   std::unique_ptr<HandlerTable> handlers_;
@@ -352,6 +355,7 @@ Recording::Recording(const RecordOptions& opt, RecordPlan plan)
     : opt_(opt), targets_(std::move(plan.targets)), rules_(std::move(plan.rules)), tsc_verdict_(std::move(plan.tsc)) {
   if (!opt.cmd.empty()) child_ = std::make_unique<HeldCommand>(opt.cmd);
   filter_ = opt.pid ? uint32_t(opt.pid) : child_ ? uint32_t(child_->pid()) : 0;
+  if (filter_) target_exit_ = std::make_unique<ExitWatch>(pid_t(filter_));
 }
 
 // The clock stream first (its two points are taken before attaching, as
@@ -571,7 +575,8 @@ void Recording::run() {
   bool failure_announced = false;
   uint64_t next_regular = mono_ns() + kRegularPointNs;
   while (!stop_->signal()) {
-    clock_->wait_for_next(next_regular);
+    clock_->wait_for_next(next_regular, target_exit_ ? target_exit_->fd() : -1);
+    if (target_gone()) break;
     uint64_t now_mono = mono_ns();
     bool regular = now_mono >= next_regular;
     clock_->point_if_due(now_mono, regular);
@@ -594,17 +599,20 @@ void Recording::run() {
       last_flush = now;
     }
     if (opt_.duration_s > 0 && secs >= opt_.duration_s) break;
-    if (child_ && child_->poll_exited()) {
-      command_ended_ = true;
-      break;
-    }
-    if (opt_.pid && kill(opt_.pid, 0) != 0) break;  // the recorded process is gone
+    if (opt_.pid && kill(opt_.pid, 0) != 0) break;  // gone, where no pidfd told
     if (pipe_->failed() && !failure_announced) {  // disk full or I/O error: count from now on
       announce_write_failure();
       failure_announced = true;
     }
   }
   if (tty) fmt::print(stderr, "\n");
+}
+
+// The command has exited (reaped, its status kept), or the -p process has
+// ended: checked at every wake-up, which its end itself causes.
+bool Recording::target_gone() {
+  if (child_ && child_->poll_exited()) return command_ended_ = true;
+  return opt_.pid && target_exit_ && target_exit_->ended();
 }
 
 // The command first (it gets our signal, as under a shell's Ctrl-C), then the
