@@ -76,4 +76,8 @@ void report_fatal_signals() {
 #endif
 }
 
+void default_fatal_signals() {
+  for (int sig : kFatal) signal(sig, SIG_DFL);
+}
+
 }  // namespace cptrace

@@ -17,5 +17,9 @@ namespace cptrace {
 // Installs the handler for this process (after set_command_name: the prefix
 // is copied then). exec() resets it, so a command cptrace runs never sees it.
 void report_fatal_signals();
+// Back to the default actions, in a forked child that may die of a fault on
+// purpose (check's probe of the kernel's fork problem): its death is a finding,
+// not a crash of cptrace to report.
+void default_fatal_signals();
 
 }  // namespace cptrace
