@@ -220,6 +220,38 @@ void expect_report_flows(const testutil::TempDir& tmp) {
     rows++;
   }
   EXPECT_GE(rows, 4u) << "udp4, udp6 and tcp4 both ways";
+
+  // The nodes stamped their send calls: the application's view follows, the
+  // rows of `netlat --writes --json`, each flow with its latency over time.
+  auto wjs = testutil::run(bin + " netlat " + a + " " + b + " --reference A --writes --json", tmp);
+  ASSERT_EQ(wjs.status, 0) << wjs.err;
+  const size_t section = dom.find("class=\"write-stats\"");
+  ASSERT_NE(section, std::string::npos) << "no application's view on the page";
+  size_t write_rows = 0;
+  const nlohmann::json wsummary = nlohmann::json::parse(wjs.out);  // kept: a range-for over a temporary's part dangles
+  for (const auto& w : wsummary["writes"]) {
+    const std::string flow = escape(w["flow"].get<std::string>());
+    const std::string nodes = w["from"].get<std::string>() + " -&gt; " + w["to"].get<std::string>();
+    const size_t at =
+        dom.find("data-key=\"flow\">" + flow + "</td><td class=\"\" data-key=\"nodes\">" + nodes + "<", section);
+    ASSERT_NE(at, std::string::npos) << "no application's view row for " << flow << " " << nodes;
+    const std::string row = dom.substr(at, dom.find("</tr>", at) - at);
+    for (const char* c : {"writes", "without_call_start", "unidentified", "undelivered", "delivered"})
+      EXPECT_NE(row.find(fmt::format("data-key=\"{}\">{}<", c, w[c].get<uint64_t>())), std::string::npos)
+          << flow << " " << c << ": " << row;
+    for (const char* q : {"p50", "p99", "p100"}) {
+      const auto& d = w["delay_ns"][q];
+      EXPECT_NE(row.find(fmt::format("data-key=\"{}\" data-ns=\"{}\" data-lo=\"{}\" data-hi=\"{}\"", q,
+                                     d["ns"].get<int64_t>(), d["lo"].get<int64_t>(), d["hi"].get<int64_t>())),
+                std::string::npos)
+          << "write " << flow << " " << q << ": " << row;
+    }
+    EXPECT_NE(dom.find("<g class=\"series\" data-pair=\"" + flow + "\" data-nodes=\"" + nodes + "\">", section),
+              std::string::npos)
+        << "no latency over time of the writes of " << flow;
+    write_rows++;
+  }
+  EXPECT_EQ(write_rows, 4u) << "tcp4 both ways, udp4 and udp6";
 }
 
 TEST(Netlat, EveryPacketsOneWayDelayBoundContainsTheKernelsTruth) {

@@ -209,6 +209,32 @@ function flows(parent, F) {
             .concat(qs.map(function (q) { return bound(f, q); }));
         }));
   var L = F.series.filter(function (s) { return s.summary.count > 0; });
+  if (L.length) {
+    boxes(parent, L);
+    cdf(parent, L);
+    overTime(parent, L);
+  }
+  if (S.writes) writes(el('div', {'class': 'writes'}, parent), S, F.write_series || [], bound, qs);
+}
+
+// The application's view of the same flows (the nodes stamped their send
+// calls): `cptrace netlat --writes --json`'s row per flow and direction, then
+// the plots.
+function writes(parent, S, series, bound, qs) {
+  el('h2', {}, parent, 'Application\'s view: each TCP write or UDP datagram, send call -> the recv that returned it');
+  el('p', {'class': 'note'}, parent, 'From the entry of the send call on the sender to the return of the recv that delivered the last byte, ' +
+     'as cptrace netlat NODE_DIRS --reference ' + S.reference + ' --writes gives it; UDP datagrams are told apart by their first bytes, ' +
+     'never by order (unidentified: not measured).');
+  table(parent, 'write-stats', ['flow', 'nodes', 'writes', 'without call start', 'unidentified', 'undelivered', 'delivered', 'unbounded']
+          .concat(qs.map(function (q) { return (q === 'p100' ? 'max' : q) + ' (us) [bound]'; })),
+        S.writes.map(function (w) {
+          return [{text: w.flow, key: 'flow'}, {text: w.from + ' -> ' + w.to, key: 'nodes'}]
+            .concat(['writes', 'without_call_start', 'unidentified', 'undelivered', 'delivered', 'unbounded'].map(function (k) {
+              return {text: num(w[k]), key: k};
+            }))
+            .concat(qs.map(function (q) { return bound(w, q); }));
+        }));
+  var L = series.filter(function (s) { return s.summary.count > 0; });
   if (!L.length) return;
   boxes(parent, L);
   cdf(parent, L);

@@ -215,20 +215,39 @@ bool recorded_packets(const std::string& dir) {
   }
 }
 
+// A node recorded with --net-send-calls: its writes and datagrams can be
+// measured in the application's view (netlat --writes).
+bool stamped_send_calls(const std::string& dir) {
+  try {
+    const json meta = json::parse(read_trace_file(dir + "/meta.json"));
+    return meta.value("net", json::object()).value("send_calls", false);
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+json series_array(const std::vector<LatencySeries>& v) {
+  json a = json::array();
+  for (const LatencySeries& s : v) a.push_back(series_json(s));
+  return a;
+}
+
 // The nodes' packets, related as `cptrace netlat NODE_DIRS --reference REF`
-// relates them (its defaults): null when no node recorded any. A failure to
-// relate them is said on the page, which keeps the rest.
+// relates them (its defaults), and, where the send calls were stamped, the
+// application's view as `netlat --writes` gives it: null when no node recorded
+// any. A failure to relate them is said on the page, which keeps the rest.
 json flows_json(const TranslatedRun& run, const ReportOptions& o, std::vector<std::string>& warnings) {
   if (std::none_of(o.node_dirs.begin(), o.node_dirs.end(), recorded_packets)) return nullptr;
   NetlatOptions n;
   n.relate.dirs = o.node_dirs;
   n.relate.reference = run.reference;
   n.relate.threads = o.budget.threads;
+  n.writes = std::any_of(o.node_dirs.begin(), o.node_dirs.end(), stamped_send_calls);
   try {
     FlowReport f = flow_report(n, o.budget);
-    json series = json::array();
-    for (const LatencySeries& s : f.series) series.push_back(series_json(s));
-    return {{"summary", std::move(f.summary)}, {"series", std::move(series)}};
+    return {{"summary", std::move(f.summary)},
+            {"series", series_array(f.series)},
+            {"write_series", series_array(f.write_series)}};
   } catch (const std::exception& e) {
     warnings.push_back(std::string("flows: the nodes' packets could not be related: ") + e.what());
     return nullptr;

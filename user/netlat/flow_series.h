@@ -15,13 +15,16 @@
 namespace cptrace {
 
 struct FlowReport {
-  nlohmann::json summary;  // netlat_json(): "flows", "relation", "matching", ...
+  nlohmann::json summary;  // netlat_json(): "flows", "relation", "matching", ... ("writes" with o.writes)
   std::vector<LatencySeries> series;  // one per flow and direction with bounded packets
+  std::vector<LatencySeries> write_series;  // o.writes: the same of its writes and datagrams
 };
 
 // Every packet's delay is kept in memory until its series is filled (40 bytes
 // each, beside netlat's own 24). Packets without a strict bound (a stamp in a
 // hull transition) are counted in the summary and left out of the series.
+// With o.writes, the application's view too (netlat --writes): each write or
+// datagram from its send call's entry to the recv that returned it.
 FlowReport flow_report(const NetlatOptions& o, const MemoryBudget& budget);
 
 }  // namespace cptrace

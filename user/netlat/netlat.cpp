@@ -85,7 +85,8 @@ std::vector<PacketMatch> in_receive_order(std::vector<PacketMatch> m, const std:
 // matched to recvs.
 void add_writes(const std::vector<TranslateNode>& nodes, PacketDelays& delays,
                 const std::function<bool(const NetEvent&)>& by_pid,
-                const std::function<bool(uint32_t, uint64_t)>& in_window, NetlatResult& res, const WriteSink& each) {
+                const std::function<bool(uint32_t, uint64_t)>& in_window,
+                const std::function<int64_t(const Bound&)>& at_ns, NetlatResult& res, const WriteSink& each) {
   const std::vector<SocketEvents> sockets = read_socket_events(nodes);
   for (const auto& [k, l] : res.flows.links()) {
     if (k.first.proto != IPPROTO_TCP && k.first.proto != IPPROTO_UDP) continue;
@@ -93,7 +94,10 @@ void add_writes(const std::vector<TranslateNode>& nodes, PacketDelays& delays,
     auto add = [&](const WriteDelay& d) {
       if ((!by_pid(*d.send) && !by_pid(*d.recv)) || !in_window(k.second.first, d.send->call_ts)) return;
       w.delays.add(d.span.ns, d.span.guaranteed);
-      if (each) each(res, d);
+      if (!each) return;
+      WriteDelay placed = d;
+      placed.at_ns = at_ns(d.span.from);
+      each(res, placed);
     };
     const auto match = k.first.proto == IPPROTO_TCP ? match_writes : match_messages;
     w.counts = match(k.first, k.second.first, k.second.second, sockets, delays, add);
@@ -181,6 +185,12 @@ NetlatResult netlat(const NetlatOptions& opt, const NetlatSink& each, const Writ
   const nlohmann::json start = nodes[ref].reader->meta().value("start", nlohmann::json::object());
   const bool has_origin = start.is_object() && start.value("tsc", nlohmann::json()).is_number_unsigned();
   const int64_t origin = has_origin ? int64_t(start["tsc"].get<uint64_t>()) : 0;
+  // An instant on the reference (its estimate), as ns since the reference's start.
+  auto at_ns = [&](const Bound& on_ref) {
+    if (!has_origin) return int64_t(INT64_MIN);
+    const int64_t t = on_ref.est - origin;
+    return ticks_ns(t, t, t).ns;
+  };
   auto keep = [&](const FlowId& f) {
     if (opt.port && f.sport != *opt.port && f.dport != *opt.port) return false;
     return !addr || (f.family == addr->second && (f.saddr == addr->first || f.daddr == addr->first));
@@ -198,15 +208,12 @@ NetlatResult netlat(const NetlatOptions& opt, const NetlatSink& each, const Writ
     const NetEvent &tx = raw[m.tx_node].events[m.tx], &rx = raw[m.rx_node].events[m.rx];
     if (!keep(FlowId::of(rx.r)) || !(by_pid(tx) || by_pid(rx)) || !in_window(m.tx_node, tx.ts)) continue;
     PacketDelay d = delays.of(m);
-    if (has_origin) {
-      const int64_t t = d.tx_ref.est - origin;
-      d.tx_at_ns = ticks_ns(t, t, t).ns;
-    }
+    d.tx_at_ns = at_ns(d.tx_ref);
     res.flows.add(d);
     if (each) each(res, d);
   }
   res.writes_asked = opt.writes;
-  if (opt.writes) add_writes(nodes, delays, by_pid, in_window, res, each_write);
+  if (opt.writes) add_writes(nodes, delays, by_pid, in_window, at_ns, res, each_write);
   return res;
 }
 

@@ -40,6 +40,9 @@ struct WriteDelay {
   const NetEvent* send = nullptr;  // call_ts: the call's entry
   const NetEvent* recv = nullptr;  // the recv that returned the write's last byte
   PacketDelays::Span span;
+  // The send call's entry on the reference, ns since the reference's recording
+  // start (netlat() fills it; INT64_MIN without a start): for plots over time.
+  int64_t at_ns = INT64_MIN;
 };
 
 struct WriteCounts {
