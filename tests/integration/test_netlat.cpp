@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstring>
 
@@ -24,6 +25,7 @@
 #include <nlohmann/json.hpp>
 
 #include "os/cgroup_dirs.h"
+#include "tables/rank_select.h"
 #include "test_util.h"
 #include "testbed_util.h"
 #include "trace/trace_reader.h"
@@ -38,7 +40,7 @@ using testbed::Testbed;
 struct Row {
   std::string from, to, proto, saddr;
   uint64_t tx_mono = 0, rx_mono = 0;
-  int64_t ticks_lo = 0, ticks_hi = 0, ns = 0, ns_lo = 0, ns_hi = 0;
+  int64_t ticks = 0, ticks_lo = 0, ticks_hi = 0, ns = 0, ns_lo = 0, ns_hi = 0;
   bool guaranteed = false;
 };
 
@@ -62,6 +64,7 @@ std::vector<Row> parse_csv(const std::string& text) {
           c[3],
           std::stoull(c[11]),
           std::stoull(c[12]),
+          std::stoll(c[13]),
           std::stoll(c[14]),
           std::stoll(c[15]),
           std::stoll(c[16]),
@@ -168,6 +171,90 @@ void expect_cgroup_filters(const testutil::TempDir& tmp, const std::string& dir,
   }
   EXPECT_EQ(tagged, udp4["sent"].get<size_t>()) << "every datagram's transmit carries the client's cgroup";
   EXPECT_EQ(other, 0u) << "no other transmit does";
+}
+
+// `top RUN --flows` while the nodes recorded: refreshes of an incomplete run
+// that matched packets, every percentile shown inside its bound, counts that
+// only grow.
+void expect_live_flows(const std::string& out) {
+  std::istringstream lines(out);
+  size_t live = 0, refreshes = 0;
+  std::map<std::string, uint64_t> matched;
+  for (std::string l; std::getline(lines, l);) {
+    if (l.empty()) continue;
+    const nlohmann::json r = nlohmann::json::parse(l);
+    refreshes++;
+    uint64_t seen = 0;
+    for (const auto& f : r.value("flows", nlohmann::json::array())) {
+      const std::string k = f["flow"].get<std::string>() + " " + f["from"].get<std::string>();
+      EXPECT_GE(f["matched"].get<uint64_t>(), matched[k]) << k << ": fewer packets than a refresh before";
+      matched[k] = f["matched"].get<uint64_t>(), seen += matched[k];
+      for (const char* q : {"p50", "p99", "max"})
+        if (f.contains(q)) {
+          EXPECT_LE(f[q]["ticks_lo"].get<int64_t>(), f[q]["ticks"].get<int64_t>()) << k << " " << q;
+          EXPECT_LE(f[q]["ticks"].get<int64_t>(), f[q]["ticks_hi"].get<int64_t>()) << k << " " << q;
+        }
+    }
+    live += !r.value("complete", false) && seen > 0;
+  }
+  EXPECT_GE(live, 1u) << "no refresh matched packets while the nodes recorded (" << refreshes << " refreshes)";
+  printf("  [top --flows] %zu refreshes, %zu while recording with matched packets\n", refreshes, live);
+}
+
+// `top RUN --flows` on the finished run: its refresh is netlat under the same
+// clock model (the drift-bounded rounds top relates nodes with), every flow's
+// count and p50/p99/max with their bounds, tick for tick.
+void expect_top_flows(const testutil::TempDir& tmp) {
+  const std::string bin = testutil::cptrace_bin(), run = tmp / "top-run";
+  // A run directory of the two nodes alone (the test's directory holds copies too).
+  std::filesystem::create_directories(run);
+  for (const char* n : {"A", "B"})
+    std::filesystem::copy(tmp / n, run + "/" + n, std::filesystem::copy_options::recursive);
+  auto top = testutil::run(bin + " top " + run + " --flows --json --reference A --wait 0", tmp);
+  ASSERT_EQ(top.status, 0) << top.err;
+  std::string last;  // one JSON object per refresh, one per line
+  std::istringstream lines(top.out);
+  for (std::string l; std::getline(lines, l);)
+    if (!l.empty()) last = l;
+  const nlohmann::json refresh = nlohmann::json::parse(last);
+  ASSERT_TRUE(refresh.value("complete", false)) << last.substr(0, 400);
+  auto csv = testutil::run(bin + " netlat " + (tmp / "A") + " " + (tmp / "B") +
+                               " --reference A --clock-model piecewise --inputs rounds --csv",
+                           tmp);
+  ASSERT_EQ(csv.status, 0) << csv.err;
+  std::map<std::string, std::array<std::vector<int64_t>, 3>> by_flow;  // est, lo, hi
+  for (const Row& r : parse_csv(csv.out)) {
+    if (!r.guaranteed) continue;
+    auto& v = by_flow[r.proto + (r.saddr.find(':') != std::string::npos ? "6 " : "4 ") + r.from + "->" + r.to];
+    v[0].push_back(r.ticks), v[1].push_back(r.ticks_lo), v[2].push_back(r.ticks_hi);
+  }
+  size_t flows = 0;
+  for (const auto& f : refresh["flows"]) {
+    const std::string text = f["flow"].get<std::string>();
+    const std::string k = text.substr(0, 3) + (text.find("fd77") != std::string::npos ? "6 " : "4 ") +
+                          f["from"].get<std::string>() + "->" + f["to"].get<std::string>();
+    auto it = by_flow.find(k);
+    ASSERT_NE(it, by_flow.end()) << "top shows a flow netlat does not: " << text;
+    auto& [est, lo, hi] = it->second;
+    ASSERT_EQ(f["count"].get<size_t>(), est.size()) << k;
+    std::sort(est.begin(), est.end()), std::sort(lo.begin(), lo.end()), std::sort(hi.begin(), hi.end());
+    for (auto [q, p] : {std::pair{"p50", 0.5}, {"p99", 0.99}, {"max", 1.0}}) {
+      const size_t at = nearest_rank_index(est.size(), p);
+      EXPECT_EQ(f[q]["ticks"].get<int64_t>(), est[at]) << k << " " << q;
+      EXPECT_EQ(f[q]["ticks_lo"].get<int64_t>(), lo[at]) << k << " " << q;
+      EXPECT_EQ(f[q]["ticks_hi"].get<int64_t>(), hi[at]) << k << " " << q;
+    }
+    flows++;
+  }
+  EXPECT_EQ(flows, by_flow.size()) << "netlat shows a flow top does not";
+  EXPECT_EQ(flows, 4u) << "udp4, udp6 and tcp4 both ways";
+  // The screen names them too.
+  auto text = testutil::run(bin + " top " + run + " --flows --reference A --wait 0", tmp);
+  ASSERT_EQ(text.status, 0) << text.err;
+  EXPECT_NE(text.out.find("-> 10.77.2.2:9100  A -> B  "), std::string::npos) << text.out;
+  auto one = testutil::run(bin + " top " + (tmp / "A") + " --flows --wait 0", tmp);
+  EXPECT_NE(one.status, 0);
+  EXPECT_NE(one.err.find("--flows: " + (tmp / "A") + " is one node's trace"), std::string::npos) << one.err;
 }
 
 // The report of the translated run, given the nodes' traces, has a flows
@@ -289,6 +376,10 @@ TEST(Netlat, EveryPacketsOneWayDelayBoundContainsTheKernelsTruth) {
           nl + " server udp fd77::2:2 9101 500 20000 > " + ready6 + " & exec " + tests +
           "/pipeline --role B --listen 10.77.2.2:9000 --echo'"};
   const char* names[] = {"A", "B"};
+  // top RUN --flows follows the recording live (its refreshes are checked once it ends).
+  testutil::Proc live(
+      bin + " top " + tmp.path.string() + " --flows --json --reference A --interval 1000 --wait 60 --gone-after 60",
+      tmp / "top.out", tmp / "top.err");
   std::vector<std::unique_ptr<testutil::Proc>> rec;
   for (int k = 1; k >= 0; --k)  // B first: A connects to it
     rec.push_back(std::make_unique<testutil::Proc>(
@@ -312,6 +403,8 @@ TEST(Netlat, EveryPacketsOneWayDelayBoundContainsTheKernelsTruth) {
   ASSERT_NE(testutil::read_file(cg.path + "/cgroup.procs").find(client), std::string::npos) << client;
   std::ofstream(go) << "go\n";
   for (auto& p : rec) ASSERT_EQ(p->wait(180), 0) << testutil::read_file(p->err_path);
+  ASSERT_EQ(live.wait(120), 0) << testutil::read_file(live.err_path);
+  expect_live_flows(testutil::read_file(live.out_path));
   TraceReader a(tmp / "A");
   ASSERT_FALSE(a.error()) << a.error()->what();
   const std::vector<ClockPoint> ref_clock = a.clock_map().points();
@@ -515,6 +608,7 @@ TEST(Netlat, EveryPacketsOneWayDelayBoundContainsTheKernelsTruth) {
   EXPECT_EQ(bad.status, 1);
   EXPECT_NE(bad.err.find("--from C: no such node (the traces hold A, B)"), std::string::npos) << bad.err;
 
+  expect_top_flows(tmp);
   expect_report_flows(tmp);
 
   // The tables for SQL: the packets of --csv, every node's side of each flow;

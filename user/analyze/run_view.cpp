@@ -1,6 +1,8 @@
 // The live view of a run directory: per-node counts, cross-node percentiles with bounds.
 #include "analyze/run_view.h"
 
+#include "analyze/run_flows.h"
+
 #include <algorithm>
 #include <cmath>
 #include <ctime>
@@ -371,6 +373,7 @@ struct RunView::Relations {
   std::map<std::pair<size_t, size_t>, std::shared_ptr<const DriftBoundRelation>> drifts;
   RelationPaths paths;
   std::optional<TscFrequency> f;  // the reference stream's frequency interval, when it has one
+  std::vector<std::string> problems;  // what the refresh could not do, said on the screen
 };
 
 RunView::Relations RunView::node_clocks() const {
@@ -558,11 +561,7 @@ json RunView::pair_summary(size_t k, const Relations& r) {
   return j;
 }
 
-json RunView::pairs_json(std::vector<std::string>& problems) {
-  Relations r = node_clocks();
-  if (!pick_reference(r, problems)) return json::array();
-  relate_nodes(r, problems);
-
+json RunView::pairs_json(Relations& r) {
   // The relations are a function of the rounds, the skews and the paths. While
   // the skews, the paths and the node pairs related stay as they were, a bound
   // computed before is exactly what a recomputation gives unless one of its
@@ -583,12 +582,21 @@ json RunView::pairs_json(std::vector<std::string>& problems) {
     if (!reuse) c = Bounds{};
     c.generation = generation;
     bound_pair(k, r, reuse, same);
-    if (!c.problem.empty()) problems.push_back(c.problem);
+    if (!c.problem.empty()) r.problems.push_back(c.problem);
     out.push_back(pair_summary(k, r));
   }
   structure_ = structure;
   prev_drifts_ = std::move(r.drifts);
   return out;
+}
+
+// --flows: every node's packets so far, bounded with this refresh's relations.
+json RunView::flows_json(Relations& r) {
+  std::vector<FlowNode> nodes;
+  for (size_t i = 0; i < r.n; ++i) nodes.push_back({nodes_[i]->dir, r.names[i], r.db.to_ref[i].get()});
+  json flows = run_flows(nodes, r.f, r.problems);
+  for (json& f : flows) f["reference"] = r.names[r.ref];
+  return flows;
 }
 
 json RunView::snapshot() {
@@ -616,11 +624,14 @@ json RunView::snapshot() {
     j["nodes"].push_back(std::move(nj));
   }
   j["starting"] = starting();
-  std::vector<std::string> problems;
-  j["pairs"] = pairs_json(problems);
+  Relations r = node_clocks();
+  const bool related = pick_reference(r, r.problems);
+  if (related) relate_nodes(r, r.problems);
+  j["pairs"] = related ? pairs_json(r) : json::array();
+  if (opt_.flows) j["flows"] = related ? flows_json(r) : json::array();
   if (kernel_stamped_)
-    problems.push_back(fmt::format("{} kernel-stamped pair events not joined live", kernel_stamped_));
-  j["problems"] = problems;
+    r.problems.push_back(fmt::format("{} kernel-stamped pair events not joined live", kernel_stamped_));
+  j["problems"] = r.problems;
   return j;
 }
 

@@ -54,6 +54,7 @@ struct RunViewOptions {
   std::vector<std::pair<std::string, std::string>> pairs;  // FROM,TO channel names
   std::string reference;  // empty: cluster.json's first node, else the first by name
   double max_drift_ppm = 500;
+  bool flows = false;  // --flows: every flow's one-way delays too (run_flows.h)
 };
 
 // RUN is a run RunView follows: it has a cluster.json, or a directory holding a
@@ -123,7 +124,8 @@ class RunView {
   // One refresh's bounds, in steps: the nodes' clocks, the reference, the
   // relations onto it, then each pair bounded and summed up.
   struct Relations;
-  nlohmann::json pairs_json(std::vector<std::string>& problems);
+  nlohmann::json pairs_json(Relations& r);
+  nlohmann::json flows_json(Relations& r);
   Relations node_clocks() const;
   bool pick_reference(Relations& r, std::vector<std::string>& problems) const;
   void relate_nodes(Relations& r, std::vector<std::string>& problems) const;

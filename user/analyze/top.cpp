@@ -138,6 +138,14 @@ void print_run_text(const std::string& dir, const json& s, bool tty) {
                        ns ? "us" : "ticks");
     for (const char* k : {"p50", "p90", "p99", "max"}) out += fmt::format("  {:<4} {}\n", k, bounded(p, k));
   }
+  for (const json& f : s.value("flows", json::array())) {
+    bool ns = f.contains("p50") && f["p50"].contains("ns");
+    out += fmt::format("\n{}  {} -> {}  {} packets bounded of {} matched (one-way delay on {}'s clock, {})\n",
+                       f["flow"].get<std::string>(), f["from"].get<std::string>(), f["to"].get<std::string>(),
+                       f["count"].get<uint64_t>(), f["matched"].get<uint64_t>(), f.value("reference", ""),
+                       ns ? "us" : "ticks");
+    for (const char* k : {"p50", "p90", "p99", "max"}) out += fmt::format("  {:<4} {}\n", k, bounded(f, k));
+  }
   if (!s["starting"].empty()) out += fmt::format("\nstarting: {}\n", s["starting"].dump());
   for (const json& w : s["problems"]) out += "note: " + w.get<std::string>() + "\n";
   fmt::print("{}", out);
@@ -151,6 +159,7 @@ int top_run(const TopOptions& o) {
   ro.pairs = o.pairs;
   ro.reference = o.reference;
   ro.max_drift_ppm = o.max_drift_ppm;
+  ro.flows = o.flows;
   RunView view(o.dir, ro);
   auto grew_at = Clock::now();
   uint64_t last_size = 0;
@@ -200,6 +209,8 @@ int run_top(const TopOptions& o) {
   if (!(o.wait_s >= 0) || !(o.gone_s > 0)) throw std::runtime_error("--wait and --gone-after must be positive");
   std::string events = wait_for_trace(o.dir, o.wait_s);
   if (events.empty()) return top_run(o);
+  if (o.flows)
+    throw std::runtime_error("--flows: " + o.dir + " is one node's trace; flows are between the nodes of a run");
   LiveView view(o.period_ms, o.pairs, o.budget);
   TraceTail tail(events);
   json meta = json::object();

@@ -23,6 +23,7 @@ struct TopOptions {
   std::vector<ChannelPair> pairs;  // --pair
   std::string reference;  // a run: the node whose TSC durations are on (default: first by name)
   double max_drift_ppm = 500;  // a run: the clock model's rate bound (run_view.h)
+  bool flows = false;  // a run: --flows, every flow's one-way delays (run_flows.h)
   MemoryBudget budget;  // for --pair (local_latency.h: exact within it)
 };
 

@@ -37,6 +37,9 @@ SubcommandRunner add_top_command(CLI::App& app) {
   top->add_option("--max-drift-ppm", o->max_drift_ppm,
                   "run: bound on one node's clock rate against another's, as translate --clock-model piecewise "
                   "(default 500)");
+  top->add_flag("--flows", o->flows,
+                "run: one-way delay of every flow between the nodes (recorded with record --net), per direction, "
+                "with strict bounds, as netlat");
   top->add_option("--iterations", o->iterations, "stop after N refreshes (default: when the recording ends)")
       ->check(CLI::PositiveNumber);
   top->add_option("--wait", o->wait_s, "seconds to wait for DIR and its events.cpt to appear (default 10)");
