@@ -701,6 +701,41 @@ TEST(ProcRegistry, ForkWhileAnotherThreadOpensLeavesTheChildAbleToOpen) {
   EXPECT_EQ(WEXITSTATUS(st), 0) << "a child forked beside an open waited forever on the registry's lock";
 }
 
+// A process's memory whose registry is full and whose one overflow chunk, of
+// the largest capacity read, links to itself: the reader stops once it holds
+// more names than a library keeps (CP_REGISTRY_MAX_NAMES), not after reading
+// hundreds of MB (a hostile process's hello under `record --all`).
+TEST(ProcRegistry, AChunkChainThatLoopsStopsAtTheLibrarysCap) {
+  constexpr uint64_t kBase = 0x7f0000001000, kChunk = kBase + sizeof(cp_registry);
+  constexpr uint32_t kCapacity = 1u << 16;
+  std::vector<uint8_t> mem(sizeof(cp_registry) + sizeof(cp_registry_chunk) + kCapacity * sizeof(cp_registry_entry));
+  auto* reg = reinterpret_cast<cp_registry*>(mem.data());
+  memcpy(reg->magic, CP_REGISTRY_MAGIC, sizeof reg->magic);
+  reg->version = CP_REGISTRY_VERSION, reg->capacity = reg->count = CP_REGISTRY_CAPACITY, reg->overflow = kChunk;
+  auto* chunk = reinterpret_cast<cp_registry_chunk*>(mem.data() + sizeof(cp_registry));
+  chunk->next = kChunk, chunk->capacity = chunk->count = 4096;  // full: the chain goes on, to itself
+  uint64_t reads = 0;
+  cptrace::RemoteRead read = [&](uint64_t addr, void* dst, size_t len) {
+    reads += len;
+    if (addr < kBase || addr - kBase > mem.size() || len > mem.size() - (addr - kBase)) return false;
+    memcpy(dst, mem.data() + (addr - kBase), len);
+    return true;
+  };
+  try {
+    cptrace::read_registry_at(read, "pid 1: lib", kBase, 0);
+    ADD_FAILURE() << "a looping chain was read to the end";
+  } catch (const cptrace::ProcRegistryError& e) {
+    EXPECT_NE(std::string(e.what()).find("holds more than " + std::to_string(CP_REGISTRY_MAX_NAMES) + " names"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_LE(reads, uint64_t(CP_REGISTRY_MAX_NAMES + 4096) * sizeof(cp_registry_entry) + sizeof(cp_registry) * 2)
+      << "read far more than a library's registry holds";
+  // A header that claims more names than a library keeps is refused as it is read.
+  reg->capacity = reg->count = kCapacity, reg->overflow = 0;
+  EXPECT_THROW(cptrace::read_registry_at(read, "pid 1: lib", kBase, 0), cptrace::ProcRegistryError);
+}
+
 TEST(ProcRegistry, NoSuchProcessThrows) {
   pid_t pid = fork();
   ASSERT_GE(pid, 0);

@@ -24,10 +24,13 @@ namespace {
 
 // Larger capacities than ours are accepted (the layout carries its capacity),
 // but not absurd ones from a corrupt or hostile header; the same bounds the
-// overflow chain (chunk size, total entries), which a corrupt or changing
-// process could make endless.
+// overflow chain (chunk size), which a corrupt or changing process could make
+// endless. In all, no more names than a library of this registry version keeps
+// (CP_REGISTRY_MAX_NAMES, 1.4 MB): a process that claims more is corrupt or
+// hostile, and must not make the root recorder read and hold hundreds of MB
+// (each hello of `record --all` reads it again).
 constexpr uint32_t kMaxRegistryCapacity = 1u << 16;
-constexpr uint64_t kMaxRegistryEntries = 1u << 22;  // 4M names, 320 MB of entries
+constexpr uint64_t kMaxRegistryEntries = CP_REGISTRY_MAX_NAMES;
 
 std::string pid_prefix(pid_t pid) { return "pid " + std::to_string(pid) + ": "; }
 
@@ -217,6 +220,8 @@ void check_header(const std::string& where, const cp_registry& h, uint64_t sym_s
     fail("has version " + std::to_string(h.version) + ", this reader knows " + std::to_string(CP_REGISTRY_VERSION));
   if (h.capacity == 0 || h.capacity > kMaxRegistryCapacity || h.count > h.capacity)
     fail("is corrupt (capacity " + std::to_string(h.capacity) + ", count " + std::to_string(h.count) + ")");
+  if (h.count > kMaxRegistryEntries)
+    fail("holds more than " + std::to_string(kMaxRegistryEntries) + " names (corrupt)");
   uint64_t need = offsetof(cp_registry, entries) + uint64_t{h.count} * sizeof(cp_registry_entry);
   if (sym_size != 0 && need > sym_size) fail("count exceeds the symbol's size");
 }
