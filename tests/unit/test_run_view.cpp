@@ -180,6 +180,28 @@ TEST(RunView, NoNodeYetIsSaidAndNothingIsBounded) {
   EXPECT_EQ(s["problems"][0], "no node in the run yet");
 }
 
+// A copy of a node's trace beside it (a backup, A and A-plain): two traces of
+// one node, which the view says, as translate refuses them.
+TEST(RunView, TwoTracesOfOneNodeAreSaid) {
+  testutil::TempDir tmp;
+  synth::Clock a{"A", 1.0e15L, 20}, b{"B", 1.0e15L + 8.1e9L, 150};
+  synth::Cluster cl({a, b}, 3);
+  cl.rounds(0, 1, "start", 1e6L, 20, 500000);
+  cl.rounds(1, 0, "start", 1e6L, 20, 500000);
+  const std::string run = tmp / "run";
+  cl.write(0, run + "/A", 1e9L);
+  cl.write(1, run + "/B", 1e9L);
+  std::filesystem::copy(run + "/A", run + "/A-copy", std::filesystem::copy_options::recursive);
+  RunView view(run, RunViewOptions{});
+  view.poll();
+  const nlohmann::json s = view.snapshot();
+  ASSERT_EQ(s["nodes"].size(), 3u) << s.dump();
+  size_t said = 0;
+  for (const auto& p : s["problems"])
+    said += p.get<std::string>().rfind("node A has 2 traces (A, A-copy): overlapping recordings", 0) == 0;
+  EXPECT_EQ(said, 1u) << s["problems"].dump();
+}
+
 // A finished cluster run also holds RUN/translated (a translated trace) and
 // other directories: none of them is a node. Without RUN/cluster.json the
 // recordings are told by their meta.json, or before it by their first frame

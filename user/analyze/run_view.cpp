@@ -14,6 +14,7 @@
 #include <stdexcept>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "analyze/live_view.h"  // channel_arg_id
 #include "clock/clock_map.h"
@@ -590,6 +591,20 @@ json RunView::pairs_json(Relations& r) {
   return out;
 }
 
+// Two directories of one node name (a copy of a trace, two recordings of one
+// node): rounds name their peers by node name, so what relates them cannot be
+// told apart. Said, as translate refuses them ("overlapping recordings").
+void RunView::same_named_nodes(std::vector<std::string>& problems) const {
+  std::map<std::string, std::vector<std::string>> dirs;
+  for (const auto& n : nodes_) dirs[n->name].push_back(fs::path(n->dir).filename().string());
+  for (const auto& [name, d] : dirs)
+    if (d.size() > 1)
+      problems.push_back(
+          fmt::format("node {} has {} traces ({}): overlapping recordings, whose rounds and pairs "
+                      "cannot be told apart; keep one in the run",
+                      name, d.size(), fmt::join(d, ", ")));
+}
+
 // --flows: every node's packets so far, bounded with this refresh's relations.
 json RunView::flows_json(Relations& r) {
   std::vector<FlowNode> nodes;
@@ -625,6 +640,7 @@ json RunView::snapshot() {
   }
   j["starting"] = starting();
   Relations r = node_clocks();
+  same_named_nodes(r.problems);
   const bool related = pick_reference(r, r.problems);
   if (related) relate_nodes(r, r.problems);
   j["pairs"] = related ? pairs_json(r) : json::array();

@@ -126,6 +126,7 @@ class RunView {
   struct Relations;
   nlohmann::json pairs_json(Relations& r);
   nlohmann::json flows_json(Relations& r);
+  void same_named_nodes(std::vector<std::string>& problems) const;
   Relations node_clocks() const;
   bool pick_reference(Relations& r, std::vector<std::string>& problems) const;
   void relate_nodes(Relations& r, std::vector<std::string>& problems) const;
