@@ -180,14 +180,20 @@ TEST(RunView, NoNodeYetIsSaidAndNothingIsBounded) {
   EXPECT_EQ(s["problems"][0], "no node in the run yet");
 }
 
-// A copy of a node's trace beside it (a backup, A and A-plain): two traces of
-// one node, which the view says, as translate refuses them.
-TEST(RunView, TwoTracesOfOneNodeAreSaid) {
-  testutil::TempDir tmp;
+// Nodes A and B (B's clock 8.1 s ahead, at another rate) and MinRTT rounds each way at the start.
+synth::Cluster two_nodes_with_rounds() {
   synth::Clock a{"A", 1.0e15L, 20}, b{"B", 1.0e15L + 8.1e9L, 150};
   synth::Cluster cl({a, b}, 3);
   cl.rounds(0, 1, "start", 1e6L, 20, 500000);
   cl.rounds(1, 0, "start", 1e6L, 20, 500000);
+  return cl;
+}
+
+// A copy of a node's trace beside it (a backup, A and A-plain): two traces of
+// one node, which the view says, as translate refuses them.
+TEST(RunView, TwoTracesOfOneNodeAreSaid) {
+  testutil::TempDir tmp;
+  synth::Cluster cl = two_nodes_with_rounds();
   const std::string run = tmp / "run";
   cl.write(0, run + "/A", 1e9L);
   cl.write(1, run + "/B", 1e9L);
@@ -209,10 +215,7 @@ TEST(RunView, TwoTracesOfOneNodeAreSaid) {
 // reference, and the run is complete only once every listed node is.
 TEST(RunView, TranslatedAndOtherDirectoriesAreNoNodes) {
   testutil::TempDir tmp;
-  synth::Clock a{"A", 1.0e15L, 20}, b{"B", 1.0e15L + 8.1e9L, 150};
-  synth::Cluster cl({a, b}, 3);
-  cl.rounds(0, 1, "start", 1e6L, 20, 500000);
-  cl.rounds(1, 0, "start", 1e6L, 20, 500000);
+  synth::Cluster cl = two_nodes_with_rounds();
   for (uint64_t k = 0; k < 10; ++k) {
     cl.event(0, "A.out", k, 50e6L + k * 1e6L);
     cl.event(1, "B.in", k, 50e6L + k * 1e6L + cl.delay(0, 1));

@@ -202,11 +202,7 @@ function flows(parent, F) {
   table(parent, 'flow-stats', ['flow', 'nodes', 'sent', 'retransmitted', 'received', 'out of order', 'matched', 'unbounded']
           .concat(qs.map(function (q) { return (q === 'p100' ? 'max' : q) + ' (us) [bound]'; })),
         S.flows.map(function (f) {
-          return [{text: f.flow, key: 'flow'}, {text: f.from + ' -> ' + f.to, key: 'nodes'}]
-            .concat(['sent', 'retransmitted', 'received', 'out_of_order', 'matched', 'unbounded'].map(function (k) {
-              return {text: num(f[k]), key: k};
-            }))
-            .concat(qs.map(function (q) { return bound(f, q); }));
+          return flowRow(f, ['sent', 'retransmitted', 'received', 'out_of_order', 'matched', 'unbounded'], qs, bound);
         }));
   var L = F.series.filter(function (s) { return s.summary.count > 0; });
   if (L.length) {
@@ -215,6 +211,14 @@ function flows(parent, F) {
     overTime(parent, L);
   }
   if (S.writes) writes(el('div', {'class': 'writes'}, parent), S, F.write_series || [], bound, qs);
+}
+
+// One flow and direction of netlat's JSON as a table row: its name, its nodes,
+// the counts `keys`, then each percentile with its bound.
+function flowRow(f, keys, qs, bound) {
+  return [{text: f.flow, key: 'flow'}, {text: f.from + ' -> ' + f.to, key: 'nodes'}]
+    .concat(keys.map(function (k) { return {text: num(f[k]), key: k}; }))
+    .concat(qs.map(function (q) { return bound(f, q); }));
 }
 
 // The application's view of the same flows (the nodes stamped their send
@@ -228,11 +232,7 @@ function writes(parent, S, series, bound, qs) {
   table(parent, 'write-stats', ['flow', 'nodes', 'writes', 'without call start', 'unidentified', 'undelivered', 'delivered', 'unbounded']
           .concat(qs.map(function (q) { return (q === 'p100' ? 'max' : q) + ' (us) [bound]'; })),
         S.writes.map(function (w) {
-          return [{text: w.flow, key: 'flow'}, {text: w.from + ' -> ' + w.to, key: 'nodes'}]
-            .concat(['writes', 'without_call_start', 'unidentified', 'undelivered', 'delivered', 'unbounded'].map(function (k) {
-              return {text: num(w[k]), key: k};
-            }))
-            .concat(qs.map(function (q) { return bound(w, q); }));
+          return flowRow(w, ['writes', 'without_call_start', 'unidentified', 'undelivered', 'delivered', 'unbounded'], qs, bound);
         }));
   var L = series.filter(function (s) { return s.summary.count > 0; });
   if (!L.length) return;

@@ -45,13 +45,6 @@ std::vector<NodePackets> read_packets(const std::vector<FlowNode>& nodes, std::v
   return raw;
 }
 
-// The k-th smallest of v by nearest rank (v reordered).
-int64_t select(std::vector<int64_t>& v, double p) {
-  auto k = v.begin() + ptrdiff_t(nearest_rank_index(v.size(), p));
-  std::nth_element(v.begin(), k, v.end());
-  return *k;
-}
-
 nlohmann::json link_json(const FlowId& flow, const std::string& from, const std::string& to, Link& l,
                          const std::optional<TscFrequency>& f) {
   nlohmann::json j = {{"flow", flow.text()},      {"from", from},          {"to", to},
@@ -60,7 +53,8 @@ nlohmann::json link_json(const FlowId& flow, const std::string& from, const std:
   if (l.est.empty()) return j;
   for (auto [key, q] : {std::pair{"p50", 0.5}, {"p90", 0.9}, {"p99", 0.99}, {"max", 1.0}}) {
     // The k-th smallest true delay lies between the k-th smallest lo and hi.
-    const int64_t e = select(l.est, q), lo = select(l.lo, q), hi = select(l.hi, q);
+    const int64_t e = nearest_rank_select(l.est, q), lo = nearest_rank_select(l.lo, q),
+                  hi = nearest_rank_select(l.hi, q);
     nlohmann::json v = {{"ticks", e}, {"ticks_lo", lo}, {"ticks_hi", hi}};
     if (f) {
       const NsBound ns = ticks_to_ns(e, lo, hi, f->hz, f->lo, f->hi);

@@ -59,13 +59,6 @@ void read_meta(const std::string& dir, json& meta) {
   }
 }
 
-// One percentile of a column: the nearest-rank element (latency_summary.h).
-int64_t select(std::vector<int64_t>& v, double p) {
-  auto k = v.begin() + int64_t(nearest_rank_index(v.size(), p));
-  std::nth_element(v.begin(), k, v.end());
-  return *k;
-}
-
 // The newest round this node initiated, on its own clock (its receive stamp t4):
 // bounds of later events are extrapolated past it.
 uint64_t last_round(const std::vector<SyncRound>& rounds) {
@@ -550,7 +543,7 @@ json RunView::pair_summary(size_t k, const Relations& r) {
   if (!est.empty()) {
     for (auto [key, q] : {std::pair{"p50", 0.5}, {"p90", 0.9}, {"p99", 0.99}, {"max", 1.0}}) {
       // The k-th smallest true duration lies between the k-th smallest lo and hi.
-      int64_t e = select(est, q), l = select(lo, q), h = select(hi, q);
+      int64_t e = nearest_rank_select(est, q), l = nearest_rank_select(lo, q), h = nearest_rank_select(hi, q);
       json v = {{"ticks", e}, {"ticks_lo", l}, {"ticks_hi", h}};
       if (r.f) {
         NsBound ns = ticks_to_ns(e, l, h, r.f->hz, r.f->lo, r.f->hi);

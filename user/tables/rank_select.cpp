@@ -133,6 +133,12 @@ uint64_t nearest_rank_index(uint64_t n, double p) {
   return std::min<uint64_t>(n - 1, uint64_t(std::ceil(p * double(n))) - (p > 0 ? 1 : 0));
 }
 
+int64_t nearest_rank_select(std::vector<int64_t>& v, double p) {
+  auto k = v.begin() + int64_t(nearest_rank_index(v.size(), p));
+  std::nth_element(v.begin(), k, v.end());
+  return *k;
+}
+
 std::vector<int64_t> select_ranks(const std::vector<const ValueColumn*>& cols, const std::vector<uint64_t>& ks,
                                   uint64_t mem_bytes) {
   uint64_t n = 0;

@@ -86,5 +86,7 @@ std::vector<int64_t> select_ranks(const std::vector<const ValueColumn*>& cols, c
 // Nearest-rank percentile index: p in [0, 1] of n > 0 values -> 0-based rank
 // (k = max(1, ceil(p n)), as DuckDB's quantile_disc).
 uint64_t nearest_rank_index(uint64_t n, double p);
+// The nearest-rank percentile p of v (non-empty), in memory: v is reordered.
+int64_t nearest_rank_select(std::vector<int64_t>& v, double p);
 
 }  // namespace cptrace
