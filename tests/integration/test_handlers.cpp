@@ -178,22 +178,35 @@ TEST(Handlers, DownsampleIsGlobalAcrossThreads) {
 // tells when each tuple was emitted (chan0's event i lies between chan1's i-1 and i).
 // At the site (CPTRACE_SINGLE=site) each event meets the rule in force at its
 // call; a buffered one meets the rule in force when its buffer is handed over.
+namespace {
+
+// Records N paced single events of the workload (channels chan0, chan1, each
+// call at once through the site) into tmp/trace with `record_args`, and every
+// 0.8 s sets one rule of `sets` through `cptrace config`; waits for the end.
+void record_switching(const TempDir& tmp, uint64_t N, const std::string& record_args,
+                      const std::vector<std::string>& sets) {
+  const std::string dir = tmp / "trace";
+  Proc rec(record_cmd(dir, record_args) + " -- env CPTRACE_SINGLE=site " + workload() +
+               " --threads 1 --channels 2 --all-channels --pace-us 100 --mode single --events " + std::to_string(N),
+           tmp / "r.out", tmp / "r.err");
+  ASSERT_TRUE(attached(rec));
+  for (const std::string& rule : sets) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(800));
+    auto set = run(cptrace_bin() + " config " + dir + " set " + rule, tmp);
+    ASSERT_EQ(set.status, 0) << rule << ": " << set.err;
+  }
+  ASSERT_EQ(rec.wait(60), 0) << read_file(tmp / "r.err");
+}
+
+}  // namespace
+
 TEST(Handlers, SwitchMidRunFollowsRecordedInstants) {
   REQUIRE_BPF();
   TempDir tmp;
   const uint64_t N = 30000;
   std::string dir = tmp / "trace";
-  Proc rec(record_cmd(dir) + " -- env CPTRACE_SINGLE=site " + workload() +
-               " --threads 1 --channels 2 --all-channels --pace-us 100 --mode single --events " + std::to_string(N),
-           tmp / "r.out", tmp / "r.err");
-  ASSERT_TRUE(attached(rec));
-  std::this_thread::sleep_for(std::chrono::milliseconds(800));
-  auto s1 = run(cptrace_bin() + " config " + dir + " set chan0 downsample 10", tmp);
-  ASSERT_EQ(s1.status, 0) << s1.err;
-  std::this_thread::sleep_for(std::chrono::milliseconds(800));
-  auto s2 = run(cptrace_bin() + " config " + dir + " set chan0 null", tmp);
-  ASSERT_EQ(s2.status, 0) << s2.err;
-  ASSERT_EQ(rec.wait(60), 0) << read_file(tmp / "r.err");
+  record_switching(tmp, N, "", {"chan0 downsample 10", "chan0 null"});
+  if (HasFatalFailure()) return;
 
   TraceReader r(dir);
   ASSERT_FALSE(r.error());
@@ -281,14 +294,8 @@ TEST(Handlers, CounterReplacedMidRunKeepsItsHeldPeriod) {
   const uint64_t N = 30000;
   std::string dir = tmp / "trace";
   write_file(tmp / "cfg", "chan0 counter 1s\n");
-  Proc rec(record_cmd(dir, "--config " + (tmp / "cfg")) + " -- env CPTRACE_SINGLE=site " + workload() +
-               " --threads 1 --channels 2 --all-channels --pace-us 100 --mode single --events " + std::to_string(N),
-           tmp / "r.out", tmp / "r.err");
-  ASSERT_TRUE(attached(rec));
-  std::this_thread::sleep_for(std::chrono::milliseconds(800));
-  auto s1 = run(cptrace_bin() + " config " + dir + " set chan0 counter 7ms", tmp);
-  ASSERT_EQ(s1.status, 0) << s1.err;
-  ASSERT_EQ(rec.wait(60), 0) << read_file(tmp / "r.err");
+  record_switching(tmp, N, "--config " + (tmp / "cfg"), {"chan0 counter 7ms"});
+  if (HasFatalFailure()) return;
 
   TraceReader r(dir);
   ASSERT_FALSE(r.error());
