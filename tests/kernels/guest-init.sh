@@ -149,9 +149,10 @@ tsc_checked() {
 # like a user's Ctrl-C, as the host's --net tests do. No `-- CMD`: that would
 # keep only what the command owns, and the receiving end is another process in
 # another namespace. net_recorder_start fails (recording why) when the recorder
-# does not attach.
+# does not attach. --net-send-calls: the verifier of this kernel sees the send
+# and receive calls' program too (6.3+; 6.1 says it lacks the tracepoint).
 net_recorder_start() {
-	cptrace record --no-progress --ring-mb 16 --net -o "/tmp/$1" >"/tmp/$1.rec" 2>"/tmp/$1.err" &
+	cptrace record --no-progress --ring-mb 16 --net --net-send-calls -o "/tmp/$1" >"/tmp/$1.rec" 2>"/tmp/$1.err" &
 	REC=$!
 	wait_for attached "/tmp/$1.err" $REC && return 0
 	show_tail "$1" "/tmp/$1.err"
