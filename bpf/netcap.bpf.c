@@ -749,6 +749,8 @@ static __always_inline void msg_dest(const struct msg_place *m, struct cp_net_re
 	struct sockaddr_in6 sa = {};
 	if (!m->name || bpf_probe_read_user(&sa, sizeof(struct sockaddr_in), (void *)m->name))
 		return;
+	if (sa.sin6_family != AF_INET && sa.sin6_family != AF_INET6)
+		return; /* AF_UNSPEC and the like: the socket's own remote end stands */
 	if (sa.sin6_family == AF_INET6 && bpf_probe_read_user(&sa, sizeof(sa), (void *)m->name))
 		return;
 	__builtin_memset(r->daddr, 0, 16);

@@ -52,8 +52,9 @@ enum cp_net_flag {
 				    send call (write, writev, send*) that handed the bytes over */
 	CP_NETF_MSG_HASH = 64,	 /* UDP socket send/recv: hash holds the FNV-1a of the message's
 				    first min(len, CP_NET_HASH_BYTES) bytes, read from the caller's
-				    buffer (a packet's hash of the same datagram is equal), and a
-				    send's daddr/dport the destination its call named, if any */
+				    buffer (a packet's hash of the same datagram is equal). With or
+				    without it, a UDP send whose call named a destination (sendto,
+				    sendmsg) carries that one in daddr/dport */
 };
 
 /* Bytes of UDP payload hashed (FNV-1a 32) for matching a datagram across nodes. */
