@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "latency/duration_bounds.h"
+#include "trace/trace_meta.h"
 #include "trace/tsc_skew_history.h"
 
 using namespace cptrace;
@@ -40,6 +41,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   nlohmann::json meta = nlohmann::json::parse(data, data + size, nullptr, false);
   if (meta.is_discarded()) return 0;
   guarded([&] { TscSkewHistory::from_meta(meta); });
+  guarded([&] { TraceMeta::from_json(meta).start_rt_minus_mono_ns(); });
   if (!meta.is_object()) return 0;
   if (meta.contains("translated")) {
     guarded([&] {

@@ -562,12 +562,14 @@ TEST(TraceWriter, RoundTripThroughDirectory) {
     w.write(encode_json(FrameType::Channels, json::array({{{"id", ev[0].channel}, {"name", "in2"}}}).dump(), 1));
     w.write(encode_json(FrameType::Counters, R"({"seen":[3000,2000],"dropped":[1,2],"read_fail":[0,0]})", 1));
     EXPECT_EQ(w.bytes_written(), fs::file_size(fs::path(dir) / "events.cpt"));
-    w.finish({{"node", "a"}, {"stop", 42}});
+    w.finish({{"node", "a"}, {"stop", {{"tsc", 42}}}});
   }
   TraceReader r(dir);
   EXPECT_FALSE(r.error());
   EXPECT_EQ(r.meta_problem(), "");
-  EXPECT_EQ(r.meta()["stop"], 42);
+  EXPECT_EQ(r.meta()["stop"]["tsc"], 42);
+  EXPECT_EQ(r.trace_meta().node, "a");
+  EXPECT_EQ(r.trace_meta().stop.tsc, 42u);
   EXPECT_EQ(r.meta()["format_version"], kFormatVersion);
   EXPECT_EQ(r.clock(), pts);
   EXPECT_EQ(r.channel_name(ev[0].channel), "in2");  // later frames win
@@ -659,6 +661,74 @@ TEST(TraceReader, MetaOfAnotherFormatVersionIsRefused) {
   TraceReader older = with_meta({{"node", "a"}, {"version", kFormatVersion}});
   EXPECT_EQ(older.meta_problem(), "");
   EXPECT_EQ(older.meta()["node"], "a");
+}
+
+// The facts every command reads of meta.json come typed, once: absent keys
+// keep their defaults, a key of the wrong kind is refused naming it (a damaged
+// file, not one without that fact), and the reader then uses no meta.json.
+TEST(TraceMeta, TypedFactsAbsentDefaultsWrongKindsNamed) {
+  const json full = {{"node", "b"},
+                     {"start", {{"realtime_ns", 1700000000000000000}, {"mono_ns", 5000}, {"tsc", 9000}}},
+                     {"stop", {{"tsc", 19000}}},
+                     {"tsc_hz", 2.1e9},
+                     {"complete", true},
+                     {"recorded_net_events", 12},
+                     {"net", {{"send_calls", true}}}};
+  const TraceMeta m = TraceMeta::from_json(full);
+  EXPECT_EQ(m.node, "b");
+  EXPECT_EQ(m.start.tsc, 9000u);
+  EXPECT_EQ(m.stop.tsc, 19000u);
+  EXPECT_EQ(m.stop.mono_ns, std::nullopt);
+  EXPECT_EQ(m.start_rt_minus_mono_ns(), 1700000000000000000 - 5000);
+  EXPECT_DOUBLE_EQ(m.tsc_hz, 2.1e9);
+  EXPECT_TRUE(m.complete);
+  EXPECT_EQ(m.recorded_net_events, 12u);
+  EXPECT_TRUE(m.net_send_calls);
+
+  const TraceMeta none = TraceMeta::from_json(json::object());
+  EXPECT_EQ(none.node, "");
+  EXPECT_EQ(none.start.tsc, std::nullopt);
+  EXPECT_EQ(none.start_rt_minus_mono_ns(), std::nullopt);
+  EXPECT_EQ(none.tsc_hz, 0);
+  EXPECT_FALSE(none.complete || none.net_send_calls);
+
+  auto refusal = [&](const char* key, const json& v) {
+    json j = full;
+    j[json::json_pointer(key)] = v;
+    try {
+      TraceMeta::from_json(j);
+    } catch (const std::runtime_error& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_EQ(refusal("/node", 5), "node: 5 is number, not a string");
+  EXPECT_EQ(refusal("/start/tsc", "12"), "start.tsc: \"12\" is string, not an unsigned integer");
+  EXPECT_EQ(refusal("/start/tsc", -1), "start.tsc: -1 is number, not an unsigned integer");
+  EXPECT_EQ(refusal("/start/mono_ns", uint64_t(1) << 63),
+            "start.mono_ns: 9223372036854775808 is number, not a signed 64-bit integer");
+  EXPECT_EQ(refusal("/stop", 42), "stop: 42 is number, not an object");
+  EXPECT_EQ(refusal("/tsc_hz", -3.0), "tsc_hz: -3.0 is number, not a frequency in Hz");
+  EXPECT_EQ(refusal("/net/send_calls", 1), "net.send_calls: 1 is number, not true or false");
+  EXPECT_EQ(refusal("/recorded_net_events", 1.5), "recorded_net_events: 1.5 is number, not an unsigned integer");
+
+  TempDir tmp;
+  {
+    TraceWriter w(tmp.path.string(), json::object());
+    json j = full;
+    j["node"] = json::array();
+    w.finish(j);
+  }
+  TraceReader r(tmp.path.string());
+  EXPECT_TRUE(r.meta().empty());
+  EXPECT_EQ(r.trace_meta().node, "");
+  EXPECT_NE(r.meta_problem().find("meta.json: node: [] is array, not a string"), std::string::npos) << r.meta_problem();
+  try {
+    read_trace_meta(tmp.path.string());
+    ADD_FAILURE() << "a damaged meta.json was read";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("/meta.json: node: [] is array"), std::string::npos) << e.what();
+  }
 }
 
 // Writes the fuzzing seed corpus when CPTRACE_FUZZ_SEED_DIR is set (kept in the

@@ -90,7 +90,7 @@ void LiveView::update(const TraceTail& tail, const nlohmann::json& meta) {
   if (map_.points().size() < 2) return;
   widest_ = std::max(widest_, widest_bracket(map_));
   if (!ready()) {
-    Timeline tl = trace_timeline(meta, tail.clock(), map_, tail.path());
+    Timeline tl = trace_timeline(TraceMeta::from_json(meta), tail.clock(), map_, tail.path());
     const auto& pts = map_.points();
     double span = double(pts.back().tsc - pts.front().tsc);
     // The least-squares slope is off by far less than two bracket widths over the span.
@@ -153,7 +153,7 @@ nlohmann::json LiveView::snapshot(const TraceTail& tail) const {
 
 Throughput LiveView::final_table(const TraceTail& tail, const nlohmann::json& meta, bool& recounted) const {
   ClockMap map(tail.clock());
-  Timeline tl = trace_timeline(meta, tail.clock(), map, tail.path());
+  Timeline tl = trace_timeline(TraceMeta::from_json(meta), tail.clock(), map, tail.path());
   uint64_t period = period_ticks(tl, period_ms_, "--period");
   recounted = !ready() || tl.origin != tl_.origin || period < band_->first || period > band_->second;
   if (!recounted) return table_with(tl, period, map, tail.channels());

@@ -14,7 +14,7 @@
 #include "analyze/report_path.h"
 #include "trace/tsc_skew_history.h"
 #include "os/out_file.h"
-#include "trace/trace_file.h"
+#include "trace/trace_meta.h"
 #include "trace/trace_timeline.h"
 #include "analyze/clock_adjust_summary.h"
 #include "analyze/report_js.h"
@@ -55,7 +55,7 @@ NodeSection node_section(const TraceReader& r, const Timeline& tl, const Through
   NodeSection n;
   const Counters& c = r.counters();
   uint64_t events = r.event_count();
-  n.overview = {{"node", r.meta().value("node", "")},
+  n.overview = {{"node", r.trace_meta().node},
                 {"host", r.meta().value("/machine/host"_json_pointer, "")},
                 {"events", events},
                 {"seen", c.total_seen()},
@@ -204,23 +204,23 @@ std::vector<ChannelPair> checked_pairs(const TraceReader& r, const ReportOptions
   return want;
 }
 
-// A node recorded with --net: its meta.json says so (net, recorded_net_events);
-// a trace without meta.json (a killed recorder) is scanned for Net frames.
+// A node recorded with --net: its meta.json says so (recorded_net_events,
+// written when the recorder finished); a trace whose recorder did not finish,
+// or without a usable meta.json, is scanned for Net frames.
 bool recorded_packets(const std::string& dir) {
   try {
-    json meta = json::parse(read_trace_file(dir + "/meta.json"));
-    return meta.value("recorded_net_events", uint64_t{0}) > 0;
+    const TraceMeta m = read_trace_meta(dir);
+    if (m.complete) return m.recorded_net_events > 0;
   } catch (const std::exception&) {
-    return TraceReader(dir).net_event_count() > 0;
   }
+  return TraceReader(dir).net_event_count() > 0;
 }
 
 // A node recorded with --net-send-calls: its writes and datagrams can be
-// measured in the application's view (netlat --writes).
+// measured in the application's view (netlat --writes, the same test).
 bool stamped_send_calls(const std::string& dir) {
   try {
-    const json meta = json::parse(read_trace_file(dir + "/meta.json"));
-    return meta.value("net", json::object()).value("send_calls", false);
+    return read_trace_meta(dir).net_send_calls;
   } catch (const std::exception&) {
     return false;
   }
@@ -310,7 +310,7 @@ void node_trace_report(const TraceReader& r, const ReportOptions& o, ReportData&
   if (!o.node_dirs.empty()) throw std::runtime_error("--node-dir: only for a translated trace (cptrace translate)");
   for (const auto& [from, to] : o.pairs)
     resolve_channel(r, from), resolve_channel(r, to);  // before the node section's work
-  d.title = "cptrace report: " + r.meta().value("node", o.dir);
+  d.title = "cptrace report: " + (r.trace_meta().node.empty() ? o.dir : r.trace_meta().node);
   if (!o.path.empty()) d.path = path_breakdown(r, o.path, o.budget);  // one node needs no translation
   d.nodes.push_back(node_report(r, o.period_ms));
   // The rows of `cptrace latency` on this trace: the page and the command agree.

@@ -82,7 +82,7 @@ std::vector<NodeSection> run_node_sections(const TraceReader& run, const std::ve
   for (const std::string& d : node_dirs) {
     auto r = open_trace(d);
     if (is_translated(*r)) throw std::runtime_error("--node-dir " + d + ": a translated trace, not a node's own trace");
-    std::string name = r->meta().value("node", "");
+    std::string name = r->trace_meta().node;
     size_t v = 0;
     while (v < names.size() && names[v] != name) ++v;
     if (v == names.size())

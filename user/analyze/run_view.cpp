@@ -39,6 +39,7 @@ struct RunView::Node {
   std::string dir, name;
   std::unique_ptr<TraceTail> tail;
   json meta = json::object();
+  TraceMeta info;  // meta's common facts, typed
   bool complete = false;  // meta.json said so before the last poll read the frames
   uint64_t events = 0;  // user and close events, as `info` counts them
   uint64_t newest_tsc = 0;  // the newest TSC-stamped event read
@@ -50,11 +51,13 @@ struct RunView::Node {
 namespace {
 
 // meta.json is replaced by rename, so a read sees one version or the other.
-// Missing or unreadable: the last one read stays.
-void read_meta(const std::string& dir, json& meta) {
+// Missing, unreadable or damaged: the last one read stays.
+void read_meta(const std::string& dir, json& meta, TraceMeta* info = nullptr) {
   try {
     json j = json::parse(read_trace_file((fs::path(dir) / "meta.json").string()));
-    if (j.is_object()) meta = std::move(j);
+    if (!j.is_object()) return;
+    if (info) *info = TraceMeta::from_json(j);
+    meta = std::move(j);
   } catch (const std::exception&) {
   }
 }
@@ -282,10 +285,9 @@ void RunView::poll() {
   polled_mono_ns_ = mono_ns();
   for (size_t i = 0; i < nodes_.size(); ++i) {
     Node& n = *nodes_[i];
-    read_meta(n.dir, n.meta);  // before the frames: complete means every frame is already written
-    n.complete = n.meta.value("complete", false);
-    std::string name = n.meta.value("node", "");
-    if (!name.empty()) n.name = name;  // rounds name their peers by it
+    read_meta(n.dir, n.meta, &n.info);  // before the frames: complete means every frame is already written
+    n.complete = n.info.complete;
+    if (!n.info.node.empty()) n.name = n.info.node;  // rounds name their peers by it
     n.prev_events = n.events, n.prev_newest = n.newest_tsc;
     n.tail->poll([&](const std::vector<TraceEvent>& evs) { add_events(uint16_t(i), evs); });
     double hz = ClockMap(n.tail->clock()).tsc_hz();

@@ -45,7 +45,7 @@ void dump_translated(const TraceReader& r, const DumpOptions& a) {
 
 // A recorded trace: user events, then network events.
 void dump_recorded(const TraceReader& r, const DumpOptions& a) {
-  std::string node = r.meta().value("node", "");
+  std::string node = r.trace_meta().node;
   bool net = r.net_event_count() > 0;  // without net events the CSV stays as it was
   // Likewise the `nspid` column: only when a process ran in a container.
   const PidTable& pids = r.pids();

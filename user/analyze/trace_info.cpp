@@ -91,7 +91,7 @@ nlohmann::json summary_json(const std::string& dir, const TraceReader& r, const 
   uint64_t file_bytes = r.file_bytes();
   double ratio = file_bytes ? double(r.raw_event_bytes()) / file_bytes : 0;
   nlohmann::json j = {{"dir", dir},
-                      {"node", r.meta().value("node", "")},
+                      {"node", r.trace_meta().node},
                       {"host", r.meta().value("/machine/host"_json_pointer, "")},
                       {"complete", r.meta().value("complete", false)},
                       {"events", t.n},

@@ -38,7 +38,7 @@ void locate_trace_ends(const std::string& translated, std::vector<NodeRun>& node
   });
   TraceReader ref(nodes[0].local);
   double hz = ref.clock_map().tsc_hz();
-  int64_t start = ref.meta()["start"].value("tsc", int64_t(0));
+  const int64_t start = int64_t(ref.trace_meta().start.tsc.value_or(0));
   if (!(hz > 0)) return;
   auto clock = fmt::format("times on {}'s clock, seconds since its recording began", nodes[0].spec.name);
   for (auto& [n, e] : last)

@@ -19,7 +19,7 @@ uint64_t export_csv(const TraceReader& r, const Timeline& tl, const std::string&
   const bool nspid = pids.any_container();
   f.write(nspid ? "node,kind,ts,time_ns,channel,channel_id,tuple,pid,tid,cpu,nspid\n"
                 : "node,kind,ts,time_ns,channel,channel_id,tuple,pid,tid,cpu\n");
-  const std::string node = csv_field(r.meta().value("node", ""));
+  const std::string node = csv_field(r.trace_meta().node);
   std::string buf;
   uint64_t n = 0;
   r.for_each_batch([&](const std::vector<TraceEvent>& evs) {

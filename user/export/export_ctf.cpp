@@ -56,16 +56,14 @@ struct NsClock {
   bool absolute = false;
 
   NsClock(const TraceReader& r, const Timeline& t) : map(r.clock_map()), tl(t) {
-    const auto& m = r.meta();
-    auto start = m.find("start");
-    auto num = [&](const char* k) { return start->contains(k) && (*start)[k].is_number_unsigned(); };
-    bool have_start = start != m.end() && start->is_object();
-    if (have_start && num("mono_ns"))
-      origin_mono = (*start)["mono_ns"].get<uint64_t>();
+    const TraceMeta& m = r.trace_meta();
+    const bool have_mono = m.start.mono_ns.value_or(-1) >= 0;
+    if (have_mono)
+      origin_mono = uint64_t(*m.start.mono_ns);
     else if (map.points().size() >= 2)
       origin_mono = map.tsc_to_mono(tl.origin);
-    if (have_start && num("mono_ns") && num("realtime_ns")) {
-      rt_minus_mono = int64_t((*start)["realtime_ns"].get<uint64_t>() - origin_mono);
+    if (have_mono && m.start.realtime_ns.value_or(-1) >= 0) {
+      rt_minus_mono = *m.start.realtime_ns - *m.start.mono_ns;
       absolute = true;
     }
   }
@@ -220,7 +218,7 @@ std::string ctf_metadata(const TraceReader& r, const Timeline& tl) {
   int64_t off_s = clk.rt_minus_mono >= 0 ? clk.rt_minus_mono / kNsPerSecond
                                          : -((-clk.rt_minus_mono + kNsPerSecond - 1) / kNsPerSecond);
   int64_t off_ns = clk.rt_minus_mono - off_s * kNsPerSecond;
-  std::string node = m.value("node", "");
+  const std::string node = r.trace_meta().node;
   std::string host = m.contains("machine") && m["machine"].is_object() ? m["machine"].value("host", node) : node;
   const Counters& c = r.counters();
 

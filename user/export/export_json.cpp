@@ -15,7 +15,7 @@ namespace cptrace {
 uint64_t export_json(const TraceReader& r, const Timeline& tl, const std::string& out) {
   OutFile f(out);
   nlohmann::json other = {{"tracer", "cptrace"},
-                          {"node", r.meta().value("node", "")},
+                          {"node", r.trace_meta().node},
                           {"tsc_hz", tl.hz},
                           {"origin_tsc", std::to_string(tl.origin)},
                           {"dropped_events", r.counters().total_dropped()}};

@@ -264,7 +264,7 @@ LatencyResult node_latency_stream(const TraceReader& r, const std::string& from,
   Timeline tl = trace_timeline(r);
   LatencyResult res;
   res.budget = budget;
-  res.node_names = {r.meta().value("node", "")};
+  res.node_names = {r.trace_meta().node};
   res.method = "same-node";
   res.ref_origin = tl.origin;
   res.hz = tl.hz;
@@ -314,7 +314,7 @@ LatencySeries same_node_latency(const TraceReader& r, const Timeline& tl, uint64
   LatencySeries s;
   s.from_channel = r.channel_name(from);
   s.to_channel = r.channel_name(to);
-  s.from_node = s.to_node = r.meta().value("node", "");
+  s.from_node = s.to_node = r.trace_meta().node;
   s.method = "same node: TSC difference / measured frequency, bound = widest correlation bracket or conversion error";
   s.duplicates = c.from_duplicates + c.to_duplicates;
   s.unmatched_from = c.from_only;

@@ -132,7 +132,14 @@ TraceReader::TraceReader(const std::string& path)
 
 TraceReader TraceReader::from_bytes(std::string events_cpt, json meta) {
   TraceReader r(std::make_shared<MemorySource>(std::move(events_cpt)), "events.cpt");
-  if (meta.is_object()) r.meta_ = std::move(meta);
+  if (meta.is_object()) {
+    try {
+      r.trace_meta_ = TraceMeta::from_json(meta);
+      r.meta_ = std::move(meta);
+    } catch (const std::exception& e) {
+      r.meta_problem_ = std::string("meta.json: ") + e.what();
+    }
+  }
   r.add_change_candidates();
   r.read_tsc_skew();
   return r;
@@ -166,6 +173,7 @@ void TraceReader::load_meta(const std::string& path) {
     json j = json::parse(text);
     if (!j.is_object()) throw std::runtime_error("not a JSON object");
     check_meta_version(j);
+    trace_meta_ = TraceMeta::from_json(j);
     meta_ = std::move(j);
   } catch (const json::parse_error& e) {
     // e.byte: 1-based position of the character that failed.

@@ -34,6 +34,7 @@
 #include "trace/pid_table.h"
 #include "trace/sync_round.h"
 #include "trace/trace_format.h"
+#include "trace/trace_meta.h"
 #include "trace/tsc_skew_history.h"
 
 namespace cptrace {
@@ -52,6 +53,8 @@ class TraceReader {
   static TraceReader from_bytes(std::string events_cpt, nlohmann::json meta = {});
 
   const nlohmann::json& meta() const { return meta_; }
+  // meta.json's common facts, typed (defaults when meta.json was not used).
+  const TraceMeta& trace_meta() const { return trace_meta_; }
   // Why meta.json was not used ("" when it was).
   const std::string& meta_problem() const { return meta_problem_; }
 
@@ -164,6 +167,7 @@ class TraceReader {
   std::shared_ptr<const ByteSource> src_;
   std::string file_;
   nlohmann::json meta_ = nlohmann::json::object();
+  TraceMeta trace_meta_;
   std::string meta_problem_;
   std::vector<ClockPoint> clock_;
   ClockMap clock_map_;

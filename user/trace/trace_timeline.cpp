@@ -32,15 +32,14 @@ int damaged_trace_exit(const TraceReader& r, std::string_view command, std::stri
 }
 
 Timeline trace_timeline(const TraceReader& r) {
-  return trace_timeline(r.meta(), r.clock(), r.clock_map(), r.events_path());
+  return trace_timeline(r.trace_meta(), r.clock(), r.clock_map(), r.events_path());
 }
 
-Timeline trace_timeline(const nlohmann::json& m, const std::vector<ClockPoint>& pts, const ClockMap& map,
+Timeline trace_timeline(const TraceMeta& m, const std::vector<ClockPoint>& pts, const ClockMap& map,
                         const std::string& path) {
   Timeline t;
-  double meta_hz = m.contains("tsc_hz") && m["tsc_hz"].is_number() ? m["tsc_hz"].get<double>() : 0;
-  if (meta_hz > 0 && std::isfinite(meta_hz)) {
-    t.hz = meta_hz;
+  if (m.tsc_hz > 0) {
+    t.hz = m.tsc_hz;
     t.hz_source = "meta.json tsc_hz";
   } else if (map.tsc_hz() > 0) {
     t.hz = map.tsc_hz();
@@ -49,14 +48,9 @@ Timeline trace_timeline(const nlohmann::json& m, const std::vector<ClockPoint>& 
     throw std::runtime_error(path +
                              ": no TSC frequency (meta.json has no tsc_hz and fewer than two correlation points)");
   }
-  auto tsc_at = [&](const char* key) -> uint64_t {
-    auto it = m.find(key);
-    if (it == m.end() || !it->is_object() || !it->contains("tsc") || !(*it)["tsc"].is_number_unsigned()) return 0;
-    return (*it)["tsc"].get<uint64_t>();
-  };
-  t.origin = tsc_at("start");
+  t.origin = m.start.tsc.value_or(0);
   if (!t.origin && !pts.empty()) t.origin = pts.front().tsc;
-  t.end = tsc_at("stop");
+  t.end = m.stop.tsc.value_or(0);
   for (const ClockPoint& p : pts) t.end = std::max(t.end, p.tsc);
   if (!t.origin) throw std::runtime_error(path + ": no trace start (no meta.json start and no correlation point)");
   t.end = std::max(t.end, t.origin);

@@ -42,7 +42,7 @@ Timeline trace_timeline(const TraceReader& r);
 // The same from a trace's parts (a trace followed while it is written): its
 // meta.json, its correlation points in file order and the map built from them;
 // `path` names the trace in errors.
-Timeline trace_timeline(const nlohmann::json& meta, const std::vector<ClockPoint>& pts, const ClockMap& map,
+Timeline trace_timeline(const TraceMeta& meta, const std::vector<ClockPoint>& pts, const ClockMap& map,
                         const std::string& path);
 
 // A channel by name (or "0x<hex id>"), else std::runtime_error listing the
