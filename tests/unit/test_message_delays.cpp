@@ -80,7 +80,8 @@ TEST(MessageDelays, EachRecvIsTheOneWithTheSameBytesWhateverTheOrder) {
                      send_call(700, 77, 5001)};  // another flow of the client: not this one's
   // Delivered out of order; 33 never.
   ev[1].udp_recvs = {recv_call(2000, 22), recv_call(2100, 11), recv_call(2200, 55), recv_call(2300, 77)};
-  ev[1].udp_rx = {rx(1900, 22), rx(1950, 11), rx(2150, 55), rx(2250, 77, 5001)};
+  const std::vector<NetEvent> packets = {rx(1900, 22), rx(1950, 11), rx(2150, 55), rx(2250, 77, 5001)};
+  ev[1].packets = packets;
   const Matched r = match(ev);
   EXPECT_EQ(r.counts.writes, 5u);
   EXPECT_EQ(r.counts.no_start, 1u);
@@ -100,7 +101,11 @@ TEST(MessageDelays, BytesThatNameMoreThanOneMessageAreNotGuessed) {
   ev[2].udp_sends = {send_call(250, 22)};
   ev[1].udp_recvs = {recv_call(2000, 11), recv_call(2100, 22), recv_call(2200, 33), recv_call(2300, 33),
                      recv_call(2400, 44), recv_call(2450, 44), recv_call(2900, 99)};
-  ev[1].udp_rx = {rx(2150, 33, 6000)};
+  // A TCP packet to the port with the same first bytes is no other datagram.
+  NetEvent tcp = rx(2160, 99, 6000);
+  tcp.r.proto = IPPROTO_TCP;
+  const std::vector<NetEvent> packets = {rx(2150, 33, 6000), tcp};
+  ev[1].packets = packets;
   const Matched r = match(ev);
   EXPECT_EQ(r.counts.writes, 6u);
   EXPECT_EQ(r.counts.unidentified, 5u);

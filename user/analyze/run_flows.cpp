@@ -24,8 +24,8 @@ struct Link {
   uint64_t matched = 0, unbounded = 0, unrelated = 0, failed = 0;
 };
 
-// Every node's transmits and receives as its trace stands: the same events
-// netlat reads (read_net_events), a node whose trace is not readable yet none.
+// Every node's transmits and receives as its trace stands (read_node_packets,
+// as netlat reads them); a node whose trace is not readable yet has none.
 std::vector<NodePackets> read_packets(const std::vector<FlowNode>& nodes, std::vector<std::string>& problems) {
   std::vector<NodePackets> raw(nodes.size());
   for (size_t i = 0; i < nodes.size(); ++i) {
@@ -33,10 +33,7 @@ std::vector<NodePackets> read_packets(const std::vector<FlowNode>& nodes, std::v
       TraceReader r(nodes[i].dir);
       if (r.error()) throw std::runtime_error(r.error()->what());
       if (r.net_event_count() == 0) continue;
-      r.for_each_net_event([&](const NetEvent& e) {
-        if (e.r.kind == CP_NET_PKT_TX || e.r.kind == CP_NET_PKT_RX) raw[i].events.push_back(e);
-      });
-      raw[i].complete = r.net_counters().total_dropped() == 0;
+      raw[i] = read_node_packets(r);
     } catch (const std::exception& e) {
       raw[i] = NodePackets{};
       problems.push_back(fmt::format("{}: packets not read yet ({})", nodes[i].name, e.what()));

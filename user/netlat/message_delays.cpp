@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include <netinet/in.h>
+
 namespace cptrace {
 namespace {
 
@@ -48,8 +50,10 @@ WriteCounts match_messages(const FlowId& f, uint32_t tx, uint32_t rx, const std:
       if (!fresh) it->second = nullptr;
     }
   std::unordered_map<uint32_t, uint32_t> foreign;  // hash -> packets received from another flow
-  for (const NetEvent& p : ev[rx].udp_rx)
-    if (sends_to(p.r, f) && !(FlowId::of(p.r) == f)) foreign[p.r.hash]++;
+  for (const NetEvent& p : ev[rx].packets)
+    if (p.r.kind == CP_NET_PKT_RX && p.r.proto == IPPROTO_UDP && p.r.len != 0 && sends_to(p.r, f) &&
+        !(FlowId::of(p.r) == f))
+      foreign[p.r.hash]++;
 
   WriteCounts c;
   for (const NetEvent& s : ev[tx].udp_sends) {

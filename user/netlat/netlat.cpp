@@ -83,11 +83,10 @@ std::vector<PacketMatch> in_receive_order(std::vector<PacketMatch> m, const std:
 
 // --writes: every TCP and UDP link the packets showed, its writes (datagrams)
 // matched to recvs.
-void add_writes(const std::vector<TranslateNode>& nodes, PacketDelays& delays,
+void add_writes(const std::vector<SocketEvents>& sockets, PacketDelays& delays,
                 const std::function<bool(const NetEvent&)>& by_pid,
                 const std::function<bool(uint32_t, uint64_t)>& in_window,
                 const std::function<int64_t(const Bound&)>& at_ns, NetlatResult& res, const WriteSink& each) {
-  const std::vector<SocketEvents> sockets = read_socket_events(nodes);
   for (const auto& [k, l] : res.flows.links()) {
     if (k.first.proto != IPPROTO_TCP && k.first.proto != IPPROTO_UDP) continue;
     WriteLink& w = res.writes[k];
@@ -108,6 +107,7 @@ void add_writes(const std::vector<TranslateNode>& nodes, PacketDelays& delays,
 // estimate on the reference (seconds since the reference's recording start). A
 // stamp the relation cannot place is in no window.
 std::function<bool(uint32_t, uint64_t)> time_window(const NetlatOptions& opt, const TranslateNode& ref,
+                                                    std::optional<uint64_t> start_tsc,
                                                     const std::vector<const Relation*>& to_ref,
                                                     const TicksToNs& ticks_ns) {
   if (!opt.since_s && !opt.until_s) return [](uint32_t, uint64_t) { return true; };
@@ -115,10 +115,9 @@ std::function<bool(uint32_t, uint64_t)> time_window(const NetlatOptions& opt, co
     if (v && !std::isfinite(*v)) throw std::runtime_error(fmt::format("{} {}: not a number of seconds", flag, *v));
   if (opt.since_s && opt.until_s && !(*opt.since_s < *opt.until_s))
     throw std::runtime_error(fmt::format("--since {} --until {}: the window is empty", *opt.since_s, *opt.until_s));
-  const nlohmann::json start = ref.reader->meta().value("start", nlohmann::json::object());
-  if (!start.is_object() || !start.value("tsc", nlohmann::json()).is_number_unsigned())
+  if (!start_tsc)
     throw std::runtime_error(ref.name + ": meta.json has no start.tsc: --since/--until need the reference's start");
-  const int64_t origin = int64_t(start["tsc"].get<uint64_t>());
+  const int64_t origin = int64_t(*start_tsc);
   auto ns_of = [](double s) { return std::llround(std::clamp(s, -9e9, 9e9) * 1e9); };  // +-285 years fit int64 ns
   const int64_t lo = opt.since_s ? ns_of(*opt.since_s) : std::numeric_limits<int64_t>::min();
   const int64_t hi = opt.until_s ? ns_of(*opt.until_s) : std::numeric_limits<int64_t>::max();
@@ -154,13 +153,17 @@ NetlatResult netlat(const NetlatOptions& opt, const NetlatSink& each, const Writ
   warn_unknown_peers(nodes);
   if (std::all_of(nodes.begin(), nodes.end(), [](const TranslateNode& n) { return n.reader->net_event_count() == 0; }))
     throw std::runtime_error("no network events in these traces: record them with `cptrace record --net`");
-  if (opt.writes && std::none_of(nodes.begin(), nodes.end(), [](const TranslateNode& n) {
-        return n.reader->meta().value("net", nlohmann::json::object()).value("send_calls", false);
-      }))
+  if (opt.writes && std::none_of(nodes.begin(), nodes.end(),
+                                 [](const TranslateNode& n) { return n.reader->trace_meta().net_send_calls; }))
     throw std::runtime_error(
         "--writes: no send call was stamped in these traces: record them with `cptrace record --net "
         "--net-send-calls`");
-  const std::vector<NodePackets> raw = read_net_events(nodes);
+  // One pass over each node's net frames: the packets, and for --writes the
+  // socket calls beside them.
+  std::vector<SocketEvents> sockets(opt.writes ? nodes.size() : 0);
+  auto socket_call = [&](size_t i, const NetEvent& e) { add_socket_event(sockets[i], e); };
+  const std::vector<NodePackets> raw = opt.writes ? read_net_events(nodes, socket_call) : read_net_events(nodes);
+  finish_socket_events(sockets, raw);
   std::vector<PacketMatch> matches;
   const PacketMatches packets = match_packets(causal_stamps(raw), &matches);
   const RunRelations rel = relate_nodes(opt.relate, nodes, ref, packets, "netlat");
@@ -181,14 +184,12 @@ NetlatResult netlat(const NetlatOptions& opt, const NetlatSink& each, const Writ
   }
   const TicksToNs ticks_ns = frequency(nodes[ref], rel.pairs, ref);
   PacketDelays delays(raw, to_ref, transitions, ticks_ns);
-  const auto in_window = time_window(opt, nodes[ref], to_ref, ticks_ns);
-  const nlohmann::json start = nodes[ref].reader->meta().value("start", nlohmann::json::object());
-  const bool has_origin = start.is_object() && start.value("tsc", nlohmann::json()).is_number_unsigned();
-  const int64_t origin = has_origin ? int64_t(start["tsc"].get<uint64_t>()) : 0;
+  const std::optional<uint64_t> start_tsc = nodes[ref].reader->trace_meta().start.tsc;
+  const auto in_window = time_window(opt, nodes[ref], start_tsc, to_ref, ticks_ns);
   // An instant on the reference (its estimate), as ns since the reference's start.
   auto at_ns = [&](const Bound& on_ref) {
-    if (!has_origin) return int64_t(INT64_MIN);
-    const int64_t t = on_ref.est - origin;
+    if (!start_tsc) return int64_t(INT64_MIN);
+    const int64_t t = on_ref.est - int64_t(*start_tsc);
     return ticks_ns(t, t, t).ns;
   };
   auto keep = [&](const FlowId& f) {
@@ -213,7 +214,7 @@ NetlatResult netlat(const NetlatOptions& opt, const NetlatSink& each, const Writ
     if (each) each(res, d);
   }
   res.writes_asked = opt.writes;
-  if (opt.writes) add_writes(nodes, delays, by_pid, in_window, at_ns, res, each_write);
+  if (opt.writes) add_writes(sockets, delays, by_pid, in_window, at_ns, res, each_write);
   return res;
 }
 

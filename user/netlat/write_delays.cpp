@@ -31,22 +31,21 @@ struct Unwrap {
 
 }  // namespace
 
-std::vector<SocketEvents> read_socket_events(const std::vector<TranslateNode>& nodes) {
-  std::vector<SocketEvents> out(nodes.size());
-  for (size_t i = 0; i < nodes.size(); ++i)
-    nodes[i].reader->for_each_net_event([&](const NetEvent& e) {
-      if (e.r.len == 0) return;
-      const bool tcp = e.r.proto == IPPROTO_TCP, udp = e.r.proto == IPPROTO_UDP;
-      if (e.r.kind == CP_NET_SOCK_SEND && (tcp || udp)) (tcp ? out[i].sends : out[i].udp_sends).push_back(e);
-      if (e.r.kind == CP_NET_SOCK_RECV && (tcp || udp)) (tcp ? out[i].recvs : out[i].udp_recvs).push_back(e);
-      if (e.r.kind == CP_NET_PKT_RX && udp) out[i].udp_rx.push_back(e);
-    });
+void add_socket_event(SocketEvents& s, const NetEvent& e) {
+  if (e.r.len == 0) return;
+  const bool tcp = e.r.proto == IPPROTO_TCP, udp = e.r.proto == IPPROTO_UDP;
+  if (e.r.kind == CP_NET_SOCK_SEND && (tcp || udp)) (tcp ? s.sends : s.udp_sends).push_back(e);
+  if (e.r.kind == CP_NET_SOCK_RECV && (tcp || udp)) (tcp ? s.recvs : s.udp_recvs).push_back(e);
+}
+
+void finish_socket_events(std::vector<SocketEvents>& s, const std::vector<NodePackets>& packets) {
   // Per-CPU rings: time order is the stamps'.
   auto by_ts = [](const NetEvent& a, const NetEvent& b) { return a.ts < b.ts; };
-  for (SocketEvents& s : out)
-    for (auto* v : {&s.sends, &s.recvs, &s.udp_sends, &s.udp_recvs, &s.udp_rx})
+  for (size_t i = 0; i < s.size(); ++i) {
+    for (auto* v : {&s[i].sends, &s[i].recvs, &s[i].udp_sends, &s[i].udp_recvs})
       std::stable_sort(v->begin(), v->end(), by_ts);
-  return out;
+    if (i < packets.size()) s[i].packets = packets[i].events;
+  }
 }
 
 WriteCounts match_writes(const FlowId& f, uint32_t tx, uint32_t rx, const std::vector<SocketEvents>& ev,

@@ -17,6 +17,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <vector>
 
 #include "netlat/flow_stats.h"
@@ -26,13 +27,20 @@
 namespace cptrace {
 
 // One node's socket events in stamp order: TCP sends (with or without a call
-// start) and recvs; UDP sends and recvs, and the UDP packets it received (whose
-// payload hashes tell a datagram from another flow apart).
+// start) and recvs; UDP sends and recvs. And the node's packets as read for the
+// clocks (NodePackets::events, any order): the UDP ones it received tell, by
+// their payload hashes, a datagram from another flow apart.
 struct SocketEvents {
   std::vector<NetEvent> sends, recvs;
-  std::vector<NetEvent> udp_sends, udp_recvs, udp_rx;
+  std::vector<NetEvent> udp_sends, udp_recvs;
+  std::span<const NetEvent> packets;
 };
-std::vector<SocketEvents> read_socket_events(const std::vector<TranslateNode>& nodes);
+// Keeps e when it is a TCP or UDP socket's send or recv of some bytes (the
+// `other` events of read_net_events).
+void add_socket_event(SocketEvents& s, const NetEvent& e);
+// Once every event is added: each list in stamp order, `packets` pointed at the
+// node's packets (which must outlive `s`).
+void finish_socket_events(std::vector<SocketEvents>& s, const std::vector<NodePackets>& packets);
 
 struct WriteDelay {
   uint32_t tx_node = 0, rx_node = 0;

@@ -57,7 +57,7 @@ std::vector<TranslateNode> open_nodes(const std::vector<std::string>& dirs, unsi
     n.reader = std::move(readers[i]);
     // The node name and clock facts live in meta.json: without it nothing can be translated.
     if (!n.reader->meta_problem().empty()) throw std::runtime_error(n.reader->meta_problem());
-    n.name = n.reader->meta().value("node", "");
+    n.name = n.reader->trace_meta().node;
     if (n.name.empty()) throw std::runtime_error(d + ": meta.json names no node (no \"node\" field)");
     if (n.reader->meta().contains("translated"))
       throw std::runtime_error(d + ": is already a translated trace; give the per-node recordings");
@@ -130,14 +130,24 @@ void warn_unknown_peers(const std::vector<TranslateNode>& nodes) {
   }
 }
 
-std::vector<NodePackets> read_net_events(const std::vector<TranslateNode>& nodes) {
+std::vector<NodePackets> read_net_events(const std::vector<TranslateNode>& nodes,
+                                         const std::function<void(size_t, const NetEvent&)>& other) {
   std::vector<NodePackets> np(nodes.size());
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    nodes[i].reader->for_each_net_event([&](const NetEvent& e) {
-      if (e.r.kind == CP_NET_PKT_TX || e.r.kind == CP_NET_PKT_RX) np[i].events.push_back(e);
-    });
-    np[i].complete = nodes[i].reader->net_counters().total_dropped() == 0;
-  }
+  for (size_t i = 0; i < nodes.size(); ++i)
+    np[i] = read_node_packets(*nodes[i].reader,
+                              other ? [&](const NetEvent& e) { other(i, e); } : std::function<void(const NetEvent&)>());
+  return np;
+}
+
+NodePackets read_node_packets(const TraceReader& r, const std::function<void(const NetEvent&)>& other) {
+  NodePackets np;
+  r.for_each_net_event([&](const NetEvent& e) {
+    if (e.r.kind == CP_NET_PKT_TX || e.r.kind == CP_NET_PKT_RX)
+      np.events.push_back(e);
+    else if (other)
+      other(e);
+  });
+  np.complete = r.net_counters().total_dropped() == 0;
   return np;
 }
 

@@ -4,6 +4,7 @@
 // which node is the reference; the packets they captured, matched across them.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -40,8 +41,12 @@ void check_matching(const std::vector<TranslateNode>& nodes, size_t x, size_t y)
 // A warning on stderr for each peer whose rounds are ignored: no trace of it given.
 void warn_unknown_peers(const std::vector<TranslateNode>& nodes);
 // Every node's captured packets (record --net): transmits and receives as
-// recorded, each stamp on the node's clock with its own error.
-std::vector<NodePackets> read_net_events(const std::vector<TranslateNode>& nodes);
+// recorded, each stamp on the node's clock with its own error. `other`, when
+// given, gets node i's other net events (socket calls) from the same pass.
+std::vector<NodePackets> read_net_events(const std::vector<TranslateNode>& nodes,
+                                         const std::function<void(size_t, const NetEvent&)>& other = {});
+// One trace's part of that (top RUN reads each node's trace as it stands).
+NodePackets read_node_packets(const TraceReader& r, const std::function<void(const NetEvent&)>& other = {});
 // The same with each stamp moved to the end of its interval that keeps causality
 // true (a transmit to its earliest instant, a receive to its latest), error 0:
 // what match_packets turns into constraints.
