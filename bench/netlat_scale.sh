@@ -7,6 +7,11 @@
 # peak memory, beside `translate` of the same traces (which reads, matches and
 # relates the same way, then writes). Prints figures only.
 #
+# With NETLAT_WRITES=1 the nodes also stamp send calls (--net-send-calls) and
+# `netlat --writes` (packets and the application's view of every write) is timed
+# beside plain netlat; NETLAT_BASELINE=OTHER_CPTRACE times that build's netlat
+# (and --writes) on the same traces, for a ratio in the same run.
+#
 # Usage (root, from the repository): bench/netlat_scale.sh [CPTRACE]
 #   NETLAT_MESSAGES (default 300000).
 set -euo pipefail
@@ -14,6 +19,7 @@ REPO=$(cd "$(dirname "$0")/.." && pwd)
 B=$REPO/build
 bin=${1:-$B/cptrace}
 msgs=${NETLAT_MESSAGES:-300000}
+calls=(); [[ -n ${NETLAT_WRITES:-} ]] && calls=(--net-send-calls)
 prefix=cpn
 tmp=$(mktemp -d /tmp/cptrace-netlat.XXXXXX)
 cleanup() {
@@ -28,7 +34,7 @@ pids=()
 for k in 2 1; do  # B first: its responder answers A's rounds
   n=$([[ $k == 1 ]] && echo A || echo B)
   peer=$([[ $k == 1 ]] && echo 10.77.2.2 || echo 10.77.1.2)
-  ip netns exec ${prefix}$k "$bin" record --no-progress --net --netns self --node $n --peers $peer:7711 \
+  ip netns exec ${prefix}$k "$bin" record --no-progress --net "${calls[@]}" --netns self --node $n --peers $peer:7711 \
     --key "$tmp/key" --sync-wait 20 -o "$tmp/$n" 2>"$tmp/$n.err" &
   pids+=($!)
 done
@@ -61,3 +67,16 @@ print(f"netlat: {matched} matched packets in {secs:.2f} s wall: "
 print(f"translate of the same traces: {tsecs:.2f} s wall, peak RSS {tkib / 1024:.0f} MiB "
       f"(netlat / translate: {secs / tsecs:.2f}x time, {kib / tkib:.2f}x memory)")
 PY
+
+# One more netlat run: "LABEL BIN ARGS..." prints its wall time and peak RSS.
+timed() {
+  local label=$1 b=$2; shift 2
+  /usr/bin/time -f "%e %M" -o "$tmp/t1" "$b" netlat "$tmp/A" "$tmp/B" --reference A --json "$@" >/dev/null
+  read -r s k <"$tmp/t1"
+  echo "$label: $s s wall, peak RSS $((k / 1024)) MiB"
+}
+[[ -n ${NETLAT_WRITES:-} ]] && timed "netlat --writes" "$bin" --writes
+if [[ -n ${NETLAT_BASELINE:-} ]]; then
+  timed "baseline netlat" "$NETLAT_BASELINE"
+  [[ -n ${NETLAT_WRITES:-} ]] && timed "baseline netlat --writes" "$NETLAT_BASELINE" --writes
+fi

@@ -91,6 +91,32 @@ TEST(PacketPairs, TcpRetransmissionIsBoundedByTheFirstTransmission) {
   expect_true(c, 1, 0, r);
 }
 
+// A stamp with an error constrains the clocks at its causal end (a transmit at
+// its earliest instant, a receive at its latest), and the events handed in stay
+// as recorded: netlat bounds each delay from the same events.
+TEST(PacketPairs, StampErrorsConstrainAtTheCausalEndsAndLeaveTheEvents) {
+  Capture c({kA, kB});
+  c.handshake(1000, 9000);
+  c.tcp(true, 200, 40, 1001, 100);
+  c.tcp(false, 300, 40, 9001, 10);
+  for (NodePackets& n : c.nodes)
+    for (NetEvent& e : n.events) e.ts_err = 7;
+  const std::vector<NodePackets> before = c.nodes;
+  PacketMatches m = match_packets(c.nodes);
+  Constraints k = m.constraints(0, 1);
+  ASSERT_EQ(k.above.size(), 1u);  // data 0 -> 1: sent no earlier than ts - 7, received no later than ts + 7
+  EXPECT_EQ(k.above[0].x, int64_t(kA.at(200)) - 7);
+  EXPECT_EQ(k.above[0].y, int64_t(kB.at(240)) + 7);
+  ASSERT_EQ(k.below.size(), 1u);  // the reply 1 -> 0, seen from 0's side
+  EXPECT_EQ(k.below[0].x, int64_t(kA.at(340)) + 7);
+  EXPECT_EQ(k.below[0].y, int64_t(kB.at(300)) - 7);
+  for (size_t n = 0; n < c.nodes.size(); ++n)
+    for (size_t i = 0; i < c.nodes[n].events.size(); ++i) {
+      EXPECT_EQ(c.nodes[n].events[i].ts, before[n].events[i].ts);
+      EXPECT_EQ(c.nodes[n].events[i].ts_err, 7u);
+    }
+}
+
 TEST(PacketPairs, EachMatchNamesItsTransmitAndReceive) {
   Capture c({kA, kB});
   c.handshake(1000, 9000);

@@ -68,7 +68,7 @@ nlohmann::json run_flows(const std::vector<FlowNode>& nodes, const std::optional
                          std::vector<std::string>& problems) {
   const std::vector<NodePackets> raw = read_packets(nodes, problems);
   std::vector<PacketMatch> matches;
-  match_packets(causal_stamps(raw), &matches);
+  match_packets(raw, &matches);
   // Nodes without a relation yet get a stand-in: their packets are counted, not bounded.
   static const IdentityRelation none;
   std::vector<const Relation*> to_ref;

@@ -165,7 +165,7 @@ NetlatResult netlat(const NetlatOptions& opt, const NetlatSink& each, const Writ
   const std::vector<NodePackets> raw = opt.writes ? read_net_events(nodes, socket_call) : read_net_events(nodes);
   finish_socket_events(sockets, raw);
   std::vector<PacketMatch> matches;
-  const PacketMatches packets = match_packets(causal_stamps(raw), &matches);
+  const PacketMatches packets = match_packets(raw, &matches);
   const RunRelations rel = relate_nodes(opt.relate, nodes, ref, packets, "netlat");
   const std::vector<std::string> unauth = unauthenticated_rounds(nodes);
   if (!unauth.empty()) say("{}", unauthenticated_warning(unauth));

@@ -8,7 +8,15 @@
 
 #include <netinet/in.h>
 
+#include "translate/relation_cursor.h"
+
 namespace cptrace {
+
+uint64_t causal_ts(const NetEvent& e) {
+  return e.r.kind == CP_NET_PKT_TX ? e.ts - std::min<uint64_t>(e.ts, e.ts_err)
+                                   : e.ts + std::min(e.ts_err, kTranslateTscRange);
+}
+
 namespace {
 
 constexpr uint8_t kSyn = 0x02;
@@ -45,7 +53,7 @@ Key flow_key(const cp_net_rec& r, uint32_t a, uint32_t b, uint32_t c) {
 bool usable(const NetEvent& e) {
   return (e.r.kind == CP_NET_PKT_TX || e.r.kind == CP_NET_PKT_RX) && !(e.r.flags & CP_NETF_L4_TRUNC) &&
          (e.r.proto == IPPROTO_TCP || e.r.proto == IPPROTO_UDP) &&
-         e.ts <= uint64_t(std::numeric_limits<int64_t>::max() / 4);
+         causal_ts(e) <= uint64_t(std::numeric_limits<int64_t>::max() / 4);
 }
 
 // ---- TCP ------------------------------------------------------------------------------
@@ -212,7 +220,7 @@ PacketMatches match_packets(const std::vector<NodePackets>& nodes, std::vector<P
     if (pairs)
       pairs->push_back({uint32_t(tx_node), uint32_t(rx_node), size_t(tx - nodes[tx_node].events.data()),
                         size_t(rx - nodes[rx_node].events.data())});
-    const int64_t tx_ts = int64_t(tx->ts), rx_ts = int64_t(rx->ts);
+    const int64_t tx_ts = int64_t(causal_ts(*tx)), rx_ts = int64_t(causal_ts(*rx));
     size_t a = std::min(tx_node, rx_node), b = std::max(tx_node, rx_node);
     PacketLink& l = m.links[{a, b}];
     if (tx_node == a)
@@ -229,12 +237,13 @@ PacketMatches match_packets(const std::vector<NodePackets>& nodes, std::vector<P
     std::vector<const NetEvent*> evs;
     for (const NetEvent& e : nodes[n].events)
       if (usable(e) && e.r.proto == IPPROTO_TCP) evs.push_back(&e);
-    std::stable_sort(evs.begin(), evs.end(), [](const NetEvent* a, const NetEvent* b) { return a->ts < b->ts; });
+    std::stable_sort(evs.begin(), evs.end(),
+                     [](const NetEvent* a, const NetEvent* b) { return causal_ts(*a) < causal_ts(*b); });
     tcp.scan(n, evs, m.total);
     for (const NetEvent& e : nodes[n].events)
       if (usable(e) && e.r.proto == IPPROTO_UDP && e.r.kind == CP_NET_PKT_TX) {
         UdpTx& t = udp[udp_key(e.r)];
-        if (t.count == 0 || e.ts < t.e->ts) t.e = &e;
+        if (t.count == 0 || causal_ts(e) < causal_ts(*t.e)) t.e = &e;
         t.node = n;
         t.count++;
       }
@@ -261,7 +270,7 @@ PacketMatches match_packets(const std::vector<NodePackets>& nodes, std::vector<P
     }
     // The later of the two known first transmissions (ts order, the order of the scan).
     const NetEvent *f = s.first_of(p.first_byte), *l = s.first_of(p.last_byte);
-    const NetEvent* t = !f ? l : !l ? f : (l->ts >= f->ts ? l : f);
+    const NetEvent* t = !f ? l : !l ? f : (causal_ts(*l) >= causal_ts(*f) ? l : f);
     if (!t) {
       m.total.unmatched++;
       continue;

@@ -80,6 +80,15 @@ struct NodePackets {
   bool complete = true;
 };
 
+// A stamp moved to the end of its interval that keeps causality true: a
+// transmit to its earliest instant (ts - ts_err), a receive to its latest (ts +
+// ts_err). Causality holds for the true instants; with each stamp an interval,
+// the constraint that holds is "received no later than the latest possible
+// receive, sent no earlier than the earliest possible send".
+uint64_t causal_ts(const NetEvent& e);
+
+// The packets' matches, with constraints on causal stamps (causal_ts): the
+// events stay as recorded, so a caller bounds delays from the same vector.
 // `pairs`, when given, receives every match (in no particular order).
 PacketMatches match_packets(const std::vector<NodePackets>& nodes, std::vector<PacketMatch>* pairs = nullptr);
 

@@ -151,22 +151,7 @@ NodePackets read_node_packets(const TraceReader& r, const std::function<void(con
   return np;
 }
 
-std::vector<NodePackets> causal_stamps(std::vector<NodePackets> np) {
-  // Causality holds for the true instants; with each stamp an interval, the
-  // constraint that holds is "received no later than the latest possible
-  // receive, sent no earlier than the earliest possible send".
-  for (NodePackets& n : np)
-    for (NetEvent& e : n.events) {
-      e.ts = e.r.kind == CP_NET_PKT_TX ? e.ts - std::min<uint64_t>(e.ts, e.ts_err)
-                                       : e.ts + std::min(e.ts_err, kTranslateTscRange);
-      e.ts_err = 0;
-    }
-  return np;
-}
-
-PacketMatches read_packets(const std::vector<TranslateNode>& nodes) {
-  return match_packets(causal_stamps(read_net_events(nodes)));
-}
+PacketMatches read_packets(const std::vector<TranslateNode>& nodes) { return match_packets(read_net_events(nodes)); }
 
 // Pairs "X->Y" whose rounds X took without a key (meta.json minrtt.authenticated
 // false: `--insecure`, or a recording made before keys were required).

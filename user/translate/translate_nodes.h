@@ -47,11 +47,7 @@ std::vector<NodePackets> read_net_events(const std::vector<TranslateNode>& nodes
                                          const std::function<void(size_t, const NetEvent&)>& other = {});
 // One trace's part of that (top RUN reads each node's trace as it stands).
 NodePackets read_node_packets(const TraceReader& r, const std::function<void(const NetEvent&)>& other = {});
-// The same with each stamp moved to the end of its interval that keeps causality
-// true (a transmit to its earliest instant, a receive to its latest), error 0:
-// what match_packets turns into constraints.
-std::vector<NodePackets> causal_stamps(std::vector<NodePackets> np);
-// Every node's captured packets, matched across the traces (the two above).
+// Every node's captured packets, matched across the traces.
 PacketMatches read_packets(const std::vector<TranslateNode>& nodes);
 // Pairs "X->Y" whose rounds X took without a key (meta.json minrtt.authenticated
 // false: `--insecure`, or a recording made before keys were required).
