@@ -106,7 +106,7 @@ int run_net_throughput(const std::string& dir, double period_ms, Output output) 
         if (s.bytes[i]) fmt::print("  {:12.6f} s  {:12}\n", t.period_start_s(i), s.bytes[i]);
     }
   }
-  return damaged_trace_exit(*r, "throughput", "bytes cover the events before it");
+  return damaged_trace_exit(*r, "bytes cover the events before it");
 }
 
 }  // namespace cptrace

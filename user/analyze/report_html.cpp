@@ -344,7 +344,7 @@ int run_report(const ReportOptions& o) {
                          n.throughput.value("period_ms", 0.0));
   say("wrote {} ({} node section(s){}; {} latency series{})", o.out, d.nodes.size(), nodes, d.latency.size(),
       d.path.is_null() ? "" : fmt::format("; {} hop(s)", d.path["hops"].size()));
-  return damaged_trace_exit(*r, "report", "the report covers the events before it");
+  return damaged_trace_exit(*r, "the report covers the events before it");
 }
 
 }  // namespace cptrace

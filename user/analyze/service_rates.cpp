@@ -287,7 +287,7 @@ int run_rates(const RatesOptions& o) {
       print_text(s, opt);
   }
   if (json) fmt::print("{}\n", all.dump(2));
-  return damaged_trace_exit(*r, "rates", "rates cover the events before it");
+  return damaged_trace_exit(*r, "rates cover the events before it");
 }
 
 }  // namespace cptrace

@@ -141,7 +141,7 @@ int channel_throughput(const std::string& dir, const std::string& channel, doubl
     print_csv(t);
   else
     print_text(t);
-  return damaged_trace_exit(*r, "throughput", "counts cover the events before it");
+  return damaged_trace_exit(*r, "counts cover the events before it");
 }
 
 }  // namespace

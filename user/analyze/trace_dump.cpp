@@ -77,7 +77,7 @@ int run_dump(const DumpOptions& a) {
     dump_translated(r, a);
   else
     dump_recorded(r, a);
-  return damaged_trace_exit(r, "dump", "events before it were printed");
+  return damaged_trace_exit(r, "events before it were printed");
 }
 
 }  // namespace cptrace

@@ -27,7 +27,7 @@ int run_export_table(const ExportTableOptions& o) {
     TableExportStats s = export_table_stdout(*r, o.stdout_table, o.pairs, o.budget);
     say("{} {} -> stdout", o.stdout_table == "events" ? s.events : s.latency_rows,
         o.stdout_table == "events" ? "events" : "tuple rows");
-    for (const SyncFinding& f : suspect) fmt::print(stderr, "{}\n", suspect_sync_warning(f));
+    for (const SyncFinding& f : suspect) say_line(suspect_sync_warning(f));
     return 0;
   }
   TableExportStats s = export_table(*r, o.out, o.pairs, o.overwrite, o.form, o.budget);
@@ -37,7 +37,7 @@ int run_export_table(const ExportTableOptions& o) {
     line += fmt::format(", {} tuple rows of {} pair(s) -> {}/{}", s.latency_rows, o.pairs.size(), o.out,
                         table_file_name("latency", o.form));
   say_line(line);
-  for (const SyncFinding& f : suspect) fmt::print(stderr, "{}\n", suspect_sync_warning(f));
+  for (const SyncFinding& f : suspect) say_line(suspect_sync_warning(f));
   return 0;
 }
 
@@ -55,7 +55,7 @@ int run_export_events(EventFormat format, const ExportEventsOptions& o) {
     uint64_t n = format == EventFormat::Json ? export_json(*r, tl, o.out) : export_csv(*r, tl, o.out);
     say("{} events -> {}", n, o.out);
   }
-  return damaged_trace_exit(*r, "export", "the export holds the events before it");
+  return damaged_trace_exit(*r, "the export holds the events before it");
 }
 
 }  // namespace cptrace

@@ -10,6 +10,7 @@
 
 #include "latency/latency_source.h"
 #include "latency/latency_summary.h"
+#include "os/say.h"
 #include "trace/trace_reader.h"
 #include "translate/sync_sanity.h"
 #include "translate/unauthenticated_rounds.h"
@@ -83,8 +84,8 @@ int print_latency(const LatencyResult& res, const std::string& from, const std::
     print_summary(res, from, to);
   fflush(stdout);
   if (res.partitions > 1)
-    fmt::print(stderr, "note: the tuples did not fit --memory {} MiB: spilled to {} in {} partitions\n",
-               budget.bytes >> 20, budget.spill_dir(), res.partitions);
+    say("note: the tuples did not fit --memory {} MiB: spilled to {} in {} partitions", budget.bytes >> 20,
+        budget.spill_dir(), res.partitions);
   FILE* o = notes_stream(output);
   fmt::print(o, "unmatched: {} tuples on {} only, {} on {} only; repeated tuple ids: {} on {}, {} on {} (first used)\n",
              res.from_only, from, res.to_only, to, res.from_duplicates, from, res.to_duplicates, to);

@@ -551,11 +551,10 @@ void Recording::report_write_failure() const {
 void Recording::announce_write_failure() const {
   const SinkFailure& f = pipe_->failure();
   const char* name = f.error ? strerrorname_np(f.error) : nullptr;
-  fmt::print(stderr,
-             "{}cptrace record: {}{}{}{}; writing stopped at {} bytes of {}/events.cpt; events are counted "
-             "as dropped until the recording ends\n",
-             opt_.progress && isatty(2) ? "\n" : "", f.what, name ? " (" : "", name ? name : "", name ? ")" : "",
-             writer_->bytes_written(), opt_.out_dir);
+  if (opt_.progress && isatty(2)) say_raw("\n");  // off the progress line
+  say("{}{}{}{}; writing stopped at {} bytes of {}/events.cpt; events are counted as dropped until the recording "
+      "ends",
+      f.what, name ? " (" : "", name ? name : "", name ? ")" : "", writer_->bytes_written(), opt_.out_dir);
 }
 
 void progress_line(const BlockPipeline& pipe, const Counters& c, double secs, uint64_t prev_ev, uint64_t prev_bytes,

@@ -29,7 +29,7 @@ SyncSessionOptions session_options(const SyncOptions& a, const std::string& node
   so.rounds = a.rounds;
   so.wait_s = a.wait_s;
   so.gap_ms = a.gap_ms;
-  so.key = minrtt::key_or_insecure(a.key_file, a.insecure, "sync");
+  so.key = minrtt::key_or_insecure(a.key_file, a.insecure);
   so.sim = sim;
   so.tsc_hz = tsc_hz;
   return so;

@@ -19,6 +19,8 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
+#include "os/say.h"
+
 namespace cptrace::minrtt {
 namespace {
 
@@ -200,8 +202,7 @@ void write_key_file(const std::string& path, bool overwrite) {
   ::close(dfd);
 }
 
-std::vector<uint8_t> key_or_insecure(const std::string& key_file, bool insecure, const std::string& command,
-                                     bool warn) {
+std::vector<uint8_t> key_or_insecure(const std::string& key_file, bool insecure, bool warn) {
   if (!key_file.empty() && insecure) throw std::invalid_argument("--key and --insecure: give one of them");
   if (!key_file.empty()) return load_key(key_file);
   if (!insecure)
@@ -209,11 +210,9 @@ std::vector<uint8_t> key_or_insecure(const std::string& key_file, bool insecure,
         "MinRTT needs a shared key: give --key FILE (make one with `cptrace keygen -o FILE`, copy it to every node, "
         "mode 0600), or --insecure to run unauthenticated (anyone who can reach this node can then forge rounds)");
   if (warn)
-    fmt::print(stderr,
-               "cptrace {}: WARNING: --insecure: MinRTT probes and replies are NOT authenticated; anyone who can send "
-               "to this node can forge rounds and move the translation's bounds (the trace records its rounds as "
-               "unauthenticated)\n",
-               command);
+    say_line(
+        "WARNING: --insecure: MinRTT probes and replies are NOT authenticated; anyone who can send to this node can "
+        "forge rounds and move the translation's bounds (the trace records its rounds as unauthenticated)");
   return {};
 }
 

@@ -102,11 +102,10 @@ std::string generate_key_text();
 void write_key_file(const std::string& path, bool overwrite);
 
 // `--key FILE` or `--insecure`, as every MinRTT command requires one of them:
-// returns the key, or an empty key after printing the --insecure warning on
-// stderr for `command` (when `warn`). Throws std::invalid_argument (a clear
-// message) when neither or both are given, std::runtime_error for a bad key file.
-std::vector<uint8_t> key_or_insecure(const std::string& key_file, bool insecure, const std::string& command,
-                                     bool warn = true);
+// returns the key, or an empty key after saying the --insecure warning (when
+// `warn`). Throws std::invalid_argument (a clear message) when neither or both
+// are given, std::runtime_error for a bad key file.
+std::vector<uint8_t> key_or_insecure(const std::string& key_file, bool insecure, bool warn = true);
 
 using Bytes = std::array<uint8_t, kMessageBytes>;
 // Throws std::invalid_argument on a node name that does not fit.

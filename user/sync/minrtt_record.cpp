@@ -48,7 +48,7 @@ void add_minrtt_record_options(CLI::App* record, MinrttRecordOptions& o) {
 }
 
 void check_minrtt_auth(const MinrttRecordOptions& o) {
-  if (o.active()) minrtt::key_or_insecure(o.key_file, o.insecure, "record");
+  if (o.active()) minrtt::key_or_insecure(o.key_file, o.insecure);
 }
 
 ClockTransform make_simulated_clock(const std::string& spec, double tsc_hz) {
@@ -56,14 +56,14 @@ ClockTransform make_simulated_clock(const std::string& spec, double tsc_hz) {
   // Rounded to the MHz, so every process of the node (record, minrttd, sync) turns
   // OFFSET_NS into the same offset_ticks although each measures the frequency.
   ClockTransform t = ClockTransform::parse(spec, std::round(tsc_hz / 1e6) * 1e6);
-  fmt::print(stderr, "{}\n", t.warning());
+  say_line(t.warning());
   return t;
 }
 
 MinrttRecording::MinrttRecording(const MinrttRecordOptions& opt, const std::string& node, const ClockTransform& sim,
                                  double tsc_hz)
     : opt_(opt), sim_(sim), parent_(getppid()) {
-  key_ = minrtt::key_or_insecure(opt_.key_file, opt_.insecure, "record", false);
+  key_ = minrtt::key_or_insecure(opt_.key_file, opt_.insecure, false);
   std::vector<Peer> peers = opt_.peers.empty() ? std::vector<Peer>{} : parse_peers(opt_.peers);
   ResponderOptions ro;
   ro.listen = opt_.listen;

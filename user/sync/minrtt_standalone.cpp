@@ -66,7 +66,7 @@ int run_minrttd(const MinrttdOptions& a) {
   ResponderOptions ro;
   ro.listen = a.listen;
   ro.node = a.node.empty() ? read_node_info().host : a.node;
-  ro.key = minrtt::key_or_insecure(a.key_file, a.insecure, "minrttd");
+  ro.key = minrtt::key_or_insecure(a.key_file, a.insecure);
   if (!a.allow.empty())
     for (const Peer& p : parse_peers(a.allow, "--allow")) ro.allow.push_back(p.addr);
   ro.sim = make_simulated_clock(a.simulate_clock, a.simulate_clock.empty() ? 0 : quick_tsc_hz());

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "cptrace.h"  // cp_channel_id
+#include "os/say.h"
 
 namespace cptrace {
 
@@ -24,10 +25,10 @@ std::unique_ptr<TraceReader> open_trace(const std::string& dir) {
   return std::make_unique<TraceReader>(dir);
 }
 
-int damaged_trace_exit(const TraceReader& r, std::string_view command, std::string_view covered) {
+int damaged_trace_exit(const TraceReader& r, std::string_view covered) {
   if (!r.error()) return 0;
   std::fflush(stdout);
-  fmt::print(stderr, "cptrace {}: {} ({})\n", command, r.error()->what(), covered);
+  say("{} ({})", r.error()->what(), covered);
   return 2;
 }
 

@@ -25,7 +25,7 @@ std::unique_ptr<TraceReader> open_trace(const std::string& dir);
 // printed covers only the events before the first bad frame, so it says so on stderr
 // ("cptrace COMMAND: ERROR (COVERED)", after flushing stdout so the note comes last) and
 // the exit code tells scripts the output is partial. Returns 0 for an undamaged trace.
-int damaged_trace_exit(const TraceReader& r, std::string_view command, std::string_view covered);
+int damaged_trace_exit(const TraceReader& r, std::string_view covered);
 
 struct Timeline {
   uint64_t origin = 0;  // TSC of the trace start
