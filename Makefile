@@ -42,7 +42,7 @@ BENCHES    := $(patsubst bench/%.cpp,$(BUILD)/bench/%,$(wildcard bench/*.cpp)) \
 # The reader and what it needs, built with libFuzzer + ASan.
 # Helper programs under tools/ (testbed forwarding element, ...).
 TOOLS      := $(patsubst tools/%.cpp,$(BUILD)/%,$(wildcard tools/*.cpp))
-FUZZ_SRCS  ?= $(addprefix user/trace/,trace_reader.cpp frame_dispatch.cpp trace_file.cpp block_codec.cpp events_frame_check.cpp trace_format.cpp net_codec.cpp pid_table.cpp clock_adjust.cpp tsc_skew_history.cpp json_text.cpp) \
+FUZZ_SRCS  ?= $(addprefix user/trace/,trace_reader.cpp frame_dispatch.cpp trace_file.cpp block_codec.cpp events_frame_check.cpp trace_format.cpp net_codec.cpp pid_table.cpp clock_adjust.cpp tsc_skew_history.cpp json_text.cpp trace_meta.cpp) \
               $(addprefix user/clock/,ntp_state.cpp clock_bounds.cpp raw_witness.cpp tsc_frequency.cpp clock_map.cpp clock_adjustment.cpp \
                 clock_change_candidates.cpp clock_history.cpp clock_rate_envelope.cpp)
 FUZZ_TIME  ?= 30
@@ -353,9 +353,9 @@ $(BUILD)/fuzz_trace_reader: tests/fuzz/fuzz_trace_reader.cpp $(FUZZ_SRCS) $(wild
 	@mkdir -p $(@D)
 	$(FUZZ_CXX) $< $(FUZZ_SRCS) -o $@ -lzstd -ldeflate -lz -lfmt
 
-$(BUILD)/fuzz_minrtt: tests/fuzz/fuzz_minrtt.cpp user/sync/minrtt_protocol.cpp user/sync/minrtt_protocol.h
+$(BUILD)/fuzz_minrtt: tests/fuzz/fuzz_minrtt.cpp user/sync/minrtt_protocol.cpp user/sync/minrtt_protocol.h user/os/say.cpp
 	@mkdir -p $(@D)
-	$(FUZZ_CXX) $< user/sync/minrtt_protocol.cpp -o $@ -lcrypto -lfmt
+	$(FUZZ_CXX) $< user/sync/minrtt_protocol.cpp user/os/say.cpp -o $@ -lcrypto -lfmt
 
 $(BUILD)/fuzz_agent_wire: tests/fuzz/fuzz_agent_wire.cpp user/cluster/agent_wire.cpp user/cluster/nodes_file.cpp \
   user/cluster/agent_wire.h user/cluster/nodes_file.h
@@ -390,7 +390,7 @@ $(BUILD)/fuzz_control_request: tests/fuzz/fuzz_control_request.cpp $(CONTROL_FUZ
 # meta.json's readers, instrumented; what they call into (pair relations and
 # the translate stages behind them) from the project's own libraries.
 META_FUZZ_SRCS := user/latency/duration_bounds.cpp user/translate/clock_relation.cpp \
-  user/translate/drift_bound.cpp user/trace/tsc_skew_history.cpp
+  user/translate/drift_bound.cpp user/trace/tsc_skew_history.cpp user/trace/trace_meta.cpp
 META_FUZZ_LIBS := $(addprefix $(BUILD)/user/lib,translate.a sync.a tables.a trace.a clock.a os.a)
 $(BUILD)/fuzz_meta_json: tests/fuzz/fuzz_meta_json.cpp $(META_FUZZ_SRCS) $(META_FUZZ_LIBS)
 	@mkdir -p $(@D)
