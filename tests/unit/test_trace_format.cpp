@@ -714,6 +714,10 @@ TEST(TraceMeta, TypedFactsAbsentDefaultsWrongKindsNamed) {
   EXPECT_EQ(refusal("/tsc_hz", -3.0), "tsc_hz: -3.0 is number, not a frequency in Hz");
   EXPECT_EQ(refusal("/net/send_calls", 1), "net.send_calls: 1 is number, not true or false");
   EXPECT_EQ(refusal("/recorded_net_events", 1.5), "recorded_net_events: 1.5 is number, not an unsigned integer");
+  EXPECT_EQ(refusal("/complete", std::string(50, 'y')),
+            "complete: \"" + std::string(39, 'y') + " is string, not true or false");
+  EXPECT_EQ(refusal("/node", json::array({std::string("in\xff")})),
+            "node: [\"in\xEF\xBF\xBD\"] is array, not a string");  // U+FFFD
 
   TempDir tmp;
   {

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "trace/json_text.h"
 #include "trace/trace_file.h"
 
 namespace cptrace {
@@ -14,8 +15,11 @@ using json = nlohmann::json;
 
 namespace {
 
+// The value shown as its JSON text, cut to 40 bytes: a byte of a cut character,
+// or one that is not UTF-8 (a meta.json built in memory), as \xNN.
 [[noreturn]] void wrong(const std::string& key, const json& v, const char* want) {
-  throw std::runtime_error(fmt::format("{}: {} is {}, not {}", key, v.dump().substr(0, 40), v.type_name(), want));
+  throw std::runtime_error(
+      fmt::format("{}: {} is {}, not {}", key, valid_utf8(json_text(v).substr(0, 40)), v.type_name(), want));
 }
 
 // The value at `key` of object `o`, nullptr when absent or null.
