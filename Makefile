@@ -72,7 +72,7 @@ deps:
 guest-kernels:
 	@bash tools/guest-kernels.sh $(BUILD)/kernels
 
-# Docker's default seccomp profile, which the node-wide tests run programs under
+# Docker's and containerd's default seccomp profiles, which the node-wide tests run programs under
 # (tools/runtime-profiles.sh): into $(BUILD)/profiles.
 runtime-profiles:
 	@bash tools/runtime-profiles.sh $(BUILD)/profiles

@@ -356,8 +356,9 @@ TEST(NodeWide, UnansweredHelloIsBounded) {
 // on a prctl option no kernel knows (the option older libraries said hello
 // with: the control shows the profile bites on it), every signal blocked
 // (the hello's SIGURG among them), PR_SET_NO_NEW_PRIVS with no capabilities,
-// and Docker's default seccomp profile with a container's default capabilities
-// (tests/workloads/under_profile.cpp; the profile from `make runtime-profiles`).
+// and Docker's and containerd's default seccomp profiles with a container's
+// default capabilities (tests/workloads/under_profile.cpp; the profiles from
+// `make runtime-profiles`).
 // Each runs to its end and every event it logs is recorded.
 TEST(NodeWide, RestrictedProgramsKeepRunningAndAreRecorded) {
   REQUIRE_BPF();
@@ -370,6 +371,11 @@ TEST(NodeWide, RestrictedProgramsKeepRunningAndAreRecorded) {
   const std::string docker = (build_dir() / "tests/under_profile").string() + " " + docker_profile.string();
   auto bites = run(docker + " --check", tmp);
   ASSERT_EQ(bites.status, 0) << "Docker's profile must deny what it denies, or this proves nothing: " << bites.err;
+  const fs::path containerd_profile = build_dir() / "profiles" / "containerd-default.json";
+  ASSERT_TRUE(fs::exists(containerd_profile)) << containerd_profile << " missing: make runtime-profiles makes it";
+  const std::string containerd = (build_dir() / "tests/under_profile").string() + " " + containerd_profile.string();
+  auto bites_too = run(containerd + " --check", tmp);
+  ASSERT_EQ(bites_too.status, 0) << "containerd's profile must deny what it denies: " << bites_too.err;
 
   auto rec = start_recorder(tmp, "--all");
   const std::string workload = "env LD_LIBRARY_PATH=" + build_dir().string() + " " +
@@ -382,6 +388,8 @@ TEST(NodeWide, RestrictedProgramsKeepRunningAndAreRecorded) {
                            " --mode batch"},
       {"docker", docker + " -- " + workload},
       {"docker+batch", docker + " -- " + workload + " --mode batch"},
+      {"containerd", containerd + " -- " + workload},
+      {"containerd+batch", containerd + " -- " + workload + " --mode batch"},
   };
   std::map<uint32_t, std::string> pid_of;
   std::map<std::string, uint64_t> emitted;
@@ -406,10 +414,10 @@ TEST(NodeWide, RestrictedProgramsKeepRunningAndAreRecorded) {
     EXPECT_EQ(got[name], emitted[name]) << name << ": every event recorded";
   }
   EXPECT_EQ(tr.counters().total_dropped(), 0u);
-  // Said and answered under the profiles too: the 6 workloads and the 3 sandboxed
+  // Said and answered under the profiles too: the 8 workloads and the 3 sandboxed
   // (libcptrace's own process, before its filter; under_profile has no libcptrace).
   auto meta = nlohmann::json::parse(read_file(tmp.path / "t" / "meta.json"));
-  EXPECT_GE(meta["hello"].value("answered", 0u), 9u) << meta["hello"].dump();
+  EXPECT_GE(meta["hello"].value("answered", 0u), 11u) << meta["hello"].dump();
 }
 
 // ---- Running the node-wide recorder as a DaemonSet (deploy/cptrace-node.yaml) ----
