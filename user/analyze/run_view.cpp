@@ -50,18 +50,6 @@ struct RunView::Node {
 
 namespace {
 
-// meta.json is replaced by rename, so a read sees one version or the other.
-// Missing, unreadable or damaged: the last one read stays.
-void read_meta(const std::string& dir, json& meta, TraceMeta* info = nullptr) {
-  try {
-    json j = json::parse(read_trace_file((fs::path(dir) / "meta.json").string()));
-    if (!j.is_object()) return;
-    if (info) *info = TraceMeta::from_json(j);
-    meta = std::move(j);
-  } catch (const std::exception&) {
-  }
-}
-
 // The newest round this node initiated, on its own clock (its receive stamp t4):
 // bounds of later events are extrapolated past it.
 uint64_t last_round(const std::vector<SyncRound>& rounds) {
@@ -199,7 +187,10 @@ std::vector<std::pair<std::string, std::string>> manifest_nodes(const std::strin
 // meta.json, no frame yet): not yet.
 bool is_recording(const fs::path& d) {
   json meta;
-  read_meta(d.string(), meta);
+  try {
+    meta = json::parse(read_trace_file((d / "meta.json").string()));
+  } catch (const std::exception&) {  // missing or being replaced: the frames decide
+  }
   if (meta.is_object()) return !meta.contains("translated");
   std::ifstream in(d / "events.cpt", std::ios::binary);
   char head[kFileHeaderSize];
@@ -285,7 +276,7 @@ void RunView::poll() {
   polled_mono_ns_ = mono_ns();
   for (size_t i = 0; i < nodes_.size(); ++i) {
     Node& n = *nodes_[i];
-    read_meta(n.dir, n.meta, &n.info);  // before the frames: complete means every frame is already written
+    reread_trace_meta(n.dir, n.meta, n.info);  // before the frames: complete means every frame is already written
     n.complete = n.info.complete;
     if (!n.info.node.empty()) n.name = n.info.node;  // rounds name their peers by it
     n.prev_events = n.events, n.prev_newest = n.newest_tsc;

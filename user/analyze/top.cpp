@@ -14,7 +14,6 @@
 
 #include "analyze/live_view.h"
 #include "analyze/run_view.h"
-#include "trace/trace_file.h"
 #include "trace/trace_tail.h"
 #include "os/say.h"
 
@@ -53,14 +52,6 @@ std::string wait_for_trace(const std::string& dir, double wait_s) {
 
 // meta.json is replaced by rename, so a read sees one version or the other.
 // Missing or unreadable: the last one read stays.
-void read_meta(const std::string& dir, json& meta) {
-  try {
-    json j = json::parse(read_trace_file((fs::path(dir) / "meta.json").string()));
-    if (j.is_object()) meta = std::move(j);
-  } catch (const std::exception&) {
-  }
-}
-
 void print_text(const std::string& dir, const json& s, bool tty) {
   std::string out = tty ? "\x1b[H\x1b[2J" : "";
   out += fmt::format("cptrace top {}  {}  trace {:.1f} s  read {} bytes\n", dir, s.value("state", ""),
@@ -214,11 +205,12 @@ int run_top(const TopOptions& o) {
   LiveView view(o.period_ms, o.pairs, o.budget);
   TraceTail tail(events);
   json meta = json::object();
+  TraceMeta info;
   auto grew_at = Clock::now();
   uint64_t last_size = 0;
   for (long n = 1;; ++n) {
-    read_meta(o.dir, meta);  // before the frames: complete means every frame is already written
-    bool complete = meta.value("complete", false);
+    reread_trace_meta(o.dir, meta, info);  // before the frames: complete means every frame is already written
+    const bool complete = info.complete;
     tail.poll([&](const std::vector<TraceEvent>& evs) { view.add(evs); });
     view.update(tail, meta);
     if (tail.file_bytes() != last_size) {

@@ -93,7 +93,7 @@ nlohmann::json summary_json(const std::string& dir, const TraceReader& r, const 
   nlohmann::json j = {{"dir", dir},
                       {"node", r.trace_meta().node},
                       {"host", r.meta().value("/machine/host"_json_pointer, "")},
-                      {"complete", r.meta().value("complete", false)},
+                      {"complete", r.trace_meta().complete},
                       {"events", t.n},
                       {"seen", k.total_seen()},
                       {"dropped", k.total_dropped()},

@@ -115,4 +115,14 @@ TraceMeta read_trace_meta(const std::string& dir) {
   }
 }
 
+void reread_trace_meta(const std::string& dir, json& meta, TraceMeta& info) {
+  try {
+    json j = json::parse(read_trace_file(dir + "/meta.json"));
+    if (!j.is_object()) return;
+    info = TraceMeta::from_json(j);
+    meta = std::move(j);
+  } catch (const std::exception&) {
+  }
+}
+
 }  // namespace cptrace

@@ -45,4 +45,9 @@ struct TraceMeta {
 // from outside: report, top). Throws std::runtime_error naming the file.
 TraceMeta read_trace_meta(const std::string& dir);
 
+// DIR/meta.json read again while its recorder may still rewrite it (top): the
+// recorder replaces it by rename, so a read sees one version or the other.
+// Missing, unreadable or damaged: `meta` and `info` keep the last one read.
+void reread_trace_meta(const std::string& dir, nlohmann::json& meta, TraceMeta& info);
+
 }  // namespace cptrace
