@@ -50,8 +50,6 @@ std::string wait_for_trace(const std::string& dir, double wait_s) {
   }
 }
 
-// meta.json is replaced by rename, so a read sees one version or the other.
-// Missing or unreadable: the last one read stays.
 void print_text(const std::string& dir, const json& s, bool tty) {
   std::string out = tty ? "\x1b[H\x1b[2J" : "";
   out += fmt::format("cptrace top {}  {}  trace {:.1f} s  read {} bytes\n", dir, s.value("state", ""),
