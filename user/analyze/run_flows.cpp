@@ -47,22 +47,26 @@ nlohmann::json link_json(const FlowId& flow, const std::string& from, const std:
   nlohmann::json j = {{"flow", flow.text()},      {"from", from},          {"to", to},
                       {"matched", l.matched},     {"count", l.est.size()}, {"unbounded", l.unbounded},
                       {"unrelated", l.unrelated}, {"failed", l.failed},    {"unit", "ticks"}};
-  if (l.est.empty()) return j;
-  for (auto [key, q] : {std::pair{"p50", 0.5}, {"p90", 0.9}, {"p99", 0.99}, {"max", 1.0}}) {
-    // The k-th smallest true delay lies between the k-th smallest lo and hi.
-    const int64_t e = nearest_rank_select(l.est, q), lo = nearest_rank_select(l.lo, q),
-                  hi = nearest_rank_select(l.hi, q);
-    nlohmann::json v = {{"ticks", e}, {"ticks_lo", lo}, {"ticks_hi", hi}};
-    if (f) {
-      const NsBound ns = ticks_to_ns(e, lo, hi, f->hz, f->lo, f->hi);
-      v["ns"] = ns.ns, v["ns_lo"] = ns.lo, v["ns_hi"] = ns.hi;
-    }
-    j[key] = v;
-  }
+  add_bounded_percentiles(j, l.est, l.lo, l.hi, f);
   return j;
 }
 
 }  // namespace
+
+void add_bounded_percentiles(nlohmann::json& j, std::vector<int64_t>& est, std::vector<int64_t>& lo,
+                             std::vector<int64_t>& hi, const std::optional<TscFrequency>& f) {
+  if (est.empty()) return;
+  for (auto [key, q] : {std::pair{"p50", 0.5}, {"p90", 0.9}, {"p99", 0.99}, {"max", 1.0}}) {
+    // The k-th smallest true value lies between the k-th smallest lo and hi.
+    const int64_t e = nearest_rank_select(est, q), l = nearest_rank_select(lo, q), h = nearest_rank_select(hi, q);
+    nlohmann::json v = {{"ticks", e}, {"ticks_lo", l}, {"ticks_hi", h}};
+    if (f) {
+      const NsBound ns = ticks_to_ns(e, l, h, f->hz, f->lo, f->hi);
+      v["ns"] = ns.ns, v["ns_lo"] = ns.lo, v["ns_hi"] = ns.hi;
+    }
+    j[key] = v;
+  }
+}
 
 nlohmann::json run_flows(const std::vector<FlowNode>& nodes, const std::optional<TscFrequency>& f,
                          std::vector<std::string>& problems) {

@@ -11,6 +11,7 @@
 // the next one. Once every trace is complete, the last refresh is exactly
 // `netlat --clock-model piecewise --inputs rounds` (ticks).
 #pragma once
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -26,6 +27,13 @@ struct FlowNode {
   std::string dir, name;
   const Relation* to_ref = nullptr;  // null: not related to the reference yet
 };
+
+// j["p50"], ["p90"], ["p99"], ["max"] of a live view's bounded values (pairs
+// and flows alike): each the nearest-rank element of est, lo and hi in ticks
+// (the k-th smallest true value lies between the k-th smallest lo and hi), and
+// in ns over `f`. Nothing when est is empty; the columns are reordered.
+void add_bounded_percentiles(nlohmann::json& j, std::vector<int64_t>& est, std::vector<int64_t>& lo,
+                             std::vector<int64_t>& hi, const std::optional<TscFrequency>& f);
 
 // Per flow and direction: matched packets, bounded, and p50/p90/p99/max in
 // reference ticks (and ns over `f`) with strict bounds. Problems (a trace not

@@ -24,7 +24,6 @@
 #include "trace/tsc_skew_history.h"
 #include "translate/drift_bound.h"
 #include "latency/latency.h"
-#include "tables/rank_select.h"
 #include "translate/relation_cursor.h"
 #include "translate/relation_paths.h"
 #include "translate/sync_pairs.h"
@@ -533,18 +532,7 @@ json RunView::pair_summary(size_t k, const Relations& r) {
             {"to_duplicates", p.to_duplicates},
             {"scenarios", scenarios},
             {"unit", "ticks"}};
-  if (!est.empty()) {
-    for (auto [key, q] : {std::pair{"p50", 0.5}, {"p90", 0.9}, {"p99", 0.99}, {"max", 1.0}}) {
-      // The k-th smallest true duration lies between the k-th smallest lo and hi.
-      int64_t e = nearest_rank_select(est, q), l = nearest_rank_select(lo, q), h = nearest_rank_select(hi, q);
-      json v = {{"ticks", e}, {"ticks_lo", l}, {"ticks_hi", h}};
-      if (r.f) {
-        NsBound ns = ticks_to_ns(e, l, h, r.f->hz, r.f->lo, r.f->hi);
-        v["ns"] = ns.ns, v["ns_lo"] = ns.lo, v["ns_hi"] = ns.hi;
-      }
-      j[key] = v;
-    }
-  }
+  add_bounded_percentiles(j, est, lo, hi, r.f);
   return j;
 }
 
