@@ -82,7 +82,8 @@ nlohmann::json run_flows(const std::vector<FlowNode>& nodes, const std::optional
                       f ? TicksToNs(f->hz, f->lo, f->hi) : TicksToNs(1e9, 1e9, 1e9));
   std::map<std::pair<FlowId, std::pair<uint32_t, uint32_t>>, Link> links;
   for (const PacketMatch& m : matches) {
-    Link& l = links[{FlowId::of(raw[m.rx_node].events[m.rx].r), {m.tx_node, m.rx_node}}];
+    const FlowId flow = FlowId::of(raw[m.rx_node].events[m.rx].r);
+    Link& l = links[{flow, {m.tx_node, m.rx_node}}];
     l.matched++;
     if (!nodes[m.tx_node].to_ref || !nodes[m.rx_node].to_ref) {
       l.unrelated++;
@@ -96,8 +97,7 @@ nlohmann::json run_flows(const std::vector<FlowNode>& nodes, const std::optional
       }
       l.est.push_back(d.ticks.est), l.lo.push_back(d.ticks.lo), l.hi.push_back(d.ticks.hi);
     } catch (const std::exception& e) {
-      if (l.failed++ == 0)
-        problems.push_back(fmt::format("flow {}: {}", FlowId::of(raw[m.rx_node].events[m.rx].r).text(), e.what()));
+      if (l.failed++ == 0) problems.push_back(fmt::format("flow {}: {}", flow.text(), e.what()));
     }
   }
   nlohmann::json out = nlohmann::json::array();
