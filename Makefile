@@ -42,7 +42,7 @@ BENCHES    := $(patsubst bench/%.cpp,$(BUILD)/bench/%,$(wildcard bench/*.cpp)) \
 # The reader and what it needs, built with libFuzzer + ASan.
 # Helper programs under tools/ (testbed forwarding element, ...).
 TOOLS      := $(patsubst tools/%.cpp,$(BUILD)/%,$(wildcard tools/*.cpp))
-FUZZ_SRCS  ?= $(addprefix user/trace/,trace_reader.cpp frame_dispatch.cpp trace_file.cpp block_codec.cpp events_frame_check.cpp trace_format.cpp net_codec.cpp pid_table.cpp clock_adjust.cpp tsc_skew_history.cpp json_text.cpp trace_meta.cpp) \
+FUZZ_SRCS  ?= $(addprefix user/trace/,trace_reader.cpp frame_dispatch.cpp trace_file.cpp block_codec.cpp events2_codec.cpp recorded_events.cpp events_frame_check.cpp trace_format.cpp net_codec.cpp pid_table.cpp clock_adjust.cpp tsc_skew_history.cpp json_text.cpp trace_meta.cpp) \
               $(addprefix user/clock/,ntp_state.cpp clock_bounds.cpp raw_witness.cpp tsc_frequency.cpp clock_map.cpp clock_adjustment.cpp \
                 clock_change_candidates.cpp clock_history.cpp clock_rate_envelope.cpp)
 FUZZ_TIME  ?= 30

@@ -1,12 +1,16 @@
 // Events codec figures: compression ratio and single-core encode/decode speed of
-// (a) plain zstd -1 over the raw TraceEvent array and (b) the columnar codec of
-// block_codec.h, on the same synthetic recording, frame by frame. Prints figures,
+// (a) plain zstd -1 over the raw TraceEvent array and (b) the columnar codecs:
+// version 1 (block_codec.h, varints) and Events2 (events2_codec.h, what the
+// recorder writes, from rows and from its RecordedEvents blocks), on the same
+// events, frame by frame. The events are synthetic, or a recording's first 4 M
+// when a trace is named (bench/run.sh passes the batch recording it made). Prints figures,
 // never passes or fails.
 //
 // Synthetic recording: 4 threads, each pinned to its own CPU with a constant
 // pid/tid, logging tuples through 3 channels (64-bit hashed ids) with tuple ids
 // increasing per thread; a call every ~300 ns at 2.9 GHz with jitter; events
 // arrive in per-CPU runs of up to 256 (one batch / ring drain).
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -16,6 +20,7 @@
 #include <zstd.h>
 
 #include "trace/block_codec.h"
+#include "trace/trace_reader.h"
 
 using namespace cptrace;
 using Clock = std::chrono::steady_clock;
@@ -90,13 +95,26 @@ Figures plain_zstd(const std::vector<TraceEvent>& ev, size_t frame, int reps) {
   return fig;
 }
 
-Figures our_codec(const std::vector<TraceEvent>& ev, size_t frame, int reps) {
+// How the frames are made: version 1 from rows, Events2 from rows, or Events2
+// from the collector's blocks (as the recorder encodes).
+enum class Way { V1, V2Rows, V2Recorder };
+
+Figures our_codec(const std::vector<TraceEvent>& ev, size_t frame, int reps, Way way, int level = 1) {
   Figures fig;
   std::vector<EncodedFrame> out((ev.size() + frame - 1) / frame);
+  std::vector<RecordedEvents> blocks(way == Way::V2Recorder ? out.size() : 0);
+  for (size_t i = 0, f = 0; f < blocks.size(); i += frame, ++f)
+    blocks[f].assign(ev.begin() + i, ev.begin() + i + std::min(frame, ev.size() - i));
   fig.enc_s = best_seconds(reps, [&] {
     fig.bytes_out = 0;
     for (size_t i = 0, f = 0; i < ev.size(); i += frame, ++f) {
-      encode_events_into(&ev[i], std::min(frame, ev.size() - i), 1, out[f]);
+      const size_t k = std::min(frame, ev.size() - i);
+      if (way == Way::V1)
+        encode_events_version1(&ev[i], k, level, out[f]);
+      else if (way == Way::V2Rows)
+        encode_events_into(&ev[i], k, level, out[f]);
+      else
+        encode_recorded_into(blocks[f], level, out[f]);
       fig.bytes_out += out[f].payload.size() + sizeof(FrameHeader);
     }
   });
@@ -125,13 +143,29 @@ void print(const char* name, const Figures& f, size_t n) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  size_t n = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 4'000'000;
-  auto ev = synthetic_recording(n);
-  std::printf("bench_codec: %zu synthetic events (%zu-byte TraceEvent, %.0f MB raw), one core, best of 3\n", n,
+  std::vector<TraceEvent> ev;
+  const char* what = "synthetic";
+  if (argc > 1 && !std::isdigit(static_cast<unsigned char>(argv[1][0]))) {
+    TraceReader r(argv[1]);
+    r.for_each_batch([&](const std::vector<TraceEvent>& b) {
+      if (ev.size() < 4'000'000) ev.insert(ev.end(), b.begin(), b.begin() + std::min(b.size(), 4'000'000 - ev.size()));
+    });
+    what = "recorded";
+  } else {
+    ev = synthetic_recording(argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 4'000'000);
+  }
+  const size_t n = ev.size();
+  std::printf("bench_codec: %zu %s events (%zu-byte TraceEvent, %.0f MB raw), one core, best of 3\n", n, what,
               sizeof(TraceEvent), double(n) * sizeof(TraceEvent) / 1e6);
   for (size_t frame : {4096, 16384, 65536}) {
     std::printf("frames of %zu events:\n", frame);
     print("plain zstd -1 (structs)", plain_zstd(ev, frame, 3), n);
-    print("columnar + zstd -1", our_codec(ev, frame, 3), n);
+    print("v1 varints + zstd -1", our_codec(ev, frame, 3, Way::V1), n);
+    print("v1 varints + zstd -5", our_codec(ev, frame, 3, Way::V1, -5), n);
+    print("v1 varints, no zstd", our_codec(ev, frame, 3, Way::V1, 0), n);
+    print("v2 rows + zstd -1", our_codec(ev, frame, 3, Way::V2Rows), n);
+    print("v2 recorder + zstd -1", our_codec(ev, frame, 3, Way::V2Recorder), n);
+    print("v2 recorder + zstd -5", our_codec(ev, frame, 3, Way::V2Recorder, -5), n);
+    print("v2 recorder, no zstd", our_codec(ev, frame, 3, Way::V2Recorder, 0), n);
   }
 }

@@ -80,8 +80,10 @@ python3 bench/size_sweep.py --build $B --path batch --step-s 5 --repeat 2 --wake
   --block-events 4096,16384,65536 | sed -n '/^summary/,$p'
 
 echo
-echo "== 6. codec: plain zstd vs delta/varint + zstd"
+echo "== 6. codec: plain zstd vs version 1 (delta/varint) vs Events2 (groups), then zstd"
 $B/bench/bench_codec
+echo "-- the same on section 4's batch recording"
+$B/bench/bench_codec "$tmp/batch/events.cpt"
 
 echo
 echo "== 7. Java (JNI): ns per event from Java, baseline loop in the same JVM run"

@@ -72,13 +72,13 @@ TEST(BlockPipeline, PrecodedFramesKeepSubmissionOrder) {
       pipe.submit_frame(encode_clock({ClockPoint{uint64_t(i), uint64_t(i), 1, 0}}));
     else {
       Block* b = pipe.acquire();
-      b->events.resize(3);
+      b->events.assign_zeros(3);
       pipe.submit(b);
     }
   }
   pipe.finish();
   ASSERT_EQ(types.size(), 100u);
-  for (int i = 0; i < 100; ++i) EXPECT_EQ(types[i], uint16_t(i % 2 ? FrameType::Clock2 : FrameType::Events)) << i;
+  for (int i = 0; i < 100; ++i) EXPECT_EQ(types[i], uint16_t(i % 2 ? FrameType::Clock2 : FrameType::Events2)) << i;
 }
 
 // A sink that fails (disk full) stops the writing, never the producers: every
@@ -91,7 +91,7 @@ TEST(BlockPipeline, FailingSinkCountsEveryEventNotWritten) {
   BlockPipeline pipe(
       [&](const EncodedFrame& f) {
         if (++calls == kFailAt) throw std::system_error(ENOSPC, std::generic_category(), "cannot write x");
-        if (f.hdr.type == uint16_t(FrameType::Events)) written += f.hdr.count;
+        if (f.hdr.type == uint16_t(FrameType::Events2)) written += f.hdr.count;
       },
       kBlockEvents, /*compressors=*/2, /*blocks_in_flight=*/8);
   uint64_t submitted = 0, series = 0, net = 0;
@@ -226,7 +226,7 @@ TEST(BlockPipeline, IdleThreadsSleep) {
   std::atomic<int> frames{0};
   BlockPipeline pipe([&](const EncodedFrame&) { frames++; }, 100, /*compressors=*/2, 4);
   Block* b = pipe.acquire();  // one block through, so every thread has run
-  b->events.resize(3);
+  b->events.assign_zeros(3);
   pipe.submit(b);
   while (frames.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the writer settles
@@ -282,7 +282,7 @@ struct HeldSink {
 // Fills and submits a block of n events.
 void submit_block(BlockPipeline& pipe, size_t n) {
   Block* b = pipe.acquire();
-  b->events.resize(n);
+  b->events.assign_zeros(n);
   pipe.submit(b);
 }
 
@@ -465,7 +465,7 @@ BusyRun run_busy(bool adaptive, uint64_t more, uint64_t cap) {
       },
       kBlockEvents, /*compressors=*/1, /*blocks_in_flight=*/32, /*zstd_level=*/1);
   if (adaptive) pipe.set_fast_level(-5);
-  std::vector<EventColumns> made(4);
+  std::vector<RecordedEvents> made(4);
   for (uint64_t b = 0; b < 4; ++b)
     for (size_t i = 0; i < kBlockEvents; ++i) made[b].push_back(busy_event(b, i));
   uint64_t after_fast = 0;

@@ -32,8 +32,15 @@ std::vector<TraceEvent> random_events(std::mt19937_64& rng, size_t n, size_t cha
   return ev;
 }
 
-// An uncompressed frame, so its column bytes can be damaged directly.
-EncodedFrame raw_frame(const std::vector<TraceEvent>& ev) { return encode_events(ev.data(), ev.size(), 0); }
+// A frame of either version: Events2 as recorders write it, Events as they did.
+EncodedFrame frame_of(const std::vector<TraceEvent>& ev, int version, int level) {
+  EncodedFrame f;
+  if (version == 1)
+    encode_events_version1(ev.data(), ev.size(), level, f);
+  else
+    encode_events_into(ev.data(), ev.size(), level, f);
+  return f;
+}
 
 // Whether the decoder takes the frame, and its MonoNs answer.
 bool decoder_takes(const EncodedFrame& f, bool& mono) {
@@ -50,18 +57,19 @@ bool decoder_takes(const EncodedFrame& f, bool& mono) {
 
 TEST(EventsFrameCheck, PassesWhatTheEncoderWritesWithTheDecodersMonoAnswer) {
   std::mt19937_64 rng(7);
-  for (size_t n : {0, 1, 7, 8, 9, 100, 5000})
-    for (size_t channels : {1, 3, 200})
-      for (bool mono_stamps : {false, true})
-        for (int level : {0, 1}) {
-          std::vector<TraceEvent> ev = random_events(rng, n, channels, mono_stamps);
-          EncodedFrame f = encode_events(ev.data(), ev.size(), level);
-          bool mono = !mono_stamps, want = false;
-          ASSERT_TRUE(decoder_takes(f, want));
-          EXPECT_TRUE(events_frame_decodes(f.hdr, f.payload.data(), f.payload.size(), mono))
-              << n << " events, " << channels << " channels, level " << level;
-          EXPECT_EQ(mono, want);
-        }
+  for (int version : {1, 2})
+    for (size_t n : {0, 1, 7, 8, 9, 31, 32, 33, 100, 5000})
+      for (size_t channels : {1, 3, 200})
+        for (bool mono_stamps : {false, true})
+          for (int level : {0, 1}) {
+            std::vector<TraceEvent> ev = random_events(rng, n, channels, mono_stamps);
+            EncodedFrame f = frame_of(ev, version, level);
+            bool mono = !mono_stamps, want = false;
+            ASSERT_TRUE(decoder_takes(f, want));
+            EXPECT_TRUE(events_frame_decodes(f.hdr, f.payload.data(), f.payload.size(), mono))
+                << "version " << version << ", " << n << " events, " << channels << " channels, level " << level;
+            EXPECT_EQ(mono, want);
+          }
 }
 
 // Damaged column bytes, cut frames and wrong counts: whatever the check passes,
@@ -69,10 +77,10 @@ TEST(EventsFrameCheck, PassesWhatTheEncoderWritesWithTheDecodersMonoAnswer) {
 TEST(EventsFrameCheck, PassesNoFrameTheDecoderRefuses) {
   std::mt19937_64 rng(11);
   size_t passed = 0, refused = 0;
-  for (int round = 0; round < 4000; ++round) {
-    size_t n = rng() % 40;
+  for (int round = 0; round < 8000; ++round) {
+    size_t n = rng() % 80;
     std::vector<TraceEvent> ev = random_events(rng, n, 1 + rng() % 4, rng() % 2);
-    EncodedFrame f = raw_frame(ev);
+    EncodedFrame f = frame_of(ev, 1 + round % 2, 0);  // uncompressed: its bytes damaged directly
     switch (rng() % 4) {
       case 0:  // a few bytes changed
         for (int k = 1 + int(rng() % 3); k > 0 && !f.payload.empty(); --k)
@@ -99,8 +107,8 @@ TEST(EventsFrameCheck, PassesNoFrameTheDecoderRefuses) {
     refused += !decoder;
   }
   // Both kinds were met: damaged frames the decoder refuses, and frames passed.
-  EXPECT_GT(passed, 200u);
-  EXPECT_GT(refused, 1000u);
+  EXPECT_GT(passed, 400u);
+  EXPECT_GT(refused, 2000u);
 }
 
 }  // namespace

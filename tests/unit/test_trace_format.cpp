@@ -14,6 +14,8 @@
 
 #include "os/say.h"
 #include "trace/block_codec.h"
+#include "trace/events2_codec.h"
+#include "trace/events_frame_check.h"
 #include "trace/trace_reader.h"
 #include "trace/trace_timeline.h"
 #include "trace/trace_writer.h"
@@ -92,6 +94,40 @@ TEST(BlockCodec, RoundTripRandom) {
   }
 }
 
+// Frames of version 1, as recorders wrote them before Events2, still read.
+TEST(BlockCodec, VersionOneFramesStillDecode) {
+  for (size_t n : {0, 1, 33, 5000}) {
+    for (const auto& ev : {random_events(n, n + 3), recording_like(n, n + 4)}) {
+      EncodedFrame f;
+      encode_events_version1(ev.data(), ev.size(), 1, f);
+      ASSERT_EQ(f.hdr.type, uint16_t(FrameType::Events));
+      EXPECT_EQ(decode_events(f.hdr, f.payload.data(), f.payload.size()), ev) << n;
+    }
+  }
+}
+
+// Constant steps (tuple ids counting up, a steady stamp rate, one thread on
+// one channel) cost a group of 32 events a few bytes per column, not a byte
+// per value, before zstd; a group whose steps differ keeps its values.
+TEST(BlockCodec, ConstantStepsCostNoBytesPerEvent) {
+  std::vector<TraceEvent> ev(16384);
+  for (size_t i = 0; i < ev.size(); ++i) {
+    ev[i].ts = 5'000'000'000ull + 100 * i;
+    ev[i].channel = 0x9e3779b97f4a7c15ull;
+    ev[i].tuple = 77 + i;
+    ev[i].pid = ev[i].tid = 4242;
+    ev[i].kind = uint8_t(EventKind::User);
+  }
+  EncodedFrame f = encode_events(ev.data(), ev.size(), 0);
+  ASSERT_EQ(f.hdr.type, uint16_t(FrameType::Events2));
+  EXPECT_LT(f.payload.size(), ev.size() / 4);
+  EXPECT_EQ(decode_events(f.hdr, f.payload.data(), f.payload.size()), ev);
+  ev[7000].ts += 3;  // steps of 103 and 97 in one group of ts: its 32 values at one byte
+  EncodedFrame g = encode_events(ev.data(), ev.size(), 0);
+  EXPECT_EQ(g.payload.size(), f.payload.size() - 3 + 1 + 32);  // marker and varint 200 out
+  EXPECT_EQ(decode_events(g.hdr, g.payload.data(), g.payload.size()), ev);
+}
+
 TEST(BlockCodec, EdgeValues) {
   std::vector<TraceEvent> ev;
   const uint64_t vals[] = {0, 1, kMax64, kMax64 - 1, 0, uint64_t{1} << 63, 5, 4, 3, 0, kMax64};
@@ -156,40 +192,46 @@ std::vector<TraceEvent> run_shaped(size_t n, uint64_t seed, uint64_t nchan) {
   return ev;
 }
 
-EventColumns as_columns(const std::vector<TraceEvent>& ev) {
-  EventColumns c;
+RecordedEvents as_recorded(const std::vector<TraceEvent>& ev) {
+  RecordedEvents c;
   for (const TraceEvent& e : ev) c.push_back(e);
   return c;
 }
 
-// The recorder encodes columns (runs found eight values at a time), the rest
-// rows (one value at a time): the same events must give the same frame.
-TEST(BlockCodec, ColumnsEncodeTheSameBytesAsRows) {
+// The recorder encodes its blocks (runs kept as records arrive), the rest
+// TraceEvent rows (runs found row by row): the same events must give the same
+// frame.
+TEST(BlockCodec, RecordedEventsEncodeTheSameBytesAsRows) {
   for (uint64_t nchan : {1, 3, 100, 300})
     for (uint64_t seed = 1; seed <= 12; ++seed)
       for (int level : {0, 1, -5}) {
         auto ev = run_shaped(1 + seed * 997 % 5000, seed * 77 + nchan, nchan);
         EncodedFrame rows = encode_events(ev.data(), ev.size(), level), cols;
-        encode_columns_into(as_columns(ev), level, cols);
+        encode_recorded_into(as_recorded(ev), level, cols);
         ASSERT_EQ(std::memcmp(&rows.hdr, &cols.hdr, sizeof rows.hdr), 0) << nchan << " " << seed << " " << level;
         ASSERT_EQ(rows.payload, cols.payload) << nchan << " " << seed << " " << level;
         ASSERT_EQ(decode_events(cols.hdr, cols.payload.data(), cols.payload.size()), ev);
       }
 }
 
-// The uncompressed Events payload of fixed events, as the encoder wrote it
-// before its run search was rewritten: the format does not move.
+// The uncompressed payloads of fixed events: the formats do not move. Version
+// 1 as recorders wrote it (these sums predate Events2), version 2 as written
+// when it was introduced.
 TEST(BlockCodec, EventsPayloadBytesArePinned) {
-  const std::pair<uint64_t, uint32_t> want[] = {{3, 0xd2047b45}, {100, 0x0e4c9ccf}, {300, 0xa9ef5f33}};
-  for (auto [nchan, crc_want] : want) {
-    uLong crc = crc32(0, nullptr, 0);
+  const std::tuple<uint64_t, uint32_t, uint32_t> want[] = {
+      {3, 0xd2047b45, 0xabd3de17}, {100, 0x0e4c9ccf, 0x1ddfda00}, {300, 0xa9ef5f33, 0x2ed7fcf8}};
+  for (auto [nchan, v1_want, v2_want] : want) {
+    uLong v1 = crc32(0, nullptr, 0), v2 = v1;
     for (uint64_t seed = 1; seed <= 20; ++seed) {
       auto ev = run_shaped(100 + seed * 331, seed * 1000 + nchan, nchan);
       EncodedFrame f;
-      encode_columns_into(as_columns(ev), 0, f);
-      crc = crc32(crc, f.payload.data(), static_cast<uInt>(f.payload.size()));
+      encode_events_version1(ev.data(), ev.size(), 0, f);
+      v1 = crc32(v1, f.payload.data(), static_cast<uInt>(f.payload.size()));
+      encode_recorded_into(as_recorded(ev), 0, f);
+      v2 = crc32(v2, f.payload.data(), static_cast<uInt>(f.payload.size()));
     }
-    EXPECT_EQ(crc, crc_want) << nchan << " channels";
+    EXPECT_EQ(v1, v1_want) << nchan << " channels";
+    EXPECT_EQ(v2, v2_want) << nchan << " channels";
   }
 }
 
@@ -260,9 +302,9 @@ TEST(BlockCodec, HostileHeaders) {
 }
 
 // Uncompressed column bytes given by hand, for decoder edge cases.
-EncodedFrame raw_events_frame(std::vector<uint8_t> raw, uint32_t count) {
+EncodedFrame raw_events_frame(std::vector<uint8_t> raw, uint32_t count, FrameType type = FrameType::Events) {
   EncodedFrame f;
-  f.hdr.type = static_cast<uint16_t>(FrameType::Events);
+  f.hdr.type = static_cast<uint16_t>(type);
   f.hdr.raw_len = static_cast<uint32_t>(raw.size());
   f.hdr.count = count;
   f.payload = std::move(raw);
@@ -296,6 +338,63 @@ TEST(BlockCodec, HostileColumns) {
   // pid beyond 32 bits
   std::vector<uint8_t> big_pid = {1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x80, 0x80, 0x80, 0x80, 0x20, 0, 0, 1, 0};
   expect_rejected(raw_events_frame(big_pid, 1));
+}
+
+TEST(BlockCodec, HostileEvents2Payloads) {
+  // nchan, one channel id; one run: rows, pid, tid, cpu, kind, timebase; then
+  // the width bytes of the ts, channel index and tuple groups (all width 0)
+  const std::vector<uint8_t> one_event = {1, 1, 0, 0, 0, 0, 0, 0, 0,  //
+                                          1, 1, 0, 0, 0, 1, 0,  //
+                                          0, 0, 0};
+  auto frame = [](std::vector<uint8_t> raw, uint32_t count) {
+    return raw_events_frame(std::move(raw), count, FrameType::Events2);
+  };
+  EncodedFrame ok = frame(one_event, 1);
+  std::vector<TraceEvent> got = decode_events(ok.hdr, ok.payload.data(), ok.payload.size());
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].channel, 1u);
+  EXPECT_EQ(got[0].kind, 1u);
+  bool mono = true;
+  EXPECT_TRUE(events_frame_decodes(ok.hdr, ok.payload.data(), ok.payload.size(), mono));
+  EXPECT_FALSE(mono);
+  EncodedFrame none = frame({0, 0}, 0);
+  EXPECT_TRUE(decode_events(none.hdr, none.payload.data(), none.payload.size()).empty());
+
+  auto expect_refused = [&](std::vector<uint8_t> raw, uint32_t count, const char* what) {
+    EncodedFrame f = frame(std::move(raw), count);
+    try {
+      decode_events(f.hdr, f.payload.data(), f.payload.size());
+      ADD_FAILURE() << "decoded: " << what;
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+    }
+    bool m = false;
+    EXPECT_FALSE(events_frame_decodes(f.hdr, f.payload.data(), f.payload.size(), m)) << what;
+  };
+  auto with = [&](size_t i, uint8_t v) {
+    auto raw = one_event;
+    raw[i] = v;
+    return raw;
+  };
+  expect_refused(with(0, 2), 1, "channel table size out of range");
+  expect_refused(with(9, 2), 1, "run count out of range");
+  expect_refused(with(10, 0), 1, "a run of no rows");
+  expect_refused(with(10, 2), 1, "run rows out of range");
+  expect_refused(with(15, kLastTimebase + 1), 1, "unknown timebase");
+  expect_refused(with(16, 10), 1, "ts column: a group 10 bytes wide");
+  expect_refused(with(17, 1), 1, "runs past the end");  // a value byte the tuple's width was
+  auto index_same = one_event;  // every index the same value, beyond the table
+  index_same[17] = kEvents2SameValue;
+  index_same.insert(index_same.begin() + 18, 1);
+  expect_refused(index_same, 1, "channel index out of range");
+  auto trailing = one_event;
+  trailing.push_back(0);
+  expect_refused(trailing, 1, "trailing bytes");
+  expect_refused(one_event, 2, "runs cover 1 of 2 events");
+  expect_refused({1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0}, 0, "channel table size out of range");
+  expect_refused({0, 1, 1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, 1, "channel index without a channel table");
+  // raw_len below what one event needs: refused before anything is decoded
+  expect_refused({1, 1, 0, 0, 0, 0, 0, 0, 0, 0}, 1, "raw_len too small");
 }
 
 TEST(BlockCodec, ZstdBombIsBounded) {
@@ -353,7 +452,7 @@ SmallFile small_file() {
     s.events_before.push_back(events);
     s.bytes.append(reinterpret_cast<const char*>(&f.hdr), sizeof f.hdr);
     s.bytes.append(reinterpret_cast<const char*>(f.payload.data()), f.payload.size());
-    if (f.hdr.type == static_cast<uint16_t>(FrameType::Events)) events += f.hdr.count;
+    if (f.hdr.type == static_cast<uint16_t>(FrameType::Events2)) events += f.hdr.count;
   }
   s.frame_starts.push_back(s.bytes.size());
   s.events_before.push_back(events);
@@ -742,6 +841,8 @@ TEST(TraceMeta, TypedFactsAbsentDefaultsWrongKindsNamed) {
 // repository under tests/fuzz/corpus; regenerate after format changes with
 // CPTRACE_FUZZ_SEED_DIR=DIR cptrace_tests --gtest_also_run_disabled_tests
 // --gtest_filter=FuzzSeeds.*). A generator, not a check: disabled by default.
+// The corpus also keeps what it wrote before Events2 (*-v1.cpt): old traces
+// must stay readable.
 TEST(FuzzSeeds, DISABLED_Write) {
   const char* dir = std::getenv("CPTRACE_FUZZ_SEED_DIR");
   if (!dir) GTEST_SKIP() << "set CPTRACE_FUZZ_SEED_DIR to write the fuzzing seeds";
@@ -752,13 +853,17 @@ TEST(FuzzSeeds, DISABLED_Write) {
   put("small-multi-frame.cpt", s.bytes);
   put("header-only.cpt", file_header_bytes());
   auto ev = recording_like(300, 8);
-  EncodedFrame raw = encode_events(ev.data(), 12, 0), z = encode_events(ev.data(), ev.size(), 1);
+  EncodedFrame raw, z;  // version 1, as older recorders wrote
+  encode_events_version1(ev.data(), 12, 0, raw);
+  encode_events_version1(ev.data(), ev.size(), 1, z);
   auto frame = [](const EncodedFrame& f) {
     return std::string(reinterpret_cast<const char*>(&f.hdr), sizeof f.hdr) +
            std::string(f.payload.begin(), f.payload.end());
   };
   put("events-raw.cpt", file_header_bytes() + frame(raw));
   put("events-zstd.cpt", file_header_bytes() + frame(z));
+  put("events2-raw.cpt", file_header_bytes() + frame(encode_events(ev.data(), 40, 0)));
+  put("events2-zstd.cpt", file_header_bytes() + frame(encode_events(ev.data(), ev.size(), 1)));
   put("truncated.cpt", s.bytes.substr(0, s.bytes.size() - 7));
   // Version-2 clock points and clock adjustments (trace/clock_adjust.h).
   ClockPoint p1{1000, 2000, 5, kClockHasRaw | kClockHasRealtime, 1001, 1900, 6, 40, 1'700'000'000'000'000'000};

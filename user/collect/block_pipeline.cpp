@@ -125,12 +125,12 @@ void BlockPipeline::release_idle() {
   Block* b = nullptr;
   size_t have = allocated_.load(std::memory_order_relaxed);
   while (have - emptied.size() > keep && free_.try_pop(b)) {
-    b->events = EventColumns{};
+    b->events = RecordedEvents{};
     b->frame = EncodedFrame{};
     emptied.push_back(b);
   }
   if (emptied.empty()) return;
-  // The columns' buffers came from malloc's arenas (too small for mmap once
+  // The blocks' buffers came from malloc's arenas (too small for mmap once
   // its threshold adapted): without a trim many of their pages stay resident.
   // Counted as released only once their pages are gone.
   malloc_trim(0);
@@ -255,7 +255,7 @@ void BlockPipeline::compress_loop() {
     // Reuses the block's payload buffer: no allocation per frame.
     if (!b->precoded) {
       uint64_t t0 = now_ns();
-      encode_columns_into(b->events, fast ? fast_level_.load(std::memory_order_relaxed) : zstd_level_, b->frame);
+      encode_recorded_into(b->events, fast ? fast_level_.load(std::memory_order_relaxed) : zstd_level_, b->frame);
       uint64_t t1 = now_ns();
       note_max(stats_.max_compress_ns, t1 - t0);
       stats_.fast_frames += fast;
@@ -321,14 +321,15 @@ void BlockPipeline::discard_block(const Block* b) {
       d.net_events += b->frame.hdr.count;
     return;  // clock, channel, handler, sync and counter frames: rewritten at stop
   }
-  const EventColumns& ev = b->events;
-  for (size_t i = 0; i < ev.size(); ++i) {
-    bool series = ev.kind[i] == uint8_t(EventKind::Count);
+  const RecordedEvents& ev = b->events;
+  size_t start = 0;
+  for (const EventRun& r : ev.runs()) {
+    bool series = r.kind == uint8_t(EventKind::Count);
     auto& v = series ? d.series_per_cpu : d.events_per_cpu;
-    uint16_t cpu = ev.cpu[i];
-    if (v.size() <= cpu) v.resize(cpu + 1u);
-    v[cpu] += series ? ev.tuple[i] : 1;
-    d.series_points += series;
+    if (v.size() <= r.cpu) v.resize(r.cpu + 1u);
+    for (size_t i = start; i < r.end; ++i) v[r.cpu] += series ? ev.rows()[i].tuple : 1;
+    d.series_points += series ? r.end - start : 0;
+    start = r.end;
   }
 }
 

@@ -45,7 +45,7 @@ namespace cptrace {
 
 struct Block {
   uint64_t seq = 0;
-  EventColumns events;  // events of an Events block
+  RecordedEvents events;  // events of an Events2 block
   EncodedFrame frame;  // compressor output, or a ready control frame
   bool precoded = false;  // frame is already encoded (clock, channels, counters)
 };

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <chrono>
 #include <cstring>
 #include <fstream>
@@ -86,26 +87,19 @@ void RingDrain::stop_and_flush() {
 
 namespace {
 
-// Appends n events that share a record's header fields; returns the first row.
-size_t append_rows(EventColumns& out, const cp_rec_hdr* h, size_t n, EventKind kind, Timebase tb) {
-  size_t at = out.extend(n);
-  std::fill_n(out.pid.data() + at, n, h->pid);
-  std::fill_n(out.tid.data() + at, n, h->tid);
-  std::fill_n(out.cpu.data() + at, n, h->cpu);
-  std::fill_n(out.kind.data() + at, n, uint8_t(kind));
-  std::fill_n(out.timebase.data() + at, n, uint8_t(tb));
-  return at;
+// Adds n rows sharing a record's header fields; returns the first row.
+EventEntry* append_rows(RecordedEvents& out, const cp_rec_hdr* h, size_t n, EventKind kind, Timebase tb) {
+  return out.append_run(n, EventRun{0, h->pid, h->tid, h->cpu, uint8_t(kind), uint8_t(tb)});
 }
 
-void set_row(EventColumns& out, size_t i, uint64_t ts, uint64_t channel, uint64_t tuple) {
-  out.ts[i] = ts;
-  out.channel[i] = channel;
-  out.tuple[i] = tuple;
-}
+static_assert(sizeof(EventEntry) == sizeof(cp_batch_entry) &&
+              offsetof(EventEntry, ts) == offsetof(cp_batch_entry, tsc) &&
+              offsetof(EventEntry, channel) == offsetof(cp_batch_entry, channel) &&
+              offsetof(EventEntry, tuple) == offsetof(cp_batch_entry, tuple));
 
 }  // namespace
 
-int RingDrain::decode(const void* data, size_t size, EventColumns& out, ChannelInfo* channel) {
+int RingDrain::decode(const void* data, size_t size, RecordedEvents& out, ChannelInfo* channel) {
   if (size < sizeof(cp_rec_hdr)) return -1;
   const auto* h = static_cast<const cp_rec_hdr*>(data);
   switch (h->kind) {
@@ -114,20 +108,17 @@ int RingDrain::decode(const void* data, size_t size, EventColumns& out, ChannelI
       if (size < sizeof(cp_event_rec)) return -1;
       const auto* r = static_cast<const cp_event_rec*>(data);
       // Stamped by the probe site itself, at the call (lib/probe_site.h).
-      size_t i =
-          append_rows(out, h, 1, h->kind == CP_REC_EVENT ? EventKind::User : EventKind::ChannelClose, Timebase::Tsc);
-      set_row(out, i, r->tsc, r->channel, r->tuple);
+      *append_rows(out, h, 1, h->kind == CP_REC_EVENT ? EventKind::User : EventKind::ChannelClose, Timebase::Tsc) = {
+          r->tsc, r->channel, r->tuple};
       return 1;
     }
     case CP_REC_SINGLES: {  // staged cp_logTS() calls: each entry has its own thread
       const auto* r = static_cast<const cp_singles_rec*>(data);
       if (size < sizeof(cp_singles_rec) || h->n > CP_STAGE_MAX) return -1;
-      size_t at = append_rows(out, h, h->n, EventKind::User, Timebase::Tsc);
       for (uint32_t i = 0; i < h->n; ++i) {
         const cp_single_entry& e = r->e[i];
-        set_row(out, at + i, e.tsc, e.channel, e.tuple);
-        out.pid[at + i] = e.pid;
-        out.tid[at + i] = e.tid;
+        *out.append_run(1, EventRun{0, e.pid, e.tid, h->cpu, uint8_t(EventKind::User), uint8_t(Timebase::Tsc)}) = {
+            e.tsc, e.channel, e.tuple};
       }
       return int(h->n);
     }
@@ -139,22 +130,14 @@ int RingDrain::decode(const void* data, size_t size, EventColumns& out, ChannelI
       const Timebase tb = h->kind == CP_REC_BATCH_MONO  ? Timebase::MonoNs
                           : h->kind == CP_REC_BATCH_CPU ? Timebase::TscOnCpu
                                                         : Timebase::Tsc;
-      size_t at = append_rows(out, h, h->n, EventKind::User, tb);
-      uint64_t* ts = out.ts.data() + at;
-      uint64_t* ch = out.channel.data() + at;
-      uint64_t* tu = out.tuple.data() + at;
-      for (uint32_t i = 0; i < h->n; ++i) {
-        ts[i] = r->e[i].tsc;
-        ch[i] = r->e[i].channel;
-        tu[i] = r->e[i].tuple;
-      }
+      if (h->n > 0) std::memcpy(append_rows(out, h, h->n, EventKind::User, tb), r->e, h->n * sizeof(cp_batch_entry));
       return int(h->n);
     }
     case CP_REC_COUNT: {  // one point of a `counter` handler's series
       if (size < sizeof(cp_count_rec)) return -1;
       const auto* r = static_cast<const cp_count_rec*>(data);
-      size_t i = append_rows(out, h, 1, EventKind::Count, h->n ? Timebase::Tsc : Timebase::MonoNs);
-      set_row(out, i, r->start, r->channel, r->count);
+      *append_rows(out, h, 1, EventKind::Count, h->n ? Timebase::Tsc : Timebase::MonoNs) = {r->start, r->channel,
+                                                                                            r->count};
       return 1;
     }
     case CP_REC_CHANNEL: {
@@ -170,9 +153,9 @@ int RingDrain::decode(const void* data, size_t size, EventColumns& out, ChannelI
 }
 
 int RingDrain::decode(const void* data, size_t size, std::vector<TraceEvent>& out, ChannelInfo* channel) {
-  EventColumns cols;
-  int n = decode(data, size, cols, channel);
-  for (size_t i = 0; i < cols.size(); ++i) out.push_back(cols.at(i));
+  RecordedEvents rec;
+  int n = decode(data, size, rec, channel);
+  for (size_t i = 0; i < rec.size(); ++i) out.push_back(rec.at(i));
   return n;
 }
 
@@ -181,19 +164,18 @@ int RingDrain::decode(const void* data, size_t size, std::vector<TraceEvent>& ou
 int RingDrain::on_record(void* ctx, void* data, size_t size) {
   auto* self = static_cast<RingDrain*>(ctx);
   if (!self->cur_) self->cur_ = self->pipeline_.acquire();
-  EventColumns& ev = self->cur_->events;
+  RecordedEvents& ev = self->cur_->events;
   size_t first = ev.size();
   ChannelInfo ch;
   int n = decode(data, size, ev, &ch);
   self->records_++;
   // Staged events carry their own pids (the header's is whoever handed them over).
   bool staged = size >= sizeof(cp_rec_hdr) && static_cast<const cp_rec_hdr*>(data)->kind == CP_REC_SINGLES;
-  for (size_t i = staged ? first : 0; staged && i < ev.size(); ++i) self->note_pid(ev.pid[i]);
+  if (staged && n > 0)
+    for (uint32_t i = 0; i < uint32_t(n); ++i) self->note_pid(static_cast<const cp_singles_rec*>(data)->e[i].pid);
   if (!staged && size >= sizeof(cp_rec_hdr)) self->note_pid(static_cast<const cp_rec_hdr*>(data)->pid);
   if (n > 0) {
-    if (self->tsc_transform_)
-      for (size_t i = first; i < ev.size(); ++i)
-        if (is_tsc(ev.timebase[i])) ev.ts[i] = self->tsc_transform_->apply(ev.ts[i]);
+    if (self->tsc_transform_) self->transform_rows(ev, first);
     if (static_cast<const cp_rec_hdr*>(data)->kind == CP_REC_COUNT) self->series_points_++;
     self->events_ += n;
     if (self->pipeline_.block_events() - ev.size() < CP_BATCH_MAX) self->flush_block();
@@ -201,6 +183,17 @@ int RingDrain::on_record(void* ctx, void* data, size_t size) {
     self->on_channel_(ch);
   }
   return 0;  // never abort consumption: an unknown record must not stall the rings
+}
+
+// The simulated clocks of the testbed, on the TSC stamps of rows [first, size()).
+// From the last run back: a record's rows are in the last runs of the block.
+void RingDrain::transform_rows(RecordedEvents& ev, size_t first) const {
+  const std::vector<EventRun>& runs = ev.runs();
+  for (size_t k = runs.size(); k > 0 && runs[k - 1].end > first; --k) {
+    size_t start = std::max<size_t>(k > 1 ? runs[k - 2].end : 0, first);
+    if (is_tsc(runs[k - 1].timebase))
+      for (size_t i = start; i < runs[k - 1].end; ++i) ev.rows()[i].ts = tsc_transform_->apply(ev.rows()[i].ts);
+  }
 }
 
 void RingDrain::flush_block() {

@@ -91,7 +91,7 @@ class RingDrain {
   // Decodes one ring record, appending its events to `out` (a channel record
   // fills *channel instead). Returns the number of events, 0 for a channel
   // record, -1 for a record too short or of an unknown kind (nothing appended).
-  static int decode(const void* data, size_t size, EventColumns& out, ChannelInfo* channel);
+  static int decode(const void* data, size_t size, RecordedEvents& out, ChannelInfo* channel);
   // The same into rows (tests).
   static int decode(const void* data, size_t size, std::vector<TraceEvent>& out, ChannelInfo* channel);
 
@@ -101,6 +101,7 @@ class RingDrain {
   void consume_pass();
   void map_ring_positions(int fd);
   void flush_block();
+  void transform_rows(RecordedEvents& ev, size_t first) const;
   void note_pid(uint32_t pid) {
     if (pid == last_pid_) return;
     if (pids_.insert(last_pid_ = pid).second && on_new_pid_) on_new_pid_(pid);

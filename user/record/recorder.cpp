@@ -62,15 +62,15 @@ constexpr uint64_t kStopReserveBytes = 256 << 10;
 
 // The block pipeline starts with 64 blocks (about 1 M events at the default
 // size, 26 ms at 40 M events/s) and grows while compression or the disk falls
-// behind, up to an eighth of the machine's memory and at most 1 GiB of event
-// columns (0.7 s at 40 M events/s): stalls of that length were measured on a
+// behind, up to an eighth of the machine's memory and at most 1 GiB of recorded
+// events (0.7 s at 40 M events/s): stalls of that length were measured on a
 // shared 2-vCPU machine (docs/record.md), and the rings behind the drain hold
 // far less.
 constexpr size_t kInitialBlocks = 64;
 size_t collector_max_blocks(size_t block_events) {
   uint64_t ram = uint64_t(sysconf(_SC_PHYS_PAGES)) * uint64_t(sysconf(_SC_PAGESIZE));
   uint64_t cap = std::min<uint64_t>(ram / 8, uint64_t(1) << 30);
-  uint64_t block_bytes = block_events * (3 * sizeof(uint64_t) + 2 * sizeof(uint32_t) + sizeof(uint16_t) + 2);
+  uint64_t block_bytes = block_events * (3 * sizeof(uint64_t) + sizeof(EventRun));
   return std::max<size_t>(kInitialBlocks, cap / block_bytes);
 }
 

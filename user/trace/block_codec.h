@@ -1,8 +1,11 @@
-// Frame payload encoding: events (columnar, delta/varint, zstd), clock points and
-// JSON frames. Every frame is self-contained — no state crosses frame boundaries —
+// Frame payload encoding: events (columnar, zstd), clock points and JSON
+// frames. Every frame is self-contained — no state crosses frame boundaries —
 // so any frame can be decoded (and its CRC checked) on its own.
 //
-// Events payload, before zstd (all varints are LEB128, "zz" = zigzag of the
+// The encoders write Events2 frames (events2_codec.h); the decoders read them
+// and version 1, FrameType::Events, which recorders wrote before.
+//
+// Events version 1 payload, before zstd (all varints are LEB128, "zz" = zigzag of the
 // wrapping difference to the previous event's value in this frame, first event
 // against 0):
 //   varint  nchan, then nchan × u64 LE    channel ids in order of first appearance
@@ -20,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include "trace/recorded_events.h"
 #include "trace/trace_format.h"
 
 namespace cptrace {
@@ -27,41 +31,6 @@ namespace cptrace {
 struct EncodedFrame {
   FrameHeader hdr{};
   std::vector<uint8_t> payload;
-};
-
-// Events column by column, as the Events payload stores them: the collector
-// decodes ring records straight into this and encode_columns_into() reads it,
-// with no row of 40 bytes in between. Columns are sized once (reserve(), which
-// also touches the memory) and written by index, so a recorder in steady state
-// neither allocates nor copies rows. Rows [0, size()) are valid.
-struct EventColumns {
-  std::vector<uint64_t> ts, channel, tuple;
-  std::vector<uint32_t> pid, tid;
-  std::vector<uint16_t> cpu;
-  std::vector<uint8_t> kind, timebase;
-
-  size_t size() const { return n_; }
-  bool empty() const { return n_ == 0; }
-  size_t capacity() const { return ts.size(); }
-  void clear() { n_ = 0; }
-  // Room for `cap` rows in every column, written once so later writes do not
-  // page-fault.
-  void reserve(size_t cap);
-  // Adds k rows (growing the columns if needed) and returns the first one's
-  // index; the caller writes every column of them.
-  size_t extend(size_t k);
-  void push_back(const TraceEvent& e) { set(extend(1), e); }
-  void resize(size_t k);  // rows added are all zero
-  template <class It>
-  void assign(It first, It last) {
-    clear();
-    for (; first != last; ++first) push_back(*first);
-  }
-  TraceEvent at(size_t i) const;
-  void set(size_t i, const TraceEvent& e);
-
- private:
-  size_t n_ = 0;
 };
 
 // zstd_level: 0 stores the columns uncompressed; any other value is passed to zstd
@@ -72,7 +41,10 @@ EncodedFrame encode_events(const TraceEvent* ev, size_t n, int zstd_level = 1);
 // Same, reusing out's payload capacity (no allocation in steady state).
 void encode_events_into(const TraceEvent* ev, size_t n, int zstd_level, EncodedFrame& out);
 // The same frame (byte for byte) from columns.
-void encode_columns_into(const EventColumns& ev, int zstd_level, EncodedFrame& out);
+void encode_recorded_into(const RecordedEvents& ev, int zstd_level, EncodedFrame& out);
+// A version-1 frame, as recorders wrote them before Events2: for the tests and
+// fuzzing seeds that keep old traces readable.
+void encode_events_version1(const TraceEvent* ev, size_t n, int zstd_level, EncodedFrame& out);
 EncodedFrame encode_clock(const std::vector<ClockPoint>& pts);
 // type is Channels or Counters; count is the number of records the JSON holds.
 EncodedFrame encode_json(FrameType type, const std::string& json, uint32_t count);

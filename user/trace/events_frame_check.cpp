@@ -10,6 +10,7 @@
 #include <limits>
 
 #include "trace/block_codec.h"
+#include "trace/events2_codec.h"
 
 namespace cptrace {
 namespace {
@@ -89,7 +90,64 @@ bool skip_column(const uint8_t*& p, const uint8_t* end, size_t n, uint64_t max) 
   return true;
 }
 
+// A grouped column of n values (events2_codec.h); each value at most `max`.
+bool skip_groups(const uint8_t*& p, const uint8_t* end, size_t n, uint64_t max) {
+  for (size_t g = 0; g < n; g += kEvents2Group) {
+    const size_t k = std::min(kEvents2Group, n - g);
+    if (p == end) return false;
+    if (*p == kEvents2SameValue) {
+      uint64_t v;
+      if (!read_varint(++p, end, v) || v > max) return false;
+      continue;
+    }
+    if (*p > 8) return false;
+    const unsigned w = *p++;
+    if (static_cast<size_t>(end - p) < k * w) return false;
+    if (max != UINT64_MAX && w > 0)
+      for (size_t i = 0; i < k; ++i) {
+        uint64_t v = 0;
+        for (unsigned b = 0; b < w; ++b) v |= uint64_t{p[i * w + b]} << (8 * b);
+        if (v > max) return false;
+      }
+    p += k * w;
+  }
+  return true;
+}
+
+// The run table: rows adding up to count, each pid, tid and cpu in its range,
+// every timebase known.
+bool skip_runs(const uint8_t*& p, const uint8_t* end, uint32_t count, bool& mono) {
+  uint64_t nruns, rows, v;
+  if (!read_varint(p, end, nruns) || nruns > count) return false;
+  uint64_t covered = 0;
+  mono = false;
+  for (uint64_t r = 0; r < nruns; ++r) {
+    if (!read_varint(p, end, rows) || rows == 0 || rows > count - covered) return false;
+    covered += rows;
+    if (!read_varint(p, end, v) || v > UINT32_MAX || !read_varint(p, end, v) || v > UINT32_MAX) return false;
+    if (!read_varint(p, end, v) || v > UINT16_MAX || end - p < 2 || p[1] > kLastTimebase) return false;
+    mono |= p[1] == static_cast<uint8_t>(Timebase::MonoNs);
+    p += 2;
+  }
+  return covered == count;
+}
+
 }  // namespace
+
+bool event2_columns_decode(const uint8_t* raw, size_t len, uint32_t count, bool& mono) {
+  const uint8_t* p = raw;
+  const uint8_t* end = raw + len;
+  uint64_t nchan;
+  if (!read_varint(p, end, nchan) || nchan > count) return false;
+  if (static_cast<uint64_t>(end - p) < nchan * sizeof(uint64_t)) return false;
+  p += nchan * sizeof(uint64_t);
+  if (count > 0 && nchan == 0) return false;  // a channel index without a table
+  if (!skip_runs(p, end, count, mono)) return false;
+  if (!skip_groups(p, end, count, UINT64_MAX)) return false;  // ts
+  if (count > 0 && !skip_groups(p, end, count, nchan - 1)) return false;  // channel index
+  if (!skip_groups(p, end, count, UINT64_MAX)) return false;  // tuple
+  return p == end;
+}
 
 bool event_columns_decode(const uint8_t* raw, size_t len, uint32_t count, bool& mono) {
   const uint8_t* p = raw;
@@ -117,7 +175,17 @@ bool event_columns_decode(const uint8_t* raw, size_t len, uint32_t count, bool& 
 
 bool events_frame_decodes(const FrameHeader& h, const uint8_t* payload, size_t len, bool& mono) {
   // The decoder's checks before it decompresses anything.
-  if (h.count > kMaxFrameEvents || uint64_t{h.count} * 8 + 1 > h.raw_len) return false;
+  if (h.count > kMaxFrameEvents) return false;
+  if (h.type == static_cast<uint16_t>(FrameType::Events2)) {
+    if (events2_min_raw_len(h.count) > h.raw_len) return false;
+    try {
+      auto [raw, raw_len] = frame_bytes(h, FrameType::Events2, payload, len);
+      return event2_columns_decode(raw, raw_len, h.count, mono);
+    } catch (const std::exception&) {
+      return false;
+    }
+  }
+  if (uint64_t{h.count} * 8 + 1 > h.raw_len) return false;
   try {
     auto [raw, raw_len] = frame_bytes(h, FrameType::Events, payload, len);
     return event_columns_decode(raw, raw_len, h.count, mono);

@@ -1,4 +1,4 @@
-// A cheaper check of an Events frame than decoding it, for the reader's scan on
+// A cheaper check of an Events or Events2 frame than decoding it, for the reader's scan on
 // open: the scan only needs to know that the frame decodes, how many events it
 // holds and whether any is stamped in CLOCK_MONOTONIC ns. Decoding every frame
 // there and again when the events are read cost a full decode per event.
@@ -15,9 +15,11 @@
 
 namespace cptrace {
 
-// The decoded (decompressed) column bytes of an Events frame of `count` events.
-// On true, `mono` says whether any event's timebase is MonoNs.
+// The decoded (decompressed) column bytes of an Events frame (version 1) or an
+// Events2 frame of `count` events. On true, `mono` says whether any event's
+// timebase is MonoNs.
 bool event_columns_decode(const uint8_t* raw, size_t len, uint32_t count, bool& mono);
+bool event2_columns_decode(const uint8_t* raw, size_t len, uint32_t count, bool& mono);
 
 // The whole frame: header checks, decompression and the columns. Never throws.
 bool events_frame_decodes(const FrameHeader& h, const uint8_t* payload, size_t len, bool& mono);

@@ -47,6 +47,7 @@ bool dispatch_frame(const FrameHeader& h, const uint8_t* payload, size_t len, co
   auto parsed = [&] { return json::parse(decode_json(h, payload, len)); };
   switch (static_cast<FrameType>(h.type)) {
     case FrameType::Events:
+    case FrameType::Events2:
       if (!on.events) return false;
       on.events(h, payload, len);
       return true;

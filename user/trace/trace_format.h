@@ -28,7 +28,7 @@ constexpr uint32_t kFormatVersion = 1;
 constexpr uint32_t kFrameMagic = 0x52465043;  // "CPFR" little-endian
 
 enum class FrameType : uint16_t {
-  Events = 1,  // columnar delta/varint-encoded TraceEvents, zstd-compressed
+  Events = 1,  // columnar delta/varint-encoded TraceEvents, zstd-compressed (version 1)
   Clock = 2,  // ClockPoints (TSC <-> CLOCK_MONOTONIC correlation stream)
   Channels = 3,  // JSON: [{"id":..,"name":..,"pid":..}]
   Counters = 4,  // JSON: {"seen":[per cpu], "dropped":[per cpu], ...} snapshot, last wins
@@ -42,6 +42,8 @@ enum class FrameType : uint16_t {
   ClockAdjust = 11,  // JSON: clock adjustments the recorder saw, see clock_adjust.h
   Net2 = 12,  // network events, version 2: 104-byte records, version 1's 96 bytes then the
               // owner's cgroup id (Net holds version 1)
+  Events2 = 13,  // events, version 2: runs of shared fields and byte-width groups
+                 // (events2_codec.h); Events holds version 1 (varint columns)
 };
 
 // Fixed 24-byte frame header, little-endian, followed by payload_len bytes.

@@ -84,6 +84,8 @@ std::string type_name(uint16_t type) {
   switch (static_cast<FrameType>(type)) {
     case FrameType::Events:
       return "events";
+    case FrameType::Events2:
+      return "events (version 2)";
     case FrameType::Clock:
       return "clock";
     case FrameType::Clock2:
