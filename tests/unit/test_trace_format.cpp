@@ -12,6 +12,8 @@
 
 #include <zlib.h>
 
+#include <fmt/format.h>
+
 #include "os/say.h"
 #include "trace/block_codec.h"
 #include "trace/events2_codec.h"
@@ -542,14 +544,43 @@ TEST(TraceReader, DamagedTraceExitSaysWhatTheOutputCovers) {
 TEST(TraceReader, GarbledOrMissingFileHeaderThrows) {
   EXPECT_THROW(TraceReader::from_bytes(""), TraceError);
   EXPECT_THROW(TraceReader::from_bytes(std::string(100, 'x')), TraceError);
-  std::string v2 = file_header_bytes();
-  v2[8] = 2;
-  try {
-    TraceReader::from_bytes(v2);
-    FAIL();
-  } catch (const TraceError& e) {
-    EXPECT_EQ(e.offset(), 8u);
-    EXPECT_NE(std::string(e.what()).find("version"), std::string::npos);
+  for (uint32_t version : {0u, kFormatVersion + 1}) {
+    std::string h = file_header_bytes();
+    std::memcpy(h.data() + 8, &version, 4);
+    try {
+      TraceReader::from_bytes(h);
+      FAIL() << version;
+    } catch (const TraceError& e) {
+      EXPECT_EQ(e.offset(), 8u);
+      EXPECT_NE(std::string(e.what()).find(
+                    fmt::format("unsupported format version {} (this build reads 1 to {})", version, kFormatVersion)),
+                std::string::npos)
+          << e.what();
+    }
+  }
+}
+
+// A file of version 1 (events as FrameType::Events, as recorders wrote them
+// before Events2) reads as it did: its header and its frames.
+TEST(TraceReader, VersionOneFilesStillRead) {
+  auto ev = recording_like(100, 9);
+  std::string bytes = file_header_bytes();
+  const uint32_t v1 = 1;
+  std::memcpy(bytes.data() + 8, &v1, 4);
+  EncodedFrame clock = encode_clock({{1000, 500, 20, 0}, {3000, 1500, 20, 0}}), f;
+  encode_events_version1(ev.data(), ev.size(), 1, f);
+  for (const EncodedFrame* x : {&clock, &f}) {
+    bytes.append(reinterpret_cast<const char*>(&x->hdr), sizeof x->hdr);
+    bytes.append(reinterpret_cast<const char*>(x->payload.data()), x->payload.size());
+  }
+  TraceReader r = TraceReader::from_bytes(bytes);
+  EXPECT_EQ(r.event_count(), ev.size());
+  std::vector<TraceEvent> got = r.events();
+  ASSERT_EQ(got.size(), ev.size());
+  for (size_t i = 0; i < ev.size(); ++i) {
+    EXPECT_EQ(got[i].ts, ev[i].ts);
+    EXPECT_EQ(got[i].tuple, ev[i].tuple);
+    EXPECT_EQ(got[i].tid, ev[i].tid);
   }
 }
 
@@ -860,8 +891,11 @@ TEST(FuzzSeeds, DISABLED_Write) {
     return std::string(reinterpret_cast<const char*>(&f.hdr), sizeof f.hdr) +
            std::string(f.payload.begin(), f.payload.end());
   };
-  put("events-raw.cpt", file_header_bytes() + frame(raw));
-  put("events-zstd.cpt", file_header_bytes() + frame(z));
+  std::string v1_header = file_header_bytes();
+  const uint32_t v1 = 1;
+  std::memcpy(v1_header.data() + 8, &v1, 4);
+  put("events-raw.cpt", v1_header + frame(raw));
+  put("events-zstd.cpt", v1_header + frame(z));
   put("events2-raw.cpt", file_header_bytes() + frame(encode_events(ev.data(), 40, 0)));
   put("events2-zstd.cpt", file_header_bytes() + frame(encode_events(ev.data(), ev.size(), 1)));
   put("truncated.cpt", s.bytes.substr(0, s.bytes.size() - 7));

@@ -30,10 +30,10 @@ void check_file_header(const std::string& file, const void* data, size_t len) {
     throw TraceError(file, 0, "not a cptrace events file (bad file magic)");
   uint32_t version;
   std::memcpy(&version, static_cast<const char*>(data) + 8, sizeof version);
-  if (version != kFormatVersion)
+  if (version < kOldestFormatVersion || version > kFormatVersion)
     throw TraceError(file, 8,
                      "unsupported format version " + std::to_string(version) + " (this build reads " +
-                         std::to_string(kFormatVersion) + ")");
+                         std::to_string(kOldestFormatVersion) + " to " + std::to_string(kFormatVersion) + ")");
 }
 
 uint32_t frame_crc(const FrameHeader& h, const void* payload, size_t len) {

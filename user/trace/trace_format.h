@@ -24,7 +24,11 @@
 namespace cptrace {
 
 constexpr char kFileMagic[8] = {'C', 'P', 'T', 'R', 'A', 'C', 'E', '1'};
-constexpr uint32_t kFormatVersion = 1;
+// Version 2 writes events as Events2 frames. Version 1 files (events as
+// FrameType::Events) are read too; a build older than version 2 refuses a
+// version-2 file by its header instead of reading it as holding no events.
+constexpr uint32_t kFormatVersion = 2;
+constexpr uint32_t kOldestFormatVersion = 1;
 constexpr uint32_t kFrameMagic = 0x52465043;  // "CPFR" little-endian
 
 enum class FrameType : uint16_t {

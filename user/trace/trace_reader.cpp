@@ -155,9 +155,9 @@ namespace {
 void check_meta_version(const json& j) {
   const json* v = j.contains("format_version") ? &j["format_version"] : j.contains("version") ? &j["version"] : nullptr;
   if (!v) return;  // hand-made or older than the key: the events file's header decides
-  if (!v->is_number_unsigned() || v->get<uint64_t>() != kFormatVersion)
-    throw std::runtime_error(
-        fmt::format("format_version {}: this build reads format version {}", v->dump(), kFormatVersion));
+  if (!v->is_number_unsigned() || v->get<uint64_t>() < kOldestFormatVersion || v->get<uint64_t>() > kFormatVersion)
+    throw std::runtime_error(fmt::format("format_version {}: this build reads format versions {} to {}", v->dump(),
+                                         kOldestFormatVersion, kFormatVersion));
 }
 
 }  // namespace
