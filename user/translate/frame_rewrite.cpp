@@ -2,12 +2,14 @@
 #include "translate/frame_rewrite.h"
 
 #include <algorithm>
+#include <condition_variable>
 #include <exception>
+#include <mutex>
 #include <stdexcept>
+#include <thread>
 
 #include <fmt/format.h>
 
-#include "tables/parallel_for.h"
 #include "translate/relation_cursor.h"
 #include "translate/translated_frame.h"
 
@@ -53,35 +55,122 @@ bool stamp_in_ranges(const Ranges& ranges, uint64_t ts, uint64_t err) {
   return std::any_of(ranges.begin(), ranges.end(), [&](const auto& r) { return lo <= r.second && hi >= r.first; });
 }
 
+namespace {
+
+void take(NodeRewrite& done, TraceWriter& w, FrameOut& f) {
+  if (f.error) std::rethrow_exception(f.error);
+  w.write(f.frame);
+  done.events += f.events;
+  done.in_transition += f.in_transition;
+  done.errs.merge(f.errs);
+}
+
+// Frames are taken in order by `workers` threads that live for the whole node
+// (each keeps its buffers and zstd contexts: threads started anew for each
+// batch of frames allocated and faulted them in again, a third of translate's
+// time on a trace of Events2 frames), at most one slot per frame ahead of the
+// frame written next; the calling thread writes them in file order.
+class OrderedFrames {
+ public:
+  OrderedFrames(size_t frames, size_t slots) : frames_(frames), slots_(slots), ready_(slots, false) {}
+
+  // The next frame for a worker, once its slot is free; false when none is left.
+  bool claim(size_t& i) {
+    std::unique_lock lk(mu_);
+    cv_.wait(lk, [&] { return stop_ || next_ >= frames_ || next_ < written_ + slots_.size(); });
+    if (stop_ || next_ >= frames_) return false;
+    i = next_++;
+    return true;
+  }
+  FrameOut& slot(size_t i) { return slots_[i % slots_.size()]; }
+  void done(size_t i) {
+    {
+      std::lock_guard lk(mu_);
+      ready_[i % slots_.size()] = true;
+    }
+    cv_.notify_all();
+  }
+  // The writer: frame i (in order) once translated, then its slot given back.
+  FrameOut& wait(size_t i) {
+    std::unique_lock lk(mu_);
+    cv_.wait(lk, [&] { return bool(ready_[i % slots_.size()]); });
+    return slots_[i % slots_.size()];
+  }
+  void written(size_t i) {
+    {
+      std::lock_guard lk(mu_);
+      ready_[i % slots_.size()] = false;
+      written_ = i + 1;
+    }
+    cv_.notify_all();
+  }
+  void stop() {
+    {
+      std::lock_guard lk(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  size_t frames_, next_ = 0, written_ = 0;
+  bool stop_ = false;
+  std::vector<FrameOut> slots_;
+  std::vector<bool> ready_;
+};
+
+}  // namespace
+
 NodeRewrite translate_node(const TranslateNode& n, uint16_t index, const Relation& rel, const Ranges& transitions,
                            unsigned threads, int level, TraceWriter& w) {
   NodeRewrite done;
   const size_t frames = n.reader->event_frame_count();
   if (frames == 0) n.reader->for_each_batch([](const std::vector<TraceEvent>&) {});  // its checks, as before
-  std::vector<RelationCursor> cursors(threads, RelationCursor(rel));
-  // A few frames a thread per batch: decoded and encoded frames are a fixed
-  // cost, whatever the trace's size.
-  const size_t batch = threads > 1 ? 4 * size_t(threads) : 1;
-  std::vector<FrameOut> outs(std::min(batch, frames));
-  for (size_t at = 0; at < frames; at += batch) {
-    const size_t k = std::min(batch, frames - at);
-    parallel_for(threads, k, [&](size_t j, unsigned worker) {
-      FrameOut& f = outs[j];
+  const unsigned workers = unsigned(std::min<size_t>(std::max(threads, 1u), frames));
+  if (workers <= 1) {
+    RelationCursor cursor(rel);
+    FrameOut f;
+    for (size_t i = 0; i < frames; ++i) {
       f.error = nullptr;
       try {
-        translate_frame(n, at + j, index, cursors[worker], transitions, level, f);
+        translate_frame(n, i, index, cursor, transitions, level, f);
       } catch (...) {
         f.error = std::current_exception();
       }
-    });
-    for (size_t j = 0; j < k; ++j) {
-      if (outs[j].error) std::rethrow_exception(outs[j].error);
-      w.write(outs[j].frame);
-      done.events += outs[j].events;
-      done.in_transition += outs[j].in_transition;
-      done.errs.merge(outs[j].errs);
+      take(done, w, f);
     }
+    return done;
   }
+  // A few frames a worker in flight: decoded and encoded frames are a fixed
+  // cost, whatever the trace's size.
+  OrderedFrames order(frames, 4 * size_t(workers));
+  std::vector<std::thread> pool;
+  for (unsigned k = 0; k < workers; ++k)
+    pool.emplace_back([&, k] {
+      RelationCursor cursor(rel);  // each its own: a cursor's answers are Relation::at's whatever it cached
+      for (size_t i; order.claim(i); order.done(i)) {
+        FrameOut& f = order.slot(i);
+        f.error = nullptr;
+        try {
+          translate_frame(n, i, index, cursor, transitions, level, f);
+        } catch (...) {
+          f.error = std::current_exception();
+        }
+      }
+    });
+  try {
+    for (size_t i = 0; i < frames; ++i) {
+      take(done, w, order.wait(i));
+      order.written(i);
+    }
+  } catch (...) {
+    order.stop();
+    for (std::thread& t : pool) t.join();
+    throw;
+  }
+  for (std::thread& t : pool) t.join();
   return done;
 }
 

@@ -1,8 +1,8 @@
 // The events of one node rewritten onto the reference TSC: each Events frame
-// of its trace becomes one Translated frame (translated_frame.h), a batch of
-// frames at a time on several threads, written in the node's file order, so
-// memory stays bounded whatever the trace's size and the output is the same for
-// any number of threads.
+// of its trace becomes one Translated frame (translated_frame.h), a few frames
+// per thread in flight, written in the node's file order, so memory stays
+// bounded whatever the trace's size and the output is the same for any number
+// of threads.
 #pragma once
 #include <cstdint>
 #include <utility>
@@ -29,11 +29,10 @@ struct NodeRewrite {
   StampErrors errs;  // the errors of the stamps on the node's own TSC
 };
 
-// Translates one node's events through its relation, frame by frame, a batch
-// of frames at a time on `threads` threads (each with its own cursor: a
-// cursor's answers are Relation::at's whatever it cached), written in file
-// order. Counts the events inside `transitions` (local clock ranges where the
-// first hop of the node's path is non-linear and the bound is not guaranteed).
+// Translates one node's events through its relation, frame by frame, on
+// `threads` threads (each with its own cursor: a cursor's answers are
+// Relation::at's whatever it cached), written in file order. Counts the events inside `transitions` (local clock ranges
+// where the first hop of the node's path is non-linear and the bound is not guaranteed).
 NodeRewrite translate_node(const TranslateNode& n, uint16_t index, const Relation& rel, const Ranges& transitions,
                            unsigned threads, int level, TraceWriter& w);
 
