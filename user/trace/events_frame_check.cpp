@@ -132,16 +132,21 @@ bool skip_runs(const uint8_t*& p, const uint8_t* end, uint32_t count, bool& mono
   return covered == count;
 }
 
+// The channel table both versions start with; nchan: its size.
+bool skip_channel_table(const uint8_t*& p, const uint8_t* end, uint32_t count, uint64_t& nchan) {
+  if (!read_varint(p, end, nchan) || nchan > count) return false;
+  if (static_cast<uint64_t>(end - p) < nchan * sizeof(uint64_t)) return false;
+  p += nchan * sizeof(uint64_t);
+  return count == 0 || nchan > 0;  // else a channel index without a table
+}
+
 }  // namespace
 
 bool event2_columns_decode(const uint8_t* raw, size_t len, uint32_t count, bool& mono) {
   const uint8_t* p = raw;
   const uint8_t* end = raw + len;
   uint64_t nchan;
-  if (!read_varint(p, end, nchan) || nchan > count) return false;
-  if (static_cast<uint64_t>(end - p) < nchan * sizeof(uint64_t)) return false;
-  p += nchan * sizeof(uint64_t);
-  if (count > 0 && nchan == 0) return false;  // a channel index without a table
+  if (!skip_channel_table(p, end, count, nchan)) return false;
   if (!skip_runs(p, end, count, mono)) return false;
   if (!skip_groups(p, end, count, UINT64_MAX)) return false;  // ts
   if (count > 0 && !skip_groups(p, end, count, nchan - 1)) return false;  // channel index
@@ -153,10 +158,7 @@ bool event_columns_decode(const uint8_t* raw, size_t len, uint32_t count, bool& 
   const uint8_t* p = raw;
   const uint8_t* end = raw + len;
   uint64_t nchan;
-  if (!read_varint(p, end, nchan) || nchan > count) return false;
-  if (static_cast<uint64_t>(end - p) < nchan * sizeof(uint64_t)) return false;
-  p += nchan * sizeof(uint64_t);
-  if (count > 0 && nchan == 0) return false;  // a channel index without a table
+  if (!skip_channel_table(p, end, count, nchan)) return false;
   if (!skip_u64_column(p, end, count)) return false;  // ts
   if (count > 0 && !skip_column(p, end, count, nchan - 1)) return false;  // channel index
   if (!skip_u64_column(p, end, count)) return false;  // tuple
