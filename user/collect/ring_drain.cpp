@@ -7,7 +7,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstddef>
 #include <chrono>
 #include <cstring>
 #include <fstream>
@@ -91,11 +90,6 @@ namespace {
 EventEntry* append_rows(RecordedEvents& out, const cp_rec_hdr* h, size_t n, EventKind kind, Timebase tb) {
   return out.append_run(n, EventRun{0, h->pid, h->tid, h->cpu, uint8_t(kind), uint8_t(tb)});
 }
-
-static_assert(sizeof(EventEntry) == sizeof(cp_batch_entry) &&
-              offsetof(EventEntry, ts) == offsetof(cp_batch_entry, tsc) &&
-              offsetof(EventEntry, channel) == offsetof(cp_batch_entry, channel) &&
-              offsetof(EventEntry, tuple) == offsetof(cp_batch_entry, tuple));
 
 }  // namespace
 
@@ -192,7 +186,7 @@ void RingDrain::transform_rows(RecordedEvents& ev, size_t first) const {
   for (size_t k = runs.size(); k > 0 && runs[k - 1].end > first; --k) {
     size_t start = std::max<size_t>(k > 1 ? runs[k - 2].end : 0, first);
     if (is_tsc(runs[k - 1].timebase))
-      for (size_t i = start; i < runs[k - 1].end; ++i) ev.rows()[i].ts = tsc_transform_->apply(ev.rows()[i].ts);
+      for (size_t i = start; i < runs[k - 1].end; ++i) ev.rows()[i].tsc = tsc_transform_->apply(ev.rows()[i].tsc);
   }
 }
 

@@ -201,7 +201,7 @@ void encode(size_t n, const std::vector<EventRun>& runs, const Rows& r, int leve
 
 struct RecordedRows {
   const EventEntry* e;
-  uint64_t ts(size_t i) const { return e[i].ts; }
+  uint64_t ts(size_t i) const { return e[i].tsc; }
   uint64_t channel(size_t i) const { return e[i].channel; }
   uint64_t tuple(size_t i) const { return e[i].tuple; }
 };
@@ -282,6 +282,7 @@ void encode_events2_recorded(const RecordedEvents& ev, int zstd_level, EncodedFr
 }
 
 void encode_events2_rows(const TraceEvent* ev, size_t n, int zstd_level, EncodedFrame& out) {
+  // Before the rows are read: n is what the caller claims they hold.
   if (n > kMaxFrameEvents) throw std::invalid_argument("encode_events: more than kMaxFrameEvents events");
   thread_local std::vector<EventRun> runs;
   runs_of_rows(ev, n, runs);

@@ -33,7 +33,7 @@ TraceEvent RecordedEvents::at(size_t i) const {
   if (i >= n_) throw std::out_of_range("RecordedEvents::at: row beyond size()");
   auto run = std::upper_bound(runs_.begin(), runs_.end(), i, [](size_t row, const EventRun& r) { return row < r.end; });
   TraceEvent e;
-  e.ts = rows_[i].ts;
+  e.ts = rows_[i].tsc;
   e.channel = rows_[i].channel;
   e.tuple = rows_[i].tuple;
   e.pid = run->pid;

@@ -1,6 +1,6 @@
 // Events as the collector builds them and the Events2 frame stores them: per
-// event its stamp, channel and tuple, laid out as the application's batch
-// entries are (so a batch record is copied into a block by one memcpy), and
+// event its stamp, channel and tuple as the application's batch entry (struct
+// cp_batch_entry, so a batch record is copied into a block by one memcpy), and
 // runs of the fields a ring record gives once for all its events (pid, tid,
 // cpu, kind, timebase). Before, the drain scattered every record into eight
 // columns, a store per field of every event.
@@ -9,14 +9,13 @@
 #include <cstdint>
 #include <vector>
 
+#include "cptrace_records.h"
 #include "trace/trace_format.h"
 
 namespace cptrace {
 
-// One event's own fields: the layout of struct cp_batch_entry.
-struct EventEntry {
-  uint64_t ts = 0, channel = 0, tuple = 0;
-};
+// One event's own fields: {tsc (the stamp, whatever its timebase), channel, tuple}.
+using EventEntry = cp_batch_entry;
 
 // Rows [previous run's end, end) share these fields.
 struct EventRun {
