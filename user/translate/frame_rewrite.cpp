@@ -48,6 +48,17 @@ void translate_frame(const TranslateNode& n, size_t i, uint16_t index, RelationC
   f.events = out.size(), f.in_transition = in_transition;
 }
 
+// The same, an error kept with its frame (raised when the frame is written).
+void translate_kept(const TranslateNode& n, size_t i, uint16_t index, RelationCursor& cursor, const Ranges& transitions,
+                    int level, FrameOut& f) {
+  f.error = nullptr;
+  try {
+    translate_frame(n, i, index, cursor, transitions, level, f);
+  } catch (...) {
+    f.error = std::current_exception();
+  }
+}
+
 }  // namespace
 
 bool stamp_in_ranges(const Ranges& ranges, uint64_t ts, uint64_t err) {
@@ -133,12 +144,7 @@ NodeRewrite translate_node(const TranslateNode& n, uint16_t index, const Relatio
     RelationCursor cursor(rel);
     FrameOut f;
     for (size_t i = 0; i < frames; ++i) {
-      f.error = nullptr;
-      try {
-        translate_frame(n, i, index, cursor, transitions, level, f);
-      } catch (...) {
-        f.error = std::current_exception();
-      }
+      translate_kept(n, i, index, cursor, transitions, level, f);
       take(done, w, f);
     }
     return done;
@@ -150,15 +156,8 @@ NodeRewrite translate_node(const TranslateNode& n, uint16_t index, const Relatio
   for (unsigned k = 0; k < workers; ++k)
     pool.emplace_back([&, k] {
       RelationCursor cursor(rel);  // each its own: a cursor's answers are Relation::at's whatever it cached
-      for (size_t i; order.claim(i); order.done(i)) {
-        FrameOut& f = order.slot(i);
-        f.error = nullptr;
-        try {
-          translate_frame(n, i, index, cursor, transitions, level, f);
-        } catch (...) {
-          f.error = std::current_exception();
-        }
-      }
+      for (size_t i; order.claim(i); order.done(i))
+        translate_kept(n, i, index, cursor, transitions, level, order.slot(i));
     });
   try {
     for (size_t i = 0; i < frames; ++i) {
