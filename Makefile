@@ -120,7 +120,7 @@ check-js:
 	@node --check user/analyze/report.js && echo "check-js: user/analyze/report.js parses"
 
 # `.include`d by the assembler, which -MMD does not see.
-$(BUILD)/obj/probe/probe_selftest.o $(BUILD)/obj/collect/stage_flush.o: lib/probe_site.h
+$(BUILD)/obj/probe/probe_selftest.o: lib/probe_site.h
 
 # One archive per stage folder (user/X/*.cpp -> build/user/libX.a).
 stage_objs = $(patsubst user/%.cpp,$(BUILD)/obj/%.o,$(wildcard user/$(1)/*.cpp))
@@ -316,7 +316,7 @@ $(SAN)/unit_tsan: $(call san_objs,tsan,$(TSAN_SRCS),$(TSAN_TESTS))
 # cptrace: it finds libcptrace.so next to itself.
 $(SAN)/asan/user/analyze/report_js.o: $(REPORT_ASSETS)
 $(SAN)/asan/user/cli/main.o: CPPFLAGS += -DCPTRACE_VERSION='"$(VERSION)"'
-$(SAN)/asan/user/probe/probe_selftest.o $(SAN)/asan/user/collect/stage_flush.o: lib/probe_site.h
+$(SAN)/asan/user/probe/probe_selftest.o: lib/probe_site.h
 $(BUILD)/cptrace-asan: $(patsubst %.cpp,$(SAN)/asan/%.o,$(wildcard user/*/*.cpp)) $(BUILD)/libcptrace.a
 	$(CXX) -fsanitize=address,undefined -Wl,--export-dynamic-symbol='cp_*' -o $@ $^ $(LDLIBS)
 

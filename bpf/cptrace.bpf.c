@@ -1006,10 +1006,10 @@ int cp_hello(struct trace_event_raw_sys_enter *ctx)
 	return 0;
 }
 
-/* The recorder's own probe (user/collect/stage_flush.cpp), run by its drain thread
- * on each CPU in turn at every flush: that CPU's staged events go to its ring.
- * Attached to the recorder's pid only, so no tgid filter applies. */
-SEC("uprobe")
+/* The recorder's own program (user/collect/stage_flush.cpp), run by its drain
+ * thread with BPF_PROG_TEST_RUN on each CPU in turn at every flush: that CPU's
+ * staged events go to its ring. Attached to nothing: no other process runs it. */
+SEC("raw_tp")
 int cp_stage_flush(void *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();

@@ -13,46 +13,35 @@
 
 #include <fmt/format.h>
 
-#include "cptrace_probe_site.h"
 #include "os/say.h"
-
-// The flush probe's site, in this binary: a site like every other (lib/probe_site.h).
-asm(R"(
-  .include "probe_site.h"
-  .text
-  CP_PROBE_SITE cp_recorder_stage_flush
-)");
-extern "C" void cp_recorder_stage_flush();
 
 namespace cptrace {
 
-StageFlusher::StageFlusher(bpf_program* prog, int stages_fd) : stages_fd_(stages_fd) {
+StageFlusher::StageFlusher(bpf_program* prog, int stages_fd) : prog_fd_(bpf_program__fd(prog)), stages_fd_(stages_fd) {
   if (sched_getaffinity(0, sizeof allowed_, &allowed_) != 0) CPU_ZERO(&allowed_);
-  LIBBPF_OPTS(bpf_uprobe_opts, uo, .func_name = "cp_recorder_stage_flush");
-  link_ = bpf_program__attach_uprobe_opts(prog, getpid(), "/proc/self/exe", CP_SITE_NOP_OFFSET, &uo);
-  if (!link_)
-    throw std::system_error(errno, std::generic_category(), "attaching the stage flush probe to the recorder itself");
+  if (!run_here())  // nothing is staged yet: a run that works empties nothing
+    throw std::system_error(errno, std::generic_category(), "running the stage flush program (BPF_PROG_TEST_RUN)");
 }
 
-StageFlusher::~StageFlusher() {
-  if (link_) bpf_link__destroy(link_);
+// On this thread's CPU, preemption disabled by the kernel for the run.
+bool StageFlusher::run_here() {
+  LIBBPF_OPTS(bpf_test_run_opts, opts);
+  return bpf_prog_test_run_opts(prog_fd_, &opts) == 0;
 }
 
 void StageFlusher::flush_each_cpu() {
-  if (!link_) return;
   for (int c = 0; c < CPU_SETSIZE; ++c) {
     if (!CPU_ISSET(c, &allowed_)) continue;
     cpu_set_t one;
     CPU_ZERO(&one);
     CPU_SET(c, &one);
-    if (sched_setaffinity(0, sizeof one, &one) == 0) cp_recorder_stage_flush();
+    // A refused run leaves the stage to fill or to leftovers(): late, not lost.
+    if (sched_setaffinity(0, sizeof one, &one) == 0) run_here();
   }
   sched_setaffinity(0, sizeof allowed_, &allowed_);
 }
 
 std::vector<cp_singles_rec> StageFlusher::leftovers() {
-  if (link_) bpf_link__destroy(link_);
-  link_ = nullptr;
   std::vector<cp_singles_rec> out;
   int ncpu = libbpf_num_possible_cpus();
   if (ncpu <= 0) return out;

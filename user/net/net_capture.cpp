@@ -59,6 +59,7 @@ NetFilters resolve_net_filters(const NetOptions& opt) {
 
 NetCapture::NetCapture(const NetOptions& opt) : opt_(opt), filt_(resolve_net_filters(opt)) {
   if (opt.ports.size() > 64) throw std::runtime_error("--port: at most 64 ports");
+  PendingRings rings(opt.ring_bytes, "cp_net_ring", "a network ring buffer");  // made while the programs load
   skel_ = netcap_bpf::open();
   if (!skel_) throw std::runtime_error(explain_bpf_error(errno, "opening the network BPF object"));
   skel_->rodata->filter_netns = filt_.netns;
@@ -84,7 +85,8 @@ NetCapture::NetCapture(const NetOptions& opt) : opt_(opt), filt_(resolve_net_fil
     if (bpf_map_update_elem(bpf_map__fd(skel_->maps.ports), &p, &one, BPF_ANY))
       throw std::runtime_error(explain_bpf_error(errno, "setting the --port filter"));
   }
-  create_rings(opt.ring_bytes);
+  ring_fds_ = rings.install(bpf_map__fd(skel_->maps.net_rings));
+  read_rings();
   pending_.reserve(kFrameRecords);
 }
 
@@ -98,9 +100,7 @@ NetCapture::~NetCapture() {
   netcap_bpf::destroy(skel_);
 }
 
-void NetCapture::create_rings(uint32_t ring_bytes) {
-  ring_fds_ =
-      install_per_cpu_rings(bpf_map__fd(skel_->maps.net_rings), ring_bytes, "cp_net_ring", "a network ring buffer");
+void NetCapture::read_rings() {
   for (int fd : ring_fds_) {
     int err = rb_ ? ring_buffer__add(rb_, fd, &NetCapture::on_record, this) : 0;
     if (!rb_) {

@@ -85,7 +85,7 @@ class NetCapture {
   std::vector<std::string> missing_;
   std::vector<std::string> rx_stamp_;
   static int on_record(void* ctx, void* data, size_t size);
-  void create_rings(uint32_t ring_bytes);
+  void read_rings();
   void loop();
   void flush();
 

@@ -12,21 +12,46 @@
 
 namespace cptrace {
 
-std::vector<int> install_per_cpu_rings(int outer_map_fd, uint32_t ring_bytes, const char* name, const char* what) {
+namespace {
+
+std::vector<int> make_rings(uint32_t ring_bytes, const char* name, const char* what) {
   int ncpu = libbpf_num_possible_cpus();
   if (ncpu <= 0) throw std::runtime_error(explain_bpf_error(ncpu, "counting CPUs"));
   std::vector<int> fds;
-  auto fail = [&](const char* step) {
-    int err = errno;
-    for (int fd : fds) close(fd);
-    throw std::runtime_error(explain_bpf_error(err, std::string(step) + " " + what));
-  };
   for (int cpu = 0; cpu < ncpu; ++cpu) {
     int fd = bpf_map_create(BPF_MAP_TYPE_RINGBUF, name, 0, 0, ring_bytes, nullptr);
-    if (fd < 0) fail("creating");
+    if (fd < 0) {
+      int err = errno;
+      for (int f : fds) close(f);
+      throw std::runtime_error(explain_bpf_error(err, std::string("creating ") + what));
+    }
     fds.push_back(fd);
+  }
+  return fds;
+}
+
+}  // namespace
+
+PendingRings::PendingRings(uint32_t ring_bytes, const char* name, const char* what)
+    : made_(std::async(std::launch::async, make_rings, ring_bytes, name, what)), what_(what) {}
+
+PendingRings::~PendingRings() {
+  if (!made_.valid()) return;
+  try {
+    for (int fd : made_.get()) close(fd);
+  } catch (const std::exception&) {  // the caller failed first: its error is the one to tell
+  }
+}
+
+std::vector<int> PendingRings::install(int outer_map_fd) {
+  std::vector<int> fds = made_.get();
+  for (size_t cpu = 0; cpu < fds.size(); ++cpu) {
     __u32 key = cpu;
-    if (bpf_map_update_elem(outer_map_fd, &key, &fd, BPF_ANY)) fail("installing");
+    if (bpf_map_update_elem(outer_map_fd, &key, &fds[cpu], BPF_ANY)) {
+      int err = errno;
+      for (int fd : fds) close(fd);
+      throw std::runtime_error(explain_bpf_error(err, std::string("installing ") + what_));
+    }
   }
   return fds;
 }

@@ -27,6 +27,7 @@ Probes::Probes(const ProbeOptions& opt) {
   if (opt.targets.empty() && !opt.allow_no_targets)
     throw std::runtime_error("no target library or executable to attach to");
   targets_ = opt.targets;
+  PendingRings rings(opt.ring_bytes, "cp_ring", "a ring buffer");  // made while the programs load
   skel_ = cptrace_bpf::open();
   if (!skel_) throw std::runtime_error(explain_bpf_error(errno, "opening the BPF object"));
   follow_ = opt.follow && opt.filter_tgid;
@@ -42,20 +43,18 @@ Probes::Probes(const ProbeOptions& opt) {
   if (ncpu <= 0) throw std::runtime_error(explain_bpf_error(ncpu, "counting CPUs"));
   bpf_map__set_max_entries(skel_->maps.rings, ncpu);
   // The inner-map template keeps its compiled size: the kernel does not compare
-  // ring sizes when we install our own rings (create_rings) into the array.
+  // ring sizes when we install our own rings into the array.
   {
     BpfLoadLog log;
     if (int err = cptrace_bpf::load(skel_))
       throw std::runtime_error(explain_load_failure(err, log.text(), "loading the BPF programs"));
   }
-  create_rings(opt.ring_bytes);
+  ring_fds_ = rings.install(bpf_map__fd(skel_->maps.rings));
   if (kernel_features().preempt_kfunc) {
     try {
-      BpfLoadLog quiet;  // libbpf's own line about it: the error below says it better
       stage_ = std::make_unique<StageFlusher>(skel_->progs.cp_stage_flush, bpf_map__fd(skel_->maps.stages));
-    } catch (const std::system_error& e) {  // the first uprobe: a refusal names the capability
-      throw std::runtime_error(
-          explain_uprobe_error(e.code().value(), "attaching the stage flush probe to the recorder itself"));
+    } catch (const std::system_error& e) {
+      throw std::runtime_error(explain_bpf_error(e.code().value(), "running the stage flush program"));
     }
   }
   if (opt.before_attach) opt.before_attach(*this);
@@ -101,10 +100,15 @@ void configure_for_kernel(cptrace_bpf* skel, bool thread_buffers, bool follow, b
     bool on = staged == k.preempt_kfunc;
     for (bpf_program* p : {sp.logTS, sp.jni_logTS, sp.batch_submit, sp.channel_announce, sp.channel_closed})
       bpf_program__set_autoload(p, on);
-    bpf_program__set_autoload(sp.tbuf_exit, on && thread_buffers && k.exit_before_mm);
-    bpf_program__set_autoload(sp.tbuf_exit_sys, on && thread_buffers && k.syscall_tracepoints);
-    bpf_program__set_autoload(sp.tbuf_exit_group, on && thread_buffers && k.syscall_tracepoints);
-    bpf_program__set_autoload(sp.tbuf_exit_sig, on && thread_buffers);
+    // sched_process_exit before exit_mm sees every ending with the buffer still
+    // readable; the older kernels' hooks are classic tracepoints, each of which
+    // costs the stop a kernel grace period under one mutex (link_release.h).
+    bool early_exit = on && thread_buffers && k.exit_before_mm;
+    bool classic_exits = on && thread_buffers && !k.exit_before_mm;
+    bpf_program__set_autoload(sp.tbuf_exit, early_exit);
+    bpf_program__set_autoload(sp.tbuf_exit_sys, classic_exits && k.syscall_tracepoints);
+    bpf_program__set_autoload(sp.tbuf_exit_group, classic_exits && k.syscall_tracepoints);
+    bpf_program__set_autoload(sp.tbuf_exit_sig, classic_exits);
   }
   bpf_program__set_autoload(skel->progs.cp_stage_flush, k.preempt_kfunc);
   bpf_program__set_autoload(skel->progs.cp_follow_fork, follow);
@@ -133,10 +137,6 @@ Probes::~Probes() {
   for (int fd : ring_fds_) close(fd);
   if (skel_) detach_skeleton_together(skel_->skeleton);
   cptrace_bpf::destroy(skel_);
-}
-
-void Probes::create_rings(uint32_t ring_bytes) {
-  ring_fds_ = install_per_cpu_rings(bpf_map__fd(skel_->maps.rings), ring_bytes, "cp_ring", "a ring buffer");
 }
 
 void Probes::start_following(uint32_t root) {

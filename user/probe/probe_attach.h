@@ -89,7 +89,6 @@ class Probes {
   const std::vector<std::string>& attached() const { return attached_; }
 
  private:
-  void create_rings(uint32_t ring_bytes);
   void attach_target(const std::string& path, uint32_t tgid);
   bpf_link* attach_site(bpf_program* prog, const std::string& path, uint64_t file_offset, uint64_t cookie,
                         uint32_t tgid);

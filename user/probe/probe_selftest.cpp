@@ -205,7 +205,7 @@ UprobeCost measure_uprobe_cost(int calls) {
   // One small ring per CPU so the recording program really writes records.
   std::vector<int> fds;
   try {
-    fds = install_per_cpu_rings(bpf_map__fd(s->maps.rings), 8u << 20, "cp_selftest", "a BPF ring buffer");
+    fds = PendingRings(8u << 20, "cp_selftest", "a BPF ring buffer").install(bpf_map__fd(s->maps.rings));
   } catch (const std::exception& e) {
     c.error = e.what();
   }

@@ -141,7 +141,7 @@ void report_kernel_features(Checker& c) {
                          : "no bpf_preempt_disable kfunc (6.10+): one ring record per event, exact, slower");
   bool exits = k.exit_before_mm || k.syscall_tracepoints;
   c.line(exits, false, "thread-exit hand-over",
-         k.exit_before_mm ? "sched_process_exit before exit_mm (6.16+), exit syscalls and fatal signals"
+         k.exit_before_mm ? "sched_process_exit before exit_mm (6.16+): every ending"
          : k.syscall_tracepoints
              ? "at exit/exit_group and fatal signals (sched_process_exit runs after exit_mm before 6.16)"
              : "fatal signals only: no syscall tracepoints, no early sched_process_exit");
