@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 #include <sched.h>
+#include <unistd.h>
 #include <x86intrin.h>
 
 #include <algorithm>
@@ -146,7 +147,41 @@ constexpr int64_t kRetryWidthTicks = 50000;
 // The real-time retry's time per CPU, beyond the budget: 10,000 messages each
 // way take 2-5 ms when both threads run.
 constexpr auto kRetryBudget = std::chrono::milliseconds(10);
-constexpr int kRetries = 3;
+constexpr int kRetries = 8;
+// Each CPU gets kSureRetries; the rest only within kAllRetries, for all retries
+// of one measure together. Recorders started at once (a cluster's
+// nodes on one machine) measure at once, and their real-time threads take the
+// CPUs from each other: 3 retries in a row left a node of 64 with a 28 ms
+// interval at start, hence a 56 ms bound on every duration it took part in.
+constexpr int kSureRetries = 3;
+constexpr auto kAllRetries = std::chrono::milliseconds(250);
+
+// Two intervals that each hold TSC_k - TSC_ref hold it together: their
+// intersection. Disjoint ones (the skew moved between them) give their hull.
+CpuSkew combine(const CpuSkew& a, const CpuSkew& b) {
+  CpuSkew c{a.cpu, std::max(a.lo, b.lo), std::min(a.hi, b.hi), a.hops + b.hops};
+  if (c.lo > c.hi) c.lo = std::min(a.lo, b.lo), c.hi = std::max(a.hi, b.hi);
+  return c;
+}
+
+// A pause of 0-10 ms before a retry, different in each process: measures that
+// collided once do not collide again in step.
+void stagger() {
+  thread_local unsigned seed = unsigned(getpid()) * 2654435761u ^ unsigned(__rdtsc());
+  std::this_thread::sleep_for(std::chrono::microseconds(rand_r(&seed) % 10000));
+}
+
+// Measures `cpu` again at real-time priority while its interval is wide, up to
+// kRetries times (past kSureRetries, only until `until`).
+std::optional<CpuSkew> retry_wide(int ref, int cpu, std::optional<CpuSkew> got, Clock::time_point until) {
+  for (int k = 0;
+       k < kRetries && (!got || got->width() > kRetryWidthTicks) && (k < kSureRetries || Clock::now() < until); ++k) {
+    if (k > 0) stagger();
+    auto again = measure_cpu(ref, cpu, Clock::now() + kRetryBudget, true);
+    if (again) got = got ? combine(*got, *again) : *again;
+  }
+  return got;
+}
 
 // "0-3,5,7-8" (/sys/devices/system/cpu/online).
 std::vector<int> parse_cpu_list(const std::string& s) {
@@ -207,7 +242,7 @@ TscSkew measure_tsc_skew(std::chrono::microseconds budget, SkewRetry retry) {
     out.unmeasured = others;
     others.clear();
   }
-  auto end = t0 + budget;
+  auto end = t0 + budget, retry_end = end + kAllRetries;
   for (size_t i = 0; i < others.size(); ++i) {
     // An equal share of what is left, so a CPU whose thread waited for its
     // turn on a busy machine does not starve the ones after it.
@@ -216,12 +251,8 @@ TscSkew measure_tsc_skew(std::chrono::microseconds budget, SkewRetry retry) {
     auto got = now < end ? measure_cpu(out.reference_cpu, others[i], now + share, false) : std::nullopt;
     // Wider than a loaded round trip: the two threads seldom ran at once. Again
     // at real-time priority, a few times (a vCPU the host deschedules stalls
-    // them too), and the narrowest interval kept: each holds the skew on its own.
-    int retries = retry == SkewRetry::Realtime ? kRetries : 0;
-    for (int k = 0; k < retries && (!got || got->width() > kRetryWidthTicks); ++k) {
-      auto again = measure_cpu(out.reference_cpu, others[i], Clock::now() + kRetryBudget, true);
-      if (again && (!got || again->width() < got->width())) got = again;
-    }
+    // them too), each interval narrowing the last: each holds the skew on its own.
+    if (retry == SkewRetry::Realtime) got = retry_wide(out.reference_cpu, others[i], got, retry_end);
     if (got)
       out.cpus.push_back(*got);
     else

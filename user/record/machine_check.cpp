@@ -26,6 +26,7 @@
 #include "clock/tsc_skew.h"
 #include "clock/clock_quantum.h"
 #include "os/node_info.h"
+#include "record/skew_turn.h"
 #include "clock/ntp_state.h"
 #include "clock/tsc_verdict.h"
 
@@ -121,7 +122,7 @@ void report_tsc_trust(Checker& c) {
                             : "";
   c.line(v.trust == TscTrust::Trusted, false, "TSC (kernel's verdict)",
          fmt::format("{}: {}{}", v.name(), v.reason, checked));
-  TscSkew s = measure_tsc_skew();
+  TscSkew s = measure_tsc_skew_in_turn();
   c.line(s.complete(), false, "TSC skew across CPUs", describe_skew(s));
   // lib/batch.c makes the same test at load (CPUID 0x80000001 EDX bit 27).
   unsigned a = 0, b = 0, cx = 0, d = 0;

@@ -37,6 +37,7 @@
 #include "record/namespace_pids.h"
 #include "clock/clock_schedule.h"
 #include "record/clock_stream.h"
+#include "record/skew_turn.h"
 #include "clock/skew_watch.h"
 #include "clock/tsc_skew.h"
 #include "sync/minrtt_record.h"
@@ -404,7 +405,7 @@ void Recording::open_trace() {
            {"filter_pid", filter_}, {"command", opt_.cmd}, {"complete", false}};
   meta_["start"] = clock_->start_json();
   if (clock_->sim().enabled) meta_["simulated_clock"] = clock_->sim().to_json();
-  skew_start_ = measure_tsc_skew();  // the command is held: nothing of it runs yet
+  skew_start_ = measure_tsc_skew_in_turn();  // the command is held: nothing of it runs yet
   meta_["tsc"] = tsc_meta(tsc_verdict_, opt_.skew_period_s, skew_start_, {}, std::nullopt);
   skew_watch_ = std::make_unique<SkewWatch>(std::chrono::milliseconds(int64_t(opt_.skew_period_s * 1000)));
   // The default DIR/control.sock always fits (reached through DIR's descriptor);
@@ -626,7 +627,7 @@ void Recording::stop_and_flush() {
   uint64_t held_series = drain_the_rest();
   if (child_) child_->wait();
   skew_periodic_ = skew_watch_->finish();
-  skew_stop_ = measure_tsc_skew();  // the command is gone: its CPUs are free
+  skew_stop_ = measure_tsc_skew_in_turn();  // the command is gone: its CPUs are free
   if (minrtt_) minrtt_->stop();  // MinRTT2, after the command is gone: a quiet period
   clock_->add_extra_points(keeper.finish());  // beyond the regular cadence, as the schedule's are
   clock_->take_last_point();

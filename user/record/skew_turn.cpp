@@ -1,0 +1,59 @@
+#include "record/skew_turn.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <thread>
+
+namespace cptrace {
+
+namespace {
+
+// /run/cptrace, created if missing; -1 unless it is a directory (not a
+// symlink) owned by root and writable by root only.
+int open_run_dir() {
+  int run = open("/run", O_DIRECTORY | O_CLOEXEC);
+  if (run < 0) return -1;
+  if (mkdirat(run, "cptrace", 0755) != 0 && errno != EEXIST) {
+    close(run);
+    return -1;
+  }
+  int dir = openat(run, "cptrace", O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  close(run);
+  struct stat st {};
+  if (dir >= 0 && (fstat(dir, &st) != 0 || st.st_uid != 0 || (st.st_mode & 022))) {
+    close(dir);
+    return -1;
+  }
+  return dir;
+}
+
+}  // namespace
+
+SkewTurn::SkewTurn(std::chrono::milliseconds max_wait) {
+  int dir = open_run_dir();
+  if (dir < 0) return;
+  fd_ = openat(dir, "tsc-skew.lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+  close(dir);
+  if (fd_ < 0) return;
+  // Polled, not blocking: a recorder that holds it and hangs costs the others
+  // max_wait, not their start.
+  auto until = std::chrono::steady_clock::now() + max_wait;
+  while (!(held_ = flock(fd_, LOCK_EX | LOCK_NB) == 0) && errno == EWOULDBLOCK &&
+         std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+}
+
+SkewTurn::~SkewTurn() {
+  if (fd_ >= 0) close(fd_);  // closing drops the lock
+}
+
+TscSkew measure_tsc_skew_in_turn() {
+  SkewTurn turn;
+  return measure_tsc_skew();
+}
+
+}  // namespace cptrace
