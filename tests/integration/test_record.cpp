@@ -447,11 +447,11 @@ TEST(Record, SigtermMidRunLeavesCompleteTrace) {
 // A few cp_logTS() events and then nothing: they must not wait in their CPU's
 // stage (include/cptrace_records.h, CP_REC_SINGLES) until the recording stops.
 // Every flush (0.5 s) empties the stage of each CPU into the trace.
-TEST(Record, FewEventsReachTheTraceWhileTheProgramRuns) {
-  REQUIRE_BPF();
+void few_events_reach_the_trace(const std::string& env) {
   TempDir tmp;
-  Proc rec(record_cmd(tmp / "trace", "-- " + workload() + " --threads 1 --events 5 --channels 1 --mode single --hold"),
-           tmp / "r.out", tmp / "r.err");
+  Proc rec(
+      env + record_cmd(tmp / "trace", "-- " + workload() + " --threads 1 --events 5 --channels 1 --mode single --hold"),
+      tmp / "r.out", tmp / "r.err");
   ASSERT_TRUE(rec.wait_for("LOGGED", 30)) << read_file(tmp / "r.err");
   pid_t wl = std::stoi(read_file(tmp / "r.out").substr(read_file(tmp / "r.out").find("LOGGED") + 7));
   uint64_t seen_live = live_user_events(tmp / "trace", 5);  // the program holds: nothing else will flush
@@ -465,6 +465,19 @@ TEST(Record, FewEventsReachTheTraceWhileTheProgramRuns) {
   tr.for_each_event([&](const TraceEvent& e) { user += e.kind == uint8_t(EventKind::User); });
   EXPECT_EQ(user, 5u) << "each event once";
   EXPECT_EQ(tr.event_count() + tr.counters().total_dropped(), tr.counters().total_seen());
+}
+
+TEST(Record, FewEventsReachTheTraceWhileTheProgramRuns) {
+  REQUIRE_BPF();
+  few_events_reach_the_trace("");
+}
+
+// The same through the probe site, whose events wait in the per-CPU stage
+// (Linux 6.10+): the recorder's flush program (BPF_PROG_TEST_RUN on each CPU)
+// is what hands them over while the program holds.
+TEST(Record, FewSiteEventsLeaveTheirCpuStageWhileTheProgramRuns) {
+  REQUIRE_BPF();
+  few_events_reach_the_trace("env CPTRACE_SINGLE=site ");
 }
 
 // Buffered single events of threads that then idle, alive: the library's
