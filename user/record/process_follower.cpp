@@ -18,30 +18,31 @@
 #include "cptrace_records.h"
 #include "probe/probe_attach.h"
 #include "record/namespace_pids.h"
+#include "record/run_dir.h"
 
 namespace cptrace {
 
 namespace {
 
-// One level of kFollowDir: created if missing, never through a symlink, and
-// only used when root owns it and nobody else may write in it (children trust
-// what they read there).
+// One level of kFollowDir (run_dir.h), or the error that says why not.
 int open_dir_level(int parent, const char* name, const std::string& shown) {
-  if (mkdirat(parent, name, 0755) != 0 && errno != EEXIST)
-    throw std::runtime_error(fmt::format(
-        "following child processes: creating {}: {} (--no-inherit records the process alone)", shown, strerror(errno)));
-  int fd = openat(parent, name, O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0)
-    throw std::runtime_error(
-        fmt::format("following child processes: {}: {} (a symlink is refused; --no-inherit records the process alone)",
-                    shown, strerror(errno)));
-  struct stat st {};
-  if (fstat(fd, &st) != 0 || st.st_uid != 0 || (st.st_mode & 022)) {
-    close(fd);
-    throw std::runtime_error(fmt::format(
-        "following child processes: {} must be a directory owned by root and writable by root only", shown));
+  RunDirLevel l = open_run_dir_level(parent, name);
+  switch (l.fault) {
+    case RunDirFault::None:
+      return l.fd;
+    case RunDirFault::Creating:
+      throw std::runtime_error(
+          fmt::format("following child processes: creating {}: {} (--no-inherit records the process alone)", shown,
+                      strerror(l.err)));
+    case RunDirFault::Opening:
+      throw std::runtime_error(fmt::format(
+          "following child processes: {}: {} (a symlink is refused; --no-inherit records the process alone)", shown,
+          strerror(l.err)));
+    case RunDirFault::NotRootOnly:
+      break;
   }
-  return fd;
+  throw std::runtime_error(
+      fmt::format("following child processes: {} must be a directory owned by root and writable by root only", shown));
 }
 
 int open_follow_dir() {

@@ -2,32 +2,23 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <thread>
 
+#include "record/run_dir.h"
+
 namespace cptrace {
 
 namespace {
 
-// /run/cptrace, created if missing; -1 unless it is a directory (not a
-// symlink) owned by root and writable by root only.
+// /run/cptrace (run_dir.h), or -1.
 int open_run_dir() {
   int run = open("/run", O_DIRECTORY | O_CLOEXEC);
   if (run < 0) return -1;
-  if (mkdirat(run, "cptrace", 0755) != 0 && errno != EEXIST) {
-    close(run);
-    return -1;
-  }
-  int dir = openat(run, "cptrace", O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  int dir = open_run_dir_level(run, "cptrace").fd;
   close(run);
-  struct stat st {};
-  if (dir >= 0 && (fstat(dir, &st) != 0 || st.st_uid != 0 || (st.st_mode & 022))) {
-    close(dir);
-    return -1;
-  }
   return dir;
 }
 
