@@ -2,6 +2,7 @@
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include <dlfcn.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -66,15 +67,28 @@ bpf_link* attach_here(bpf_program* prog, const char* sym, size_t offset) {
   return bpf_program__attach_uprobe_opts(prog, getpid(), "/proc/self/exe", offset, &uo);
 }
 
-// The buffered path of the libcptrace linked into this binary (cp_logTS's
-// default, lib/single_route.c) with the batch program on its submit site:
-// ns per event, the submit hit shared by CP_BATCH_MAX events.
+// The file of the object that holds libcptrace's code here: this binary where
+// it is linked in (the recorder), else the shared library it loaded (a bench).
+std::string libcptrace_object() {
+  Dl_info info{};
+  if (!dladdr(reinterpret_cast<void*>(&cp_logTS_batch), &info) || !info.dli_fname || !info.dli_fname[0])
+    return "/proc/self/exe";
+  Dl_info self{};
+  if (dladdr(reinterpret_cast<void*>(&time_calls), &self) && self.dli_fbase == info.dli_fbase)
+    return "/proc/self/exe";  // dli_fname is then argv[0], maybe relative
+  return info.dli_fname;
+}
+
+// The buffered path of the libcptrace this binary uses (cp_logTS's default,
+// lib/single_route.c) with the batch program on its submit site: ns per
+// event, the submit hit shared by CP_BATCH_MAX events.
 double buffered_path(cptrace_bpf* s, int calls, std::string& err) {
   LIBBPF_OPTS(bpf_uprobe_opts, uo, .bpf_cookie = CP_COOKIE_BATCH_TSC, .func_name = "cp_batch_submit");
   bpf_program* prog = stage_programs(s, kernel_features().preempt_kfunc).batch_submit;
-  bpf_link* l = bpf_program__attach_uprobe_opts(prog, getpid(), "/proc/self/exe", CP_SITE_NOP_OFFSET, &uo);
+  const std::string object = libcptrace_object();
+  bpf_link* l = bpf_program__attach_uprobe_opts(prog, getpid(), object.c_str(), CP_SITE_NOP_OFFSET, &uo);
   if (!l) {
-    err = std::string("attaching a uprobe to cp_batch_submit: ") + strerror(errno);
+    err = "attaching a uprobe to cp_batch_submit in " + object + ": " + strerror(errno);
     return 0;
   }
   double ns = time_calls(cp_logTS_batch, calls);
