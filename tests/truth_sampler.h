@@ -1,6 +1,6 @@
 // Ground truth for CLOCK_MONOTONIC -> TSC conversions on a clock that is being
 // slewed: a thread that reads (lfence; rdtsc) / clock_gettime(CLOCK_MONOTONIC) /
-// (rdtscp; lfence) about every millisecond. The TSC at each sample's monotonic
+// (lfence; rdtsc; lfence) about every millisecond. The TSC at each sample's monotonic
 // instant lies inside its bracket [tsc_lo, tsc_hi], whatever the clock's rate is
 // doing, so a conversion model's bound at that instant must meet the bracket.
 #pragma once
@@ -21,13 +21,13 @@ struct MonoSample {
 };
 
 inline MonoSample sample_mono(clockid_t clock = CLOCK_MONOTONIC) {
-  unsigned aux;
   timespec ts;
   _mm_lfence();
   uint64_t a = __rdtsc();
   _mm_lfence();
   clock_gettime(clock, &ts);
-  uint64_t b = __rdtscp(&aux);
+  _mm_lfence();  // not rdtscp: some VMs' CPUs fault on it
+  uint64_t b = __rdtsc();
   _mm_lfence();
   return {uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec), a, b};
 }

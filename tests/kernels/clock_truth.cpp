@@ -3,7 +3,7 @@
 //
 //   clock_truth run TRUTH --events N [--udp PEER_NETNS ADDR PORT]
 //     The recorded program. A sampler thread reads (lfence; rdtsc) /
-//     clock_gettime(CLOCK_MONOTONIC) / (rdtscp; lfence) about every millisecond
+//     clock_gettime(CLOCK_MONOTONIC) / (lfence; rdtsc; lfence) about every millisecond
 //     (tests/truth_sampler.h, as on the host). The main thread logs N events with
 //     cp_logTS, each call bracketed by TSC reads, and with --udp sends one
 //     datagram per event from this namespace to ADDR:PORT, received by a socket
@@ -59,12 +59,7 @@ uint64_t tsc_before() {
   _mm_lfence();
   return t;
 }
-uint64_t tsc_after() {
-  unsigned aux;
-  uint64_t t = __rdtscp(&aux);
-  _mm_lfence();
-  return t;
-}
+uint64_t tsc_after() { return tsc_before(); }  // lfence-bracketed, as rdtscp + lfence
 
 [[noreturn]] void die(const std::string& why) {
   fmt::print(stderr, "clock_truth: {}: {}\n", why, strerror(errno));

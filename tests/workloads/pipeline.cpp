@@ -17,7 +17,7 @@
 // --batch logs every hop a second time through cp_logTS_batch, on the channel
 // named as the hop plus ".b" (e.g. "A.out.b"), right after the cp_logTS call.
 // --truth FILE brackets every logging call with physical TSC reads (lfence; rdtsc
-// before, rdtscp; lfence after) and writes them to FILE at the end as
+// before, lfence; rdtsc; lfence after) and writes them to FILE at the end as
 // TruthBracket records (tests/truth_bracket.h): whatever clock the recorder stamps
 // with, the call happened inside its bracket, so tests know the truth without
 // trusting CLOCK_MONOTONIC (which an NTP client slews).
@@ -94,16 +94,15 @@ class Hops {
     return {cp_open_channel(name.c_str()), batch_ ? cp_open_channel((name + ".b").c_str()) : 0};
   }
   static void log(const Channel& c, uint64_t k) {
-    unsigned aux;
     uint64_t t0 = (_mm_lfence(), __rdtsc());
     cp_logTS(c.single, k);
-    uint64_t t1 = __rdtscp(&aux);
+    uint64_t t1 = (_mm_lfence(), __rdtsc());  // not rdtscp: some VMs' CPUs fault on it
     _mm_lfence();
     uint64_t t2 = 0, t3 = 0;
     if (batch_) {
       t2 = (_mm_lfence(), __rdtsc());
       cp_logTS_batch(c.batched, k);
-      t3 = __rdtscp(&aux);
+      t3 = (_mm_lfence(), __rdtsc());
       _mm_lfence();
     }
     if (!truth_) return;

@@ -49,15 +49,16 @@ uint64_t convert(const std::vector<ClockPoint>& pts, uint64_t x, Member X, Membe
   return saturating_sub(a.*Y, scale(a.*X - x, dy, dx));
 }
 
-// One rdtsc / clock_gettime / rdtscp bracket. lfence keeps rdtsc from running
-// early; rdtscp waits for clock_gettime to finish.
+// One rdtsc / clock_gettime / rdtsc bracket. The first lfence keeps rdtsc from
+// running early; the second waits for clock_gettime to finish (as rdtscp would,
+// but rdtscp faults on CPUs some VMs present).
 ClockPoint bracket(clockid_t clock = CLOCK_MONOTONIC) {
   timespec ts{};
   _mm_lfence();
   uint64_t t1 = __rdtsc();
   clock_gettime(clock, &ts);
-  unsigned aux;
-  uint64_t t2 = __rdtscp(&aux);
+  _mm_lfence();
+  uint64_t t2 = __rdtsc();
   uint64_t w = t2 - t1;
   ClockPoint p;
   p.tsc = t1 + w / 2;

@@ -22,12 +22,13 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// The TSC after every earlier load is globally visible (rdtscp waits for them):
+// The TSC after every earlier load is globally visible (an lfence before rdtsc
+// waits for them, as the SDM says; not rdtscp, which some VMs' CPUs fault on):
 // a stamp taken after seeing a message is later than the message's arrival.
-// The lfence keeps the store that publishes it from going before it.
+// The lfence after keeps the store that publishes it from going before it.
 inline uint64_t stamp_after_loads() {
-  unsigned aux;
-  uint64_t t = __rdtscp(&aux);
+  _mm_lfence();
+  uint64_t t = __rdtsc();
   _mm_lfence();
   return t;
 }
