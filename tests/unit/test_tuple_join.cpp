@@ -2,6 +2,8 @@
 // over the whole run: the same pairs in the same order, the same counts, on any
 // number of threads, in memory and spilled; and parallel_for's contract.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -156,4 +158,39 @@ TEST(ParallelFor, EveryIndexOnceAndTheFirstErrorRethrown) {
       EXPECT_EQ(ran.load(), 11u) << "one thread stops at the error";
     }
   }
+}
+
+// The helpers are kept between calls: 200 calls on 4 threads start at most the
+// 3 helpers the widest call needs, not 3 per call.
+TEST(ParallelFor, CallsReuseTheirHelperThreads) {
+  parallel_for(4, 64, [](size_t, unsigned) {});
+  const size_t before = helper_threads::started();
+  std::atomic<size_t> items{0};
+  for (int call = 0; call < 200; ++call) parallel_for(4, 64, [&](size_t, unsigned) { items++; });
+  EXPECT_EQ(items.load(), 200u * 64);
+  EXPECT_EQ(helper_threads::started(), before) << "no thread started after the first call";
+}
+
+// An item that runs a parallel_for of its own never waits for the outer
+// call's workers, which are all busy with items like it.
+TEST(ParallelFor, NestedCallsFinish) {
+  std::atomic<size_t> inner{0};
+  parallel_for(3, 6, [&](size_t, unsigned) { parallel_for(3, 50, [&](size_t, unsigned) { inner++; }); });
+  EXPECT_EQ(inner.load(), 6u * 50);
+}
+
+// A child forked after the helpers started has none of them: its own calls
+// start helpers of its own and finish.
+TEST(ParallelFor, AForkedChildStartsItsOwnHelpers) {
+  parallel_for(3, 30, [](size_t, unsigned) {});
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    std::atomic<size_t> items{0};
+    parallel_for(3, 300, [&](size_t, unsigned) { items++; });
+    _exit(items.load() == 300 ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
 }

@@ -5,14 +5,15 @@
 
 #include <cstring>
 #include <exception>
-#include <thread>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <unordered_map>
 
 #include <zstd.h>
 
 #include "trace/trace_reader.h"
+#include "tables/background_job.h"
 #include "tables/parallel_for.h"
 
 namespace cptrace {
@@ -252,18 +253,17 @@ void for_each_translated(const TraceReader& r, unsigned threads,
   };
   size_t at = std::min(batch, pos.size());
   decode_batch(r, threads > 1 ? threads : 1, pos.data(), at, cur);
-  size_t cur_n = at;
+  size_t cur_n = at, next_n = 0;
+  // One thread decodes ahead for the whole call, not one per batch (610
+  // threads started and joined for 5 M tuples).
+  std::optional<BackgroundJob> ahead;
+  if (threads > 1) ahead.emplace([&] { decode_batch(r, decoders, pos.data() + at, next_n, next); });
   while (cur_n) {
-    size_t next_n = std::min(batch, pos.size() - at);
-    if (threads > 1 && next_n) {
-      std::thread ahead([&] { decode_batch(r, decoders, pos.data() + at, next_n, next); });
-      try {
-        hand_out(cur, cur_n);
-      } catch (...) {
-        ahead.join();
-        throw;
-      }
-      ahead.join();
+    next_n = std::min(batch, pos.size() - at);
+    if (ahead && next_n) {
+      ahead->start();
+      hand_out(cur, cur_n);  // should it throw, ahead's destructor lets the job finish
+      ahead->wait();
     } else {
       hand_out(cur, cur_n);
       decode_batch(r, 1, pos.data() + at, next_n, next);
