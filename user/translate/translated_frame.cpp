@@ -13,6 +13,7 @@
 #include <zstd.h>
 
 #include "trace/trace_reader.h"
+#include "trace/varint.h"
 #include "tables/background_job.h"
 #include "tables/parallel_for.h"
 
@@ -67,42 +68,18 @@ inline uint8_t* put(uint8_t* p, uint64_t v) {
 // Ten varints of at most 10 bytes, a new channel's 8-byte id and the kind byte.
 constexpr size_t kMaxEventBytes = 10 * 10 + 8 + 1;
 
+// The trace codecs' cursor (trace/varint.h): a multi-byte varint in one 8-byte
+// load, not a loop per byte (the scrambled tuple ids' deltas take 9-10 bytes,
+// the stamps' 2-4). Its errors name no frame type: decode_translated adds it.
 struct Cursor {
-  const uint8_t* p;
-  const uint8_t* end;
-  uint64_t varint() {
-    // Most values are one byte; with 10 bytes left no byte can run past the
-    // end, so the loop below need not check for it.
-    if (p != end && *p < 0x80) return *p++;
-    if (end - p >= 10) {
-      uint64_t v = 0;
-      for (int shift = 0; shift < 64; shift += 7) {
-        uint8_t b = *p++;
-        v |= uint64_t(b & 0x7f) << shift;
-        if (!(b & 0x80)) return v;
-      }
-      throw std::runtime_error("translated frame: varint longer than 10 bytes");
-    }
-    uint64_t v = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
-      if (p == end) throw std::runtime_error("translated frame: varint runs past the end");
-      uint8_t b = *p++;
-      v |= uint64_t(b & 0x7f) << shift;
-      if (!(b & 0x80)) return v;
-    }
-    throw std::runtime_error("translated frame: varint longer than 10 bytes");
-  }
+  codec::Cursor c;
+  uint64_t varint() { return c.varint(); }
   uint64_t u64() {
-    if (end - p < 8) throw std::runtime_error("translated frame: channel id runs past the end");
     uint64_t v;
-    std::memcpy(&v, p, 8);
-    p += 8;
+    std::memcpy(&v, c.take(8, "channel id"), 8);
     return v;
   }
-  uint8_t u8() {
-    if (p == end) throw std::runtime_error("translated frame: record runs past the end");
-    return *p++;
-  }
+  uint8_t u8() { return *c.take(1, "record"); }
 };
 
 }  // namespace
@@ -164,6 +141,10 @@ void encode_translated(const TranslatedEvent* ev, size_t n, int zstd_level, Enco
   seal_frame(out.hdr, out.payload.data(), out.payload.size());
 }
 
+namespace {
+void decode_records(const FrameHeader& h, const uint8_t* data, size_t n, std::vector<TranslatedEvent>& out);
+}
+
 void decode_translated(const FrameHeader& h, const uint8_t* payload, size_t len, std::vector<TranslatedEvent>& out) {
   if (h.type != uint16_t(FrameType::Translated)) throw std::runtime_error("not a translated frame");
   if (h.count > kMaxFrameEvents || h.raw_len > kMaxRawBytes) throw std::runtime_error("translated frame beyond limits");
@@ -177,7 +158,17 @@ void decode_translated(const FrameHeader& h, const uint8_t* payload, size_t len,
       throw std::runtime_error("translated frame: zstd payload does not decode to raw_len bytes");
     data = raw.data(), n = d;
   }
-  Cursor c{data, data + n};
+  try {
+    decode_records(h, data, n, out);
+  } catch (const std::runtime_error& e) {
+    throw std::runtime_error(std::string("translated frame: ") + e.what());
+  }
+}
+
+namespace {
+
+void decode_records(const FrameHeader& h, const uint8_t* data, size_t n, std::vector<TranslatedEvent>& out) {
+  Cursor c{codec::Cursor(data, n)};
   const bool stamped = h.flags & kFrameCpuStamped;
   std::vector<uint64_t> chan;
   out.resize(h.count);
@@ -186,7 +177,7 @@ void decode_translated(const FrameHeader& h, const uint8_t* payload, size_t len,
   for (uint32_t i = 0; i < h.count; ++i) {
     TranslatedEvent& e = out[i];
     uint64_t node = c.varint();
-    if (node > 0xffff) throw std::runtime_error("translated frame: node index beyond 16 bits");
+    if (node > 0xffff) throw std::runtime_error("node index beyond 16 bits");
     e.node = uint16_t(node);
     e.local_ts = prev_ts + uint64_t(unzz(c.varint()));
     int64_t off = wrap_add(prev_off, unzz(c.varint()));
@@ -195,7 +186,7 @@ void decode_translated(const FrameHeader& h, const uint8_t* payload, size_t len,
     e.ref_hi = wrap_add(e.ref_ts, int64_t(c.varint()));
     uint64_t idx = c.varint();
     if (idx == chan.size()) chan.push_back(c.u64());
-    if (idx >= chan.size()) throw std::runtime_error("translated frame: channel index out of range");
+    if (idx >= chan.size()) throw std::runtime_error("channel index out of range");
     e.channel = chan[idx];
     e.tuple = uint64_t(wrap_add(prev_tuple, unzz(c.varint())));
     e.pid = uint32_t(wrap_add(prev_pid, unzz(c.varint())));
@@ -203,15 +194,13 @@ void decode_translated(const FrameHeader& h, const uint8_t* payload, size_t len,
     uint64_t cpu = c.varint();
     e.cpu_stamped = stamped && (cpu & 1);
     if (stamped) cpu >>= 1;
-    if (cpu > 0xffff) throw std::runtime_error("translated frame: cpu beyond 16 bits");
+    if (cpu > 0xffff) throw std::runtime_error("cpu beyond 16 bits");
     e.cpu = uint16_t(cpu);
     e.kind = c.u8();
     prev_ts = e.local_ts, prev_off = off, prev_tuple = int64_t(e.tuple), prev_pid = e.pid, prev_tid = e.tid;
   }
-  if (c.p != c.end) throw std::runtime_error("translated frame: trailing bytes after the last record");
+  if (c.c.remaining()) throw std::runtime_error("trailing bytes after the last record");
 }
-
-namespace {
 
 struct DecodedFrame {
   std::vector<uint8_t> payload;
