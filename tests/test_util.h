@@ -1,6 +1,7 @@
 // Helpers shared by the integration tests: where the built programs are, running
 // commands, temporary directories, and the loud skip when a capability is missing.
 #pragma once
+#include <cpuid.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -28,6 +29,13 @@ inline std::string cptrace_bin() {
   const char* other = std::getenv("CPTRACE_TEST_CPTRACE");
   return other && *other ? std::string(other) : (build_dir() / "cptrace").string();
 }
+// Whether CPUID offers rdtscp: what the library and the recorder go by (a VM
+// may hide it and still run it, with a TSC_AUX its kernel never set).
+inline bool cpu_offers_rdtscp() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  return __get_cpuid(0x80000001, &a, &b, &c, &d) && (d & (1u << 27));
+}
+
 inline bool sanitized_cptrace() { return cptrace_bin() != (build_dir() / "cptrace").string(); }
 
 inline std::string read_file(const fs::path& p) {

@@ -3,7 +3,6 @@
 // trace names that CPU. A same-node duration between two stamps of one CPU then
 // carries no cross-CPU skew term; between two CPUs it carries it. Both must
 // still contain the truth the program bracketed around its calls.
-#include <cpuid.h>
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -19,11 +18,6 @@ using namespace testutil;
 
 namespace cptrace {
 namespace {
-
-bool have_rdtscp() {
-  unsigned a = 0, b = 0, c = 0, d = 0;
-  return __get_cpuid(0x80000001, &a, &b, &c, &d) && (d & (1u << 27));
-}
 
 struct Truth {
   bool moved = false;
@@ -109,7 +103,7 @@ TEST(StampCpu, OneCpuPairsAreExact) {
   EXPECT_EQ(user, 4000u);
   size_t exact = 0;
   for (const auto& [tuple, row] : rows) exact += row.lo == row.hi;
-  if (have_rdtscp()) {
+  if (cpu_offers_rdtscp()) {
     EXPECT_EQ(on_cpu0, 4000u) << "every stamp read on CPU 0, and named so";
     EXPECT_EQ(exact, 2000u) << "two stamps of one CPU: no skew term";
   } else {
@@ -136,7 +130,7 @@ TEST(StampCpu, PairsAcrossCpusCarryTheSkew) {
   }
   EXPECT_EQ(moved, 300u);
   EXPECT_EQ(moved_wide, 300u) << "stamps of two CPUs carry the skew between them";
-  if (have_rdtscp()) {
+  if (cpu_offers_rdtscp()) {
     EXPECT_EQ(kept_exact, 600u);
   }
   // The CPU of each stamp, from the moves the program made: tuple i's in-event
@@ -150,7 +144,7 @@ TEST(StampCpu, PairsAcrossCpusCarryTheSkew) {
     uint64_t moves = e.channel == in ? (e.tuple + 2) / 3 : e.tuple / 3 + 1;
     wrong += e.cpu != moves % 2;
   });
-  EXPECT_EQ(named, have_rdtscp() ? 1800u : 0u);
+  EXPECT_EQ(named, cpu_offers_rdtscp() ? 1800u : 0u);
   EXPECT_EQ(wrong, 0u);
 }
 

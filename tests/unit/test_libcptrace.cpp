@@ -5,7 +5,6 @@
 // real uprobe (perf_event_open on the uprobe PMU, sampling rdi/rsi at every
 // hit), not a counter inside the library or an interposed symbol. Those tests
 // skip where perf uprobes are not permitted (they need root/CAP_PERFMON).
-#include <cpuid.h>
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <gelf.h>
@@ -43,6 +42,7 @@
 #include "cptrace_registry.h"
 #include "probe/probe_site.h"
 #include "probe/proc_registry.h"
+#include "test_util.h"
 
 extern "C" char** environ;
 
@@ -913,8 +913,7 @@ TEST(ProbeCalls, BatchFullAndThreadExitFlush) {
 // neither named nor watched.
 TEST(ProbeCalls, BatchHandOverNamesTheCpuOfItsStamps) {
   ASSERT_GE(std::thread::hardware_concurrency(), 2u) << "needs two CPUs";
-  unsigned a = 0, b = 0, c = 0, d = 0;
-  const bool rdtscp = __get_cpuid(0x80000001, &a, &b, &c, &d) && (d & (1u << 27));
+  const bool rdtscp = testutil::cpu_offers_rdtscp();
   uint64_t ch = cp_open_channel("test.batch.cpu");
   cp_flush();
   UprobeSampler s(libcptrace_so_path(), "cp_batch_submit", gettid_i());
