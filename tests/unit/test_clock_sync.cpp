@@ -4,6 +4,8 @@
 
 #include <random>
 
+#include <zstd.h>
+
 #include "latency/duration_bounds.h"
 #include "translate/clock_relation.h"
 #include "translate/hull_sync.h"
@@ -412,6 +414,16 @@ TEST(RelationCursor, EqualsAtEverywhereIncludingCrossings) {
   }
 }
 
+// Encodes `ev` into one frame, which must decode to the same events.
+EncodedFrame round_trip(const std::vector<TranslatedEvent>& ev) {
+  EncodedFrame f;
+  encode_translated(ev.data(), ev.size(), 1, f);
+  std::vector<TranslatedEvent> back;
+  decode_translated(f.hdr, f.payload.data(), f.payload.size(), back);
+  EXPECT_EQ(back, ev);
+  return f;
+}
+
 TEST(TranslatedFrame, RoundTripAndCorruption) {
   std::mt19937_64 rng(3);
   std::vector<TranslatedEvent> ev;
@@ -427,17 +439,54 @@ TEST(TranslatedFrame, RoundTripAndCorruption) {
     e.cpu_stamped = k % 5 != 0;
     ev.push_back(e);
   }
-  EncodedFrame f;
-  encode_translated(ev.data(), ev.size(), 1, f);
+  EncodedFrame f = round_trip(ev);
   std::vector<TranslatedEvent> back;
-  decode_translated(f.hdr, f.payload.data(), f.payload.size(), back);
-  EXPECT_EQ(back, ev);
   FrameHeader h = f.hdr;
   h.count += 1;
   EXPECT_THROW(decode_translated(h, f.payload.data(), f.payload.size(), back), std::runtime_error);
   TranslatedEvent bad = ev[0];
   bad.ref_lo = bad.ref_ts + 1;
   EXPECT_THROW(encode_translated(&bad, 1, 1, f), std::invalid_argument);
+}
+
+// The translated frame's codec on its own: values of every varint length (1 to
+// 10 bytes: deltas that wrap, ids from the whole 64-bit range) come back
+// exactly; a payload cut anywhere, or left with a byte too many, is an error
+// that names the frame type, never a misread.
+TEST(TranslatedFrame, EveryVarintLengthRoundTripsAndEveryCutIsAnError) {
+  std::vector<TranslatedEvent> in;
+  uint64_t x = 0x9e3779b97f4a7c15ull;
+  for (int i = 0; i < 300; ++i) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    TranslatedEvent e;
+    const unsigned bits = unsigned(i % 64) + 1;  // deltas of every width
+    const uint64_t mask = bits == 64 ? ~0ull : (1ull << bits) - 1;
+    e.local_ts = (x & mask) >> 1;
+    e.ref_ts = int64_t(e.local_ts) - int64_t((x >> 7) & mask >> 2);
+    e.ref_lo = e.ref_ts - int64_t(x % 1000), e.ref_hi = e.ref_ts + int64_t((x >> 3) % 70000);
+    e.channel = x % 5 * 0x1000000000ull, e.tuple = x & mask;
+    e.pid = uint32_t(x >> 32), e.tid = uint32_t(x), e.cpu = uint16_t(x % 300), e.node = uint16_t(x % 40);
+    e.kind = uint8_t(x % 3), e.cpu_stamped = x & 1;
+    in.push_back(e);
+  }
+  EncodedFrame f = round_trip(in);
+  std::vector<TranslatedEvent> out;
+
+  std::vector<uint8_t> raw(f.hdr.raw_len + 1);
+  ASSERT_EQ(ZSTD_decompress(raw.data(), f.hdr.raw_len, f.payload.data(), f.payload.size()), f.hdr.raw_len);
+  FrameHeader h = f.hdr;
+  h.flags &= uint16_t(~kFrameZstd);
+  decode_translated(h, raw.data(), h.raw_len, out);
+  ASSERT_EQ(out, in) << "the same frame uncompressed";
+  for (size_t cut = 0; cut <= raw.size(); ++cut) {
+    if (cut == h.raw_len) continue;
+    try {
+      decode_translated(h, raw.data(), cut, out);
+      ADD_FAILURE() << "a payload of " << cut << " of " << h.raw_len << " bytes decoded";
+    } catch (const std::runtime_error& e) {
+      EXPECT_EQ(std::string(e.what()).rfind("translated frame: ", 0), 0u) << e.what();
+    }
+  }
 }
 
 // A frame written before kFrameCpuStamped: its cpu column is read whole and
@@ -534,11 +583,8 @@ TEST(TranslatedFrame, ManyChannelsRoundTrip) {
       e.tuple = uint64_t(k), e.pid = 1, e.tid = 2, e.cpu = 0, e.node = 0, e.kind = 1;
       ev.push_back(e);
     }
-    EncodedFrame f;
-    encode_translated(ev.data(), ev.size(), 1, f);
-    std::vector<TranslatedEvent> back;
-    decode_translated(f.hdr, f.payload.data(), f.payload.size(), back);
-    EXPECT_EQ(back, ev) << channels << " channels";
+    SCOPED_TRACE(std::to_string(channels) + " channels");
+    round_trip(ev);
   }
 }
 
