@@ -5,7 +5,6 @@
 #include <condition_variable>
 #include <deque>
 #include <latch>
-#include <system_error>
 #include <thread>
 
 namespace cptrace {
@@ -61,21 +60,27 @@ Pool& pool() {
 
 size_t helper_threads::started() { return g_started.load(); }
 
-bool helper_threads::run(std::function<void()> task, std::latch& done) {
-  Pool& p = pool();
-  std::lock_guard<std::mutex> lock(p.mu);
-  p.tasks.push_back({std::move(task), &done});
-  if (p.tasks.size() > p.idle) {
-    try {
-      std::thread([&p] { p.loop(); }).detach();
-      g_started++;
-    } catch (const std::system_error&) {
-      p.tasks.pop_back();
-      return false;
+// Never throws: a caller that saw an exception could not know whether its
+// task (which refers to the caller's frame) is still queued.
+bool helper_threads::run(std::function<void()> task, std::latch& done) noexcept {
+  try {
+    Pool& p = pool();
+    std::lock_guard<std::mutex> lock(p.mu);
+    p.tasks.push_back({std::move(task), &done});
+    if (p.tasks.size() > p.idle) {
+      try {
+        std::thread([&p] { p.loop(); }).detach();
+        g_started++;
+      } catch (...) {  // no thread (EAGAIN) or no memory for its state
+        p.tasks.pop_back();
+        return false;
+      }
     }
+    p.cv.notify_one();
+    return true;
+  } catch (...) {  // no memory for the pool or the queued task: nothing queued
+    return false;
   }
-  p.cv.notify_one();
-  return true;
 }
 
 }  // namespace cptrace

@@ -25,7 +25,7 @@ namespace helper_threads {
 // Runs `task` on a pool thread, then counts `done` down once that thread is
 // idle again (so the next call finds it idle, and starts none); false when no
 // thread could be started (the task is then not run, `done` not counted).
-bool run(std::function<void()> task, std::latch& done);
+bool run(std::function<void()> task, std::latch& done) noexcept;
 // Threads started in this process so far (for the tests).
 size_t started();
 }  // namespace helper_threads
@@ -52,9 +52,16 @@ void parallel_for(unsigned threads, size_t n, Fn&& fn) {
   // Every helper counts down once it has stopped; the caller's locals live
   // until all have. A helper that could not be started takes no items.
   std::latch done(workers - 1);
-  for (unsigned w = 1; w < workers; ++w)
-    if (!helper_threads::run([&, w] { work(w); }, done))
-      done.count_down();  // one thread fewer: the others take its items
+  for (unsigned w = 1; w < workers; ++w) {
+    // Nothing may leave this frame while a helper runs: a task that could
+    // not be made or queued is one thread fewer, the others take its items.
+    bool queued = false;
+    try {
+      queued = helper_threads::run([&, w] { work(w); }, done);
+    } catch (...) {
+    }
+    if (!queued) done.count_down();
+  }
   work(0);
   done.wait();
   if (error) std::rethrow_exception(error);
