@@ -287,8 +287,19 @@ void translated_report(const TraceReader& r, const ReportOptions& o, ReportData&
       latency_streams(r, want, o.budget, [&](size_t i, const LatencyResult& res) {
         try {
           const auto& [from, to] = want[i];
-          if (i < path_count) hops[i] = path_hop(from, to, res);
-          if (plotted(i)) series[i] = latency_series(r, from, to, res, res.budget);
+          if (i < path_count && plotted(i)) {
+            // A hop with its plots: one read of its rows for both, each half
+            // the memory it had alone (the rows hold their quarter beside).
+            check_hop_units(res);
+            LatencyColumns cols(res, 0.15);
+            series[i] =
+                latency_series(r, from, to, res, res.budget.share(0.5), [&](const LatencyRow& row) { cols.add(row); });
+            hops[i] = path_hop(from, to, res, cols);
+          } else if (i < path_count) {
+            hops[i] = path_hop(from, to, res);
+          } else {
+            series[i] = latency_series(r, from, to, res, res.budget);
+          }
         } catch (...) {
           throw FromPage{std::current_exception()};
         }

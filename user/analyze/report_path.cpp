@@ -42,8 +42,14 @@ void check_hop_units(const LatencyResult& res) {
 
 nlohmann::json path_hop(const std::string& from, const std::string& to, const LatencyResult& res) {
   check_hop_units(res);
+  return path_hop(from, to, res, LatencyColumns(res));
+}
+
+nlohmann::json path_hop(const std::string& from, const std::string& to, const LatencyResult& res,
+                        const LatencyColumns& cols) {
+  check_hop_units(res);
   // The "all" group of `latency --json`: the same numbers, by the same code.
-  nlohmann::json sum = latency_summary_json(res, from, to);
+  nlohmann::json sum = latency_summary_json(res, from, to, cols);
   nlohmann::json h = {{"from", from}, {"to", to}, {"unit", sum["unit"]}};
   h.update(sum["all"]);
   return h;

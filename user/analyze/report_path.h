@@ -15,6 +15,7 @@
 
 #include "trace/trace_reader.h"
 #include "latency/latency.h"
+#include "latency/latency_summary.h"
 #include "tables/memory_budget.h"
 
 namespace cptrace {
@@ -38,6 +39,9 @@ nlohmann::json path_breakdown(const std::string& path, const std::vector<Latency
 // One hop object of the breakdown: {from, to, unit} + the "all" group of
 // `latency --json` over res's rows.
 nlohmann::json path_hop(const std::string& from, const std::string& to, const LatencyResult& res);
+// The same from res's rows already in columns (one read for the hop and its plots).
+nlohmann::json path_hop(const std::string& from, const std::string& to, const LatencyResult& res,
+                        const LatencyColumns& cols);
 // {"channels", "hops", "end_to_end"} of the pairs' hop objects, end-to-end last.
 nlohmann::json path_json(const std::string& path, const std::vector<nlohmann::json>& hops);
 

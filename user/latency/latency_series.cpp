@@ -27,7 +27,8 @@ std::vector<LatencySeries> latency_series(const TraceReader& r, const std::strin
 }
 
 std::vector<LatencySeries> latency_series(const TraceReader& r, const std::string& from, const std::string& to,
-                                          const LatencyResult& res, const MemoryBudget& budget) {
+                                          const LatencyResult& res, const MemoryBudget& budget,
+                                          const std::function<void(const LatencyRow&)>& also) {
   check_series_units(r, res);
   std::string method = is_translated(r) ? "translated (--method " + res.method + "):"
                                         : "one node's trace: TSC difference / measured frequency, bound = widest "
@@ -58,6 +59,7 @@ std::vector<LatencySeries> latency_series(const TraceReader& r, const std::strin
     std::vector<const char*>& seen = scenarios[it->second];
     if (std::find(seen.begin(), seen.end(), row.scenario) == seen.end()) seen.push_back(row.scenario);
     filler.add(it->second, sample(row));
+    if (also) also(row);
   });
   std::vector<LatencySeries> out(number.size());  // in node pair order
   std::vector<LatencySeries*> by_number(number.size());

@@ -4,6 +4,7 @@
 // over time is drawn per node pair; one node's own trace gives one series (the
 // node to itself).
 #pragma once
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -25,8 +26,10 @@ void check_series_units(const TraceReader& r, const LatencyResult& res);
 std::vector<LatencySeries> latency_series(const TraceReader& r, const std::string& from, const std::string& to,
                                           const MemoryBudget& budget = {});
 // The same from rows already read (latency_rows, latency_streams): two reads of
-// them for all the node pairs' series.
+// them for all the node pairs' series; `also`, when given, is handed each row
+// of the first (one read for the series and another summary of the rows).
 std::vector<LatencySeries> latency_series(const TraceReader& r, const std::string& from, const std::string& to,
-                                          const LatencyResult& res, const MemoryBudget& budget);
+                                          const LatencyResult& res, const MemoryBudget& budget,
+                                          const std::function<void(const LatencyRow&)>& also = {});
 
 }  // namespace cptrace

@@ -10,33 +10,34 @@
 
 namespace cptrace {
 
-LatencyColumns::LatencyColumns(const LatencyResult& res)
-    : pool_{res.budget.share(0.25).bytes, 0},
+LatencyColumns::LatencyColumns(const LatencyResult& res) : LatencyColumns(res, 0.25) {
+  res.for_each_row([&](const LatencyRow& r) { add(r); });
+}
+
+LatencyColumns::LatencyColumns(const LatencyResult& res, double pool_share)
+    : pool_{res.budget.share(pool_share).bytes, 0},
       select_bytes_(res.budget.share(0.3).bytes),
-      threads_(res.budget.thread_count()) {
-  std::map<std::tuple<uint16_t, uint16_t, const char*>, Leaf*> index;
-  const std::string dir = res.budget.spill_dir();
-  bool ns = res.have_ns;
-  Leaf* last = nullptr;
-  const char* last_scenario = nullptr;  // rows come in long runs of one leaf: no lookup for those
-  res.for_each_row([&](const LatencyRow& r) {
-    Leaf* l = last;
-    if (!l || l->from_node != r.from_node || l->to_node != r.to_node || last_scenario != r.scenario) {
-      Leaf*& found = index[{r.from_node, r.to_node, r.scenario}];
-      if (!found) {
-        leaves_.push_back(std::make_unique<Leaf>(pool_, dir));
-        found = leaves_.back().get();
-        found->from_node = r.from_node, found->to_node = r.to_node, found->scenario = r.scenario;
-      }
-      l = last = found;
-      last_scenario = r.scenario;
+      threads_(res.budget.thread_count()),
+      dir_(res.budget.spill_dir()),
+      ns_(res.have_ns) {}
+
+void LatencyColumns::add(const LatencyRow& r) {
+  Leaf* l = last_;
+  if (!l || l->from_node != r.from_node || l->to_node != r.to_node || last_scenario_ != r.scenario) {
+    Leaf*& found = index_[{r.from_node, r.to_node, r.scenario}];
+    if (!found) {
+      leaves_.push_back(std::make_unique<Leaf>(pool_, dir_));
+      found = leaves_.back().get();
+      found->from_node = r.from_node, found->to_node = r.to_node, found->scenario = r.scenario;
     }
-    int64_t lo = ns ? r.ns_lo : r.ticks_lo, hi = ns ? r.ns_hi : r.ticks_hi;
-    l->value.add(ns ? r.ns : r.ticks);
-    l->lo.add(lo);
-    l->hi.add(hi);
-    l->width.add(hi - lo);
-  });
+    l = last_ = found;
+    last_scenario_ = r.scenario;
+  }
+  int64_t lo = ns_ ? r.ns_lo : r.ticks_lo, hi = ns_ ? r.ns_hi : r.ticks_hi;
+  l->value.add(ns_ ? r.ns : r.ticks);
+  l->lo.add(lo);
+  l->hi.add(hi);
+  l->width.add(hi - lo);
 }
 
 LatencyColumns::Group LatencyColumns::all() const {
@@ -112,7 +113,11 @@ nlohmann::json LatencyColumns::group_json(const Group& g) const {
 }
 
 nlohmann::json latency_summary_json(const LatencyResult& res, const std::string& from, const std::string& to) {
-  LatencyColumns cols(res);
+  return latency_summary_json(res, from, to, LatencyColumns(res));
+}
+
+nlohmann::json latency_summary_json(const LatencyResult& res, const std::string& from, const std::string& to,
+                                    const LatencyColumns& cols) {
   std::map<std::pair<uint16_t, uint16_t>, LatencyColumns::Group> hops;
   std::map<std::string, LatencyColumns::Group> scenarios;
   for (const auto& l : cols.leaves()) {

@@ -20,6 +20,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -43,6 +44,11 @@ class LatencyColumns {
 
   // Reads res's rows once (ns when res.have_ns, else ticks).
   explicit LatencyColumns(const LatencyResult& res);
+  // Empty, filled by the caller's own pass over res's rows (add), so that one
+  // pass also feeds other statistics (the report's plots beside a path's hop);
+  // its columns keep `pool_share` of res's budget in memory.
+  LatencyColumns(const LatencyResult& res, double pool_share);
+  void add(const LatencyRow& r);
   const std::vector<std::unique_ptr<Leaf>>& leaves() const { return leaves_; }
   Group all() const;
 
@@ -67,6 +73,12 @@ class LatencyColumns {
   MemoryPool pool_;
   uint64_t select_bytes_;
   unsigned threads_;
+  std::string dir_;
+  bool ns_;
+  // Rows come in long runs of one leaf: no lookup for those.
+  std::map<std::tuple<uint16_t, uint16_t, const char*>, Leaf*> index_;
+  Leaf* last_ = nullptr;
+  const char* last_scenario_ = nullptr;
   // Answers already selected, by columns and ranks: the groups "all", a hop and
   // a scenario are often the same leaves, and each costs a pass over them.
   mutable std::map<Key, std::vector<int64_t>> selected_;
@@ -76,5 +88,8 @@ class LatencyColumns {
 // The whole summary of one channel pair: from, to, unit, unmatched counts, "all",
 // "hops" (per from_node/to_node) and "scenarios".
 nlohmann::json latency_summary_json(const LatencyResult& res, const std::string& from, const std::string& to);
+// The same from columns already filled with res's rows.
+nlohmann::json latency_summary_json(const LatencyResult& res, const std::string& from, const std::string& to,
+                                    const LatencyColumns& cols);
 
 }  // namespace cptrace
