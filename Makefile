@@ -291,7 +291,7 @@ check-root:
 SAN        := $(BUILD)/san
 SAN_FLAGS   = -std=c++20 -O1 -g -fno-omit-frame-pointer $(CPPFLAGS) $(SITE_AS) -Itests
 ASAN_TESTS := trace_format clock_map clock_bounds clock_adjust tsc_skew_history events_frame_check trace_tail \
-              tuple_join tsc_frequency tsc_skew minrtt_protocol stop_signals
+              tuple_join tsc_frequency tsc_skew minrtt_protocol stop_signals rank_select
 ASAN_SRCS  := $(wildcard user/os/*.cpp user/clock/*.cpp user/trace/*.cpp user/tables/*.cpp) \
               user/sync/minrtt_protocol.cpp user/sync/kernel_timestamps.cpp \
               user/sync/minrtt_rounds.cpp
