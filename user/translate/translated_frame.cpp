@@ -68,19 +68,50 @@ inline uint8_t* put(uint8_t* p, uint64_t v) {
 // Ten varints of at most 10 bytes, a new channel's 8-byte id and the kind byte.
 constexpr size_t kMaxEventBytes = 10 * 10 + 8 + 1;
 
-// The trace codecs' cursor (trace/varint.h): a multi-byte varint in one 8-byte
-// load, not a loop per byte (the scrambled tuple ids' deltas take 9-10 bytes,
-// the stamps' 2-4). Its errors name no frame type: decode_translated adds it.
-struct Cursor {
-  codec::Cursor c;
-  uint64_t varint() { return c.varint(); }
-  uint64_t u64() {
-    uint64_t v;
-    std::memcpy(&v, c.take(8, "channel id"), 8);
-    return v;
+uint64_t read_u64(const uint8_t* p) {
+  uint64_t v;
+  std::memcpy(&v, p, 8);
+  return v;
+}
+
+void decode_records(const FrameHeader& h, const uint8_t* data, size_t n, std::vector<TranslatedEvent>& out) {
+  // The trace codecs' cursor (trace/varint.h): a multi-byte varint in one
+  // 8-byte load, not a loop per byte (the scrambled tuple ids' deltas take 9-10
+  // bytes, the stamps' 2-4). Its errors name no frame type: decode_translated
+  // adds it.
+  codec::Cursor c(data, n);
+  const bool stamped = h.flags & kFrameCpuStamped;
+  std::vector<uint64_t> chan;
+  out.resize(h.count);
+  uint64_t prev_ts = 0;
+  int64_t prev_off = 0, prev_tuple = 0, prev_pid = 0, prev_tid = 0;
+  for (uint32_t i = 0; i < h.count; ++i) {
+    TranslatedEvent& e = out[i];
+    uint64_t node = c.varint();
+    if (node > 0xffff) throw std::runtime_error("node index beyond 16 bits");
+    e.node = uint16_t(node);
+    e.local_ts = prev_ts + uint64_t(unzz(c.varint()));
+    int64_t off = wrap_add(prev_off, unzz(c.varint()));
+    e.ref_ts = wrap_add(int64_t(e.local_ts), off);
+    e.ref_lo = wrap_sub(e.ref_ts, int64_t(c.varint()));
+    e.ref_hi = wrap_add(e.ref_ts, int64_t(c.varint()));
+    uint64_t idx = c.varint();
+    if (idx == chan.size()) chan.push_back(read_u64(c.take(8, "channel id")));
+    if (idx >= chan.size()) throw std::runtime_error("channel index out of range");
+    e.channel = chan[idx];
+    e.tuple = uint64_t(wrap_add(prev_tuple, unzz(c.varint())));
+    e.pid = uint32_t(wrap_add(prev_pid, unzz(c.varint())));
+    e.tid = uint32_t(wrap_add(prev_tid, unzz(c.varint())));
+    uint64_t cpu = c.varint();
+    e.cpu_stamped = stamped && (cpu & 1);
+    if (stamped) cpu >>= 1;
+    if (cpu > 0xffff) throw std::runtime_error("cpu beyond 16 bits");
+    e.cpu = uint16_t(cpu);
+    e.kind = *c.take(1, "record");
+    prev_ts = e.local_ts, prev_off = off, prev_tuple = int64_t(e.tuple), prev_pid = e.pid, prev_tid = e.tid;
   }
-  uint8_t u8() { return *c.take(1, "record"); }
-};
+  if (c.remaining()) throw std::runtime_error("trailing bytes after the last record");
+}
 
 }  // namespace
 
@@ -141,10 +172,6 @@ void encode_translated(const TranslatedEvent* ev, size_t n, int zstd_level, Enco
   seal_frame(out.hdr, out.payload.data(), out.payload.size());
 }
 
-namespace {
-void decode_records(const FrameHeader& h, const uint8_t* data, size_t n, std::vector<TranslatedEvent>& out);
-}
-
 void decode_translated(const FrameHeader& h, const uint8_t* payload, size_t len, std::vector<TranslatedEvent>& out) {
   if (h.type != uint16_t(FrameType::Translated)) throw std::runtime_error("not a translated frame");
   if (h.count > kMaxFrameEvents || h.raw_len > kMaxRawBytes) throw std::runtime_error("translated frame beyond limits");
@@ -166,41 +193,6 @@ void decode_translated(const FrameHeader& h, const uint8_t* payload, size_t len,
 }
 
 namespace {
-
-void decode_records(const FrameHeader& h, const uint8_t* data, size_t n, std::vector<TranslatedEvent>& out) {
-  Cursor c{codec::Cursor(data, n)};
-  const bool stamped = h.flags & kFrameCpuStamped;
-  std::vector<uint64_t> chan;
-  out.resize(h.count);
-  uint64_t prev_ts = 0;
-  int64_t prev_off = 0, prev_tuple = 0, prev_pid = 0, prev_tid = 0;
-  for (uint32_t i = 0; i < h.count; ++i) {
-    TranslatedEvent& e = out[i];
-    uint64_t node = c.varint();
-    if (node > 0xffff) throw std::runtime_error("node index beyond 16 bits");
-    e.node = uint16_t(node);
-    e.local_ts = prev_ts + uint64_t(unzz(c.varint()));
-    int64_t off = wrap_add(prev_off, unzz(c.varint()));
-    e.ref_ts = wrap_add(int64_t(e.local_ts), off);
-    e.ref_lo = wrap_sub(e.ref_ts, int64_t(c.varint()));
-    e.ref_hi = wrap_add(e.ref_ts, int64_t(c.varint()));
-    uint64_t idx = c.varint();
-    if (idx == chan.size()) chan.push_back(c.u64());
-    if (idx >= chan.size()) throw std::runtime_error("channel index out of range");
-    e.channel = chan[idx];
-    e.tuple = uint64_t(wrap_add(prev_tuple, unzz(c.varint())));
-    e.pid = uint32_t(wrap_add(prev_pid, unzz(c.varint())));
-    e.tid = uint32_t(wrap_add(prev_tid, unzz(c.varint())));
-    uint64_t cpu = c.varint();
-    e.cpu_stamped = stamped && (cpu & 1);
-    if (stamped) cpu >>= 1;
-    if (cpu > 0xffff) throw std::runtime_error("cpu beyond 16 bits");
-    e.cpu = uint16_t(cpu);
-    e.kind = c.u8();
-    prev_ts = e.local_ts, prev_off = off, prev_tuple = int64_t(e.tuple), prev_pid = e.pid, prev_tid = e.tid;
-  }
-  if (c.c.remaining()) throw std::runtime_error("trailing bytes after the last record");
-}
 
 struct DecodedFrame {
   std::vector<uint8_t> payload;
