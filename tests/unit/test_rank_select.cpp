@@ -4,9 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <cstdlib>
+#include <memory>
 #include <random>
-#include <string>
 #include <vector>
 
 #include "tables/rank_select.h"
