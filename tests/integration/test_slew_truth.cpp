@@ -727,14 +727,19 @@ TEST_F(SlewTruth, AdjtimeSlewLongerThanASecond) {
     for (const ClockChange& c : clock_change_candidates(r.clock_history()))
       witnessed |= c.from_ns <= uint64_t(end_mono) + 100'000 && c.to_ns + 100'000 >= uint64_t(end_mono);
     EXPECT_TRUE(witnessed) << kNames[k] << ": the slew's end, mono " << end_mono << ", is no witnessed change";
+    // Samples on both sides of the end make the check a check; how many there
+    // are is the host's (the 1 kHz sampler wakes once per 2 ms under CI's load).
     Tally near;
+    size_t before = 0, after = 0;
     for (const truth::MonoSample& s : rec.samples) {
       if (s.mono_ns + 50'000'000 < uint64_t(end_mono) || s.mono_ns > uint64_t(end_mono) + 50'000'000) continue;
+      (s.mono_ns < uint64_t(end_mono) ? before : after)++;
       auto [lo, hi] = conversion_bound(r.clock_map(), s.mono_ns);
       near.add(lo, hi, {(long double)rec.sim[k].apply(s.tsc_lo), (long double)rec.sim[k].apply(s.tsc_hi)});
     }
     near.print(std::string("adjtime-1.2ms conversion within 50 ms of the end ") + kNames[k]);
-    EXPECT_GT(near.n, 50u);
+    EXPECT_GT(before, 0u) << "truth samples in the 50 ms before the end";
+    EXPECT_GT(after, 0u) << "truth samples in the 50 ms after the end";
     EXPECT_EQ(near.contained, near.n);
   }
   check_all(rec, "adjtime-1.2ms");
