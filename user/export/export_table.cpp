@@ -111,7 +111,8 @@ struct RefClock {
   std::vector<bool> reference;
   int64_t origin = 0;
   bool have_ns = false;
-  long double hz = 0, hz_lo = 0, hz_hi = 0;
+  // The frequency interval's factors, computed once: every row converts.
+  TicksToNs to_ns{1, 1, 1};
 };
 
 RefClock ref_clock(const TranslatedRun& run) {
@@ -123,7 +124,7 @@ RefClock ref_clock(const TranslatedRun& run) {
   }
   c.origin = int64_t(run.ref_origin);
   c.have_ns = run.have_ns;
-  if (c.have_ns) c.hz = run.hz, c.hz_lo = run.hz_lo, c.hz_hi = run.hz_hi;
+  if (c.have_ns) c.to_ns = TicksToNs(run.hz, run.hz_lo, run.hz_hi);
   return c;
 }
 
@@ -132,7 +133,7 @@ void check_node(const RefClock& c, const TranslatedEvent& e) {
 }
 
 NsBound event_ns(const RefClock& c, const TranslatedEvent& e) {
-  return ticks_to_ns(e.ref_ts - c.origin, e.ref_lo - c.origin, e.ref_hi - c.origin, c.hz, c.hz_lo, c.hz_hi);
+  return c.to_ns(e.ref_ts - c.origin, e.ref_lo - c.origin, e.ref_hi - c.origin);
 }
 
 // A channel's name as the events rows show it, looked up once per channel

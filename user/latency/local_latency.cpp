@@ -217,9 +217,7 @@ class NodeRows : public LatencyRowSource {
   NodeRows(const MemoryBudget& budget, const LatencyResult& res)
       : pairs(budget.share(0.25).bytes, budget.spill_dir()),
         have_ns_(res.have_ns),
-        hz_(res.hz),
-        hz_lo_(res.hz_lo),
-        hz_hi_(res.hz_hi) {}
+        to_ns_(double(res.hz), double(res.hz_lo), double(res.hz_hi)) {}
   void for_each(const std::function<void(const LatencyRow&)>& fn) const override {
     pairs.for_each([&](const LocalPair& p) { fn(expand(p)); });
   }
@@ -235,13 +233,15 @@ class NodeRows : public LatencyRowSource {
     row.ticks_hi = row.ticks + p.w;
     row.from_ref = int64_t(p.ta);
     if (have_ns_) {
-      NsBound ns = ticks_to_ns(row.ticks, row.ticks_lo, row.ticks_hi, hz_, hz_lo_, hz_hi_);
+      NsBound ns = to_ns_(row.ticks, row.ticks_lo, row.ticks_hi);
       row.ns = ns.ns, row.ns_lo = ns.lo, row.ns_hi = ns.hi;
     }
     return row;
   }
   bool have_ns_;
-  double hz_, hz_lo_, hz_hi_;
+  // The frequencies as doubles, as they always were here; their factors
+  // computed once, not per row.
+  TicksToNs to_ns_;
 };
 
 // A strict interval around the TSC frequency from the first and last correlation
