@@ -56,6 +56,8 @@ class SharedEvents {
     if (!parts_.empty())
       return write({tuple, seq_++, s.local, s.est, s.lo, s.hi, s.node, channel, s.cpu, s.cpu_stamped});
     ++seq_;
+    if (channel >= held_count_.size()) held_count_.resize(channel + 1);
+    ++held_count_[channel];
     const uint64_t below = uint64_t(s.est) - uint64_t(s.lo), above = uint64_t(s.hi) - uint64_t(s.est);
     if (s.lo <= s.est && s.est <= s.hi && below <= UINT32_MAX && above <= UINT32_MAX) {
       held_.push_back(
@@ -73,6 +75,8 @@ class SharedEvents {
     return channel < part_count_[p].size() ? part_count_[p][channel] : 0;
   }
   size_t part_count() const { return parts_.size(); }
+  // Events of `channel` held in memory (before any spill).
+  uint64_t held_count(uint16_t channel) const { return channel < held_count_.size() ? held_count_[channel] : 0; }
   // fn(channel, tuple, stamp, trace position) of each event in memory, in
   // trace order; for_each_in_part: of part p's, once spilled.
   template <typename Fn>
@@ -130,6 +134,7 @@ class SharedEvents {
   std::vector<std::pair<int64_t, int64_t>> wide_;
   std::vector<std::unique_ptr<SpillFile>> parts_;
   std::vector<std::vector<uint64_t>> part_count_;  // per part and channel
+  std::vector<uint64_t> held_count_;  // per channel, in memory
 };
 
 inline void add_counts(JoinCounts& sum, const JoinCounts& c) {
@@ -179,8 +184,12 @@ void join_shared(SharedEvents& events, const std::vector<std::pair<uint16_t, uin
       JoinCounts c;
       c.partitions = 0;
       {
-        TupleJoin join(budget.share(split.join));
         const auto [from, to] = sides[j];
+        // Reserved exactly: the next pair's join then fits where this one's
+        // pages were (touched once here; first touches of fresh memory were a
+        // tenth of a three-hop path's CPU).
+        TupleJoin join(budget.share(split.join), TupleJoin::Keep::First,
+                       events.held_count(from) + events.held_count(to));
         events.for_each_held([&](uint16_t ch, uint64_t tuple, const JoinStamp& s, uint64_t) {
           // The `from` side first: a channel that is both sides is added twice.
           if (ch == from) join.add(false, tuple, s);

@@ -73,7 +73,7 @@ JoinStamp TupleJoin::Block::stamp(const Rec& r) const {
   return {r.local, r.est, r.est - int64_t(r.below), r.est + int64_t(r.above), r.node, cpu, r.cpu1 != 0};
 }
 
-TupleJoin::TupleJoin(const MemoryBudget& b, Keep keep)
+TupleJoin::TupleJoin(const MemoryBudget& b, Keep keep, uint64_t expected)
     : budget_(b),
       keep_(keep),
       max_in_memory_(std::clamp<uint64_t>(b.bytes / kBytesPerRecord, 1024, 1ull << 31)),
@@ -82,9 +82,10 @@ TupleJoin::TupleJoin(const MemoryBudget& b, Keep keep)
   // held before the first spill take under half of it (no table yet), the
   // buffers half.
   fanout_buffer_ = size_t(std::clamp<uint64_t>(b.bytes / 2 >> kFanoutBits, 16 << 10, 1 << 20));
-  if (b.bytes <= kReserveUpTo) {
-    mem_.recs.reserve(max_in_memory_);
-    advise_huge_pages(mem_.recs.data(), max_in_memory_ * sizeof(Rec));
+  if (b.bytes <= kReserveUpTo || expected < max_in_memory_) {
+    const uint64_t n = std::min(max_in_memory_, expected);
+    mem_.recs.reserve(n);
+    advise_huge_pages(mem_.recs.data(), n * sizeof(Rec));
   }
 }
 

@@ -53,7 +53,9 @@ class TupleJoin {
   // node's trace, whose file order is only roughly time order). Either way the
   // pairs come in the order of each id's first to-event.
   enum class Keep { First, Earliest };
-  explicit TupleJoin(const MemoryBudget& b, Keep keep = Keep::First);
+  // `expected`: the records the caller will add, where it knows (a store
+  // that counted them): reserved exactly rather than the budget's worth.
+  explicit TupleJoin(const MemoryBudget& b, Keep keep = Keep::First, uint64_t expected = UINT64_MAX);
   ~TupleJoin();
 
   // One event of the `from` (to_side false) or `to` channel, in trace order. An
