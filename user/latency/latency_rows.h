@@ -173,8 +173,9 @@ inline JoinStamp join_stamp(const TranslatedEvent& e) {
 // The pairs of one join, bounded, added to `rows` as runs in to-event order.
 // positions (when given): the trace position of each event added to the join,
 // by its place among them (the join numbers only its own events).
-template <typename Row>
-JoinCounts append_rows(TupleJoin& join, const DurationBounds& sc, unsigned threads, MergedRows<Row>& rows_out,
+// Join: a TupleJoin, or what has its run().
+template <typename Row, typename Join>
+JoinCounts append_rows(Join& join, const DurationBounds& sc, unsigned threads, MergedRows<Row>& rows_out,
                        const std::vector<uint64_t>* positions) {
   MergedRows<Row>* rows = &rows_out;
   const ScenarioTable& table = rows->table();

@@ -15,6 +15,7 @@
 #include "tables/memory_budget.h"
 #include "tables/spill_file.h"
 #include "tables/tuple_join.h"
+#include "tables/tuple_join_memory.h"
 
 namespace cptrace::latency_join {
 
@@ -81,18 +82,34 @@ class SharedEvents {
   // trace order; for_each_in_part: of part p's, once spilled.
   template <typename Fn>
   void for_each_held(Fn&& fn) const {
-    for (size_t i = 0; i < held_.size(); ++i) {
-      const Held& h = held_[i];
-      JoinStamp s{h.local,
-                  h.est,
-                  h.est - int64_t(h.below),
-                  h.est + int64_t(h.above),
-                  h.node,
-                  uint16_t(h.cpu1 ? h.cpu1 - 1 : 0),
-                  h.cpu1 != 0};
-      if (h.channel & kWide) s.lo = wide_[h.below].first, s.hi = wide_[h.below].second;
-      fn(uint16_t(h.channel & ~kWide), h.tuple, s, i);
-    }
+    for (size_t i = 0; i < held_.size(); ++i)
+      fn(uint16_t(held_[i].channel & ~kWide), held_[i].tuple, stamp(held_[i]), i);
+  }
+  // Whether join_held can join pair (from, to): in memory, two channels, and
+  // indices that fit the join's 31 bits.
+  bool joins_held(uint16_t from, uint16_t to) const { return !spilled() && from != to && held_.size() < (1u << 31); }
+  // Pair (from, to) joined from the events in memory where they lie, as
+  // TupleJoin::run (Keep::First) would join copies of them added in trace
+  // order: the same pairs, counts and order, keyed by trace position.
+  JoinCounts join_held(uint16_t from, uint16_t to, unsigned threads, const TupleJoin::PairFn& pair,
+                       const std::function<void()>& end_partition) {
+    // The pair's events in trace order, from the store's per-channel lists:
+    // the join touches only them.
+    if (by_channel_.empty()) sort_by_channel();
+    auto range = [&](uint16_t ch) {
+      const uint32_t* b = by_channel_.data() + channel_begin_[ch];
+      return std::pair{b, b + held_count(ch)};
+    };
+    const auto [fb, fe] = range(from);
+    const auto [tb, te] = range(to);
+    pair_.resize(size_t(fe - fb) + size_t(te - tb));
+    std::merge(fb, fe, tb, te, pair_.begin());
+    HeldRecs recs{*this, to};
+    scratch_.assign(pair_.size(), TupleJoin::kNoPartner);
+    JoinCounts c;
+    tuple_join_memory::join(recs, TupleJoin::Keep::First, threads, c, pair);
+    end_partition();
+    return c;
   }
   template <typename Fn>
   void for_each_in_part(size_t p, Fn&& fn) {
@@ -107,6 +124,40 @@ class SharedEvents {
   }
 
  private:
+  // The held events as tuple_join_memory::join reads them.
+  // (The held events of one pair, pair_: each record k is held event pair_[k].)
+  struct HeldRecs {
+    SharedEvents& e;
+    uint16_t to;
+    const Held& h(uint32_t k) const { return e.held_[e.pair_[k]]; }
+    size_t size() const { return e.pair_.size(); }
+    uint64_t tuple(uint32_t k) const { return h(k).tuple; }
+    int side(uint32_t k) const { return uint16_t(h(k).channel & ~kWide) == to ? 1 : 0; }
+    uint64_t local(uint32_t k) const { return h(k).local; }
+    uint32_t& partner(uint32_t k) { return e.scratch_[k]; }
+    JoinStamp stamp(uint32_t k) const { return e.stamp(h(k)); }
+    uint64_t seq(uint32_t k) const { return e.pair_[k]; }
+  };
+  // by_channel_: the held events' indices grouped by channel, in trace order
+  // in each (a counting sort, once for every pair).
+  void sort_by_channel() {
+    channel_begin_.assign(held_count_.size() + 1, 0);
+    for (size_t ch = 0; ch < held_count_.size(); ++ch) channel_begin_[ch + 1] = channel_begin_[ch] + held_count_[ch];
+    std::vector<uint64_t> at(channel_begin_.begin(), channel_begin_.end() - 1);
+    by_channel_.resize(held_.size());
+    for (size_t i = 0; i < held_.size(); ++i) by_channel_[at[held_[i].channel & ~kWide]++] = uint32_t(i);
+  }
+  JoinStamp stamp(const Held& h) const {
+    JoinStamp s{h.local,
+                h.est,
+                h.est - int64_t(h.below),
+                h.est + int64_t(h.above),
+                h.node,
+                uint16_t(h.cpu1 ? h.cpu1 - 1 : 0),
+                h.cpu1 != 0};
+    if (h.channel & kWide) s.lo = wide_[h.below].first, s.hi = wide_[h.below].second;
+    return s;
+  }
   uint64_t held_bytes() const { return held_.size() * sizeof(Held) + wide_.size() * sizeof(wide_[0]); }
   void write(const Spilled& e) {
     // Fibonacci hashing, not the join's splitmix: a part's ids still spread
@@ -135,6 +186,10 @@ class SharedEvents {
   std::vector<std::unique_ptr<SpillFile>> parts_;
   std::vector<std::vector<uint64_t>> part_count_;  // per part and channel
   std::vector<uint64_t> held_count_;  // per channel, in memory
+  // join_held's, kept for the next pair: the store's indices by channel, one
+  // pair's events and their scratch.
+  std::vector<uint64_t> channel_begin_;
+  std::vector<uint32_t> by_channel_, pair_, scratch_;
 };
 
 inline void add_counts(JoinCounts& sum, const JoinCounts& c) {
@@ -177,17 +232,32 @@ void join_shared(SharedEvents& events, const std::vector<std::pair<uint16_t, uin
     joined[j].stream.reset();
   };
   if (!events.spilled()) {
-    // All in memory: one pair at a time, its rows keyed by the join's own
-    // numbering of its events (in trace order, as the store's).
+    // All in memory: one pair at a time, its rows keyed by trace position
+    // (joined where the events lie) or by the join's own numbering of its
+    // copies (in trace order, as the store's).
     for (size_t j = 0; j < sides.size(); ++j) {
       auto rows = rows_for(j);
       JoinCounts c;
       c.partitions = 0;
+      const auto [from, to] = sides[j];
+      if (events.joins_held(from, to)) {
+        // Joined where the events lie: no copy of them (40 bytes each into
+        // memory the kernel zeroes first: a tenth of a three-hop path's CPU).
+        struct Held {
+          SharedEvents& e;
+          uint16_t from, to;
+          unsigned threads;
+          JoinCounts run(const TupleJoin::PairFn& pair, const std::function<void()>& end) {
+            return e.join_held(from, to, threads, pair, end);
+          }
+        } held{events, from, to, budget.thread_count()};
+        add_counts(c, append_rows(held, sc, budget.thread_count(), *rows, nullptr));
+        finish(j, c, std::move(rows));
+        continue;
+      }
       {
-        const auto [from, to] = sides[j];
         // Reserved exactly: the next pair's join then fits where this one's
-        // pages were (touched once here; first touches of fresh memory were a
-        // tenth of a three-hop path's CPU).
+        // pages were.
         TupleJoin join(budget.share(split.join), TupleJoin::Keep::First,
                        events.held_count(from) + events.held_count(to));
         events.for_each_held([&](uint16_t ch, uint64_t tuple, const JoinStamp& s, uint64_t) {
