@@ -1,6 +1,7 @@
 // The tuple join (user/tables/tuple_join.h) against the obvious one hash map
 // over the whole run: the same pairs in the same order, the same counts, on any
-// number of threads, in memory and spilled; and parallel_for's contract.
+// number of threads, in memory and spilled, and over a path store's events where
+// they lie; and parallel_for's contract.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "tables/parallel_for.h"
+#include "latency/shared_events.h"
 #include "tables/tuple_join.h"
 
 using namespace cptrace;
@@ -193,4 +195,41 @@ TEST(ParallelFor, AForkedChildStartsItsOwnHelpers) {
   int status = 0;
   ASSERT_EQ(waitpid(pid, &status, 0), pid);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
+}
+
+// A path's store (latency/shared_events.h) joins a pair where its events lie:
+// the pairs and counts of the one map over that pair's events alone (a third
+// channel's events between them), each pair keyed by its to-event's place in
+// the store, on any number of threads.
+TEST(TupleJoin, StoreJoinsAPairWhereItsEventsLie) {
+  const std::vector<Event> ev = events(200000, 11);
+  std::mt19937_64 rng(5);
+  MemoryBudget b;
+  b.bytes = 1ull << 30;
+  b.temp_dir = "/tmp";
+  latency_join::SharedEvents store(b);
+  std::vector<Event> pair_events;  // channels 2 (from) and 0 (to), in store order
+  std::vector<uint64_t> place;  // each one's index in the store
+  for (uint64_t i = 0; i < ev.size(); ++i) {
+    const uint16_t ch = rng() % 3 == 0 ? 1 : ev[i].to ? 0 : 2;
+    JoinStamp s;
+    s.local = ev[i].local;
+    store.add(ch, ev[i].tuple, s);
+    if (ch != 1) pair_events.push_back(ev[i]), place.push_back(i);
+  }
+  ASSERT_TRUE(store.joins_held(2, 0));
+  Joined want = reference(pair_events, TupleJoin::Keep::First);
+  for (Pair& p : want.pairs) p.seq = place[p.seq];
+  ASSERT_GT(want.c.pairs, 5000u);
+  for (unsigned threads : {1u, 2u, 5u}) {
+    Joined got;
+    got.c = store.join_held(
+        2, 0, threads,
+        [&](uint64_t tuple, uint64_t seq, const JoinStamp& a, const JoinStamp& z) {
+          got.pairs.push_back({tuple, seq, a.local, z.local});
+        },
+        [&] { got.ends++; });
+    EXPECT_EQ(got.ends, 1u);
+    expect_same(want, got, "held");
+  }
 }
